@@ -1,0 +1,263 @@
+/*
+ * tex — tensor expressions compiled for C programs.
+ *
+ * This is the only public header. A program states *what* to compute as tensor
+ * expressions (tex_compute over tex_axis / tex_reduce_axis), and later *how* with
+ * schedule primitives; tex lowers both to a loop AST and JIT-compiles it.
+ *
+ * Conventions (binding, see the README):
+ *   - Every object is an opaque handle. IR objects (expressions, axes, tensors)
+ *     live in the tex_ctx that made them and are freed all at once by
+ *     tex_ctx_free; they are never freed one by one.
+ *   - Functions that create return a pointer, NULL on error. Functions that act
+ *     return int: 0 (TEX_OK) or a negative TEX_E* code. The context keeps the
+ *     first error (code and message) until tex_clear_error.
+ *   - A builder given a NULL operand returns NULL at once, so a chain of calls
+ *     can be checked once at its end.
+ *   - A context is used by one thread at a time; different contexts may be used
+ *     from different threads concurrently.
+ *   - Strings returned as `char *` are malloc'ed and freed by the caller with
+ *     free(); strings returned as `const char *` are borrowed (lifetime stated).
+ */
+#ifndef TEX_TEX_H
+#define TEX_TEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <dlpack/dlpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && defined(TEX_BUILDING_LIBRARY)
+#define TEX_API __attribute__((visibility("default")))
+#else
+#define TEX_API
+#endif
+
+#define TEX_VERSION_MAJOR 0
+#define TEX_VERSION_MINOR 1
+#define TEX_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------- handles */
+
+typedef struct tex_ctx tex_ctx;       /* owns every IR object built in it */
+typedef struct tex_expr tex_expr;     /* immutable scalar expression */
+typedef struct tex_iter tex_iter;     /* an iteration axis (data-parallel or reduction) */
+typedef struct tex_tensor tex_tensor; /* a placeholder or the result of a compute */
+
+/* ------------------------------------------------------- context and errors */
+
+/* Status codes; the values are binding. */
+enum {
+    TEX_OK = 0,
+    TEX_EINVAL = -1,       /* bad argument or illegal schedule */
+    TEX_ETYPE = -2,        /* dtype mismatch */
+    TEX_ENOMEM = -3,       /* out of memory */
+    TEX_EUNAVAILABLE = -4, /* a target, compiler or driver is missing */
+    TEX_ECOMPILE = -5,     /* the C compiler or NVRTC rejected generated code */
+    TEX_EDEVICE = -6,      /* a CUDA driver call failed at run time */
+    TEX_EMISUSE = -7,      /* NULL handle, or handles from two contexts */
+    TEX_EINTERNAL = -8     /* a bug in tex; the message says where */
+};
+
+/* Memory for a context's arena. `alloc(user, size)` returns memory aligned to at
+ * least 16 bytes or NULL; `free(user, ptr)` releases it. Used by tex_ctx_new_ex. */
+typedef struct {
+    size_t size; /* sizeof(tex_allocator), so the struct can grow */
+    void *(*alloc)(void *user, size_t size);
+    void (*free)(void *user, void *ptr);
+    void *user;
+} tex_allocator;
+
+/* A new, empty context; NULL when out of memory. Free it with tex_ctx_free. */
+TEX_API tex_ctx *tex_ctx_new(void);
+
+/* Like tex_ctx_new, with the arena's memory taken from `allocator` (copied; NULL
+ * means malloc/free). Returns NULL if the allocator is malformed or fails. */
+TEX_API tex_ctx *tex_ctx_new_ex(const tex_allocator *allocator);
+
+/* Frees the context and every IR object made in it. NULL is a no-op. Kernels
+ * and arrays are owned separately and stay valid. */
+TEX_API void tex_ctx_free(tex_ctx *ctx);
+
+/* The first unhandled error's code (0 when none); TEX_EMISUSE for NULL. */
+TEX_API int tex_errcode(const tex_ctx *ctx);
+
+/* The first unhandled error's message ("" when none), naming the call and the
+ * object. Borrowed: valid until the next call on ctx. For NULL, a static text. */
+TEX_API const char *tex_errmsg(const tex_ctx *ctx);
+
+/* Forgets the recorded error. NULL is a no-op. */
+TEX_API void tex_clear_error(tex_ctx *ctx);
+
+/* "MAJOR.MINOR.PATCH"; static. */
+TEX_API const char *tex_version(void);
+
+/* ------------------------------------------------- types and expressions */
+
+typedef enum {
+    TEX_BOOL,
+    TEX_I8,
+    TEX_I16,
+    TEX_I32,
+    TEX_I64,
+    TEX_U8,
+    TEX_U16,
+    TEX_U32,
+    TEX_U64,
+    TEX_F16,
+    TEX_BF16,
+    TEX_F32,
+    TEX_F64
+} tex_dtype;
+
+/* The name of a dtype ("f32", "i64", ...); "?" when out of range. Static. */
+TEX_API const char *tex_dtype_name(tex_dtype t);
+
+/* Size of one element in bytes (bool: 1); 0 when out of range. */
+TEX_API int tex_dtype_bytes(tex_dtype t);
+
+/* Constants and variables. tex_int gives i32 when v fits, else i64.
+ * tex_const converts v to t (integers truncate toward zero). tex_var is a
+ * symbolic scalar (a dynamic size, a kernel parameter); name is copied. */
+TEX_API tex_expr *tex_int(tex_ctx *ctx, int64_t v);
+TEX_API tex_expr *tex_const(tex_ctx *ctx, tex_dtype t, double v);
+TEX_API tex_expr *tex_var(tex_ctx *ctx, const char *name, tex_dtype t);
+
+/* Arithmetic. Operands of different dtypes are promoted (rules in the README):
+ * integer with integer, the wider wins (same width, mixed signedness: unsigned);
+ * integer with float: the float; f16/bf16 with f32: f32; f16 with bf16: f32;
+ * f32 with f64: f64; bool with a number: the number's type.
+ * tex_div is true division for floats and floor division for integers. */
+TEX_API tex_expr *tex_add(tex_expr *a, tex_expr *b);
+TEX_API tex_expr *tex_sub(tex_expr *a, tex_expr *b);
+TEX_API tex_expr *tex_mul(tex_expr *a, tex_expr *b);
+TEX_API tex_expr *tex_div(tex_expr *a, tex_expr *b);
+TEX_API tex_expr *tex_floordiv(tex_expr *a, tex_expr *b); /* rounds toward -inf */
+TEX_API tex_expr *tex_floormod(tex_expr *a, tex_expr *b); /* sign of the divisor */
+TEX_API tex_expr *tex_min(tex_expr *a, tex_expr *b);
+TEX_API tex_expr *tex_max(tex_expr *a, tex_expr *b);
+TEX_API tex_expr *tex_neg(tex_expr *a);
+
+/* Comparisons and logic give TEX_BOOL; and/or/not take TEX_BOOL operands. */
+TEX_API tex_expr *tex_eq(tex_expr *a, tex_expr *b);
+TEX_API tex_expr *tex_ne(tex_expr *a, tex_expr *b);
+TEX_API tex_expr *tex_lt(tex_expr *a, tex_expr *b);
+TEX_API tex_expr *tex_le(tex_expr *a, tex_expr *b);
+TEX_API tex_expr *tex_gt(tex_expr *a, tex_expr *b);
+TEX_API tex_expr *tex_ge(tex_expr *a, tex_expr *b);
+TEX_API tex_expr *tex_and(tex_expr *a, tex_expr *b);
+TEX_API tex_expr *tex_or(tex_expr *a, tex_expr *b);
+TEX_API tex_expr *tex_not(tex_expr *a);
+
+/* cond ? t : f; cond must be TEX_BOOL; t and f are promoted to one type. */
+TEX_API tex_expr *tex_select(tex_expr *cond, tex_expr *t, tex_expr *f);
+
+/* Conversion; float to integer truncates toward zero (C semantics). */
+TEX_API tex_expr *tex_cast(tex_dtype t, tex_expr *a);
+
+/* Math on floats (an integer operand is converted to f32 first; tex_abs keeps
+ * integers). tex_round rounds half away from zero. */
+TEX_API tex_expr *tex_exp(tex_expr *a);
+TEX_API tex_expr *tex_log(tex_expr *a);
+TEX_API tex_expr *tex_sqrt(tex_expr *a);
+TEX_API tex_expr *tex_rsqrt(tex_expr *a);
+TEX_API tex_expr *tex_tanh(tex_expr *a);
+TEX_API tex_expr *tex_sigmoid(tex_expr *a);
+TEX_API tex_expr *tex_erf(tex_expr *a);
+TEX_API tex_expr *tex_abs(tex_expr *a);
+TEX_API tex_expr *tex_floor(tex_expr *a);
+TEX_API tex_expr *tex_ceil(tex_expr *a);
+TEX_API tex_expr *tex_round(tex_expr *a);
+TEX_API tex_expr *tex_sin(tex_expr *a);
+TEX_API tex_expr *tex_cos(tex_expr *a);
+TEX_API tex_expr *tex_pow(tex_expr *a, tex_expr *b);
+TEX_API tex_expr *tex_fma(tex_expr *a, tex_expr *b, tex_expr *c); /* a*b + c */
+
+/* The dtype of an expression; TEX_BOOL for NULL (check for NULL first). */
+TEX_API tex_dtype tex_expr_dtype(const tex_expr *e);
+
+/* The expression printed in tex's syntax; malloc'ed, the caller frees it.
+ * NULL for a NULL expression or when out of memory. */
+TEX_API char *tex_expr_str(const tex_expr *e);
+
+/* ------------------------------------------------- axes, tensors, computes */
+
+/* An axis iterating [0, extent); the extent is an integer expression (constant
+ * or symbolic, >= 0 when constant). The name is copied. */
+TEX_API tex_iter *tex_axis(tex_ctx *ctx, const char *name, tex_expr *extent);
+TEX_API tex_iter *tex_reduce_axis(tex_ctx *ctx, const char *name, tex_expr *extent);
+
+/* The axis as an i32 (or, for an i64 extent, i64) expression. */
+TEX_API tex_expr *tex_iv(tex_iter *iv);
+
+/* An input tensor. Shapes are integer expressions (constants or tex_var). */
+TEX_API tex_tensor *tex_placeholder(tex_ctx *ctx, const char *name, tex_dtype t, int ndim,
+                                    tex_expr *const shape[]);
+TEX_API tex_tensor *tex_placeholder_c(tex_ctx *ctx, const char *name, tex_dtype t, int ndim,
+                                      const int64_t shape[]);
+
+/* t[idx...]: exactly ndim integer indices. */
+TEX_API tex_expr *tex_at(tex_tensor *t, int n, tex_expr *const idx[]);
+#define TEX_AT(T, ...)                                                                          \
+    tex_at((T), (int)(sizeof((tex_expr *[]){__VA_ARGS__}) / sizeof(tex_expr *)),                \
+           (tex_expr *[]){__VA_ARGS__})
+
+/* A tensor whose element at (axes...) is body. The axes must be distinct
+ * data-parallel axes; the tensor's shape is their extents, its dtype body's.
+ * A reduction (tex_sum, ...) may only appear as the whole body. */
+TEX_API tex_tensor *tex_compute(tex_ctx *ctx, const char *name, int ndim, tex_iter *const axes[],
+                                tex_expr *body);
+
+/* Reductions of body over the reduce axes (distinct, each used in one
+ * reduction only). Identities: sum 0, prod 1, max -inf / type min, min +inf /
+ * type max. */
+TEX_API tex_expr *tex_sum(tex_expr *body, int n, tex_iter *const raxes[]);
+TEX_API tex_expr *tex_reduce_max(tex_expr *body, int n, tex_iter *const raxes[]);
+TEX_API tex_expr *tex_reduce_min(tex_expr *body, int n, tex_iter *const raxes[]);
+TEX_API tex_expr *tex_reduce_prod(tex_expr *body, int n, tex_iter *const raxes[]);
+
+/* The reduction restricted to points where cond (TEX_BOOL) holds. */
+TEX_API tex_expr *tex_reduce_where(tex_expr *reduction, tex_expr *cond);
+
+TEX_API int tex_tensor_ndim(const tex_tensor *t);               /* -1 for NULL */
+TEX_API tex_expr *tex_tensor_dim(const tex_tensor *t, int i);   /* NULL when out of range */
+TEX_API tex_dtype tex_tensor_dtype(const tex_tensor *t);        /* TEX_BOOL for NULL */
+TEX_API const char *tex_tensor_name(const tex_tensor *t);       /* borrowed; "" for NULL */
+
+/* ---------------------------------------------------------------- arrays */
+
+/* A compact row-major array on `dev` (kDLCPU for host memory), data aligned to
+ * 64 bytes and zero-filled. Caller-owned; free with tex_array_free. NULL on a
+ * bad argument (ndim < 0, negative size, unknown dtype, unsupported device) or
+ * when out of memory. */
+TEX_API DLTensor *tex_array_new(int ndim, const int64_t shape[], tex_dtype t, DLDevice dev);
+
+/* Copies src into dst; equal dtype, ndim and shape are required (TEX_EINVAL).
+ * Both may carry byte_offset and compact strides. */
+TEX_API int tex_array_copy(DLTensor *dst, const DLTensor *src);
+
+/* Frees an array made by tex_array_new. NULL is a no-op. */
+TEX_API void tex_array_free(DLTensor *a);
+
+/* The DLPack dtype of a tex dtype (bool is {kDLUInt, 8, 1}). */
+TEX_API DLDataType tex_dtype_to_dlpack(tex_dtype t);
+
+/* The tex dtype of a DLPack dtype; -1 when it has none. */
+TEX_API int tex_dtype_from_dlpack(DLDataType d);
+
+/* The oracle: computes every compute tensor among `tensors` straight from its
+ * definition (no schedule), reading the placeholders' arrays. arrays[i] holds
+ * tensors[i]; every placeholder an output depends on must be among them, and
+ * intermediates not listed are computed into temporaries. Symbolic sizes are
+ * bound from the arrays' shapes and must agree. Host arrays only. */
+TEX_API int tex_eval_reference(tex_ctx *ctx, int n, tex_tensor *const tensors[],
+                               DLTensor *const arrays[]);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TEX_TEX_H */

@@ -1,0 +1,412 @@
+/*
+ * The IR's private definitions: context, expression and statement nodes,
+ * axes, tensors, buffers, and the internal functions of src/ir.
+ *
+ * Invariants:
+ *   - Every node lives in its context's arena and is immutable once built;
+ *     passes build new nodes and share unchanged subtrees. Pointers are
+ *     non-const by convention only (so public and internal handles are the
+ *     same type); nothing writes to a node after its constructor returns.
+ *   - Variables are compared by pointer identity; names are for printing.
+ *   - A builder never returns a node whose operands are from another context.
+ *
+ * Errors: texi_error records the first error of the context and returns its
+ * code; texi_alloc records TEX_ENOMEM. Internal code propagates with TEXI_TRY.
+ */
+#ifndef TEX_IR_IR_H
+#define TEX_IR_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tex/tex.h"
+#include "util/arena.h"
+#include "util/strbuf.h"
+
+typedef struct tex_stmt tex_stmt;
+typedef struct texi_op texi_op;
+typedef struct texi_buffer texi_buffer;
+
+#define TEX_DTYPE_COUNT ((int)TEX_F64 + 1)
+#define TEXI_ERRMSG_MAX 4096
+
+struct tex_ctx {
+    texi_arena arena;             /* owns every IR object of this context */
+    int errcode;                  /* first unhandled error, 0 when none */
+    char errmsg[TEXI_ERRMSG_MAX]; /* its message */
+    uint32_t next_id;             /* ids for variables and tensors (stable printing, hashing) */
+};
+
+/* Propagate a negative status code. */
+#define TEXI_TRY(call)                                                                          \
+    do {                                                                                        \
+        int texi_try_rc_ = (call);                                                              \
+        if (texi_try_rc_ < 0)                                                                   \
+            return texi_try_rc_;                                                                \
+    } while (0)
+
+/* Records the error (if none is recorded yet) and returns code. */
+int texi_error(tex_ctx *ctx, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Zeroed arena memory; records TEX_ENOMEM (naming `what`) and returns NULL on failure. */
+void *texi_alloc(tex_ctx *ctx, size_t size, const char *what);
+char *texi_strdup(tex_ctx *ctx, const char *s);
+
+/* Records "CALL: operand NAME is NULL (an earlier call failed: ...)" in ctx. */
+void texi_error_null_operand(tex_ctx *ctx, const char *call, const char *operand);
+
+/* ------------------------------------------------------------------ dtypes */
+
+bool texi_dtype_is_float(tex_dtype t); /* f16, bf16, f32, f64 */
+bool texi_dtype_is_int(tex_dtype t);   /* signed or unsigned integer, not bool */
+bool texi_dtype_is_signed(tex_dtype t);/* signed integers and floats */
+int texi_dtype_bits(tex_dtype t);
+bool texi_dtype_valid(int t);
+
+/* The type both operands of a binary operator are converted to (README rules). */
+tex_dtype texi_dtype_promote(tex_dtype a, tex_dtype b);
+
+/* v converted to t as a constant would be: float to integer truncates toward
+ * zero, saturating out-of-range values (NaN gives 0); then wraps to t's width. */
+int64_t texi_float_to_int(tex_dtype t, double v);
+
+/* v rounded to the precision of float type t (f16/bf16 round to nearest even);
+ * v itself for f64 and non-float types. */
+double texi_round_to_dtype(tex_dtype t, double v);
+
+/* The C spelling of the element type ("float", "int32_t", f16/bf16: "uint16_t"). */
+const char *texi_dtype_ctype(tex_dtype t);
+
+/* ----------------------------------------------------------------- expressions */
+
+enum texi_expr_kind {
+#define X(name, spelling, member) TEXI_EXPR_##name,
+#include "ir/expr_kinds.def"
+#undef X
+    TEXI_EXPR_KIND_COUNT
+};
+
+enum texi_math {
+#define X(name, spelling, arity) TEXI_MATH_##name,
+#include "ir/math_funcs.def"
+#undef X
+    TEXI_MATH_COUNT
+};
+
+enum texi_reduce_op {
+    TEXI_REDUCE_SUM,  /* identity 0 */
+    TEXI_REDUCE_PROD, /* identity 1 */
+    TEXI_REDUCE_MAX,  /* identity -inf / type minimum */
+    TEXI_REDUCE_MIN,  /* identity +inf / type maximum */
+    TEXI_REDUCE_COUNT
+};
+
+struct tex_expr {
+    enum texi_expr_kind kind;
+    tex_dtype dtype;
+    tex_ctx *ctx;
+    union {
+        int64_t i; /* INT: the value (u64 as bit pattern) */
+        double f;  /* FLOAT */
+        struct {
+            const char *name;
+            uint32_t id;    /* unique in the context */
+            tex_iter *iter; /* the axis this variable stands for, or NULL */
+        } var; /* VAR */
+        struct {
+            tex_expr *a, *b;
+        } bin; /* ADD .. OR */
+        struct {
+            tex_expr *a;
+        } un; /* NOT, CAST */
+        struct {
+            tex_expr *cond, *t, *f;
+        } sel; /* SELECT */
+        struct {
+            enum texi_math op;
+            int n_args;
+            tex_expr *args[3];
+        } call; /* CALL */
+        struct {
+            tex_tensor *tensor;
+            int n_idx;
+            tex_expr **idx;
+        } access; /* ACCESS */
+        struct {
+            texi_buffer *buf;
+            tex_expr *index; /* in elements */
+        } load; /* LOAD */
+        struct {
+            enum texi_reduce_op op;
+            tex_expr *body;
+            int n_axes;
+            tex_iter **axes;
+            tex_expr *cond; /* tex_reduce_where predicate, or NULL */
+        } red; /* REDUCE */
+    } u;
+};
+
+extern const char *const texi_expr_kind_names[TEXI_EXPR_KIND_COUNT];
+extern const char *const texi_math_names[TEXI_MATH_COUNT];
+extern const int texi_math_arity[TEXI_MATH_COUNT];
+extern const char *const texi_reduce_names[TEXI_REDUCE_COUNT];
+
+/* Raw node constructors (expr.c). They check nothing beyond allocation: the
+ * operands must already have the dtype the node needs. Passes use them; the
+ * public builders validate and promote, then call them. */
+tex_expr *texi_int_imm(tex_ctx *ctx, tex_dtype t, int64_t v);
+tex_expr *texi_float_imm(tex_ctx *ctx, tex_dtype t, double v);
+tex_expr *texi_var_new(tex_ctx *ctx, const char *name, tex_dtype t);
+tex_expr *texi_binary(enum texi_expr_kind kind, tex_expr *a, tex_expr *b);
+tex_expr *texi_unary(enum texi_expr_kind kind, tex_dtype t, tex_expr *a);
+tex_expr *texi_select_new(tex_expr *c, tex_expr *t, tex_expr *f);
+tex_expr *texi_call_new(enum texi_math op, tex_dtype t, int n, tex_expr *const args[]);
+tex_expr *texi_access_new(tex_tensor *t, int n, tex_expr *const idx[]);
+tex_expr *texi_load_new(texi_buffer *buf, tex_expr *index);
+tex_expr *texi_reduce_new(enum texi_reduce_op op, tex_expr *body, int n, tex_iter *const axes[],
+                          tex_expr *cond);
+
+/* e converted to t: constants fold to a constant of t, other nodes get a CAST
+ * (none when e already has dtype t). NULL on ENOMEM. */
+tex_expr *texi_convert(tex_expr *e, tex_dtype t);
+
+/* Kind predicates. */
+bool texi_expr_is_binary(const tex_expr *e);   /* uses u.bin */
+bool texi_expr_is_compare(const tex_expr *e);  /* EQ .. GE */
+bool texi_expr_is_const(const tex_expr *e);    /* INT or FLOAT */
+bool texi_expr_is_int_const(const tex_expr *e, int64_t *value); /* INT; value may be NULL */
+
+/* The reduction's identity element of type t. */
+tex_expr *texi_reduce_identity(tex_ctx *ctx, enum texi_reduce_op op, tex_dtype t);
+
+/* --------------------------------------------------------- axes and tensors */
+
+enum texi_iter_kind {
+    TEXI_ITER_DATA,   /* data-parallel axis */
+    TEXI_ITER_REDUCE  /* reduction axis */
+};
+
+struct tex_iter {
+    tex_ctx *ctx;
+    const char *name;
+    enum texi_iter_kind kind;
+    tex_expr *var;    /* the VAR node standing for this axis (u.var.iter == this) */
+    tex_expr *min;    /* always 0 for user axes; relations built by schedules may shift it */
+    tex_expr *extent; /* integer expression */
+};
+
+enum texi_op_kind {
+    TEXI_OP_PLACEHOLDER, /* an input */
+    TEXI_OP_COMPUTE      /* body over axes (and reduce axes) */
+};
+
+struct texi_op {
+    enum texi_op_kind kind;
+    int n_axes;
+    tex_iter **axes;       /* COMPUTE: data-parallel axes, in order */
+    int n_raxes;
+    tex_iter **raxes;      /* COMPUTE: reduce axes, in order of first use */
+    tex_expr *body;        /* COMPUTE: the element, maybe a REDUCE at the top */
+    int n_inputs;
+    tex_tensor **inputs;   /* COMPUTE: tensors read by body, in order of first use */
+};
+
+struct tex_tensor {
+    tex_ctx *ctx;
+    const char *name;
+    uint32_t id;      /* unique in the context */
+    tex_dtype dtype;
+    int ndim;
+    tex_expr **shape; /* integer expressions */
+    texi_op *op;      /* what produces it */
+};
+
+/* A compute tensor over already validated parts (compute.c checks them). */
+tex_tensor *texi_compute_tensor_new(tex_ctx *ctx, const char *name, int ndim,
+                                    tex_iter *const axes[], tex_expr *body, int n_inputs,
+                                    tex_tensor *const inputs[]);
+
+/* All tensors `outputs` depend on (themselves included), producers before
+ * consumers, each once. Arena array; *n receives the count. NULL on ENOMEM. */
+tex_tensor **texi_tensor_post_order(tex_ctx *ctx, int n_outputs, tex_tensor *const outputs[],
+                                    int *n);
+
+/* Every VAR without an axis (symbolic sizes and parameters) in e, appended to
+ * vars[*n] (capacity cap) if not already there. Returns 0, or -1 when more
+ * than cap variables would be needed. */
+int texi_collect_free_vars(tex_expr *e, tex_expr **vars, int *n, int cap);
+
+/* ------------------------------------------------------------------- buffers */
+
+enum texi_scope {
+    TEXI_SCOPE_GLOBAL, /* same order as tex_scope */
+    TEXI_SCOPE_SHARED,
+    TEXI_SCOPE_LOCAL
+};
+
+struct texi_buffer {
+    const char *name;
+    tex_dtype dtype;
+    enum texi_scope scope;
+    int ndim;
+    tex_expr **shape;   /* extents per dimension */
+    tex_expr **strides; /* in elements; NULL means compact row-major */
+    tex_expr *data;     /* VAR (i64 handle) naming the storage */
+};
+
+texi_buffer *texi_buffer_new(tex_ctx *ctx, const char *name, tex_dtype t, enum texi_scope scope,
+                             int ndim, tex_expr *const shape[]);
+
+/* ---------------------------------------------------------------- statements */
+
+enum texi_stmt_kind {
+#define X(name, spelling, member) TEXI_STMT_##name,
+#include "ir/stmt_kinds.def"
+#undef X
+    TEXI_STMT_KIND_COUNT
+};
+
+enum texi_for_kind {
+    TEXI_FOR_SERIAL,
+    TEXI_FOR_PARALLEL,   /* CPU threads */
+    TEXI_FOR_VECTORIZED,
+    TEXI_FOR_UNROLLED,
+    TEXI_FOR_THREAD      /* bound to a GPU thread/block index (u.loop.thread_tag) */
+};
+
+struct tex_stmt {
+    enum texi_stmt_kind kind;
+    union {
+        struct {
+            tex_expr *var; /* VAR */
+            tex_expr *min, *extent;
+            enum texi_for_kind for_kind;
+            int thread_tag; /* a tex_thread_tag when for_kind is TEXI_FOR_THREAD, else -1 */
+            tex_stmt *body;
+        } loop; /* FOR */
+        struct {
+            tex_tensor *tensor;
+            int n_idx;
+            tex_expr **idx;
+            tex_expr *value;
+        } provide; /* PROVIDE */
+        struct {
+            texi_buffer *buf;
+            tex_expr *index;
+            tex_expr *value;
+        } store; /* STORE */
+        struct {
+            texi_buffer *buf; /* size = product of buf->shape, scope = buf->scope */
+            tex_stmt *body;
+        } alloc; /* ALLOCATE */
+        struct {
+            tex_expr *cond;
+            tex_stmt *then_s;
+            tex_stmt *else_s; /* may be NULL */
+        } ifs; /* IF */
+        struct {
+            tex_expr *var;
+            tex_expr *value;
+            tex_stmt *body;
+        } let; /* LET */
+        struct {
+            int n;
+            tex_stmt **items;
+        } seq; /* SEQ */
+        struct {
+            tex_expr *value;
+        } eval; /* EVALUATE */
+        struct {
+            enum texi_scope scope; /* SHARED: block-wide barrier */
+        } barrier; /* BARRIER */
+        struct {
+            const char *key;
+            tex_expr *value; /* may be NULL */
+            tex_stmt *body;
+        } attr; /* ATTR */
+    } u;
+};
+
+extern const char *const texi_stmt_kind_names[TEXI_STMT_KIND_COUNT];
+
+/* Statement constructors (stmt.c); NULL on ENOMEM (recorded in ctx). */
+tex_stmt *texi_for_new(tex_ctx *ctx, tex_expr *var, tex_expr *min, tex_expr *extent,
+                       enum texi_for_kind kind, int thread_tag, tex_stmt *body);
+tex_stmt *texi_provide_new(tex_ctx *ctx, tex_tensor *t, int n, tex_expr *const idx[],
+                           tex_expr *value);
+tex_stmt *texi_store_new(tex_ctx *ctx, texi_buffer *buf, tex_expr *index, tex_expr *value);
+tex_stmt *texi_allocate_new(tex_ctx *ctx, texi_buffer *buf, tex_stmt *body);
+tex_stmt *texi_if_new(tex_ctx *ctx, tex_expr *cond, tex_stmt *then_s, tex_stmt *else_s);
+tex_stmt *texi_let_new(tex_ctx *ctx, tex_expr *var, tex_expr *value, tex_stmt *body);
+tex_stmt *texi_seq_new(tex_ctx *ctx, int n, tex_stmt *const items[]); /* flattens nested SEQs */
+tex_stmt *texi_evaluate_new(tex_ctx *ctx, tex_expr *value);
+tex_stmt *texi_barrier_new(tex_ctx *ctx, enum texi_scope scope);
+tex_stmt *texi_attr_new(tex_ctx *ctx, const char *key, tex_expr *value, tex_stmt *body);
+
+/* ------------------------------------------------------ traversal (visit.c) */
+
+/* Expression rewriting: `pre` is called on every node before its children;
+ * returning non-NULL replaces the node (children are not visited). Otherwise
+ * children are rewritten and the node rebuilt only if one changed. NULL result
+ * with ctx error set means failure. */
+typedef tex_expr *(*texi_expr_rewrite_fn)(tex_expr *e, void *ud);
+tex_expr *texi_expr_mutate(tex_expr *e, texi_expr_rewrite_fn pre, void *ud);
+
+/* Statement rewriting: stmt_pre as above for statements; every expression met
+ * (loop bounds, values, indices, conditions) goes through texi_expr_mutate with
+ * expr_pre (may be NULL). Rebuilds only the changed spine. */
+typedef tex_stmt *(*texi_stmt_rewrite_fn)(tex_stmt *s, void *ud);
+tex_stmt *texi_stmt_mutate(tex_ctx *ctx, tex_stmt *s, texi_stmt_rewrite_fn stmt_pre,
+                           texi_expr_rewrite_fn expr_pre, void *ud);
+
+/* Read-only walk: fn(e, ud) on every node, parents first; returning false stops
+ * descent into that node's children. (Non-const like every IR pointer, so a
+ * walk can collect nodes to rebuild with.) */
+typedef bool (*texi_expr_visit_fn)(tex_expr *e, void *ud);
+void texi_expr_visit(tex_expr *e, texi_expr_visit_fn fn, void *ud);
+
+/* e with each vars[i] replaced by values[i]. NULL on ENOMEM. */
+tex_expr *texi_substitute(tex_expr *e, int n, tex_expr *const vars[], tex_expr *const values[]);
+
+/* ------------------------------------------------- equality, hash, printing */
+
+bool texi_expr_equal(const tex_expr *a, const tex_expr *b); /* structural; vars by identity */
+uint64_t texi_expr_hash(const tex_expr *e);                 /* consistent with equal */
+bool texi_stmt_equal(const tex_stmt *a, const tex_stmt *b);
+uint64_t texi_stmt_hash(const tex_stmt *s);
+
+void texi_expr_print(texi_sb *sb, const tex_expr *e);
+void texi_stmt_print(texi_sb *sb, const tex_stmt *s, int indent);
+char *texi_stmt_str(const tex_stmt *s); /* malloc'ed */
+
+/* ---------------------------------------------- simplifier and range analysis */
+
+/* A variable's range [min, min + extent). */
+typedef struct {
+    tex_expr *var;
+    tex_expr *min;
+    tex_expr *extent;
+} texi_range;
+
+/* A closed integer interval; lo_inf / hi_inf mark unbounded ends. */
+typedef struct {
+    int64_t lo, hi;
+    bool lo_inf, hi_inf;
+} texi_interval;
+
+/* The constant interval of an integer expression given var ranges (vars not
+ * listed are unbounded unless they are axes with constant extents). */
+texi_interval texi_const_interval(const tex_expr *e, int n, const texi_range ranges[]);
+
+/* Symbolic bounds [*lo, *hi] (closed) of e when each var in ranges spans its
+ * range; bounds are expressions over the remaining free variables. 0 or error. */
+int texi_expr_bounds(tex_ctx *ctx, tex_expr *e, int n, const texi_range ranges[], tex_expr **lo,
+                     tex_expr **hi);
+
+/* e simplified using the var ranges; NULL only on ENOMEM. */
+tex_expr *texi_simplify(tex_expr *e, int n, const texi_range ranges[]);
+
+/* True when cond is provably true (false) for every value in the ranges. */
+bool texi_prove(tex_expr *cond, int n, const texi_range ranges[]);
+
+#endif
