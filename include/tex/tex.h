@@ -227,6 +227,109 @@ TEX_API tex_expr *tex_tensor_dim(const tex_tensor *t, int i);   /* NULL when out
 TEX_API tex_dtype tex_tensor_dtype(const tex_tensor *t);        /* TEX_BOOL for NULL */
 TEX_API const char *tex_tensor_name(const tex_tensor *t);       /* borrowed; "" for NULL */
 
+/* -------------------------------------------------------------- schedules */
+
+typedef struct tex_schedule tex_schedule; /* how to compute a set of outputs */
+typedef struct tex_stage tex_stage;       /* one operation's part of a schedule */
+typedef struct tex_func tex_func;         /* a lowered function (loop AST) */
+
+typedef enum {
+    TEX_BLOCK_X,
+    TEX_BLOCK_Y,
+    TEX_BLOCK_Z,
+    TEX_THREAD_X,
+    TEX_THREAD_Y,
+    TEX_THREAD_Z,
+    TEX_VTHREAD
+} tex_thread_tag;
+
+typedef enum { TEX_SCOPE_GLOBAL, TEX_SCOPE_SHARED, TEX_SCOPE_LOCAL } tex_scope;
+
+/* Handling of a split whose factor does not divide the extent. */
+typedef enum {
+    TEX_TAIL_AUTO,           /* the fastest legal strategy */
+    TEX_TAIL_GUARD,          /* guard the body; loop partitioning removes it from the main part */
+    TEX_TAIL_ROUND_UP,       /* compute the whole last tile (intermediate buffers only) */
+    TEX_TAIL_SHIFT_INWARDS,  /* move the last tile back (pure data-parallel stages only) */
+    TEX_TAIL_PREDICATE       /* mask the loads/stores of a vectorized tail */
+} tex_tail;
+
+/* A schedule for computing `outputs` (and every tensor they depend on), one
+ * stage per operation, each computed at root in its default loop order.
+ * Arena-owned by ctx. */
+TEX_API tex_schedule *tex_schedule_new(tex_ctx *ctx, int n, tex_tensor *const outputs[]);
+
+/* The stage that produces t (also after cache_read/cache_write/rfactor). */
+TEX_API tex_stage *tex_stage_of(tex_schedule *s, tex_tensor *t);
+TEX_API int tex_stage_naxes(tex_stage *st);            /* leaf axes, outer to inner; -1 for NULL */
+TEX_API tex_iter *tex_stage_axis(tex_stage *st, int i); /* i-th leaf axis */
+TEX_API tex_iter *tex_op_axis(tex_stage *st, int i);    /* i-th data-parallel axis of the op */
+TEX_API tex_iter *tex_op_reduce_axis(tex_stage *st, int i); /* i-th reduce axis of the op */
+
+/* Primitives. Each returns 0 or TEX_EINVAL (message naming the stage and the
+ * axis) and then leaves the schedule exactly as it was. */
+TEX_API int tex_split(tex_stage *st, tex_iter *iv, tex_expr *factor, tex_iter **outer,
+                      tex_iter **inner);
+TEX_API int tex_split_nparts(tex_stage *st, tex_iter *iv, tex_expr *nparts, tex_iter **outer,
+                             tex_iter **inner);
+TEX_API int tex_split_tail(tex_stage *st, tex_iter *iv, tex_expr *factor, tex_tail tail,
+                           tex_iter **outer, tex_iter **inner);
+TEX_API int tex_tile(tex_stage *st, tex_iter *x, tex_iter *y, tex_expr *fx, tex_expr *fy,
+                     tex_iter **xo, tex_iter **yo, tex_iter **xi, tex_iter **yi);
+TEX_API int tex_fuse(tex_stage *st, tex_iter *outer, tex_iter *inner, tex_iter **fused);
+TEX_API int tex_reorder(tex_stage *st, int n, tex_iter *const order[]);
+TEX_API int tex_bind(tex_stage *st, tex_iter *iv, tex_thread_tag tag);
+TEX_API int tex_parallel(tex_stage *st, tex_iter *iv);
+TEX_API int tex_vectorize(tex_stage *st, tex_iter *iv);
+TEX_API int tex_unroll(tex_stage *st, tex_iter *iv);
+TEX_API int tex_compute_at(tex_stage *st, tex_stage *parent, tex_iter *parent_iv);
+TEX_API int tex_compute_inline(tex_stage *st);
+TEX_API int tex_compute_root(tex_stage *st);
+TEX_API int tex_set_scope(tex_stage *st, tex_scope scope);
+TEX_API int tex_storage_align(tex_stage *st, tex_iter *iv, int factor, int offset);
+TEX_API int tex_double_buffer(tex_stage *st);
+TEX_API tex_tensor *tex_cache_read(tex_schedule *s, tex_tensor *t, tex_scope scope, int nreaders,
+                                   tex_tensor *const readers[]);
+TEX_API tex_tensor *tex_cache_write(tex_schedule *s, tex_tensor *t, tex_scope scope);
+TEX_API tex_tensor *tex_rfactor(tex_schedule *s, tex_tensor *t, tex_iter *raxis, int factor_axis);
+
+/* Every stage's leaf axes with their inferred ranges, attach point, scope and
+ * each buffer's inferred region; malloc'ed, the caller frees it. */
+TEX_API char *tex_schedule_str(tex_schedule *s);
+
+/* -------------------------------------------------------------- lowering */
+
+/* A kernel parameter: a tensor, or a symbolic scalar passed by value. */
+typedef struct {
+    enum { TEX_ARG_TENSOR, TEX_ARG_VAR } kind;
+    union {
+        tex_tensor *t;
+        tex_expr *v;
+    };
+} tex_param;
+
+/* Lowers the schedule to a loop AST named `name` whose parameters are params,
+ * in order (callers pass values in the same order). Arena-owned by ctx. */
+TEX_API tex_func *tex_lower(tex_schedule *s, const char *name, int n, const tex_param params[]);
+
+/* tex_lower with tensor parameters only; symbolic sizes are read from the
+ * shapes of the arrays passed. */
+TEX_API tex_func *tex_lower_tensors(tex_schedule *s, const char *name, int n,
+                                    tex_tensor *const args[]);
+
+/* The loop AST, printed; malloc'ed, the caller frees it. */
+TEX_API char *tex_func_str(const tex_func *f);
+
+/* A value passed to a kernel: an array or a scalar. */
+typedef struct {
+    enum { TEX_VAL_TENSOR, TEX_VAL_I64, TEX_VAL_F64 } kind;
+    union {
+        DLTensor *t;
+        int64_t i;
+        double f;
+    };
+} tex_value;
+
 /* ---------------------------------------------------------------- arrays */
 
 /* A compact row-major array on `dev` (kDLCPU for host memory), data aligned to

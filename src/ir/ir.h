@@ -291,6 +291,14 @@ struct tex_stmt {
             tex_expr *value;
         } provide; /* PROVIDE */
         struct {
+            tex_tensor *tensor;
+            int ndim;
+            tex_expr **mins;    /* per dimension: first index of the region */
+            tex_expr **extents; /* per dimension: size of the region */
+            enum texi_scope scope;
+            tex_stmt *body;
+        } realize; /* REALIZE */
+        struct {
             texi_buffer *buf;
             tex_expr *index;
             tex_expr *value;
@@ -334,6 +342,8 @@ tex_stmt *texi_for_new(tex_ctx *ctx, tex_expr *var, tex_expr *min, tex_expr *ext
                        enum texi_for_kind kind, int thread_tag, tex_stmt *body);
 tex_stmt *texi_provide_new(tex_ctx *ctx, tex_tensor *t, int n, tex_expr *const idx[],
                            tex_expr *value);
+tex_stmt *texi_realize_new(tex_ctx *ctx, tex_tensor *t, int ndim, tex_expr *const mins[],
+                           tex_expr *const extents[], enum texi_scope scope, tex_stmt *body);
 tex_stmt *texi_store_new(tex_ctx *ctx, texi_buffer *buf, tex_expr *index, tex_expr *value);
 tex_stmt *texi_allocate_new(tex_ctx *ctx, texi_buffer *buf, tex_stmt *body);
 tex_stmt *texi_if_new(tex_ctx *ctx, tex_expr *cond, tex_stmt *then_s, tex_stmt *else_s);

@@ -1,0 +1,86 @@
+/*
+ * Lowering: schedule -> loop AST -> named passes -> tex_func. Private to
+ * src/lower and the backends.
+ *
+ * Stages of the AST (each printable with TEX_DUMP):
+ *   1. schedule_ops (schedule_ops.c) builds the loop nest of every stage from
+ *      its leaf iters, attach points and inferred bounds. Its output uses
+ *      tensor-level nodes: REALIZE (an intermediate's region, at its attach
+ *      point), PROVIDE / ACCESS (multi-dimensional, global coordinates of the
+ *      tensor), FOR loops over fresh per-stage loop variables starting at 0,
+ *      IF guards for non-divisible splits (conditions of the form
+ *      `index < extent`), ATTR nodes for annotations. A reduction becomes an
+ *      init nest followed by an update nest (T = T op body). Inlined stages are
+ *      substituted into their consumers.
+ *   2. passes (pipeline.c lists them): flatten (REALIZE/PROVIDE/ACCESS ->
+ *      ALLOCATE/STORE/LOAD over texi_buffers with strides), loop partition,
+ *      simplify, unroll, vectorize, storage rewrite, remove no-ops.
+ * The interpreter (interp.c) runs either form on host arrays.
+ */
+#ifndef TEX_LOWER_LOWER_H
+#define TEX_LOWER_LOWER_H
+
+#include "schedule/schedule.h"
+
+/* A parameter of a lowered function. */
+typedef struct {
+    int kind;           /* TEX_ARG_TENSOR or TEX_ARG_VAR */
+    tex_tensor *tensor; /* TENSOR */
+    texi_buffer *buf;   /* TENSOR: its global buffer (shape = tensor shape, compact) */
+    tex_expr *var;      /* VAR: the scalar, passed as i64 */
+} texi_param;
+
+struct tex_func {
+    tex_ctx *ctx;
+    const char *name;
+    int n_params;
+    texi_param *params;
+    int n_size_vars;      /* symbolic sizes that are not VAR params: bound from array shapes */
+    tex_expr **size_vars; /* in order of first appearance in the params' shapes */
+    tex_stmt *body;       /* the AST after the whole pipeline */
+};
+
+/* Everything a pass may use; passes touch nothing else (no globals, no I/O). */
+typedef struct {
+    tex_ctx *ctx;         /* arena for new nodes, error sink */
+    tex_schedule *sch;
+    tex_func *func;       /* params and buffers of the function being lowered */
+} texi_lower;
+
+/* Builds the loop nest of the whole schedule (stage 1 above). Runs bound
+ * inference first. 0 or an error (TEX_EINVAL naming the stage for an illegal
+ * schedule). */
+int texi_schedule_ops(texi_lower *lw, tex_stmt **out);
+
+/* The passes, in pipeline order; each returns 0 or an error code. */
+int texi_pass_flatten(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+int texi_pass_loop_partition(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+int texi_pass_simplify(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+int texi_pass_unroll(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+int texi_pass_vectorize(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+int texi_pass_storage_rewrite(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+int texi_pass_remove_noops(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+
+/* Runs schedule_ops and every pass, dumping after the passes named in
+ * TEX_DUMP ("all" or a comma-separated list) to stderr. */
+int texi_lower_run(texi_lower *lw, tex_stmt **out);
+
+/* Values of a call, checked against the function's parameters (count, kind,
+ * dtype, ndim, shape against constants and shared symbolic sizes, device,
+ * strides). On success env[i] holds the value of vars[i] for every param var
+ * and size var (n_vars of them, in params order then size_vars order).
+ * Errors: TEX_EINVAL / TEX_ETYPE with a message in err naming the argument. */
+typedef struct {
+    tex_expr *var;
+    int64_t value;
+} texi_binding;
+int texi_bind_args(const tex_func *f, int n, const tex_value args[], texi_binding *env,
+                   int env_cap, int *n_env, char *err, size_t err_size);
+
+/* Executes f on host arrays (serially; thread-bound loops of a block run in
+ * lock-step between barriers, so GPU-style code with shared memory works).
+ * Accepts both AST stages above. 0, or an error code with a message in err. */
+int texi_interp_run(const tex_func *f, int n, const tex_value args[], char *err,
+                    size_t err_size);
+
+#endif
