@@ -226,6 +226,6 @@ format-check:
 	else $(CLANG_FORMAT) --dry-run --Werror $(FORMAT_SRC) && echo "format-check: ok"; fi
 
 clean:
-	rm -rf build build-asan lib $(BUILD)
+	rm -rf build build-asan $(BUILD) lib/libtex.*
 
 -include $(LIB_OBJ:.o=.d) $(TEST_BIN:=.d) $(EXAMPLE_BIN:=.d) $(BENCH_BIN:=.d)
