@@ -1,0 +1,241 @@
+/*
+ * Structural equality and hashing of expressions and statements.
+ * Variables, tensors, buffers and axes compare by identity; constants by
+ * dtype and value (floats bitwise, so 0.0 != -0.0 and a NaN equals the same
+ * NaN). The hash is consistent with equality: equal trees hash alike.
+ */
+#include "ir/ir.h"
+
+#include <string.h>
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdu;
+}
+
+static uint64_t float_bits(double f)
+{
+    uint64_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static bool list_equal(int n, tex_expr *const *a, tex_expr *const *b)
+{
+    for (int i = 0; i < n; i++)
+        if (!texi_expr_equal(a[i], b[i]))
+            return false;
+    return true;
+}
+
+bool texi_expr_equal(const tex_expr *a, const tex_expr *b)
+{
+    if (a == b)
+        return true;
+    if (!a || !b || a->kind != b->kind || a->dtype != b->dtype)
+        return false;
+    switch (a->kind) {
+    case TEXI_EXPR_INT: return a->u.i == b->u.i;
+    case TEXI_EXPR_FLOAT: return float_bits(a->u.f) == float_bits(b->u.f);
+    case TEXI_EXPR_VAR: return false; /* identity, checked above */
+    case TEXI_EXPR_ADD:
+    case TEXI_EXPR_SUB:
+    case TEXI_EXPR_MUL:
+    case TEXI_EXPR_DIV:
+    case TEXI_EXPR_FLOORDIV:
+    case TEXI_EXPR_FLOORMOD:
+    case TEXI_EXPR_MIN:
+    case TEXI_EXPR_MAX:
+    case TEXI_EXPR_EQ:
+    case TEXI_EXPR_NE:
+    case TEXI_EXPR_LT:
+    case TEXI_EXPR_LE:
+    case TEXI_EXPR_GT:
+    case TEXI_EXPR_GE:
+    case TEXI_EXPR_AND:
+    case TEXI_EXPR_OR:
+        return texi_expr_equal(a->u.bin.a, b->u.bin.a) && texi_expr_equal(a->u.bin.b, b->u.bin.b);
+    case TEXI_EXPR_NOT:
+    case TEXI_EXPR_CAST: return texi_expr_equal(a->u.un.a, b->u.un.a);
+    case TEXI_EXPR_SELECT:
+        return texi_expr_equal(a->u.sel.cond, b->u.sel.cond) &&
+               texi_expr_equal(a->u.sel.t, b->u.sel.t) && texi_expr_equal(a->u.sel.f, b->u.sel.f);
+    case TEXI_EXPR_CALL:
+        return a->u.call.op == b->u.call.op && a->u.call.n_args == b->u.call.n_args &&
+               list_equal(a->u.call.n_args, a->u.call.args, b->u.call.args);
+    case TEXI_EXPR_ACCESS:
+        return a->u.access.tensor == b->u.access.tensor && a->u.access.n_idx == b->u.access.n_idx &&
+               list_equal(a->u.access.n_idx, a->u.access.idx, b->u.access.idx);
+    case TEXI_EXPR_LOAD:
+        return a->u.load.buf == b->u.load.buf && texi_expr_equal(a->u.load.index, b->u.load.index);
+    case TEXI_EXPR_REDUCE:
+        if (a->u.red.op != b->u.red.op || a->u.red.n_axes != b->u.red.n_axes ||
+            !texi_expr_equal(a->u.red.body, b->u.red.body) ||
+            !texi_expr_equal(a->u.red.cond, b->u.red.cond))
+            return false;
+        for (int i = 0; i < a->u.red.n_axes; i++)
+            if (a->u.red.axes[i] != b->u.red.axes[i])
+                return false;
+        return true;
+    case TEXI_EXPR_KIND_COUNT: break;
+    }
+    return false;
+}
+
+uint64_t texi_expr_hash(const tex_expr *e)
+{
+    if (!e)
+        return 0x51ed270b27a1f3c5u;
+    uint64_t h = mix((uint64_t)e->kind, (uint64_t)e->dtype);
+    switch (e->kind) {
+    case TEXI_EXPR_INT: return mix(h, (uint64_t)e->u.i);
+    case TEXI_EXPR_FLOAT: return mix(h, float_bits(e->u.f));
+    case TEXI_EXPR_VAR: return mix(h, e->u.var.id);
+    case TEXI_EXPR_ADD:
+    case TEXI_EXPR_SUB:
+    case TEXI_EXPR_MUL:
+    case TEXI_EXPR_DIV:
+    case TEXI_EXPR_FLOORDIV:
+    case TEXI_EXPR_FLOORMOD:
+    case TEXI_EXPR_MIN:
+    case TEXI_EXPR_MAX:
+    case TEXI_EXPR_EQ:
+    case TEXI_EXPR_NE:
+    case TEXI_EXPR_LT:
+    case TEXI_EXPR_LE:
+    case TEXI_EXPR_GT:
+    case TEXI_EXPR_GE:
+    case TEXI_EXPR_AND:
+    case TEXI_EXPR_OR: return mix(mix(h, texi_expr_hash(e->u.bin.a)), texi_expr_hash(e->u.bin.b));
+    case TEXI_EXPR_NOT:
+    case TEXI_EXPR_CAST: return mix(h, texi_expr_hash(e->u.un.a));
+    case TEXI_EXPR_SELECT:
+        h = mix(h, texi_expr_hash(e->u.sel.cond));
+        return mix(mix(h, texi_expr_hash(e->u.sel.t)), texi_expr_hash(e->u.sel.f));
+    case TEXI_EXPR_CALL:
+        h = mix(h, (uint64_t)e->u.call.op);
+        for (int i = 0; i < e->u.call.n_args; i++)
+            h = mix(h, texi_expr_hash(e->u.call.args[i]));
+        return h;
+    case TEXI_EXPR_ACCESS:
+        h = mix(h, e->u.access.tensor->id);
+        for (int i = 0; i < e->u.access.n_idx; i++)
+            h = mix(h, texi_expr_hash(e->u.access.idx[i]));
+        return h;
+    case TEXI_EXPR_LOAD:
+        return mix(mix(h, e->u.load.buf->data->u.var.id), texi_expr_hash(e->u.load.index));
+    case TEXI_EXPR_REDUCE:
+        h = mix(mix(h, (uint64_t)e->u.red.op), texi_expr_hash(e->u.red.body));
+        for (int i = 0; i < e->u.red.n_axes; i++)
+            h = mix(h, e->u.red.axes[i]->var->u.var.id);
+        return mix(h, texi_expr_hash(e->u.red.cond));
+    case TEXI_EXPR_KIND_COUNT: break;
+    }
+    return h;
+}
+
+static bool stmt_list_equal(int n, tex_stmt *const *a, tex_stmt *const *b)
+{
+    for (int i = 0; i < n; i++)
+        if (!texi_stmt_equal(a[i], b[i]))
+            return false;
+    return true;
+}
+
+bool texi_stmt_equal(const tex_stmt *a, const tex_stmt *b)
+{
+    if (a == b)
+        return true;
+    if (!a || !b || a->kind != b->kind)
+        return false;
+    switch (a->kind) {
+    case TEXI_STMT_FOR:
+        return a->u.loop.var == b->u.loop.var && a->u.loop.for_kind == b->u.loop.for_kind &&
+               a->u.loop.thread_tag == b->u.loop.thread_tag &&
+               texi_expr_equal(a->u.loop.min, b->u.loop.min) &&
+               texi_expr_equal(a->u.loop.extent, b->u.loop.extent) &&
+               texi_stmt_equal(a->u.loop.body, b->u.loop.body);
+    case TEXI_STMT_PROVIDE:
+        return a->u.provide.tensor == b->u.provide.tensor &&
+               a->u.provide.n_idx == b->u.provide.n_idx &&
+               list_equal(a->u.provide.n_idx, a->u.provide.idx, b->u.provide.idx) &&
+               texi_expr_equal(a->u.provide.value, b->u.provide.value);
+    case TEXI_STMT_REALIZE:
+        return a->u.realize.tensor == b->u.realize.tensor &&
+               a->u.realize.ndim == b->u.realize.ndim && a->u.realize.scope == b->u.realize.scope &&
+               list_equal(a->u.realize.ndim, a->u.realize.mins, b->u.realize.mins) &&
+               list_equal(a->u.realize.ndim, a->u.realize.extents, b->u.realize.extents) &&
+               texi_stmt_equal(a->u.realize.body, b->u.realize.body);
+    case TEXI_STMT_STORE:
+        return a->u.store.buf == b->u.store.buf &&
+               texi_expr_equal(a->u.store.index, b->u.store.index) &&
+               texi_expr_equal(a->u.store.value, b->u.store.value);
+    case TEXI_STMT_ALLOCATE:
+        return a->u.alloc.buf == b->u.alloc.buf && texi_stmt_equal(a->u.alloc.body, b->u.alloc.body);
+    case TEXI_STMT_IF:
+        return texi_expr_equal(a->u.ifs.cond, b->u.ifs.cond) &&
+               texi_stmt_equal(a->u.ifs.then_s, b->u.ifs.then_s) &&
+               texi_stmt_equal(a->u.ifs.else_s, b->u.ifs.else_s);
+    case TEXI_STMT_LET:
+        return a->u.let.var == b->u.let.var && texi_expr_equal(a->u.let.value, b->u.let.value) &&
+               texi_stmt_equal(a->u.let.body, b->u.let.body);
+    case TEXI_STMT_SEQ:
+        return a->u.seq.n == b->u.seq.n && stmt_list_equal(a->u.seq.n, a->u.seq.items, b->u.seq.items);
+    case TEXI_STMT_EVALUATE: return texi_expr_equal(a->u.eval.value, b->u.eval.value);
+    case TEXI_STMT_BARRIER: return a->u.barrier.scope == b->u.barrier.scope;
+    case TEXI_STMT_ATTR:
+        return strcmp(a->u.attr.key, b->u.attr.key) == 0 &&
+               texi_expr_equal(a->u.attr.value, b->u.attr.value) &&
+               texi_stmt_equal(a->u.attr.body, b->u.attr.body);
+    case TEXI_STMT_KIND_COUNT: break;
+    }
+    return false;
+}
+
+uint64_t texi_stmt_hash(const tex_stmt *s)
+{
+    if (!s)
+        return 0x2545f4914f6cdd1du;
+    uint64_t h = mix(0x100u, (uint64_t)s->kind);
+    switch (s->kind) {
+    case TEXI_STMT_FOR:
+        h = mix(mix(h, s->u.loop.var->u.var.id), (uint64_t)s->u.loop.for_kind);
+        h = mix(mix(h, texi_expr_hash(s->u.loop.min)), texi_expr_hash(s->u.loop.extent));
+        return mix(h, texi_stmt_hash(s->u.loop.body));
+    case TEXI_STMT_PROVIDE:
+        h = mix(h, s->u.provide.tensor->id);
+        for (int i = 0; i < s->u.provide.n_idx; i++)
+            h = mix(h, texi_expr_hash(s->u.provide.idx[i]));
+        return mix(h, texi_expr_hash(s->u.provide.value));
+    case TEXI_STMT_REALIZE:
+        h = mix(h, s->u.realize.tensor->id);
+        for (int i = 0; i < s->u.realize.ndim; i++)
+            h = mix(mix(h, texi_expr_hash(s->u.realize.mins[i])),
+                    texi_expr_hash(s->u.realize.extents[i]));
+        return mix(h, texi_stmt_hash(s->u.realize.body));
+    case TEXI_STMT_STORE:
+        h = mix(h, s->u.store.buf->data->u.var.id);
+        return mix(mix(h, texi_expr_hash(s->u.store.index)), texi_expr_hash(s->u.store.value));
+    case TEXI_STMT_ALLOCATE:
+        return mix(mix(h, s->u.alloc.buf->data->u.var.id), texi_stmt_hash(s->u.alloc.body));
+    case TEXI_STMT_IF:
+        h = mix(h, texi_expr_hash(s->u.ifs.cond));
+        return mix(mix(h, texi_stmt_hash(s->u.ifs.then_s)), texi_stmt_hash(s->u.ifs.else_s));
+    case TEXI_STMT_LET:
+        h = mix(mix(h, s->u.let.var->u.var.id), texi_expr_hash(s->u.let.value));
+        return mix(h, texi_stmt_hash(s->u.let.body));
+    case TEXI_STMT_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            h = mix(h, texi_stmt_hash(s->u.seq.items[i]));
+        return h;
+    case TEXI_STMT_EVALUATE: return mix(h, texi_expr_hash(s->u.eval.value));
+    case TEXI_STMT_BARRIER: return mix(h, (uint64_t)s->u.barrier.scope);
+    case TEXI_STMT_ATTR:
+        for (const char *c = s->u.attr.key; *c; c++)
+            h = mix(h, (uint64_t)(unsigned char)*c);
+        return mix(mix(h, texi_expr_hash(s->u.attr.value)), texi_stmt_hash(s->u.attr.body));
+    case TEXI_STMT_KIND_COUNT: break;
+    }
+    return h;
+}

@@ -1,0 +1,99 @@
+/*
+ * The reference evaluator's private definitions, shared by eval.c (argument
+ * checks, size binding, storage, the loops over each compute) and eval_expr.c
+ * (expressions compiled to a flat node array, and their scalar semantics).
+ *
+ * An evaluation compiles every expression it needs (shapes, extents, bodies)
+ * into texi_eval_node entries of one malloc'ed array, once, before any loop
+ * runs: variables become slots of an int64 environment and tensor reads carry
+ * the index of their storage. The loops then only write slots and walk nodes,
+ * so no memory is allocated per element.
+ */
+#ifndef TEX_IR_EVAL_H
+#define TEX_IR_EVAL_H
+
+#include "ir/ir.h"
+
+/* One scalar: integers (bool 0/1, u64 as its bit pattern) wrapped to their
+ * dtype in i, floats rounded to their dtype in f. */
+typedef union {
+    int64_t i;
+    double f;
+} texi_eval_value;
+
+/* A compiled expression node; children are indices into texi_eval.nodes. */
+typedef struct {
+    enum texi_expr_kind kind;
+    tex_dtype dtype;     /* the result's dtype */
+    tex_dtype arg_dtype; /* the (first) operand's dtype: compares, CAST, NOT, CALL */
+    int32_t a, b, c;     /* operands; -1 when absent */
+    union {
+        int64_t i; /* INT */
+        double f;  /* FLOAT */
+        int32_t slot; /* VAR: index into texi_eval.env */
+        enum texi_math math; /* CALL */
+        struct {
+            int32_t storage; /* index into texi_eval.store */
+            int32_t first;   /* its n indices are args[first .. first + n) */
+        } access; /* ACCESS */
+    } u;
+} texi_eval_node;
+
+/* The storage of one tensor during an evaluation (a listed array or a temporary). */
+typedef struct {
+    tex_tensor *tensor;
+    char *data;       /* element 0 (byte_offset applied); NULL when empty */
+    int64_t *shape;   /* evaluated extents (ndim entries) */
+    int64_t *strides; /* compact row-major, in elements */
+    int64_t size;     /* number of elements */
+    int listed;       /* index in the caller's list, or -1 for a temporary */
+    bool owned;       /* data is a temporary, freed at the end */
+} texi_eval_storage;
+
+/* The state of one tex_eval_reference call; every array is malloc'ed. */
+typedef struct {
+    tex_ctx *ctx;
+    int rc;                  /* first error (also recorded in ctx); 0 when none */
+    const char *cur;         /* name of the tensor being computed, for messages */
+    texi_eval_node *nodes;   /* compiled expressions */
+    int32_t n_nodes, cap_nodes;
+    int32_t *args;           /* ACCESS index lists */
+    int32_t n_args, cap_args;
+    tex_expr **vars;         /* slot -> variable */
+    int64_t *env;            /* slot -> current value */
+    bool *bound;             /* slot -> symbolic size with a value */
+    int32_t n_vars, cap_vars;
+    texi_eval_storage *store; /* every tensor involved, producers first */
+    int32_t n_store;
+} texi_eval;
+
+/* The slot of variable v, added (unbound) when new; -1 on ENOMEM. */
+int32_t texi_eval_slot(texi_eval *st, tex_expr *v);
+
+/* Compiles e into st->nodes; returns its root index, or -1 with st->rc set
+ * (ENOMEM, an unbound size variable, a node the evaluator cannot run). */
+int32_t texi_eval_compile(texi_eval *st, tex_expr *e);
+
+/* The value of compiled node n. On an error (division by zero, out-of-bounds
+ * read) sets st->rc, records the message and returns 0. */
+texi_eval_value texi_eval_node_value(texi_eval *st, int32_t n);
+
+/* Reduction step: acc combined with v by op in dtype t. */
+texi_eval_value texi_eval_combine(enum texi_reduce_op op, tex_dtype t, texi_eval_value acc,
+                                  texi_eval_value v);
+
+/* The identity of reduction op in dtype t. */
+texi_eval_value texi_eval_identity(enum texi_reduce_op op, tex_dtype t);
+
+/* v of dtype from converted to dtype to (cast semantics). */
+texi_eval_value texi_eval_convert(tex_dtype from, tex_dtype to, texi_eval_value v);
+
+/* Element i of storage of dtype t at base, and its store. */
+texi_eval_value texi_eval_load(tex_dtype t, const char *base, int64_t i);
+void texi_eval_store(tex_dtype t, char *base, int64_t i, texi_eval_value v);
+
+/* Records an error in st (the first is kept) and returns code. */
+int texi_eval_fail(texi_eval *st, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

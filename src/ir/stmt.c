@@ -1,0 +1,261 @@
+/*
+ * Statement nodes: the kind-name table and the raw constructors of the loop AST
+ * (FOR, PROVIDE, REALIZE, STORE, ALLOCATE, IF, LET, SEQ, EVALUATE, BARRIER, ATTR).
+ *
+ * Like the raw expression constructors in expr.c, these check nothing about
+ * meaning (dtypes, scoping, bounds): lowering builds them from already checked
+ * parts, and texi_verify is where well-formedness is checked. What they do:
+ *   - allocate the node in the context's arena and copy every array argument
+ *     (indices, region bounds, SEQ items), so callers may pass stack arrays;
+ *   - fail with NULL on ENOMEM (recorded by texi_alloc), and also when a
+ *     required operand is NULL, which is how an earlier failure shows up in a
+ *     chain of constructor calls (recorded as TEX_EMISUSE unless an error is
+ *     already recorded, which is then kept);
+ *   - texi_seq_new flattens nested SEQs, so a SEQ never holds a SEQ, and
+ *     returns the single statement itself when exactly one remains.
+ * Optional operands: IF's else branch, ATTR's value.
+ */
+#include "ir/ir.h"
+
+#include <string.h>
+
+const char *const texi_stmt_kind_names[TEXI_STMT_KIND_COUNT] = {
+#define X(name, spelling, member) spelling,
+#include "ir/stmt_kinds.def"
+#undef X
+};
+_Static_assert(sizeof texi_stmt_kind_names / sizeof *texi_stmt_kind_names == TEXI_STMT_KIND_COUNT,
+               "statement kind table");
+
+static tex_stmt *stmt_new(tex_ctx *ctx, enum texi_stmt_kind kind)
+{
+    tex_stmt *s = texi_alloc(ctx, sizeof *s, "a statement");
+    if (s)
+        s->kind = kind;
+    return s;
+}
+
+/* False (recording the failure) when any of the n required operands is NULL. */
+static bool operands_ok(tex_ctx *ctx, const char *call, int n, const void *const ops[],
+                        const char *const names[])
+{
+    for (int i = 0; i < n; i++) {
+        if (!ops[i]) {
+            texi_error_null_operand(ctx, call, names[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* An arena copy of n expression pointers, none of them NULL; NULL on failure.
+ * n == 0 gives a non-NULL empty array so that "NULL means failure" holds. */
+static tex_expr **copy_exprs(tex_ctx *ctx, const char *call, int n, tex_expr *const src[])
+{
+    for (int i = 0; i < n; i++) {
+        if (!src[i]) {
+            texi_error_null_operand(ctx, call, "index");
+            return NULL;
+        }
+    }
+    tex_expr **dst = texi_alloc(ctx, sizeof *dst * (size_t)(n > 0 ? n : 1), call);
+    if (dst && n > 0)
+        memcpy(dst, src, sizeof *dst * (size_t)n);
+    return dst;
+}
+
+tex_stmt *texi_for_new(tex_ctx *ctx, tex_expr *var, tex_expr *min, tex_expr *extent,
+                       enum texi_for_kind kind, int thread_tag, tex_stmt *body)
+{
+    const void *const ops[] = {var, min, extent, body};
+    const char *const names[] = {"var", "min", "extent", "body"};
+    if (!operands_ok(ctx, "texi_for_new", 4, ops, names))
+        return NULL;
+    tex_stmt *s = stmt_new(ctx, TEXI_STMT_FOR);
+    if (s) {
+        s->u.loop.var = var;
+        s->u.loop.min = min;
+        s->u.loop.extent = extent;
+        s->u.loop.for_kind = kind;
+        s->u.loop.thread_tag = kind == TEXI_FOR_THREAD ? thread_tag : -1;
+        s->u.loop.body = body;
+    }
+    return s;
+}
+
+tex_stmt *texi_provide_new(tex_ctx *ctx, tex_tensor *t, int n, tex_expr *const idx[],
+                           tex_expr *value)
+{
+    const void *const ops[] = {t, value};
+    const char *const names[] = {"tensor", "value"};
+    if (!operands_ok(ctx, "texi_provide_new", 2, ops, names))
+        return NULL;
+    tex_expr **copy = copy_exprs(ctx, "texi_provide_new", n, idx);
+    tex_stmt *s = copy ? stmt_new(ctx, TEXI_STMT_PROVIDE) : NULL;
+    if (s) {
+        s->u.provide.tensor = t;
+        s->u.provide.n_idx = n;
+        s->u.provide.idx = copy;
+        s->u.provide.value = value;
+    }
+    return s;
+}
+
+tex_stmt *texi_realize_new(tex_ctx *ctx, tex_tensor *t, int ndim, tex_expr *const mins[],
+                           tex_expr *const extents[], enum texi_scope scope, tex_stmt *body)
+{
+    const void *const ops[] = {t, body};
+    const char *const names[] = {"tensor", "body"};
+    if (!operands_ok(ctx, "texi_realize_new", 2, ops, names))
+        return NULL;
+    tex_expr **m = copy_exprs(ctx, "texi_realize_new", ndim, mins);
+    tex_expr **e = m ? copy_exprs(ctx, "texi_realize_new", ndim, extents) : NULL;
+    tex_stmt *s = e ? stmt_new(ctx, TEXI_STMT_REALIZE) : NULL;
+    if (s) {
+        s->u.realize.tensor = t;
+        s->u.realize.ndim = ndim;
+        s->u.realize.mins = m;
+        s->u.realize.extents = e;
+        s->u.realize.scope = scope;
+        s->u.realize.body = body;
+    }
+    return s;
+}
+
+tex_stmt *texi_store_new(tex_ctx *ctx, texi_buffer *buf, tex_expr *index, tex_expr *value)
+{
+    const void *const ops[] = {buf, index, value};
+    const char *const names[] = {"buffer", "index", "value"};
+    if (!operands_ok(ctx, "texi_store_new", 3, ops, names))
+        return NULL;
+    tex_stmt *s = stmt_new(ctx, TEXI_STMT_STORE);
+    if (s) {
+        s->u.store.buf = buf;
+        s->u.store.index = index;
+        s->u.store.value = value;
+    }
+    return s;
+}
+
+tex_stmt *texi_allocate_new(tex_ctx *ctx, texi_buffer *buf, tex_stmt *body)
+{
+    const void *const ops[] = {buf, body};
+    const char *const names[] = {"buffer", "body"};
+    if (!operands_ok(ctx, "texi_allocate_new", 2, ops, names))
+        return NULL;
+    tex_stmt *s = stmt_new(ctx, TEXI_STMT_ALLOCATE);
+    if (s) {
+        s->u.alloc.buf = buf;
+        s->u.alloc.body = body;
+    }
+    return s;
+}
+
+tex_stmt *texi_if_new(tex_ctx *ctx, tex_expr *cond, tex_stmt *then_s, tex_stmt *else_s)
+{
+    const void *const ops[] = {cond, then_s};
+    const char *const names[] = {"cond", "then"};
+    if (!operands_ok(ctx, "texi_if_new", 2, ops, names))
+        return NULL;
+    tex_stmt *s = stmt_new(ctx, TEXI_STMT_IF);
+    if (s) {
+        s->u.ifs.cond = cond;
+        s->u.ifs.then_s = then_s;
+        s->u.ifs.else_s = else_s;
+    }
+    return s;
+}
+
+tex_stmt *texi_let_new(tex_ctx *ctx, tex_expr *var, tex_expr *value, tex_stmt *body)
+{
+    const void *const ops[] = {var, value, body};
+    const char *const names[] = {"var", "value", "body"};
+    if (!operands_ok(ctx, "texi_let_new", 3, ops, names))
+        return NULL;
+    tex_stmt *s = stmt_new(ctx, TEXI_STMT_LET);
+    if (s) {
+        s->u.let.var = var;
+        s->u.let.value = value;
+        s->u.let.body = body;
+    }
+    return s;
+}
+
+/* The number of statements items[0..n) hold once nested SEQs are flattened;
+ * -1 (recorded) when one is NULL. */
+static int flat_count(tex_ctx *ctx, int n, tex_stmt *const items[])
+{
+    int total = 0;
+    for (int i = 0; i < n; i++) {
+        if (!items[i]) {
+            texi_error_null_operand(ctx, "texi_seq_new", "item");
+            return -1;
+        }
+        total += items[i]->kind == TEXI_STMT_SEQ ? items[i]->u.seq.n : 1;
+    }
+    return total;
+}
+
+tex_stmt *texi_seq_new(tex_ctx *ctx, int n, tex_stmt *const items[])
+{
+    int total = flat_count(ctx, n, items);
+    if (total < 0)
+        return NULL;
+    tex_stmt **flat = texi_alloc(ctx, sizeof *flat * (size_t)(total > 0 ? total : 1), "a sequence");
+    if (!flat)
+        return NULL;
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (items[i]->kind != TEXI_STMT_SEQ) {
+            flat[k++] = items[i];
+            continue;
+        }
+        /* Items of an existing SEQ are already flat. */
+        for (int j = 0; j < items[i]->u.seq.n; j++)
+            flat[k++] = items[i]->u.seq.items[j];
+    }
+    if (total == 1)
+        return flat[0];
+    tex_stmt *s = stmt_new(ctx, TEXI_STMT_SEQ);
+    if (s) {
+        s->u.seq.n = total;
+        s->u.seq.items = flat;
+    }
+    return s;
+}
+
+tex_stmt *texi_evaluate_new(tex_ctx *ctx, tex_expr *value)
+{
+    const void *const ops[] = {value};
+    const char *const names[] = {"value"};
+    if (!operands_ok(ctx, "texi_evaluate_new", 1, ops, names))
+        return NULL;
+    tex_stmt *s = stmt_new(ctx, TEXI_STMT_EVALUATE);
+    if (s)
+        s->u.eval.value = value;
+    return s;
+}
+
+tex_stmt *texi_barrier_new(tex_ctx *ctx, enum texi_scope scope)
+{
+    tex_stmt *s = stmt_new(ctx, TEXI_STMT_BARRIER);
+    if (s)
+        s->u.barrier.scope = scope;
+    return s;
+}
+
+tex_stmt *texi_attr_new(tex_ctx *ctx, const char *key, tex_expr *value, tex_stmt *body)
+{
+    const void *const ops[] = {key, body};
+    const char *const names[] = {"key", "body"};
+    if (!operands_ok(ctx, "texi_attr_new", 2, ops, names))
+        return NULL;
+    const char *k = texi_strdup(ctx, key);
+    tex_stmt *s = k ? stmt_new(ctx, TEXI_STMT_ATTR) : NULL;
+    if (s) {
+        s->u.attr.key = k;
+        s->u.attr.value = value;
+        s->u.attr.body = body;
+    }
+    return s;
+}

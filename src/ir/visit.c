@@ -1,0 +1,344 @@
+/*
+ * Generic traversal of expressions and statements: the one place that knows
+ * every node's children. Passes supply a callback for the kinds they care
+ * about; everything else is rebuilt here only when a child changed, so
+ * unchanged subtrees are shared between a pass's input and output.
+ *
+ * A NULL child result means an allocation failed (recorded in the context by
+ * the constructors); it propagates as a NULL result.
+ */
+#include "ir/ir.h"
+
+#include <string.h>
+
+/* Rewrites the n expressions of src into dst; true when any changed.
+ * *failed is set when a rewrite failed. */
+static bool mutate_list(tex_expr **dst, tex_expr *const *src, int n, texi_expr_rewrite_fn pre,
+                        void *ud, bool *failed)
+{
+    bool changed = false;
+    for (int i = 0; i < n; i++) {
+        dst[i] = texi_expr_mutate(src[i], pre, ud);
+        if (!dst[i])
+            *failed = true;
+        changed |= dst[i] != src[i];
+    }
+    return changed;
+}
+
+static tex_expr *mutate_children(tex_expr *e, texi_expr_rewrite_fn pre, void *ud)
+{
+    tex_expr *k[3];
+    bool failed = false;
+    switch (e->kind) {
+    case TEXI_EXPR_INT:
+    case TEXI_EXPR_FLOAT:
+    case TEXI_EXPR_VAR: return e;
+    case TEXI_EXPR_ADD:
+    case TEXI_EXPR_SUB:
+    case TEXI_EXPR_MUL:
+    case TEXI_EXPR_DIV:
+    case TEXI_EXPR_FLOORDIV:
+    case TEXI_EXPR_FLOORMOD:
+    case TEXI_EXPR_MIN:
+    case TEXI_EXPR_MAX:
+    case TEXI_EXPR_EQ:
+    case TEXI_EXPR_NE:
+    case TEXI_EXPR_LT:
+    case TEXI_EXPR_LE:
+    case TEXI_EXPR_GT:
+    case TEXI_EXPR_GE:
+    case TEXI_EXPR_AND:
+    case TEXI_EXPR_OR:
+        if (!mutate_list(k, (tex_expr *[]){e->u.bin.a, e->u.bin.b}, 2, pre, ud, &failed))
+            return e;
+        return failed ? NULL : texi_binary(e->kind, k[0], k[1]);
+    case TEXI_EXPR_NOT:
+    case TEXI_EXPR_CAST:
+        if (!mutate_list(k, &e->u.un.a, 1, pre, ud, &failed))
+            return e;
+        return failed ? NULL : texi_unary(e->kind, e->dtype, k[0]);
+    case TEXI_EXPR_SELECT:
+        if (!mutate_list(k, (tex_expr *[]){e->u.sel.cond, e->u.sel.t, e->u.sel.f}, 3, pre, ud,
+                         &failed))
+            return e;
+        return failed ? NULL : texi_select_new(k[0], k[1], k[2]);
+    case TEXI_EXPR_CALL:
+        if (!mutate_list(k, e->u.call.args, e->u.call.n_args, pre, ud, &failed))
+            return e;
+        return failed ? NULL : texi_call_new(e->u.call.op, e->dtype, e->u.call.n_args, k);
+    case TEXI_EXPR_ACCESS: {
+        int n = e->u.access.n_idx;
+        tex_expr **idx = n ? texi_alloc(e->ctx, sizeof *idx * (size_t)n, "indices") : NULL;
+        if (n && !idx)
+            return NULL;
+        if (!mutate_list(idx, e->u.access.idx, n, pre, ud, &failed))
+            return e;
+        return failed ? NULL : texi_access_new(e->u.access.tensor, n, idx);
+    }
+    case TEXI_EXPR_LOAD:
+        if (!mutate_list(k, &e->u.load.index, 1, pre, ud, &failed))
+            return e;
+        return failed ? NULL : texi_load_new(e->u.load.buf, k[0]);
+    case TEXI_EXPR_REDUCE: {
+        tex_expr *cond = e->u.red.cond;
+        int n = cond ? 2 : 1;
+        if (!mutate_list(k, (tex_expr *[]){e->u.red.body, cond}, n, pre, ud, &failed))
+            return e;
+        return failed ? NULL
+                      : texi_reduce_new(e->u.red.op, k[0], e->u.red.n_axes, e->u.red.axes,
+                                        cond ? k[1] : NULL);
+    }
+    case TEXI_EXPR_KIND_COUNT: break;
+    }
+    return e;
+}
+
+tex_expr *texi_expr_mutate(tex_expr *e, texi_expr_rewrite_fn pre, void *ud)
+{
+    if (!e)
+        return NULL;
+    if (pre) {
+        tex_expr *r = pre(e, ud);
+        if (r)
+            return r;
+    }
+    return mutate_children(e, pre, ud);
+}
+
+void texi_expr_visit(tex_expr *e, texi_expr_visit_fn fn, void *ud)
+{
+    if (!e || !fn(e, ud))
+        return;
+    switch (e->kind) {
+    case TEXI_EXPR_INT:
+    case TEXI_EXPR_FLOAT:
+    case TEXI_EXPR_VAR: return;
+    case TEXI_EXPR_ADD:
+    case TEXI_EXPR_SUB:
+    case TEXI_EXPR_MUL:
+    case TEXI_EXPR_DIV:
+    case TEXI_EXPR_FLOORDIV:
+    case TEXI_EXPR_FLOORMOD:
+    case TEXI_EXPR_MIN:
+    case TEXI_EXPR_MAX:
+    case TEXI_EXPR_EQ:
+    case TEXI_EXPR_NE:
+    case TEXI_EXPR_LT:
+    case TEXI_EXPR_LE:
+    case TEXI_EXPR_GT:
+    case TEXI_EXPR_GE:
+    case TEXI_EXPR_AND:
+    case TEXI_EXPR_OR:
+        texi_expr_visit(e->u.bin.a, fn, ud);
+        texi_expr_visit(e->u.bin.b, fn, ud);
+        return;
+    case TEXI_EXPR_NOT:
+    case TEXI_EXPR_CAST: texi_expr_visit(e->u.un.a, fn, ud); return;
+    case TEXI_EXPR_SELECT:
+        texi_expr_visit(e->u.sel.cond, fn, ud);
+        texi_expr_visit(e->u.sel.t, fn, ud);
+        texi_expr_visit(e->u.sel.f, fn, ud);
+        return;
+    case TEXI_EXPR_CALL:
+        for (int i = 0; i < e->u.call.n_args; i++)
+            texi_expr_visit(e->u.call.args[i], fn, ud);
+        return;
+    case TEXI_EXPR_ACCESS:
+        for (int i = 0; i < e->u.access.n_idx; i++)
+            texi_expr_visit(e->u.access.idx[i], fn, ud);
+        return;
+    case TEXI_EXPR_LOAD: texi_expr_visit(e->u.load.index, fn, ud); return;
+    case TEXI_EXPR_REDUCE:
+        texi_expr_visit(e->u.red.body, fn, ud);
+        texi_expr_visit(e->u.red.cond, fn, ud);
+        return;
+    case TEXI_EXPR_KIND_COUNT: return;
+    }
+}
+
+typedef struct {
+    int n;
+    tex_expr *const *vars;
+    tex_expr *const *values;
+} substitution;
+
+static tex_expr *substitute_var(tex_expr *e, void *ud)
+{
+    const substitution *s = ud;
+    if (e->kind != TEXI_EXPR_VAR)
+        return NULL;
+    for (int i = 0; i < s->n; i++)
+        if (s->vars[i] == e)
+            return s->values[i];
+    return e; /* a variable has no children: stop here */
+}
+
+tex_expr *texi_substitute(tex_expr *e, int n, tex_expr *const vars[], tex_expr *const values[])
+{
+    substitution s = {n, vars, values};
+    return n ? texi_expr_mutate(e, substitute_var, &s) : e;
+}
+
+/* ----------------------------------------------------------- statements */
+
+typedef struct {
+    tex_ctx *ctx;
+    texi_stmt_rewrite_fn stmt_pre;
+    texi_expr_rewrite_fn expr_pre;
+    void *ud;
+    bool failed;
+} stmt_walk;
+
+static tex_expr *walk_expr(stmt_walk *w, tex_expr *e)
+{
+    if (!e || !w->expr_pre)
+        return e;
+    tex_expr *r = texi_expr_mutate(e, w->expr_pre, w->ud);
+    if (!r)
+        w->failed = true;
+    return r;
+}
+
+static tex_stmt *walk_stmt(stmt_walk *w, tex_stmt *s);
+
+static tex_stmt *walk_children(stmt_walk *w, tex_stmt *s)
+{
+    tex_ctx *ctx = w->ctx;
+    switch (s->kind) {
+    case TEXI_STMT_FOR: {
+        tex_expr *min = walk_expr(w, s->u.loop.min), *ext = walk_expr(w, s->u.loop.extent);
+        tex_stmt *body = walk_stmt(w, s->u.loop.body);
+        if (w->failed)
+            return NULL;
+        if (min == s->u.loop.min && ext == s->u.loop.extent && body == s->u.loop.body)
+            return s;
+        return texi_for_new(ctx, s->u.loop.var, min, ext, s->u.loop.for_kind,
+                            s->u.loop.thread_tag, body);
+    }
+    case TEXI_STMT_PROVIDE: {
+        int n = s->u.provide.n_idx;
+        tex_expr **idx = texi_alloc(ctx, sizeof *idx * (size_t)(n ? n : 1), "indices");
+        if (!idx)
+            return NULL;
+        bool changed = false;
+        for (int i = 0; i < n; i++) {
+            idx[i] = walk_expr(w, s->u.provide.idx[i]);
+            changed |= idx[i] != s->u.provide.idx[i];
+        }
+        tex_expr *value = walk_expr(w, s->u.provide.value);
+        if (w->failed)
+            return NULL;
+        if (!changed && value == s->u.provide.value)
+            return s;
+        return texi_provide_new(ctx, s->u.provide.tensor, n, idx, value);
+    }
+    case TEXI_STMT_REALIZE: {
+        int n = s->u.realize.ndim;
+        tex_expr **mins = texi_alloc(ctx, sizeof *mins * (size_t)(2 * n + 1), "a region");
+        if (!mins)
+            return NULL;
+        tex_expr **exts = mins + n;
+        bool changed = false;
+        for (int i = 0; i < n; i++) {
+            mins[i] = walk_expr(w, s->u.realize.mins[i]);
+            exts[i] = walk_expr(w, s->u.realize.extents[i]);
+            changed |= mins[i] != s->u.realize.mins[i] || exts[i] != s->u.realize.extents[i];
+        }
+        tex_stmt *body = walk_stmt(w, s->u.realize.body);
+        if (w->failed)
+            return NULL;
+        if (!changed && body == s->u.realize.body)
+            return s;
+        return texi_realize_new(ctx, s->u.realize.tensor, n, mins, exts, s->u.realize.scope, body);
+    }
+    case TEXI_STMT_STORE: {
+        tex_expr *index = walk_expr(w, s->u.store.index), *value = walk_expr(w, s->u.store.value);
+        if (w->failed)
+            return NULL;
+        if (index == s->u.store.index && value == s->u.store.value)
+            return s;
+        return texi_store_new(ctx, s->u.store.buf, index, value);
+    }
+    case TEXI_STMT_ALLOCATE: {
+        tex_stmt *body = walk_stmt(w, s->u.alloc.body);
+        if (w->failed)
+            return NULL;
+        return body == s->u.alloc.body ? s : texi_allocate_new(ctx, s->u.alloc.buf, body);
+    }
+    case TEXI_STMT_IF: {
+        tex_expr *cond = walk_expr(w, s->u.ifs.cond);
+        tex_stmt *t = walk_stmt(w, s->u.ifs.then_s);
+        tex_stmt *f = s->u.ifs.else_s ? walk_stmt(w, s->u.ifs.else_s) : NULL;
+        if (w->failed)
+            return NULL;
+        if (cond == s->u.ifs.cond && t == s->u.ifs.then_s && f == s->u.ifs.else_s)
+            return s;
+        return texi_if_new(ctx, cond, t, f);
+    }
+    case TEXI_STMT_LET: {
+        tex_expr *value = walk_expr(w, s->u.let.value);
+        tex_stmt *body = walk_stmt(w, s->u.let.body);
+        if (w->failed)
+            return NULL;
+        if (value == s->u.let.value && body == s->u.let.body)
+            return s;
+        return texi_let_new(ctx, s->u.let.var, value, body);
+    }
+    case TEXI_STMT_SEQ: {
+        int n = s->u.seq.n;
+        tex_stmt **items = texi_alloc(ctx, sizeof *items * (size_t)(n ? n : 1), "statements");
+        if (!items)
+            return NULL;
+        bool changed = false;
+        for (int i = 0; i < n; i++) {
+            items[i] = walk_stmt(w, s->u.seq.items[i]);
+            changed |= items[i] != s->u.seq.items[i];
+        }
+        if (w->failed)
+            return NULL;
+        return changed ? texi_seq_new(ctx, n, items) : s;
+    }
+    case TEXI_STMT_EVALUATE: {
+        tex_expr *value = walk_expr(w, s->u.eval.value);
+        if (w->failed)
+            return NULL;
+        return value == s->u.eval.value ? s : texi_evaluate_new(ctx, value);
+    }
+    case TEXI_STMT_BARRIER: return s;
+    case TEXI_STMT_ATTR: {
+        tex_expr *value = walk_expr(w, s->u.attr.value);
+        tex_stmt *body = walk_stmt(w, s->u.attr.body);
+        if (w->failed)
+            return NULL;
+        if (value == s->u.attr.value && body == s->u.attr.body)
+            return s;
+        return texi_attr_new(ctx, s->u.attr.key, value, body);
+    }
+    case TEXI_STMT_KIND_COUNT: break;
+    }
+    return s;
+}
+
+static tex_stmt *walk_stmt(stmt_walk *w, tex_stmt *s)
+{
+    if (!s || w->failed)
+        return s;
+    if (w->stmt_pre) {
+        tex_stmt *r = w->stmt_pre(s, w->ud);
+        if (r)
+            return r;
+    }
+    tex_stmt *r = walk_children(w, s);
+    if (!r)
+        w->failed = true;
+    return r;
+}
+
+tex_stmt *texi_stmt_mutate(tex_ctx *ctx, tex_stmt *s, texi_stmt_rewrite_fn stmt_pre,
+                           texi_expr_rewrite_fn expr_pre, void *ud)
+{
+    stmt_walk w = {ctx, stmt_pre, expr_pre, ud, false};
+    tex_stmt *r = walk_stmt(&w, s);
+    return w.failed ? NULL : r;
+}

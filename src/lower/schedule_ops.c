@@ -1,0 +1,747 @@
+/*
+ * ScheduleOps: the loop nest of a whole schedule (stage 1 of lower.h), from
+ * the stages' leaf iters, attach points and the results of bound inference.
+ *
+ * Output form (tensor level):
+ *   - Every computed stage that is not inlined gets one nest, emitted once:
+ *     stages at root in s->stages order (producers first); a stage computed at
+ *     (C, iv) at the start of the body of C's loop over iv, before C's inner
+ *     loops, in stage order. Its leaf loops, outer to inner, are
+ *     FOR v in [0, range.extent) over the variables of bound inference
+ *     (bound.h), with for_kind/thread_tag from the stage's attributes; a leaf
+ *     of extent 1 not bound to a thread gets no loop (its value is 0). Root
+ *     values are PassUp of the loop variables plus the root range's min and
+ *     are substituted into the body (inlined stages already substituted).
+ *   - Intermediates are REALIZEd over their inferred region: those at root
+ *     around the whole body (first stage outermost), attached ones around
+ *     (their nest; the rest of the consumer's loop body). Function parameters
+ *     (outputs included) are the params' buffers: no REALIZE, and bound
+ *     inference computes them over their whole domain.
+ *   - Guards: one IF around the innermost statement whose condition is a
+ *     conjunction (&&) of `value < bound` comparisons (rarely `value >= min`)
+ *     that are not provable over the enclosing loops: for every split with a
+ *     guarded tail, its parent's value against the parent's range (inner
+ *     splits too: an overshooting inner part would repeat the next tile's
+ *     values), and every root value whose inferred range may leave the axis's
+ *     domain (the last tile of an attached producer) against the domain. A
+ *     reduction's init nest gets the data conditions only. Tails (resolved by
+ *     bound inference):
+ *     GUARD guards; PREDICATE guards, and when the split's inner loop is
+ *     vectorized the IF is wrapped in ATTR "predicate" for the vectorizer;
+ *     ROUND_UP emits no guard for that axis (illegal ones are rejected here);
+ *     SHIFT_INWARDS computes outer*f + inner as min(outer*f, E - f) + inner, and
+ *     when E >= f is not provable the stage's nest is wrapped in
+ *     ATTR "assert" (value: E >= f), which the runtime checks.
+ *   - Reductions (TVM's decompose_reduction): the leaves before the first
+ *     one derived from a reduce axis are common loops; inside them come an
+ *     init nest (loops over the remaining data leaves, fresh variables named
+ *     "<iter>.init", T[..] = identity) and the update nest (all remaining
+ *     leaves, T[..] = T[..] op body, op: sum add, prod mul, max max, min min)
+ *     whose where-condition is an IF inside the guards.
+ *   - Thread binding: a leaf bound to a thread tag that an enclosing loop
+ *     already binds (cooperative fetching into shared memory) gets no loop of
+ *     its own: it runs on the enclosing loop's variable (a smaller extent is
+ *     guarded; a larger one is an error), as in TVM where both stages use
+ *     the same threadIdx.
+ *   - A reduce leaf bound to a thread (a requested cross-thread reduction)
+ *     is emitted as a FOR THREAD loop around the serial update, wrapped in
+ *     ATTR "cross_thread_reduction". This is correct for the interpreter
+ *     (threads of a block run one after another between barriers) but would
+ *     race on a GPU; the CUDA issue replaces it by a real allreduce.
+ *   - Placeholders read but not passed as parameters, inlined parameters and
+ *     illegal tails are TEX_EINVAL from here ("tex_lower: ...").
+ *
+ * Not done here: flattening, loop partitioning, simplification beyond
+ * folding constants in indices, storage scopes' placement (passes).
+ */
+#include "lower/lower.h"
+#include "schedule/bound.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define N_TAGS ((int)TEX_VTHREAD + 1)
+#define ARITH(k, a, b) texi_bounds_arith(TEXI_EXPR_##k, (a), (b))
+
+typedef struct {
+    texi_lower *lw;
+    tex_ctx *ctx;
+    texi_bounds b;
+    int n_params;
+    tex_tensor **params; /* tensor parameters of the function */
+    texi_range *env;     /* ranges of the enclosing loops' variables */
+    int n_env, cap_env;
+    tex_expr **sub_from; /* bound variables of leaves that run on another loop's variable */
+    tex_expr **sub_to;
+    int n_sub, cap_sub;
+    tex_expr *tag_var[N_TAGS]; /* variable of the enclosing loop bound to each thread tag */
+    tex_expr *tag_ext[N_TAGS];
+} sops;
+
+/* The stage being emitted. */
+typedef struct {
+    int si;
+    tex_stage *st;
+    texi_stage_bounds *sb;
+    tex_expr **off;       /* per leaf: the loop variable, or the enclosing thread variable */
+    bool *no_loop;        /* per leaf: no loop of its own (extent 1, or an enclosing thread) */
+    bool *red_leaf;       /* per leaf: derived from a reduce axis */
+    tex_expr *leaf_guard; /* leaves on a larger enclosing thread loop, or NULL */
+    int first_reduce;     /* first reduce leaf; n_leaf when none */
+    bool is_reduce;
+} stage_emit;
+
+static int emit_stage(sops *o, int si, tex_stmt **out);
+
+/* ------------------------------------------------------------- helpers */
+
+static tex_expr *imm(tex_ctx *ctx, tex_dtype t, int64_t v)
+{
+    return texi_int_imm(ctx, t, v);
+}
+
+static int grow(tex_ctx *ctx, void **arr, int n, int *cap, size_t size)
+{
+    if (n < *cap)
+        return 0;
+    int ncap = *cap ? 2 * *cap : 16;
+    char *a = texi_alloc(ctx, size * (size_t)ncap, "schedule_ops");
+    if (!a)
+        return TEX_ENOMEM;
+    if (n)
+        memcpy(a, *arr, size * (size_t)n);
+    *arr = a;
+    *cap = ncap;
+    return 0;
+}
+
+static int push_env(sops *o, tex_expr *var, tex_expr *extent)
+{
+    TEXI_TRY(grow(o->ctx, (void **)&o->env, o->n_env, &o->cap_env, sizeof *o->env));
+    o->env[o->n_env++] = (texi_range){var, imm(o->ctx, var->dtype, 0), extent};
+    return 0;
+}
+
+static int push_sub(sops *o, tex_expr *from, tex_expr *to)
+{
+    int cap = o->cap_sub;
+    TEXI_TRY(grow(o->ctx, (void **)&o->sub_from, o->n_sub, &cap, sizeof *o->sub_from));
+    TEXI_TRY(grow(o->ctx, (void **)&o->sub_to, o->n_sub, &o->cap_sub, sizeof *o->sub_to));
+    o->sub_from[o->n_sub] = from;
+    o->sub_to[o->n_sub++] = to;
+    return 0;
+}
+
+/* e with the bound variables of leaves without a loop replaced, simplified over the
+ * enclosing loops. */
+static tex_expr *env_expr(sops *o, tex_expr *e)
+{
+    if (e && o->n_sub)
+        e = texi_substitute(e, o->n_sub, o->sub_from, o->sub_to);
+    return e ? texi_simplify(e, o->n_env, o->env) : NULL;
+}
+
+static bool is_param(const sops *o, const tex_tensor *t)
+{
+    for (int i = 0; i < o->n_params; i++)
+        if (o->params[i] == t)
+            return true;
+    return false;
+}
+
+static bool is_compute(const tex_stage *st)
+{
+    return st->op && st->op->kind == TEXI_OP_COMPUTE;
+}
+
+static int leaf_all(const tex_stage *st, int k)
+{
+    return texi_bounds_iter_index(st, st->leaf[k]);
+}
+
+static tex_expr *and_also(tex_expr *a, tex_expr *b)
+{
+    return a ? ARITH(AND, a, b) : b;
+}
+
+/* ------------------------------------------------------------- checks */
+
+static bool reads_tensor(tex_expr *e, void *ud)
+{
+    const tex_tensor **t = ud;
+    if (*t && e->kind == TEXI_EXPR_ACCESS && e->u.access.tensor == *t)
+        *t = NULL;
+    return *t != NULL;
+}
+
+static bool body_reads(tex_expr *body, const tex_tensor *t)
+{
+    const tex_tensor *probe = t;
+    if (body && body->kind == TEXI_EXPR_REDUCE) {
+        texi_expr_visit(body->u.red.body, reads_tensor, &probe);
+        if (probe && body->u.red.cond)
+            texi_expr_visit(body->u.red.cond, reads_tensor, &probe);
+    } else if (body) {
+        texi_expr_visit(body, reads_tensor, &probe);
+    }
+    return probe == NULL;
+}
+
+/* Placeholders read but not parameters; parameters that are inlined. */
+static int check_params(sops *o)
+{
+    tex_schedule *s = o->lw->sch;
+    for (int pi = 0; pi < s->n_stages; pi++) {
+        tex_stage *p = s->stages[pi];
+        if (is_compute(p)) {
+            if (p->attach == TEXI_ATTACH_INLINE && is_param(o, p->tensor))
+                return texi_error(o->ctx, TEX_EINVAL,
+                                  "tex_lower: tensor '%s' is a parameter but its stage is inlined",
+                                  p->tensor->name);
+            continue;
+        }
+        if (is_param(o, p->tensor))
+            continue;
+        for (int ci = 0; ci < s->n_stages; ci++) {
+            tex_stage *c = s->stages[ci];
+            if (is_compute(c) && c->attach != TEXI_ATTACH_INLINE &&
+                body_reads(o->b.st[ci].body, p->tensor))
+                return texi_error(o->ctx, TEX_EINVAL,
+                                  "tex_lower: tensor '%s' is read but is not a parameter",
+                                  p->tensor->name);
+        }
+    }
+    return 0;
+}
+
+static const char *tail_name(tex_tail t)
+{
+    switch (t) {
+    case TEX_TAIL_AUTO:
+        return "AUTO";
+    case TEX_TAIL_GUARD:
+        return "GUARD";
+    case TEX_TAIL_ROUND_UP:
+        return "ROUND_UP";
+    case TEX_TAIL_SHIFT_INWARDS:
+        return "SHIFT_INWARDS";
+    case TEX_TAIL_PREDICATE:
+        return "PREDICATE";
+    }
+    return "?";
+}
+
+/* Illegal tails and reductions that cannot be decomposed. */
+static int check_stage(sops *o, const stage_emit *se)
+{
+    const tex_stage *st = se->st;
+    if (se->sb->bad_rel >= 0) {
+        const texi_relation *rel = &st->rel[se->sb->bad_rel];
+        return texi_error(o->ctx, TEX_EINVAL,
+                          "tex_lower: stage '%s', axis '%s': tail strategy ROUND_UP is illegal "
+                          "here (it needs an intermediate stage, a data axis, and reads that stay "
+                          "inside their tensors' shapes)",
+                          st->tensor->name, rel->parent->name);
+    }
+    for (int r = 0; r < st->n_rel; r++)
+        if (se->sb->tail[r] == TEX_TAIL_SHIFT_INWARDS && se->is_reduce)
+            return texi_error(o->ctx, TEX_EINVAL,
+                              "tex_lower: stage '%s', axis '%s': tail strategy %s needs a pure "
+                              "data-parallel stage, but the stage is a reduction",
+                              st->tensor->name, st->rel[r].parent->name,
+                              tail_name(TEX_TAIL_SHIFT_INWARDS));
+    for (int k = 0; k < st->n_leaf; k++)
+        for (int j = 0; j < k; j++) {
+            const texi_iter_attr *ak = &st->attr[leaf_all(st, k)], *aj = &st->attr[leaf_all(st, j)];
+            if (ak->for_kind == TEXI_FOR_THREAD && aj->for_kind == TEXI_FOR_THREAD &&
+                ak->thread_tag == aj->thread_tag)
+                return texi_error(o->ctx, TEX_EINVAL,
+                                  "tex_lower: stage '%s' binds axes '%s' and '%s' to the same "
+                                  "thread index",
+                                  st->tensor->name, st->leaf[j]->name, st->leaf[k]->name);
+        }
+    for (int k = 0; k < st->n_leaf; k++) {
+        if (!se->red_leaf[k])
+            continue;
+        for (int r = 0; r < st->op->n_axes; r++)
+            if (texi_bounds_derives_from(st, leaf_all(st, k),
+                                         texi_bounds_iter_index(st, st->root[r])))
+                return texi_error(o->ctx, TEX_EINVAL,
+                                  "tex_lower: stage '%s', axis '%s' mixes data axis '%s' with a "
+                                  "reduction axis",
+                                  st->tensor->name, st->leaf[k]->name, st->root[r]->name);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- setup */
+
+/* Leaf offsets: the loop variable; 0 for a leaf of extent 1 that is not
+ * bound to a thread (no loop: "no dead loops of extent 1"); or the variable
+ * of an enclosing loop bound to the same thread tag. */
+static int setup_leaf(sops *o, stage_emit *se, int k)
+{
+    const tex_stage *st = se->st;
+    int a = leaf_all(st, k);
+    const texi_iter_attr *at = &st->attr[a];
+    tex_expr *ext = env_expr(o, st->range[a].extent), *var = se->sb->var[a];
+    se->off[k] = var;
+    if (!ext)
+        return TEX_ENOMEM;
+    if (at->for_kind != TEXI_FOR_THREAD &&
+        texi_prove(ARITH(EQ, ext, imm(o->ctx, ext->dtype, 1)), o->n_env, o->env)) {
+        se->no_loop[k] = true;
+        se->off[k] = imm(o->ctx, var->dtype, 0);
+        return push_sub(o, var, se->off[k]);
+    }
+    if (at->for_kind != TEXI_FOR_THREAD || at->thread_tag < 0 || at->thread_tag >= N_TAGS ||
+        !o->tag_var[at->thread_tag])
+        return 0;
+    int tag = at->thread_tag;
+    se->no_loop[k] = true;
+    se->off[k] = o->tag_var[tag];
+    if (texi_prove(ARITH(EQ, ext, o->tag_ext[tag]), o->n_env, o->env))
+        return push_sub(o, se->sb->var[a], o->tag_var[tag]);
+    if (!texi_prove(ARITH(LE, ext, o->tag_ext[tag]), o->n_env, o->env))
+        return texi_error(o->ctx, TEX_EINVAL,
+                          "tex_lower: stage '%s' binds axis '%s' to a thread index whose extent "
+                          "(set by an enclosing loop) may be smaller than the axis's",
+                          st->tensor->name, st->leaf[k]->name);
+    se->leaf_guard = and_also(se->leaf_guard, ARITH(LT, o->tag_var[tag], ext));
+    return push_sub(o, se->sb->var[a], o->tag_var[tag]);
+}
+
+static int setup_stage(sops *o, int si, stage_emit *se)
+{
+    tex_stage *st = o->lw->sch->stages[si];
+    int n = st->n_leaf;
+    *se = (stage_emit){
+        si, st, &o->b.st[si], NULL, NULL, NULL, NULL, n, st->op->body->kind == TEXI_EXPR_REDUCE};
+    se->off = texi_alloc(o->ctx, sizeof *se->off * (size_t)(n + 1), "schedule_ops");
+    se->no_loop = texi_alloc(o->ctx, sizeof *se->no_loop * (size_t)(n + 1), "schedule_ops");
+    se->red_leaf = texi_alloc(o->ctx, sizeof *se->red_leaf * (size_t)(n + 1), "schedule_ops");
+    if (!se->off || !se->no_loop || !se->red_leaf)
+        return TEX_ENOMEM;
+    for (int k = 0; k < n; k++) {
+        for (int r = st->op->n_axes; r < st->n_root && !se->red_leaf[k]; r++)
+            se->red_leaf[k] = texi_bounds_derives_from(st, leaf_all(st, k),
+                                                       texi_bounds_iter_index(st, st->root[r]));
+        if (se->red_leaf[k] && se->first_reduce == n)
+            se->first_reduce = k;
+    }
+    TEXI_TRY(check_stage(o, se));
+    for (int k = 0; k < n; k++)
+        TEXI_TRY(setup_leaf(o, se, k));
+    return 0;
+}
+
+/* ------------------------------------------------------------- bodies */
+
+/* Values of every iter of the stage from leaf offsets off[0..n_leaf). */
+static tex_expr **values(sops *o, const stage_emit *se, tex_expr **off)
+{
+    const tex_stage *st = se->st;
+    tex_expr **val = texi_alloc(o->ctx, sizeof *val * (size_t)(st->n_all + 1), "schedule_ops");
+    if (!val)
+        return NULL;
+    for (int k = 0; k < st->n_leaf; k++)
+        val[leaf_all(st, k)] = off[k];
+    if (texi_bounds_pass_up(&o->b, se->si, val) < 0)
+        return NULL;
+    for (int k = 0; k < st->n_root; k++) {
+        int a = texi_bounds_iter_index(st, st->root[k]);
+        if (!(val[a] = env_expr(o, val[a])))
+            return NULL;
+    }
+    return val;
+}
+
+/* Adds `c` to *conds unless it is provable over the enclosing loops or already there. */
+static int add_guard(sops *o, tex_expr **conds, tex_expr *c)
+{
+    c = env_expr(o, c);
+    if (!c)
+        return TEX_ENOMEM;
+    if (texi_prove(c, o->n_env, o->env))
+        return 0;
+    for (tex_expr *e = *conds; e; e = e->kind == TEXI_EXPR_AND ? e->u.bin.a : NULL)
+        if (texi_expr_equal(e->kind == TEXI_EXPR_AND ? e->u.bin.b : e, c))
+            return 0;
+    *conds = and_also(*conds, c);
+    return *conds ? 0 : TEX_ENOMEM;
+}
+
+/* Whether iter a of the stage derives from one of its reduce axes. */
+static bool reduce_iter(const tex_stage *st, int a)
+{
+    for (int r = st->op->n_axes; r < st->n_root; r++)
+        if (texi_bounds_derives_from(st, a, texi_bounds_iter_index(st, st->root[r])))
+            return true;
+    return false;
+}
+
+/* The guard of the values val (of data iters only unless with_reduce):
+ *   - every GUARD/PREDICATE split: parent value < its range's end, the only
+ *     way a value passes its range (a split's inner part overshooting would
+ *     otherwise repeat the next tile's first values; values never fall below
+ *     a range's min; fuses are exact; SHIFT_INWARDS stays inside given its
+ *     assert; ROUND_UP overshoots on purpose);
+ *   - every root whose range may leave the axis's domain (the last tile of an
+ *     attached producer): value inside the domain.
+ * Provable conditions are dropped. */
+static int root_guards(sops *o, const stage_emit *se, tex_expr **val, bool with_reduce,
+                       tex_expr **conds)
+{
+    const tex_stage *st = se->st;
+    *conds = NULL;
+    for (int r = 0; r < st->n_rel; r++) {
+        int p = texi_bounds_iter_index(st, st->rel[r].parent);
+        bool guard = se->sb->tail[r] == TEX_TAIL_GUARD || se->sb->tail[r] == TEX_TAIL_PREDICATE;
+        if (st->rel[r].kind == TEXI_REL_SPLIT && guard && (with_reduce || !reduce_iter(st, p)))
+            TEXI_TRY(add_guard(
+                o, conds, ARITH(LT, val[p], ARITH(ADD, st->range[p].min, st->range[p].extent))));
+    }
+    int n = with_reduce ? st->n_root : st->op->n_axes;
+    for (int k = 0; k < n; k++) {
+        const tex_iter *iv = st->root[k];
+        int a = texi_bounds_iter_index(st, iv);
+        if (texi_bounds_rounds_up(&o->b, se->si, a))
+            continue;
+        tex_expr *v = val[a], *dom_end = ARITH(ADD, iv->min, iv->extent);
+        tex_expr *rng_end = ARITH(ADD, st->range[a].min, st->range[a].extent);
+        tex_expr *inside =
+            ARITH(AND, ARITH(GE, st->range[a].min, iv->min), ARITH(LE, rng_end, dom_end));
+        if (!inside || (inside = env_expr(o, inside)) == NULL)
+            return TEX_ENOMEM;
+        if (texi_prove(inside, o->n_env, o->env))
+            continue;
+        TEXI_TRY(add_guard(o, conds, ARITH(LT, v, dom_end)));
+        TEXI_TRY(add_guard(o, conds, ARITH(GE, v, iv->min)));
+    }
+    if (se->leaf_guard)
+        TEXI_TRY(add_guard(o, conds, se->leaf_guard));
+    return 0;
+}
+
+/* Whether a PREDICATE split of the stage has a vectorized inner loop. */
+static bool predicated(const stage_emit *se)
+{
+    const tex_stage *st = se->st;
+    for (int r = 0; r < st->n_rel; r++) {
+        if (se->sb->tail[r] != TEX_TAIL_PREDICATE)
+            continue;
+        int i = texi_bounds_iter_index(st, st->rel[r].inner);
+        if (i >= 0 && st->attr[i].for_kind == TEXI_FOR_VECTORIZED)
+            return true;
+    }
+    return false;
+}
+
+static tex_stmt *guarded(sops *o, const stage_emit *se, tex_expr *conds, tex_stmt *s)
+{
+    if (!conds || !s)
+        return s;
+    s = texi_if_new(o->ctx, conds, s, NULL);
+    return s && predicated(se) ? texi_attr_new(o->ctx, "predicate", NULL, s) : s;
+}
+
+/* The data indices T[..] of the stage's output from the values. */
+static tex_expr **out_index(sops *o, const stage_emit *se, tex_expr **val)
+{
+    const tex_stage *st = se->st;
+    int nd = st->op->n_axes;
+    tex_expr **idx = texi_alloc(o->ctx, sizeof *idx * (size_t)(nd + 1), "schedule_ops");
+    for (int d = 0; idx && d < nd; d++)
+        idx[d] = val[texi_bounds_iter_index(st, st->root[d])];
+    return idx;
+}
+
+/* e with the root variables replaced by their values. */
+static tex_expr *bind_roots(sops *o, const stage_emit *se, tex_expr **val, tex_expr *e)
+{
+    const tex_stage *st = se->st;
+    tex_expr **vars = texi_alloc(o->ctx, sizeof *vars * (size_t)(st->n_root + 1), "schedule_ops");
+    tex_expr **vals = texi_alloc(o->ctx, sizeof *vals * (size_t)(st->n_root + 1), "schedule_ops");
+    if (!vars || !vals || !e)
+        return NULL;
+    for (int k = 0; k < st->n_root; k++) {
+        vars[k] = st->root[k]->var;
+        vals[k] = val[texi_bounds_iter_index(st, st->root[k])];
+    }
+    return texi_substitute(e, st->n_root, vars, vals);
+}
+
+static enum texi_expr_kind combiner(enum texi_reduce_op op)
+{
+    switch (op) {
+    case TEXI_REDUCE_SUM:
+        return TEXI_EXPR_ADD;
+    case TEXI_REDUCE_PROD:
+        return TEXI_EXPR_MUL;
+    case TEXI_REDUCE_MAX:
+        return TEXI_EXPR_MAX;
+    case TEXI_REDUCE_MIN:
+    case TEXI_REDUCE_COUNT:
+        break;
+    }
+    return TEXI_EXPR_MIN;
+}
+
+/* The innermost statement: PROVIDE of the value, or the reduction's update. */
+static int build_body(sops *o, const stage_emit *se, tex_stmt **out)
+{
+    const tex_stage *st = se->st;
+    tex_tensor *t = st->tensor;
+    tex_expr *body = se->sb->body, **val = values(o, se, se->off), *conds;
+    tex_expr **idx = val ? out_index(o, se, val) : NULL;
+    if (!idx)
+        return TEX_ENOMEM;
+    TEXI_TRY(root_guards(o, se, val, true, &conds));
+    tex_stmt *s;
+    if (body->kind != TEXI_EXPR_REDUCE) {
+        tex_expr *v = texi_convert(bind_roots(o, se, val, body), t->dtype);
+        s = v ? texi_provide_new(o->ctx, t, st->op->n_axes, idx, v) : NULL;
+    } else {
+        tex_expr *acc = texi_access_new(t, st->op->n_axes, idx);
+        tex_expr *v = texi_convert(bind_roots(o, se, val, body->u.red.body), t->dtype);
+        tex_expr *upd = acc && v ? texi_binary(combiner(body->u.red.op), acc, v) : NULL;
+        s = upd ? texi_provide_new(o->ctx, t, st->op->n_axes, idx, upd) : NULL;
+        if (s && body->u.red.cond) {
+            tex_expr *c = bind_roots(o, se, val, body->u.red.cond);
+            s = c ? texi_if_new(o->ctx, c, s, NULL) : NULL;
+        }
+    }
+    *out = guarded(o, se, conds, s);
+    return *out ? 0 : TEX_ENOMEM;
+}
+
+/* ------------------------------------------------------------- loops */
+
+static tex_stmt *make_loop(sops *o, const tex_stage *st, int a, tex_expr *var, tex_stmt *body)
+{
+    const texi_iter_attr *at = &st->attr[a];
+    tex_expr *ext = texi_convert(env_expr(o, st->range[a].extent), var->dtype);
+    if (!ext || !body)
+        return NULL;
+    int tag = at->for_kind == TEXI_FOR_THREAD ? at->thread_tag : -1;
+    return texi_for_new(o->ctx, var, imm(o->ctx, var->dtype, 0), ext, at->for_kind, tag, body);
+}
+
+/* The init nest of a reduction at leaf position m: loops over the data
+ * leaves from m on (fresh variables), T[..] = identity. */
+static int build_init(sops *o, const stage_emit *se, int m, tex_stmt **out)
+{
+    const tex_stage *st = se->st;
+    int n = st->n_leaf, n_env0 = o->n_env;
+    tex_expr **off = texi_alloc(o->ctx, sizeof *off * (size_t)(n + 1), "schedule_ops");
+    if (!off)
+        return TEX_ENOMEM;
+    for (int k = 0; k < n; k++) {
+        tex_expr *v = se->off[k];
+        if (k >= m && se->red_leaf[k]) {
+            v = imm(o->ctx, v->dtype, 0);
+        } else if (k >= m && !se->no_loop[k]) {
+            char name[256];
+            snprintf(name, sizeof name, "%s.init", st->leaf[k]->name);
+            v = texi_var_new(o->ctx, name, v->dtype);
+            if (!v)
+                return TEX_ENOMEM;
+            TEXI_TRY(push_env(o, v, env_expr(o, st->range[leaf_all(st, k)].extent)));
+        }
+        off[k] = v;
+    }
+    tex_expr **val = values(o, se, off), *conds;
+    tex_expr **idx = val ? out_index(o, se, val) : NULL;
+    tex_expr *id = texi_reduce_identity(o->ctx, st->op->body->u.red.op, st->tensor->dtype);
+    if (!idx || !id)
+        return TEX_ENOMEM;
+    TEXI_TRY(root_guards(o, se, val, false, &conds));
+    tex_stmt *s =
+        guarded(o, se, conds, texi_provide_new(o->ctx, st->tensor, st->op->n_axes, idx, id));
+    for (int k = n - 1; k >= m; k--)
+        if (!se->red_leaf[k] && !se->no_loop[k])
+            s = make_loop(o, st, leaf_all(st, k), off[k], s);
+    o->n_env = n_env0;
+    *out = s;
+    return s ? 0 : TEX_ENOMEM;
+}
+
+/* Wraps body in the REALIZE of stage ti (unless it is a parameter). */
+static tex_stmt *realize(sops *o, int ti, tex_stmt *body)
+{
+    tex_stage *t = o->lw->sch->stages[ti];
+    if (!body || is_param(o, t->tensor))
+        return body;
+    int nd = t->tensor->ndim;
+    tex_expr **mins = texi_alloc(o->ctx, sizeof *mins * (size_t)(nd + 1), "schedule_ops");
+    tex_expr **exts = texi_alloc(o->ctx, sizeof *exts * (size_t)(nd + 1), "schedule_ops");
+    if (!mins || !exts)
+        return NULL;
+    for (int d = 0; d < nd; d++) {
+        mins[d] = env_expr(o, t->region[d].min);
+        exts[d] = env_expr(o, t->region[d].extent);
+        if (!mins[d] || !exts[d])
+            return NULL;
+    }
+    return texi_realize_new(o->ctx, t->tensor, nd, mins, exts, t->scope, body);
+}
+
+/* The stages computed at leaf m of se's stage, then `inner`, in REALIZEs. */
+static int with_attached(sops *o, const stage_emit *se, int m, tex_stmt *inner, tex_stmt **out)
+{
+    tex_schedule *s = o->lw->sch;
+    int n = 0;
+    tex_stmt **items =
+        texi_alloc(o->ctx, sizeof *items * (size_t)(s->n_stages + 1), "schedule_ops");
+    if (!items)
+        return TEX_ENOMEM;
+    for (int ti = 0; ti < s->n_stages; ti++) {
+        tex_stage *t = s->stages[ti];
+        if (t->attach == TEXI_ATTACH_AT && t->attach_stage == se->st &&
+            t->attach_iv == se->st->leaf[m] && is_compute(t))
+            TEXI_TRY(emit_stage(o, ti, &items[n++]));
+    }
+    if (n == 0) {
+        *out = inner;
+        return 0;
+    }
+    items[n] = inner;
+    tex_stmt *body = texi_seq_new(o->ctx, n + 1, items);
+    for (int ti = s->n_stages - 1; ti >= 0; ti--) {
+        tex_stage *t = s->stages[ti];
+        if (t->attach == TEXI_ATTACH_AT && t->attach_stage == se->st &&
+            t->attach_iv == se->st->leaf[m] && is_compute(t))
+            body = realize(o, ti, body);
+    }
+    *out = body;
+    return body ? 0 : TEX_ENOMEM;
+}
+
+static int build_level(sops *o, const stage_emit *se, int m, bool after_init, tex_stmt **out);
+
+/* Loop m of the stage around the attached stages and the inner levels. */
+static int build_loop(sops *o, const stage_emit *se, int m, bool after_init, tex_stmt **out)
+{
+    const tex_stage *st = se->st;
+    int a = leaf_all(st, m), n_env0 = o->n_env;
+    const texi_iter_attr *at = &st->attr[a];
+    bool thread = !se->no_loop[m] && at->for_kind == TEXI_FOR_THREAD && at->thread_tag >= 0 &&
+                  at->thread_tag < N_TAGS;
+    tex_expr *var = se->sb->var[a], *saved_var = NULL, *saved_ext = NULL;
+    if (!se->no_loop[m])
+        TEXI_TRY(push_env(o, var, env_expr(o, st->range[a].extent)));
+    if (thread) {
+        saved_var = o->tag_var[at->thread_tag];
+        saved_ext = o->tag_ext[at->thread_tag];
+        o->tag_var[at->thread_tag] = var;
+        o->tag_ext[at->thread_tag] = o->env[o->n_env - 1].extent;
+    }
+    tex_stmt *inner = NULL, *body = NULL;
+    int rc = build_level(o, se, m + 1, after_init, &inner);
+    if (rc == 0)
+        rc = with_attached(o, se, m, inner, &body);
+    o->n_env = n_env0;
+    if (thread) {
+        o->tag_var[at->thread_tag] = saved_var;
+        o->tag_ext[at->thread_tag] = saved_ext;
+    }
+    TEXI_TRY(rc);
+    *out = se->no_loop[m] ? body : make_loop(o, st, a, var, body);
+    if (*out && thread && se->red_leaf[m])
+        *out = texi_attr_new(o->ctx, "cross_thread_reduction", NULL, *out);
+    return *out ? 0 : TEX_ENOMEM;
+}
+
+/* Levels m.. of the stage's nest (m == n_leaf: the innermost statement). */
+static int build_level(sops *o, const stage_emit *se, int m, bool after_init, tex_stmt **out)
+{
+    if (se->is_reduce && !after_init && m == se->first_reduce) {
+        tex_stmt *items[2];
+        TEXI_TRY(build_init(o, se, m, &items[0]));
+        TEXI_TRY(build_level(o, se, m, true, &items[1]));
+        *out = texi_seq_new(o->ctx, 2, items);
+        return *out ? 0 : TEX_ENOMEM;
+    }
+    if (m == se->st->n_leaf)
+        return build_body(o, se, out);
+    return build_loop(o, se, m, after_init, out);
+}
+
+/* ATTR "assert" E >= f around the nest *s for shifted splits not provably
+ * legal; EINVAL where E < f is certain. */
+static int shift_asserts(sops *o, const stage_emit *se, tex_stmt **s)
+{
+    const tex_stage *st = se->st;
+    for (int r = st->n_rel - 1; r >= 0; r--) {
+        if (se->sb->tail[r] != TEX_TAIL_SHIFT_INWARDS || !st->rel[r].factor)
+            continue;
+        tex_expr *ext = st->range[texi_bounds_iter_index(st, st->rel[r].parent)].extent;
+        tex_expr *c = env_expr(o, ARITH(GE, ext, st->rel[r].factor));
+        int64_t v;
+        if (!c)
+            return TEX_ENOMEM;
+        if (texi_expr_is_int_const(c, &v) && v == 0)
+            return texi_error(o->ctx, TEX_EINVAL,
+                              "tex_lower: stage '%s', axis '%s': tail strategy SHIFT_INWARDS needs "
+                              "extent >= factor, but the axis's inferred extent is smaller",
+                              st->tensor->name, st->rel[r].parent->name);
+        if (!texi_prove(c, o->n_env, o->env) && !(*s = texi_attr_new(o->ctx, "assert", c, *s)))
+            return TEX_ENOMEM;
+    }
+    return 0;
+}
+
+static int emit_stage(sops *o, int si, tex_stmt **out)
+{
+    stage_emit se;
+    int n_sub0 = o->n_sub;
+    TEXI_TRY(setup_stage(o, si, &se));
+    tex_stmt *s = NULL;
+    int rc = build_level(o, &se, 0, false, &s);
+    o->n_sub = n_sub0;
+    TEXI_TRY(rc);
+    TEXI_TRY(shift_asserts(o, &se, &s));
+    *out = s;
+    return 0;
+}
+
+/* ------------------------------------------------------------- entry */
+
+static int collect_params(sops *o)
+{
+    const tex_func *f = o->lw->func;
+    int n = f ? f->n_params : 0;
+    o->params = texi_alloc(o->ctx, sizeof *o->params * (size_t)(n + 1), "schedule_ops");
+    if (!o->params)
+        return TEX_ENOMEM;
+    for (int i = 0; i < n; i++)
+        if (f->params[i].kind == TEX_ARG_TENSOR && f->params[i].tensor)
+            o->params[o->n_params++] = f->params[i].tensor;
+    return 0;
+}
+
+int texi_schedule_ops(texi_lower *lw, tex_stmt **out)
+{
+    if (!lw || !lw->sch || !out)
+        return lw && lw->ctx ? texi_error(lw->ctx, TEX_EMISUSE, "texi_schedule_ops: NULL argument")
+                             : TEX_EMISUSE;
+    sops o = {.lw = lw, .ctx = lw->ctx};
+    tex_schedule *s = lw->sch;
+    TEXI_TRY(collect_params(&o));
+    TEXI_TRY(texi_infer_bounds_ex(s, o.n_params, o.params, &o.b));
+    if (lw->func)
+        TEXI_TRY(check_params(&o));
+    tex_stmt **items = texi_alloc(o.ctx, sizeof *items * (size_t)(s->n_stages + 1), "schedule_ops");
+    int n = 0;
+    if (!items)
+        return TEX_ENOMEM;
+    for (int si = 0; si < s->n_stages; si++)
+        if (is_compute(s->stages[si]) && s->stages[si]->attach == TEXI_ATTACH_ROOT)
+            TEXI_TRY(emit_stage(&o, si, &items[n++]));
+    tex_stmt *body = n == 1 ? items[0] : texi_seq_new(o.ctx, n, items);
+    for (int si = s->n_stages - 1; si >= 0 && body; si--)
+        if (is_compute(s->stages[si]) && s->stages[si]->attach == TEXI_ATTACH_ROOT)
+            body = realize(&o, si, body);
+    *out = body;
+    return body ? 0 : TEX_ENOMEM;
+}

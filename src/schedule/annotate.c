@@ -1,0 +1,166 @@
+/*
+ * Annotation primitives: bind, parallel, vectorize, unroll (per leaf iter,
+ * recorded in stage->attr) and the storage primitives set_scope,
+ * storage_align and double_buffer (per stage).
+ *
+ * Legality decided here (API.md rule 5): a reduce axis may not be made
+ * parallel or vectorized, nor bound to a block index or a virtual thread (each
+ * would race on the reduction's output); binding it to TEX_THREAD_* is a
+ * request for a cross-thread reduction and is recorded. A leaf carries at
+ * most one annotation: repeating the same one is a no-op, a different one is
+ * an error. Within one stage a block/thread tag is bound at most once (other
+ * stages may reuse it; virtual threads may repeat). Outputs keep the global
+ * scope and a compact layout, since they are the caller's arrays.
+ *
+ * What lowering checks instead: double_buffer on a stage that is not attached
+ * with compute_at, vectorized loops with non-constant extents, thread extents
+ * that disagree between stages.
+ */
+#include "schedule/primitive.h"
+
+static const char *kind_word(const tex_iter *iv)
+{
+    return iv->kind == TEXI_ITER_REDUCE ? "reduce" : "data";
+}
+
+/* Rule 5: which annotations a reduce axis refuses. */
+static int check_reduce_axis(const tex_stage *st, const tex_iter *iv, texi_iter_attr want,
+                             const char *call)
+{
+    if (iv->kind != TEXI_ITER_REDUCE)
+        return 0;
+    bool bad = want.for_kind == TEXI_FOR_PARALLEL || want.for_kind == TEXI_FOR_VECTORIZED ||
+               (want.for_kind == TEXI_FOR_THREAD &&
+                (want.thread_tag < (int)TEX_THREAD_X || want.thread_tag > (int)TEX_THREAD_Z));
+    if (!bad)
+        return 0;
+    return texi_error(st->sch->ctx, TEX_EINVAL,
+                      "%s: axis '%s' of stage '%s' is a reduction axis; making it %s would race "
+                      "on the result (use rfactor first, or bind it to threadIdx.* for a "
+                      "cross-thread reduction)",
+                      call, iv->name, st->tensor->name, texi_iter_attr_name(&want));
+}
+
+/* The same block/thread tag bound to another iter of st. */
+static const tex_iter *tag_user(const tex_stage *st, const tex_iter *iv, int tag)
+{
+    if (tag == (int)TEX_VTHREAD)
+        return NULL;
+    for (int i = 0; i < st->n_all; i++)
+        if (st->all[i] != iv && st->attr[i].for_kind == TEXI_FOR_THREAD &&
+            st->attr[i].thread_tag == tag)
+            return st->all[i];
+    return NULL;
+}
+
+static int annotate(tex_stage *st, tex_iter *iv, texi_iter_attr want, const char *call)
+{
+    TEXI_TRY(texi_stage_check(st, call, true));
+    TEXI_TRY(texi_stage_check_leaf(st, iv, call));
+    TEXI_TRY(check_reduce_axis(st, iv, want, call));
+    tex_ctx *ctx = st->sch->ctx;
+    texi_iter_attr *attr = &st->attr[texi_stage_iter_index(st, iv)];
+    if (attr->for_kind == want.for_kind && attr->thread_tag == want.thread_tag)
+        return 0;
+    if (attr->for_kind != TEXI_FOR_SERIAL)
+        return texi_error(ctx, TEX_EINVAL, "%s: %s axis '%s' of stage '%s' is already %s", call,
+                          kind_word(iv), iv->name, st->tensor->name, texi_iter_attr_name(attr));
+    const tex_iter *other =
+        want.for_kind == TEXI_FOR_THREAD ? tag_user(st, iv, want.thread_tag) : NULL;
+    if (other)
+        return texi_error(ctx, TEX_EINVAL,
+                          "%s: stage '%s': cannot bind axis '%s' to %s, axis '%s' "
+                          "of the same stage is already bound to it",
+                          call, st->tensor->name, iv->name, texi_iter_attr_name(&want),
+                          other->name);
+    *attr = want;
+    return 0;
+}
+
+int tex_bind(tex_stage *st, tex_iter *iv, tex_thread_tag tag)
+{
+    if (st && ((int)tag < (int)TEX_BLOCK_X || (int)tag > (int)TEX_VTHREAD))
+        return texi_error(st->sch->ctx, TEX_EINVAL,
+                          "tex_bind: stage '%s', axis '%s': unknown "
+                          "thread tag %d",
+                          st->tensor->name, iv ? iv->name : "(null)", (int)tag);
+    return annotate(st, iv, (texi_iter_attr){TEXI_FOR_THREAD, (int)tag}, "tex_bind");
+}
+
+int tex_parallel(tex_stage *st, tex_iter *iv)
+{
+    return annotate(st, iv, (texi_iter_attr){TEXI_FOR_PARALLEL, -1}, "tex_parallel");
+}
+
+int tex_vectorize(tex_stage *st, tex_iter *iv)
+{
+    return annotate(st, iv, (texi_iter_attr){TEXI_FOR_VECTORIZED, -1}, "tex_vectorize");
+}
+
+int tex_unroll(tex_stage *st, tex_iter *iv)
+{
+    return annotate(st, iv, (texi_iter_attr){TEXI_FOR_UNROLLED, -1}, "tex_unroll");
+}
+
+/* ------------------------------------------------------------- storage */
+
+/* st is an intermediate compute stage (not an input, not an output). */
+static int check_intermediate(const tex_stage *st, const char *call, const char *why)
+{
+    TEXI_TRY(texi_stage_check(st, call, true));
+    if (st->is_output)
+        return texi_error(st->sch->ctx, TEX_EINVAL,
+                          "%s: stage '%s' is an output of the schedule; "
+                          "%s",
+                          call, st->tensor->name, why);
+    return 0;
+}
+
+int tex_set_scope(tex_stage *st, tex_scope scope)
+{
+    static const char call[] = "tex_set_scope";
+    TEXI_TRY(texi_stage_check(st, call, true));
+    if ((int)scope < (int)TEX_SCOPE_GLOBAL || (int)scope > (int)TEX_SCOPE_LOCAL)
+        return texi_error(st->sch->ctx, TEX_EINVAL, "%s: stage '%s': unknown scope %d", call,
+                          st->tensor->name, (int)scope);
+    if (scope != TEX_SCOPE_GLOBAL)
+        TEXI_TRY(check_intermediate(st, call, "outputs live in global memory"));
+    st->scope = (enum texi_scope)scope;
+    return 0;
+}
+
+int tex_storage_align(tex_stage *st, tex_iter *iv, int factor, int offset)
+{
+    static const char call[] = "tex_storage_align";
+    TEXI_TRY(check_intermediate(st, call, "outputs are the caller's compact arrays"));
+    tex_ctx *ctx = st->sch->ctx;
+    if (!iv)
+        return texi_error(ctx, TEX_EMISUSE, "%s: stage '%s': the axis is NULL", call,
+                          st->tensor->name);
+    int d = -1;
+    for (int i = 0; i < st->op->n_axes; i++)
+        if (st->op->axes[i] == iv)
+            d = i;
+    if (d < 0)
+        return texi_error(ctx, TEX_EINVAL,
+                          "%s: axis '%s' is not a data-parallel axis of the "
+                          "operation of stage '%s' (use tex_op_axis)",
+                          call, iv->name, st->tensor->name);
+    if (factor <= 0 || offset < 0 || offset >= factor)
+        return texi_error(ctx, TEX_EINVAL,
+                          "%s: stage '%s', axis '%s': needs factor > 0 and 0 <= "
+                          "offset < factor (got factor %d, offset %d)",
+                          call, st->tensor->name, iv->name, factor, offset);
+    st->align_factor[d] = factor;
+    st->align_offset[d] = offset;
+    return 0;
+}
+
+int tex_double_buffer(tex_stage *st)
+{
+    TEXI_TRY(check_intermediate(st, "tex_double_buffer",
+                                "only intermediates attached with "
+                                "compute_at can be double-buffered"));
+    st->double_buffer = true;
+    return 0;
+}

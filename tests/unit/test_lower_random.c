@@ -1,0 +1,544 @@
+/*
+ * Differential testing of the whole lowering pipeline with random legal
+ * schedules: for every standard workload of tests/support/ops.h and several
+ * shapes (primes, 1, sizes no factor divides, symbolic sizes bound at call
+ * time, passed through the arrays' shapes or as VAR parameters), a seeded
+ * generator applies a random sequence of primitives:
+ *   split (factor 1 .. extent+3, so factors above the extent occur), split by
+ *   nparts, tile, fuse of adjacent leaves, reorder (a random permutation of
+ *   all leaves: any order is legal for a single stage), parallel / vectorize
+ *   / unroll, compute_inline, compute_at into a random leaf of a consumer,
+ *   compute_root, cache_read / cache_write followed by compute_at, rfactor.
+ * A primitive may refuse (TEX_EINVAL): then the schedule must be exactly as
+ * before (checked on tex_schedule_str for every fourth schedule) and the
+ * generator goes on. Every schedule is lowered, interpreted on random inputs
+ * and compared with the reference evaluator. Each workload prints one
+ * PASS/FAIL line; a summary gives schedules tried and primitives applied and
+ * rejected. A failure prints its seed, the steps and the lowered AST;
+ * TEX_RANDOM_SEED=<n> reruns one seed of every workload.
+ */
+#include "tt.h"
+#include "support/ops.h"
+
+enum prim {
+    P_SPLIT,
+    P_NPARTS,
+    P_TILE,
+    P_FUSE,
+    P_REORDER,
+    P_ANNOTATE,
+    P_INLINE,
+    P_AT,
+    P_ROOT,
+    P_CACHE_READ,
+    P_CACHE_WRITE,
+    P_RFACTOR,
+    P_COUNT
+};
+
+static const char *const prim_names[P_COUNT] = {
+    "split", "split_nparts", "tile", "fuse", "reorder", "annotate", "compute_inline",
+    "compute_at", "compute_root", "cache_read", "cache_write", "rfactor"};
+
+static long n_tried[P_COUNT], n_applied[P_COUNT], n_rejected[P_COUNT];
+static long n_schedules, n_failed_total;
+
+#define MAX_STAGES 24
+
+/* The generator's state for one schedule. */
+typedef struct {
+    ops_wl *w;
+    tex_schedule *s;
+    uint64_t rng;
+    ops_log log;
+    int n_t;
+    tex_tensor *t[MAX_STAGES]; /* computed tensors whose stages the generator schedules */
+    bool check_unchanged;      /* compare tex_schedule_str around refused primitives */
+    bool broken;               /* a primitive failed other than with EINVAL, or changed on refusal */
+    char why[512];
+} gen;
+
+static int64_t rnd(gen *g, int64_t lo, int64_t hi)
+{
+    return ops_rand_range(&g->rng, lo, hi);
+}
+
+static tex_stage *stage(gen *g, tex_tensor *t)
+{
+    return tex_stage_of(g->s, t);
+}
+
+static tex_tensor *pick_tensor(gen *g)
+{
+    return g->t[rnd(g, 0, g->n_t - 1)];
+}
+
+static tex_iter *pick_leaf(gen *g, tex_stage *st)
+{
+    int n = tex_stage_naxes(st);
+    return n > 0 ? tex_stage_axis(st, (int)rnd(g, 0, n - 1)) : NULL;
+}
+
+/* The constant extent of iv, or 8 when it is symbolic. */
+static int64_t extent_of(const tex_iter *iv)
+{
+    int64_t v;
+    return iv && iv->extent && texi_expr_is_int_const(iv->extent, &v) ? v : 8;
+}
+
+static void add_tensor(gen *g, tex_tensor *t)
+{
+    if (t && g->n_t < MAX_STAGES)
+        g->t[g->n_t++] = t;
+}
+
+/* ------------------------------------------------------------ primitives */
+
+static int do_split(gen *g, tex_stage *st, bool nparts)
+{
+    tex_iter *iv = pick_leaf(g, st), *o, *i;
+    if (!iv)
+        return TEX_EINVAL;
+    int64_t f = rnd(g, 1, extent_of(iv) + 3);
+    ops_logf(&g->log, "    %s(%s, %s, %lld)\n", nparts ? "split_nparts" : "split",
+             tex_tensor_name(st->tensor), iv->name, (long long)f);
+    tex_expr *fe = tex_int(g->w->ctx, f);
+    return nparts ? tex_split_nparts(st, iv, fe, &o, &i) : tex_split(st, iv, fe, &o, &i);
+}
+
+static int do_tile(gen *g, tex_stage *st)
+{
+    int n = tex_stage_naxes(st);
+    if (n < 2)
+        return TEX_EINVAL;
+    int a = (int)rnd(g, 0, n - 2), b = (int)rnd(g, a + 1, n - 1);
+    tex_iter *x = tex_stage_axis(st, a), *y = tex_stage_axis(st, b), *r[4];
+    int64_t fx = rnd(g, 1, extent_of(x) + 2), fy = rnd(g, 1, extent_of(y) + 2);
+    ops_logf(&g->log, "    tile(%s, %s, %s, %lld, %lld)\n", tex_tensor_name(st->tensor), x->name,
+             y->name, (long long)fx, (long long)fy);
+    return tex_tile(st, x, y, tex_int(g->w->ctx, fx), tex_int(g->w->ctx, fy), &r[0], &r[1], &r[2],
+                    &r[3]);
+}
+
+static int do_fuse(gen *g, tex_stage *st)
+{
+    int n = tex_stage_naxes(st);
+    if (n < 2)
+        return TEX_EINVAL;
+    int a = (int)rnd(g, 0, n - 2);
+    tex_iter *o = tex_stage_axis(st, a), *i = tex_stage_axis(st, a + 1), *f;
+    ops_logf(&g->log, "    fuse(%s, %s, %s)\n", tex_tensor_name(st->tensor), o->name, i->name);
+    return tex_fuse(st, o, i, &f);
+}
+
+static int do_reorder(gen *g, tex_stage *st)
+{
+    int n = tex_stage_naxes(st);
+    if (n < 1 || n > 32)
+        return TEX_EINVAL;
+    tex_iter *order[32];
+    for (int k = 0; k < n; k++)
+        order[k] = tex_stage_axis(st, k);
+    for (int k = n - 1; k > 0; k--) {
+        int j = (int)rnd(g, 0, k);
+        tex_iter *t = order[k];
+        order[k] = order[j];
+        order[j] = t;
+    }
+    ops_logf(&g->log, "    reorder(%s:", tex_tensor_name(st->tensor));
+    for (int k = 0; k < n; k++)
+        ops_logf(&g->log, " %s", order[k]->name);
+    ops_logf(&g->log, ")\n");
+    return tex_reorder(st, n, order);
+}
+
+static int do_annotate(gen *g, tex_stage *st)
+{
+    tex_iter *iv = pick_leaf(g, st);
+    if (!iv)
+        return TEX_EINVAL;
+    int which = (int)rnd(g, 0, 2);
+    static const char *const names[3] = {"parallel", "vectorize", "unroll"};
+    ops_logf(&g->log, "    %s(%s, %s)\n", names[which], tex_tensor_name(st->tensor), iv->name);
+    return which == 0 ? tex_parallel(st, iv) : which == 1 ? tex_vectorize(st, iv)
+                                                          : tex_unroll(st, iv);
+}
+
+/* A stage consuming t: a direct consumer mostly, any scheduled stage sometimes. */
+static tex_stage *pick_consumer(gen *g, tex_tensor *t)
+{
+    int n = 0;
+    tex_stage **cs = texi_schedule_consumers(g->s, t, &n);
+    tex_clear_error(g->w->ctx);
+    if (cs && n > 0 && rnd(g, 0, 9) < 8)
+        return cs[rnd(g, 0, n - 1)];
+    return stage(g, pick_tensor(g));
+}
+
+static int attach(gen *g, tex_tensor *t, tex_stage *parent)
+{
+    tex_iter *iv = parent ? pick_leaf(g, parent) : NULL;
+    if (!iv)
+        return TEX_EINVAL;
+    ops_logf(&g->log, "    compute_at(%s, %s, %s)\n", tex_tensor_name(t),
+             tex_tensor_name(parent->tensor), iv->name);
+    return tex_compute_at(stage(g, t), parent, iv);
+}
+
+static int do_inline(gen *g, tex_tensor *t)
+{
+    ops_logf(&g->log, "    compute_inline(%s)\n", tex_tensor_name(t));
+    return tex_compute_inline(stage(g, t));
+}
+
+static int do_root(gen *g, tex_tensor *t)
+{
+    ops_logf(&g->log, "    compute_root(%s)\n", tex_tensor_name(t));
+    return tex_compute_root(stage(g, t));
+}
+
+/* Applies a follow-up primitive (after a cache stage was made): its refusal
+ * is fine, any other error is not. */
+static void follow_up(gen *g, int rc)
+{
+    if (rc != 0 && rc != TEX_EINVAL && !g->broken) {
+        g->broken = true;
+        snprintf(g->why, sizeof g->why, "a follow-up step returned %d: %s", rc,
+                 tex_errmsg(g->w->ctx));
+    }
+    tex_clear_error(g->w->ctx);
+}
+
+static int do_cache_read(gen *g)
+{
+    int n_src = g->w->n_in + g->n_t, k = (int)rnd(g, 0, n_src - 1), n = 0;
+    tex_tensor *t = k < g->w->n_in ? g->w->in[k] : g->t[k - g->w->n_in];
+    tex_stage **cs = texi_schedule_consumers(g->s, t, &n);
+    if (!cs || n == 0 || n > 8)
+        return TEX_EINVAL;
+    tex_tensor *readers[8];
+    int nr = (int)rnd(g, 1, n);
+    for (int r = 0; r < nr; r++)
+        readers[r] = cs[r]->tensor;
+    tex_scope sc = rnd(g, 0, 1) ? TEX_SCOPE_LOCAL : TEX_SCOPE_GLOBAL;
+    ops_logf(&g->log, "    %s.cache = cache_read(%s, %s, %d readers, first %s)\n",
+             tex_tensor_name(t), tex_tensor_name(t), sc == TEX_SCOPE_LOCAL ? "local" : "global",
+             nr, tex_tensor_name(readers[0]));
+    tex_tensor *c = tex_cache_read(g->s, t, sc, nr, readers);
+    if (!c)
+        return tex_errcode(g->w->ctx) ? tex_errcode(g->w->ctx) : TEX_EINTERNAL;
+    add_tensor(g, c);
+    if (rnd(g, 0, 9) < 7)
+        follow_up(g, attach(g, c, stage(g, readers[rnd(g, 0, nr - 1)])));
+    return 0;
+}
+
+static int do_cache_write(gen *g, tex_tensor *t)
+{
+    ops_logf(&g->log, "    %s.local = cache_write(%s, local)\n", tex_tensor_name(t),
+             tex_tensor_name(t));
+    tex_tensor *c = tex_cache_write(g->s, t, TEX_SCOPE_LOCAL);
+    if (!c)
+        return tex_errcode(g->w->ctx) ? tex_errcode(g->w->ctx) : TEX_EINTERNAL;
+    add_tensor(g, c);
+    if (rnd(g, 0, 9) < 7)
+        follow_up(g, attach(g, c, stage(g, t)));
+    return 0;
+}
+
+static int do_rfactor(gen *g, tex_tensor *t)
+{
+    tex_stage *st = stage(g, t);
+    tex_iter *cand[32];
+    int n = 0;
+    for (int k = 0; k < tex_stage_naxes(st) && n < 32; k++)
+        if (tex_stage_axis(st, k)->kind == TEXI_ITER_REDUCE)
+            cand[n++] = tex_stage_axis(st, k);
+    if (n == 0)
+        return TEX_EINVAL;
+    tex_iter *iv = cand[rnd(g, 0, n - 1)];
+    int fa = (int)rnd(g, 0, tex_tensor_ndim(t));
+    ops_logf(&g->log, "    %s.rf = rfactor(%s, %s, %d)\n", tex_tensor_name(t), tex_tensor_name(t),
+             iv->name, fa);
+    tex_tensor *c = tex_rfactor(g->s, t, iv, fa);
+    if (!c)
+        return tex_errcode(g->w->ctx) ? tex_errcode(g->w->ctx) : TEX_EINTERNAL;
+    add_tensor(g, c);
+    return 0;
+}
+
+static int apply(gen *g, enum prim p)
+{
+    tex_tensor *t = pick_tensor(g);
+    tex_stage *st = stage(g, t);
+    switch (p) {
+    case P_SPLIT: return do_split(g, st, false);
+    case P_NPARTS: return do_split(g, st, true);
+    case P_TILE: return do_tile(g, st);
+    case P_FUSE: return do_fuse(g, st);
+    case P_REORDER: return do_reorder(g, st);
+    case P_ANNOTATE: return do_annotate(g, st);
+    case P_INLINE: return do_inline(g, t);
+    case P_AT: return attach(g, t, pick_consumer(g, t));
+    case P_ROOT: return do_root(g, t);
+    case P_CACHE_READ: return do_cache_read(g);
+    case P_CACHE_WRITE: return do_cache_write(g, t);
+    case P_RFACTOR: return do_rfactor(g, t);
+    case P_COUNT: break;
+    }
+    return TEX_EINVAL;
+}
+
+/* Weights of the primitives: loop transformations are the most frequent. */
+static enum prim pick_prim(gen *g)
+{
+    static const int weight[P_COUNT] = {6, 2, 3, 3, 3, 3, 2, 4, 1, 2, 2, 2};
+    int total = 0;
+    for (int k = 0; k < P_COUNT; k++)
+        total += weight[k];
+    int r = (int)rnd(g, 0, total - 1);
+    for (int k = 0; k < P_COUNT; k++) {
+        if (r < weight[k])
+            return (enum prim)k;
+        r -= weight[k];
+    }
+    return P_SPLIT;
+}
+
+static void step(gen *g)
+{
+    enum prim p = pick_prim(g);
+    char *before = g->check_unchanged ? tex_schedule_str(g->s) : NULL;
+    tex_clear_error(g->w->ctx);
+    n_tried[p]++;
+    int rc = apply(g, p);
+    if (rc == 0) {
+        n_applied[p]++;
+    } else if (rc == TEX_EINVAL) {
+        n_rejected[p]++;
+        ops_logf(&g->log, "      -> refused: %s\n", tex_errmsg(g->w->ctx));
+        char *after = before ? tex_schedule_str(g->s) : NULL;
+        if (before && after && strcmp(before, after) != 0 && !g->broken) {
+            g->broken = true;
+            snprintf(g->why, sizeof g->why, "a refused %s changed the schedule", prim_names[p]);
+        }
+        free(after);
+    } else if (!g->broken) {
+        g->broken = true;
+        snprintf(g->why, sizeof g->why, "%s returned %d: %s", prim_names[p], rc,
+                 tex_errmsg(g->w->ctx));
+    }
+    tex_clear_error(g->w->ctx);
+    free(before);
+}
+
+/* ------------------------------------------------------------- workloads */
+
+typedef void (*build_fn)(ops_wl *w, int variant);
+
+typedef struct {
+    const char *name;
+    build_fn build;
+    int n_variants; /* shapes; the symbolic ones last */
+    int n_sym;      /* how many of them are symbolic */
+    int trials;
+} workload;
+
+static void b_matmul(ops_wl *w, int v)
+{
+    static const int64_t sh[][3] = {{7, 13, 5}, {1, 31, 3}, {13, 7, 1}, {6, 5, 7}};
+    ops_matmul(w, sh[v][0], sh[v][1], sh[v][2], v == 3);
+}
+
+static void b_batch_matmul(ops_wl *w, int v)
+{
+    static const int64_t sh[][4] = {{2, 5, 7, 3}, {1, 1, 13, 7}, {3, 4, 5, 6}};
+    ops_batch_matmul(w, sh[v][0], sh[v][1], sh[v][2], sh[v][3], v == 2);
+}
+
+static void b_conv2d(ops_wl *w, int v)
+{
+    static const int64_t sh[][9] = {{1, 2, 5, 5, 3, 3, 3, 1, 1},
+                                    {1, 1, 7, 7, 2, 3, 3, 2, 1},
+                                    {2, 1, 4, 3, 1, 1, 1, 1, 0},
+                                    {1, 2, 6, 5, 2, 3, 2, 1, 1}};
+    const int64_t *s = sh[v];
+    ops_conv2d(w, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], v == 3);
+}
+
+static void b_softmax(ops_wl *w, int v)
+{
+    static const int64_t sh[][2] = {{7, 13}, {1, 31}, {5, 7}};
+    ops_softmax(w, sh[v][0], sh[v][1], v == 2);
+}
+
+static void b_layernorm(ops_wl *w, int v)
+{
+    static const int64_t sh[][2] = {{7, 13}, {3, 1}, {4, 9}};
+    ops_layernorm(w, sh[v][0], sh[v][1], v == 2);
+}
+
+static void b_transpose(ops_wl *w, int v)
+{
+    static const int64_t sh[][2] = {{7, 13}, {1, 31}, {13, 7}};
+    ops_transpose(w, sh[v][0], sh[v][1], v == 2);
+}
+
+static void b_maxpool(ops_wl *w, int v)
+{
+    static const int64_t sh[][6] = {{1, 2, 7, 7, 3, 2}, {1, 3, 5, 4, 2, 1}, {1, 2, 6, 7, 3, 2}};
+    const int64_t *s = sh[v];
+    ops_pool2d(w, s[0], s[1], s[2], s[3], s[4], s[5], true, v == 2);
+}
+
+static void b_avgpool(ops_wl *w, int v)
+{
+    static const int64_t sh[][6] = {{1, 2, 7, 7, 3, 2}, {1, 1, 3, 5, 1, 1}, {1, 3, 5, 6, 2, 2}};
+    const int64_t *s = sh[v];
+    ops_pool2d(w, s[0], s[1], s[2], s[3], s[4], s[5], false, v == 2);
+}
+
+static void b_elemwise(ops_wl *w, int v)
+{
+    static const int64_t sh[][2] = {{7, 13}, {1, 1}, {5, 11}};
+    ops_elemwise(w, sh[v][0], sh[v][1], v == 2);
+}
+
+/* variant: shape (7x13, 13x1, 3x5x7 over two axes, symbolic 5x11) */
+static void reduce_variant(ops_wl *w, int op, bool where, int v)
+{
+    static const int64_t sh[][3] = {{7, 13, 1}, {13, 1, 1}, {3, 5, 7}, {5, 11, 1}};
+    ops_reduce(w, op, where, v == 2, sh[v][0], sh[v][1], sh[v][2], v == 3);
+}
+
+static void b_sum(ops_wl *w, int v)
+{
+    reduce_variant(w, 0, false, v);
+}
+
+static void b_prod(ops_wl *w, int v)
+{
+    reduce_variant(w, 1, false, v);
+}
+
+static void b_max(ops_wl *w, int v)
+{
+    reduce_variant(w, 2, false, v);
+}
+
+static void b_min(ops_wl *w, int v)
+{
+    reduce_variant(w, 3, false, v);
+}
+
+static void b_sum_where(ops_wl *w, int v)
+{
+    reduce_variant(w, 0, true, v);
+}
+
+static void b_max_where(ops_wl *w, int v)
+{
+    reduce_variant(w, 2, true, v);
+}
+
+/* One random schedule of the workload; true when it checks out. */
+static bool one_schedule(const workload *wl, uint64_t seed, bool report)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    ops_wl w;
+    ops_init(&w, ctx, wl->name);
+    gen g = {.w = &w, .rng = seed * 0x9E3779B97F4A7C15u + 12345};
+    int variant = (int)ops_rand_range(&g.rng, 0, wl->n_variants - 1);
+    wl->build(&w, variant);
+    w.var_params = variant >= wl->n_variants - wl->n_sym && (seed & 1);
+    g.s = tex_schedule_new(ctx, 1, &w.out);
+    for (int k = 0; k < w.n_mid; k++)
+        add_tensor(&g, w.mid[k]);
+    add_tensor(&g, w.out);
+    g.check_unchanged = seed % 4 == 0;
+    int n_steps = (int)rnd(&g, 0, 8);
+    for (int k = 0; k < n_steps; k++)
+        step(&g);
+    bool ok = !g.broken;
+    if (g.broken && report)
+        ops_report(&w, seed, &g.log, NULL, g.why);
+    if (ok)
+        ok = ops_check(&w, g.s, seed, &g.log, report) == 0;
+    tex_ctx_free(ctx);
+    return ok;
+}
+
+static void run_workload(const workload *wl)
+{
+    const char *env = getenv("TEX_RANDOM_SEED");
+    uint64_t first = env ? strtoull(env, NULL, 10) : 1;
+    int trials = env ? 1 : wl->trials, failed = 0;
+    for (int t = 0; t < trials; t++) {
+        uint64_t seed = first + (uint64_t)t;
+        n_schedules++;
+        if (!one_schedule(wl, seed, failed < 3)) {
+            failed++;
+            n_failed_total++;
+        }
+    }
+    if (failed)
+        TT_FAILF("%s: %d of %d random schedules failed (reports of the first 3 above)", wl->name,
+                 failed, trials);
+}
+
+#define WORKLOAD(fn, nv, ns, tr)                                                                \
+    static void test_##fn(void)                                                                 \
+    {                                                                                           \
+        static const workload wl = {#fn, b_##fn, nv, ns, tr};                                   \
+        run_workload(&wl);                                                                      \
+    }
+
+WORKLOAD(matmul, 4, 1, 200)
+WORKLOAD(batch_matmul, 3, 1, 130)
+WORKLOAD(conv2d, 4, 1, 160)
+WORKLOAD(softmax, 3, 1, 160)
+WORKLOAD(layernorm, 3, 1, 160)
+WORKLOAD(transpose, 3, 1, 110)
+WORKLOAD(maxpool, 3, 1, 110)
+WORKLOAD(avgpool, 3, 1, 110)
+WORKLOAD(elemwise, 3, 1, 160)
+WORKLOAD(sum, 4, 1, 120)
+WORKLOAD(prod, 4, 1, 110)
+WORKLOAD(max, 4, 1, 110)
+WORKLOAD(min, 4, 1, 110)
+WORKLOAD(sum_where, 4, 1, 110)
+WORKLOAD(max_where, 4, 1, 110)
+
+static void print_summary(void)
+{
+    long applied = 0, rejected = 0;
+    printf("random schedules: %ld tried, %ld failed\n", n_schedules, n_failed_total);
+    for (int p = 0; p < P_COUNT; p++) {
+        printf("  %-14s tried %6ld  applied %6ld  refused %6ld\n", prim_names[p], n_tried[p],
+               n_applied[p], n_rejected[p]);
+        applied += n_applied[p];
+        rejected += n_rejected[p];
+    }
+    printf("  primitives applied %ld, refused %ld\n", applied, rejected);
+}
+
+int main(void)
+{
+    TT_RUN(test_matmul);
+    TT_RUN(test_batch_matmul);
+    TT_RUN(test_conv2d);
+    TT_RUN(test_softmax);
+    TT_RUN(test_layernorm);
+    TT_RUN(test_transpose);
+    TT_RUN(test_maxpool);
+    TT_RUN(test_avgpool);
+    TT_RUN(test_elemwise);
+    TT_RUN(test_sum);
+    TT_RUN(test_prod);
+    TT_RUN(test_max);
+    TT_RUN(test_min);
+    TT_RUN(test_sum_where);
+    TT_RUN(test_max_where);
+    print_summary();
+    return tt_finish();
+}
