@@ -114,8 +114,11 @@ tex_stage *texi_schedule_find_stage(const tex_schedule *s, const tex_tensor *t);
 /* The stages reading t directly (through their current op); *n receives the count. */
 tex_stage **texi_schedule_consumers(tex_schedule *s, const tex_tensor *t, int *n);
 
-/* Fills range/region of every stage (see the file comment). 0 or an error
- * (TEX_EINVAL naming the stage when a region cannot be bounded). */
+/* Fills range/region of every stage (see the file comment); a region that
+ * cannot be bounded (data-dependent indices) is the tensor's whole shape.
+ * 0 or TEX_EINVAL naming the stage for an illegal attachment (cycles, an
+ * attach axis that is no longer a leaf, a consumer outside its producer's
+ * attach loop, an inlined reduction). bound.h has the variant lowering uses. */
 int texi_infer_bounds(tex_schedule *s);
 
 #endif

@@ -256,6 +256,11 @@ static tex_stmt *ops(tex_schedule *s, int n, tex_tensor *const params[])
         ps[i].tensor = params[i];
     }
     *f = (tex_func){ctx, "f", n, ps, 0, NULL, NULL};
+    f->size_vars = texi_alloc(ctx, sizeof *f->size_vars * 8, "test");
+    for (int i = 0; f->size_vars && i < n; i++)
+        for (int d = 0; d < params[i]->ndim; d++)
+            TT_EQ_INT(texi_collect_free_vars(params[i]->shape[d], f->size_vars, &f->n_size_vars, 8),
+                      0);
     texi_lower lw = {ctx, s, f};
     tex_stmt *out = NULL;
     if (texi_schedule_ops(&lw, &out) < 0)
