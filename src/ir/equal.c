@@ -21,6 +21,27 @@ static uint64_t float_bits(double f)
     return u;
 }
 
+/* Hash of a name, for objects compared by identity that lack an id. */
+static uint64_t name_hash(const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    for (const char *c = name ? name : ""; *c; c++)
+        h = (h ^ (unsigned char)*c) * 0x100000001b3u;
+    return h;
+}
+
+/* Buffers and axes compare by identity; their data variable's id (or, for one
+ * built without it, the name) is stable across runs and agrees with that. */
+static uint64_t buffer_hash(const texi_buffer *b)
+{
+    return b->data ? b->data->u.var.id : name_hash(b->name);
+}
+
+static uint64_t iter_hash(const tex_iter *it)
+{
+    return it->var ? it->var->u.var.id : name_hash(it->name);
+}
+
 static bool list_equal(int n, tex_expr *const *a, tex_expr *const *b)
 {
     for (int i = 0; i < n; i++)
@@ -124,11 +145,11 @@ uint64_t texi_expr_hash(const tex_expr *e)
             h = mix(h, texi_expr_hash(e->u.access.idx[i]));
         return h;
     case TEXI_EXPR_LOAD:
-        return mix(mix(h, e->u.load.buf->data->u.var.id), texi_expr_hash(e->u.load.index));
+        return mix(mix(h, buffer_hash(e->u.load.buf)), texi_expr_hash(e->u.load.index));
     case TEXI_EXPR_REDUCE:
         h = mix(mix(h, (uint64_t)e->u.red.op), texi_expr_hash(e->u.red.body));
         for (int i = 0; i < e->u.red.n_axes; i++)
-            h = mix(h, e->u.red.axes[i]->var->u.var.id);
+            h = mix(h, iter_hash(e->u.red.axes[i]));
         return mix(h, texi_expr_hash(e->u.red.cond));
     case TEXI_EXPR_KIND_COUNT: break;
     }
@@ -215,10 +236,10 @@ uint64_t texi_stmt_hash(const tex_stmt *s)
                     texi_expr_hash(s->u.realize.extents[i]));
         return mix(h, texi_stmt_hash(s->u.realize.body));
     case TEXI_STMT_STORE:
-        h = mix(h, s->u.store.buf->data->u.var.id);
+        h = mix(h, buffer_hash(s->u.store.buf));
         return mix(mix(h, texi_expr_hash(s->u.store.index)), texi_expr_hash(s->u.store.value));
     case TEXI_STMT_ALLOCATE:
-        return mix(mix(h, s->u.alloc.buf->data->u.var.id), texi_stmt_hash(s->u.alloc.body));
+        return mix(mix(h, buffer_hash(s->u.alloc.buf)), texi_stmt_hash(s->u.alloc.body));
     case TEXI_STMT_IF:
         h = mix(h, texi_expr_hash(s->u.ifs.cond));
         return mix(mix(h, texi_stmt_hash(s->u.ifs.then_s)), texi_stmt_hash(s->u.ifs.else_s));

@@ -5,11 +5,23 @@
  * unchanged subtrees are shared between a pass's input and output.
  *
  * A NULL child result means an allocation failed (recorded in the context by
- * the constructors); it propagates as a NULL result.
+ * the constructors); it propagates as a NULL result. Rewritten child lists go
+ * to a stack buffer (the arena only for long lists), because the constructors
+ * copy them: a walk that changes nothing allocates nothing.
  */
 #include "ir/ir.h"
 
 #include <string.h>
+
+/* Child lists up to this length are rewritten into a stack buffer. */
+#define SMALL_LIST 8
+
+/* Room for n pointers of size elem: the stack buffer `small` when it is big
+ * enough, else arena memory (NULL on ENOMEM, recorded). */
+static void *list_space(tex_ctx *ctx, void *small, int n, size_t elem)
+{
+    return n <= SMALL_LIST ? small : texi_alloc(ctx, elem * (size_t)n, "a rewritten list");
+}
 
 /* Rewrites the n expressions of src into dst; true when any changed.
  * *failed is set when a rewrite failed. */
@@ -69,8 +81,9 @@ static tex_expr *mutate_children(tex_expr *e, texi_expr_rewrite_fn pre, void *ud
         return failed ? NULL : texi_call_new(e->u.call.op, e->dtype, e->u.call.n_args, k);
     case TEXI_EXPR_ACCESS: {
         int n = e->u.access.n_idx;
-        tex_expr **idx = n ? texi_alloc(e->ctx, sizeof *idx * (size_t)n, "indices") : NULL;
-        if (n && !idx)
+        tex_expr *small[SMALL_LIST];
+        tex_expr **idx = list_space(e->ctx, small, n, sizeof *idx);
+        if (!idx)
             return NULL;
         if (!mutate_list(idx, e->u.access.idx, n, pre, ud, &failed))
             return e;
@@ -218,7 +231,8 @@ static tex_stmt *walk_children(stmt_walk *w, tex_stmt *s)
     }
     case TEXI_STMT_PROVIDE: {
         int n = s->u.provide.n_idx;
-        tex_expr **idx = texi_alloc(ctx, sizeof *idx * (size_t)(n ? n : 1), "indices");
+        tex_expr *small[SMALL_LIST];
+        tex_expr **idx = list_space(ctx, small, n, sizeof *idx);
         if (!idx)
             return NULL;
         bool changed = false;
@@ -235,7 +249,8 @@ static tex_stmt *walk_children(stmt_walk *w, tex_stmt *s)
     }
     case TEXI_STMT_REALIZE: {
         int n = s->u.realize.ndim;
-        tex_expr **mins = texi_alloc(ctx, sizeof *mins * (size_t)(2 * n + 1), "a region");
+        tex_expr *small[SMALL_LIST];
+        tex_expr **mins = list_space(ctx, small, 2 * n, sizeof *mins);
         if (!mins)
             return NULL;
         tex_expr **exts = mins + n;
@@ -287,7 +302,8 @@ static tex_stmt *walk_children(stmt_walk *w, tex_stmt *s)
     }
     case TEXI_STMT_SEQ: {
         int n = s->u.seq.n;
-        tex_stmt **items = texi_alloc(ctx, sizeof *items * (size_t)(n ? n : 1), "statements");
+        tex_stmt *small[SMALL_LIST];
+        tex_stmt **items = list_space(ctx, small, n, sizeof *items);
         if (!items)
             return NULL;
         bool changed = false;

@@ -1,0 +1,443 @@
+/*
+ * tex_eval_reference: the oracle. It computes compute tensors straight from
+ * their definitions, with no schedule, on host arrays; every schedule, pass
+ * and backend is judged against it, so it favours plain, checkable behaviour
+ * over speed (it still avoids per-element allocation; eval.h says how).
+ *
+ * One call runs in five steps, each of which may fail with nothing written
+ * but the outputs of computes that already ran:
+ *   1. Check the list: a context, n >= 1, no NULL entries, tensors of this
+ *      context listed once, host arrays whose dtype, ndim, strides (NULL or
+ *      compact row-major) and shapes fit their tensors.
+ *   2. Order the graph (texi_tensor_post_order): producers first. Every
+ *      placeholder that a listed compute reads must be listed; computes that
+ *      are not listed get temporaries.
+ *   3. Bind symbolic sizes: a tex_var that is a whole dimension of a listed
+ *      tensor takes that array's extent (all such dimensions must agree).
+ *   4. Evaluate every tensor's shape with those values; a listed array must
+ *      match it exactly. A variable that no shape binds is an error as soon
+ *      as an expression needs it.
+ *   5. Compute each compute in order: for every output point (row-major over
+ *      its axes) evaluate the body; a reduction starts from its identity and
+ *      folds every point of its reduce axes (row-major, in the REDUCE node's
+ *      axis order) where its condition holds, in the node's dtype.
+ * Temporaries and the compiled expressions are freed on every path.
+ *
+ * Not done here: anything a schedule decides (layouts other than compact
+ * row-major, caching, parallelism), device memory.
+ */
+#include "ir/eval.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CALL "tex_eval_reference"
+
+/* --------------------------------------------------------- step 1: checks */
+
+static int64_t shape_elements(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        n *= shape[d];
+    return n;
+}
+
+/* NULL strides, or the compact row-major ones (size-1 dimensions may carry any stride). */
+static bool strides_compact(const DLTensor *a)
+{
+    if (!a->strides || shape_elements(a->ndim, a->shape) == 0)
+        return true;
+    int64_t expect = 1;
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        if (a->shape[d] != 1 && a->strides[d] != expect)
+            return false;
+        expect *= a->shape[d];
+    }
+    return true;
+}
+
+static void dlpack_name(DLDataType d, char *buf, size_t size)
+{
+    int t = tex_dtype_from_dlpack(d);
+    if (t >= 0)
+        snprintf(buf, size, "%s", tex_dtype_name((tex_dtype)t));
+    else
+        snprintf(buf, size, "DLPack {code %d, bits %d, lanes %d}", d.code, d.bits, d.lanes);
+}
+
+static int check_array(tex_ctx *ctx, const tex_tensor *t, const DLTensor *a)
+{
+    if (a->device.device_type != kDLCPU)
+        return texi_error(ctx, TEX_EINVAL, CALL ": the array of tensor '%s' is not in host memory "
+                          "(device type %d); the reference evaluator reads kDLCPU arrays only",
+                          t->name, (int)a->device.device_type);
+    DLDataType want = tex_dtype_to_dlpack(t->dtype);
+    if (a->dtype.code != want.code || a->dtype.bits != want.bits || a->dtype.lanes != want.lanes) {
+        char got[64];
+        dlpack_name(a->dtype, got, sizeof got);
+        return texi_error(ctx, TEX_ETYPE, CALL ": tensor '%s' is %s but its array holds %s",
+                          t->name, tex_dtype_name(t->dtype), got);
+    }
+    if (a->ndim != t->ndim)
+        return texi_error(ctx, TEX_EINVAL, CALL ": tensor '%s' has %d dimensions but its array %d",
+                          t->name, t->ndim, a->ndim);
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] < 0)
+            return texi_error(ctx, TEX_EINVAL, CALL ": the array of tensor '%s' has a negative "
+                              "extent (%lld) in dimension %d", t->name, (long long)a->shape[d], d);
+    if (!strides_compact(a))
+        return texi_error(ctx, TEX_EINVAL, CALL ": the array of tensor '%s' has strides that are "
+                          "not compact row-major (only those, or NULL, are accepted)", t->name);
+    if (!a->data && shape_elements(a->ndim, a->shape) > 0)
+        return texi_error(ctx, TEX_EINVAL, CALL ": the array of tensor '%s' has NULL data",
+                          t->name);
+    return 0;
+}
+
+static int check_list(tex_ctx *ctx, int n, tex_tensor *const tensors[], DLTensor *const arrays[])
+{
+    if (n < 1)
+        return texi_error(ctx, TEX_EINVAL, CALL ": needs at least one tensor (n = %d)", n);
+    if (!tensors || !arrays)
+        return texi_error(ctx, TEX_EMISUSE, CALL ": the %s list is NULL",
+                          tensors ? "array" : "tensor");
+    for (int i = 0; i < n; i++) {
+        tex_tensor *t = tensors[i];
+        if (!t)
+            return texi_error(ctx, TEX_EMISUSE, CALL ": tensor %d is NULL", i);
+        if (t->ctx != ctx)
+            return texi_error(ctx, TEX_EMISUSE, CALL ": tensor '%s' comes from another context",
+                              t->name);
+        if (!arrays[i])
+            return texi_error(ctx, TEX_EMISUSE, CALL ": the array of tensor '%s' is NULL",
+                              t->name);
+        for (int j = 0; j < i; j++)
+            if (tensors[j] == t)
+                return texi_error(ctx, TEX_EINVAL, CALL ": tensor '%s' is listed twice", t->name);
+        TEXI_TRY(check_array(ctx, t, arrays[i]));
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------ step 2: the graph */
+
+static int listed_index(int n, tex_tensor *const tensors[], const tex_tensor *t)
+{
+    for (int i = 0; i < n; i++)
+        if (tensors[i] == t)
+            return i;
+    return -1;
+}
+
+/* The name of a compute in st->store that reads t (for messages). */
+static const char *reader_of(const texi_eval *st, const tex_tensor *t)
+{
+    for (int32_t k = 0; k < st->n_store; k++) {
+        const texi_op *op = st->store[k].tensor->op;
+        for (int i = 0; i < op->n_inputs; i++)
+            if (op->inputs[i] == t)
+                return st->store[k].tensor->name;
+    }
+    return "?";
+}
+
+static int plan(texi_eval *st, int n, tex_tensor *const tensors[])
+{
+    int m = 0;
+    tex_tensor **order = texi_tensor_post_order(st->ctx, n, tensors, &m);
+    if (!order)
+        return st->rc = TEX_ENOMEM;
+    st->store = calloc((size_t)m, sizeof *st->store);
+    if (!st->store)
+        return texi_eval_fail(st, TEX_ENOMEM, CALL ": out of memory (tensor list)");
+    st->n_store = m;
+    for (int k = 0; k < m; k++) {
+        texi_eval_storage *s = &st->store[k];
+        s->tensor = order[k];
+        s->listed = listed_index(n, tensors, order[k]);
+        s->shape = calloc((size_t)order[k]->ndim * 2 + 1, sizeof *s->shape);
+        if (!s->shape)
+            return texi_eval_fail(st, TEX_ENOMEM, CALL ": out of memory (shapes)");
+        s->strides = s->shape + order[k]->ndim;
+    }
+    for (int k = 0; k < m; k++)
+        if (st->store[k].listed < 0 && st->store[k].tensor->op->kind == TEXI_OP_PLACEHOLDER)
+            return texi_eval_fail(st, TEX_EINVAL, CALL ": placeholder '%s' (read by '%s') is not "
+                                  "among the listed tensors; list it with its input array",
+                                  st->store[k].tensor->name, reader_of(st, st->store[k].tensor));
+    return 0;
+}
+
+/* ---------------------------------------------------- step 3: size binding */
+
+static int bind_sizes(texi_eval *st, int n, tex_tensor *const tensors[],
+                      DLTensor *const arrays[])
+{
+    for (int i = 0; i < n; i++) {
+        for (int d = 0; d < tensors[i]->ndim; d++) {
+            tex_expr *e = tensors[i]->shape[d];
+            if (e->kind != TEXI_EXPR_VAR || e->u.var.iter)
+                continue;
+            int32_t slot = texi_eval_slot(st, e);
+            if (slot < 0)
+                return st->rc;
+            int64_t got = arrays[i]->shape[d];
+            texi_eval_value v = texi_eval_convert(TEX_I64, e->dtype, (texi_eval_value){.i = got});
+            if (st->bound[slot] && st->env[slot] != got)
+                return texi_eval_fail(st, TEX_EINVAL, CALL ": tensor '%s', dimension %d: size "
+                                      "'%s' is %lld from an earlier array, but this array has %lld",
+                                      tensors[i]->name, d, e->u.var.name,
+                                      (long long)st->env[slot], (long long)got);
+            if (v.i != got)
+                return texi_eval_fail(st, TEX_EINVAL, CALL ": tensor '%s', dimension %d: extent "
+                                      "%lld does not fit size '%s' of type %s", tensors[i]->name,
+                                      d, (long long)got, e->u.var.name, tex_dtype_name(e->dtype));
+            st->env[slot] = got;
+            st->bound[slot] = true;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------ step 4: the shapes */
+
+/* The value of an integer expression over bound sizes (shapes, extents, mins). */
+static int eval_int(texi_eval *st, tex_expr *e, int64_t *out)
+{
+    if (!e) {
+        *out = 0;
+        return 0;
+    }
+    int32_t root = texi_eval_compile(st, e);
+    if (root < 0)
+        return st->rc;
+    texi_eval_value v = texi_eval_node_value(st, root);
+    *out = v.i;
+    return st->rc;
+}
+
+static int shape_storage(texi_eval *st, texi_eval_storage *s, DLTensor *const arrays[])
+{
+    tex_tensor *t = s->tensor;
+    st->cur = t->name;
+    for (int d = 0; d < t->ndim; d++) {
+        TEXI_TRY(eval_int(st, t->shape[d], &s->shape[d]));
+        if (s->shape[d] < 0)
+            return texi_eval_fail(st, TEX_EINVAL, CALL ": tensor '%s', dimension %d: the extent "
+                                  "evaluates to %lld", t->name, d, (long long)s->shape[d]);
+        if (s->listed >= 0 && arrays[s->listed]->shape[d] != s->shape[d])
+            return texi_eval_fail(st, TEX_EINVAL, CALL ": tensor '%s', dimension %d: expected "
+                                  "extent %lld, got %lld", t->name, d, (long long)s->shape[d],
+                                  (long long)arrays[s->listed]->shape[d]);
+    }
+    int64_t size = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        s->strides[d] = size;
+        if (s->shape[d] && size > INT64_MAX / s->shape[d])
+            return texi_eval_fail(st, TEX_EINVAL, CALL ": tensor '%s' has too many elements",
+                                  t->name);
+        size *= s->shape[d];
+    }
+    s->size = size;
+    return 0;
+}
+
+/* Points storage s at its array, or at a new temporary when not listed. */
+static int place_storage(texi_eval *st, texi_eval_storage *s, DLTensor *const arrays[])
+{
+    if (s->listed >= 0) {
+        DLTensor *a = arrays[s->listed];
+        s->data = a->data ? (char *)a->data + a->byte_offset : NULL;
+        return 0;
+    }
+    size_t bytes = (size_t)tex_dtype_bytes(s->tensor->dtype);
+    if (s->size == 0)
+        return 0;
+    if ((uint64_t)s->size > SIZE_MAX / bytes)
+        return texi_eval_fail(st, TEX_ENOMEM, CALL ": intermediate tensor '%s' is too large",
+                              s->tensor->name);
+    s->data = calloc((size_t)s->size, bytes);
+    if (!s->data)
+        return texi_eval_fail(st, TEX_ENOMEM, CALL ": out of memory for intermediate tensor '%s' "
+                              "(%lld elements)", s->tensor->name, (long long)s->size);
+    s->owned = true;
+    return 0;
+}
+
+/* ------------------------------------------------------ step 5: computing */
+
+/* Row-major iteration over a list of axes; env slots hold the axis values. */
+typedef struct {
+    int n;
+    int32_t *slot;
+    int64_t *min, *extent, *idx;
+} loop_nest;
+
+static int nest_init(texi_eval *st, loop_nest *ln, int n, tex_iter *const iters[])
+{
+    ln->n = n;
+    ln->slot = malloc(sizeof *ln->slot * (size_t)(n + 1));
+    ln->min = malloc(sizeof *ln->min * (size_t)(3 * n + 1));
+    if (!ln->slot || !ln->min)
+        return texi_eval_fail(st, TEX_ENOMEM, CALL ": out of memory (loops)");
+    ln->extent = ln->min + n;
+    ln->idx = ln->extent + n;
+    for (int i = 0; i < n; i++) {
+        if ((ln->slot[i] = texi_eval_slot(st, iters[i]->var)) < 0)
+            return st->rc;
+        TEXI_TRY(eval_int(st, iters[i]->min, &ln->min[i]));
+        TEXI_TRY(eval_int(st, iters[i]->extent, &ln->extent[i]));
+    }
+    return 0;
+}
+
+static void nest_free(loop_nest *ln)
+{
+    free(ln->slot);
+    free(ln->min);
+}
+
+/* Sets every axis to its first value; false when the nest is empty. */
+static bool nest_first(const loop_nest *ln, int64_t *env)
+{
+    for (int i = 0; i < ln->n; i++) {
+        if (ln->extent[i] <= 0)
+            return false;
+        ln->idx[i] = 0;
+        env[ln->slot[i]] = ln->min[i];
+    }
+    return true;
+}
+
+/* Advances to the next point (last axis fastest); false after the last one. */
+static bool nest_next(const loop_nest *ln, int64_t *env)
+{
+    for (int i = ln->n - 1; i >= 0; i--) {
+        if (++ln->idx[i] < ln->extent[i]) {
+            env[ln->slot[i]] = ln->min[i] + ln->idx[i];
+            return true;
+        }
+        ln->idx[i] = 0;
+        env[ln->slot[i]] = ln->min[i];
+    }
+    return false;
+}
+
+/* A compiled compute body. */
+typedef struct {
+    int32_t body;        /* the element, or the reduction's body */
+    int32_t cond;        /* the reduction's condition, or -1 */
+    tex_dtype body_type; /* dtype of the compiled body */
+    tex_dtype dtype;     /* dtype of the element (the reduction's) */
+    bool reduce;
+    enum texi_reduce_op op;
+    loop_nest raxes;
+} compiled_body;
+
+/* One reduction result at the current output point. */
+static texi_eval_value reduce_point(texi_eval *st, const compiled_body *cb)
+{
+    texi_eval_value acc = texi_eval_identity(cb->op, cb->dtype);
+    if (!nest_first(&cb->raxes, st->env))
+        return acc;
+    do {
+        if (cb->cond >= 0 && !texi_eval_node_value(st, cb->cond).i)
+            continue;
+        texi_eval_value v = texi_eval_node_value(st, cb->body);
+        if (cb->body_type != cb->dtype)
+            v = texi_eval_convert(cb->body_type, cb->dtype, v);
+        acc = texi_eval_combine(cb->op, cb->dtype, acc, v);
+    } while (!st->rc && nest_next(&cb->raxes, st->env));
+    return acc;
+}
+
+static int compile_body(texi_eval *st, tex_expr *body, compiled_body *cb)
+{
+    cb->dtype = body->dtype;
+    cb->cond = -1;
+    if (body->kind != TEXI_EXPR_REDUCE) {
+        cb->body_type = body->dtype;
+        cb->body = texi_eval_compile(st, body);
+        return cb->body < 0 ? st->rc : 0;
+    }
+    cb->reduce = true;
+    cb->op = body->u.red.op;
+    cb->body_type = body->u.red.body->dtype;
+    TEXI_TRY(nest_init(st, &cb->raxes, body->u.red.n_axes, body->u.red.axes));
+    if ((cb->body = texi_eval_compile(st, body->u.red.body)) < 0)
+        return st->rc;
+    if (body->u.red.cond && (cb->cond = texi_eval_compile(st, body->u.red.cond)) < 0)
+        return st->rc;
+    return 0;
+}
+
+/* Fills storage s from its compute definition. */
+static int run_compute(texi_eval *st, texi_eval_storage *s)
+{
+    const texi_op *op = s->tensor->op;
+    tex_dtype t = s->tensor->dtype;
+    st->cur = s->tensor->name;
+    compiled_body cb = {0};
+    loop_nest axes = {0};
+    int rc = nest_init(st, &axes, op->n_axes, op->axes);
+    if (rc == 0)
+        rc = compile_body(st, op->body, &cb);
+    if (rc == 0 && nest_first(&axes, st->env)) {
+        int64_t flat = 0;
+        do {
+            texi_eval_value v =
+                cb.reduce ? reduce_point(st, &cb) : texi_eval_node_value(st, cb.body);
+            if (cb.dtype != t)
+                v = texi_eval_convert(cb.dtype, t, v);
+            texi_eval_store(t, s->data, flat++, v);
+        } while (!st->rc && nest_next(&axes, st->env));
+        rc = st->rc;
+    }
+    nest_free(&axes);
+    nest_free(&cb.raxes);
+    return rc;
+}
+
+/* ------------------------------------------------------------ the entry */
+
+static void release(texi_eval *st)
+{
+    for (int32_t k = 0; k < st->n_store; k++) {
+        if (st->store[k].owned)
+            free(st->store[k].data);
+        free(st->store[k].shape);
+    }
+    free(st->store);
+    free(st->nodes);
+    free(st->args);
+    free(st->vars);
+    free(st->env);
+    free(st->bound);
+}
+
+static int evaluate(texi_eval *st, int n, tex_tensor *const tensors[], DLTensor *const arrays[])
+{
+    TEXI_TRY(plan(st, n, tensors));
+    TEXI_TRY(bind_sizes(st, n, tensors, arrays));
+    for (int32_t k = 0; k < st->n_store; k++) {
+        TEXI_TRY(shape_storage(st, &st->store[k], arrays));
+        TEXI_TRY(place_storage(st, &st->store[k], arrays));
+    }
+    for (int32_t k = 0; k < st->n_store; k++)
+        if (st->store[k].tensor->op->kind == TEXI_OP_COMPUTE)
+            TEXI_TRY(run_compute(st, &st->store[k]));
+    return 0;
+}
+
+int tex_eval_reference(tex_ctx *ctx, int n, tex_tensor *const tensors[], DLTensor *const arrays[])
+{
+    if (!ctx)
+        return TEX_EMISUSE;
+    TEXI_TRY(check_list(ctx, n, tensors, arrays));
+    texi_eval st = {.ctx = ctx, .cur = "?"};
+    int rc = evaluate(&st, n, tensors, arrays);
+    release(&st);
+    return rc;
+}
