@@ -59,6 +59,8 @@ tex_expr *texi_convert(tex_expr *e, tex_dtype t)
     if (e->kind == TEXI_EXPR_FLOAT) {
         if (texi_dtype_is_float(t))
             return texi_float_imm(e->ctx, t, e->u.f);
+        if (t == TEX_BOOL) /* C's _Bool: any non-zero value, NaN included, is true */
+            return texi_int_imm(e->ctx, t, e->u.f != 0.0);
         return texi_int_imm(e->ctx, t, texi_float_to_int(t, e->u.f));
     }
     return texi_unary(TEXI_EXPR_CAST, t, e);

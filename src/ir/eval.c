@@ -36,11 +36,15 @@
 
 /* --------------------------------------------------------- step 1: checks */
 
+/* Number of elements; INT64_MAX when the product overflows (extents are >= 0). */
 static int64_t shape_elements(int ndim, const int64_t *shape)
 {
     int64_t n = 1;
-    for (int d = 0; d < ndim; d++)
-        n *= shape[d];
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0)
+            return 0;
+        n = n > INT64_MAX / shape[d] ? INT64_MAX : n * shape[d];
+    }
     return n;
 }
 
@@ -49,11 +53,11 @@ static bool strides_compact(const DLTensor *a)
 {
     if (!a->strides || shape_elements(a->ndim, a->shape) == 0)
         return true;
-    int64_t expect = 1;
+    uint64_t expect = 1; /* wraps harmlessly for absurd shapes: then it cannot match */
     for (int d = a->ndim - 1; d >= 0; d--) {
-        if (a->shape[d] != 1 && a->strides[d] != expect)
+        if (a->shape[d] != 1 && (uint64_t)a->strides[d] != expect)
             return false;
-        expect *= a->shape[d];
+        expect *= (uint64_t)a->shape[d];
     }
     return true;
 }
@@ -70,8 +74,9 @@ static void dlpack_name(DLDataType d, char *buf, size_t size)
 static int check_array(tex_ctx *ctx, const tex_tensor *t, const DLTensor *a)
 {
     if (a->device.device_type != kDLCPU)
-        return texi_error(ctx, TEX_EINVAL, CALL ": the array of tensor '%s' is not in host memory "
-                          "(device type %d); the reference evaluator reads kDLCPU arrays only",
+        return texi_error(ctx, TEX_EINVAL,
+                          CALL ": the array of tensor '%s' is not in host memory "
+                               "(device type %d); the reference evaluator reads kDLCPU arrays only",
                           t->name, (int)a->device.device_type);
     DLDataType want = tex_dtype_to_dlpack(t->dtype);
     if (a->dtype.code != want.code || a->dtype.bits != want.bits || a->dtype.lanes != want.lanes) {
@@ -83,13 +88,20 @@ static int check_array(tex_ctx *ctx, const tex_tensor *t, const DLTensor *a)
     if (a->ndim != t->ndim)
         return texi_error(ctx, TEX_EINVAL, CALL ": tensor '%s' has %d dimensions but its array %d",
                           t->name, t->ndim, a->ndim);
+    if (a->ndim > 0 && !a->shape)
+        return texi_error(ctx, TEX_EINVAL, CALL ": the array of tensor '%s' has a NULL shape",
+                          t->name);
     for (int d = 0; d < a->ndim; d++)
         if (a->shape[d] < 0)
-            return texi_error(ctx, TEX_EINVAL, CALL ": the array of tensor '%s' has a negative "
-                              "extent (%lld) in dimension %d", t->name, (long long)a->shape[d], d);
+            return texi_error(ctx, TEX_EINVAL,
+                              CALL ": the array of tensor '%s' has a negative "
+                                   "extent (%lld) in dimension %d",
+                              t->name, (long long)a->shape[d], d);
     if (!strides_compact(a))
-        return texi_error(ctx, TEX_EINVAL, CALL ": the array of tensor '%s' has strides that are "
-                          "not compact row-major (only those, or NULL, are accepted)", t->name);
+        return texi_error(ctx, TEX_EINVAL,
+                          CALL ": the array of tensor '%s' has strides that are "
+                               "not compact row-major (only those, or NULL, are accepted)",
+                          t->name);
     if (!a->data && shape_elements(a->ndim, a->shape) > 0)
         return texi_error(ctx, TEX_EINVAL, CALL ": the array of tensor '%s' has NULL data",
                           t->name);
@@ -111,8 +123,7 @@ static int check_list(tex_ctx *ctx, int n, tex_tensor *const tensors[], DLTensor
             return texi_error(ctx, TEX_EMISUSE, CALL ": tensor '%s' comes from another context",
                               t->name);
         if (!arrays[i])
-            return texi_error(ctx, TEX_EMISUSE, CALL ": the array of tensor '%s' is NULL",
-                              t->name);
+            return texi_error(ctx, TEX_EMISUSE, CALL ": the array of tensor '%s' is NULL", t->name);
         for (int j = 0; j < i; j++)
             if (tensors[j] == t)
                 return texi_error(ctx, TEX_EINVAL, CALL ": tensor '%s' is listed twice", t->name);
@@ -164,16 +175,16 @@ static int plan(texi_eval *st, int n, tex_tensor *const tensors[])
     }
     for (int k = 0; k < m; k++)
         if (st->store[k].listed < 0 && st->store[k].tensor->op->kind == TEXI_OP_PLACEHOLDER)
-            return texi_eval_fail(st, TEX_EINVAL, CALL ": placeholder '%s' (read by '%s') is not "
-                                  "among the listed tensors; list it with its input array",
+            return texi_eval_fail(st, TEX_EINVAL,
+                                  CALL ": placeholder '%s' (read by '%s') is not "
+                                       "among the listed tensors; list it with its input array",
                                   st->store[k].tensor->name, reader_of(st, st->store[k].tensor));
     return 0;
 }
 
 /* ---------------------------------------------------- step 3: size binding */
 
-static int bind_sizes(texi_eval *st, int n, tex_tensor *const tensors[],
-                      DLTensor *const arrays[])
+static int bind_sizes(texi_eval *st, int n, tex_tensor *const tensors[], DLTensor *const arrays[])
 {
     for (int i = 0; i < n; i++) {
         for (int d = 0; d < tensors[i]->ndim; d++) {
@@ -186,14 +197,17 @@ static int bind_sizes(texi_eval *st, int n, tex_tensor *const tensors[],
             int64_t got = arrays[i]->shape[d];
             texi_eval_value v = texi_eval_convert(TEX_I64, e->dtype, (texi_eval_value){.i = got});
             if (st->bound[slot] && st->env[slot] != got)
-                return texi_eval_fail(st, TEX_EINVAL, CALL ": tensor '%s', dimension %d: size "
-                                      "'%s' is %lld from an earlier array, but this array has %lld",
-                                      tensors[i]->name, d, e->u.var.name,
-                                      (long long)st->env[slot], (long long)got);
+                return texi_eval_fail(
+                    st, TEX_EINVAL,
+                    CALL ": tensor '%s', dimension %d: size "
+                         "'%s' is %lld from an earlier array, but this array has %lld",
+                    tensors[i]->name, d, e->u.var.name, (long long)st->env[slot], (long long)got);
             if (v.i != got)
-                return texi_eval_fail(st, TEX_EINVAL, CALL ": tensor '%s', dimension %d: extent "
-                                      "%lld does not fit size '%s' of type %s", tensors[i]->name,
-                                      d, (long long)got, e->u.var.name, tex_dtype_name(e->dtype));
+                return texi_eval_fail(st, TEX_EINVAL,
+                                      CALL ": tensor '%s', dimension %d: extent "
+                                           "%lld does not fit size '%s' of type %s",
+                                      tensors[i]->name, d, (long long)got, e->u.var.name,
+                                      tex_dtype_name(e->dtype));
             st->env[slot] = got;
             st->bound[slot] = true;
         }
@@ -225,11 +239,15 @@ static int shape_storage(texi_eval *st, texi_eval_storage *s, DLTensor *const ar
     for (int d = 0; d < t->ndim; d++) {
         TEXI_TRY(eval_int(st, t->shape[d], &s->shape[d]));
         if (s->shape[d] < 0)
-            return texi_eval_fail(st, TEX_EINVAL, CALL ": tensor '%s', dimension %d: the extent "
-                                  "evaluates to %lld", t->name, d, (long long)s->shape[d]);
+            return texi_eval_fail(st, TEX_EINVAL,
+                                  CALL ": tensor '%s', dimension %d: the extent "
+                                       "evaluates to %lld",
+                                  t->name, d, (long long)s->shape[d]);
         if (s->listed >= 0 && arrays[s->listed]->shape[d] != s->shape[d])
-            return texi_eval_fail(st, TEX_EINVAL, CALL ": tensor '%s', dimension %d: expected "
-                                  "extent %lld, got %lld", t->name, d, (long long)s->shape[d],
+            return texi_eval_fail(st, TEX_EINVAL,
+                                  CALL ": tensor '%s', dimension %d: expected "
+                                       "extent %lld, got %lld",
+                                  t->name, d, (long long)s->shape[d],
                                   (long long)arrays[s->listed]->shape[d]);
     }
     int64_t size = 1;
@@ -260,8 +278,10 @@ static int place_storage(texi_eval *st, texi_eval_storage *s, DLTensor *const ar
                               s->tensor->name);
     s->data = calloc((size_t)s->size, bytes);
     if (!s->data)
-        return texi_eval_fail(st, TEX_ENOMEM, CALL ": out of memory for intermediate tensor '%s' "
-                              "(%lld elements)", s->tensor->name, (long long)s->size);
+        return texi_eval_fail(st, TEX_ENOMEM,
+                              CALL ": out of memory for intermediate tensor '%s' "
+                                   "(%lld elements)",
+                              s->tensor->name, (long long)s->size);
     s->owned = true;
     return 0;
 }

@@ -28,14 +28,14 @@ typedef struct {
     tex_dtype arg_dtype; /* the (first) operand's dtype: compares, CAST, NOT, CALL */
     int32_t a, b, c;     /* operands; -1 when absent */
     union {
-        int64_t i; /* INT */
-        double f;  /* FLOAT */
-        int32_t slot; /* VAR: index into texi_eval.env */
+        int64_t i;           /* INT */
+        double f;            /* FLOAT */
+        int32_t slot;        /* VAR: index into texi_eval.env */
         enum texi_math math; /* CALL */
         struct {
             int32_t storage; /* index into texi_eval.store */
             int32_t first;   /* its n indices are args[first .. first + n) */
-        } access; /* ACCESS */
+        } access;            /* ACCESS */
     } u;
 } texi_eval_node;
 
@@ -53,15 +53,15 @@ typedef struct {
 /* The state of one tex_eval_reference call; every array is malloc'ed. */
 typedef struct {
     tex_ctx *ctx;
-    int rc;                  /* first error (also recorded in ctx); 0 when none */
-    const char *cur;         /* name of the tensor being computed, for messages */
-    texi_eval_node *nodes;   /* compiled expressions */
+    int rc;                /* first error (also recorded in ctx); 0 when none */
+    const char *cur;       /* name of the tensor being computed, for messages */
+    texi_eval_node *nodes; /* compiled expressions */
     int32_t n_nodes, cap_nodes;
-    int32_t *args;           /* ACCESS index lists */
+    int32_t *args; /* ACCESS index lists */
     int32_t n_args, cap_args;
-    tex_expr **vars;         /* slot -> variable */
-    int64_t *env;            /* slot -> current value */
-    bool *bound;             /* slot -> symbolic size with a value */
+    tex_expr **vars; /* slot -> variable */
+    int64_t *env;    /* slot -> current value */
+    bool *bound;     /* slot -> symbolic size with a value */
     int32_t n_vars, cap_vars;
     texi_eval_storage *store; /* every tensor involved, producers first */
     int32_t n_store;

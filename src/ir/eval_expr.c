@@ -58,19 +58,27 @@ int texi_eval_fail(texi_eval *st, int code, const char *fmt, ...)
 static int64_t wrap(tex_dtype t, uint64_t v)
 {
     switch (t) {
-    case TEX_BOOL: return v != 0;
-    case TEX_I8: return (int8_t)(uint8_t)v;
-    case TEX_I16: return (int16_t)(uint16_t)v;
-    case TEX_I32: return (int32_t)(uint32_t)v;
-    case TEX_U8: return (uint8_t)v;
-    case TEX_U16: return (uint16_t)v;
-    case TEX_U32: return (uint32_t)v;
+    case TEX_BOOL:
+        return v != 0;
+    case TEX_I8:
+        return (int8_t)(uint8_t)v;
+    case TEX_I16:
+        return (int16_t)(uint16_t)v;
+    case TEX_I32:
+        return (int32_t)(uint32_t)v;
+    case TEX_U8:
+        return (uint8_t)v;
+    case TEX_U16:
+        return (uint16_t)v;
+    case TEX_U32:
+        return (uint32_t)v;
     case TEX_I64:
     case TEX_U64:
     case TEX_F16:
     case TEX_BF16:
     case TEX_F32:
-    case TEX_F64: break;
+    case TEX_F64:
+        break;
     }
     return (int64_t)v;
 }
@@ -117,19 +125,45 @@ texi_eval_value texi_eval_load(tex_dtype t, const char *base, int64_t i)
 {
     texi_eval_value r = {0};
     switch (t) {
-    case TEX_BOOL: r.i = ((const uint8_t *)base)[i] != 0; break;
-    case TEX_I8: r.i = ((const int8_t *)base)[i]; break;
-    case TEX_I16: r.i = ((const int16_t *)base)[i]; break;
-    case TEX_I32: r.i = ((const int32_t *)base)[i]; break;
-    case TEX_I64: r.i = ((const int64_t *)base)[i]; break;
-    case TEX_U8: r.i = ((const uint8_t *)base)[i]; break;
-    case TEX_U16: r.i = ((const uint16_t *)base)[i]; break;
-    case TEX_U32: r.i = ((const uint32_t *)base)[i]; break;
-    case TEX_U64: r.i = (int64_t)((const uint64_t *)base)[i]; break;
-    case TEX_F16: r.f = texi_f16_to_f32(((const uint16_t *)base)[i]); break;
-    case TEX_BF16: r.f = texi_bf16_to_f32(((const uint16_t *)base)[i]); break;
-    case TEX_F32: r.f = ((const float *)base)[i]; break;
-    case TEX_F64: r.f = ((const double *)base)[i]; break;
+    case TEX_BOOL:
+        r.i = ((const uint8_t *)base)[i] != 0;
+        break;
+    case TEX_I8:
+        r.i = ((const int8_t *)base)[i];
+        break;
+    case TEX_I16:
+        r.i = ((const int16_t *)base)[i];
+        break;
+    case TEX_I32:
+        r.i = ((const int32_t *)base)[i];
+        break;
+    case TEX_I64:
+        r.i = ((const int64_t *)base)[i];
+        break;
+    case TEX_U8:
+        r.i = ((const uint8_t *)base)[i];
+        break;
+    case TEX_U16:
+        r.i = ((const uint16_t *)base)[i];
+        break;
+    case TEX_U32:
+        r.i = ((const uint32_t *)base)[i];
+        break;
+    case TEX_U64:
+        r.i = (int64_t)((const uint64_t *)base)[i];
+        break;
+    case TEX_F16:
+        r.f = texi_f16_to_f32(((const uint16_t *)base)[i]);
+        break;
+    case TEX_BF16:
+        r.f = texi_bf16_to_f32(((const uint16_t *)base)[i]);
+        break;
+    case TEX_F32:
+        r.f = ((const float *)base)[i];
+        break;
+    case TEX_F64:
+        r.f = ((const double *)base)[i];
+        break;
     }
     return r;
 }
@@ -137,19 +171,45 @@ texi_eval_value texi_eval_load(tex_dtype t, const char *base, int64_t i)
 void texi_eval_store(tex_dtype t, char *base, int64_t i, texi_eval_value v)
 {
     switch (t) {
-    case TEX_BOOL: ((uint8_t *)base)[i] = v.i != 0; break;
-    case TEX_I8: ((int8_t *)base)[i] = (int8_t)v.i; break;
-    case TEX_I16: ((int16_t *)base)[i] = (int16_t)v.i; break;
-    case TEX_I32: ((int32_t *)base)[i] = (int32_t)v.i; break;
-    case TEX_I64: ((int64_t *)base)[i] = v.i; break;
-    case TEX_U8: ((uint8_t *)base)[i] = (uint8_t)v.i; break;
-    case TEX_U16: ((uint16_t *)base)[i] = (uint16_t)v.i; break;
-    case TEX_U32: ((uint32_t *)base)[i] = (uint32_t)v.i; break;
-    case TEX_U64: ((uint64_t *)base)[i] = (uint64_t)v.i; break;
-    case TEX_F16: ((uint16_t *)base)[i] = texi_f16_from_f32((float)v.f); break;
-    case TEX_BF16: ((uint16_t *)base)[i] = texi_bf16_from_f32((float)v.f); break;
-    case TEX_F32: ((float *)base)[i] = (float)v.f; break;
-    case TEX_F64: ((double *)base)[i] = v.f; break;
+    case TEX_BOOL:
+        ((uint8_t *)base)[i] = v.i != 0;
+        break;
+    case TEX_I8:
+        ((int8_t *)base)[i] = (int8_t)v.i;
+        break;
+    case TEX_I16:
+        ((int16_t *)base)[i] = (int16_t)v.i;
+        break;
+    case TEX_I32:
+        ((int32_t *)base)[i] = (int32_t)v.i;
+        break;
+    case TEX_I64:
+        ((int64_t *)base)[i] = v.i;
+        break;
+    case TEX_U8:
+        ((uint8_t *)base)[i] = (uint8_t)v.i;
+        break;
+    case TEX_U16:
+        ((uint16_t *)base)[i] = (uint16_t)v.i;
+        break;
+    case TEX_U32:
+        ((uint32_t *)base)[i] = (uint32_t)v.i;
+        break;
+    case TEX_U64:
+        ((uint64_t *)base)[i] = (uint64_t)v.i;
+        break;
+    case TEX_F16:
+        ((uint16_t *)base)[i] = texi_f16_from_f32((float)v.f);
+        break;
+    case TEX_BF16:
+        ((uint16_t *)base)[i] = texi_bf16_from_f32((float)v.f);
+        break;
+    case TEX_F32:
+        ((float *)base)[i] = (float)v.f;
+        break;
+    case TEX_F64:
+        ((double *)base)[i] = v.f;
+        break;
     }
 }
 
@@ -181,24 +241,35 @@ static texi_eval_value int_binary(texi_eval *st, enum texi_expr_kind k, tex_dtyp
     uint64_t x = (uint64_t)a.i, y = (uint64_t)b.i;
     texi_eval_value r = {0};
     switch (k) {
-    case TEXI_EXPR_ADD: r.i = wrap(t, x + y); break;
-    case TEXI_EXPR_SUB: r.i = wrap(t, x - y); break;
-    case TEXI_EXPR_MUL: r.i = wrap(t, x * y); break;
-    case TEXI_EXPR_MIN: r = int_lt(t, b.i, a.i) ? b : a; break;
-    case TEXI_EXPR_MAX: r = int_lt(t, a.i, b.i) ? b : a; break;
+    case TEXI_EXPR_ADD:
+        r.i = wrap(t, x + y);
+        break;
+    case TEXI_EXPR_SUB:
+        r.i = wrap(t, x - y);
+        break;
+    case TEXI_EXPR_MUL:
+        r.i = wrap(t, x * y);
+        break;
+    case TEXI_EXPR_MIN:
+        r = int_lt(t, b.i, a.i) ? b : a;
+        break;
+    case TEXI_EXPR_MAX:
+        r = int_lt(t, a.i, b.i) ? b : a;
+        break;
     case TEXI_EXPR_DIV:
     case TEXI_EXPR_FLOORDIV:
     case TEXI_EXPR_FLOORMOD:
         if (b.i == 0) {
             texi_eval_fail(st, TEX_EINVAL,
                            "tex_eval_reference: tensor '%s': integer %s by zero (%lld %s 0)",
-                           st->cur, k == TEXI_EXPR_FLOORMOD ? "modulo" : "division",
-                           (long long)a.i, texi_expr_kind_names[k]);
+                           st->cur, k == TEXI_EXPR_FLOORMOD ? "modulo" : "division", (long long)a.i,
+                           texi_expr_kind_names[k]);
             break;
         }
         r.i = wrap(t, (uint64_t)int_floordiv(t, a.i, b.i, k == TEXI_EXPR_FLOORMOD));
         break;
-    default: break;
+    default:
+        break;
     }
     return r;
 }
@@ -206,21 +277,30 @@ static texi_eval_value int_binary(texi_eval *st, enum texi_expr_kind k, tex_dtyp
 static double float_binary(enum texi_expr_kind k, double a, double b)
 {
     switch (k) {
-    case TEXI_EXPR_ADD: return a + b;
-    case TEXI_EXPR_SUB: return a - b;
-    case TEXI_EXPR_MUL: return a * b;
-    case TEXI_EXPR_DIV: return a / b;
-    case TEXI_EXPR_FLOORDIV: return floor(a / b);
-    case TEXI_EXPR_FLOORMOD: return a - b * floor(a / b);
-    case TEXI_EXPR_MIN: return (isnan(a) || isnan(b)) ? NAN : (b < a ? b : a);
-    case TEXI_EXPR_MAX: return (isnan(a) || isnan(b)) ? NAN : (a < b ? b : a);
-    default: return NAN;
+    case TEXI_EXPR_ADD:
+        return a + b;
+    case TEXI_EXPR_SUB:
+        return a - b;
+    case TEXI_EXPR_MUL:
+        return a * b;
+    case TEXI_EXPR_DIV:
+        return a / b;
+    case TEXI_EXPR_FLOORDIV:
+        return floor(a / b);
+    case TEXI_EXPR_FLOORMOD:
+        return a - b * floor(a / b);
+    case TEXI_EXPR_MIN:
+        return (isnan(a) || isnan(b)) ? NAN : (b < a ? b : a);
+    case TEXI_EXPR_MAX:
+        return (isnan(a) || isnan(b)) ? NAN : (a < b ? b : a);
+    default:
+        return NAN;
     }
 }
 
 /* An arithmetic operator (ADD .. MAX) in dtype t. */
-static texi_eval_value arith(texi_eval *st, enum texi_expr_kind k, tex_dtype t,
-                             texi_eval_value a, texi_eval_value b)
+static texi_eval_value arith(texi_eval *st, enum texi_expr_kind k, tex_dtype t, texi_eval_value a,
+                             texi_eval_value b)
 {
     if (!is_float(t))
         return int_binary(st, k, t, a, b);
@@ -234,43 +314,71 @@ static bool compare(enum texi_expr_kind k, tex_dtype t, texi_eval_value a, texi_
 {
     if (texi_dtype_is_float(t)) {
         switch (k) {
-        case TEXI_EXPR_EQ: return a.f == b.f;
-        case TEXI_EXPR_NE: return a.f != b.f;
-        case TEXI_EXPR_LT: return a.f < b.f;
-        case TEXI_EXPR_LE: return a.f <= b.f;
-        case TEXI_EXPR_GT: return a.f > b.f;
-        default: return a.f >= b.f;
+        case TEXI_EXPR_EQ:
+            return a.f == b.f;
+        case TEXI_EXPR_NE:
+            return a.f != b.f;
+        case TEXI_EXPR_LT:
+            return a.f < b.f;
+        case TEXI_EXPR_LE:
+            return a.f <= b.f;
+        case TEXI_EXPR_GT:
+            return a.f > b.f;
+        default:
+            return a.f >= b.f;
         }
     }
     switch (k) {
-    case TEXI_EXPR_EQ: return a.i == b.i;
-    case TEXI_EXPR_NE: return a.i != b.i;
-    case TEXI_EXPR_LT: return int_lt(t, a.i, b.i);
-    case TEXI_EXPR_LE: return !int_lt(t, b.i, a.i);
-    case TEXI_EXPR_GT: return int_lt(t, b.i, a.i);
-    default: return !int_lt(t, a.i, b.i);
+    case TEXI_EXPR_EQ:
+        return a.i == b.i;
+    case TEXI_EXPR_NE:
+        return a.i != b.i;
+    case TEXI_EXPR_LT:
+        return int_lt(t, a.i, b.i);
+    case TEXI_EXPR_LE:
+        return !int_lt(t, b.i, a.i);
+    case TEXI_EXPR_GT:
+        return int_lt(t, b.i, a.i);
+    default:
+        return !int_lt(t, a.i, b.i);
     }
 }
 
 static double math_double(enum texi_math op, const double x[3])
 {
     switch (op) {
-    case TEXI_MATH_EXP: return exp(x[0]);
-    case TEXI_MATH_LOG: return log(x[0]);
-    case TEXI_MATH_SQRT: return sqrt(x[0]);
-    case TEXI_MATH_RSQRT: return 1.0 / sqrt(x[0]);
-    case TEXI_MATH_TANH: return tanh(x[0]);
-    case TEXI_MATH_SIGMOID: return 1.0 / (1.0 + exp(-x[0]));
-    case TEXI_MATH_ERF: return erf(x[0]);
-    case TEXI_MATH_ABS: return fabs(x[0]);
-    case TEXI_MATH_FLOOR: return floor(x[0]);
-    case TEXI_MATH_CEIL: return ceil(x[0]);
-    case TEXI_MATH_ROUND: return round(x[0]);
-    case TEXI_MATH_SIN: return sin(x[0]);
-    case TEXI_MATH_COS: return cos(x[0]);
-    case TEXI_MATH_POW: return pow(x[0], x[1]);
-    case TEXI_MATH_FMA: return fma(x[0], x[1], x[2]);
-    case TEXI_MATH_COUNT: break;
+    case TEXI_MATH_EXP:
+        return exp(x[0]);
+    case TEXI_MATH_LOG:
+        return log(x[0]);
+    case TEXI_MATH_SQRT:
+        return sqrt(x[0]);
+    case TEXI_MATH_RSQRT:
+        return 1.0 / sqrt(x[0]);
+    case TEXI_MATH_TANH:
+        return tanh(x[0]);
+    case TEXI_MATH_SIGMOID:
+        return 1.0 / (1.0 + exp(-x[0]));
+    case TEXI_MATH_ERF:
+        return erf(x[0]);
+    case TEXI_MATH_ABS:
+        return fabs(x[0]);
+    case TEXI_MATH_FLOOR:
+        return floor(x[0]);
+    case TEXI_MATH_CEIL:
+        return ceil(x[0]);
+    case TEXI_MATH_ROUND:
+        return round(x[0]);
+    case TEXI_MATH_SIN:
+        return sin(x[0]);
+    case TEXI_MATH_COS:
+        return cos(x[0]);
+    case TEXI_MATH_POW:
+        return pow(x[0], x[1]);
+    case TEXI_MATH_FMA:
+        return fma(x[0], x[1], x[2]);
+    case TEXI_MATH_COUNT:
+        break;
     }
     return NAN;
 }
@@ -295,8 +403,10 @@ static texi_eval_value math_call(texi_eval *st, const texi_eval_node *nd)
             return v[0];
         case TEXI_MATH_FLOOR:
         case TEXI_MATH_CEIL:
-        case TEXI_MATH_ROUND: return v[0];
-        default: break;
+        case TEXI_MATH_ROUND:
+            return v[0];
+        default:
+            break;
         }
     }
     texi_eval_value r = {.f = math_double(nd->u.math, x)};
@@ -332,9 +442,15 @@ texi_eval_value texi_eval_node_value(texi_eval *st, int32_t n)
     const texi_eval_node *nd = &st->nodes[n];
     texi_eval_value r = {0}, a, b;
     switch (nd->kind) {
-    case TEXI_EXPR_INT: r.i = nd->u.i; break;
-    case TEXI_EXPR_FLOAT: r.f = nd->u.f; break;
-    case TEXI_EXPR_VAR: r.i = st->env[nd->u.slot]; break;
+    case TEXI_EXPR_INT:
+        r.i = nd->u.i;
+        break;
+    case TEXI_EXPR_FLOAT:
+        r.f = nd->u.f;
+        break;
+    case TEXI_EXPR_VAR:
+        r.i = st->env[nd->u.slot];
+        break;
     case TEXI_EXPR_ADD:
     case TEXI_EXPR_SUB:
     case TEXI_EXPR_MUL:
@@ -362,16 +478,21 @@ texi_eval_value texi_eval_node_value(texi_eval *st, int32_t n)
     case TEXI_EXPR_OR:
         r.i = texi_eval_node_value(st, nd->a).i || texi_eval_node_value(st, nd->b).i;
         break;
-    case TEXI_EXPR_NOT: r.i = !texi_eval_node_value(st, nd->a).i; break;
+    case TEXI_EXPR_NOT:
+        r.i = !texi_eval_node_value(st, nd->a).i;
+        break;
     case TEXI_EXPR_CAST:
         return texi_eval_convert(nd->arg_dtype, nd->dtype, texi_eval_node_value(st, nd->a));
     case TEXI_EXPR_SELECT:
         return texi_eval_node_value(st, texi_eval_node_value(st, nd->a).i ? nd->b : nd->c);
-    case TEXI_EXPR_CALL: return math_call(st, nd);
-    case TEXI_EXPR_ACCESS: return read_element(st, nd);
+    case TEXI_EXPR_CALL:
+        return math_call(st, nd);
+    case TEXI_EXPR_ACCESS:
+        return read_element(st, nd);
     case TEXI_EXPR_LOAD:
     case TEXI_EXPR_REDUCE:
-    case TEXI_EXPR_KIND_COUNT: break; /* rejected by texi_eval_compile */
+    case TEXI_EXPR_KIND_COUNT:
+        break; /* rejected by texi_eval_compile */
     }
     return r;
 }
@@ -384,7 +505,8 @@ texi_eval_value texi_eval_identity(enum texi_reduce_op op, tex_dtype t)
     bool fl = texi_dtype_is_float(t), sg = texi_dtype_is_signed(t);
     int bits = texi_dtype_bits(t);
     switch (op) {
-    case TEXI_REDUCE_SUM: break;
+    case TEXI_REDUCE_SUM:
+        break;
     case TEXI_REDUCE_PROD:
         if (fl)
             r.f = 1.0;
@@ -405,7 +527,8 @@ texi_eval_value texi_eval_identity(enum texi_reduce_op op, tex_dtype t)
         else
             r.i = wrap(t, sg ? ((uint64_t)1 << (bits - 1)) - 1 : ~(uint64_t)0);
         break;
-    case TEXI_REDUCE_COUNT: break;
+    case TEXI_REDUCE_COUNT:
+        break;
     }
     return r;
 }
@@ -413,9 +536,10 @@ texi_eval_value texi_eval_identity(enum texi_reduce_op op, tex_dtype t)
 texi_eval_value texi_eval_combine(enum texi_reduce_op op, tex_dtype t, texi_eval_value acc,
                                   texi_eval_value v)
 {
-    static const enum texi_expr_kind kinds[TEXI_REDUCE_COUNT] = {
-        [TEXI_REDUCE_SUM] = TEXI_EXPR_ADD, [TEXI_REDUCE_PROD] = TEXI_EXPR_MUL,
-        [TEXI_REDUCE_MAX] = TEXI_EXPR_MAX, [TEXI_REDUCE_MIN] = TEXI_EXPR_MIN};
+    static const enum texi_expr_kind kinds[TEXI_REDUCE_COUNT] = {[TEXI_REDUCE_SUM] = TEXI_EXPR_ADD,
+                                                                 [TEXI_REDUCE_PROD] = TEXI_EXPR_MUL,
+                                                                 [TEXI_REDUCE_MAX] = TEXI_EXPR_MAX,
+                                                                 [TEXI_REDUCE_MIN] = TEXI_EXPR_MIN};
     /* No division: the evaluator state is never needed for an error. */
     return arith(NULL, kinds[op], t, acc, v);
 }
@@ -559,9 +683,14 @@ int32_t texi_eval_compile(texi_eval *st, tex_expr *e)
     if (n < 0)
         return -1;
     switch (e->kind) {
-    case TEXI_EXPR_INT: st->nodes[n].u.i = e->u.i; return n;
-    case TEXI_EXPR_FLOAT: st->nodes[n].u.f = round_to(e->dtype, e->u.f); return n;
-    case TEXI_EXPR_VAR: return compile_var(st, n, e);
+    case TEXI_EXPR_INT:
+        st->nodes[n].u.i = e->u.i;
+        return n;
+    case TEXI_EXPR_FLOAT:
+        st->nodes[n].u.f = round_to(e->dtype, e->u.f);
+        return n;
+    case TEXI_EXPR_VAR:
+        return compile_var(st, n, e);
     case TEXI_EXPR_ADD:
     case TEXI_EXPR_SUB:
     case TEXI_EXPR_MUL:
@@ -580,16 +709,19 @@ int32_t texi_eval_compile(texi_eval *st, tex_expr *e)
     case TEXI_EXPR_OR:
         return compile_operands(st, n, 2, (tex_expr *[]){e->u.bin.a, e->u.bin.b});
     case TEXI_EXPR_NOT:
-    case TEXI_EXPR_CAST: return compile_operands(st, n, 1, &e->u.un.a);
+    case TEXI_EXPR_CAST:
+        return compile_operands(st, n, 1, &e->u.un.a);
     case TEXI_EXPR_SELECT:
         return compile_operands(st, n, 3, (tex_expr *[]){e->u.sel.cond, e->u.sel.t, e->u.sel.f});
     case TEXI_EXPR_CALL:
         st->nodes[n].u.math = e->u.call.op;
         return compile_operands(st, n, e->u.call.n_args, e->u.call.args);
-    case TEXI_EXPR_ACCESS: return compile_access(st, n, e);
+    case TEXI_EXPR_ACCESS:
+        return compile_access(st, n, e);
     case TEXI_EXPR_LOAD:
     case TEXI_EXPR_REDUCE:
-    case TEXI_EXPR_KIND_COUNT: break;
+    case TEXI_EXPR_KIND_COUNT:
+        break;
     }
     texi_eval_fail(st, TEX_EINVAL,
                    "tex_eval_reference: tensor '%s' contains a %s node, which only a compute "

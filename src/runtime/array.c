@@ -1,33 +1,40 @@
 /*
  * Host arrays as DLPack DLTensors, and the dtype mapping between tex and
  * DLPack (API.md rule 9: bool is {kDLUInt, 8, 1}, f16 {kDLFloat, 16, 1},
- * bf16 {kDLBfloat, 16, 1}).
+ * bf16 {kDLBfloat, 16, 1}; the reverse mapping reads {kDLUInt, 8, 1} as u8).
  *
- * tex_array_new makes one allocation holding the DLTensor, its shape and
- * strides-free layout, and 64-byte aligned zeroed data; tex_array_free frees
- * it. Only host (kDLCPU) memory is made here; device memory belongs to the
- * CUDA backend. tex_array_copy copies between host arrays of equal dtype and
- * shape, honouring byte_offset and compact strides on both sides.
+ * tex_array_new makes one allocation, 64-byte aligned: a header holding the
+ * DLTensor (first, so the user's handle is the allocation) and its shape,
+ * padded to 64 bytes, then the zeroed data. tex_array_free frees it whole, so
+ * it must only ever be given arrays tex_array_new made. Arrays are compact
+ * (strides NULL, byte_offset 0); arrays from elsewhere may carry a
+ * byte_offset and compact strides, which tex_array_copy honours on both sides.
+ *
+ * Not here: device memory. tex_array_new returns NULL for any device but
+ * kDLCPU and tex_array_copy returns TEX_EUNAVAILABLE for non-host arrays; CUDA
+ * allocation and host<->device copies come with the CUDA backend. These
+ * functions have no context, so errors are return codes only.
  */
+#include "runtime/runtime.h"
 #include "ir/ir.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define ARRAY_ALIGN 64
-#define ARRAY_MAX_NDIM 32
 
 typedef struct {
-    DLTensor t;
-    int64_t shape[ARRAY_MAX_NDIM];
+    DLTensor t; /* must stay first: the handle is the allocation */
+    int64_t shape[TEXI_ARRAY_MAX_NDIM];
 } array_header;
 
 DLDataType tex_dtype_to_dlpack(tex_dtype t)
 {
-    DLDataType d = {kDLFloat, 32, 1};
+    DLDataType d = {kDLInt, 0, 0}; /* 0 bits, 0 lanes: no DLPack type */
     if (!texi_dtype_valid((int)t))
         return d;
     d.bits = (uint8_t)texi_dtype_bits(t);
+    d.lanes = 1;
     if (t == TEX_BOOL || (texi_dtype_is_int(t) && !texi_dtype_is_signed(t)))
         d.code = kDLUInt;
     else if (texi_dtype_is_int(t))
@@ -53,8 +60,7 @@ int tex_dtype_from_dlpack(DLDataType d)
     return -1;
 }
 
-/* Element count of a shape; -1 when a size is negative or the product overflows. */
-static int64_t element_count(int ndim, const int64_t shape[])
+int64_t texi_array_numel(int ndim, const int64_t shape[])
 {
     int64_t n = 1;
     for (int i = 0; i < ndim; i++) {
@@ -65,19 +71,38 @@ static int64_t element_count(int ndim, const int64_t shape[])
     return n;
 }
 
+bool texi_array_is_compact(const DLTensor *a)
+{
+    if (!a->strides || texi_array_numel(a->ndim, a->shape) == 0)
+        return true;
+    uint64_t expect = 1; /* wraps harmlessly for absurd shapes: then it cannot match */
+    for (int i = a->ndim - 1; i >= 0; i--) {
+        if (a->shape[i] != 1 && (uint64_t)a->strides[i] != expect)
+            return false;
+        expect *= (uint64_t)a->shape[i];
+    }
+    return true;
+}
+
+size_t texi_array_elem_bytes(DLDataType d)
+{
+    return ((size_t)d.bits * d.lanes + 7) / 8;
+}
+
 DLTensor *tex_array_new(int ndim, const int64_t shape[], tex_dtype t, DLDevice dev)
 {
-    if (ndim < 0 || ndim > ARRAY_MAX_NDIM || (ndim > 0 && !shape) || !texi_dtype_valid((int)t) ||
-        dev.device_type != kDLCPU)
+    if (ndim < 0 || ndim > TEXI_ARRAY_MAX_NDIM || (ndim > 0 && !shape) ||
+        !texi_dtype_valid((int)t) || dev.device_type != kDLCPU)
         return NULL;
-    int64_t n = element_count(ndim, shape);
+    int64_t n = texi_array_numel(ndim, shape);
     int64_t bytes = (int64_t)tex_dtype_bytes(t);
-    if (n < 0 || n > (INT64_MAX - 2 * ARRAY_ALIGN) / bytes)
+    if (n < 0 || n > (INT64_MAX / 2) / bytes)
         return NULL;
-    size_t data_bytes = (size_t)(n * bytes);
     size_t head = (sizeof(array_header) + ARRAY_ALIGN - 1) & ~(size_t)(ARRAY_ALIGN - 1);
-    size_t total = (head + data_bytes + ARRAY_ALIGN - 1) & ~(size_t)(ARRAY_ALIGN - 1);
-    array_header *h = aligned_alloc(ARRAY_ALIGN, total ? total : ARRAY_ALIGN);
+    if ((uint64_t)(n * bytes) > SIZE_MAX - head - ARRAY_ALIGN)
+        return NULL;
+    size_t total = (head + (size_t)(n * bytes) + ARRAY_ALIGN - 1) & ~(size_t)(ARRAY_ALIGN - 1);
+    array_header *h = aligned_alloc(ARRAY_ALIGN, total); /* total is a multiple of 64, >= 64 */
     if (!h)
         return NULL;
     memset(h, 0, total);
@@ -98,38 +123,36 @@ void tex_array_free(DLTensor *a)
     free(a); /* the DLTensor is the first member of its header */
 }
 
-/* True when strides are NULL or the compact row-major strides of the shape. */
-static bool compact(const DLTensor *a)
+/* Checks of tex_array_copy that do not depend on the devices. */
+static int check_copy(const DLTensor *dst, const DLTensor *src)
 {
-    if (!a->strides)
-        return true;
-    int64_t expect = 1;
-    for (int i = a->ndim - 1; i >= 0; i--) {
-        if (a->shape[i] != 1 && a->strides[i] != expect)
-            return false;
-        expect *= a->shape[i];
-    }
-    return true;
+    if (dst->dtype.code != src->dtype.code || dst->dtype.bits != src->dtype.bits ||
+        dst->dtype.lanes != src->dtype.lanes || dst->ndim != src->ndim || dst->ndim < 0)
+        return TEX_EINVAL;
+    if (dst->ndim > 0 && (!dst->shape || !src->shape))
+        return TEX_EINVAL;
+    for (int i = 0; i < dst->ndim; i++)
+        if (dst->shape[i] != src->shape[i])
+            return TEX_EINVAL;
+    if (texi_array_numel(src->ndim, src->shape) < 0)
+        return TEX_EINVAL;
+    if (!texi_array_is_compact(dst) || !texi_array_is_compact(src))
+        return TEX_EINVAL;
+    return 0;
 }
 
 int tex_array_copy(DLTensor *dst, const DLTensor *src)
 {
     if (!dst || !src)
         return TEX_EMISUSE;
+    TEXI_TRY(check_copy(dst, src));
     if (dst->device.device_type != kDLCPU || src->device.device_type != kDLCPU)
         return TEX_EUNAVAILABLE; /* device copies come with the CUDA backend */
-    if (dst->dtype.code != src->dtype.code || dst->dtype.bits != src->dtype.bits ||
-        dst->dtype.lanes != src->dtype.lanes || dst->ndim != src->ndim)
+    uint64_t n = (uint64_t)texi_array_numel(src->ndim, src->shape);
+    size_t elem = texi_array_elem_bytes(src->dtype);
+    if (elem && n > SIZE_MAX / elem)
         return TEX_EINVAL;
-    for (int i = 0; i < dst->ndim; i++)
-        if (dst->shape[i] != src->shape[i])
-            return TEX_EINVAL;
-    if (!compact(dst) || !compact(src))
-        return TEX_EINVAL;
-    int64_t n = element_count(src->ndim, src->shape);
-    if (n < 0)
-        return TEX_EINVAL;
-    size_t bytes = (size_t)n * ((size_t)(src->dtype.bits * src->dtype.lanes + 7) / 8);
+    size_t bytes = (size_t)n * elem;
     if (bytes == 0)
         return TEX_OK;
     if (!dst->data || !src->data)

@@ -42,7 +42,7 @@ uint16_t texi_f16_from_f32(float v)
     uint32_t a = u & 0x7fffffffu;
     if (a > 0x7f800000u)
         return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN */
-    if (a >= 0x477ff000u)                                      /* rounds to >= 65520: inf */
+    if (a >= 0x477ff000u)                                         /* rounds to >= 65520: inf */
         return (uint16_t)(sign | 0x7c00u);
     if (a < 0x38800000u) { /* below the smallest normal f16: subnormal or zero */
         if (a < 0x33000000u)
