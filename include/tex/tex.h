@@ -330,6 +330,41 @@ typedef struct {
     };
 } tex_value;
 
+/* ------------------------------------------------------ building and calling */
+
+typedef struct tex_kernel tex_kernel; /* a built function; independent of its context */
+
+/* 1 when the target can build and run kernels here ("cpu": a working C
+ * compiler; "c": always; "cuda": a driver and NVRTC), else 0. */
+TEX_API int tex_target_available(const char *target);
+
+/* Builds f for target: "cpu", "cpu -threads=N", "c" (source only), "cuda",
+ * "cuda -arch=sm_XX", "cuda -emit-only". Caller-owned; free with
+ * tex_kernel_free. NULL on error (recorded in f's context): TEX_EINVAL for an
+ * unknown target, TEX_EUNAVAILABLE when its compiler/driver is missing,
+ * TEX_ECOMPILE with the compiler's output when the generated code is rejected. */
+TEX_API tex_kernel *tex_build(tex_func *f, const char *target);
+
+/* The generated source; borrowed, valid until tex_kernel_free. */
+TEX_API const char *tex_kernel_source(const tex_kernel *k);
+
+/* Writes PREFIX.c and PREFIX.h (API.md rule 8) for "c" and "cpu" kernels. */
+TEX_API int tex_kernel_export(const tex_kernel *k, const char *path_prefix);
+
+/* Runs the kernel. Arguments are checked (count, kind, dtype, ndim, shape,
+ * device, strides) before any code runs; a mismatch returns TEX_EINVAL or
+ * TEX_ETYPE and touches no memory. The message is in tex_kernel_errmsg.
+ * A kernel may be called from several threads at once. */
+TEX_API int tex_kernel_call(tex_kernel *k, int n, const tex_value args[]);
+TEX_API int tex_kernel_call_tensors(tex_kernel *k, int n, DLTensor *const args[]);
+
+/* The last failed call's message ("" when none); borrowed. Per kernel: when
+ * several threads call one kernel, the text belongs to one of them. */
+TEX_API const char *tex_kernel_errmsg(const tex_kernel *k);
+
+/* Frees the kernel (unloads its code). NULL is a no-op. */
+TEX_API void tex_kernel_free(tex_kernel *k);
+
 /* ---------------------------------------------------------------- arrays */
 
 /* A compact row-major array on `dev` (kDLCPU for host memory), data aligned to

@@ -31,12 +31,16 @@
  *          CUDA);
  *   ALLOCATE / REALIZE: LOCAL scope gives each thread its own storage, other
  *          scopes one storage shared by the group (a block).
- * Statements without a barrier are executed for each frame in turn. Blocks
- * (thread loops whose body has no barrier, BLOCK_* tags normally) simply run
- * one after another. Limits: a barrier must be reached through SEQ, loops,
- * IF, LET, ATTR, ALLOCATE and REALIZE only (no other forms exist); storage
- * allocated inside a thread loop without a barrier in its body is private to
- * each iteration (threads cannot communicate without a barrier anyway).
+ * Statements without a barrier are executed for each frame in turn. Loops
+ * over blocks (BLOCK_* tags) run one after another like serial loops, so
+ * each block gets its own shared storage.
+ *
+ * Limits: a barrier is reached through SEQ, loops, IF, LET, ATTR, ALLOCATE
+ * and REALIZE only (no other statement has a body); storage allocated inside
+ * a thread loop without a barrier in its body is private to each iteration
+ * (threads cannot communicate without a barrier anyway). A missing barrier
+ * is not diagnosed as such: threads run in order, so it shows only when a
+ * thread reads an element no earlier thread wrote (poison).
  *
  * ATTR "assert" checks its value (false: TEX_EINVAL); other attributes are
  * transparent. Arguments are bound and checked by texi_bind_args (args.c).
@@ -70,8 +74,10 @@ static int frame_copy(texi_interp *ip, texi_frame *dst, const texi_frame *src)
         frame_fini(dst);
         return texi_interp_fail(ip, TEX_ENOMEM, "out of memory (thread frames)");
     }
-    memcpy(dst->vars, src->vars, sizeof *dst->vars * (size_t)src->n_vars);
-    memcpy(dst->bufs, src->bufs, sizeof *dst->bufs * (size_t)src->n_bufs);
+    if (src->n_vars)
+        memcpy(dst->vars, src->vars, sizeof *dst->vars * (size_t)src->n_vars);
+    if (src->n_bufs)
+        memcpy(dst->bufs, src->bufs, sizeof *dst->bufs * (size_t)src->n_bufs);
     dst->n_vars = src->n_vars;
     dst->n_bufs = src->n_bufs;
     return 0;
@@ -269,9 +275,9 @@ static int exec_provide(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
     for (int d = 0; d < n; d++)
         TEXI_TRY(texi_interp_int(ip, fr, s->u.provide.idx[d], &idx[d]));
     TEXI_TRY(texi_interp_tensor_index(ip, st, n, idx, "write", &flat));
-    texi_scalar v;
+    texi_eval_value v;
     TEXI_TRY(texi_interp_expr(ip, fr, s->u.provide.value, &v));
-    texi_interp_set(st, flat, texi_interp_convert(s->u.provide.value->dtype, st->dtype, v));
+    texi_eval_store(st->dtype, st->data, flat, texi_eval_convert(s->u.provide.value->dtype, st->dtype, v));
     return 0;
 }
 
@@ -288,9 +294,9 @@ static int exec_store(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
         return texi_interp_fail(ip, TEX_EINTERNAL,
                                 "out-of-bounds store to buffer '%s': index %lld, size %lld",
                                 b->name, (long long)i, (long long)st->size);
-    texi_scalar v;
+    texi_eval_value v;
     TEXI_TRY(texi_interp_expr(ip, fr, s->u.store.value, &v));
-    texi_interp_set(st, i, texi_interp_convert(s->u.store.value->dtype, st->dtype, v));
+    texi_eval_store(st->dtype, st->data, i, texi_eval_convert(s->u.store.value->dtype, st->dtype, v));
     return 0;
 }
 
@@ -301,9 +307,12 @@ static int loop_bounds(texi_interp *ip, texi_frame *fr, const tex_stmt *s, int64
     return texi_interp_int(ip, fr, s->u.loop.extent, ext);
 }
 
+/* A loop over the threads of a block (not over blocks, which run in turn). */
 static bool is_thread_loop(const tex_stmt *s)
 {
-    return s->u.loop.for_kind == TEXI_FOR_THREAD;
+    int tag = s->u.loop.thread_tag;
+    return s->u.loop.for_kind == TEXI_FOR_THREAD && tag >= (int)TEX_THREAD_X &&
+           tag <= (int)TEX_VTHREAD;
 }
 
 static int exec_for(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
@@ -312,12 +321,12 @@ static int exec_for(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
         return gexec(ip, fr, 1, s); /* its iterations become a lock-step group */
     int64_t min, ext;
     TEXI_TRY(loop_bounds(ip, fr, s, &min, &ext));
-    texi_scalar v = {.i = min};
+    texi_eval_value v = {.i = min};
     TEXI_TRY(texi_interp_push_var(ip, fr, s->u.loop.var, v));
     int top = fr->n_vars - 1, n_bufs = fr->n_bufs, rc = 0;
     for (int64_t k = 0; k < ext && rc == 0; k++) {
         fr->vars[top].v.i = min + k;
-        fr->vars[top].v = texi_interp_convert(TEX_I64, s->u.loop.var->dtype, fr->vars[top].v);
+        fr->vars[top].v = texi_eval_convert(TEX_I64, s->u.loop.var->dtype, fr->vars[top].v);
         rc = exec(ip, fr, s->u.loop.body);
         fr->n_vars = top + 1;
         fr->n_bufs = n_bufs;
@@ -343,9 +352,9 @@ static int check_assert(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
 {
     if (strcmp(s->u.attr.key, "assert") != 0 || !s->u.attr.value)
         return 0;
-    texi_scalar c;
+    texi_eval_value c;
     TEXI_TRY(texi_interp_expr(ip, fr, s->u.attr.value, &c));
-    if (texi_interp_convert(s->u.attr.value->dtype, TEX_BOOL, c).i)
+    if (texi_eval_convert(s->u.attr.value->dtype, TEX_BOOL, c).i)
         return 0;
     char *txt = tex_expr_str(s->u.attr.value);
     int rc = texi_interp_fail(ip, TEX_EINVAL, "assertion failed: %s", txt ? txt : "?");
@@ -355,9 +364,9 @@ static int check_assert(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
 
 static int exec_let(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
 {
-    texi_scalar v;
+    texi_eval_value v;
     TEXI_TRY(texi_interp_expr(ip, fr, s->u.let.value, &v));
-    v = texi_interp_convert(s->u.let.value->dtype, s->u.let.var->dtype, v);
+    v = texi_eval_convert(s->u.let.value->dtype, s->u.let.var->dtype, v);
     int n_vars = fr->n_vars;
     TEXI_TRY(texi_interp_push_var(ip, fr, s->u.let.var, v));
     int rc = exec(ip, fr, s->u.let.body);
@@ -367,7 +376,7 @@ static int exec_let(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
 
 static int exec(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
 {
-    texi_scalar c;
+    texi_eval_value c;
     if (!s)
         return 0;
     switch (s->kind) {
@@ -378,7 +387,7 @@ static int exec(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
     case TEXI_STMT_ALLOCATE: return exec_alloc(ip, fr, s);
     case TEXI_STMT_IF:
         TEXI_TRY(texi_interp_expr(ip, fr, s->u.ifs.cond, &c));
-        c = texi_interp_convert(s->u.ifs.cond->dtype, TEX_BOOL, c);
+        c = texi_eval_convert(s->u.ifs.cond->dtype, TEX_BOOL, c);
         return exec(ip, fr, c.i ? s->u.ifs.then_s : s->u.ifs.else_s);
     case TEXI_STMT_LET: return exec_let(ip, fr, s);
     case TEXI_STMT_SEQ:
@@ -417,7 +426,7 @@ static int gexec_threads(texi_interp *ip, texi_frame *frs, int n, const tex_stmt
         for (int64_t t = 0; t < ext && rc == 0; t++) {
             rc = frame_copy(ip, &sub[m], &frs[k]);
             if (rc == 0)
-                rc = texi_interp_push_var(ip, &sub[m], s->u.loop.var, (texi_scalar){.i = min + t});
+                rc = texi_interp_push_var(ip, &sub[m], s->u.loop.var, (texi_eval_value){.i = min + t});
             m++;
         }
     }
@@ -456,11 +465,11 @@ static int gexec_for(texi_interp *ip, texi_frame *frs, int n, const tex_stmt *s)
     TEXI_TRY(uniform(ip, frs, n, s->u.loop.extent, "the loop extent", &ext));
     int rc = 0, pushed = 0;
     for (; pushed < n && rc == 0; pushed++)
-        rc = texi_interp_push_var(ip, &frs[pushed], s->u.loop.var, (texi_scalar){.i = min});
+        rc = texi_interp_push_var(ip, &frs[pushed], s->u.loop.var, (texi_eval_value){.i = min});
     for (int64_t i = 0; i < ext && rc == 0; i++) {
         for (int k = 0; k < n; k++) {
             texi_var_bind *vb = &frs[k].vars[frs[k].n_vars - 1];
-            vb->v = texi_interp_convert(TEX_I64, vb->var->dtype, (texi_scalar){.i = min + i});
+            vb->v = texi_eval_convert(TEX_I64, vb->var->dtype, (texi_eval_value){.i = min + i});
         }
         rc = gexec(ip, frs, n, s->u.loop.body);
     }
@@ -496,9 +505,9 @@ static int gexec_let(texi_interp *ip, texi_frame *frs, int n, const tex_stmt *s)
 {
     int rc = 0, pushed = 0;
     for (; pushed < n; pushed++) {
-        texi_scalar v;
+        texi_eval_value v;
         rc = texi_interp_expr(ip, &frs[pushed], s->u.let.value, &v);
-        v = texi_interp_convert(s->u.let.value->dtype, s->u.let.var->dtype, v);
+        v = texi_eval_convert(s->u.let.value->dtype, s->u.let.var->dtype, v);
         if (rc == 0)
             rc = texi_interp_push_var(ip, &frs[pushed], s->u.let.var, v);
         if (rc != 0)
@@ -585,117 +594,23 @@ static void param_storage_free(texi_storage *st)
     }
 }
 
-/* ------------------------------------------------------------- arguments */
-
-/* The tex dtype of a DLPack dtype, or -1. */
-static int dl_dtype(DLDataType d)
-{
-    static const struct {
-        uint8_t code, bits;
-        tex_dtype t;
-    } map[] = {{kDLUInt, 8, TEX_U8},    {kDLUInt, 16, TEX_U16},  {kDLUInt, 32, TEX_U32},
-               {kDLUInt, 64, TEX_U64},  {kDLInt, 8, TEX_I8},     {kDLInt, 16, TEX_I16},
-               {kDLInt, 32, TEX_I32},   {kDLInt, 64, TEX_I64},   {kDLFloat, 16, TEX_F16},
-               {kDLFloat, 32, TEX_F32}, {kDLFloat, 64, TEX_F64}, {kDLBfloat, 16, TEX_BF16}};
-    for (size_t k = 0; k < sizeof map / sizeof *map; k++)
-        if (d.lanes == 1 && d.code == map[k].code && d.bits == map[k].bits)
-            return (int)map[k].t;
-    return -1;
-}
-
-/* One tensor argument against its parameter: host, dtype, ndim, strides. */
-static int check_tensor_arg(texi_interp *ip, int i, const texi_param *p, const tex_value *a)
-{
-    const tex_tensor *t = p->tensor;
-    const DLTensor *d = a->kind == TEX_VAL_TENSOR ? a->t : NULL;
-    if (!d || (!d->data && d->ndim > 0))
-        return texi_interp_fail(ip, TEX_EINVAL, "argument %d (tensor '%s') is not an array", i,
-                                t->name);
-    int dt = dl_dtype(d->dtype);
-    bool dt_ok = dt == (int)t->dtype || (t->dtype == TEX_BOOL && dt == (int)TEX_U8);
-    if (d->device.device_type != kDLCPU || !dt_ok || d->ndim != t->ndim)
-        return texi_interp_fail(ip, TEX_EINVAL,
-                                "argument %d (tensor '%s') is not a host %s array of %d dims", i,
-                                t->name, tex_dtype_name(t->dtype), t->ndim);
-    int64_t stride = 1;
-    for (int k = d->ndim - 1; k >= 0 && d->strides; k--) {
-        if (d->shape[k] != 1 && d->strides[k] != stride)
-            return texi_interp_fail(ip, TEX_EINVAL,
-                                    "argument %d (tensor '%s') has non-compact strides", i,
-                                    t->name);
-        stride *= d->shape[k];
-    }
-    return 0;
-}
-
-/* Whether var is bound in fr. */
-static bool is_bound(const texi_frame *fr, const tex_expr *var)
-{
-    for (int k = 0; k < fr->n_vars; k++)
-        if (fr->vars[k].var == var)
-            return true;
-    return false;
-}
-
-/* Binds scalar parameters, then every unbound size variable that is a whole
- * dimension of a tensor parameter, from the arrays' shapes. */
-static int bind_scalars(texi_interp *ip, texi_frame *fr, int n, const tex_value args[])
-{
-    const tex_func *f = ip->f;
-    if (n != f->n_params)
-        return texi_interp_fail(ip, TEX_EINVAL, "%d arguments given, %d expected", n,
-                                f->n_params);
-    for (int i = 0; i < n; i++) {
-        const texi_param *p = &f->params[i];
-        if (p->kind == TEX_ARG_TENSOR) {
-            TEXI_TRY(check_tensor_arg(ip, i, p, &args[i]));
-        } else if (args[i].kind != TEX_VAL_I64) {
-            return texi_interp_fail(ip, TEX_EINVAL, "argument %d ('%s') is not an integer", i,
-                                    p->var->u.var.name);
-        } else {
-            TEXI_TRY(texi_interp_push_var(ip, fr, p->var, (texi_scalar){.i = args[i].i}));
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        const texi_param *p = &f->params[i];
-        for (int d = 0; p->kind == TEX_ARG_TENSOR && d < p->tensor->ndim; d++) {
-            const tex_expr *e = p->tensor->shape[d];
-            if (e->kind == TEXI_EXPR_VAR && !is_bound(fr, e))
-                TEXI_TRY(texi_interp_push_var(ip, fr, e, (texi_scalar){.i = args[i].t->shape[d]}));
-        }
-    }
-    return 0;
-}
-
-/* Every dimension of every tensor argument equals its shape expression. */
-static int check_shapes(texi_interp *ip, texi_frame *fr, const tex_value args[])
-{
-    const tex_func *f = ip->f;
-    for (int i = 0; i < f->n_params; i++) {
-        const texi_param *p = &f->params[i];
-        for (int d = 0; p->kind == TEX_ARG_TENSOR && d < p->tensor->ndim; d++) {
-            int64_t v;
-            TEXI_TRY(texi_interp_int(ip, fr, p->tensor->shape[d], &v));
-            if (v != args[i].t->shape[d])
-                return texi_interp_fail(ip, TEX_EINVAL,
-                                        "argument %d (tensor '%s'): dimension %d is %lld, "
-                                        "expected %lld",
-                                        i, p->tensor->name, d, (long long)args[i].t->shape[d],
-                                        (long long)v);
-        }
-    }
-    return 0;
-}
-
 /* Binds the arguments in fr: scalars and sizes, then every tensor parameter
  * under its tensor and its buffer. st[] receives the parameters' storage. */
 static int bind_params(texi_interp *ip, texi_frame *fr, int n, const tex_value args[],
                        texi_storage **st)
 {
     const tex_func *f = ip->f;
-    int rc = bind_scalars(ip, fr, n, args);
-    if (rc == 0)
-        rc = check_shapes(ip, fr, args);
+    int cap = f->n_params + f->n_size_vars + 1, n_env = 0;
+    texi_binding *env = calloc((size_t)cap, sizeof *env);
+    if (!env)
+        return texi_interp_fail(ip, TEX_ENOMEM, "out of memory (arguments)");
+    char msg[TEXI_ERRMSG_MAX / 2] = "";
+    int rc = texi_bind_args(f, n, args, env, cap, &n_env, msg, sizeof msg);
+    if (rc < 0)
+        texi_interp_fail(ip, rc, "%s", msg);
+    for (int k = 0; k < n_env && rc == 0; k++)
+        rc = texi_interp_push_var(ip, fr, env[k].var, (texi_eval_value){.i = env[k].value});
+    free(env);
     for (int i = 0; i < f->n_params && rc == 0; i++) {
         const texi_param *p = &f->params[i];
         if (p->kind != TEX_ARG_TENSOR)

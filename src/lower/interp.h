@@ -3,9 +3,10 @@
  * storage, thread lock-step) and interp_expr.c (scalar expressions, element
  * access). lower.h declares its only entry point, texi_interp_run.
  *
- * Values are texi_values (ir/scalar.h, the semantics shared with the
- * reference evaluator). Storage keeps elements in their native layout
- * (f16/bf16 as 16-bit patterns), like a kernel's arrays.
+ * Values are the reference evaluator's texi_eval_value (ir/eval.h: integers
+ * wrapped to their dtype, floats rounded to theirs); conversions and element
+ * loads/stores are its functions. Storage keeps elements in their native
+ * layout (f16/bf16 as 16-bit patterns), like a kernel's arrays.
  *
  * A frame is one thread's environment: a stack of variable bindings and a
  * stack of storage bindings (innermost last, searched from the top).
@@ -13,7 +14,7 @@
 #ifndef TEX_LOWER_INTERP_H
 #define TEX_LOWER_INTERP_H
 
-#include "ir/scalar.h"
+#include "ir/eval.h"
 #include "lower/lower.h"
 
 /* Memory of a parameter or temporary. */
@@ -38,7 +39,7 @@ typedef struct {
 
 typedef struct {
     const tex_expr *var;
-    texi_value v;
+    texi_eval_value v;
 } texi_var_bind;
 
 typedef struct {
@@ -61,18 +62,14 @@ int texi_interp_fail(texi_interp *ip, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Pushes a binding of var (value wrapped/rounded to var's dtype). 0 or ENOMEM. */
-int texi_interp_push_var(texi_interp *ip, texi_frame *fr, const tex_expr *var, texi_value v);
+int texi_interp_push_var(texi_interp *ip, texi_frame *fr, const tex_expr *var, texi_eval_value v);
 
 /* Evaluates e in fr into *out. 0 or an error (unbound variable, out-of-bounds
  * read, integer division by zero, node that cannot occur in a lowered body). */
-int texi_interp_expr(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_value *out);
+int texi_interp_expr(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out);
 
 /* e evaluated as an integer of any integer/bool dtype, as int64. */
 int texi_interp_int(texi_interp *ip, texi_frame *fr, const tex_expr *e, int64_t *out);
-
-/* Element access of storage st (dtype st->dtype); index must be in range. */
-texi_value texi_interp_get(const texi_storage *st, int64_t index);
-void texi_interp_set(texi_storage *st, int64_t index, texi_value v);
 
 /* The innermost storage bound to tensor t / buffer b in fr, or NULL. */
 texi_storage *texi_interp_find_tensor(texi_frame *fr, const tex_tensor *t);

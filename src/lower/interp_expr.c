@@ -1,118 +1,31 @@
 /*
- * The interpreter's scalar expressions and element access (see interp.h).
+ * The interpreter's scalar expressions (see interp.h).
  *
- * Semantics are the reference evaluator's (API.md precise rule 2): every
- * operation produces a value of its node's dtype, so integer results wrap to
- * the dtype's width and float results are rounded to the dtype's precision
- * after every operation (f16/bf16 through util/half.h, computed in double
- * before rounding); floordiv/floormod round toward negative infinity; casts
- * from float to integer truncate toward zero (saturating, NaN gives 0, as
- * texi_float_to_int); u64 values compare and divide as unsigned.
- *
- * Deliberate choices:
- *   - SELECT, && and || evaluate only what C would (the chosen branch, the
- *     right operand only when needed), so a guard such as `i < n && A[i] > 0`
- *     or select(in_bounds, A[i], 0) never trips the bounds check.
- *   - min/max of a NaN operand give NaN, so a read of a poisoned (unwritten)
- *     float element is never hidden by a max reduction.
- *   - Integer division or modulo by zero is an error, not a value.
- *   - REDUCE cannot occur in a lowered function: an internal error.
- * Every read of storage is bounds-checked (ACCESS per dimension against the
- * realized region, LOAD against the buffer's size).
+ * Semantics are the reference evaluator's (src/ir/eval_expr.c; API.md
+ * precise rule 2), and where eval.h exposes them they are its very
+ * functions (conversions, element loads and stores):
+ *   - every operation yields a value of its node's dtype: integer results
+ *     wrap (arithmetic on uint64, then sign- or zero-extended; u64 compares
+ *     and divides as unsigned), float results are computed in double and
+ *     rounded to the dtype (f16/bf16 through util/half.h);
+ *   - floordiv/floormod round toward negative infinity; an integer division
+ *     or modulo by zero is an error (TEX_EINVAL), not a value;
+ *   - min/max with a NaN operand give NaN, so a read of a poisoned (never
+ *     written) float element is not hidden by a max or min reduction;
+ *   - select, && and || evaluate only what C would (the chosen branch, the
+ *     right operand only when needed), so guards such as
+ *     select(i < n, A[i], 0) never trip the bounds check;
+ *   - math in double then rounded; abs/floor/ceil/round of an integer stay
+ *     exact; REDUCE cannot occur in a lowered function (internal error).
+ * Every read of storage is bounds-checked: ACCESS per dimension against the
+ * realized region, LOAD against the buffer's size.
  */
 #include "lower/interp.h"
-#include "util/half.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-
-/* ------------------------------------------------------------- conversions */
-
-/* v wrapped to the width and signedness of integer type t (bool: 0 or 1). */
-static int64_t wrap(tex_dtype t, int64_t v)
-{
-    switch (t) {
-    case TEX_BOOL: return v != 0;
-    case TEX_I8: return (int8_t)(uint8_t)(uint64_t)v;
-    case TEX_I16: return (int16_t)(uint16_t)(uint64_t)v;
-    case TEX_I32: return (int32_t)(uint32_t)(uint64_t)v;
-    case TEX_U8: return (uint8_t)(uint64_t)v;
-    case TEX_U16: return (uint16_t)(uint64_t)v;
-    case TEX_U32: return (uint32_t)(uint64_t)v;
-    case TEX_I64:
-    case TEX_U64:
-    case TEX_F16:
-    case TEX_BF16:
-    case TEX_F32:
-    case TEX_F64: break;
-    }
-    return v;
-}
-
-static double int_as_double(tex_dtype t, int64_t v)
-{
-    return t == TEX_U64 ? (double)(uint64_t)v : (double)v;
-}
-
-texi_scalar texi_interp_convert(tex_dtype from, tex_dtype to, texi_scalar v)
-{
-    texi_scalar r;
-    bool ff = texi_dtype_is_float(from), tf = texi_dtype_is_float(to);
-    if (tf)
-        r.f = texi_round_to_dtype(to, ff ? v.f : int_as_double(from, v.i));
-    else if (to == TEX_BOOL)
-        r.i = ff ? v.f != 0.0 : v.i != 0;
-    else
-        r.i = wrap(to, ff ? texi_float_to_int(to, v.f) : v.i);
-    return r;
-}
-
-/* ---------------------------------------------------------- element access */
-
-texi_scalar texi_interp_get(const texi_storage *st, int64_t i)
-{
-    texi_scalar r = {0};
-    const char *p = st->data;
-    switch (st->dtype) {
-    case TEX_BOOL: r.i = ((const uint8_t *)p)[i] != 0; break;
-    case TEX_U8: r.i = ((const uint8_t *)p)[i]; break;
-    case TEX_I8: r.i = ((const int8_t *)p)[i]; break;
-    case TEX_I16: r.i = ((const int16_t *)p)[i]; break;
-    case TEX_U16: r.i = ((const uint16_t *)p)[i]; break;
-    case TEX_I32: r.i = ((const int32_t *)p)[i]; break;
-    case TEX_U32: r.i = ((const uint32_t *)p)[i]; break;
-    case TEX_I64:
-    case TEX_U64: memcpy(&r.i, p + 8 * i, 8); break;
-    case TEX_F16: r.f = texi_f16_to_f32(((const uint16_t *)p)[i]); break;
-    case TEX_BF16: r.f = texi_bf16_to_f32(((const uint16_t *)p)[i]); break;
-    case TEX_F32: r.f = ((const float *)p)[i]; break;
-    case TEX_F64: r.f = ((const double *)p)[i]; break;
-    }
-    return r;
-}
-
-void texi_interp_set(texi_storage *st, int64_t i, texi_scalar v)
-{
-    char *p = st->data;
-    switch (st->dtype) {
-    case TEX_BOOL:
-    case TEX_U8:
-    case TEX_I8: ((uint8_t *)p)[i] = (uint8_t)v.i; break;
-    case TEX_I16:
-    case TEX_U16: ((uint16_t *)p)[i] = (uint16_t)v.i; break;
-    case TEX_I32:
-    case TEX_U32: ((uint32_t *)p)[i] = (uint32_t)v.i; break;
-    case TEX_I64:
-    case TEX_U64: memcpy(p + 8 * i, &v.i, 8); break;
-    case TEX_F16: ((uint16_t *)p)[i] = texi_f16_from_f32((float)v.f); break;
-    case TEX_BF16: ((uint16_t *)p)[i] = texi_bf16_from_f32((float)v.f); break;
-    case TEX_F32: ((float *)p)[i] = (float)v.f; break;
-    case TEX_F64: ((double *)p)[i] = v.f; break;
-    }
-}
 
 /* ------------------------------------------------------------ environments */
 
@@ -134,7 +47,7 @@ int texi_interp_fail(texi_interp *ip, int code, const char *fmt, ...)
     return code;
 }
 
-int texi_interp_push_var(texi_interp *ip, texi_frame *fr, const tex_expr *var, texi_scalar v)
+int texi_interp_push_var(texi_interp *ip, texi_frame *fr, const tex_expr *var, texi_eval_value v)
 {
     if (fr->n_vars == fr->cap_vars) {
         int cap = fr->cap_vars ? 2 * fr->cap_vars : 16;
@@ -145,7 +58,7 @@ int texi_interp_push_var(texi_interp *ip, texi_frame *fr, const tex_expr *var, t
         fr->cap_vars = cap;
     }
     fr->vars[fr->n_vars].var = var;
-    fr->vars[fr->n_vars].v = texi_interp_convert(var->dtype, var->dtype, v);
+    fr->vars[fr->n_vars].v = texi_eval_convert(var->dtype, var->dtype, v);
     fr->n_vars++;
     return 0;
 }
@@ -213,11 +126,12 @@ static bool int_lt(tex_dtype t, int64_t a, int64_t b)
     return t == TEX_U64 ? (uint64_t)a < (uint64_t)b : a < b;
 }
 
-static int int_binary(texi_interp *ip, const tex_expr *e, tex_dtype t, int64_t a, int64_t b,
-                      int64_t *out)
+/* a KIND b for integers of dtype t (arithmetic and min/max), wrapped to t. */
+static int int_binary(texi_interp *ip, enum texi_expr_kind kind, tex_dtype t, int64_t a,
+                      int64_t b, int64_t *out)
 {
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-    switch (e->kind) {
+    switch (kind) {
     case TEXI_EXPR_ADD: *out = (int64_t)(ua + ub); break;
     case TEXI_EXPR_SUB: *out = (int64_t)(ua - ub); break;
     case TEXI_EXPR_MUL: *out = (int64_t)(ua * ub); break;
@@ -226,59 +140,55 @@ static int int_binary(texi_interp *ip, const tex_expr *e, tex_dtype t, int64_t a
     case TEXI_EXPR_FLOORMOD:
         if (b == 0)
             return texi_interp_fail(ip, TEX_EINVAL, "integer %s by zero",
-                                    e->kind == TEXI_EXPR_FLOORMOD ? "modulo" : "division");
+                                    kind == TEXI_EXPR_FLOORMOD ? "modulo" : "division");
         if (t == TEX_U64)
-            *out = (int64_t)(e->kind == TEXI_EXPR_FLOORMOD ? ua % ub : ua / ub);
+            *out = (int64_t)(kind == TEXI_EXPR_FLOORMOD ? ua % ub : ua / ub);
         else
-            *out = e->kind == TEXI_EXPR_FLOORMOD ? floormod_i(a, b) : floordiv_i(a, b);
+            *out = kind == TEXI_EXPR_FLOORMOD ? floormod_i(a, b) : floordiv_i(a, b);
         break;
     case TEXI_EXPR_MIN: *out = int_lt(t, b, a) ? b : a; break;
     case TEXI_EXPR_MAX: *out = int_lt(t, a, b) ? b : a; break;
-    default: return texi_interp_fail(ip, TEX_EINTERNAL, "operator '%s' on integers",
-                                     texi_expr_kind_names[e->kind]);
+    default:
+        return texi_interp_fail(ip, TEX_EINTERNAL, "operator '%s' on integers",
+                                texi_expr_kind_names[kind]);
     }
-    *out = wrap(t, *out);
+    texi_eval_value v = {.i = *out};
+    *out = texi_eval_convert(TEX_I64, t, v).i;
     return 0;
 }
 
-static double float_binary(enum texi_expr_kind k, double a, double b)
+static double float_binary(enum texi_expr_kind kind, double a, double b)
 {
-    switch (k) {
+    switch (kind) {
     case TEXI_EXPR_ADD: return a + b;
     case TEXI_EXPR_SUB: return a - b;
     case TEXI_EXPR_MUL: return a * b;
     case TEXI_EXPR_DIV: return a / b;
     case TEXI_EXPR_FLOORDIV: return floor(a / b);
     case TEXI_EXPR_FLOORMOD: return a - b * floor(a / b);
-    case TEXI_EXPR_MIN: return (a != a || b != b) ? NAN : (b < a ? b : a);
-    case TEXI_EXPR_MAX: return (a != a || b != b) ? NAN : (a < b ? b : a);
+    case TEXI_EXPR_MIN: return (isnan(a) || isnan(b)) ? NAN : (b < a ? b : a);
+    case TEXI_EXPR_MAX: return (isnan(a) || isnan(b)) ? NAN : (a < b ? b : a);
     default: return NAN;
     }
 }
 
-static bool compare(enum texi_expr_kind k, tex_dtype t, texi_scalar a, texi_scalar b)
+/* a KIND b for a comparison kind, both operands of dtype t. */
+static bool compare(enum texi_expr_kind kind, tex_dtype t, texi_eval_value a, texi_eval_value b)
 {
-    if (texi_dtype_is_float(t)) {
-        switch (k) {
-        case TEXI_EXPR_EQ: return a.f == b.f;
-        case TEXI_EXPR_NE: return a.f != b.f;
-        case TEXI_EXPR_LT: return a.f < b.f;
-        case TEXI_EXPR_LE: return a.f <= b.f;
-        case TEXI_EXPR_GT: return a.f > b.f;
-        default: return a.f >= b.f;
-        }
-    }
-    switch (k) {
-    case TEXI_EXPR_EQ: return a.i == b.i;
-    case TEXI_EXPR_NE: return a.i != b.i;
-    case TEXI_EXPR_LT: return int_lt(t, a.i, b.i);
-    case TEXI_EXPR_LE: return !int_lt(t, b.i, a.i);
-    case TEXI_EXPR_GT: return int_lt(t, b.i, a.i);
-    default: return !int_lt(t, a.i, b.i);
+    bool fl = texi_dtype_is_float(t);
+    bool lt = fl ? a.f < b.f : int_lt(t, a.i, b.i), gt = fl ? a.f > b.f : int_lt(t, b.i, a.i);
+    bool eq = fl ? a.f == b.f : a.i == b.i;
+    switch (kind) {
+    case TEXI_EXPR_EQ: return eq;
+    case TEXI_EXPR_NE: return !eq;
+    case TEXI_EXPR_LT: return lt;
+    case TEXI_EXPR_LE: return lt || eq;
+    case TEXI_EXPR_GT: return gt;
+    default: return gt || eq;
     }
 }
 
-static double math_f(enum texi_math op, const double x[3])
+static double math_double(enum texi_math op, const double x[3])
 {
     switch (op) {
     case TEXI_MATH_EXP: return exp(x[0]);
@@ -303,7 +213,7 @@ static double math_f(enum texi_math op, const double x[3])
 
 /* ------------------------------------------------------------- evaluation */
 
-static int eval_var(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_scalar *out)
+static int eval_var(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
 {
     for (int k = fr->n_vars - 1; k >= 0; k--) {
         if (fr->vars[k].var == e) {
@@ -314,57 +224,69 @@ static int eval_var(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_sca
     return texi_interp_fail(ip, TEX_EINTERNAL, "variable '%s' is not bound", e->u.var.name);
 }
 
-static int eval_binary(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_scalar *out)
+static bool truth(tex_dtype t, texi_eval_value v)
 {
-    texi_scalar a, b;
-    tex_dtype t = e->u.bin.a->dtype;
-    TEXI_TRY(texi_interp_expr(ip, fr, e->u.bin.a, &a));
+    return texi_eval_convert(t, TEX_BOOL, v).i != 0;
+}
+
+static int eval_binary(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
+{
+    texi_eval_value a, b;
+    const tex_expr *ea = e->u.bin.a, *eb = e->u.bin.b;
+    TEXI_TRY(texi_interp_expr(ip, fr, ea, &a));
     if (e->kind == TEXI_EXPR_AND || e->kind == TEXI_EXPR_OR) {
-        bool av = texi_interp_convert(t, TEX_BOOL, a).i != 0;
+        bool av = truth(ea->dtype, a);
         if (av == (e->kind == TEXI_EXPR_OR)) {
             out->i = av;
             return 0;
         }
-        TEXI_TRY(texi_interp_expr(ip, fr, e->u.bin.b, &b));
-        out->i = texi_interp_convert(e->u.bin.b->dtype, TEX_BOOL, b).i != 0;
+        TEXI_TRY(texi_interp_expr(ip, fr, eb, &b));
+        out->i = truth(eb->dtype, b);
         return 0;
     }
-    TEXI_TRY(texi_interp_expr(ip, fr, e->u.bin.b, &b));
-    if (e->u.bin.b->dtype != t) /* raw constructors may mix; compare in the promoted type */
-        t = texi_dtype_promote(t, e->u.bin.b->dtype);
-    a = texi_interp_convert(e->u.bin.a->dtype, t, a);
-    b = texi_interp_convert(e->u.bin.b->dtype, t, b);
+    TEXI_TRY(texi_interp_expr(ip, fr, eb, &b));
+    /* both operands have one dtype in well-formed IR; promote defensively */
+    tex_dtype t = texi_dtype_promote(ea->dtype, eb->dtype);
+    a = texi_eval_convert(ea->dtype, t, a);
+    b = texi_eval_convert(eb->dtype, t, b);
     if (texi_expr_is_compare(e)) {
         out->i = compare(e->kind, t, a, b);
         return 0;
     }
-    if (texi_dtype_is_float(e->dtype)) {
-        out->f = texi_round_to_dtype(e->dtype, float_binary(e->kind, a.f, b.f));
-        return 0;
-    }
-    return int_binary(ip, e, e->dtype, a.i, b.i, &out->i);
-}
-
-static int eval_call(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_scalar *out)
-{
-    double x[3] = {0, 0, 0};
-    texi_scalar v;
-    for (int k = 0; k < e->u.call.n_args && k < 3; k++) {
-        const tex_expr *a = e->u.call.args[k];
-        TEXI_TRY(texi_interp_expr(ip, fr, a, &v));
-        if (!texi_dtype_is_float(e->dtype) && e->u.call.op == TEXI_MATH_ABS) {
-            out->i = wrap(e->dtype, (v.i < 0 && e->dtype != TEX_U64) ? (int64_t)(0 - (uint64_t)v.i)
-                                                                      : v.i);
-            return 0;
-        }
-        x[k] = texi_interp_convert(a->dtype, TEX_F64, v).f;
-    }
-    texi_scalar r = {.f = math_f(e->u.call.op, x)};
-    *out = texi_interp_convert(TEX_F64, e->dtype, r);
+    if (!texi_dtype_is_float(t))
+        return int_binary(ip, e->kind, e->dtype, a.i, b.i, &out->i);
+    texi_eval_value r = {.f = float_binary(e->kind, a.f, b.f)};
+    *out = texi_eval_convert(TEX_F64, e->dtype, r);
     return 0;
 }
 
-static int eval_access(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_scalar *out)
+/* Math: abs/floor/ceil/round of an integer stay exact, the rest in double. */
+static int eval_call(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
+{
+    texi_eval_value v[3] = {{0}, {0}, {0}};
+    double x[3] = {0, 0, 0};
+    int n = e->u.call.n_args < 3 ? e->u.call.n_args : 3;
+    for (int k = 0; k < n; k++) {
+        const tex_expr *a = e->u.call.args[k];
+        TEXI_TRY(texi_interp_expr(ip, fr, a, &v[k]));
+        x[k] = texi_eval_convert(a->dtype, TEX_F64, v[k]).f;
+    }
+    tex_dtype t = e->dtype;
+    enum texi_math op = e->u.call.op;
+    if (!texi_dtype_is_float(t) && n > 0 && e->u.call.args[0]->dtype == t &&
+        (op == TEXI_MATH_ABS || op == TEXI_MATH_FLOOR || op == TEXI_MATH_CEIL ||
+         op == TEXI_MATH_ROUND)) {
+        bool neg = op == TEXI_MATH_ABS && texi_dtype_is_signed(t) && v[0].i < 0;
+        texi_eval_value r = {.i = neg ? (int64_t)(0 - (uint64_t)v[0].i) : v[0].i};
+        *out = texi_eval_convert(TEX_I64, t, r);
+        return 0;
+    }
+    texi_eval_value r = {.f = math_double(op, x)};
+    *out = texi_eval_convert(TEX_F64, t, r);
+    return 0;
+}
+
+static int eval_access(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
 {
     const tex_tensor *t = e->u.access.tensor;
     texi_storage *st = texi_interp_find_tensor(fr, t);
@@ -378,11 +300,11 @@ static int eval_access(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_
     for (int d = 0; d < n; d++)
         TEXI_TRY(texi_interp_int(ip, fr, e->u.access.idx[d], &idx[d]));
     TEXI_TRY(texi_interp_tensor_index(ip, st, n, idx, "read", &flat));
-    *out = texi_interp_convert(st->dtype, e->dtype, texi_interp_get(st, flat));
+    *out = texi_eval_convert(st->dtype, e->dtype, texi_eval_load(st->dtype, st->data, flat));
     return 0;
 }
 
-static int eval_load(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_scalar *out)
+static int eval_load(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
 {
     const texi_buffer *b = e->u.load.buf;
     texi_storage *st = texi_interp_find_buffer(fr, b);
@@ -395,24 +317,23 @@ static int eval_load(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_sc
         return texi_interp_fail(ip, TEX_EINTERNAL,
                                 "out-of-bounds load of buffer '%s': index %lld, size %lld", b->name,
                                 (long long)i, (long long)st->size);
-    *out = texi_interp_convert(st->dtype, e->dtype, texi_interp_get(st, i));
+    *out = texi_eval_convert(st->dtype, e->dtype, texi_eval_load(st->dtype, st->data, i));
     return 0;
 }
 
-static int eval_select(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_scalar *out)
+static int eval_select(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
 {
-    texi_scalar c, v;
+    texi_eval_value c, v;
     TEXI_TRY(texi_interp_expr(ip, fr, e->u.sel.cond, &c));
-    const tex_expr *br = texi_interp_convert(e->u.sel.cond->dtype, TEX_BOOL, c).i ? e->u.sel.t
-                                                                                  : e->u.sel.f;
+    const tex_expr *br = truth(e->u.sel.cond->dtype, c) ? e->u.sel.t : e->u.sel.f;
     TEXI_TRY(texi_interp_expr(ip, fr, br, &v));
-    *out = texi_interp_convert(br->dtype, e->dtype, v);
+    *out = texi_eval_convert(br->dtype, e->dtype, v);
     return 0;
 }
 
-int texi_interp_expr(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_scalar *out)
+int texi_interp_expr(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
 {
-    texi_scalar a;
+    texi_eval_value a;
     switch (e->kind) {
     case TEXI_EXPR_INT: out->i = e->u.i; return 0;
     case TEXI_EXPR_FLOAT: out->f = e->u.f; return 0;
@@ -435,11 +356,11 @@ int texi_interp_expr(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_sc
     case TEXI_EXPR_OR: return eval_binary(ip, fr, e, out);
     case TEXI_EXPR_NOT:
         TEXI_TRY(texi_interp_expr(ip, fr, e->u.un.a, &a));
-        out->i = !texi_interp_convert(e->u.un.a->dtype, TEX_BOOL, a).i;
+        out->i = !truth(e->u.un.a->dtype, a);
         return 0;
     case TEXI_EXPR_CAST:
         TEXI_TRY(texi_interp_expr(ip, fr, e->u.un.a, &a));
-        *out = texi_interp_convert(e->u.un.a->dtype, e->dtype, a);
+        *out = texi_eval_convert(e->u.un.a->dtype, e->dtype, a);
         return 0;
     case TEXI_EXPR_SELECT: return eval_select(ip, fr, e, out);
     case TEXI_EXPR_CALL: return eval_call(ip, fr, e, out);
@@ -454,7 +375,7 @@ int texi_interp_expr(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_sc
 
 int texi_interp_int(texi_interp *ip, texi_frame *fr, const tex_expr *e, int64_t *out)
 {
-    texi_scalar v;
+    texi_eval_value v;
     TEXI_TRY(texi_interp_expr(ip, fr, e, &v));
     if (texi_dtype_is_float(e->dtype))
         return texi_interp_fail(ip, TEX_EINTERNAL, "index or extent of float type %s",

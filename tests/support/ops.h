@@ -424,7 +424,7 @@ static inline void ops_tolerance(tex_dtype t, double *rtol, double *atol)
 }
 
 /* Index of the first element where got and want differ beyond the
- * tolerance (NaN never matches), or -1. */
+ * tolerance (NaN never matches; equal infinities do), or -1. */
 static inline int64_t ops_compare(const DLTensor *got, const DLTensor *want, tex_dtype t)
 {
     double rtol, atol;
@@ -432,7 +432,7 @@ static inline int64_t ops_compare(const DLTensor *got, const DLTensor *want, tex
     int64_t n = ops_numel(want);
     for (int64_t k = 0; k < n; k++) {
         double g = ops_get(got, t, k), e = ops_get(want, t, k);
-        if (!(fabs(g - e) <= atol + rtol * fabs(e)))
+        if (g != e && !(fabs(g - e) <= atol + rtol * fabs(e))) /* g == e: equal infinities */
             return k;
     }
     return -1;

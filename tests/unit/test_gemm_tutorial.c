@@ -16,9 +16,11 @@ enum { BN = 32, KF = 4 };
 
 enum gemm_step { DEFAULT, BLOCKING, VECTORIZE, PERMUTE, PACKING, WRITE_CACHE, PARALLEL };
 
-static const char *const step_names[] = {"default", "blocking", "vectorization",
-                                         "loop permutation", "array packing", "write cache",
-                                         "parallel"};
+/* Also the lowered functions' names, so C identifiers. */
+static const char *const step_names[] = {"gemm_default", "gemm_blocking",
+                                         "gemm_vectorization", "gemm_loop_permutation",
+                                         "gemm_array_packing", "gemm_write_cache",
+                                         "gemm_parallel"};
 
 typedef struct {
     ops_wl w;
@@ -48,9 +50,10 @@ static void build_packed(gemm *g, int64_t m, int64_t n, int64_t k)
     tex_iter *bigN = tex_axis(c, "bigN", tex_int(c, (n + BN - 1) / BN));
     tex_iter *pk = tex_axis(c, "k", K), *littleN = tex_axis(c, "littleN", bn);
     tex_expr *col = tex_add(tex_mul(tex_iv(bigN), bn), tex_iv(littleN));
-    tex_expr *val = TEX_AT(B, tex_iv(pk), tex_min(col, tex_int(c, n - 1)));
-    if (n % BN)
-        val = tex_select(tex_lt(col, N), val, tex_const(c, TEX_F32, 0));
+    tex_expr *val = TEX_AT(B, tex_iv(pk), col);
+    if (n % BN) /* the last tile passes N: zeros, read at a clamped column */
+        val = tex_select(tex_lt(col, N), TEX_AT(B, tex_iv(pk), tex_min(col, tex_int(c, n - 1))),
+                         tex_const(c, TEX_F32, 0));
     g->packed = ops_mid(&g->w, tex_compute(c, "packedB", 3, (tex_iter *[]){bigN, pk, littleN},
                                            val));
     tex_iter *i = tex_axis(c, "m", M), *j = tex_axis(c, "n", N), *r = tex_reduce_axis(c, "k", K);

@@ -16,6 +16,14 @@
  * PASS/FAIL line; a summary gives schedules tried and primitives applied and
  * rejected. A failure prints its seed, the steps and the lowered AST;
  * TEX_RANDOM_SEED=<n> reruns one seed of every workload.
+ *
+ * Then hand-written schedules, one per workload family: GPU-style binding
+ * (blocks and threads, local accumulator), conv2d with the padding inlined or
+ * computed per output row (stride 2, symbolic sizes), softmax / layernorm
+ * statistics per row, rfactor, cached transpose tiles, reduce loops
+ * outermost, an inlined elementwise chain fused and vectorized, and the tail
+ * strategies (SHIFT_INWARDS over a too short symbolic extent must fail at
+ * call time).
  */
 #include "tt.h"
 #include "support/ops.h"
@@ -40,7 +48,11 @@ static const char *const prim_names[P_COUNT] = {
     "split", "split_nparts", "tile", "fuse", "reorder", "annotate", "compute_inline",
     "compute_at", "compute_root", "cache_read", "cache_write", "rfactor"};
 
-static long n_tried[P_COUNT], n_applied[P_COUNT], n_rejected[P_COUNT];
+/* What the generator returns when it does not call the primitive at all (no
+ * candidate axis, or a request it knows to be illegal in composition). */
+#define SKIP 1
+
+static long n_tried[P_COUNT], n_applied[P_COUNT], n_rejected[P_COUNT], n_skipped[P_COUNT];
 static long n_schedules, n_failed_total;
 
 #define MAX_STAGES 24
@@ -98,7 +110,7 @@ static int do_split(gen *g, tex_stage *st, bool nparts)
 {
     tex_iter *iv = pick_leaf(g, st), *o, *i;
     if (!iv)
-        return TEX_EINVAL;
+        return SKIP;
     int64_t f = rnd(g, 1, extent_of(iv) + 3);
     ops_logf(&g->log, "    %s(%s, %s, %lld)\n", nparts ? "split_nparts" : "split",
              tex_tensor_name(st->tensor), iv->name, (long long)f);
@@ -110,7 +122,7 @@ static int do_tile(gen *g, tex_stage *st)
 {
     int n = tex_stage_naxes(st);
     if (n < 2)
-        return TEX_EINVAL;
+        return SKIP;
     int a = (int)rnd(g, 0, n - 2), b = (int)rnd(g, a + 1, n - 1);
     tex_iter *x = tex_stage_axis(st, a), *y = tex_stage_axis(st, b), *r[4];
     int64_t fx = rnd(g, 1, extent_of(x) + 2), fy = rnd(g, 1, extent_of(y) + 2);
@@ -124,7 +136,7 @@ static int do_fuse(gen *g, tex_stage *st)
 {
     int n = tex_stage_naxes(st);
     if (n < 2)
-        return TEX_EINVAL;
+        return SKIP;
     int a = (int)rnd(g, 0, n - 2);
     tex_iter *o = tex_stage_axis(st, a), *i = tex_stage_axis(st, a + 1), *f;
     ops_logf(&g->log, "    fuse(%s, %s, %s)\n", tex_tensor_name(st->tensor), o->name, i->name);
@@ -135,7 +147,7 @@ static int do_reorder(gen *g, tex_stage *st)
 {
     int n = tex_stage_naxes(st);
     if (n < 1 || n > 32)
-        return TEX_EINVAL;
+        return SKIP;
     tex_iter *order[32];
     for (int k = 0; k < n; k++)
         order[k] = tex_stage_axis(st, k);
@@ -156,7 +168,7 @@ static int do_annotate(gen *g, tex_stage *st)
 {
     tex_iter *iv = pick_leaf(g, st);
     if (!iv)
-        return TEX_EINVAL;
+        return SKIP;
     int which = (int)rnd(g, 0, 2);
     static const char *const names[3] = {"parallel", "vectorize", "unroll"};
     ops_logf(&g->log, "    %s(%s, %s)\n", names[which], tex_tensor_name(st->tensor), iv->name);
@@ -164,29 +176,59 @@ static int do_annotate(gen *g, tex_stage *st)
                                                           : tex_unroll(st, iv);
 }
 
-/* A stage consuming t: a direct consumer mostly, any scheduled stage sometimes. */
-static tex_stage *pick_consumer(gen *g, tex_tensor *t)
+/* The only stage reading t directly, or NULL: computing t at a loop of its
+ * sole consumer is always legal, at one of several consumers never (the
+ * others would not run inside that loop). */
+static tex_stage *sole_consumer(gen *g, tex_tensor *t)
 {
     int n = 0;
     tex_stage **cs = texi_schedule_consumers(g->s, t, &n);
     tex_clear_error(g->w->ctx);
-    if (cs && n > 0 && rnd(g, 0, 9) < 8)
-        return cs[rnd(g, 0, n - 1)];
-    return stage(g, pick_tensor(g));
+    return cs && n == 1 ? cs[0] : NULL;
+}
+
+/* Whether some stage is computed at a loop of st (st must keep its loops). */
+static bool has_attached(gen *g, const tex_stage *st)
+{
+    for (int k = 0; k < g->s->n_stages; k++)
+        if (g->s->stages[k]->attach == TEXI_ATTACH_AT && g->s->stages[k]->attach_stage == st)
+            return true;
+    return false;
 }
 
 static int attach(gen *g, tex_tensor *t, tex_stage *parent)
 {
-    tex_iter *iv = parent ? pick_leaf(g, parent) : NULL;
+    tex_iter *iv = parent && parent->attach != TEXI_ATTACH_INLINE ? pick_leaf(g, parent) : NULL;
     if (!iv)
-        return TEX_EINVAL;
+        return SKIP;
     ops_logf(&g->log, "    compute_at(%s, %s, %s)\n", tex_tensor_name(t),
              tex_tensor_name(parent->tensor), iv->name);
     return tex_compute_at(stage(g, t), parent, iv);
 }
 
+/* compute_at of a random tensor that has a sole consumer, at one of its leaves. */
+static int do_at(gen *g)
+{
+    tex_tensor *cand[MAX_STAGES];
+    tex_stage *cons[MAX_STAGES];
+    int n = 0;
+    for (int k = 0; k < g->n_t; k++) {
+        tex_stage *c = g->t[k] != g->w->out ? sole_consumer(g, g->t[k]) : NULL;
+        if (c && c->attach != TEXI_ATTACH_INLINE) {
+            cand[n] = g->t[k];
+            cons[n++] = c;
+        }
+    }
+    if (n == 0)
+        return SKIP;
+    int k = (int)rnd(g, 0, n - 1);
+    return attach(g, cand[k], cons[k]);
+}
+
 static int do_inline(gen *g, tex_tensor *t)
 {
+    if (has_attached(g, stage(g, t)))
+        return SKIP; /* would strand the stages computed at its loops */
     ops_logf(&g->log, "    compute_inline(%s)\n", tex_tensor_name(t));
     return tex_compute_inline(stage(g, t));
 }
@@ -201,7 +243,7 @@ static int do_root(gen *g, tex_tensor *t)
  * is fine, any other error is not. */
 static void follow_up(gen *g, int rc)
 {
-    if (rc != 0 && rc != TEX_EINVAL && !g->broken) {
+    if (rc < 0 && rc != TEX_EINVAL && !g->broken) {
         g->broken = true;
         snprintf(g->why, sizeof g->why, "a follow-up step returned %d: %s", rc,
                  tex_errmsg(g->w->ctx));
@@ -213,9 +255,15 @@ static int do_cache_read(gen *g)
 {
     int n_src = g->w->n_in + g->n_t, k = (int)rnd(g, 0, n_src - 1), n = 0;
     tex_tensor *t = k < g->w->n_in ? g->w->in[k] : g->t[k - g->w->n_in];
+    if (t == g->w->out)
+        t = g->w->in[rnd(g, 0, g->w->n_in - 1)];
+    tex_stage *ts = k < g->w->n_in ? NULL : stage(g, t);
+    if (ts && ts->attach == TEXI_ATTACH_AT)
+        return SKIP; /* the cache stage, at root, would read t outside t's loop */
     tex_stage **cs = texi_schedule_consumers(g->s, t, &n);
+    tex_clear_error(g->w->ctx);
     if (!cs || n == 0 || n > 8)
-        return TEX_EINVAL;
+        return SKIP;
     tex_tensor *readers[8];
     int nr = (int)rnd(g, 1, n);
     for (int r = 0; r < nr; r++)
@@ -228,13 +276,15 @@ static int do_cache_read(gen *g)
     if (!c)
         return tex_errcode(g->w->ctx) ? tex_errcode(g->w->ctx) : TEX_EINTERNAL;
     add_tensor(g, c);
-    if (rnd(g, 0, 9) < 7)
-        follow_up(g, attach(g, c, stage(g, readers[rnd(g, 0, nr - 1)])));
+    if (nr == 1 && rnd(g, 0, 9) < 7)
+        follow_up(g, attach(g, c, stage(g, readers[0])));
     return 0;
 }
 
 static int do_cache_write(gen *g, tex_tensor *t)
 {
+    if (has_attached(g, stage(g, t)))
+        return SKIP; /* its producers computed at its loops would lose them */
     ops_logf(&g->log, "    %s.local = cache_write(%s, local)\n", tex_tensor_name(t),
              tex_tensor_name(t));
     tex_tensor *c = tex_cache_write(g->s, t, TEX_SCOPE_LOCAL);
@@ -249,13 +299,15 @@ static int do_cache_write(gen *g, tex_tensor *t)
 static int do_rfactor(gen *g, tex_tensor *t)
 {
     tex_stage *st = stage(g, t);
+    if (has_attached(g, st))
+        return SKIP; /* its producers would feed the factored stage instead */
     tex_iter *cand[32];
     int n = 0;
     for (int k = 0; k < tex_stage_naxes(st) && n < 32; k++)
         if (tex_stage_axis(st, k)->kind == TEXI_ITER_REDUCE)
             cand[n++] = tex_stage_axis(st, k);
     if (n == 0)
-        return TEX_EINVAL;
+        return SKIP;
     tex_iter *iv = cand[rnd(g, 0, n - 1)];
     int fa = (int)rnd(g, 0, tex_tensor_ndim(t));
     ops_logf(&g->log, "    %s.rf = rfactor(%s, %s, %d)\n", tex_tensor_name(t), tex_tensor_name(t),
@@ -279,14 +331,14 @@ static int apply(gen *g, enum prim p)
     case P_REORDER: return do_reorder(g, st);
     case P_ANNOTATE: return do_annotate(g, st);
     case P_INLINE: return do_inline(g, t);
-    case P_AT: return attach(g, t, pick_consumer(g, t));
+    case P_AT: return do_at(g);
     case P_ROOT: return do_root(g, t);
     case P_CACHE_READ: return do_cache_read(g);
     case P_CACHE_WRITE: return do_cache_write(g, t);
     case P_RFACTOR: return do_rfactor(g, t);
     case P_COUNT: break;
     }
-    return TEX_EINVAL;
+    return SKIP;
 }
 
 /* Weights of the primitives: loop transformations are the most frequent. */
@@ -312,7 +364,9 @@ static void step(gen *g)
     tex_clear_error(g->w->ctx);
     n_tried[p]++;
     int rc = apply(g, p);
-    if (rc == 0) {
+    if (rc == SKIP) {
+        n_skipped[p]++;
+    } else if (rc == 0) {
         n_applied[p]++;
     } else if (rc == TEX_EINVAL) {
         n_rejected[p]++;
@@ -493,29 +547,262 @@ static void run_workload(const workload *wl)
         run_workload(&wl);                                                                      \
     }
 
-WORKLOAD(matmul, 4, 1, 200)
-WORKLOAD(batch_matmul, 3, 1, 130)
-WORKLOAD(conv2d, 4, 1, 160)
-WORKLOAD(softmax, 3, 1, 160)
-WORKLOAD(layernorm, 3, 1, 160)
-WORKLOAD(transpose, 3, 1, 110)
-WORKLOAD(maxpool, 3, 1, 110)
-WORKLOAD(avgpool, 3, 1, 110)
-WORKLOAD(elemwise, 3, 1, 160)
-WORKLOAD(sum, 4, 1, 120)
-WORKLOAD(prod, 4, 1, 110)
-WORKLOAD(max, 4, 1, 110)
-WORKLOAD(min, 4, 1, 110)
-WORKLOAD(sum_where, 4, 1, 110)
-WORKLOAD(max_where, 4, 1, 110)
+WORKLOAD(matmul, 4, 1, 300)
+WORKLOAD(batch_matmul, 3, 1, 200)
+WORKLOAD(conv2d, 4, 1, 240)
+WORKLOAD(softmax, 3, 1, 240)
+WORKLOAD(layernorm, 3, 1, 240)
+WORKLOAD(transpose, 3, 1, 160)
+WORKLOAD(maxpool, 3, 1, 160)
+WORKLOAD(avgpool, 3, 1, 160)
+WORKLOAD(elemwise, 3, 1, 240)
+WORKLOAD(sum, 4, 1, 160)
+WORKLOAD(prod, 4, 1, 160)
+WORKLOAD(max, 4, 1, 160)
+WORKLOAD(min, 4, 1, 160)
+WORKLOAD(sum_where, 4, 1, 160)
+WORKLOAD(max_where, 4, 1, 160)
+
+/* ------------------------------------------------- hand-written schedules */
+
+/* A schedule written out by hand: every primitive must succeed. */
+typedef struct {
+    ops_wl w;
+    tex_schedule *s;
+    ops_log log;
+} hand;
+
+#define OK(call)                                                                                \
+    do {                                                                                        \
+        int ok_rc_ = (call);                                                                    \
+        ops_logf(&h->log, "    %s -> %d\n", #call, ok_rc_);                                     \
+        if (ok_rc_ != 0) {                                                                      \
+            TT_FAILF("%s failed (%d): %s", #call, ok_rc_, tex_errmsg(h->w.ctx));                \
+            tex_clear_error(h->w.ctx);                                                          \
+        }                                                                                       \
+    } while (0)
+
+static void hand_begin(hand *h, const char *name)
+{
+    memset(h, 0, sizeof *h);
+    ops_init(&h->w, tex_ctx_new(), name);
+}
+
+static void hand_schedule(hand *h)
+{
+    h->s = tex_schedule_new(h->w.ctx, 1, &h->w.out);
+}
+
+static tex_stage *S(hand *h, tex_tensor *t)
+{
+    return tex_stage_of(h->s, t);
+}
+
+static tex_expr *I(hand *h, int64_t v)
+{
+    return tex_int(h->w.ctx, v);
+}
+
+static void hand_end(hand *h)
+{
+    TT_CHECK(ops_check(&h->w, h->s, 0, &h->log, true) == 0);
+    tex_ctx_free(h->w.ctx);
+}
+
+/* GPU-style matmul without shared memory: blocks and threads over tiles of
+ * C, the accumulator in a local cache computed at the thread level. */
+static void test_hand_matmul_gpu(void)
+{
+    hand hh, *h = &hh;
+    hand_begin(h, "matmul_gpu");
+    tex_tensor *C = ops_matmul(&h->w, 13, 7, 5, false);
+    hand_schedule(h);
+    tex_tensor *CL = tex_cache_write(h->s, C, TEX_SCOPE_LOCAL);
+    TT_CHECK(CL != NULL);
+    tex_iter *io, *ii, *jo, *ji;
+    OK(tex_split(S(h, C), tex_op_axis(S(h, C), 0), I(h, 4), &io, &ii));
+    OK(tex_split(S(h, C), tex_op_axis(S(h, C), 1), I(h, 4), &jo, &ji));
+    OK(tex_reorder(S(h, C), 4, (tex_iter *[]){io, jo, ii, ji}));
+    OK(tex_compute_at(S(h, CL), S(h, C), ji));
+    OK(tex_bind(S(h, C), io, TEX_BLOCK_X));
+    OK(tex_bind(S(h, C), jo, TEX_BLOCK_Y));
+    OK(tex_bind(S(h, C), ii, TEX_THREAD_X));
+    OK(tex_bind(S(h, C), ji, TEX_THREAD_Y));
+    hand_end(h);
+}
+
+/* Conv2d with the padding inlined, output tiled, inner axis vectorized. */
+static void test_hand_conv_inline(void)
+{
+    hand hh, *h = &hh;
+    hand_begin(h, "conv_inline");
+    tex_tensor *Out = ops_conv2d(&h->w, 1, 2, 7, 7, 3, 3, 3, 1, 1, false);
+    hand_schedule(h);
+    tex_iter *yo, *xo, *yi, *xi;
+    OK(tex_compute_inline(S(h, h->w.mid[0])));
+    OK(tex_tile(S(h, Out), tex_op_axis(S(h, Out), 2), tex_op_axis(S(h, Out), 3), I(h, 4),
+                I(h, 4), &yo, &xo, &yi, &xi));
+    OK(tex_vectorize(S(h, Out), xi));
+    OK(tex_parallel(S(h, Out), tex_op_axis(S(h, Out), 1)));
+    hand_end(h);
+}
+
+/* Conv2d (stride 2, symbolic H, W) with the padded rows computed per output row. */
+static void test_hand_conv_pad_at(void)
+{
+    hand hh, *h = &hh;
+    hand_begin(h, "conv_pad_at");
+    tex_tensor *Out = ops_conv2d(&h->w, 1, 2, 9, 6, 2, 3, 3, 2, 1, true);
+    hand_schedule(h);
+    OK(tex_compute_at(S(h, h->w.mid[0]), S(h, Out), tex_op_axis(S(h, Out), 2)));
+    hand_end(h);
+}
+
+/* Softmax with the row max and the row sum computed per row of the output. */
+static void test_hand_softmax_rows(void)
+{
+    hand hh, *h = &hh;
+    hand_begin(h, "softmax_rows");
+    tex_tensor *Y = ops_softmax(&h->w, 7, 13, false);
+    hand_schedule(h);
+    tex_iter *jo, *ji;
+    OK(tex_compute_at(S(h, h->w.mid[0]), S(h, Y), tex_op_axis(S(h, Y), 0)));
+    OK(tex_compute_at(S(h, h->w.mid[1]), S(h, Y), tex_op_axis(S(h, Y), 0)));
+    OK(tex_parallel(S(h, Y), tex_op_axis(S(h, Y), 0)));
+    OK(tex_split(S(h, Y), tex_op_axis(S(h, Y), 1), I(h, 4), &jo, &ji));
+    OK(tex_vectorize(S(h, Y), ji));
+    hand_end(h);
+}
+
+/* Layernorm over symbolic sizes, statistics per row, passed as VAR parameters. */
+static void test_hand_layernorm_rows(void)
+{
+    hand hh, *h = &hh;
+    hand_begin(h, "layernorm_rows");
+    tex_tensor *Y = ops_layernorm(&h->w, 5, 11, true);
+    h->w.var_params = true;
+    hand_schedule(h);
+    OK(tex_compute_at(S(h, h->w.mid[0]), S(h, Y), tex_op_axis(S(h, Y), 0)));
+    OK(tex_compute_at(S(h, h->w.mid[1]), S(h, Y), tex_op_axis(S(h, Y), 0)));
+    hand_end(h);
+}
+
+/* Sum with rfactor: the factored partial sums vectorized over their new axis. */
+static void test_hand_sum_rfactor(void)
+{
+    hand hh, *h = &hh;
+    hand_begin(h, "sum_rfactor");
+    tex_tensor *R = ops_reduce(&h->w, 0, false, false, 7, 13, 1, false);
+    hand_schedule(h);
+    tex_iter *ko, *ki;
+    OK(tex_split(S(h, R), tex_op_reduce_axis(S(h, R), 0), I(h, 4), &ko, &ki));
+    tex_tensor *RF = tex_rfactor(h->s, R, ki, 1);
+    TT_CHECK(RF != NULL);
+    if (RF) {
+        OK(tex_vectorize(S(h, RF), tex_op_axis(S(h, RF), 1)));
+        OK(tex_parallel(S(h, R), tex_op_axis(S(h, R), 0)));
+    }
+    hand_end(h);
+}
+
+/* Transpose by 4x4 tiles read through a local cache of each input tile. */
+static void test_hand_transpose_tiles(void)
+{
+    hand hh, *h = &hh;
+    hand_begin(h, "transpose_tiles");
+    tex_tensor *B = ops_transpose(&h->w, 13, 7, false);
+    hand_schedule(h);
+    tex_tensor *AA = tex_cache_read(h->s, h->w.in[0], TEX_SCOPE_LOCAL, 1, &B);
+    TT_CHECK(AA != NULL);
+    tex_iter *jo, *io, *ji, *ii;
+    OK(tex_tile(S(h, B), tex_op_axis(S(h, B), 0), tex_op_axis(S(h, B), 1), I(h, 4), I(h, 4), &jo,
+                &io, &ji, &ii));
+    if (AA)
+        OK(tex_compute_at(S(h, AA), S(h, B), io));
+    hand_end(h);
+}
+
+/* Max pooling with the reduce loops outermost and the window unrolled. */
+static void test_hand_pool_reorder(void)
+{
+    hand hh, *h = &hh;
+    hand_begin(h, "pool_reorder");
+    tex_tensor *P = ops_pool2d(&h->w, 1, 2, 7, 7, 3, 2, true, false);
+    hand_schedule(h);
+    tex_stage *st = S(h, P);
+    tex_iter *ry = tex_op_reduce_axis(st, 0), *rx = tex_op_reduce_axis(st, 1);
+    OK(tex_reorder(st, 6, (tex_iter *[]){ry, tex_op_axis(st, 0), tex_op_axis(st, 1), rx,
+                                          tex_op_axis(st, 2), tex_op_axis(st, 3)}));
+    OK(tex_unroll(st, rx));
+    hand_end(h);
+}
+
+/* The elementwise chain inlined, fused, split and vectorized. */
+static void test_hand_elemwise_fused(void)
+{
+    hand hh, *h = &hh;
+    hand_begin(h, "elemwise_fused");
+    tex_tensor *Out = ops_elemwise(&h->w, 7, 13, false);
+    hand_schedule(h);
+    tex_iter *f, *o, *i;
+    OK(tex_compute_inline(S(h, h->w.mid[0])));
+    OK(tex_compute_inline(S(h, h->w.mid[1])));
+    OK(tex_fuse(S(h, Out), tex_op_axis(S(h, Out), 0), tex_op_axis(S(h, Out), 1), &f));
+    OK(tex_split(S(h, Out), f, I(h, 8), &o, &i));
+    OK(tex_vectorize(S(h, Out), i));
+    OK(tex_parallel(S(h, Out), o));
+    hand_end(h);
+}
+
+/* Each tail strategy that is legal for a pure data-parallel output: GUARD,
+ * SHIFT_INWARDS, PREDICATE on a vectorized inner loop; T1 computed inside. */
+static void test_hand_tails(void)
+{
+    static const tex_tail tails[3] = {TEX_TAIL_GUARD, TEX_TAIL_SHIFT_INWARDS, TEX_TAIL_PREDICATE};
+    for (int k = 0; k < 3; k++) {
+        for (int sym = 0; sym < 2; sym++) {
+            hand hh, *h = &hh;
+            hand_begin(h, "tails");
+            tex_tensor *Out = ops_elemwise(&h->w, 5, 13, sym);
+            hand_schedule(h);
+            tex_iter *o, *i;
+            OK(tex_split_tail(S(h, Out), tex_op_axis(S(h, Out), 1), I(h, 4), tails[k], &o, &i));
+            if (tails[k] == TEX_TAIL_PREDICATE)
+                OK(tex_vectorize(S(h, Out), i));
+            OK(tex_compute_at(S(h, h->w.mid[1]), S(h, Out), o));
+            hand_end(h);
+        }
+    }
+}
+
+/* SHIFT_INWARDS over a symbolic extent: 3 < factor 4 fails at call time. */
+static void test_hand_shift_inwards_too_short(void)
+{
+    hand hh, *h = &hh;
+    hand_begin(h, "shift_short");
+    tex_tensor *B = ops_transpose(&h->w, 3, 5, true); /* B[j, i], extents N = 5, M = 3 */
+    hand_schedule(h);
+    tex_iter *o, *i;
+    OK(tex_split_tail(S(h, B), tex_op_axis(S(h, B), 1), I(h, 4), TEX_TAIL_SHIFT_INWARDS, &o, &i));
+    char why[1024];
+    tex_func *f = ops_lower(&h->w, h->s, why, sizeof why);
+    TT_CHECK(f != NULL);
+    if (f) {
+        TT_CHECK(ops_run_compare(&h->w, f, 0, why, sizeof why) != 0);
+        TT_CHECK(strstr(why, "assertion failed") != NULL);
+    }
+    h->w.vals[0] = 4; /* M = 4 >= 4: fine */
+    TT_CHECK(f && ops_run_compare(&h->w, f, 0, why, sizeof why) == 0);
+    tex_ctx_free(h->w.ctx);
+}
 
 static void print_summary(void)
 {
     long applied = 0, rejected = 0;
     printf("random schedules: %ld tried, %ld failed\n", n_schedules, n_failed_total);
     for (int p = 0; p < P_COUNT; p++) {
-        printf("  %-14s tried %6ld  applied %6ld  refused %6ld\n", prim_names[p], n_tried[p],
-               n_applied[p], n_rejected[p]);
+        printf("  %-14s tried %6ld  applied %6ld  refused %6ld  skipped %6ld\n", prim_names[p],
+               n_tried[p], n_applied[p], n_rejected[p], n_skipped[p]);
         applied += n_applied[p];
         rejected += n_rejected[p];
     }
@@ -540,5 +827,16 @@ int main(void)
     TT_RUN(test_sum_where);
     TT_RUN(test_max_where);
     print_summary();
+    TT_RUN(test_hand_matmul_gpu);
+    TT_RUN(test_hand_conv_inline);
+    TT_RUN(test_hand_conv_pad_at);
+    TT_RUN(test_hand_softmax_rows);
+    TT_RUN(test_hand_layernorm_rows);
+    TT_RUN(test_hand_sum_rfactor);
+    TT_RUN(test_hand_transpose_tiles);
+    TT_RUN(test_hand_pool_reorder);
+    TT_RUN(test_hand_elemwise_fused);
+    TT_RUN(test_hand_tails);
+    TT_RUN(test_hand_shift_inwards_too_short);
     return tt_finish();
 }

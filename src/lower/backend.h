@@ -1,0 +1,68 @@
+/*
+ * Kernels and backends: what tex_build returns, and the interface each
+ * backend implements (STYLE.md §1: one vtable per backend; the registry
+ * table lives in src/runtime/kernel.c; adding a backend touches no other
+ * backend). It sits in src/lower because both the backends (which implement
+ * it) and the runtime (which calls it) may include lower/ headers.
+ *
+ * A tex_kernel owns copies of everything it needs after tex_build returns
+ * (its source, its signature) and never points into the context's arena, so
+ * it stays valid after tex_ctx_free. The entry point of every compiled
+ * function has the signature of tex_kernel_export's header (API.md rule 8):
+ * one argument per parameter in order (tensor: pointer to its element type,
+ * compact row-major; var: int64_t), then one int64_t per size variable that
+ * is not a parameter (tex_func.size_vars order); it returns int (0 = ok).
+ */
+#ifndef TEX_LOWER_BACKEND_H
+#define TEX_LOWER_BACKEND_H
+
+#include "lower/lower.h"
+
+#define TEXI_KERNEL_ERRMSG_MAX 2048
+
+/* A kernel's parameter, copied out of the arena. */
+typedef struct {
+    int kind;        /* TEX_ARG_TENSOR or TEX_ARG_VAR */
+    char *name;
+    tex_dtype dtype; /* tensor element type, or i64 for a var */
+    int ndim;
+    int64_t *dims;   /* per dimension: the constant size, or -1 - (index into the call's size table) */
+} texi_kernel_param;
+
+typedef struct texi_backend texi_backend;
+
+struct tex_kernel {
+    const texi_backend *backend;
+    char *name;           /* the function's name (a C identifier) */
+    char *target;         /* the target string it was built for */
+    char *source;         /* generated source */
+    char *header;         /* tex_kernel_export's header text ("cpu"/"c"), or NULL */
+    int n_params;
+    texi_kernel_param *params;
+    int n_sizes;          /* symbolic sizes: VAR params and size vars, in call order */
+    char **size_names;
+    int n_extra;          /* size vars that are not params: passed after the params */
+    int *extra_size_index; /* per extra argument: its index in the size table */
+    int threads;          /* "cpu -threads=N"; 0 = default */
+    bool callable;        /* false for "c" and "cuda -emit-only" */
+    void *impl;           /* the backend's state (dlopen handle, entry, ffi cif, ...) */
+    char errmsg[TEXI_KERNEL_ERRMSG_MAX]; /* last failed call */
+};
+
+/* A backend: one per target family, registered in kernel.c's table. */
+struct texi_backend {
+    const char *name; /* "cpu", "c", "cuda" */
+    /* 1 when usable here (compiler found, driver loaded). */
+    int (*available)(const char *target);
+    /* Fills k->source and k->impl from f (k's signature fields are already
+     * set). 0 or an error recorded in f->ctx. */
+    int (*build)(tex_kernel *k, const tex_func *f);
+    /* Runs with checked, flattened arguments: one pointer per tensor param
+     * (data + byte_offset), the int64 values of var params, then the extra
+     * sizes, as the entry point takes them. 0 or an error written to k->errmsg. */
+    int (*call)(tex_kernel *k, void *const *tensor_ptrs, const int64_t *sizes);
+    /* Releases k->impl. */
+    void (*free)(tex_kernel *k);
+};
+
+#endif

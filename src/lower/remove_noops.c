@@ -1,0 +1,200 @@
+/*
+ * Pass remove_noops: drops statements that do nothing, bottom-up, so that a
+ * statement emptied by its children goes too:
+ *   - EVALUATE of a constant or a variable;
+ *   - FOR with an empty body or a constant extent <= 0;
+ *   - IF with both branches empty (an empty then with an else becomes
+ *     IF(!cond) else-branch; an empty else is dropped);
+ *   - LET, ATTR, REALIZE, ALLOCATE with an empty body;
+ *   - ALLOCATE whose buffer the body never reads nor writes (the body stays);
+ *   - empty items of a SEQ, and a SEQ of one item (texi_seq_new does this).
+ * "Empty" is an empty SEQ. Conditions and values are side-effect free in
+ * tex's IR (no calls with effects), so dropping them is safe. An ATTR
+ * "assert" goes with its body: it guards nothing once the body is gone.
+ */
+#include "lower/lower.h"
+
+typedef struct {
+    tex_ctx *ctx;
+    bool failed;
+} cleaner;
+
+static bool is_empty(const tex_stmt *s)
+{
+    return !s || (s->kind == TEXI_STMT_SEQ && s->u.seq.n == 0);
+}
+
+static tex_stmt *empty(cleaner *c)
+{
+    return texi_seq_new(c->ctx, 0, NULL);
+}
+
+typedef struct {
+    const texi_buffer *buf;
+    bool found;
+} use_probe;
+
+static bool probe_expr(tex_expr *e, void *ud)
+{
+    use_probe *u = ud;
+    if (e->kind == TEXI_EXPR_LOAD && e->u.load.buf == u->buf)
+        u->found = true;
+    return !u->found;
+}
+
+static tex_expr *probe_root(tex_expr *e, void *ud)
+{
+    texi_expr_visit(e, probe_expr, ud);
+    return e; /* no rewriting: the walk only looks */
+}
+
+static tex_stmt *probe_stmt(tex_stmt *s, void *ud)
+{
+    use_probe *u = ud;
+    if (s->kind == TEXI_STMT_STORE && s->u.store.buf == u->buf)
+        u->found = true;
+    return u->found ? s : NULL;
+}
+
+/* Whether s reads or writes b (a walk that rebuilds nothing). */
+static bool uses_buffer(cleaner *c, tex_stmt *s, const texi_buffer *b)
+{
+    use_probe u = {b, false};
+    if (!texi_stmt_mutate(c->ctx, s, probe_stmt, probe_root, &u))
+        c->failed = true;
+    return u.found;
+}
+
+static tex_stmt *clean(cleaner *c, tex_stmt *s);
+
+static tex_stmt *clean_if(cleaner *c, tex_stmt *s)
+{
+    tex_stmt *t = clean(c, s->u.ifs.then_s);
+    tex_stmt *f = s->u.ifs.else_s ? clean(c, s->u.ifs.else_s) : NULL;
+    if (c->failed)
+        return NULL;
+    if (is_empty(t) && is_empty(f))
+        return empty(c);
+    if (is_empty(t)) {
+        tex_expr *not = texi_unary(TEXI_EXPR_NOT, TEX_BOOL, s->u.ifs.cond);
+        return not ? texi_if_new(c->ctx, not, f, NULL) : NULL;
+    }
+    if (t == s->u.ifs.then_s && f == s->u.ifs.else_s)
+        return s;
+    return texi_if_new(c->ctx, s->u.ifs.cond, t, is_empty(f) ? NULL : f);
+}
+
+static tex_stmt *clean_seq(cleaner *c, tex_stmt *s)
+{
+    int n = s->u.seq.n, m = 0;
+    tex_stmt **items = texi_alloc(c->ctx, sizeof *items * (size_t)(n + 1), "remove_noops");
+    if (!items)
+        return NULL;
+    bool changed = false;
+    for (int i = 0; i < n; i++) {
+        tex_stmt *r = clean(c, s->u.seq.items[i]);
+        if (!r)
+            return NULL;
+        changed |= r != s->u.seq.items[i];
+        if (!is_empty(r))
+            items[m++] = r;
+        else
+            changed = true;
+    }
+    return changed ? texi_seq_new(c->ctx, m, items) : s;
+}
+
+/* The body-carrying kinds: dropped with an empty body, else rebuilt. */
+static tex_stmt *clean_scoped(cleaner *c, tex_stmt *s)
+{
+    int64_t ext;
+    switch (s->kind) {
+    case TEXI_STMT_FOR: {
+        if (texi_expr_is_int_const(s->u.loop.extent, &ext) && ext <= 0)
+            return empty(c);
+        tex_stmt *b = clean(c, s->u.loop.body);
+        if (!b || is_empty(b) || b == s->u.loop.body)
+            return !b ? NULL : is_empty(b) ? empty(c) : s;
+        return texi_for_new(c->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
+                            s->u.loop.for_kind, s->u.loop.thread_tag, b);
+    }
+    case TEXI_STMT_LET: {
+        tex_stmt *b = clean(c, s->u.let.body);
+        if (!b || is_empty(b) || b == s->u.let.body)
+            return !b ? NULL : is_empty(b) ? empty(c) : s;
+        return texi_let_new(c->ctx, s->u.let.var, s->u.let.value, b);
+    }
+    case TEXI_STMT_ATTR: {
+        tex_stmt *b = clean(c, s->u.attr.body);
+        if (!b || is_empty(b) || b == s->u.attr.body)
+            return !b ? NULL : is_empty(b) ? empty(c) : s;
+        return texi_attr_new(c->ctx, s->u.attr.key, s->u.attr.value, b);
+    }
+    case TEXI_STMT_REALIZE: {
+        tex_stmt *b = clean(c, s->u.realize.body);
+        if (!b || is_empty(b) || b == s->u.realize.body)
+            return !b ? NULL : is_empty(b) ? empty(c) : s;
+        return texi_realize_new(c->ctx, s->u.realize.tensor, s->u.realize.ndim, s->u.realize.mins,
+                                s->u.realize.extents, s->u.realize.scope, b);
+    }
+    case TEXI_STMT_ALLOCATE: {
+        tex_stmt *b = clean(c, s->u.alloc.body);
+        if (!b || is_empty(b))
+            return !b ? NULL : empty(c);
+        if (!uses_buffer(c, b, s->u.alloc.buf))
+            return c->failed ? NULL : b;
+        return b == s->u.alloc.body ? s : texi_allocate_new(c->ctx, s->u.alloc.buf, b);
+    }
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_STORE:
+    case TEXI_STMT_IF:
+    case TEXI_STMT_SEQ:
+    case TEXI_STMT_EVALUATE:
+    case TEXI_STMT_BARRIER:
+    case TEXI_STMT_KIND_COUNT:
+        break;
+    }
+    return s;
+}
+
+static tex_stmt *clean(cleaner *c, tex_stmt *s)
+{
+    tex_stmt *r = s;
+    switch (s->kind) {
+    case TEXI_STMT_FOR:
+    case TEXI_STMT_LET:
+    case TEXI_STMT_ATTR:
+    case TEXI_STMT_REALIZE:
+    case TEXI_STMT_ALLOCATE:
+        r = clean_scoped(c, s);
+        break;
+    case TEXI_STMT_IF:
+        r = clean_if(c, s);
+        break;
+    case TEXI_STMT_SEQ:
+        r = clean_seq(c, s);
+        break;
+    case TEXI_STMT_EVALUATE:
+        if (texi_expr_is_const(s->u.eval.value) || s->u.eval.value->kind == TEXI_EXPR_VAR)
+            r = empty(c);
+        break;
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_STORE:
+    case TEXI_STMT_BARRIER:
+    case TEXI_STMT_KIND_COUNT:
+        break;
+    }
+    if (!r)
+        c->failed = true;
+    return r;
+}
+
+int texi_pass_remove_noops(texi_lower *lw, tex_stmt *in, tex_stmt **out)
+{
+    cleaner c = {lw->ctx, false};
+    tex_stmt *r = clean(&c, in);
+    if (!r || c.failed)
+        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
+    *out = r;
+    return 0;
+}

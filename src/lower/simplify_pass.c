@@ -1,0 +1,269 @@
+/*
+ * Pass simplify: texi_simplify on every expression of the body, under the
+ * ranges of the enclosing loops (and of let variables whose value has a
+ * constant interval), plus the statement-level consequences:
+ *   - IF whose condition is provably true / false -> its then / else branch
+ *     (nothing when there is no else);
+ *   - FOR of extent provably <= 0 -> nothing (an empty SEQ);
+ *   - FOR of extent 1 -> its body with the variable replaced by the loop's
+ *     min, except thread-bound loops (a kernel's launch shape needs them).
+ * Empty statements are left as empty SEQs for remove_noops.
+ *
+ * Buffer shapes of ALLOCATE are not rewritten (a buffer is shared by every
+ * LOAD / STORE naming it; flatten already simplified them). The pass never
+ * reorders floating-point arithmetic (texi_simplify does not).
+ */
+#include "lower/lower.h"
+
+#include <string.h>
+
+typedef struct {
+    tex_ctx *ctx;
+    texi_range *env; /* enclosing loop (and let) variables, outermost first */
+    int n_env, cap_env;
+    bool failed;
+} simp;
+
+static tex_expr *sx(simp *s, tex_expr *e)
+{
+    if (!e || s->failed)
+        return e;
+    tex_expr *r = texi_simplify(e, s->n_env, s->env);
+    if (!r)
+        s->failed = true;
+    return r;
+}
+
+static int push_range(simp *s, tex_expr *var, tex_expr *min, tex_expr *extent)
+{
+    if (s->n_env == s->cap_env) {
+        int cap = s->cap_env ? 2 * s->cap_env : 16;
+        texi_range *env = texi_alloc(s->ctx, sizeof *env * (size_t)cap, "simplify");
+        if (!env)
+            return TEX_ENOMEM;
+        if (s->n_env)
+            memcpy(env, s->env, sizeof *env * (size_t)s->n_env);
+        s->env = env;
+        s->cap_env = cap;
+    }
+    s->env[s->n_env++] = (texi_range){var, min, extent};
+    return 0;
+}
+
+static tex_stmt *empty(simp *s)
+{
+    tex_stmt *e = texi_seq_new(s->ctx, 0, NULL);
+    if (!e)
+        s->failed = true;
+    return e;
+}
+
+typedef struct {
+    tex_expr *var, *value;
+} subst;
+
+static tex_expr *subst_var(tex_expr *e, void *ud)
+{
+    const subst *sb = ud;
+    return e == sb->var ? sb->value : NULL;
+}
+
+static tex_stmt *simp_stmt(simp *s, tex_stmt *st);
+
+/* body under `var in [min, min + extent)`. */
+static tex_stmt *simp_scoped(simp *s, tex_expr *var, tex_expr *min, tex_expr *extent,
+                             tex_stmt *body)
+{
+    int n0 = s->n_env;
+    if (push_range(s, var, min, extent) < 0) {
+        s->failed = true;
+        return NULL;
+    }
+    tex_stmt *r = simp_stmt(s, body);
+    s->n_env = n0;
+    return r;
+}
+
+static tex_stmt *simp_for(simp *s, tex_stmt *st)
+{
+    tex_expr *min = sx(s, st->u.loop.min), *ext = sx(s, st->u.loop.extent);
+    int64_t n;
+    if (!min || !ext)
+        return NULL;
+    if (texi_expr_is_int_const(ext, &n) && n <= 0)
+        return empty(s);
+    if (texi_expr_is_int_const(ext, &n) && n == 1 && st->u.loop.for_kind != TEXI_FOR_THREAD) {
+        subst sb = {st->u.loop.var, texi_convert(min, st->u.loop.var->dtype)};
+        tex_stmt *body =
+            sb.value ? texi_stmt_mutate(s->ctx, st->u.loop.body, NULL, subst_var, &sb) : NULL;
+        if (!body) {
+            s->failed = true;
+            return NULL;
+        }
+        return simp_stmt(s, body);
+    }
+    tex_stmt *body = simp_scoped(s, st->u.loop.var, min, ext, st->u.loop.body);
+    return body ? texi_for_new(s->ctx, st->u.loop.var, min, ext, st->u.loop.for_kind,
+                               st->u.loop.thread_tag, body)
+                : NULL;
+}
+
+static tex_stmt *simp_if(simp *s, tex_stmt *st)
+{
+    tex_expr *cond = sx(s, st->u.ifs.cond);
+    int64_t v;
+    if (!cond)
+        return NULL;
+    if (texi_expr_is_int_const(cond, &v)) {
+        tex_stmt *taken = v ? st->u.ifs.then_s : st->u.ifs.else_s;
+        return taken ? simp_stmt(s, taken) : empty(s);
+    }
+    tex_stmt *t = simp_stmt(s, st->u.ifs.then_s);
+    tex_stmt *f = st->u.ifs.else_s ? simp_stmt(s, st->u.ifs.else_s) : NULL;
+    if (!t || (st->u.ifs.else_s && !f))
+        return NULL;
+    return texi_if_new(s->ctx, cond, t, f);
+}
+
+/* A let variable gets the constant interval of its value as its range. */
+static tex_stmt *simp_let(simp *s, tex_stmt *st)
+{
+    tex_expr *value = sx(s, st->u.let.value);
+    if (!value)
+        return NULL;
+    tex_stmt *body;
+    texi_interval iv = {0, 0, true, true};
+    if (texi_dtype_is_int(value->dtype))
+        iv = texi_const_interval(value, s->n_env, s->env);
+    if (!iv.lo_inf && !iv.hi_inf && iv.hi >= iv.lo) {
+        tex_dtype t = st->u.let.var->dtype;
+        body = simp_scoped(s, st->u.let.var, texi_int_imm(s->ctx, t, iv.lo),
+                           texi_int_imm(s->ctx, t, iv.hi - iv.lo + 1), st->u.let.body);
+    } else {
+        body = simp_stmt(s, st->u.let.body);
+    }
+    return body ? texi_let_new(s->ctx, st->u.let.var, value, body) : NULL;
+}
+
+static tex_expr **simp_list(simp *s, int n, tex_expr *const es[])
+{
+    tex_expr **out = texi_alloc(s->ctx, sizeof *out * (size_t)(n + 1), "simplify");
+    if (!out)
+        s->failed = true;
+    for (int i = 0; out && i < n; i++)
+        if (!(out[i] = sx(s, es[i])))
+            return NULL;
+    return out;
+}
+
+static tex_stmt *simp_realize(simp *s, tex_stmt *st)
+{
+    int n = st->u.realize.ndim;
+    tex_expr **mins = simp_list(s, n, st->u.realize.mins);
+    tex_expr **exts = simp_list(s, n, st->u.realize.extents);
+    tex_stmt *body = mins && exts ? simp_stmt(s, st->u.realize.body) : NULL;
+    return body ? texi_realize_new(s->ctx, st->u.realize.tensor, n, mins, exts, st->u.realize.scope,
+                                   body)
+                : NULL;
+}
+
+static tex_stmt *simp_seq(simp *s, tex_stmt *st)
+{
+    int n = st->u.seq.n;
+    tex_stmt **items = texi_alloc(s->ctx, sizeof *items * (size_t)(n + 1), "simplify");
+    if (!items)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        if (!(items[i] = simp_stmt(s, st->u.seq.items[i])))
+            return NULL;
+    return texi_seq_new(s->ctx, n, items);
+}
+
+static tex_stmt *simp_leaf(simp *s, tex_stmt *st)
+{
+    switch (st->kind) {
+    case TEXI_STMT_PROVIDE: {
+        tex_expr **idx = simp_list(s, st->u.provide.n_idx, st->u.provide.idx);
+        tex_expr *v = sx(s, st->u.provide.value);
+        return idx && v
+                   ? texi_provide_new(s->ctx, st->u.provide.tensor, st->u.provide.n_idx, idx, v)
+                   : NULL;
+    }
+    case TEXI_STMT_STORE: {
+        tex_expr *idx = sx(s, st->u.store.index), *v = sx(s, st->u.store.value);
+        return idx && v ? texi_store_new(s->ctx, st->u.store.buf, idx, v) : NULL;
+    }
+    case TEXI_STMT_EVALUATE: {
+        tex_expr *v = sx(s, st->u.eval.value);
+        return v ? texi_evaluate_new(s->ctx, v) : NULL;
+    }
+    case TEXI_STMT_FOR:
+    case TEXI_STMT_REALIZE:
+    case TEXI_STMT_ALLOCATE:
+    case TEXI_STMT_IF:
+    case TEXI_STMT_LET:
+    case TEXI_STMT_SEQ:
+    case TEXI_STMT_BARRIER:
+    case TEXI_STMT_ATTR:
+    case TEXI_STMT_KIND_COUNT:
+        break;
+    }
+    return st;
+}
+
+static tex_stmt *simp_stmt(simp *s, tex_stmt *st)
+{
+    if (s->failed)
+        return NULL;
+    tex_stmt *r = NULL;
+    switch (st->kind) {
+    case TEXI_STMT_FOR:
+        r = simp_for(s, st);
+        break;
+    case TEXI_STMT_IF:
+        r = simp_if(s, st);
+        break;
+    case TEXI_STMT_LET:
+        r = simp_let(s, st);
+        break;
+    case TEXI_STMT_REALIZE:
+        r = simp_realize(s, st);
+        break;
+    case TEXI_STMT_SEQ:
+        r = simp_seq(s, st);
+        break;
+    case TEXI_STMT_ALLOCATE: {
+        tex_stmt *body = simp_stmt(s, st->u.alloc.body);
+        r = body ? texi_allocate_new(s->ctx, st->u.alloc.buf, body) : NULL;
+        break;
+    }
+    case TEXI_STMT_ATTR: {
+        tex_expr *v = st->u.attr.value ? sx(s, st->u.attr.value) : NULL;
+        tex_stmt *body = simp_stmt(s, st->u.attr.body);
+        r = body && (v || !st->u.attr.value) ? texi_attr_new(s->ctx, st->u.attr.key, v, body)
+                                             : NULL;
+        break;
+    }
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_STORE:
+    case TEXI_STMT_EVALUATE:
+    case TEXI_STMT_BARRIER:
+        r = simp_leaf(s, st);
+        break;
+    case TEXI_STMT_KIND_COUNT:
+        break;
+    }
+    if (!r)
+        s->failed = true;
+    return r;
+}
+
+int texi_pass_simplify(texi_lower *lw, tex_stmt *in, tex_stmt **out)
+{
+    simp s = {lw->ctx, NULL, 0, 0, false};
+    tex_stmt *r = simp_stmt(&s, in);
+    if (!r || s.failed)
+        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
+    *out = r;
+    return 0;
+}

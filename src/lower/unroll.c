@@ -1,0 +1,134 @@
+/*
+ * Pass unroll: loops the schedule marked unrolled.
+ *
+ * A FOR_UNROLLED loop with a constant extent n <= MAX_UNROLL whose body is
+ * small enough (n * statements of the body <= MAX_UNROLLED_STMTS) becomes
+ * the sequence of its n bodies, the variable replaced by min + i in each
+ * copy (variables bound inside the body are reused by every copy, in
+ * sibling scopes). Any other unrolled loop becomes a SERIAL loop wrapped in
+ * ATTR "pragma_unroll" (value: the extent) so that a backend can ask its
+ * compiler to unroll it. Inner loops are handled first, so nested unrolled
+ * loops multiply out (within the size limit, counted after the inner ones).
+ * Other loop kinds are left alone. Every expression of a copy is folded
+ * (texi_simplify without ranges) after the substitution, since simplify
+ * runs before this pass.
+ */
+#include "lower/lower.h"
+
+#define MAX_UNROLL 64
+#define MAX_UNROLLED_STMTS 4096
+
+typedef struct {
+    tex_ctx *ctx;
+    bool failed;
+} unroller;
+
+/* Statements in s (a size estimate for the unroll limit). */
+static int64_t stmt_count(const tex_stmt *s)
+{
+    if (!s)
+        return 0;
+    switch (s->kind) {
+    case TEXI_STMT_FOR:
+        return 1 + stmt_count(s->u.loop.body);
+    case TEXI_STMT_REALIZE:
+        return 1 + stmt_count(s->u.realize.body);
+    case TEXI_STMT_ALLOCATE:
+        return 1 + stmt_count(s->u.alloc.body);
+    case TEXI_STMT_IF:
+        return 1 + stmt_count(s->u.ifs.then_s) + stmt_count(s->u.ifs.else_s);
+    case TEXI_STMT_LET:
+        return 1 + stmt_count(s->u.let.body);
+    case TEXI_STMT_ATTR:
+        return 1 + stmt_count(s->u.attr.body);
+    case TEXI_STMT_SEQ: {
+        int64_t n = 0;
+        for (int i = 0; i < s->u.seq.n; i++)
+            n += stmt_count(s->u.seq.items[i]);
+        return n;
+    }
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_STORE:
+    case TEXI_STMT_EVALUATE:
+    case TEXI_STMT_BARRIER:
+    case TEXI_STMT_KIND_COUNT:
+        return 1;
+    }
+    return 1;
+}
+
+typedef struct {
+    tex_expr *var, *value;
+    bool *failed;
+} subst;
+
+/* Called on the root of every expression of a copy: substituted and folded. */
+static tex_expr *subst_root(tex_expr *e, void *ud)
+{
+    const subst *sb = ud;
+    tex_expr *r = texi_substitute(e, 1, &sb->var, &sb->value);
+    r = r ? texi_simplify(r, 0, NULL) : NULL;
+    if (!r)
+        *sb->failed = true;
+    return r ? r : e;
+}
+
+/* The n copies of body, var = min + i in copy i. */
+static tex_stmt *replicate(unroller *u, const tex_stmt *loop, tex_stmt *body, int64_t n)
+{
+    tex_expr *var = loop->u.loop.var, *min = texi_convert(loop->u.loop.min, var->dtype);
+    tex_stmt **items = texi_alloc(u->ctx, sizeof *items * (size_t)(n + 1), "unroll");
+    if (!items || !min)
+        return NULL;
+    for (int64_t i = 0; i < n; i++) {
+        tex_expr *off = texi_int_imm(u->ctx, var->dtype, i);
+        subst sb = {var, off ? texi_simplify(texi_binary(TEXI_EXPR_ADD, min, off), 0, NULL) : NULL,
+                    &u->failed};
+        if (!sb.value || !(items[i] = texi_stmt_mutate(u->ctx, body, NULL, subst_root, &sb)) ||
+            u->failed)
+            return NULL;
+    }
+    return texi_seq_new(u->ctx, (int)n, items);
+}
+
+static tex_stmt *unroll_stmt(tex_stmt *s, void *ud);
+
+static tex_stmt *unroll_loop(unroller *u, tex_stmt *s)
+{
+    tex_stmt *body = texi_stmt_mutate(u->ctx, s->u.loop.body, unroll_stmt, NULL, u);
+    if (!body)
+        return NULL;
+    int64_t n;
+    bool constant = texi_expr_is_int_const(s->u.loop.extent, &n);
+    if (s->u.loop.for_kind != TEXI_FOR_UNROLLED)
+        return body == s->u.loop.body
+                   ? s
+                   : texi_for_new(u->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
+                                  s->u.loop.for_kind, s->u.loop.thread_tag, body);
+    if (constant && n >= 0 && n <= MAX_UNROLL && n * stmt_count(body) <= MAX_UNROLLED_STMTS)
+        return replicate(u, s, body, n);
+    tex_stmt *loop = texi_for_new(u->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
+                                  TEXI_FOR_SERIAL, -1, body);
+    return loop ? texi_attr_new(u->ctx, "pragma_unroll", s->u.loop.extent, loop) : NULL;
+}
+
+static tex_stmt *unroll_stmt(tex_stmt *s, void *ud)
+{
+    unroller *u = ud;
+    if (s->kind != TEXI_STMT_FOR || u->failed)
+        return NULL;
+    tex_stmt *r = unroll_loop(u, s);
+    if (!r)
+        u->failed = true;
+    return r ? r : s;
+}
+
+int texi_pass_unroll(texi_lower *lw, tex_stmt *in, tex_stmt **out)
+{
+    unroller u = {lw->ctx, false};
+    tex_stmt *r = texi_stmt_mutate(lw->ctx, in, unroll_stmt, NULL, &u);
+    if (!r || u.failed)
+        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
+    *out = r;
+    return 0;
+}

@@ -1,0 +1,331 @@
+/*
+ * The lowering verifier: checks after ScheduleOps and after every pass that
+ * the AST is a well-formed body of the function being lowered (QBE's
+ * ssacheck between passes). It owns no state beyond one walk.
+ *
+ * What it checks:
+ *   - scoping: every VAR is a parameter, a size variable, or the variable of
+ *     an enclosing FOR / LET; no FOR / LET rebinds a variable already bound
+ *     on its path (sibling scopes may reuse one, as unrolled copies do);
+ *   - storage: every tensor read (ACCESS) or written (PROVIDE) is a tensor
+ *     parameter or REALIZEd around the access; every buffer read (LOAD) or
+ *     written (STORE) is a parameter's buffer or ALLOCATEd around it;
+ *   - types: loop bounds, indices, shapes integer; IF and SELECT conditions
+ *     bool; operands of a binary node of one dtype (bool for && ||), the
+ *     node's dtype theirs (bool for comparisons); a stored value of the
+ *     buffer's (tensor's) dtype; no REDUCE left in a body.
+ * Without a function (lw->func NULL, as in pass unit tests) free variables,
+ * tensors and buffers not bound in the AST are accepted.
+ *
+ * Failures are bugs of tex, reported as TEX_EINTERNAL naming the pass.
+ * The walk keeps its stacks in malloc'ed memory so that verifying does not
+ * grow the context's arena.
+ */
+#include "lower/verify.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    texi_lower *lw;
+    const char *after;
+    bool strict;       /* a function is known: free names are errors */
+    const void **defs; /* bound variables, tensors and buffers (distinct pointer types) */
+    int n_defs, cap_defs;
+    int rc;
+} verifier;
+
+static int fail(verifier *v, const char *what, const char *name)
+{
+    if (v->rc == 0)
+        v->rc = texi_error(v->lw->ctx, TEX_EINTERNAL, "tex_lower: verifier after %s: %s '%s'",
+                           v->after, what, name ? name : "?");
+    return v->rc;
+}
+
+static bool defined(const verifier *v, const void *p)
+{
+    for (int i = v->n_defs - 1; i >= 0; i--)
+        if (v->defs[i] == p)
+            return true;
+    return false;
+}
+
+static int push(verifier *v, const void *p)
+{
+    if (v->n_defs == v->cap_defs) {
+        int cap = v->cap_defs ? 2 * v->cap_defs : 64;
+        const void **d = realloc(v->defs, sizeof *d * (size_t)cap);
+        if (!d)
+            return v->rc = texi_error(v->lw->ctx, TEX_ENOMEM, "tex_lower: verifier: out of memory");
+        v->defs = d;
+        v->cap_defs = cap;
+    }
+    v->defs[v->n_defs++] = p;
+    return 0;
+}
+
+static bool is_intlike(tex_dtype t)
+{
+    return texi_dtype_is_int(t);
+}
+
+static int check_expr(verifier *v, const tex_expr *e);
+
+static int check_index(verifier *v, const tex_expr *e, const char *what, const char *name)
+{
+    if (!e)
+        return fail(v, "missing index of", name);
+    TEXI_TRY(check_expr(v, e));
+    return is_intlike(e->dtype) ? 0 : fail(v, what, name);
+}
+
+static int check_binary(verifier *v, const tex_expr *e)
+{
+    const tex_expr *a = e->u.bin.a, *b = e->u.bin.b;
+    const char *op = texi_expr_kind_names[e->kind];
+    if (!a || !b)
+        return fail(v, "missing operand of", op);
+    TEXI_TRY(check_expr(v, a));
+    TEXI_TRY(check_expr(v, b));
+    if (a->dtype != b->dtype)
+        return fail(v, "operands of different dtypes in", op);
+    if (texi_expr_is_compare(e))
+        return e->dtype == TEX_BOOL ? 0 : fail(v, "comparison not of dtype bool:", op);
+    if (e->kind == TEXI_EXPR_AND || e->kind == TEXI_EXPR_OR)
+        return a->dtype == TEX_BOOL && e->dtype == TEX_BOOL ? 0 : fail(v, "non-bool logic", op);
+    if (e->dtype != a->dtype)
+        return fail(v, "result dtype differs from its operands' in", op);
+    if ((e->kind == TEXI_EXPR_FLOORDIV || e->kind == TEXI_EXPR_FLOORMOD) && !is_intlike(e->dtype))
+        return fail(v, "non-integer operands of", op);
+    return 0;
+}
+
+static int check_var(verifier *v, const tex_expr *e)
+{
+    if (defined(v, e))
+        return 0;
+    if (e->u.var.iter)
+        return fail(v, "axis variable left in the body:", e->u.var.name);
+    return v->strict ? fail(v, "variable used outside its definition:", e->u.var.name) : 0;
+}
+
+static int check_access(verifier *v, const tex_expr *e)
+{
+    const tex_tensor *t = e->u.access.tensor;
+    if (v->strict && !defined(v, t))
+        return fail(v, "read of a tensor that is neither a parameter nor realized:", t->name);
+    if (e->u.access.n_idx != t->ndim)
+        return fail(v, "wrong number of indices reading tensor", t->name);
+    if (e->dtype != t->dtype)
+        return fail(v, "read of a wrong dtype from tensor", t->name);
+    for (int i = 0; i < e->u.access.n_idx; i++)
+        TEXI_TRY(check_index(v, e->u.access.idx[i], "non-integer index reading", t->name));
+    return 0;
+}
+
+static int check_expr(verifier *v, const tex_expr *e)
+{
+    switch (e->kind) {
+    case TEXI_EXPR_INT:
+    case TEXI_EXPR_FLOAT:
+        return 0;
+    case TEXI_EXPR_VAR:
+        return check_var(v, e);
+    case TEXI_EXPR_ADD:
+    case TEXI_EXPR_SUB:
+    case TEXI_EXPR_MUL:
+    case TEXI_EXPR_DIV:
+    case TEXI_EXPR_FLOORDIV:
+    case TEXI_EXPR_FLOORMOD:
+    case TEXI_EXPR_MIN:
+    case TEXI_EXPR_MAX:
+    case TEXI_EXPR_EQ:
+    case TEXI_EXPR_NE:
+    case TEXI_EXPR_LT:
+    case TEXI_EXPR_LE:
+    case TEXI_EXPR_GT:
+    case TEXI_EXPR_GE:
+    case TEXI_EXPR_AND:
+    case TEXI_EXPR_OR:
+        return check_binary(v, e);
+    case TEXI_EXPR_NOT:
+        TEXI_TRY(check_expr(v, e->u.un.a));
+        return e->u.un.a->dtype == TEX_BOOL ? 0 : fail(v, "non-bool operand of", "!");
+    case TEXI_EXPR_CAST:
+        return check_expr(v, e->u.un.a);
+    case TEXI_EXPR_SELECT:
+        TEXI_TRY(check_expr(v, e->u.sel.cond));
+        TEXI_TRY(check_expr(v, e->u.sel.t));
+        TEXI_TRY(check_expr(v, e->u.sel.f));
+        if (e->u.sel.cond->dtype != TEX_BOOL)
+            return fail(v, "non-bool condition of", "select");
+        return e->u.sel.t->dtype == e->dtype && e->u.sel.f->dtype == e->dtype
+                   ? 0
+                   : fail(v, "branches of different dtypes in", "select");
+    case TEXI_EXPR_CALL:
+        if (e->u.call.n_args != texi_math_arity[e->u.call.op])
+            return fail(v, "wrong number of arguments of", texi_math_names[e->u.call.op]);
+        for (int i = 0; i < e->u.call.n_args; i++)
+            TEXI_TRY(check_expr(v, e->u.call.args[i]));
+        return 0;
+    case TEXI_EXPR_ACCESS:
+        return check_access(v, e);
+    case TEXI_EXPR_LOAD:
+        if (v->strict && !defined(v, e->u.load.buf))
+            return fail(v, "load from a buffer that is neither a parameter nor allocated:",
+                        e->u.load.buf->name);
+        if (e->dtype != e->u.load.buf->dtype)
+            return fail(v, "load of a wrong dtype from buffer", e->u.load.buf->name);
+        return check_index(v, e->u.load.index, "non-integer index loading", e->u.load.buf->name);
+    case TEXI_EXPR_REDUCE:
+        return fail(v, "reduction left in the body:", "reduce");
+    case TEXI_EXPR_KIND_COUNT:
+        break;
+    }
+    return fail(v, "expression of unknown kind", "?");
+}
+
+static int check_stmt(verifier *v, const tex_stmt *s);
+
+/* Binds p (a variable, tensor or buffer) around body. */
+static int scoped(verifier *v, const void *p, const tex_stmt *body)
+{
+    int n0 = v->n_defs;
+    TEXI_TRY(push(v, p));
+    int rc = check_stmt(v, body);
+    v->n_defs = n0;
+    return rc;
+}
+
+static int bind_var(verifier *v, const tex_expr *var, const tex_stmt *body, const char *what)
+{
+    if (!var || var->kind != TEXI_EXPR_VAR)
+        return fail(v, what, "not a variable");
+    if (defined(v, var))
+        return fail(v, "variable bound twice on one path:", var->u.var.name);
+    return scoped(v, var, body);
+}
+
+static int check_for(verifier *v, const tex_stmt *s)
+{
+    const char *name = s->u.loop.var ? s->u.loop.var->u.var.name : "?";
+    TEXI_TRY(check_index(v, s->u.loop.min, "non-integer min of loop", name));
+    TEXI_TRY(check_index(v, s->u.loop.extent, "non-integer extent of loop", name));
+    if (!is_intlike(s->u.loop.var->dtype))
+        return fail(v, "non-integer loop variable", name);
+    return bind_var(v, s->u.loop.var, s->u.loop.body, "loop variable");
+}
+
+static int check_provide(verifier *v, const tex_stmt *s)
+{
+    const tex_tensor *t = s->u.provide.tensor;
+    if (v->strict && !defined(v, t))
+        return fail(v, "write of a tensor that is neither a parameter nor realized:", t->name);
+    if (s->u.provide.n_idx != t->ndim)
+        return fail(v, "wrong number of indices writing tensor", t->name);
+    for (int i = 0; i < s->u.provide.n_idx; i++)
+        TEXI_TRY(check_index(v, s->u.provide.idx[i], "non-integer index writing", t->name));
+    TEXI_TRY(check_expr(v, s->u.provide.value));
+    return s->u.provide.value->dtype == t->dtype ? 0
+                                                 : fail(v, "value of a wrong dtype for", t->name);
+}
+
+static int check_realize(verifier *v, const tex_stmt *s)
+{
+    const tex_tensor *t = s->u.realize.tensor;
+    for (int d = 0; d < s->u.realize.ndim; d++) {
+        TEXI_TRY(check_index(v, s->u.realize.mins[d], "non-integer region of", t->name));
+        TEXI_TRY(check_index(v, s->u.realize.extents[d], "non-integer region of", t->name));
+    }
+    return scoped(v, t, s->u.realize.body);
+}
+
+static int check_store(verifier *v, const tex_stmt *s)
+{
+    const texi_buffer *b = s->u.store.buf;
+    if (v->strict && !defined(v, b))
+        return fail(v, "store to a buffer that is neither a parameter nor allocated:", b->name);
+    TEXI_TRY(check_index(v, s->u.store.index, "non-integer index storing", b->name));
+    TEXI_TRY(check_expr(v, s->u.store.value));
+    return s->u.store.value->dtype == b->dtype ? 0 : fail(v, "value of a wrong dtype for", b->name);
+}
+
+static int check_allocate(verifier *v, const tex_stmt *s)
+{
+    const texi_buffer *b = s->u.alloc.buf;
+    for (int d = 0; d < b->ndim; d++)
+        TEXI_TRY(check_index(v, b->shape[d], "non-integer shape of buffer", b->name));
+    return scoped(v, b, s->u.alloc.body);
+}
+
+static int check_stmt(verifier *v, const tex_stmt *s)
+{
+    if (!s)
+        return fail(v, "missing statement in", "a body");
+    switch (s->kind) {
+    case TEXI_STMT_FOR:
+        return check_for(v, s);
+    case TEXI_STMT_PROVIDE:
+        return check_provide(v, s);
+    case TEXI_STMT_REALIZE:
+        return check_realize(v, s);
+    case TEXI_STMT_STORE:
+        return check_store(v, s);
+    case TEXI_STMT_ALLOCATE:
+        return check_allocate(v, s);
+    case TEXI_STMT_IF:
+        TEXI_TRY(check_expr(v, s->u.ifs.cond));
+        if (s->u.ifs.cond->dtype != TEX_BOOL)
+            return fail(v, "non-bool condition of", "if");
+        TEXI_TRY(check_stmt(v, s->u.ifs.then_s));
+        return s->u.ifs.else_s ? check_stmt(v, s->u.ifs.else_s) : 0;
+    case TEXI_STMT_LET:
+        TEXI_TRY(check_expr(v, s->u.let.value));
+        if (s->u.let.var->dtype != s->u.let.value->dtype)
+            return fail(v, "value of a wrong dtype bound to", s->u.let.var->u.var.name);
+        return bind_var(v, s->u.let.var, s->u.let.body, "let variable");
+    case TEXI_STMT_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            TEXI_TRY(check_stmt(v, s->u.seq.items[i]));
+        return 0;
+    case TEXI_STMT_EVALUATE:
+        return check_expr(v, s->u.eval.value);
+    case TEXI_STMT_BARRIER:
+        return 0;
+    case TEXI_STMT_ATTR:
+        if (s->u.attr.value)
+            TEXI_TRY(check_expr(v, s->u.attr.value));
+        return check_stmt(v, s->u.attr.body);
+    case TEXI_STMT_KIND_COUNT:
+        break;
+    }
+    return fail(v, "statement of unknown kind", "?");
+}
+
+/* Parameters, their buffers and the size variables are bound everywhere. */
+static int bind_params(verifier *v, const tex_func *f)
+{
+    for (int i = 0; i < f->n_params; i++) {
+        const texi_param *p = &f->params[i];
+        if (p->kind == TEX_ARG_VAR) {
+            TEXI_TRY(push(v, p->var));
+        } else {
+            TEXI_TRY(push(v, p->tensor));
+            TEXI_TRY(push(v, p->buf));
+        }
+    }
+    for (int i = 0; i < f->n_size_vars; i++)
+        TEXI_TRY(push(v, f->size_vars[i]));
+    return 0;
+}
+
+int texi_verify(texi_lower *lw, tex_stmt *s, const char *after)
+{
+    verifier v = {lw, after ? after : "?", lw->func != NULL, NULL, 0, 0, 0};
+    int rc = lw->func ? bind_params(&v, lw->func) : 0;
+    if (rc == 0)
+        rc = check_stmt(&v, s);
+    free(v.defs);
+    return rc;
+}
