@@ -94,7 +94,7 @@ SHARED_LIB  := $(OUT_LIB)/libtex.so
 FLAGS_STAMP := $(BUILD)/flags.stamp
 
 .PHONY: all tests examples test asan valgrind demo bench install uninstall deps check-deps \
-        check-readme format format-check clean FORCE
+        check-readme format format-check update-golden clean FORCE
 
 all: $(STATIC_LIB) $(SHARED_LIB)
 
@@ -136,12 +136,19 @@ $(BUILD)/examples/%: examples/%.c $(STATIC_LIB) $(FLAGS_STAMP)
 	$(call msg,EXE,$@)
 	$(Q)$(CC) $(EXAMPLE_CFLAGS) $< -o $@ $(STATIC_LIB) $(LIBS) $(EXTRA_LIBS)
 
-$(BUILD)/examples/demo: EXTRA_LIBS = $(BLAS_FLAGS)
+# OpenBLAS for the demo and the benchmarks: pkg-config's flags, else plain -lopenblas
+# when the library is installed without a .pc file. The demo builds without it; the
+# benchmarks need it (their anchor). Both use OpenMP (the demo's naive loop is parallel).
+OPENBLAS_FOUND = $(or $(BLAS_FLAGS),$(if $(wildcard /usr/lib/*/libopenblas.so \
+                   /usr/lib/libopenblas.so /usr/local/lib/libopenblas.so),-DTEX_HAVE_OPENBLAS=1 -lopenblas))
 
-$(BUILD)/bench/%: bench/%.c $(STATIC_LIB) $(FLAGS_STAMP)
+$(BUILD)/examples/demo: EXTRA_LIBS = -fopenmp $(OPENBLAS_FOUND)
+
+$(BUILD)/bench/%: bench/%.c bench/common.h $(STATIC_LIB) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,BENCH,$@)
-	$(Q)$(CC) $(BENCH_CFLAGS) $< -o $@ $(STATIC_LIB) $(LIBS) $(BLAS_FLAGS)
+	$(Q)$(CC) $(BENCH_CFLAGS) -fopenmp $< -o $@ $(STATIC_LIB) $(LIBS) \
+	    $(or $(OPENBLAS_FOUND),-lopenblas)
 
 # The test programs (make -j tests builds them without running anything), the examples.
 tests: $(TEST_BIN)
@@ -160,6 +167,10 @@ asan: deps check-deps
 	$(Q)ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    TEX_SANITIZE_FLAGS="$(SAN_FLAGS)" bash tests/run_tests.sh -j $(JOBS) \
 	    $(TEST_BIN:$(BUILD)/%=build-asan/%) $(TEST_EXAMPLES:$(BUILD)/%=build-asan/%)
+
+# Rewrites tests/golden/*.tex from the current lowering; review with git diff tests/golden.
+update-golden: $(BUILD)/tests/test_golden_lower
+	$(Q)TEX_UPDATE_GOLDEN=1 ./$(BUILD)/tests/test_golden_lower
 
 valgrind: deps
 	@command -v valgrind >/dev/null || { echo "make valgrind: valgrind is not installed" \
