@@ -172,11 +172,13 @@ asan: deps check-deps
 update-golden: $(BUILD)/tests/test_golden_lower
 	$(Q)TEX_UPDATE_GOLDEN=1 ./$(BUILD)/tests/test_golden_lower
 
+# Valgrind cannot execute AVX-512, so JIT-compiled kernels are built without it here.
 valgrind: deps
 	@command -v valgrind >/dev/null || { echo "make valgrind: valgrind is not installed" \
 	    "(Debian: sudo apt-get install -y valgrind)"; exit 1; }
 	$(Q)$(MAKE) --no-print-directory $(PAR) -k tests examples || echo "$(BUILD_FAILED)"
-	$(Q)bash tests/run_tests.sh -j $(JOBS) -t 3600 -w "valgrind -q --error-exitcode=1 \
+	$(Q)TEX_CFLAGS="$(TEX_CFLAGS) -mno-avx512f" bash tests/run_tests.sh -j $(JOBS) -t 3600 \
+	    -w "valgrind -q --error-exitcode=1 \
 	    --leak-check=full --errors-for-leak-kinds=definite,indirect" $(TEST_BIN) $(TEST_EXAMPLES)
 
 deps:

@@ -96,8 +96,8 @@ static int check_binary(verifier *v, const tex_expr *e)
         return a->dtype == TEX_BOOL && e->dtype == TEX_BOOL ? 0 : fail(v, "non-bool logic", op);
     if (e->dtype != a->dtype)
         return fail(v, "result dtype differs from its operands' in", op);
-    if ((e->kind == TEXI_EXPR_FLOORDIV || e->kind == TEXI_EXPR_FLOORMOD) && !is_intlike(e->dtype))
-        return fail(v, "non-integer operands of", op);
+    if (e->kind == TEXI_EXPR_DIV && !texi_dtype_is_float(e->dtype))
+        return fail(v, "true division of integers in", op); /* ints divide with FLOORDIV */
     return 0;
 }
 
