@@ -26,7 +26,9 @@ typedef struct {
     char *name;
     tex_dtype dtype; /* tensor element type, or i64 for a var */
     int ndim;
-    int64_t *dims;   /* per dimension: the constant size, or -1 - (index into the call's size table) */
+    int64_t *dims;   /* per dimension: the constant size, -1 - (index into the call's size
+                        table) for a bare size variable, or INT64_MIN for a derived size
+                        (n + 2, ...) that kernel.c checks once the sizes are bound */
 } texi_kernel_param;
 
 typedef struct texi_backend texi_backend;
@@ -57,9 +59,11 @@ struct texi_backend {
     /* Fills k->source and k->impl from f (k's signature fields are already
      * set). 0 or an error recorded in f->ctx. */
     int (*build)(tex_kernel *k, const tex_func *f);
-    /* Runs with checked, flattened arguments: one pointer per tensor param
-     * (data + byte_offset), the int64 values of var params, then the extra
-     * sizes, as the entry point takes them. 0 or an error written to k->errmsg. */
+    /* Runs with checked, flattened arguments: tensor_ptrs has one entry per
+     * tensor parameter in order, byte_offset already applied; sizes holds the
+     * values of the VAR parameters in order, then the extra sizes. The backend
+     * interleaves them in parameter order for the entry point. 0 or an error
+     * written to k->errmsg. */
     int (*call)(tex_kernel *k, void *const *tensor_ptrs, const int64_t *sizes);
     /* Releases k->impl. */
     void (*free)(tex_kernel *k);

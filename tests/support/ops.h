@@ -538,4 +538,82 @@ static inline int ops_check(ops_wl *w, tex_schedule *s, uint64_t seed, const ops
     return 0;
 }
 
+/* ------------------------------------------------- JIT (compiled kernels) */
+
+/* Builds f for target ("cpu", "cpu -threads=N"), runs the kernel on the
+ * inputs ops_run_compare would use for this seed (the output poisoned) and
+ * compares with the oracle. 0, or -1 with the reason in why. */
+static inline int ops_jit_compare(ops_wl *w, tex_func *f, const char *target, uint64_t seed,
+                                  char *why, size_t why_size)
+{
+    int n = w->n_in + 1, rc = -1;
+    DLTensor *arrs[OPS_MAX + 1] = {0}, *ref = NULL;
+    tex_tensor *ts[OPS_MAX + 1];
+    tex_value vals[2 * OPS_MAX + 1];
+    uint64_t rng = seed * 7919 + 1;
+    tex_kernel *k = tex_build(f, target);
+    if (!k) {
+        snprintf(why, why_size, "tex_build(\"%s\") failed (%d): %s", target, tex_errcode(w->ctx),
+                 tex_errmsg(w->ctx));
+        return -1;
+    }
+    for (int a = 0; a < n; a++) {
+        ts[a] = a < w->n_in ? w->in[a] : w->out;
+        arrs[a] = ops_array_for(w, ts[a]);
+        if (!arrs[a]) {
+            snprintf(why, why_size, "cannot allocate the array of '%s'", ts[a]->name);
+            goto done;
+        }
+        if (a < w->n_in)
+            ops_fill_random(arrs[a], ts[a]->dtype, &rng);
+        else
+            ops_poison(arrs[a], ts[a]->dtype);
+        vals[a] = (tex_value){.kind = TEX_VAL_TENSOR, .t = arrs[a]};
+    }
+    int nv = n;
+    for (int v = 0; w->var_params && v < w->n_vars; v++)
+        vals[nv++] = (tex_value){.kind = TEX_VAL_I64, .i = w->vals[v]};
+    if (tex_kernel_call(k, nv, vals) != 0) {
+        snprintf(why, why_size, "tex_kernel_call failed: %s", tex_kernel_errmsg(k));
+        goto done;
+    }
+    ref = ops_array_for(w, w->out);
+    ops_poison(ref, w->out->dtype);
+    DLTensor *rarrs[OPS_MAX + 1];
+    memcpy(rarrs, arrs, sizeof rarrs);
+    rarrs[n - 1] = ref;
+    if (tex_eval_reference(w->ctx, n, ts, rarrs) != 0) {
+        snprintf(why, why_size, "oracle failed: %s", tex_errmsg(w->ctx));
+        goto done;
+    }
+    int64_t bad = ops_compare(arrs[n - 1], ref, w->out->dtype);
+    if (bad >= 0) {
+        snprintf(why, why_size, "%s: output '%s' differs at flat index %lld: %.9g, oracle %.9g",
+                 target, w->out->name, (long long)bad, ops_get(arrs[n - 1], w->out->dtype, bad),
+                 ops_get(ref, w->out->dtype, bad));
+        goto done;
+    }
+    rc = 0;
+done:
+    for (int a = 0; a < n; a++)
+        tex_array_free(arrs[a]);
+    tex_array_free(ref);
+    tex_kernel_free(k);
+    return rc;
+}
+
+/* ops_check through the JIT: lower s, build for target, run, compare. */
+static inline int ops_check_jit(ops_wl *w, tex_schedule *s, const char *target, uint64_t seed,
+                                const ops_log *log, bool report)
+{
+    char why[2048];
+    tex_func *f = ops_lower(w, s, why, sizeof why);
+    if (!f || ops_jit_compare(w, f, target, seed, why, sizeof why) != 0) {
+        if (report)
+            ops_report(w, seed, log, f, why);
+        return -1;
+    }
+    return 0;
+}
+
 #endif

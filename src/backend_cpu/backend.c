@@ -1,0 +1,161 @@
+/*
+ * texi_backend_cpu: the vtable behind the targets "cpu" and "c".
+ *
+ * build: emits the C source and the export header (codegen_c.c); for "c"
+ * that is all (the kernel is not callable). For "cpu" the source goes
+ * through the JIT cache (jit.c), the entry point is looked up by the
+ * function's name (a C identifier, checked by tex_lower) and the libffi
+ * call interface is prepared from the kernel's signature (call.c).
+ * call: one ffi_call; the entry point returns 0, -1 when a runtime check
+ * failed (e.g. a shift-inwards split over a symbolic extent smaller than the
+ * factor) or -2 when it ran out of memory.
+ * The state kept in k->impl is read-only after build, so calls may run
+ * from several threads at once.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_cpu/cpu.h"
+#include "backend_cpu/jit.h"
+
+#define SMALL_ARGS 32 /* arguments passed without allocating */
+
+typedef struct {
+    void *handle;        /* dlopen handle */
+    void (*entry)(void); /* the kernel's entry point */
+    texi_cpu_call call;
+} cpu_impl;
+
+static bool is_c_target(const char *target)
+{
+    return strcmp(target, "c") == 0;
+}
+
+static int cpu_available(const char *target)
+{
+    return is_c_target(target) ? 1 : texi_cpu_jit_available();
+}
+
+static void cpu_free(tex_kernel *k)
+{
+    cpu_impl *im = k->impl;
+    if (!im)
+        return;
+    if (im->handle)
+        dlclose(im->handle);
+    texi_cpu_call_fini(&im->call);
+    free(im);
+    k->impl = NULL;
+}
+
+/* The libffi interface of k's entry point: params in order, then extra sizes. */
+static int prepare_call(tex_kernel *k, cpu_impl *im)
+{
+    int nargs = k->n_params + k->n_extra;
+    int *kinds = malloc((size_t)(nargs > 0 ? nargs : 1) * sizeof *kinds);
+    if (!kinds)
+        return TEX_ENOMEM;
+    for (int i = 0; i < nargs; i++)
+        kinds[i] =
+            i < k->n_params && k->params[i].kind == TEX_ARG_TENSOR ? TEXI_CALL_PTR : TEXI_CALL_I64;
+    int rc = texi_cpu_call_prepare(&im->call, nargs, kinds);
+    free(kinds);
+    return rc;
+}
+
+/* Compiles k->source, loads it and finds the entry point. */
+static int load(tex_kernel *k, const tex_func *f)
+{
+    cpu_impl *im = calloc(1, sizeof *im);
+    if (!im)
+        return texi_error(f->ctx, TEX_ENOMEM, "tex_build: out of memory");
+    k->impl = im;
+    char err[TEXI_KERNEL_ERRMSG_MAX];
+    int rc = texi_cpu_jit_load(k->source, &im->handle, err, sizeof err);
+    if (rc != 0)
+        return texi_error(f->ctx, rc, "%s", err);
+    void *sym = dlsym(im->handle, k->name);
+    if (!sym)
+        return texi_error(f->ctx, TEX_EINTERNAL,
+                          "tex_build: the compiled object of '%s' has no entry point '%s'", k->name,
+                          k->name);
+    memcpy(&im->entry, &sym, sizeof sym); /* POSIX: object and function pointers convert */
+    rc = prepare_call(k, im);
+    if (rc != 0)
+        return texi_error(f->ctx, rc, "tex_build: cannot prepare the call interface of '%s'",
+                          k->name);
+    k->callable = true;
+    return 0;
+}
+
+static int cpu_build(tex_kernel *k, const tex_func *f)
+{
+    k->source = texi_cpu_emit(f, k->threads);
+    if (!k->source)
+        return tex_errcode(f->ctx) ? tex_errcode(f->ctx)
+                                   : texi_error(f->ctx, TEX_ENOMEM, "tex_build: out of memory");
+    k->header = texi_cpu_emit_header(f);
+    if (!k->header)
+        return texi_error(f->ctx, TEX_ENOMEM, "tex_build: out of memory");
+    if (is_c_target(k->target))
+        return 0;
+    return load(k, f);
+}
+
+/* One argument's storage: ffi_call reads each value through a pointer. */
+typedef union {
+    void *p;
+    int64_t i;
+} arg_slot;
+
+static int cpu_call(tex_kernel *k, void *const *tensor_ptrs, const int64_t *sizes)
+{
+    cpu_impl *im = k->impl;
+    int nargs = k->n_params + k->n_extra;
+    arg_slot small_slots[SMALL_ARGS];
+    void *small[SMALL_ARGS];
+    bool heap = nargs > SMALL_ARGS;
+    arg_slot *slots = heap ? malloc((size_t)nargs * sizeof *slots) : small_slots;
+    void **values = heap ? malloc((size_t)nargs * sizeof *values) : small;
+    if (!slots || !values) {
+        if (heap) {
+            free(slots);
+            free(values);
+        }
+        snprintf(k->errmsg, sizeof k->errmsg, "%s: out of memory", k->name);
+        return TEX_ENOMEM;
+    }
+    int t = 0, s = 0;
+    for (int i = 0; i < nargs; i++) {
+        if (i < k->n_params && k->params[i].kind == TEX_ARG_TENSOR)
+            slots[i].p = tensor_ptrs[t++];
+        else
+            slots[i].i = sizes[s++];
+        values[i] = &slots[i];
+    }
+    int ret = texi_cpu_call_invoke(&im->call, im->entry, values);
+    if (heap) {
+        free(slots);
+        free(values);
+    }
+    switch (ret) {
+    case 0:
+        return 0;
+    case -1:
+        snprintf(k->errmsg, sizeof k->errmsg,
+                 "%s: a runtime check failed (e.g. a split with shift-inwards tail needs "
+                 "extent >= factor)",
+                 k->name);
+        return TEX_EINVAL;
+    case -2:
+        snprintf(k->errmsg, sizeof k->errmsg, "%s: out of memory in the kernel", k->name);
+        return TEX_ENOMEM;
+    default:
+        snprintf(k->errmsg, sizeof k->errmsg, "%s: the kernel returned %d", k->name, ret);
+        return TEX_EINTERNAL;
+    }
+}
+
+const texi_backend texi_backend_cpu = {"cpu", cpu_available, cpu_build, cpu_call, cpu_free};
