@@ -1,0 +1,320 @@
+/*
+ * bench/jit: how long tex_build takes for the tutorial GEMM (1024³, TVM's
+ * "optimize GEMM on CPU" final schedule), cold and with the cache warm.
+ *
+ *   case=gemm/first   a process building the kernel with an empty cache
+ *                     directory (lowering + code generation + cc + dlopen);
+ *                     anchor=cc: compiling the same generated source with the
+ *                     same compiler and flags directly (spawned cc).
+ *   case=gemm/cached  a new process building the same kernel with the cache
+ *                     warm (lowering + generation + hash + dlopen); anchor=
+ *                     dlopen: a new process dlopen-ing the cached object alone.
+ * Each time is measured inside the child process (from before tex_ctx_new to
+ * after tex_build returns, or around dlopen), so process start-up is not
+ * counted; each is the median of the children's times (common.h's counts).
+ * The children are this program itself, spawned with an argument:
+ *   jit --build     prints the build time in ms (TEX_CACHE_DIR from the parent)
+ *   jit --dlopen P  prints the time of dlopen(P) in ms
+ * The cache directories are fresh temporary ones, removed at the end.
+ */
+#include "common.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <tex/tex.h>
+#include <unistd.h>
+
+extern char **environ;
+
+enum { N = 1024, BN = 32, KF = 4 };
+
+/* The tutorial's final schedule on C = A·packedB; the lowered function or NULL. */
+static tex_func *tutorial_gemm(tex_ctx *ctx)
+{
+    tex_expr *n = tex_int(ctx, N), *bn = tex_int(ctx, BN);
+    tex_tensor *A = tex_placeholder(ctx, "A", TEX_F32, 2, (tex_expr *[]){n, n});
+    tex_tensor *B = tex_placeholder(ctx, "B", TEX_F32, 2, (tex_expr *[]){n, n});
+    tex_iter *x = tex_axis(ctx, "bigN", tex_int(ctx, N / BN)), *y = tex_axis(ctx, "k", n);
+    tex_iter *z = tex_axis(ctx, "littleN", bn);
+    tex_tensor *P = tex_compute(ctx, "packedB", 3, (tex_iter *[]){x, y, z},
+                                TEX_AT(B, tex_iv(y), tex_add(tex_mul(tex_iv(x), bn), tex_iv(z))));
+    tex_iter *i = tex_axis(ctx, "m", n), *j = tex_axis(ctx, "n", n);
+    tex_iter *r = tex_reduce_axis(ctx, "k", n);
+    tex_expr *pb = TEX_AT(P, tex_floordiv(tex_iv(j), bn), tex_iv(r), tex_floormod(tex_iv(j), bn));
+    tex_tensor *C = tex_compute(ctx, "C", 2, (tex_iter *[]){i, j},
+                                tex_sum(tex_mul(TEX_AT(A, tex_iv(i), tex_iv(r)), pb), 1, &r));
+    tex_schedule *s = tex_schedule_new(ctx, 1, &C);
+    tex_tensor *CC = tex_cache_write(s, C, TEX_SCOPE_GLOBAL);
+    if (!CC)
+        return NULL;
+    tex_stage *sc = tex_stage_of(s, C), *scc = tex_stage_of(s, CC), *sp = tex_stage_of(s, P);
+    tex_iter *mo, *no, *mi, *ni, *ko, *ki;
+    int rc = tex_tile(sc, tex_op_axis(sc, 0), tex_op_axis(sc, 1), bn, bn, &mo, &no, &mi, &ni);
+    rc = rc ? rc : tex_compute_at(scc, sc, no);
+    tex_iter *mc = tex_op_axis(scc, 0), *nc = tex_op_axis(scc, 1);
+    rc = rc ? rc : tex_split(scc, tex_op_reduce_axis(scc, 0), tex_int(ctx, KF), &ko, &ki);
+    rc = rc ? rc : tex_reorder(scc, 4, (tex_iter *[]){ko, mc, ki, nc});
+    rc = rc ? rc : tex_vectorize(scc, nc);
+    rc = rc ? rc : tex_unroll(scc, ki);
+    rc = rc ? rc : tex_vectorize(sp, tex_op_axis(sp, 2));
+    rc = rc ? rc : tex_parallel(sp, tex_op_axis(sp, 0));
+    rc = rc ? rc : tex_parallel(sc, mo);
+    return rc ? NULL : tex_lower_tensors(s, "tutorial_gemm", 3, (tex_tensor *[]){A, B, C});
+}
+
+/* Child: lower and build for target, print the elapsed ms. */
+static int child_build(const char *target)
+{
+    double t0 = bench_now_ms();
+    tex_ctx *ctx = tex_ctx_new();
+    tex_func *f = ctx ? tutorial_gemm(ctx) : NULL;
+    tex_kernel *k = f ? tex_build(f, target) : NULL;
+    double t1 = bench_now_ms();
+    if (!k)
+        fprintf(stderr, "jit: build failed: %s\n", tex_errmsg(ctx));
+    else
+        printf("%.6f\n", t1 - t0);
+    tex_kernel_free(k);
+    tex_ctx_free(ctx);
+    return k ? 0 : 1;
+}
+
+/* Child: dlopen path, print the elapsed ms. */
+static int child_dlopen(const char *path)
+{
+    double t0 = bench_now_ms();
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    double t1 = bench_now_ms();
+    if (!h) {
+        fprintf(stderr, "jit: dlopen failed: %s\n", dlerror());
+        return 1;
+    }
+    printf("%.6f\n", t1 - t0);
+    dlclose(h);
+    return 0;
+}
+
+/* posix_spawnp of args (copied: posix_spawn takes non-const strings) with
+ * stdout on out_fd (when >= 0); 0 or -1. */
+static int spawn(const char *const args[], int out_fd, int close_fd, pid_t *pid)
+{
+    int n = 0;
+    while (args[n])
+        n++;
+    char **copy = calloc((size_t)n + 1, sizeof *copy);
+    int rc = copy ? 0 : -1;
+    for (int k = 0; rc == 0 && k < n; k++)
+        rc = (copy[k] = strdup(args[k])) ? 0 : -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (out_fd >= 0) {
+        posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+        posix_spawn_file_actions_addclose(&fa, close_fd);
+    }
+    if (rc == 0)
+        rc = posix_spawnp(pid, copy[0], &fa, NULL, copy, environ) == 0 ? 0 : -1;
+    posix_spawn_file_actions_destroy(&fa);
+    for (int k = 0; copy && k < n; k++)
+        free(copy[k]);
+    free(copy);
+    return rc;
+}
+
+/* Spawns args with TEX_CACHE_DIR=cache_dir and returns the number the child
+ * prints, or -1 when it fails. */
+static double spawn_timed(const char *const args[], const char *cache_dir)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return -1;
+    setenv("TEX_CACHE_DIR", cache_dir, 1);
+    pid_t pid;
+    int rc = spawn(args, fd[1], fd[0], &pid);
+    close(fd[1]);
+    char buf[64] = {0};
+    ssize_t got = rc == 0 ? read(fd[0], buf, sizeof buf - 1) : -1;
+    close(fd[0]);
+    int status = 0;
+    if (rc != 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+        return -1;
+    return got > 0 ? strtod(buf, NULL) : -1;
+}
+
+/* ---------------------------------------------------------- directories */
+
+/* Removes path and everything under it (best effort). */
+static void remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char sub[4096];
+        struct stat st;
+        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+        if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
+            remove_tree(sub);
+        else
+            unlink(sub);
+    }
+    if (d)
+        closedir(d);
+    rmdir(path);
+}
+
+/* The first file named *.so under dir (depth ≤ 3) into out; 0 or -1. */
+static int find_object(const char *dir, char *out, size_t size, int depth)
+{
+    DIR *d = depth <= 3 ? opendir(dir) : NULL;
+    struct dirent *e;
+    int rc = -1;
+    while (rc != 0 && d && (e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.')
+            continue;
+        char sub[4096];
+        struct stat st;
+        snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
+        if (lstat(sub, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode))
+            rc = find_object(sub, out, size, depth + 1);
+        else if (S_ISREG(st.st_mode) && len > 3 && strcmp(e->d_name + len - 3, ".so") == 0) {
+            snprintf(out, size, "%s", sub);
+            rc = 0;
+        }
+    }
+    if (d)
+        closedir(d);
+    return rc;
+}
+
+/* ------------------------------------------------------------- measures */
+
+typedef struct {
+    const char *const *argv;
+    const char *cache_dir; /* NULL: a fresh directory per run */
+    const char *tmp_base;  /* where the fresh ones go */
+} spawn_job;
+
+static double last_ms;
+
+/* One timed child; its own time goes to last_ms, collected by median_of. */
+static int run_child(void *arg)
+{
+    const spawn_job *j = arg;
+    char fresh[4096];
+    const char *dir = j->cache_dir;
+    if (!dir) {
+        snprintf(fresh, sizeof fresh, "%s/cold-XXXXXX", j->tmp_base);
+        if (!mkdtemp(fresh))
+            return -1;
+        dir = fresh;
+    }
+    last_ms = spawn_timed(j->argv, dir);
+    if (!j->cache_dir)
+        remove_tree(fresh);
+    return last_ms < 0 ? -1 : 0;
+}
+
+/* The median of the times the children report (warm-ups discarded). */
+static double median_of(int (*fn)(void *), void *arg)
+{
+    double t[BENCH_MIN_RUNS];
+    for (int w = 0; w < BENCH_WARMUP; w++)
+        if (fn(arg) != 0)
+            return -1;
+    for (int k = 0; k < BENCH_MIN_RUNS; k++) {
+        if (fn(arg) != 0)
+            return -1;
+        t[k] = last_ms;
+    }
+    return bench_median(t, BENCH_MIN_RUNS);
+}
+
+typedef struct {
+    const char *const *argv;
+} cc_job;
+
+/* The anchor of gemm/first: the compiler on the generated source. */
+static int run_cc(void *arg)
+{
+    const cc_job *j = arg;
+    double t0 = bench_now_ms();
+    pid_t pid;
+    int status = 0;
+    if (spawn(j->argv, -1, -1, &pid) != 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+        WEXITSTATUS(status))
+        return -1;
+    last_ms = bench_now_ms() - t0;
+    return 0;
+}
+
+/* Writes the tutorial GEMM's generated source (target "c") to path; 0 or -1. */
+static int write_source(const char *path)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_func *f = ctx ? tutorial_gemm(ctx) : NULL;
+    tex_kernel *k = f ? tex_build(f, "c") : NULL;
+    FILE *fp = k ? fopen(path, "w") : NULL;
+    int rc = fp && fputs(tex_kernel_source(k), fp) >= 0 ? 0 : -1;
+    if (fp && fclose(fp) != 0)
+        rc = -1;
+    if (!k)
+        fprintf(stderr, "jit: %s\n", tex_errmsg(ctx));
+    tex_kernel_free(k);
+    tex_ctx_free(ctx);
+    return rc;
+}
+
+static double measure_cc(const char *tmp)
+{
+    char src[4096], obj[4096];
+    snprintf(src, sizeof src, "%s/gemm.c", tmp);
+    snprintf(obj, sizeof obj, "%s/gemm.so", tmp);
+    if (write_source(src) != 0)
+        return -1;
+    const char *cc = getenv("TEX_CC") ? getenv("TEX_CC") : "cc";
+    const char *argv[] = {cc,  "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-o", obj,
+                          src, NULL};
+    cc_job j = {argv};
+    return median_of(run_cc, &j);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--build") == 0)
+        return child_build("cpu");
+    if (argc > 2 && strcmp(argv[1], "--dlopen") == 0)
+        return child_dlopen(argv[2]);
+    char tmp[] = "/tmp/tex-bench-jit-XXXXXX", warm[4096], obj[4096], self[4096];
+    if (!realpath("/proc/self/exe", self)) /* the children are this program */
+        snprintf(self, sizeof self, "%s", argv[0]);
+    if (!mkdtemp(tmp))
+        bench_fail("jit", "setup", "mkdtemp_failed");
+    snprintf(warm, sizeof warm, "%s/warm", tmp);
+    const char *build_argv[] = {self, "--build", NULL};
+    spawn_job cold = {build_argv, NULL, tmp}, hot = {build_argv, warm, tmp};
+    double first = median_of(run_child, &cold), cc = measure_cc(tmp);
+    if (first < 0 || cc < 0 || mkdir(warm, 0700) != 0 || run_child(&hot) != 0) {
+        remove_tree(tmp);
+        bench_fail("jit", "gemm/first", "build_failed");
+    }
+    bench_print("jit", "gemm/first", first, "cc", cc);
+    double cached = median_of(run_child, &hot), dl = -1;
+    if (cached >= 0 && find_object(warm, obj, sizeof obj, 0) == 0) {
+        const char *dl_argv[] = {self, "--dlopen", obj, NULL};
+        spawn_job j = {dl_argv, warm, tmp};
+        dl = median_of(run_child, &j);
+    }
+    remove_tree(tmp);
+    if (cached < 0 || dl < 0)
+        bench_fail("jit", "gemm/cached", cached < 0 ? "build_failed" : "no_cached_object");
+    bench_print("jit", "gemm/cached", cached, "dlopen", dl);
+    return 0;
+}
