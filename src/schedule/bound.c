@@ -33,6 +33,15 @@
  *      ScheduleOps guards root values against the domain, as TVM does).
  *      An index that cannot be bounded (data-dependent, A[B[i]]) makes that
  *      dimension the tensor's whole shape. Regions are not clamped to shapes.
+ *      Bounds are texi_expr_bounds, retried where it gives up with every
+ *      floordiv/floormod by a non-constant (fused and nested split axes of
+ *      symbolic sizes) replaced by a fresh variable over its quotient's or
+ *      remainder's range. A root value that still cannot be bounded spans its
+ *      domain, or, on a round-up axis, its range's min plus the product of
+ *      its leaves' extents; no result names a relaxed loop variable. An
+ *      extent still symbolic in the enclosing loops is clamped to >= 0 (it is
+ *      negative where a consumer's tail iteration lies past the domain: the
+ *      producer then runs no iteration, the consumer's guard skips the use).
  *   2. PassDown: split by factor f gives inner [0, f), outer
  *      [0, ceildiv(E, f)); by nparts p: outer [0, p), inner [0, ceildiv(E, p));
  *      fuse: [0, outer * inner).
@@ -165,6 +174,104 @@ static bool is_type_end(const tex_expr *e)
            (v == INT32_MIN || v == INT32_MAX || v == INT64_MIN || v == INT64_MAX);
 }
 
+/* Ranges extended with one fresh variable per abstracted division. */
+typedef struct {
+    tex_ctx *ctx;
+    texi_range *r;
+    int n, cap;
+    int rc;
+} div_abs;
+
+typedef struct {
+    int n;
+    const texi_range *r;
+    bool found;
+} var_probe;
+
+static bool uses_var_of(tex_expr *e, void *ud)
+{
+    var_probe *p = ud;
+    for (int i = 0; e->kind == TEXI_EXPR_VAR && i < p->n; i++)
+        p->found = p->found || p->r[i].var == e;
+    return !p->found;
+}
+
+/* Whether e reads one of the variables of r[0..n). */
+static bool ranged(tex_expr *e, int n, const texi_range *r)
+{
+    var_probe p = {n, r, false};
+    texi_expr_visit(e, uses_var_of, &p);
+    return p.found;
+}
+
+static int push_range(div_abs *d, tex_expr *v, tex_expr *min, tex_expr *extent)
+{
+    if (!v || !min || !extent)
+        return TEX_ENOMEM;
+    if (d->n == d->cap) {
+        int cap = 2 * d->cap + 8;
+        texi_range *r = texi_alloc(d->ctx, sizeof *r * (size_t)cap, "bound inference");
+        if (!r)
+            return TEX_ENOMEM;
+        for (int i = 0; i < d->n; i++)
+            r[i] = d->r[i];
+        d->r = r;
+        d->cap = cap;
+    }
+    d->r[d->n++] = (texi_range){v, min, extent};
+    return 0;
+}
+
+/* floormod(x, E) -> a fresh variable in [0, E); floordiv(x, E) -> one in
+ * [floordiv(lo, E), floordiv(hi, E)] for x in [lo, hi], where E is not a
+ * constant and x varies over the ranges (texi_expr_bounds gives up there).
+ * E is taken to be positive: in bound inference divisors are split factors
+ * and loop extents, and a loop of extent <= 0 runs no iteration at all. */
+static tex_expr *abstract_div(tex_expr *e, void *ud)
+{
+    div_abs *d = ud;
+    if (d->rc || (e->kind != TEXI_EXPR_FLOORDIV && e->kind != TEXI_EXPR_FLOORMOD) ||
+        texi_expr_is_int_const(e->u.bin.b, NULL) || !ranged(e->u.bin.a, d->n, d->r) ||
+        ranged(e->u.bin.b, d->n, d->r))
+        return NULL;
+    tex_expr *den = e->u.bin.b, *v = texi_var_new(d->ctx, "div", e->dtype);
+    if (e->kind == TEXI_EXPR_FLOORMOD) {
+        d->rc = push_range(d, v, imm(d->ctx, e->dtype, 0), den);
+        return d->rc ? NULL : v;
+    }
+    tex_expr *x = texi_expr_mutate(e->u.bin.a, abstract_div, d), *lo, *hi;
+    if (!x || d->rc) {
+        d->rc = d->rc ? d->rc : TEX_ENOMEM;
+        return NULL;
+    }
+    if (texi_expr_bounds(d->ctx, x, d->n, d->r, &lo, &hi) < 0)
+        return e; /* the caller's retry fails as well */
+    lo = ARITH(FLOORDIV, lo, den);
+    hi = ARITH(FLOORDIV, hi, den);
+    d->rc = push_range(d, v, lo, ARITH(ADD, ARITH(SUB, hi, lo), imm(d->ctx, e->dtype, 1)));
+    return d->rc ? NULL : v;
+}
+
+/* texi_expr_bounds, retried with symbolic divisions abstracted. */
+static int bounds_abs(tex_ctx *ctx, tex_expr *e, int n, const texi_range *r, tex_expr **lo,
+                      tex_expr **hi)
+{
+    int rc = texi_expr_bounds(ctx, e, n, r, lo, hi);
+    if (rc != TEX_EINVAL)
+        return rc;
+    div_abs d = {ctx, NULL, 0, 0, 0};
+    for (int i = 0; i < n; i++)
+        TEXI_TRY(push_range(&d, r[i].var, r[i].min, r[i].extent));
+    int n0 = d.n;
+    tex_expr *a = texi_expr_mutate(e, abstract_div, &d);
+    if (d.rc || !a)
+        return d.rc < 0 ? d.rc : TEX_ENOMEM;
+    if (d.n == n0)
+        return rc;
+    tex_clear_error(ctx);
+    return texi_expr_bounds(ctx, a, d.n, d.r, lo, hi);
+}
+
 /* Closed bounds of e over ranges; *ok is false (and no error is left in the
  * context) when e cannot be bounded there. Only ENOMEM fails. */
 static int try_bounds(tex_ctx *ctx, tex_expr *e, int n, const texi_range *r, tex_expr **lo,
@@ -178,7 +285,7 @@ static int try_bounds(tex_ctx *ctx, tex_expr *e, int n, const texi_range *r, tex
     if (opaque || !texi_dtype_is_int(e->dtype))
         return 0;
     int had = ctx->errcode;
-    int rc = texi_expr_bounds(ctx, e, n, r, lo, hi);
+    int rc = had ? texi_expr_bounds(ctx, e, n, r, lo, hi) : bounds_abs(ctx, e, n, r, lo, hi);
     if (rc == TEX_ENOMEM)
         return rc;
     if (rc < 0) {
@@ -610,10 +717,41 @@ static bool fully_relaxed(binf *bi, int ci, int a, int n, const texi_range *rela
     return true;
 }
 
+/* Product of the extents of stage ci's leaves derived from iter a: every
+ * offset of a (from its range's min) is below it, rounded-up tails included. */
+static tex_expr *leaf_span(binf *bi, int ci, int a)
+{
+    const tex_stage *st = bi->s->stages[ci];
+    tex_expr *p = imm(bi->ctx, st->all[a]->var->dtype, 1);
+    for (int k = 0; p && k < st->n_leaf; k++)
+        if (derives_from(st, leaf_all(st, k), a, 0))
+            p = ARITH(MUL, p, st->range[leaf_all(st, k)].extent);
+    return p;
+}
+
+/* Bounds over relax of root a of stage ci, whose values lie in
+ * [range.min, range.min + ext - 1]; false when they cannot be bounded. */
+static int hull_bounds(binf *bi, int ci, int a, tex_expr *ext, int n, const texi_range *relax,
+                       tex_expr **lo, tex_expr **hi, bool *ok)
+{
+    const tex_stage *st = bi->s->stages[ci];
+    tex_expr *min = st->range[a].min, *l2, *h2;
+    bool ok2;
+    TEXI_TRY(try_bounds(bi->ctx, min, n, relax, lo, hi, ok));
+    TEXI_TRY(try_bounds(bi->ctx, ext, n, relax, &l2, &h2, &ok2));
+    *ok = *ok && ok2;
+    if (*ok)
+        *hi = ARITH(SUB, ARITH(ADD, *hi, h2), imm(bi->ctx, h2->dtype, 1));
+    return *ok && !*hi ? TEX_ENOMEM : 0;
+}
+
 /* The interval [lo[k], hi[k]] of each root value of stage ci when the loops in
  * relax[0..n) run over their ranges (the others stay symbolic). A root all of
  * whose loops are relaxed spans its range exactly (TVM's MatchRange), which
- * the bounds of its PassUp value would overestimate for non-divisible splits. */
+ * the bounds of its PassUp value would overestimate for non-divisible splits.
+ * A value that cannot be bounded spans the axis's domain, or, when it rounds
+ * up, [range.min, range.min + product of its leaves' extents). The results
+ * never name a relaxed variable. */
 static int root_intervals(binf *bi, int ci, int n, const texi_range *relax, tex_expr **lo,
                           tex_expr **hi)
 {
@@ -629,17 +767,18 @@ static int root_intervals(binf *bi, int ci, int n, const texi_range *relax, tex_
         const tex_iter *iv = st->root[k];
         int a = texi_bounds_iter_index(st, iv);
         bool ok, ru = texi_bounds_rounds_up(bi->b, ci, a);
-        tex_expr *v = val[a];
         if (!ru && fully_relaxed(bi, ci, a, n, relax))
-            v = st->range[a].min; /* the clamp below supplies the range's end */
-        TEXI_TRY(try_bounds(bi->ctx, v, n, relax, &lo[k], &hi[k], &ok));
-        if (!ok) { /* PassUp values are affine in the loops; keep going on the domain */
+            TEXI_TRY(hull_bounds(bi, ci, a, st->range[a].extent, n, relax, &lo[k], &hi[k], &ok));
+        else
+            TEXI_TRY(try_bounds(bi->ctx, val[a], n, relax, &lo[k], &hi[k], &ok));
+        if (!ok && ru)
+            TEXI_TRY(hull_bounds(bi, ci, a, leaf_span(bi, ci, a), n, relax, &lo[k], &hi[k], &ok));
+        if (!ok) {
             lo[k] = iv->min;
             hi[k] = ARITH(SUB, ARITH(ADD, iv->min, iv->extent), imm(bi->ctx, iv->var->dtype, 1));
+            if (ru) /* unknown: no read can be proven inside a shape */
+                hi[k] = ARITH(ADD, hi[k], ARITH(MUL, leaf_span(bi, ci, a), iv->extent));
         }
-        if (v != val[a]) /* fully relaxed: the whole range */
-            hi[k] =
-                ARITH(SUB, ARITH(ADD, hi[k], st->range[a].extent), imm(bi->ctx, iv->var->dtype, 1));
         if (!ru)
             TEXI_TRY(clamp_root(bi, ci, k, n, relax, &lo[k], &hi[k]));
         lo[k] = simp(lo[k], 0, NULL);
@@ -714,6 +853,21 @@ static int add_accesses(binf *bi, const tex_tensor *t, const access_walk *w, con
     return 0;
 }
 
+/* max(e, 0) where e names a loop of pr[0..np) and e >= 0 is not provable
+ * there: an extent that stays symbolic in the enclosing loops may be negative
+ * where a consumer's tail iteration lies past the domain (the consumer's
+ * guard skips every use there); the producer's loops then run no iteration.
+ * Loop-invariant extents are sizes, non-negative for any valid call. */
+static tex_expr *nonneg(tex_expr *e, int np, const texi_range *pr)
+{
+    if (!e || !ranged(e, np, pr))
+        return e;
+    tex_expr *zero = imm(e->ctx, e->dtype, 0), *ge = ARITH(GE, e, zero);
+    if (!ge)
+        return NULL;
+    return texi_prove(ge, np, pr) ? e : simp(ARITH(MAX, e, zero), 0, NULL);
+}
+
 /* What consumer ci reads of producer pi (whose loops are pp[0..np)). */
 static int consumer_region(binf *bi, int pi, int ci, const path_ent *pp, int np, region_acc *ra)
 {
@@ -771,7 +925,7 @@ static int needed_region(binf *bi, int pi, texi_rng *out, bool *any)
         int rc;
         out[d].min = simp(ra.lo[d], np, pr);
         out[d].extent = simp(span(simp(ra.hi[d], np, pr), out[d].min, 0), np, pr);
-        out[d].extent = simp(upper(bi->ctx, out[d].extent, np, pr, &rc), 0, NULL);
+        out[d].extent = nonneg(simp(upper(bi->ctx, out[d].extent, np, pr, &rc), 0, NULL), np, pr);
         if (rc < 0 || !out[d].min || !out[d].extent)
             return rc < 0 ? rc : TEX_ENOMEM;
     }
@@ -922,7 +1076,7 @@ static int written_region(binf *bi, int si)
     for (int d = 0; d < nd; d++) {
         int rc;
         tex_expr *ext = simp(span(hi[d], st->region[d].min, 0), np, pr);
-        st->region[d].extent = simp(upper(bi->ctx, ext, np, pr, &rc), 0, NULL);
+        st->region[d].extent = nonneg(simp(upper(bi->ctx, ext, np, pr, &rc), 0, NULL), np, pr);
         if (rc < 0 || !st->region[d].extent)
             return rc < 0 ? rc : TEX_ENOMEM;
     }

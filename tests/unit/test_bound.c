@@ -9,7 +9,11 @@
  *     guards), data-dependent indices (the whole shape), computes that share
  *     axis objects;
  *   - tail resolution (AUTO -> ROUND_UP where legal, illegal ROUND_UP);
- *   - errors: a consumer outside the attach loop, an output computed at.
+ *   - errors: a consumer outside the attach loop, an output computed at;
+ *   - regressions from random schedules: symbolic fuse/split (floordiv and
+ *     floormod by symbolic extents) that AUTO rounded up unguarded, attached
+ *     extents symbolic in the consumer's loops, a root cache's region naming
+ *     the loop of its attached reader.
  */
 #include "schedule/bound.h"
 #include "tt.h"
@@ -363,6 +367,100 @@ static void test_errors(void)
     tex_ctx_free(ctx);
 }
 
+/* ----------------------------------------- regressions (random schedules) */
+
+static bool names_var(tex_expr *e, void *ud)
+{
+    tex_expr **v = ud;
+    if (*v && e == *v)
+        *v = NULL;
+    return *v != NULL;
+}
+
+/* Whether e reads the variable v. */
+static bool uses(tex_expr *e, tex_expr *v)
+{
+    tex_expr *probe = v;
+    if (e)
+        texi_expr_visit(e, names_var, &probe);
+    return probe == NULL;
+}
+
+/* B[i, j] = A[i, j] + 1, C = B * 2 over symbolic M x N; split(B, j, 5) and
+ * fuse(B, i, j.outer): the rounded-up values of j (a floormod by a symbolic
+ * extent) could not be bounded and were taken to stay in the domain, so AUTO
+ * picked ROUND_UP, reading A past its shape (random seed 233). */
+static void test_symbolic_divisions(void)
+{
+    ctx = tex_ctx_new();
+    tex_expr *M = tex_var(ctx, "M", TEX_I32), *N = tex_var(ctx, "N", TEX_I32);
+    tex_tensor *A = tex_placeholder(ctx, "A", TEX_F32, 2, (tex_expr *[]){M, N});
+    tex_iter *i = tex_axis(ctx, "i", M), *j = tex_axis(ctx, "j", N);
+    tex_tensor *B = tex_compute(ctx, "B", 2, (tex_iter *[]){i, j},
+                                tex_add(TEX_AT(A, tex_iv(i), tex_iv(j)), F(1)));
+    tex_iter *ci = tex_axis(ctx, "i", M), *cj = tex_axis(ctx, "j", N);
+    tex_tensor *C = tex_compute(ctx, "C", 2, (tex_iter *[]){ci, cj},
+                                tex_mul(TEX_AT(B, tex_iv(ci), tex_iv(cj)), F(2)));
+    tex_schedule *s = tex_schedule_new(ctx, 1, &C);
+    tex_stage *sb = tex_stage_of(s, B);
+    tex_iter *jo, *ji, *f;
+    TT_EQ_INT(tex_split(sb, j, I(5), &jo, &ji), 0);
+    TT_EQ_INT(tex_fuse(sb, i, jo, &f), 0);
+    texi_bounds b;
+    TT_EQ_INT(texi_infer_bounds_ex(s, 0, NULL, &b), 0);
+    TT_EQ_INT(b.st[texi_bounds_stage_index(&b, sb)].tail[0], TEX_TAIL_GUARD);
+    TT_CHECK(same(sb->region[1].min, I(0)) && same(sb->region[1].extent, N));
+    tex_ctx_free(ctx);
+}
+
+/* S[i] = sum_k A[i, k] (+ P[i]) at Y's loop i.inner.j.fused of
+ * split_nparts(Y, i, 11) then fuse(Y, i.inner, j) (random seed 98); with P
+ * cached at root and Y fused whole (seed 220). S's extent was left symbolic in
+ * Y's loops (negative on Y's tail), and the root cache's region named Y's
+ * loop variable. */
+static void test_attached_under_symbolic_fuse(void)
+{
+    for (int with_cache = 0; with_cache < 2; with_cache++) {
+        ctx = tex_ctx_new();
+        tex_expr *M = tex_var(ctx, "M", TEX_I32), *N = tex_var(ctx, "N", TEX_I32);
+        tex_tensor *A = tex_placeholder(ctx, "A", TEX_F32, 2, (tex_expr *[]){M, N});
+        tex_iter *pi = tex_axis(ctx, "i", M);
+        tex_tensor *P = tex_compute(ctx, "P", 1, &pi, tex_mul(TEX_AT(A, tex_iv(pi), I(0)), F(2)));
+        tex_iter *i = tex_axis(ctx, "i", M), *k = tex_reduce_axis(ctx, "k", N);
+        tex_tensor *S = tex_compute(
+            ctx, "S", 1, &i,
+            tex_sum(tex_add(TEX_AT(A, tex_iv(i), tex_iv(k)), TEX_AT(P, tex_iv(i))), 1, &k));
+        tex_iter *yi = tex_axis(ctx, "i", M), *yj = tex_axis(ctx, "j", N);
+        tex_tensor *Y =
+            tex_compute(ctx, "Y", 2, (tex_iter *[]){yi, yj},
+                        tex_div(TEX_AT(A, tex_iv(yi), tex_iv(yj)), TEX_AT(S, tex_iv(yi))));
+        tex_schedule *s = tex_schedule_new(ctx, 1, &Y);
+        tex_stage *sy = tex_stage_of(s, Y), *ss = tex_stage_of(s, S);
+        tex_iter *io, *ii, *f;
+        if (with_cache) {
+            TT_EQ_INT(tex_fuse(sy, yi, yj, &f), 0);
+        } else {
+            TT_EQ_INT(tex_split_nparts(sy, yi, I(11), &io, &ii), 0);
+            TT_EQ_INT(tex_fuse(sy, ii, yj, &f), 0);
+        }
+        TT_EQ_INT(tex_compute_at(ss, sy, f), 0);
+        tex_tensor *PL = with_cache ? tex_cache_read(s, P, TEX_SCOPE_LOCAL, 1, &S) : NULL;
+        texi_bounds b;
+        TT_EQ_INT(texi_infer_bounds_ex(s, 0, NULL, &b), 0);
+        tex_expr *fv = bvar(&b, sy, f), *ext = ss->region[0].extent;
+        TT_CHECK(!uses(ext, fv)); /* maximized over Y's loops */
+        int64_t e = -1;           /* 1 for M = 5, N = 7 */
+        tex_expr *ev = texi_simplify(
+            texi_substitute(ext, 2, (tex_expr *[]){M, N}, (tex_expr *[]){I(5), I(7)}), 0, NULL);
+        TT_CHECK(ev && texi_expr_is_int_const(ev, &e) && e == 1);
+        if (PL) {
+            tex_stage *sl = tex_stage_of(s, PL);
+            TT_CHECK(!uses(sl->region[0].min, fv) && !uses(sl->region[0].extent, fv));
+        }
+        tex_ctx_free(ctx);
+    }
+}
+
 int main(void)
 {
     TT_RUN(test_compute_at_split_inner);
@@ -377,5 +475,7 @@ int main(void)
     TT_RUN(test_data_dependent);
     TT_RUN(test_tails);
     TT_RUN(test_errors);
+    TT_RUN(test_symbolic_divisions);
+    TT_RUN(test_attached_under_symbolic_fuse);
     return tt_finish();
 }

@@ -12,7 +12,9 @@
  *   - errors: placeholders that are not parameters, inlined parameters;
  *   - every nest: each loop variable defined once and used only inside its
  *     loop (a small verifier below), and, run by the interpreter on
- *     pseudo-random inputs, the same results as tex_eval_reference.
+ *     pseudo-random inputs, the same results as tex_eval_reference;
+ *   - minimal versions of failing random schedules (test_lower_random seeds
+ *     21, 233, 98, 220), run through the interpreter.
  */
 #include "lower/lower.h"
 #include "schedule/bound.h"
@@ -682,6 +684,129 @@ static void test_rfactor(void)
     tex_ctx_free(ctx);
 }
 
+/* --------------------------------------------- regressions (random schedules) */
+
+/* B[i, j] = A[i, j] + 1 and C[i, j] = B[i, j] * A[i, j] over symbolic M x N. */
+typedef struct {
+    tex_expr *M, *N;
+    tex_tensor *A, *B, *C;
+    tex_iter *bi, *bj;
+    tex_schedule *s;
+    tex_stage *sb;
+} grid;
+
+static grid make_grid(void)
+{
+    grid g;
+    g.M = tex_var(ctx, "M", TEX_I32);
+    g.N = tex_var(ctx, "N", TEX_I32);
+    g.A = tex_placeholder(ctx, "A", TEX_F32, 2, (tex_expr *[]){g.M, g.N});
+    g.bi = tex_axis(ctx, "i", g.M);
+    g.bj = tex_axis(ctx, "j", g.N);
+    g.B = tex_compute(ctx, "B", 2, (tex_iter *[]){g.bi, g.bj},
+                      tex_add(TEX_AT(g.A, tex_iv(g.bi), tex_iv(g.bj)), F(1)));
+    tex_iter *ci = tex_axis(ctx, "i", g.M), *cj = tex_axis(ctx, "j", g.N);
+    g.C = tex_compute(
+        ctx, "C", 2, (tex_iter *[]){ci, cj},
+        tex_mul(TEX_AT(g.B, tex_iv(ci), tex_iv(cj)), TEX_AT(g.A, tex_iv(ci), tex_iv(cj))));
+    g.s = tex_schedule_new(ctx, 1, &g.C);
+    g.sb = tex_stage_of(g.s, g.B);
+    return g;
+}
+
+/* Random seed 233 (elemwise): split(B, j, 5) then fuse(B, i, j.outer) with
+ * N = 11. The rounded-up j values (floormod by a symbolic extent) could not be
+ * bounded, fell back to the domain, and AUTO picked ROUND_UP without a guard
+ * nor a larger region: B was written past its buffer. */
+static void test_symbolic_split_fuse_guard(void)
+{
+    ctx = tex_ctx_new();
+    grid g = make_grid();
+    tex_iter *jo, *ji, *f;
+    TT_EQ_INT(tex_split(g.sb, g.bj, I(5), &jo, &ji), 0);
+    TT_EQ_INT(tex_fuse(g.sb, g.bi, jo, &f), 0);
+    tex_stmt *s = ops(g.s, 2, (tex_tensor *[]){g.A, g.C});
+    TT_EQ_INT(count_kind(s, TEXI_STMT_IF), 1);
+    TT_EQ_INT(run_vs_reference(2, (tex_expr *[]){g.M, g.N}, (int64_t[]){5, 11}), 0);
+    tex_ctx_free(ctx);
+    /* seed 21: split 6, fuse, split 9 of the fused axis */
+    ctx = tex_ctx_new();
+    g = make_grid();
+    tex_iter *fo, *fi;
+    TT_EQ_INT(tex_split(g.sb, g.bj, I(6), &jo, &ji), 0);
+    TT_EQ_INT(tex_fuse(g.sb, g.bi, jo, &f), 0);
+    TT_EQ_INT(tex_split(g.sb, f, I(9), &fo, &fi), 0);
+    s = ops(g.s, 2, (tex_tensor *[]){g.A, g.C});
+    TT_CHECK(s != NULL);
+    TT_EQ_INT(run_vs_reference(2, (tex_expr *[]){g.M, g.N}, (int64_t[]){5, 11}), 0);
+    TT_EQ_INT(run_vs_reference(2, (tex_expr *[]){g.M, g.N}, (int64_t[]){7, 3}), 0);
+    tex_ctx_free(ctx);
+}
+
+/* S[i] = sum_k A[i, k] (+ P[i] when P is given); Y[i, j] = A[i, j] / S[i]. */
+static tex_tensor *row_sum(tex_tensor *A, tex_tensor *P, tex_tensor **Y)
+{
+    tex_expr *M = A->shape[0], *N = A->shape[1];
+    tex_iter *i = tex_axis(ctx, "i", M), *k = tex_reduce_axis(ctx, "k", N);
+    tex_expr *e = TEX_AT(A, tex_iv(i), tex_iv(k));
+    if (P)
+        e = tex_add(e, TEX_AT(P, tex_iv(i)));
+    tex_tensor *S = tex_compute(ctx, "S", 1, &i, tex_sum(e, 1, &k));
+    tex_iter *yi = tex_axis(ctx, "i", M), *yj = tex_axis(ctx, "j", N);
+    *Y = tex_compute(ctx, "Y", 2, (tex_iter *[]){yi, yj},
+                     tex_div(TEX_AT(A, tex_iv(yi), tex_iv(yj)), TEX_AT(S, tex_iv(yi))));
+    return S;
+}
+
+/* Random seed 98 (softmax, layernorm): split_nparts(Y, i, 11) with M = 5 and
+ * S computed under it. S's region extent, min(M - row, 1), stayed symbolic
+ * in Y's loops and was -1 on Y's tail iterations: now it is maximized over
+ * them (symbolic divisions bounded) and never negative. */
+static void test_attached_tail_extent(void)
+{
+    ctx = tex_ctx_new();
+    tex_expr *M = tex_var(ctx, "M", TEX_I32), *N = tex_var(ctx, "N", TEX_I32);
+    tex_tensor *A = tex_placeholder(ctx, "A", TEX_F32, 2, (tex_expr *[]){M, N}), *Y;
+    tex_tensor *S = row_sum(A, NULL, &Y);
+    tex_schedule *sch = tex_schedule_new(ctx, 1, &Y);
+    tex_stage *sy = tex_stage_of(sch, Y);
+    tex_iter *io, *ii, *f;
+    TT_EQ_INT(tex_split_nparts(sy, tex_stage_axis(sy, 0), I(11), &io, &ii), 0);
+    TT_EQ_INT(tex_fuse(sy, ii, tex_stage_axis(sy, 2), &f), 0);
+    TT_EQ_INT(tex_compute_at(tex_stage_of(sch, S), sy, f), 0);
+    tex_stmt *s = ops(sch, 2, (tex_tensor *[]){A, Y});
+    const tex_stmt *r = find(s, TEXI_STMT_REALIZE, S);
+    TT_CHECK(r != NULL);
+    TT_EQ_INT(run_vs_reference(2, (tex_expr *[]){M, N}, (int64_t[]){5, 7}), 0);
+    TT_EQ_INT(run_vs_reference(2, (tex_expr *[]){M, N}, (int64_t[]){23, 2}), 0);
+    tex_ctx_free(ctx);
+}
+
+/* Random seed 220 (softmax, layernorm, elemwise): S at Y's fused loop, then a
+ * cache of P read by S at root. The cache's region used S's range (symbolic
+ * in Y's loop i.j.fused) unbounded: the loop variable leaked to the root. */
+static void test_root_cache_of_attached_reader(void)
+{
+    ctx = tex_ctx_new();
+    tex_expr *M = tex_var(ctx, "M", TEX_I32), *N = tex_var(ctx, "N", TEX_I32);
+    tex_tensor *A = tex_placeholder(ctx, "A", TEX_F32, 2, (tex_expr *[]){M, N}), *Y;
+    tex_iter *pi = tex_axis(ctx, "i", M);
+    tex_tensor *P = tex_compute(ctx, "P", 1, &pi, tex_mul(TEX_AT(A, tex_iv(pi), I(0)), F(2)));
+    tex_tensor *S = row_sum(A, P, &Y);
+    tex_schedule *sch = tex_schedule_new(ctx, 1, &Y);
+    tex_stage *sy = tex_stage_of(sch, Y);
+    tex_iter *f;
+    TT_EQ_INT(tex_fuse(sy, tex_stage_axis(sy, 0), tex_stage_axis(sy, 1), &f), 0);
+    TT_EQ_INT(tex_compute_at(tex_stage_of(sch, S), sy, f), 0);
+    tex_tensor *PL = tex_cache_read(sch, P, TEX_SCOPE_LOCAL, 1, &S);
+    TT_CHECK(PL != NULL);
+    tex_stmt *s = ops(sch, 2, (tex_tensor *[]){A, Y}); /* ops() checks the scopes */
+    const tex_stmt *r = find(s, TEXI_STMT_REALIZE, PL);
+    TT_CHECK(r != NULL);
+    TT_EQ_INT(run_vs_reference(2, (tex_expr *[]){M, N}, (int64_t[]){5, 7}), 0);
+    tex_ctx_free(ctx);
+}
+
 int main(void)
 {
     TT_RUN(test_root_stages);
@@ -696,5 +821,8 @@ int main(void)
     TT_RUN(test_cross_thread_reduction);
     TT_RUN(test_matmul_cache_write);
     TT_RUN(test_rfactor);
+    TT_RUN(test_symbolic_split_fuse_guard);
+    TT_RUN(test_attached_tail_extent);
+    TT_RUN(test_root_cache_of_attached_reader);
     return tt_finish();
 }
