@@ -187,11 +187,11 @@ deps:
 check-deps:
 	$(Q)sh tools/check_deps.sh
 
-# The README's C example must be examples/gemm_reference.c, verbatim (make test builds and runs it).
+# The README's C example must be examples/gemm.c, verbatim (make test builds and runs it).
 check-readme:
 	$(Q)awk '/^```c$$/ { inside = 1; next } /^```$$/ { inside = 0 } inside' README.md | \
-	    diff -u examples/gemm_reference.c - || \
-	    { echo "check-readme: README.md's C example differs from examples/gemm_reference.c"; exit 1; }
+	    diff -u examples/gemm.c - || \
+	    { echo "check-readme: README.md's C example differs from examples/gemm.c"; exit 1; }
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory $(PAR) $(BUILD)/examples/demo

@@ -1,7 +1,10 @@
 /*
  * The reference evaluator's private definitions, shared by eval.c (argument
- * checks, size binding, storage, the loops over each compute) and eval_expr.c
- * (expressions compiled to a flat node array, and their scalar semantics).
+ * checks, size binding, storage, the loops over each compute), eval_expr.c
+ * (expressions compiled to a flat node array, and run) and eval_scalar.c (the
+ * scalar semantics of every operator, cast, math function and reduction).
+ * The scalar functions are also the interpreter's (lower/interp_expr.c): one
+ * implementation, so that the oracle and the interpreter agree by construction.
  *
  * An evaluation compiles every expression it needs (shapes, extents, bodies)
  * into texi_eval_node entries of one malloc'ed array, once, before any loop
@@ -20,6 +23,34 @@ typedef union {
     int64_t i;
     double f;
 } texi_eval_value;
+
+/* ---- scalar semantics (eval_scalar.c): no state, no allocation, no messages */
+
+/* a KIND b for a binary operator kind, ADD .. MAX or EQ .. GE, whose operands
+ * both have dtype t, into *out: for arithmetic a value of dtype t (integers
+ * wrapped, floats rounded, min/max NaN-propagating), for a comparison 0 or 1.
+ * False, with *out unset, for an integer division or modulo by zero. */
+bool texi_eval_binary(enum texi_expr_kind kind, tex_dtype t, texi_eval_value a, texi_eval_value b,
+                      texi_eval_value *out);
+
+/* Math function op with result dtype t of its n (<= 3) operands args[i], of
+ * dtype arg_dtypes[i]. */
+texi_eval_value texi_eval_math(enum texi_math op, tex_dtype t, int n, const tex_dtype arg_dtypes[],
+                               const texi_eval_value args[]);
+
+/* v of dtype from converted to dtype to (cast semantics). */
+texi_eval_value texi_eval_convert(tex_dtype from, tex_dtype to, texi_eval_value v);
+
+/* Reduction step: acc combined with v by op in dtype t. */
+texi_eval_value texi_eval_combine(enum texi_reduce_op op, tex_dtype t, texi_eval_value acc,
+                                  texi_eval_value v);
+
+/* The identity of reduction op in dtype t. */
+texi_eval_value texi_eval_identity(enum texi_reduce_op op, tex_dtype t);
+
+/* Element i of storage of dtype t at base, and its store. */
+texi_eval_value texi_eval_load(tex_dtype t, const char *base, int64_t i);
+void texi_eval_store(tex_dtype t, char *base, int64_t i, texi_eval_value v);
 
 /* A compiled expression node; children are indices into texi_eval.nodes. */
 typedef struct {
@@ -77,20 +108,6 @@ int32_t texi_eval_compile(texi_eval *st, tex_expr *e);
 /* The value of compiled node n. On an error (division by zero, out-of-bounds
  * read) sets st->rc, records the message and returns 0. */
 texi_eval_value texi_eval_node_value(texi_eval *st, int32_t n);
-
-/* Reduction step: acc combined with v by op in dtype t. */
-texi_eval_value texi_eval_combine(enum texi_reduce_op op, tex_dtype t, texi_eval_value acc,
-                                  texi_eval_value v);
-
-/* The identity of reduction op in dtype t. */
-texi_eval_value texi_eval_identity(enum texi_reduce_op op, tex_dtype t);
-
-/* v of dtype from converted to dtype to (cast semantics). */
-texi_eval_value texi_eval_convert(tex_dtype from, tex_dtype to, texi_eval_value v);
-
-/* Element i of storage of dtype t at base, and its store. */
-texi_eval_value texi_eval_load(tex_dtype t, const char *base, int64_t i);
-void texi_eval_store(tex_dtype t, char *base, int64_t i, texi_eval_value v);
 
 /* Records an error in st (the first is kept) and returns code. */
 int texi_eval_fail(texi_eval *st, int code, const char *fmt, ...)

@@ -1,38 +1,23 @@
 /*
  * The reference evaluator's expressions: compiling tex_expr trees into flat
- * texi_eval_node arrays, and running them with the scalar semantics every
- * backend must reproduce (API.md, precise rule 2).
+ * texi_eval_node arrays, and running them.
  *
- * Semantics (values as in eval.h, rounded to the node's dtype after every
- * operation):
- *   - Integers wrap to their dtype's width: the arithmetic is done on uint64
- *     (no signed overflow), then sign- or zero-extended. u64 compares, divides
- *     and converts as unsigned. Bool results are 0 or 1.
- *   - Integer floordiv/floormod round toward negative infinity (-7 floordiv 2
- *     = -4, -7 floormod 2 = 1); a zero divisor is an error (TEX_EINVAL), not a
- *     value. Float floordiv is floor(a / b), floormod a - b * floor(a / b).
- *   - Float operations are computed in double and rounded to the node's dtype
- *     (f32 by a cast to float, f16/bf16 through util/half.h). For + - * / and
- *     sqrt this equals the correctly rounded operation of the narrow type.
- *   - min/max with a NaN operand give NaN, so an unwritten (poisoned) element
- *     is never hidden by a max reduction.
- *   - Casts: float to integer truncates toward zero, saturating out-of-range
- *     values (texi_float_to_int, the same as constant folding) and then
- *     wrapping to the width; anything to bool is `!= 0` (as C's _Bool).
+ * The value of every operator, cast and math call is computed by the shared
+ * scalar semantics of eval_scalar.c (texi_eval_binary, texi_eval_math,
+ * texi_eval_convert; API.md, precise rule 2), which the interpreter of
+ * lowered functions uses too. This file adds what belongs to evaluation:
  *   - select, && and || evaluate only what C would, so guards such as
- *     select(i < n, A[i], 0) or `i < n && A[i] > 0` never trip the bounds check.
- *   - Math functions: libm in double, then rounded; sigmoid = 1 / (1 + exp(-x)),
- *     rsqrt = 1 / sqrt(x), round is half away from zero; abs keeps integers.
- *   - Every tensor read is bounds-checked against the read tensor's shape; a
+ *     select(i < n, A[i], 0) or `i < n && A[i] > 0` never trip the bounds check;
+ *   - an integer division or modulo by zero is an error (TEX_EINVAL) naming the
+ *     tensor being computed, not a value;
+ *   - every tensor read is bounds-checked against the read tensor's shape; a
  *     read outside it is an error naming the tensor and the index.
  *
  * Not here: REDUCE nodes (only ever the whole body of a compute; eval.c runs
  * them with texi_eval_combine) and lowered LOADs (rejected when compiling).
  */
 #include "ir/eval.h"
-#include "util/half.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,365 +37,40 @@ int texi_eval_fail(texi_eval *st, int code, const char *fmt, ...)
     return code;
 }
 
-/* ------------------------------------------------------------- conversions */
+/* ------------------------------------------------------------- operators */
 
-/* v wrapped to the width and signedness of integer type t (bool: 0 or 1). */
-static int64_t wrap(tex_dtype t, uint64_t v)
+/* Records an integer division (or modulo) by zero in node nd; kept out of
+ * line so that binary() stays small enough to inline into the hot walk. */
+static __attribute__((noinline, cold)) texi_eval_value
+div_by_zero(texi_eval *st, const texi_eval_node *nd, texi_eval_value a)
 {
-    switch (t) {
-    case TEX_BOOL:
-        return v != 0;
-    case TEX_I8:
-        return (int8_t)(uint8_t)v;
-    case TEX_I16:
-        return (int16_t)(uint16_t)v;
-    case TEX_I32:
-        return (int32_t)(uint32_t)v;
-    case TEX_U8:
-        return (uint8_t)v;
-    case TEX_U16:
-        return (uint16_t)v;
-    case TEX_U32:
-        return (uint32_t)v;
-    case TEX_I64:
-    case TEX_U64:
-    case TEX_F16:
-    case TEX_BF16:
-    case TEX_F32:
-    case TEX_F64:
-        break;
-    }
-    return (int64_t)v;
+    texi_eval_fail(st, TEX_EINVAL,
+                   "tex_eval_reference: tensor '%s': integer %s by zero (%lld %s 0)", st->cur,
+                   nd->kind == TEXI_EXPR_FLOORMOD ? "modulo" : "division", (long long)a.i,
+                   texi_expr_kind_names[nd->kind]);
+    return (texi_eval_value){0};
 }
 
-static double int_to_double(tex_dtype t, int64_t v)
-{
-    return t == TEX_U64 ? (double)(uint64_t)v : (double)v;
-}
-
-/* texi_dtype_is_float, inlined for the hot paths (the float types end tex_dtype). */
-static inline bool is_float(tex_dtype t)
-{
-    return t >= TEX_F16;
-}
-
-/* v rounded to float type t; f32 and f64 inline (the hot cases). */
-static inline double round_to(tex_dtype t, double v)
-{
-    if (t == TEX_F32)
-        return (double)(float)v;
-    return t == TEX_F64 ? v : texi_round_to_dtype(t, v);
-}
-
-/* The value as a double, whatever its dtype. */
-static double as_double(tex_dtype t, texi_eval_value v)
-{
-    return texi_dtype_is_float(t) ? v.f : int_to_double(t, v.i);
-}
-
-texi_eval_value texi_eval_convert(tex_dtype from, tex_dtype to, texi_eval_value v)
+/* Binary operator node nd (ADD .. MAX, EQ .. GE) on a and b, of dtype t. */
+static inline texi_eval_value binary(texi_eval *st, const texi_eval_node *nd, tex_dtype t,
+                                     texi_eval_value a, texi_eval_value b)
 {
     texi_eval_value r;
-    bool ff = is_float(from);
-    if (is_float(to))
-        r.f = round_to(to, ff ? v.f : int_to_double(from, v.i));
-    else if (to == TEX_BOOL)
-        r.i = ff ? v.f != 0.0 : v.i != 0;
-    else
-        r.i = wrap(to, (uint64_t)(ff ? texi_float_to_int(to, v.f) : v.i));
-    return r;
+    return texi_eval_binary(nd->kind, t, a, b, &r) ? r : div_by_zero(st, nd, a);
 }
 
-texi_eval_value texi_eval_load(tex_dtype t, const char *base, int64_t i)
-{
-    texi_eval_value r = {0};
-    switch (t) {
-    case TEX_BOOL:
-        r.i = ((const uint8_t *)base)[i] != 0;
-        break;
-    case TEX_I8:
-        r.i = ((const int8_t *)base)[i];
-        break;
-    case TEX_I16:
-        r.i = ((const int16_t *)base)[i];
-        break;
-    case TEX_I32:
-        r.i = ((const int32_t *)base)[i];
-        break;
-    case TEX_I64:
-        r.i = ((const int64_t *)base)[i];
-        break;
-    case TEX_U8:
-        r.i = ((const uint8_t *)base)[i];
-        break;
-    case TEX_U16:
-        r.i = ((const uint16_t *)base)[i];
-        break;
-    case TEX_U32:
-        r.i = ((const uint32_t *)base)[i];
-        break;
-    case TEX_U64:
-        r.i = (int64_t)((const uint64_t *)base)[i];
-        break;
-    case TEX_F16:
-        r.f = texi_f16_to_f32(((const uint16_t *)base)[i]);
-        break;
-    case TEX_BF16:
-        r.f = texi_bf16_to_f32(((const uint16_t *)base)[i]);
-        break;
-    case TEX_F32:
-        r.f = ((const float *)base)[i];
-        break;
-    case TEX_F64:
-        r.f = ((const double *)base)[i];
-        break;
-    }
-    return r;
-}
-
-void texi_eval_store(tex_dtype t, char *base, int64_t i, texi_eval_value v)
-{
-    switch (t) {
-    case TEX_BOOL:
-        ((uint8_t *)base)[i] = v.i != 0;
-        break;
-    case TEX_I8:
-        ((int8_t *)base)[i] = (int8_t)v.i;
-        break;
-    case TEX_I16:
-        ((int16_t *)base)[i] = (int16_t)v.i;
-        break;
-    case TEX_I32:
-        ((int32_t *)base)[i] = (int32_t)v.i;
-        break;
-    case TEX_I64:
-        ((int64_t *)base)[i] = v.i;
-        break;
-    case TEX_U8:
-        ((uint8_t *)base)[i] = (uint8_t)v.i;
-        break;
-    case TEX_U16:
-        ((uint16_t *)base)[i] = (uint16_t)v.i;
-        break;
-    case TEX_U32:
-        ((uint32_t *)base)[i] = (uint32_t)v.i;
-        break;
-    case TEX_U64:
-        ((uint64_t *)base)[i] = (uint64_t)v.i;
-        break;
-    case TEX_F16:
-        ((uint16_t *)base)[i] = texi_f16_from_f32((float)v.f);
-        break;
-    case TEX_BF16:
-        ((uint16_t *)base)[i] = texi_bf16_from_f32((float)v.f);
-        break;
-    case TEX_F32:
-        ((float *)base)[i] = (float)v.f;
-        break;
-    case TEX_F64:
-        ((double *)base)[i] = v.f;
-        break;
-    }
-}
-
-/* ------------------------------------------------------- scalar operations */
-
-static bool int_lt(tex_dtype t, int64_t a, int64_t b)
-{
-    return t == TEX_U64 ? (uint64_t)a < (uint64_t)b : a < b;
-}
-
-/* Floor division (mod when want_mod) of integers of dtype t; b != 0. */
-static int64_t int_floordiv(tex_dtype t, int64_t a, int64_t b, bool want_mod)
-{
-    if (t == TEX_U64)
-        return (int64_t)(want_mod ? (uint64_t)a % (uint64_t)b : (uint64_t)a / (uint64_t)b);
-    if (a == INT64_MIN && b == -1)
-        return want_mod ? 0 : INT64_MIN; /* the quotient wraps */
-    int64_t q = a / b, r = a % b;
-    if (r != 0 && ((r < 0) != (b < 0))) {
-        q--;
-        r += b;
-    }
-    return want_mod ? r : q;
-}
-
-static texi_eval_value int_binary(texi_eval *st, enum texi_expr_kind k, tex_dtype t,
-                                  texi_eval_value a, texi_eval_value b)
-{
-    uint64_t x = (uint64_t)a.i, y = (uint64_t)b.i;
-    texi_eval_value r = {0};
-    switch (k) {
-    case TEXI_EXPR_ADD:
-        r.i = wrap(t, x + y);
-        break;
-    case TEXI_EXPR_SUB:
-        r.i = wrap(t, x - y);
-        break;
-    case TEXI_EXPR_MUL:
-        r.i = wrap(t, x * y);
-        break;
-    case TEXI_EXPR_MIN:
-        r = int_lt(t, b.i, a.i) ? b : a;
-        break;
-    case TEXI_EXPR_MAX:
-        r = int_lt(t, a.i, b.i) ? b : a;
-        break;
-    case TEXI_EXPR_DIV:
-    case TEXI_EXPR_FLOORDIV:
-    case TEXI_EXPR_FLOORMOD:
-        if (b.i == 0) {
-            texi_eval_fail(st, TEX_EINVAL,
-                           "tex_eval_reference: tensor '%s': integer %s by zero (%lld %s 0)",
-                           st->cur, k == TEXI_EXPR_FLOORMOD ? "modulo" : "division", (long long)a.i,
-                           texi_expr_kind_names[k]);
-            break;
-        }
-        r.i = wrap(t, (uint64_t)int_floordiv(t, a.i, b.i, k == TEXI_EXPR_FLOORMOD));
-        break;
-    default:
-        break;
-    }
-    return r;
-}
-
-static double float_binary(enum texi_expr_kind k, double a, double b)
-{
-    switch (k) {
-    case TEXI_EXPR_ADD:
-        return a + b;
-    case TEXI_EXPR_SUB:
-        return a - b;
-    case TEXI_EXPR_MUL:
-        return a * b;
-    case TEXI_EXPR_DIV:
-        return a / b;
-    case TEXI_EXPR_FLOORDIV:
-        return floor(a / b);
-    case TEXI_EXPR_FLOORMOD:
-        return a - b * floor(a / b);
-    case TEXI_EXPR_MIN:
-        return (isnan(a) || isnan(b)) ? NAN : (b < a ? b : a);
-    case TEXI_EXPR_MAX:
-        return (isnan(a) || isnan(b)) ? NAN : (a < b ? b : a);
-    default:
-        return NAN;
-    }
-}
-
-/* An arithmetic operator (ADD .. MAX) in dtype t. */
-static texi_eval_value arith(texi_eval *st, enum texi_expr_kind k, tex_dtype t, texi_eval_value a,
-                             texi_eval_value b)
-{
-    if (!is_float(t))
-        return int_binary(st, k, t, a, b);
-    texi_eval_value r;
-    r.f = round_to(t, float_binary(k, a.f, b.f));
-    return r;
-}
-
-/* A comparison of two operands of dtype t. */
-static bool compare(enum texi_expr_kind k, tex_dtype t, texi_eval_value a, texi_eval_value b)
-{
-    if (texi_dtype_is_float(t)) {
-        switch (k) {
-        case TEXI_EXPR_EQ:
-            return a.f == b.f;
-        case TEXI_EXPR_NE:
-            return a.f != b.f;
-        case TEXI_EXPR_LT:
-            return a.f < b.f;
-        case TEXI_EXPR_LE:
-            return a.f <= b.f;
-        case TEXI_EXPR_GT:
-            return a.f > b.f;
-        default:
-            return a.f >= b.f;
-        }
-    }
-    switch (k) {
-    case TEXI_EXPR_EQ:
-        return a.i == b.i;
-    case TEXI_EXPR_NE:
-        return a.i != b.i;
-    case TEXI_EXPR_LT:
-        return int_lt(t, a.i, b.i);
-    case TEXI_EXPR_LE:
-        return !int_lt(t, b.i, a.i);
-    case TEXI_EXPR_GT:
-        return int_lt(t, b.i, a.i);
-    default:
-        return !int_lt(t, a.i, b.i);
-    }
-}
-
-static double math_double(enum texi_math op, const double x[3])
-{
-    switch (op) {
-    case TEXI_MATH_EXP:
-        return exp(x[0]);
-    case TEXI_MATH_LOG:
-        return log(x[0]);
-    case TEXI_MATH_SQRT:
-        return sqrt(x[0]);
-    case TEXI_MATH_RSQRT:
-        return 1.0 / sqrt(x[0]);
-    case TEXI_MATH_TANH:
-        return tanh(x[0]);
-    case TEXI_MATH_SIGMOID:
-        return 1.0 / (1.0 + exp(-x[0]));
-    case TEXI_MATH_ERF:
-        return erf(x[0]);
-    case TEXI_MATH_ABS:
-        return fabs(x[0]);
-    case TEXI_MATH_FLOOR:
-        return floor(x[0]);
-    case TEXI_MATH_CEIL:
-        return ceil(x[0]);
-    case TEXI_MATH_ROUND:
-        return round(x[0]);
-    case TEXI_MATH_SIN:
-        return sin(x[0]);
-    case TEXI_MATH_COS:
-        return cos(x[0]);
-    case TEXI_MATH_POW:
-        return pow(x[0], x[1]);
-    case TEXI_MATH_FMA:
-        return fma(x[0], x[1], x[2]);
-    case TEXI_MATH_COUNT:
-        break;
-    }
-    return NAN;
-}
-
-/* A math call of node nd. Integer results: abs stays exact, floor/ceil/round
- * are the identity; anything else goes through double like a cast. */
+/* A math call of node nd: its operands evaluated, then texi_eval_math. */
 static texi_eval_value math_call(texi_eval *st, const texi_eval_node *nd)
 {
     int32_t ops[3] = {nd->a, nd->b, nd->c};
-    tex_dtype t = nd->dtype;
-    texi_eval_value v[3] = {{0}};
-    double x[3] = {0, 0, 0};
-    for (int i = 0; i < 3 && ops[i] >= 0; i++) {
-        v[i] = texi_eval_node_value(st, ops[i]);
-        x[i] = as_double(st->nodes[ops[i]].dtype, v[i]);
+    texi_eval_value v[3] = {{0}, {0}, {0}};
+    tex_dtype dt[3] = {nd->arg_dtype, nd->arg_dtype, nd->arg_dtype};
+    int n = 0;
+    for (; n < 3 && ops[n] >= 0; n++) {
+        v[n] = texi_eval_node_value(st, ops[n]);
+        dt[n] = st->nodes[ops[n]].dtype;
     }
-    if (!texi_dtype_is_float(t) && nd->arg_dtype == t) {
-        switch (nd->u.math) {
-        case TEXI_MATH_ABS:
-            if (texi_dtype_is_signed(t) && v[0].i < 0)
-                v[0].i = wrap(t, 0 - (uint64_t)v[0].i);
-            return v[0];
-        case TEXI_MATH_FLOOR:
-        case TEXI_MATH_CEIL:
-        case TEXI_MATH_ROUND:
-            return v[0];
-        default:
-            break;
-        }
-    }
-    texi_eval_value r = {.f = math_double(nd->u.math, x)};
-    return texi_eval_convert(TEX_F64, t, r);
+    return texi_eval_math(nd->u.math, nd->dtype, n, dt, v);
 }
 
 /* A tensor read: every index checked against the read tensor's shape. */
@@ -461,7 +121,7 @@ texi_eval_value texi_eval_node_value(texi_eval *st, int32_t n)
     case TEXI_EXPR_MAX:
         a = texi_eval_node_value(st, nd->a);
         b = texi_eval_node_value(st, nd->b);
-        return arith(st, nd->kind, nd->dtype, a, b);
+        return binary(st, nd, nd->dtype, a, b);
     case TEXI_EXPR_EQ:
     case TEXI_EXPR_NE:
     case TEXI_EXPR_LT:
@@ -470,8 +130,7 @@ texi_eval_value texi_eval_node_value(texi_eval *st, int32_t n)
     case TEXI_EXPR_GE:
         a = texi_eval_node_value(st, nd->a);
         b = texi_eval_node_value(st, nd->b);
-        r.i = compare(nd->kind, nd->arg_dtype, a, b);
-        break;
+        return binary(st, nd, nd->arg_dtype, a, b);
     case TEXI_EXPR_AND:
         r.i = texi_eval_node_value(st, nd->a).i && texi_eval_node_value(st, nd->b).i;
         break;
@@ -495,53 +154,6 @@ texi_eval_value texi_eval_node_value(texi_eval *st, int32_t n)
         break; /* rejected by texi_eval_compile */
     }
     return r;
-}
-
-/* ------------------------------------------------------------ reductions */
-
-texi_eval_value texi_eval_identity(enum texi_reduce_op op, tex_dtype t)
-{
-    texi_eval_value r = {0};
-    bool fl = texi_dtype_is_float(t), sg = texi_dtype_is_signed(t);
-    int bits = texi_dtype_bits(t);
-    switch (op) {
-    case TEXI_REDUCE_SUM:
-        break;
-    case TEXI_REDUCE_PROD:
-        if (fl)
-            r.f = 1.0;
-        else
-            r.i = 1;
-        break;
-    case TEXI_REDUCE_MAX: /* the smallest value of t */
-        if (fl)
-            r.f = -INFINITY;
-        else if (sg)
-            r.i = wrap(t, (uint64_t)1 << (bits - 1));
-        break;
-    case TEXI_REDUCE_MIN: /* the largest value of t */
-        if (fl)
-            r.f = INFINITY;
-        else if (t == TEX_BOOL)
-            r.i = 1;
-        else
-            r.i = wrap(t, sg ? ((uint64_t)1 << (bits - 1)) - 1 : ~(uint64_t)0);
-        break;
-    case TEXI_REDUCE_COUNT:
-        break;
-    }
-    return r;
-}
-
-texi_eval_value texi_eval_combine(enum texi_reduce_op op, tex_dtype t, texi_eval_value acc,
-                                  texi_eval_value v)
-{
-    static const enum texi_expr_kind kinds[TEXI_REDUCE_COUNT] = {[TEXI_REDUCE_SUM] = TEXI_EXPR_ADD,
-                                                                 [TEXI_REDUCE_PROD] = TEXI_EXPR_MUL,
-                                                                 [TEXI_REDUCE_MAX] = TEXI_EXPR_MAX,
-                                                                 [TEXI_REDUCE_MIN] = TEXI_EXPR_MIN};
-    /* No division: the evaluator state is never needed for an error. */
-    return arith(NULL, kinds[op], t, acc, v);
 }
 
 /* ---------------------------------------------------------- compilation */
@@ -687,7 +299,7 @@ int32_t texi_eval_compile(texi_eval *st, tex_expr *e)
         st->nodes[n].u.i = e->u.i;
         return n;
     case TEXI_EXPR_FLOAT:
-        st->nodes[n].u.f = round_to(e->dtype, e->u.f);
+        st->nodes[n].u.f = texi_eval_convert(TEX_F64, e->dtype, (texi_eval_value){.f = e->u.f}).f;
         return n;
     case TEXI_EXPR_VAR:
         return compile_var(st, n, e);

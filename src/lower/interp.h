@@ -4,8 +4,9 @@
  * access). lower.h declares its only entry point, texi_interp_run.
  *
  * Values are the reference evaluator's texi_eval_value (ir/eval.h: integers
- * wrapped to their dtype, floats rounded to theirs); conversions and element
- * loads/stores are its functions. Storage keeps elements in their native
+ * wrapped to their dtype, floats rounded to theirs), and every scalar
+ * operation (operators, math, conversions, element loads/stores) is its
+ * function from ir/eval_scalar.c. Storage keeps elements in their native
  * layout (f16/bf16 as 16-bit patterns), like a kernel's arrays.
  *
  * A frame is one thread's environment: a stack of variable bindings and a

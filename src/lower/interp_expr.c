@@ -1,28 +1,25 @@
 /*
  * The interpreter's scalar expressions (see interp.h).
  *
- * Semantics are the reference evaluator's (src/ir/eval_expr.c; API.md
- * precise rule 2), and where eval.h exposes them they are its very
- * functions (conversions, element loads and stores):
- *   - every operation yields a value of its node's dtype: integer results
- *     wrap (arithmetic on uint64, then sign- or zero-extended; u64 compares
- *     and divides as unsigned), float results are computed in double and
- *     rounded to the dtype (f16/bf16 through util/half.h);
- *   - floordiv/floormod round toward negative infinity; an integer division
- *     or modulo by zero is an error (TEX_EINVAL), not a value;
- *   - min/max with a NaN operand give NaN, so a read of a poisoned (never
- *     written) float element is not hidden by a max or min reduction;
+ * Semantics are the reference evaluator's by construction: every operator,
+ * cast, math call, element load and store is computed by the scalar functions
+ * of ir/eval.h (src/ir/eval_scalar.c; API.md precise rule 2), the very ones
+ * the oracle runs. Integer results wrap to their dtype, float results are
+ * rounded to it, floordiv/floormod round toward negative infinity, min/max
+ * propagate NaN (a read of a poisoned, never written, float element is not
+ * hidden by a max or min reduction). This file adds what belongs to walking
+ * a lowered body:
+ *   - an integer division or modulo by zero is an error (TEX_EINVAL), not a
+ *     value;
  *   - select, && and || evaluate only what C would (the chosen branch, the
  *     right operand only when needed), so guards such as
  *     select(i < n, A[i], 0) never trip the bounds check;
- *   - math in double then rounded; abs/floor/ceil/round of an integer stay
- *     exact; REDUCE cannot occur in a lowered function (internal error).
+ *   - REDUCE cannot occur in a lowered function (internal error).
  * Every read of storage is bounds-checked: ACCESS per dimension against the
  * realized region, LOAD against the buffer's size.
  */
 #include "lower/interp.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,8 +32,9 @@ int texi_interp_fail(texi_interp *ip, int code, const char *fmt, ...)
         return ip->code;
     ip->code = code;
     if (ip->err && ip->err_size) {
-        int k = snprintf(ip->err, ip->err_size, "tex interpreter (function '%s'): ",
-                         ip->f && ip->f->name ? ip->f->name : "?");
+        int k =
+            snprintf(ip->err, ip->err_size,
+                     "tex interpreter (function '%s'): ", ip->f && ip->f->name ? ip->f->name : "?");
         if (k >= 0 && (size_t)k < ip->err_size) {
             va_list ap;
             va_start(ap, fmt);
@@ -102,115 +100,6 @@ int texi_interp_tensor_index(texi_interp *ip, const texi_storage *st, int n, con
     return 0;
 }
 
-/* ------------------------------------------------------------- arithmetic */
-
-static int64_t floordiv_i(int64_t a, int64_t b)
-{
-    if (b == -1)
-        return (int64_t)(0 - (uint64_t)a); /* INT64_MIN / -1 wraps */
-    int64_t q = a / b;
-    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-static int64_t floormod_i(int64_t a, int64_t b)
-{
-    if (b == -1)
-        return 0;
-    int64_t r = a % b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-
-/* a < b in integer type t. */
-static bool int_lt(tex_dtype t, int64_t a, int64_t b)
-{
-    return t == TEX_U64 ? (uint64_t)a < (uint64_t)b : a < b;
-}
-
-/* a KIND b for integers of dtype t (arithmetic and min/max), wrapped to t. */
-static int int_binary(texi_interp *ip, enum texi_expr_kind kind, tex_dtype t, int64_t a,
-                      int64_t b, int64_t *out)
-{
-    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-    switch (kind) {
-    case TEXI_EXPR_ADD: *out = (int64_t)(ua + ub); break;
-    case TEXI_EXPR_SUB: *out = (int64_t)(ua - ub); break;
-    case TEXI_EXPR_MUL: *out = (int64_t)(ua * ub); break;
-    case TEXI_EXPR_DIV:
-    case TEXI_EXPR_FLOORDIV:
-    case TEXI_EXPR_FLOORMOD:
-        if (b == 0)
-            return texi_interp_fail(ip, TEX_EINVAL, "integer %s by zero",
-                                    kind == TEXI_EXPR_FLOORMOD ? "modulo" : "division");
-        if (t == TEX_U64)
-            *out = (int64_t)(kind == TEXI_EXPR_FLOORMOD ? ua % ub : ua / ub);
-        else
-            *out = kind == TEXI_EXPR_FLOORMOD ? floormod_i(a, b) : floordiv_i(a, b);
-        break;
-    case TEXI_EXPR_MIN: *out = int_lt(t, b, a) ? b : a; break;
-    case TEXI_EXPR_MAX: *out = int_lt(t, a, b) ? b : a; break;
-    default:
-        return texi_interp_fail(ip, TEX_EINTERNAL, "operator '%s' on integers",
-                                texi_expr_kind_names[kind]);
-    }
-    texi_eval_value v = {.i = *out};
-    *out = texi_eval_convert(TEX_I64, t, v).i;
-    return 0;
-}
-
-static double float_binary(enum texi_expr_kind kind, double a, double b)
-{
-    switch (kind) {
-    case TEXI_EXPR_ADD: return a + b;
-    case TEXI_EXPR_SUB: return a - b;
-    case TEXI_EXPR_MUL: return a * b;
-    case TEXI_EXPR_DIV: return a / b;
-    case TEXI_EXPR_FLOORDIV: return floor(a / b);
-    case TEXI_EXPR_FLOORMOD: return a - b * floor(a / b);
-    case TEXI_EXPR_MIN: return (isnan(a) || isnan(b)) ? NAN : (b < a ? b : a);
-    case TEXI_EXPR_MAX: return (isnan(a) || isnan(b)) ? NAN : (a < b ? b : a);
-    default: return NAN;
-    }
-}
-
-/* a KIND b for a comparison kind, both operands of dtype t. */
-static bool compare(enum texi_expr_kind kind, tex_dtype t, texi_eval_value a, texi_eval_value b)
-{
-    bool fl = texi_dtype_is_float(t);
-    bool lt = fl ? a.f < b.f : int_lt(t, a.i, b.i), gt = fl ? a.f > b.f : int_lt(t, b.i, a.i);
-    bool eq = fl ? a.f == b.f : a.i == b.i;
-    switch (kind) {
-    case TEXI_EXPR_EQ: return eq;
-    case TEXI_EXPR_NE: return !eq;
-    case TEXI_EXPR_LT: return lt;
-    case TEXI_EXPR_LE: return lt || eq;
-    case TEXI_EXPR_GT: return gt;
-    default: return gt || eq;
-    }
-}
-
-static double math_double(enum texi_math op, const double x[3])
-{
-    switch (op) {
-    case TEXI_MATH_EXP: return exp(x[0]);
-    case TEXI_MATH_LOG: return log(x[0]);
-    case TEXI_MATH_SQRT: return sqrt(x[0]);
-    case TEXI_MATH_RSQRT: return 1.0 / sqrt(x[0]);
-    case TEXI_MATH_TANH: return tanh(x[0]);
-    case TEXI_MATH_SIGMOID: return 1.0 / (1.0 + exp(-x[0]));
-    case TEXI_MATH_ERF: return erf(x[0]);
-    case TEXI_MATH_ABS: return fabs(x[0]);
-    case TEXI_MATH_FLOOR: return floor(x[0]);
-    case TEXI_MATH_CEIL: return ceil(x[0]);
-    case TEXI_MATH_ROUND: return round(x[0]);
-    case TEXI_MATH_SIN: return sin(x[0]);
-    case TEXI_MATH_COS: return cos(x[0]);
-    case TEXI_MATH_POW: return pow(x[0], x[1]);
-    case TEXI_MATH_FMA: return fma(x[0], x[1], x[2]);
-    case TEXI_MATH_COUNT: break;
-    }
-    return NAN;
-}
-
 /* ------------------------------------------------------------- evaluation */
 
 static int eval_var(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
@@ -249,40 +138,25 @@ static int eval_binary(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_
     tex_dtype t = texi_dtype_promote(ea->dtype, eb->dtype);
     a = texi_eval_convert(ea->dtype, t, a);
     b = texi_eval_convert(eb->dtype, t, b);
-    if (texi_expr_is_compare(e)) {
-        out->i = compare(e->kind, t, a, b);
-        return 0;
-    }
-    if (!texi_dtype_is_float(t))
-        return int_binary(ip, e->kind, e->dtype, a.i, b.i, &out->i);
-    texi_eval_value r = {.f = float_binary(e->kind, a.f, b.f)};
-    *out = texi_eval_convert(TEX_F64, e->dtype, r);
+    if (!texi_eval_binary(e->kind, t, a, b, out))
+        return texi_interp_fail(ip, TEX_EINVAL, "integer %s by zero",
+                                e->kind == TEXI_EXPR_FLOORMOD ? "modulo" : "division");
+    if (!texi_expr_is_compare(e) && e->dtype != t)
+        *out = texi_eval_convert(t, e->dtype, *out);
     return 0;
 }
 
-/* Math: abs/floor/ceil/round of an integer stay exact, the rest in double. */
+/* A math call: its operands evaluated, then texi_eval_math. */
 static int eval_call(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
 {
     texi_eval_value v[3] = {{0}, {0}, {0}};
-    double x[3] = {0, 0, 0};
+    tex_dtype dt[3] = {e->dtype, e->dtype, e->dtype};
     int n = e->u.call.n_args < 3 ? e->u.call.n_args : 3;
     for (int k = 0; k < n; k++) {
-        const tex_expr *a = e->u.call.args[k];
-        TEXI_TRY(texi_interp_expr(ip, fr, a, &v[k]));
-        x[k] = texi_eval_convert(a->dtype, TEX_F64, v[k]).f;
+        dt[k] = e->u.call.args[k]->dtype;
+        TEXI_TRY(texi_interp_expr(ip, fr, e->u.call.args[k], &v[k]));
     }
-    tex_dtype t = e->dtype;
-    enum texi_math op = e->u.call.op;
-    if (!texi_dtype_is_float(t) && n > 0 && e->u.call.args[0]->dtype == t &&
-        (op == TEXI_MATH_ABS || op == TEXI_MATH_FLOOR || op == TEXI_MATH_CEIL ||
-         op == TEXI_MATH_ROUND)) {
-        bool neg = op == TEXI_MATH_ABS && texi_dtype_is_signed(t) && v[0].i < 0;
-        texi_eval_value r = {.i = neg ? (int64_t)(0 - (uint64_t)v[0].i) : v[0].i};
-        *out = texi_eval_convert(TEX_I64, t, r);
-        return 0;
-    }
-    texi_eval_value r = {.f = math_double(op, x)};
-    *out = texi_eval_convert(TEX_F64, t, r);
+    *out = texi_eval_math(e->u.call.op, e->dtype, n, dt, v);
     return 0;
 }
 
@@ -335,9 +209,14 @@ int texi_interp_expr(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_ev
 {
     texi_eval_value a;
     switch (e->kind) {
-    case TEXI_EXPR_INT: out->i = e->u.i; return 0;
-    case TEXI_EXPR_FLOAT: out->f = e->u.f; return 0;
-    case TEXI_EXPR_VAR: return eval_var(ip, fr, e, out);
+    case TEXI_EXPR_INT:
+        out->i = e->u.i;
+        return 0;
+    case TEXI_EXPR_FLOAT:
+        out->f = e->u.f;
+        return 0;
+    case TEXI_EXPR_VAR:
+        return eval_var(ip, fr, e, out);
     case TEXI_EXPR_ADD:
     case TEXI_EXPR_SUB:
     case TEXI_EXPR_MUL:
@@ -353,7 +232,8 @@ int texi_interp_expr(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_ev
     case TEXI_EXPR_GT:
     case TEXI_EXPR_GE:
     case TEXI_EXPR_AND:
-    case TEXI_EXPR_OR: return eval_binary(ip, fr, e, out);
+    case TEXI_EXPR_OR:
+        return eval_binary(ip, fr, e, out);
     case TEXI_EXPR_NOT:
         TEXI_TRY(texi_interp_expr(ip, fr, e->u.un.a, &a));
         out->i = !truth(e->u.un.a->dtype, a);
@@ -362,12 +242,17 @@ int texi_interp_expr(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_ev
         TEXI_TRY(texi_interp_expr(ip, fr, e->u.un.a, &a));
         *out = texi_eval_convert(e->u.un.a->dtype, e->dtype, a);
         return 0;
-    case TEXI_EXPR_SELECT: return eval_select(ip, fr, e, out);
-    case TEXI_EXPR_CALL: return eval_call(ip, fr, e, out);
-    case TEXI_EXPR_ACCESS: return eval_access(ip, fr, e, out);
-    case TEXI_EXPR_LOAD: return eval_load(ip, fr, e, out);
+    case TEXI_EXPR_SELECT:
+        return eval_select(ip, fr, e, out);
+    case TEXI_EXPR_CALL:
+        return eval_call(ip, fr, e, out);
+    case TEXI_EXPR_ACCESS:
+        return eval_access(ip, fr, e, out);
+    case TEXI_EXPR_LOAD:
+        return eval_load(ip, fr, e, out);
     case TEXI_EXPR_REDUCE:
-    case TEXI_EXPR_KIND_COUNT: break;
+    case TEXI_EXPR_KIND_COUNT:
+        break;
     }
     return texi_interp_fail(ip, TEX_EINTERNAL, "a '%s' node cannot occur in a lowered function",
                             e->kind < TEXI_EXPR_KIND_COUNT ? texi_expr_kind_names[e->kind] : "?");

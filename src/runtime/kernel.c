@@ -69,19 +69,36 @@ typedef struct {
     char why[256];
 } target_spec;
 
-static bool parse_threads(const char *w, size_t len, int *threads)
+/* A thread count: 1 to 6 decimal digits, at least 1. */
+static bool parse_threads_value(const char *w, size_t len, int *threads)
 {
-    const size_t plen = strlen("-threads=");
-    if (len <= plen || strncmp(w, "-threads=", plen) != 0 || len - plen > 6)
+    if (len == 0 || len > 6)
         return false;
     int v = 0;
-    for (size_t i = plen; i < len; i++) {
+    for (size_t i = 0; i < len; i++) {
         if (w[i] < '0' || w[i] > '9')
             return false;
         v = v * 10 + (w[i] - '0');
     }
     *threads = v;
     return v >= 1;
+}
+
+static bool parse_threads(const char *w, size_t len, int *threads)
+{
+    const size_t plen = strlen("-threads=");
+    if (len <= plen || strncmp(w, "-threads=", plen) != 0)
+        return false;
+    return parse_threads_value(w + plen, len - plen, threads);
+}
+
+/* TEX_NUM_THREADS when it is a positive number (the thread count of "cpu"
+ * kernels whose target names none), else 0: OpenMP's default. */
+static int threads_from_env(void)
+{
+    const char *v = getenv("TEX_NUM_THREADS");
+    int threads = 0;
+    return v && parse_threads_value(v, strlen(v), &threads) ? threads : 0;
 }
 
 /* Splits "family -opt ..." and checks the options of the families known here. */
@@ -399,7 +416,7 @@ tex_kernel *tex_build(tex_func *f, const char *target)
         return NULL;
     }
     tex_kernel *k = &kf->k;
-    k->threads = t.threads;
+    k->threads = t.threads ? t.threads : threads_from_env();
     k->name = strdup(f->name);
     k->target = strdup(t.text);
     if (!k->name || !k->target || !copy_signature(kf, f)) {
