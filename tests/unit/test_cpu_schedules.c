@@ -28,6 +28,7 @@
  */
 #include "tt.h"
 #include "support/ops.h"
+#include "support/schedgen.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -58,67 +59,11 @@ static void remove_tree(const char *path)
 
 /* ------------------------------------------------- hand-written schedules */
 
-/* One hand-written schedule: every primitive must succeed. */
-typedef struct {
-    ops_wl w;
-    tex_schedule *s;
-    ops_log log;
-    const char *target;
-} hand;
-
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        int ok_rc_ = (call);                                                                       \
-        ops_logf(&h->log, "    %s -> %d\n", #call, ok_rc_);                                        \
-        if (ok_rc_ != 0) {                                                                         \
-            TT_FAILF("%s: %s failed (%d): %s", h->w.name, #call, ok_rc_, tex_errmsg(h->w.ctx));    \
-            tex_clear_error(h->w.ctx);                                                             \
-        }                                                                                          \
-    } while (0)
-
-static void hand_begin(hand *h, const char *name)
-{
-    memset(h, 0, sizeof *h);
-    ops_init(&h->w, tex_ctx_new(), name);
-    h->target = "cpu";
-}
-
-static void hand_schedule(hand *h)
-{
-    h->s = tex_schedule_new(h->w.ctx, 1, &h->w.out);
-}
-
-static tex_stage *S(hand *h, tex_tensor *t)
-{
-    return tex_stage_of(h->s, t);
-}
-
-static tex_iter *AX(hand *h, tex_tensor *t, int i)
-{
-    return tex_op_axis(S(h, t), i);
-}
-
-static tex_iter *RAX(hand *h, tex_tensor *t, int i)
-{
-    return tex_op_reduce_axis(S(h, t), i);
-}
-
-static tex_expr *I(hand *h, int64_t v)
-{
-    return tex_int(h->w.ctx, v);
-}
-
-static void hand_end(hand *h)
-{
-    TT_CHECK(ops_check_jit(&h->w, h->s, h->target, 0, &h->log, true) == 0);
-    tex_ctx_free(h->w.ctx);
-}
-
 /* Matmul 13x7x5 (primes): 4x4 tiles (non-divisible), inner vectorized, k unrolled. */
 static void test_matmul_tiles(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "matmul_tiles");
+    hand_begin(h, "matmul_tiles", "cpu");
     tex_tensor *C = ops_matmul(&h->w, 13, 7, 5, false);
     hand_schedule(h);
     tex_iter *io, *jo, *ii, *ji;
@@ -135,7 +80,7 @@ static void test_matmul_tiles(void)
 static void test_matmul_cache_write(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "matmul_cache_write");
+    hand_begin(h, "matmul_cache_write", "cpu");
     h->target = "cpu -threads=2";
     tex_tensor *C = ops_matmul(&h->w, 67, 45, 29, false);
     hand_schedule(h);
@@ -159,7 +104,7 @@ static void test_matmul_cache_write(void)
 static void test_matmul_symbolic(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "matmul_symbolic");
+    hand_begin(h, "matmul_symbolic", "cpu");
     tex_tensor *C = ops_matmul(&h->w, 6, 19, 7, true);
     h->w.var_params = true;
     hand_schedule(h);
@@ -175,7 +120,7 @@ static void test_matmul_symbolic(void)
 static void test_matmul_gpu_style(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "matmul_gpu_style");
+    hand_begin(h, "matmul_gpu_style", "cpu");
     tex_tensor *C = ops_matmul(&h->w, 13, 7, 5, false);
     hand_schedule(h);
     tex_tensor *CL = tex_cache_write(h->s, C, TEX_SCOPE_LOCAL);
@@ -198,7 +143,7 @@ static void test_matmul_gpu_style(void)
 static void test_matmul_gpu_barrier(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "matmul_gpu_barrier");
+    hand_begin(h, "matmul_gpu_barrier", "cpu");
     tex_tensor *C = ops_matmul(&h->w, 8, 8, 6, false);
     hand_schedule(h);
     tex_tensor *AS = tex_cache_read(h->s, h->w.in[0], TEX_SCOPE_SHARED, 1, &C);
@@ -234,7 +179,7 @@ static void test_matmul_gpu_barrier(void)
 static void test_batch_matmul_fused(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "batch_matmul_fused");
+    hand_begin(h, "batch_matmul_fused", "cpu");
     tex_tensor *C = ops_batch_matmul(&h->w, 3, 5, 21, 7, false);
     hand_schedule(h);
     tex_iter *f, *jo, *ji;
@@ -250,7 +195,7 @@ static void test_batch_matmul_fused(void)
 static void test_batch_matmul_nparts(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "batch_matmul_nparts");
+    hand_begin(h, "batch_matmul_nparts", "cpu");
     tex_tensor *C = ops_batch_matmul(&h->w, 2, 1, 13, 11, true);
     hand_schedule(h);
     tex_iter *ko, *ki;
@@ -264,7 +209,7 @@ static void test_batch_matmul_nparts(void)
 static void test_conv2d_inline(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "conv2d_inline");
+    hand_begin(h, "conv2d_inline", "cpu");
     tex_tensor *Out = ops_conv2d(&h->w, 1, 3, 11, 9, 4, 3, 3, 1, 1, false);
     hand_schedule(h);
     tex_iter *yo, *xo, *yi, *xi;
@@ -280,7 +225,7 @@ static void test_conv2d_inline(void)
 static void test_conv2d_pad_at(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "conv2d_pad_at");
+    hand_begin(h, "conv2d_pad_at", "cpu");
     tex_tensor *Out = ops_conv2d(&h->w, 1, 2, 9, 7, 3, 3, 3, 2, 1, true);
     hand_schedule(h);
     OK(tex_compute_at(S(h, h->w.mid[0]), S(h, Out), AX(h, Out, 2)));
@@ -294,7 +239,7 @@ static void test_conv2d_pad_at(void)
 static void test_conv2d_pad_round_up(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "conv2d_pad_round_up");
+    hand_begin(h, "conv2d_pad_round_up", "cpu");
     tex_tensor *Out = ops_conv2d(&h->w, 1, 2, 7, 9, 2, 3, 3, 1, 1, false);
     tex_tensor *Pad = h->w.mid[0];
     hand_schedule(h);
@@ -309,7 +254,7 @@ static void test_conv2d_pad_round_up(void)
 static void test_softmax_rows(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "softmax_rows");
+    hand_begin(h, "softmax_rows", "cpu");
     h->target = "cpu -threads=2";
     tex_tensor *Y = ops_softmax(&h->w, 7, 37, false);
     hand_schedule(h);
@@ -326,7 +271,7 @@ static void test_softmax_rows(void)
 static void test_softmax_rfactor(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "softmax_rfactor");
+    hand_begin(h, "softmax_rfactor", "cpu");
     tex_tensor *Y = ops_softmax(&h->w, 5, 29, false);
     hand_schedule(h);
     tex_tensor *Se = h->w.mid[1];
@@ -344,7 +289,7 @@ static void test_softmax_rfactor(void)
 static void test_layernorm_rows(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "layernorm_rows");
+    hand_begin(h, "layernorm_rows", "cpu");
     tex_tensor *Y = ops_layernorm(&h->w, 5, 23, true);
     h->w.var_params = true;
     hand_schedule(h);
@@ -360,7 +305,7 @@ static void test_layernorm_rows(void)
 static void test_layernorm_one_column(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "layernorm_one_column");
+    hand_begin(h, "layernorm_one_column", "cpu");
     tex_tensor *Y = ops_layernorm(&h->w, 9, 1, false);
     hand_schedule(h);
     OK(tex_parallel(S(h, h->w.mid[0]), AX(h, h->w.mid[0], 0)));
@@ -373,7 +318,7 @@ static void test_layernorm_one_column(void)
 static void test_transpose_cache_read(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "transpose_cache_read");
+    hand_begin(h, "transpose_cache_read", "cpu");
     tex_tensor *B = ops_transpose(&h->w, 29, 19, false);
     hand_schedule(h);
     tex_tensor *AA = tex_cache_read(h->s, h->w.in[0], TEX_SCOPE_LOCAL, 1, &B);
@@ -391,7 +336,7 @@ static void test_transpose_cache_read(void)
 static void test_transpose_shift(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "transpose_shift");
+    hand_begin(h, "transpose_shift", "cpu");
     tex_tensor *B = ops_transpose(&h->w, 13, 6, true);
     hand_schedule(h);
     tex_iter *o, *i;
@@ -404,7 +349,7 @@ static void test_transpose_shift(void)
 static void test_maxpool_reorder(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "maxpool_reorder");
+    hand_begin(h, "maxpool_reorder", "cpu");
     tex_tensor *P = ops_pool2d(&h->w, 1, 2, 11, 9, 3, 2, true, false);
     hand_schedule(h);
     tex_stage *st = S(h, P);
@@ -421,7 +366,7 @@ static void test_maxpool_reorder(void)
 static void test_avgpool_fused(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "avgpool_fused");
+    hand_begin(h, "avgpool_fused", "cpu");
     tex_tensor *P = ops_pool2d(&h->w, 1, 3, 10, 7, 2, 2, false, true);
     hand_schedule(h);
     tex_iter *f, *o, *i;
@@ -436,7 +381,7 @@ static void test_avgpool_fused(void)
 static void test_elemwise_fused(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "elemwise_fused");
+    hand_begin(h, "elemwise_fused", "cpu");
     h->target = "cpu -threads=2";
     tex_tensor *Out = ops_elemwise(&h->w, 7, 61, false);
     hand_schedule(h);
@@ -459,7 +404,7 @@ static void test_elemwise_tails(void)
     for (int k = 0; k < 4; k++) {
         for (int sym = 0; sym < 2; sym++) {
             hand hh, *h = &hh;
-            hand_begin(h, "elemwise_tails");
+            hand_begin(h, "elemwise_tails", "cpu");
             tex_tensor *Out = ops_elemwise(&h->w, 5, 13, sym);
             hand_schedule(h);
             tex_tensor *T1 = h->w.mid[0];
@@ -478,7 +423,7 @@ static void test_elemwise_tails(void)
 static void test_sum_rfactor(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "sum_rfactor");
+    hand_begin(h, "sum_rfactor", "cpu");
     tex_tensor *R = ops_reduce(&h->w, 0, false, false, 7, 53, 1, false);
     hand_schedule(h);
     tex_iter *ko, *ki;
@@ -496,7 +441,7 @@ static void test_sum_rfactor(void)
 static void test_prod_unrolled(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "prod_unrolled");
+    hand_begin(h, "prod_unrolled", "cpu");
     tex_tensor *R = ops_reduce(&h->w, 1, false, true, 3, 5, 7, false);
     hand_schedule(h);
     OK(tex_unroll(S(h, R), RAX(h, R, 1)));
@@ -509,7 +454,7 @@ static void test_prod_unrolled(void)
 static void test_max_where_reordered(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "max_where_reordered");
+    hand_begin(h, "max_where_reordered", "cpu");
     tex_tensor *R = ops_reduce(&h->w, 2, true, false, 17, 11, 1, false);
     hand_schedule(h);
     tex_iter *ko, *ki;
@@ -524,7 +469,7 @@ static void test_min_sum_where_symbolic(void)
 {
     for (int op = 0; op < 2; op++) {
         hand hh, *h = &hh;
-        hand_begin(h, op ? "sum_where_symbolic" : "min_symbolic");
+        hand_begin(h, op ? "sum_where_symbolic" : "min_symbolic", "cpu");
         tex_tensor *R = ops_reduce(&h->w, op ? 0 : 3, op == 1, false, 13, 1, 1, true);
         h->w.var_params = true;
         hand_schedule(h);
@@ -540,7 +485,7 @@ static void test_min_sum_where_symbolic(void)
 static void test_sum_cache_write(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "sum_cache_write");
+    hand_begin(h, "sum_cache_write", "cpu");
     tex_tensor *R = ops_reduce(&h->w, 0, false, true, 11, 3, 5, false);
     hand_schedule(h);
     tex_tensor *RL = tex_cache_write(h->s, R, TEX_SCOPE_LOCAL);
@@ -596,13 +541,6 @@ static bool note(gen *g, int rc, const char *what)
     return false;
 }
 
-/* The constant extent of iv, or 9 when it is symbolic. */
-static int64_t extent_of(const tex_iter *iv)
-{
-    int64_t v;
-    return iv && iv->extent && texi_expr_is_int_const(iv->extent, &v) ? v : 9;
-}
-
 static tex_iter *leaf(tex_stage *st, int i)
 {
     return tex_stage_axis(st, i);
@@ -614,12 +552,12 @@ static void rs_split(gen *g, tex_stage *st)
     int n = tex_stage_naxes(st);
     tex_iter *iv = leaf(st, (int)rnd(g, 0, n - 1)), *o, *i;
     static const int64_t factors[] = {2, 3, 4, 8, 16};
-    int64_t f = chance(g, 70) ? factors[rnd(g, 0, 4)] : rnd(g, 1, extent_of(iv) + 2);
+    int64_t f = chance(g, 70) ? factors[rnd(g, 0, 4)] : rnd(g, 1, sg_extent_of(iv, 9) + 2);
     tex_tail tail = (tex_tail)rnd(g, 0, 4);
     /* SHIFT_INWARDS needs extent >= factor: refused at call (symbolic) or
      * lowering (attached stage, smaller inferred extent) time, by design */
     if (tail == TEX_TAIL_SHIFT_INWARDS &&
-        (!iv->extent || !texi_expr_is_int_const(iv->extent, NULL) || extent_of(iv) < f ||
+        (!iv->extent || !texi_expr_is_int_const(iv->extent, NULL) || sg_extent_of(iv, 9) < f ||
          st->attach != TEXI_ATTACH_ROOT))
         tail = TEX_TAIL_GUARD;
     if (tail == TEX_TAIL_ROUND_UP) /* legal only on clamped reads: hand-written tests */
@@ -673,7 +611,7 @@ static void rs_annotate(gen *g, tex_stage *st)
     }
     tex_iter *u = leaf(st, (int)rnd(g, 0, n - 1));
     if (chance(g, 35) && u->extent && texi_expr_is_int_const(u->extent, NULL) &&
-        extent_of(u) <= 16) {
+        sg_extent_of(u, 9) <= 16) {
         snprintf(what, sizeof what, "unroll(%s, %s)", name, u->name);
         note(g, tex_unroll(st, u), what);
     }
@@ -748,27 +686,14 @@ static tex_tensor *rs_cache_write(gen *g)
     return c;
 }
 
-typedef void (*build_fn)(ops_wl *w, int variant);
-
-typedef struct {
-    const char *name;
-    build_fn build;
-    int n_variants; /* shapes; the last one symbolic */
-} workload;
-
 /* One random schedule of wl; true when it checks out. The stream depends on
  * the seed and the workload's name (FNV-1a), so workloads draw differently. */
-static bool one_random(const workload *wl, uint64_t seed, bool report)
+static bool one_random(const sg_workload *wl, uint64_t seed, bool report)
 {
-    uint64_t h = 14695981039346656037u;
-    for (const char *c = wl->name; *c; c++)
-        h = (h ^ (uint8_t)*c) * 1099511628211u;
     ops_wl w;
     ops_init(&w, tex_ctx_new(), wl->name);
-    gen g = {.w = &w, .rng = seed * 0x9E3779B97F4A7C15u + h};
-    int variant = (int)rnd(&g, 0, wl->n_variants - 1);
-    wl->build(&w, variant);
-    w.var_params = variant == wl->n_variants - 1 && (seed & 1);
+    gen g = {.w = &w, .rng = sg_rng(seed, sg_name_hash(wl->name))};
+    int variant = sg_build(wl, &w, &g.rng, seed);
     g.s = tex_schedule_new(w.ctx, 1, &w.out);
     ops_logf(&g.log, "  shape variant %d\n", variant);
     tex_tensor *cw = rs_cache_write(&g), *rf = cw ? NULL : rs_rfactor(&g);
@@ -793,24 +718,6 @@ static bool one_random(const workload *wl, uint64_t seed, bool report)
         ok = ops_check_jit(&w, g.s, target, seed, &g.log, report) == 0;
     tex_ctx_free(w.ctx);
     return ok;
-}
-
-static void run_random(const workload *wl, int trials)
-{
-    const char *env = getenv("TEX_RANDOM_SEED");
-    uint64_t first = env ? strtoull(env, NULL, 10) : 1;
-    int failed = 0;
-    trials = env ? 1 : trials;
-    for (int t = 0; t < trials; t++) {
-        n_random++;
-        if (!one_random(wl, first + (uint64_t)t, failed < 2)) {
-            failed++;
-            n_random_failed++;
-        }
-    }
-    if (failed)
-        TT_FAILF("%s: %d of %d random schedules failed (the first 2 reported above)", wl->name,
-                 failed, trials);
 }
 
 static void b_matmul(ops_wl *w, int v)
@@ -894,8 +801,8 @@ REDUCE_BUILDER(max_where, 6)
 #define RANDOM_TEST(fn, nv, trials)                                                                \
     static void test_random_##fn(void)                                                             \
     {                                                                                              \
-        static const workload wl = {#fn, b_##fn, nv};                                              \
-        run_random(&wl, trials);                                                                   \
+        static const sg_workload wl = {#fn, b_##fn, nv, 1, trials};                                \
+        sg_run(&wl, one_random, 2, &n_random, &n_random_failed);                                   \
     }
 
 RANDOM_TEST(matmul, 4, 12)

@@ -27,6 +27,7 @@
  */
 #include "tt.h"
 #include "support/ops.h"
+#include "support/schedgen.h"
 
 enum prim {
     P_SPLIT,
@@ -91,13 +92,6 @@ static tex_iter *pick_leaf(gen *g, tex_stage *st)
     return n > 0 ? tex_stage_axis(st, (int)rnd(g, 0, n - 1)) : NULL;
 }
 
-/* The constant extent of iv, or 8 when it is symbolic. */
-static int64_t extent_of(const tex_iter *iv)
-{
-    int64_t v;
-    return iv && iv->extent && texi_expr_is_int_const(iv->extent, &v) ? v : 8;
-}
-
 static void add_tensor(gen *g, tex_tensor *t)
 {
     if (t && g->n_t < MAX_STAGES)
@@ -111,7 +105,7 @@ static int do_split(gen *g, tex_stage *st, bool nparts)
     tex_iter *iv = pick_leaf(g, st), *o, *i;
     if (!iv)
         return SKIP;
-    int64_t f = rnd(g, 1, extent_of(iv) + 3);
+    int64_t f = rnd(g, 1, sg_extent_of(iv, 8) + 3);
     ops_logf(&g->log, "    %s(%s, %s, %lld)\n", nparts ? "split_nparts" : "split",
              tex_tensor_name(st->tensor), iv->name, (long long)f);
     tex_expr *fe = tex_int(g->w->ctx, f);
@@ -125,7 +119,7 @@ static int do_tile(gen *g, tex_stage *st)
         return SKIP;
     int a = (int)rnd(g, 0, n - 2), b = (int)rnd(g, a + 1, n - 1);
     tex_iter *x = tex_stage_axis(st, a), *y = tex_stage_axis(st, b), *r[4];
-    int64_t fx = rnd(g, 1, extent_of(x) + 2), fy = rnd(g, 1, extent_of(y) + 2);
+    int64_t fx = rnd(g, 1, sg_extent_of(x, 8) + 2), fy = rnd(g, 1, sg_extent_of(y, 8) + 2);
     ops_logf(&g->log, "    tile(%s, %s, %s, %lld, %lld)\n", tex_tensor_name(st->tensor), x->name,
              y->name, (long long)fx, (long long)fy);
     return tex_tile(st, x, y, tex_int(g->w->ctx, fx), tex_int(g->w->ctx, fy), &r[0], &r[1], &r[2],
@@ -388,16 +382,6 @@ static void step(gen *g)
 
 /* ------------------------------------------------------------- workloads */
 
-typedef void (*build_fn)(ops_wl *w, int variant);
-
-typedef struct {
-    const char *name;
-    build_fn build;
-    int n_variants; /* shapes; the symbolic ones last */
-    int n_sym;      /* how many of them are symbolic */
-    int trials;
-} workload;
-
 static void b_matmul(ops_wl *w, int v)
 {
     static const int64_t sh[][3] = {{7, 13, 5}, {1, 31, 3}, {13, 7, 1}, {6, 5, 7}};
@@ -496,15 +480,13 @@ static void b_max_where(ops_wl *w, int v)
 }
 
 /* One random schedule of the workload; true when it checks out. */
-static bool one_schedule(const workload *wl, uint64_t seed, bool report)
+static bool one_schedule(const sg_workload *wl, uint64_t seed, bool report)
 {
     tex_ctx *ctx = tex_ctx_new();
     ops_wl w;
     ops_init(&w, ctx, wl->name);
-    gen g = {.w = &w, .rng = seed * 0x9E3779B97F4A7C15u + 12345};
-    int variant = (int)ops_rand_range(&g.rng, 0, wl->n_variants - 1);
-    wl->build(&w, variant);
-    w.var_params = variant >= wl->n_variants - wl->n_sym && (seed & 1);
+    gen g = {.w = &w, .rng = sg_rng(seed, 12345)};
+    sg_build(wl, &w, &g.rng, seed);
     g.s = tex_schedule_new(ctx, 1, &w.out);
     for (int k = 0; k < w.n_mid; k++)
         add_tensor(&g, w.mid[k]);
@@ -522,29 +504,11 @@ static bool one_schedule(const workload *wl, uint64_t seed, bool report)
     return ok;
 }
 
-static void run_workload(const workload *wl)
-{
-    const char *env = getenv("TEX_RANDOM_SEED");
-    uint64_t first = env ? strtoull(env, NULL, 10) : 1;
-    int trials = env ? 1 : wl->trials, failed = 0;
-    for (int t = 0; t < trials; t++) {
-        uint64_t seed = first + (uint64_t)t;
-        n_schedules++;
-        if (!one_schedule(wl, seed, failed < 3)) {
-            failed++;
-            n_failed_total++;
-        }
-    }
-    if (failed)
-        TT_FAILF("%s: %d of %d random schedules failed (reports of the first 3 above)", wl->name,
-                 failed, trials);
-}
-
 #define WORKLOAD(fn, nv, ns, tr)                                                                \
     static void test_##fn(void)                                                                 \
     {                                                                                           \
-        static const workload wl = {#fn, b_##fn, nv, ns, tr};                                   \
-        run_workload(&wl);                                                                      \
+        static const sg_workload wl = {#fn, b_##fn, nv, ns, tr};                                \
+        sg_run(&wl, one_schedule, 3, &n_schedules, &n_failed_total);                            \
     }
 
 WORKLOAD(matmul, 4, 1, 300)
@@ -565,56 +529,12 @@ WORKLOAD(max_where, 4, 1, 160)
 
 /* ------------------------------------------------- hand-written schedules */
 
-/* A schedule written out by hand: every primitive must succeed. */
-typedef struct {
-    ops_wl w;
-    tex_schedule *s;
-    ops_log log;
-} hand;
-
-#define OK(call)                                                                                \
-    do {                                                                                        \
-        int ok_rc_ = (call);                                                                    \
-        ops_logf(&h->log, "    %s -> %d\n", #call, ok_rc_);                                     \
-        if (ok_rc_ != 0) {                                                                      \
-            TT_FAILF("%s failed (%d): %s", #call, ok_rc_, tex_errmsg(h->w.ctx));                \
-            tex_clear_error(h->w.ctx);                                                          \
-        }                                                                                       \
-    } while (0)
-
-static void hand_begin(hand *h, const char *name)
-{
-    memset(h, 0, sizeof *h);
-    ops_init(&h->w, tex_ctx_new(), name);
-}
-
-static void hand_schedule(hand *h)
-{
-    h->s = tex_schedule_new(h->w.ctx, 1, &h->w.out);
-}
-
-static tex_stage *S(hand *h, tex_tensor *t)
-{
-    return tex_stage_of(h->s, t);
-}
-
-static tex_expr *I(hand *h, int64_t v)
-{
-    return tex_int(h->w.ctx, v);
-}
-
-static void hand_end(hand *h)
-{
-    TT_CHECK(ops_check(&h->w, h->s, 0, &h->log, true) == 0);
-    tex_ctx_free(h->w.ctx);
-}
-
 /* GPU-style matmul without shared memory: blocks and threads over tiles of
  * C, the accumulator in a local cache computed at the thread level. */
 static void test_hand_matmul_gpu(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "matmul_gpu");
+    hand_begin(h, "matmul_gpu", NULL);
     tex_tensor *C = ops_matmul(&h->w, 13, 7, 5, false);
     hand_schedule(h);
     tex_tensor *CL = tex_cache_write(h->s, C, TEX_SCOPE_LOCAL);
@@ -635,7 +555,7 @@ static void test_hand_matmul_gpu(void)
 static void test_hand_conv_inline(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "conv_inline");
+    hand_begin(h, "conv_inline", NULL);
     tex_tensor *Out = ops_conv2d(&h->w, 1, 2, 7, 7, 3, 3, 3, 1, 1, false);
     hand_schedule(h);
     tex_iter *yo, *xo, *yi, *xi;
@@ -651,7 +571,7 @@ static void test_hand_conv_inline(void)
 static void test_hand_conv_pad_at(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "conv_pad_at");
+    hand_begin(h, "conv_pad_at", NULL);
     tex_tensor *Out = ops_conv2d(&h->w, 1, 2, 9, 6, 2, 3, 3, 2, 1, true);
     hand_schedule(h);
     OK(tex_compute_at(S(h, h->w.mid[0]), S(h, Out), tex_op_axis(S(h, Out), 2)));
@@ -662,7 +582,7 @@ static void test_hand_conv_pad_at(void)
 static void test_hand_softmax_rows(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "softmax_rows");
+    hand_begin(h, "softmax_rows", NULL);
     tex_tensor *Y = ops_softmax(&h->w, 7, 13, false);
     hand_schedule(h);
     tex_iter *jo, *ji;
@@ -678,7 +598,7 @@ static void test_hand_softmax_rows(void)
 static void test_hand_layernorm_rows(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "layernorm_rows");
+    hand_begin(h, "layernorm_rows", NULL);
     tex_tensor *Y = ops_layernorm(&h->w, 5, 11, true);
     h->w.var_params = true;
     hand_schedule(h);
@@ -691,7 +611,7 @@ static void test_hand_layernorm_rows(void)
 static void test_hand_sum_rfactor(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "sum_rfactor");
+    hand_begin(h, "sum_rfactor", NULL);
     tex_tensor *R = ops_reduce(&h->w, 0, false, false, 7, 13, 1, false);
     hand_schedule(h);
     tex_iter *ko, *ki;
@@ -709,7 +629,7 @@ static void test_hand_sum_rfactor(void)
 static void test_hand_transpose_tiles(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "transpose_tiles");
+    hand_begin(h, "transpose_tiles", NULL);
     tex_tensor *B = ops_transpose(&h->w, 13, 7, false);
     hand_schedule(h);
     tex_tensor *AA = tex_cache_read(h->s, h->w.in[0], TEX_SCOPE_LOCAL, 1, &B);
@@ -726,7 +646,7 @@ static void test_hand_transpose_tiles(void)
 static void test_hand_pool_reorder(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "pool_reorder");
+    hand_begin(h, "pool_reorder", NULL);
     tex_tensor *P = ops_pool2d(&h->w, 1, 2, 7, 7, 3, 2, true, false);
     hand_schedule(h);
     tex_stage *st = S(h, P);
@@ -741,7 +661,7 @@ static void test_hand_pool_reorder(void)
 static void test_hand_elemwise_fused(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "elemwise_fused");
+    hand_begin(h, "elemwise_fused", NULL);
     tex_tensor *Out = ops_elemwise(&h->w, 7, 13, false);
     hand_schedule(h);
     tex_iter *f, *o, *i;
@@ -762,7 +682,7 @@ static void test_hand_tails(void)
     for (int k = 0; k < 3; k++) {
         for (int sym = 0; sym < 2; sym++) {
             hand hh, *h = &hh;
-            hand_begin(h, "tails");
+            hand_begin(h, "tails", NULL);
             tex_tensor *Out = ops_elemwise(&h->w, 5, 13, sym);
             hand_schedule(h);
             tex_iter *o, *i;
@@ -779,7 +699,7 @@ static void test_hand_tails(void)
 static void test_hand_shift_inwards_too_short(void)
 {
     hand hh, *h = &hh;
-    hand_begin(h, "shift_short");
+    hand_begin(h, "shift_short", NULL);
     tex_tensor *B = ops_transpose(&h->w, 3, 5, true); /* B[j, i], extents N = 5, M = 3 */
     hand_schedule(h);
     tex_iter *o, *i;

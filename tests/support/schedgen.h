@@ -1,0 +1,155 @@
+/*
+ * schedgen.h: the pieces the random-schedule tests share (test_lower_random,
+ * test_cpu_schedules). Header-only (static inline functions); include it
+ * after tt.h and support/ops.h.
+ *
+ * - Hand-written schedules: a `hand` holds one workload, its schedule and
+ *   the log of steps; OK(call) applies one primitive that must succeed
+ *   (logged, a failure is a test failure and clears the error). hand_end
+ *   checks the schedule against the oracle: with the interpreter when the
+ *   target is NULL, else JIT-compiled for that target.
+ * - Random schedules: a workload (sg_workload) names a builder with shape
+ *   variants, the last n_sym of them symbolic. sg_rng seeds a generator's
+ *   stream, sg_build picks and builds a variant from it, and sg_run tries
+ *   `trials` consecutive seeds (or the one in TEX_RANDOM_SEED) and fails the
+ *   test when any schedule fails, reporting only the first few.
+ *
+ * What each test's generator does with the schedule (which primitives, how
+ * often) stays in that test: the two generators differ on purpose.
+ */
+#ifndef TEX_TESTS_SUPPORT_SCHEDGEN_H
+#define TEX_TESTS_SUPPORT_SCHEDGEN_H
+
+#include "support/ops.h"
+
+/* ------------------------------------------------- hand-written schedules */
+
+/* One hand-written schedule: every primitive must succeed. */
+typedef struct {
+    ops_wl w;
+    tex_schedule *s;
+    ops_log log;
+    const char *target; /* NULL: check with the interpreter, else JIT for it */
+} hand;
+
+/* Applies one primitive of the hand-written schedule `h` (a local). */
+#define OK(call)                                                                                   \
+    do {                                                                                           \
+        int ok_rc_ = (call);                                                                       \
+        ops_logf(&h->log, "    %s -> %d\n", #call, ok_rc_);                                        \
+        if (ok_rc_ != 0) {                                                                         \
+            TT_FAILF("%s: %s failed (%d): %s", h->w.name, #call, ok_rc_, tex_errmsg(h->w.ctx));    \
+            tex_clear_error(h->w.ctx);                                                             \
+        }                                                                                          \
+    } while (0)
+
+static inline void hand_begin(hand *h, const char *name, const char *target)
+{
+    memset(h, 0, sizeof *h);
+    ops_init(&h->w, tex_ctx_new(), name);
+    h->target = target;
+}
+
+static inline void hand_schedule(hand *h)
+{
+    h->s = tex_schedule_new(h->w.ctx, 1, &h->w.out);
+}
+
+static inline tex_stage *S(hand *h, tex_tensor *t)
+{
+    return tex_stage_of(h->s, t);
+}
+
+static inline tex_iter *AX(hand *h, tex_tensor *t, int i)
+{
+    return tex_op_axis(S(h, t), i);
+}
+
+static inline tex_iter *RAX(hand *h, tex_tensor *t, int i)
+{
+    return tex_op_reduce_axis(S(h, t), i);
+}
+
+static inline tex_expr *I(hand *h, int64_t v)
+{
+    return tex_int(h->w.ctx, v);
+}
+
+static inline void hand_end(hand *h)
+{
+    if (h->target)
+        TT_CHECK(ops_check_jit(&h->w, h->s, h->target, 0, &h->log, true) == 0);
+    else
+        TT_CHECK(ops_check(&h->w, h->s, 0, &h->log, true) == 0);
+    tex_ctx_free(h->w.ctx);
+}
+
+/* ------------------------------------------------------ random schedules */
+
+typedef void (*sg_build_fn)(ops_wl *w, int variant);
+
+typedef struct {
+    const char *name;
+    sg_build_fn build;
+    int n_variants; /* shapes; the symbolic ones last */
+    int n_sym;      /* how many of them are symbolic */
+    int trials;
+} sg_workload;
+
+/* One random schedule of wl with this seed; true when it checks out. */
+typedef bool (*sg_one_fn)(const sg_workload *wl, uint64_t seed, bool report);
+
+/* The generator state for a seed, offset by salt (per test or workload). */
+static inline uint64_t sg_rng(uint64_t seed, uint64_t salt)
+{
+    return seed * 0x9E3779B97F4A7C15u + salt;
+}
+
+/* FNV-1a of a name, a salt that makes each workload draw differently. */
+static inline uint64_t sg_name_hash(const char *name)
+{
+    uint64_t h = 14695981039346656037u;
+    for (const char *c = name; *c; c++)
+        h = (h ^ (uint8_t)*c) * 1099511628211u;
+    return h;
+}
+
+/* Draws a shape variant of wl from rng and builds it into w; symbolic
+ * variants become VAR parameters for odd seeds. Returns the variant. */
+static inline int sg_build(const sg_workload *wl, ops_wl *w, uint64_t *rng, uint64_t seed)
+{
+    int variant = (int)ops_rand_range(rng, 0, wl->n_variants - 1);
+    wl->build(w, variant);
+    w->var_params = variant >= wl->n_variants - wl->n_sym && (seed & 1);
+    return variant;
+}
+
+/* The constant extent of iv, or `symbolic` when it has none. */
+static inline int64_t sg_extent_of(const tex_iter *iv, int64_t symbolic)
+{
+    int64_t v;
+    return iv && iv->extent && texi_expr_is_int_const(iv->extent, &v) ? v : symbolic;
+}
+
+/* Runs wl->trials schedules from seed 1 (one, from TEX_RANDOM_SEED when set),
+ * reporting the first max_reports failures; counts into *n_tried and
+ * *n_failed. */
+static inline void sg_run(const sg_workload *wl, sg_one_fn one, int max_reports, long *n_tried,
+                          long *n_failed)
+{
+    const char *env = getenv("TEX_RANDOM_SEED");
+    uint64_t first = env ? strtoull(env, NULL, 10) : 1;
+    int trials = env ? 1 : wl->trials, failed = 0;
+    for (int t = 0; t < trials; t++) {
+        (*n_tried)++;
+        if (!one(wl, first + (uint64_t)t, failed < max_reports)) {
+            failed++;
+            (*n_failed)++;
+        }
+    }
+    if (failed)
+        TT_FAILF("%s: %d of %d random schedules failed (the first %d reported above)", wl->name,
+                 failed, trials, max_reports);
+}
+
+#endif
