@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -341,6 +342,10 @@ int texi_cpu_jit_cache_dir(char *dir, size_t dir_size, char *err, size_t err_siz
 {
     const char *env = getenv("TEX_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
+    if (!home || !*home) { /* a daemon or a bare `env -i`: the password database knows */
+        const struct passwd *pw = getpwuid(getuid());
+        home = pw ? pw->pw_dir : NULL;
+    }
     int n;
     if (env && *env)
         n = snprintf(dir, dir_size, "%s", env);
@@ -350,7 +355,7 @@ int texi_cpu_jit_cache_dir(char *dir, size_t dir_size, char *err, size_t err_siz
         n = snprintf(dir, dir_size, "%s/.cache/tex", home);
     else
         return fail(err, err_size, TEX_EUNAVAILABLE,
-                    "tex_build: no cache directory (set TEX_CACHE_DIR or HOME)");
+                    "tex_build: no cache directory (set TEX_CACHE_DIR)");
     if (n < 0 || (size_t)n >= dir_size - 80)
         return fail(err, err_size, TEX_EUNAVAILABLE,
                     "tex_build: the cache directory path is too long");
