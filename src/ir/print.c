@@ -8,7 +8,8 @@
  *     floordiv/floormod of floats print as calls.
  *   - Constants: i32 plain (`3`), other integers with a suffix (`3i64`, `7u8`),
  *     bool `true`/`false`, f32 `1.5f`, f64 `1.5`, f16 `1.5f16`, bf16 `1.5bf16`;
- *     floats keep enough digits to round-trip.
+ *     floats keep enough digits to round-trip; infinities and NaN of types
+ *     other than f64 print as a conversion, `f32(-inf)`.
  *   - Casts print as the type applied (`f32(x)`), math as calls (`exp(x)`),
  *     reductions as `sum(body, axis=[k, l], where=cond)`.
  *   - Variables print by name; two variables with one name print alike.
@@ -64,6 +65,10 @@ static void print_float(texi_sb *sb, tex_dtype t, double v)
         snprintf(buf, sizeof buf, "%sinf", v < 0 ? "-" : "");
     else
         snprintf(buf, sizeof buf, t == TEX_F64 ? "%.17g" : "%.9g", v);
+    if (!isfinite(v) && t != TEX_F64) { /* "-inff" would read as a name: f32(-inf) */
+        texi_sb_printf(sb, "%s(%s)", tex_dtype_name(t), buf);
+        return;
+    }
     if (!strpbrk(buf, ".en"))
         strcat(buf, ".0");
     texi_sb_puts(sb, buf);

@@ -94,6 +94,8 @@ static void test_constants(void)
     CHECK_EXPR(texi_float_imm(ctx, TEX_F64, INFINITY), "inf");
     CHECK_EXPR(texi_float_imm(ctx, TEX_F64, -INFINITY), "-inf");
     CHECK_EXPR(texi_float_imm(ctx, TEX_F64, NAN), "nan");
+    CHECK_EXPR(texi_float_imm(ctx, TEX_F32, -INFINITY), "f32(-inf)");
+    CHECK_EXPR(texi_float_imm(ctx, TEX_F16, NAN), "f16(nan)");
     CHECK_EXPR(tex_int(ctx, 5), "5");
     CHECK_EXPR(tex_int(ctx, INT64_C(1) << 40), "1099511627776i64");
     tex_ctx_free(ctx);
