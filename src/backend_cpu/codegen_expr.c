@@ -595,22 +595,7 @@ void texi_cg_expr(texi_cg *g, texi_sb *sb, const tex_expr *e, int prec, bool ind
     case TEXI_EXPR_VAR:
         texi_sb_puts(sb, texi_cg_lookup(g, e, e->u.var.name));
         return;
-    case TEXI_EXPR_ADD:
-    case TEXI_EXPR_SUB:
-    case TEXI_EXPR_MUL:
-    case TEXI_EXPR_DIV:
-    case TEXI_EXPR_FLOORDIV:
-    case TEXI_EXPR_FLOORMOD:
-    case TEXI_EXPR_MIN:
-    case TEXI_EXPR_MAX:
-    case TEXI_EXPR_EQ:
-    case TEXI_EXPR_NE:
-    case TEXI_EXPR_LT:
-    case TEXI_EXPR_LE:
-    case TEXI_EXPR_GT:
-    case TEXI_EXPR_GE:
-    case TEXI_EXPR_AND:
-    case TEXI_EXPR_OR:
+    TEXI_CASE_BINARY:
         emit_binary(g, sb, e, prec, index);
         return;
     case TEXI_EXPR_NOT:

@@ -104,22 +104,7 @@ int texi_arith_cmp(const tex_expr *a, const tex_expr *b)
         return cmp_float(a->u.f, b->u.f);
     case TEXI_EXPR_VAR:
         return cmp_i64(a->u.var.id, b->u.var.id);
-    case TEXI_EXPR_ADD:
-    case TEXI_EXPR_SUB:
-    case TEXI_EXPR_MUL:
-    case TEXI_EXPR_DIV:
-    case TEXI_EXPR_FLOORDIV:
-    case TEXI_EXPR_FLOORMOD:
-    case TEXI_EXPR_MIN:
-    case TEXI_EXPR_MAX:
-    case TEXI_EXPR_EQ:
-    case TEXI_EXPR_NE:
-    case TEXI_EXPR_LT:
-    case TEXI_EXPR_LE:
-    case TEXI_EXPR_GT:
-    case TEXI_EXPR_GE:
-    case TEXI_EXPR_AND:
-    case TEXI_EXPR_OR:
+    TEXI_CASE_BINARY:
         c = texi_arith_cmp(a->u.bin.a, b->u.bin.a);
         return c ? c : texi_arith_cmp(a->u.bin.b, b->u.bin.b);
     case TEXI_EXPR_NOT:

@@ -60,22 +60,7 @@ bool texi_expr_equal(const tex_expr *a, const tex_expr *b)
     case TEXI_EXPR_INT: return a->u.i == b->u.i;
     case TEXI_EXPR_FLOAT: return float_bits(a->u.f) == float_bits(b->u.f);
     case TEXI_EXPR_VAR: return false; /* identity, checked above */
-    case TEXI_EXPR_ADD:
-    case TEXI_EXPR_SUB:
-    case TEXI_EXPR_MUL:
-    case TEXI_EXPR_DIV:
-    case TEXI_EXPR_FLOORDIV:
-    case TEXI_EXPR_FLOORMOD:
-    case TEXI_EXPR_MIN:
-    case TEXI_EXPR_MAX:
-    case TEXI_EXPR_EQ:
-    case TEXI_EXPR_NE:
-    case TEXI_EXPR_LT:
-    case TEXI_EXPR_LE:
-    case TEXI_EXPR_GT:
-    case TEXI_EXPR_GE:
-    case TEXI_EXPR_AND:
-    case TEXI_EXPR_OR:
+    TEXI_CASE_BINARY:
         return texi_expr_equal(a->u.bin.a, b->u.bin.a) && texi_expr_equal(a->u.bin.b, b->u.bin.b);
     case TEXI_EXPR_NOT:
     case TEXI_EXPR_CAST: return texi_expr_equal(a->u.un.a, b->u.un.a);
@@ -113,22 +98,7 @@ uint64_t texi_expr_hash(const tex_expr *e)
     case TEXI_EXPR_INT: return mix(h, (uint64_t)e->u.i);
     case TEXI_EXPR_FLOAT: return mix(h, float_bits(e->u.f));
     case TEXI_EXPR_VAR: return mix(h, e->u.var.id);
-    case TEXI_EXPR_ADD:
-    case TEXI_EXPR_SUB:
-    case TEXI_EXPR_MUL:
-    case TEXI_EXPR_DIV:
-    case TEXI_EXPR_FLOORDIV:
-    case TEXI_EXPR_FLOORMOD:
-    case TEXI_EXPR_MIN:
-    case TEXI_EXPR_MAX:
-    case TEXI_EXPR_EQ:
-    case TEXI_EXPR_NE:
-    case TEXI_EXPR_LT:
-    case TEXI_EXPR_LE:
-    case TEXI_EXPR_GT:
-    case TEXI_EXPR_GE:
-    case TEXI_EXPR_AND:
-    case TEXI_EXPR_OR: return mix(mix(h, texi_expr_hash(e->u.bin.a)), texi_expr_hash(e->u.bin.b));
+    TEXI_CASE_BINARY: return mix(mix(h, texi_expr_hash(e->u.bin.a)), texi_expr_hash(e->u.bin.b));
     case TEXI_EXPR_NOT:
     case TEXI_EXPR_CAST: return mix(h, texi_expr_hash(e->u.un.a));
     case TEXI_EXPR_SELECT:

@@ -303,22 +303,7 @@ int32_t texi_eval_compile(texi_eval *st, tex_expr *e)
         return n;
     case TEXI_EXPR_VAR:
         return compile_var(st, n, e);
-    case TEXI_EXPR_ADD:
-    case TEXI_EXPR_SUB:
-    case TEXI_EXPR_MUL:
-    case TEXI_EXPR_DIV:
-    case TEXI_EXPR_FLOORDIV:
-    case TEXI_EXPR_FLOORMOD:
-    case TEXI_EXPR_MIN:
-    case TEXI_EXPR_MAX:
-    case TEXI_EXPR_EQ:
-    case TEXI_EXPR_NE:
-    case TEXI_EXPR_LT:
-    case TEXI_EXPR_LE:
-    case TEXI_EXPR_GT:
-    case TEXI_EXPR_GE:
-    case TEXI_EXPR_AND:
-    case TEXI_EXPR_OR:
+    TEXI_CASE_BINARY:
         return compile_operands(st, n, 2, (tex_expr *[]){e->u.bin.a, e->u.bin.b});
     case TEXI_EXPR_NOT:
     case TEXI_EXPR_CAST:

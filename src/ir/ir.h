@@ -86,6 +86,26 @@ enum texi_expr_kind {
     TEXI_EXPR_KIND_COUNT
 };
 
+/* The case labels of every kind that uses u.bin (ADD .. OR), for switches
+ * that treat binary operators alike: `TEXI_CASE_BINARY: ...`. */
+#define TEXI_CASE_BINARY                                                                        \
+    case TEXI_EXPR_ADD:                                                                         \
+    case TEXI_EXPR_SUB:                                                                         \
+    case TEXI_EXPR_MUL:                                                                         \
+    case TEXI_EXPR_DIV:                                                                         \
+    case TEXI_EXPR_FLOORDIV:                                                                    \
+    case TEXI_EXPR_FLOORMOD:                                                                    \
+    case TEXI_EXPR_MIN:                                                                         \
+    case TEXI_EXPR_MAX:                                                                         \
+    case TEXI_EXPR_EQ:                                                                          \
+    case TEXI_EXPR_NE:                                                                          \
+    case TEXI_EXPR_LT:                                                                          \
+    case TEXI_EXPR_LE:                                                                          \
+    case TEXI_EXPR_GT:                                                                          \
+    case TEXI_EXPR_GE:                                                                          \
+    case TEXI_EXPR_AND:                                                                         \
+    case TEXI_EXPR_OR
+
 enum texi_math {
 #define X(name, spelling, arity) TEXI_MATH_##name,
 #include "ir/math_funcs.def"

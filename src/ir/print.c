@@ -171,22 +171,7 @@ void texi_expr_print(texi_sb *sb, const tex_expr *e)
     case TEXI_EXPR_INT: print_int(sb, e->dtype, e->u.i); return;
     case TEXI_EXPR_FLOAT: print_float(sb, e->dtype, e->u.f); return;
     case TEXI_EXPR_VAR: texi_sb_puts(sb, e->u.var.name); return;
-    case TEXI_EXPR_ADD:
-    case TEXI_EXPR_SUB:
-    case TEXI_EXPR_MUL:
-    case TEXI_EXPR_DIV:
-    case TEXI_EXPR_FLOORDIV:
-    case TEXI_EXPR_FLOORMOD:
-    case TEXI_EXPR_MIN:
-    case TEXI_EXPR_MAX:
-    case TEXI_EXPR_EQ:
-    case TEXI_EXPR_NE:
-    case TEXI_EXPR_LT:
-    case TEXI_EXPR_LE:
-    case TEXI_EXPR_GT:
-    case TEXI_EXPR_GE:
-    case TEXI_EXPR_AND:
-    case TEXI_EXPR_OR: print_binary(sb, e); return;
+    TEXI_CASE_BINARY: print_binary(sb, e); return;
     case TEXI_EXPR_NOT:
         texi_sb_putc(sb, '!');
         print_operand(sb, e->u.un.a, 7);

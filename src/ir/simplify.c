@@ -875,22 +875,7 @@ tex_expr *texi_simp_expr(texi_simp *s, tex_expr *e)
     case TEXI_EXPR_FLOAT:
     case TEXI_EXPR_VAR:
         return e;
-    case TEXI_EXPR_ADD:
-    case TEXI_EXPR_SUB:
-    case TEXI_EXPR_MUL:
-    case TEXI_EXPR_DIV:
-    case TEXI_EXPR_FLOORDIV:
-    case TEXI_EXPR_FLOORMOD:
-    case TEXI_EXPR_MIN:
-    case TEXI_EXPR_MAX:
-    case TEXI_EXPR_EQ:
-    case TEXI_EXPR_NE:
-    case TEXI_EXPR_LT:
-    case TEXI_EXPR_LE:
-    case TEXI_EXPR_GT:
-    case TEXI_EXPR_GE:
-    case TEXI_EXPR_AND:
-    case TEXI_EXPR_OR:
+    TEXI_CASE_BINARY:
         return simp_binary(s, e);
     case TEXI_EXPR_NOT:
         return simp_not(s, texi_simp_expr(s, e->u.un.a));

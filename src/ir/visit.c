@@ -46,22 +46,7 @@ static tex_expr *mutate_children(tex_expr *e, texi_expr_rewrite_fn pre, void *ud
     case TEXI_EXPR_INT:
     case TEXI_EXPR_FLOAT:
     case TEXI_EXPR_VAR: return e;
-    case TEXI_EXPR_ADD:
-    case TEXI_EXPR_SUB:
-    case TEXI_EXPR_MUL:
-    case TEXI_EXPR_DIV:
-    case TEXI_EXPR_FLOORDIV:
-    case TEXI_EXPR_FLOORMOD:
-    case TEXI_EXPR_MIN:
-    case TEXI_EXPR_MAX:
-    case TEXI_EXPR_EQ:
-    case TEXI_EXPR_NE:
-    case TEXI_EXPR_LT:
-    case TEXI_EXPR_LE:
-    case TEXI_EXPR_GT:
-    case TEXI_EXPR_GE:
-    case TEXI_EXPR_AND:
-    case TEXI_EXPR_OR:
+    TEXI_CASE_BINARY:
         if (!mutate_list(k, (tex_expr *[]){e->u.bin.a, e->u.bin.b}, 2, pre, ud, &failed))
             return e;
         return failed ? NULL : texi_binary(e->kind, k[0], k[1]);
@@ -127,22 +112,7 @@ void texi_expr_visit(tex_expr *e, texi_expr_visit_fn fn, void *ud)
     case TEXI_EXPR_INT:
     case TEXI_EXPR_FLOAT:
     case TEXI_EXPR_VAR: return;
-    case TEXI_EXPR_ADD:
-    case TEXI_EXPR_SUB:
-    case TEXI_EXPR_MUL:
-    case TEXI_EXPR_DIV:
-    case TEXI_EXPR_FLOORDIV:
-    case TEXI_EXPR_FLOORMOD:
-    case TEXI_EXPR_MIN:
-    case TEXI_EXPR_MAX:
-    case TEXI_EXPR_EQ:
-    case TEXI_EXPR_NE:
-    case TEXI_EXPR_LT:
-    case TEXI_EXPR_LE:
-    case TEXI_EXPR_GT:
-    case TEXI_EXPR_GE:
-    case TEXI_EXPR_AND:
-    case TEXI_EXPR_OR:
+    TEXI_CASE_BINARY:
         texi_expr_visit(e->u.bin.a, fn, ud);
         texi_expr_visit(e->u.bin.b, fn, ud);
         return;

@@ -217,22 +217,7 @@ int texi_interp_expr(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_ev
         return 0;
     case TEXI_EXPR_VAR:
         return eval_var(ip, fr, e, out);
-    case TEXI_EXPR_ADD:
-    case TEXI_EXPR_SUB:
-    case TEXI_EXPR_MUL:
-    case TEXI_EXPR_DIV:
-    case TEXI_EXPR_FLOORDIV:
-    case TEXI_EXPR_FLOORMOD:
-    case TEXI_EXPR_MIN:
-    case TEXI_EXPR_MAX:
-    case TEXI_EXPR_EQ:
-    case TEXI_EXPR_NE:
-    case TEXI_EXPR_LT:
-    case TEXI_EXPR_LE:
-    case TEXI_EXPR_GT:
-    case TEXI_EXPR_GE:
-    case TEXI_EXPR_AND:
-    case TEXI_EXPR_OR:
+    TEXI_CASE_BINARY:
         return eval_binary(ip, fr, e, out);
     case TEXI_EXPR_NOT:
         TEXI_TRY(texi_interp_expr(ip, fr, e->u.un.a, &a));

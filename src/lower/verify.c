@@ -132,22 +132,7 @@ static int check_expr(verifier *v, const tex_expr *e)
         return 0;
     case TEXI_EXPR_VAR:
         return check_var(v, e);
-    case TEXI_EXPR_ADD:
-    case TEXI_EXPR_SUB:
-    case TEXI_EXPR_MUL:
-    case TEXI_EXPR_DIV:
-    case TEXI_EXPR_FLOORDIV:
-    case TEXI_EXPR_FLOORMOD:
-    case TEXI_EXPR_MIN:
-    case TEXI_EXPR_MAX:
-    case TEXI_EXPR_EQ:
-    case TEXI_EXPR_NE:
-    case TEXI_EXPR_LT:
-    case TEXI_EXPR_LE:
-    case TEXI_EXPR_GT:
-    case TEXI_EXPR_GE:
-    case TEXI_EXPR_AND:
-    case TEXI_EXPR_OR:
+    TEXI_CASE_BINARY:
         return check_binary(v, e);
     case TEXI_EXPR_NOT:
         TEXI_TRY(check_expr(v, e->u.un.a));
