@@ -470,33 +470,40 @@ static inline tex_func *ops_lower(ops_wl *w, tex_schedule *s, char *why, size_t 
     return f;
 }
 
-/* Interprets f on random inputs and compares its output with the oracle's.
- * 0, or -1 with the reason in why. */
-static inline int ops_run_compare(ops_wl *w, tex_func *f, uint64_t seed, char *why, size_t why_size)
+/* Runs f on random inputs (seeded by seed; the output poisoned) through the
+ * kernel k when one is given, else through the interpreter, and compares its
+ * output with the oracle's. `what` prefixes a mismatch message. 0, or -1 with
+ * the reason in why. */
+static inline int ops_run_and_compare(ops_wl *w, tex_func *f, tex_kernel *k, const char *what,
+                                      uint64_t seed, char *why, size_t why_size)
 {
     int n = w->n_in + 1, rc = -1;
     DLTensor *arrs[OPS_MAX + 1] = {0}, *ref = NULL;
     tex_tensor *ts[OPS_MAX + 1];
     tex_value vals[2 * OPS_MAX + 1];
     uint64_t rng = seed * 7919 + 1;
-    for (int k = 0; k < n; k++) {
-        ts[k] = k < w->n_in ? w->in[k] : w->out;
-        arrs[k] = ops_array_for(w, ts[k]);
-        if (!arrs[k]) {
-            snprintf(why, why_size, "cannot allocate the array of '%s'", ts[k]->name);
+    for (int a = 0; a < n; a++) {
+        ts[a] = a < w->n_in ? w->in[a] : w->out;
+        arrs[a] = ops_array_for(w, ts[a]);
+        if (!arrs[a]) {
+            snprintf(why, why_size, "cannot allocate the array of '%s'", ts[a]->name);
             goto done;
         }
-        if (k < w->n_in)
-            ops_fill_random(arrs[k], ts[k]->dtype, &rng);
+        if (a < w->n_in)
+            ops_fill_random(arrs[a], ts[a]->dtype, &rng);
         else
-            ops_poison(arrs[k], ts[k]->dtype);
-        vals[k] = (tex_value){.kind = TEX_VAL_TENSOR, .t = arrs[k]};
+            ops_poison(arrs[a], ts[a]->dtype);
+        vals[a] = (tex_value){.kind = TEX_VAL_TENSOR, .t = arrs[a]};
     }
     int nv = n;
-    for (int k = 0; w->var_params && k < w->n_vars; k++)
-        vals[nv++] = (tex_value){.kind = TEX_VAL_I64, .i = w->vals[k]};
+    for (int v = 0; w->var_params && v < w->n_vars; v++)
+        vals[nv++] = (tex_value){.kind = TEX_VAL_I64, .i = w->vals[v]};
     char err[1024];
-    if (texi_interp_run(f, nv, vals, err, sizeof err) != 0) {
+    if (k && tex_kernel_call(k, nv, vals) != 0) {
+        snprintf(why, why_size, "tex_kernel_call failed: %s", tex_kernel_errmsg(k));
+        goto done;
+    }
+    if (!k && texi_interp_run(f, nv, vals, err, sizeof err) != 0) {
         snprintf(why, why_size, "interpreter: %s", err);
         goto done;
     }
@@ -511,17 +518,24 @@ static inline int ops_run_compare(ops_wl *w, tex_func *f, uint64_t seed, char *w
     }
     int64_t bad = ops_compare(arrs[n - 1], ref, w->out->dtype);
     if (bad >= 0) {
-        snprintf(why, why_size, "output '%s' differs at flat index %lld: %.9g, oracle %.9g",
-                 w->out->name, (long long)bad, ops_get(arrs[n - 1], w->out->dtype, bad),
+        snprintf(why, why_size, "%soutput '%s' differs at flat index %lld: %.9g, oracle %.9g",
+                 what, w->out->name, (long long)bad, ops_get(arrs[n - 1], w->out->dtype, bad),
                  ops_get(ref, w->out->dtype, bad));
         goto done;
     }
     rc = 0;
 done:
-    for (int k = 0; k < n; k++)
-        tex_array_free(arrs[k]);
+    for (int a = 0; a < n; a++)
+        tex_array_free(arrs[a]);
     tex_array_free(ref);
     return rc;
+}
+
+/* Interprets f on random inputs and compares its output with the oracle's.
+ * 0, or -1 with the reason in why. */
+static inline int ops_run_compare(ops_wl *w, tex_func *f, uint64_t seed, char *why, size_t why_size)
+{
+    return ops_run_and_compare(w, f, NULL, "", seed, why, why_size);
 }
 
 /* The whole differential check of schedule s of w: 0 on success, -1 on
@@ -546,58 +560,15 @@ static inline int ops_check(ops_wl *w, tex_schedule *s, uint64_t seed, const ops
 static inline int ops_jit_compare(ops_wl *w, tex_func *f, const char *target, uint64_t seed,
                                   char *why, size_t why_size)
 {
-    int n = w->n_in + 1, rc = -1;
-    DLTensor *arrs[OPS_MAX + 1] = {0}, *ref = NULL;
-    tex_tensor *ts[OPS_MAX + 1];
-    tex_value vals[2 * OPS_MAX + 1];
-    uint64_t rng = seed * 7919 + 1;
     tex_kernel *k = tex_build(f, target);
     if (!k) {
         snprintf(why, why_size, "tex_build(\"%s\") failed (%d): %s", target, tex_errcode(w->ctx),
                  tex_errmsg(w->ctx));
         return -1;
     }
-    for (int a = 0; a < n; a++) {
-        ts[a] = a < w->n_in ? w->in[a] : w->out;
-        arrs[a] = ops_array_for(w, ts[a]);
-        if (!arrs[a]) {
-            snprintf(why, why_size, "cannot allocate the array of '%s'", ts[a]->name);
-            goto done;
-        }
-        if (a < w->n_in)
-            ops_fill_random(arrs[a], ts[a]->dtype, &rng);
-        else
-            ops_poison(arrs[a], ts[a]->dtype);
-        vals[a] = (tex_value){.kind = TEX_VAL_TENSOR, .t = arrs[a]};
-    }
-    int nv = n;
-    for (int v = 0; w->var_params && v < w->n_vars; v++)
-        vals[nv++] = (tex_value){.kind = TEX_VAL_I64, .i = w->vals[v]};
-    if (tex_kernel_call(k, nv, vals) != 0) {
-        snprintf(why, why_size, "tex_kernel_call failed: %s", tex_kernel_errmsg(k));
-        goto done;
-    }
-    ref = ops_array_for(w, w->out);
-    ops_poison(ref, w->out->dtype);
-    DLTensor *rarrs[OPS_MAX + 1];
-    memcpy(rarrs, arrs, sizeof rarrs);
-    rarrs[n - 1] = ref;
-    if (tex_eval_reference(w->ctx, n, ts, rarrs) != 0) {
-        snprintf(why, why_size, "oracle failed: %s", tex_errmsg(w->ctx));
-        goto done;
-    }
-    int64_t bad = ops_compare(arrs[n - 1], ref, w->out->dtype);
-    if (bad >= 0) {
-        snprintf(why, why_size, "%s: output '%s' differs at flat index %lld: %.9g, oracle %.9g",
-                 target, w->out->name, (long long)bad, ops_get(arrs[n - 1], w->out->dtype, bad),
-                 ops_get(ref, w->out->dtype, bad));
-        goto done;
-    }
-    rc = 0;
-done:
-    for (int a = 0; a < n; a++)
-        tex_array_free(arrs[a]);
-    tex_array_free(ref);
+    char what[128];
+    snprintf(what, sizeof what, "%s: ", target);
+    int rc = ops_run_and_compare(w, f, k, what, seed, why, why_size);
     tex_kernel_free(k);
     return rc;
 }
