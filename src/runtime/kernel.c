@@ -3,7 +3,8 @@
  * calls (tex_kernel_call / _tensors), export, source, messages, free.
  *
  * Registry: a static table maps a target's first word to its backend
- * ("cpu" and "c" to texi_backend_cpu); a new backend is one more row.
+ * ("cpu" and "c" to texi_backend_cpu, "cuda" to texi_backend_cuda); a new
+ * backend is one more row.
  * Target strings: a family word then options separated by spaces; "cpu"
  * takes "-threads=N" (N >= 1), "c" none. The kernel stores the target
  * normalised (single spaces).
@@ -36,6 +37,7 @@
 #include <string.h>
 
 #include "backend_cpu/cpu.h"
+#include "backend_cuda/cuda.h"
 #include "runtime/runtime.h"
 
 #define DERIVED INT64_MIN /* texi_kernel_param.dims: see kernel_full.derived */
@@ -50,6 +52,7 @@ static const struct {
 } registry[] = {
     {"cpu", &texi_backend_cpu},
     {"c", &texi_backend_cpu},
+    {"cuda", &texi_backend_cuda},
 };
 
 static const texi_backend *find_backend(const char *family, size_t len)
@@ -101,6 +104,20 @@ static int threads_from_env(void)
     return v && parse_threads_value(v, strlen(v), &threads) ? threads : 0;
 }
 
+/* A "cuda" option: "-emit-only" or "-arch=sm_NN" (two or three digits). */
+static bool parse_cuda_option(const char *w, size_t len)
+{
+    const size_t plen = strlen("-arch=sm_");
+    if (len == strlen("-emit-only") && strncmp(w, "-emit-only", len) == 0)
+        return true;
+    if (len < plen + 2 || len > plen + 3 || strncmp(w, "-arch=sm_", plen) != 0)
+        return false;
+    for (size_t i = plen; i < len; i++)
+        if (w[i] < '0' || w[i] > '9')
+            return false;
+    return true;
+}
+
 /* Splits "family -opt ..." and checks the options of the families known here. */
 static void parse_target(const char *target, target_spec *t)
 {
@@ -117,27 +134,26 @@ static void parse_target(const char *target, target_spec *t)
     }
     memcpy(t->text, p, flen);
     if (!t->backend) {
-        bool cuda = flen == 4 && strncmp(p, "cuda", 4) == 0;
-        t->code = cuda ? TEX_EUNAVAILABLE : TEX_EINVAL;
-        if (cuda)
-            snprintf(t->why, sizeof t->why,
-                     "target '%s' is not available: the CUDA backend is not built yet", target);
-        else
-            snprintf(
-                t->why, sizeof t->why,
-                "unknown target '%s' (expected \"cpu\", \"cpu -threads=N\", \"c\" or \"cuda\")",
-                target);
+        t->code = TEX_EINVAL;
+        snprintf(t->why, sizeof t->why,
+                 "unknown target '%s' (expected \"cpu\", \"cpu -threads=N\", \"c\" or \"cuda\")",
+                 target);
         return;
     }
     bool is_cpu = flen == 3;
     for (p += flen; *(p += strspn(p, " ")); p += strcspn(p, " ")) {
         size_t wlen = strcspn(p, " ");
-        bool known =
-            t->backend != &texi_backend_cpu || (is_cpu && parse_threads(p, wlen, &t->threads));
+        bool known = t->backend == &texi_backend_cuda
+                         ? parse_cuda_option(p, wlen)
+                         : is_cpu && parse_threads(p, wlen, &t->threads);
         if (!known) {
             t->code = TEX_EINVAL;
             snprintf(t->why, sizeof t->why, "target '%s': bad option '%.*s'%s", target, (int)wlen,
-                     p, is_cpu ? " (\"-threads=N\" with N >= 1 is the only one)" : "");
+                     p,
+                     t->backend == &texi_backend_cuda
+                         ? " (expected \"-emit-only\" or \"-arch=sm_80\" / \"-arch=sm_90\")"
+                     : is_cpu ? " (\"-threads=N\" with N >= 1 is the only one)"
+                              : "");
             return;
         }
         strcat(t->text, " ");

@@ -1,0 +1,52 @@
+/*
+ * The CUDA emitter's shared state, private to codegen_cuda.c (names,
+ * statements, kernels, launch plan) and codegen_cuda_expr.c (expressions).
+ */
+#ifndef TEX_BACKEND_CUDA_CODEGEN_CUDA_H
+#define TEX_BACKEND_CUDA_CODEGEN_CUDA_H
+
+#include "backend_cuda/cuda.h"
+
+/* A CUDA identifier given to a variable or a buffer's storage. */
+typedef struct {
+    const void *key; /* the VAR node (a buffer is keyed by its data variable) */
+    char *cname;     /* malloc'ed */
+} texi_cu_name;
+
+typedef struct {
+    tex_ctx *ctx;
+    const tex_func *f;
+    texi_cu_name *names;
+    int n_names, cap_names;
+    int indent;
+    tex_expr *launch[6];   /* the current kernel's extent per thread tag, or NULL */
+    int thread_depth;      /* enclosing thread-bound loops */
+    int rc;                /* first error (recorded in ctx), 0 when none */
+} texi_cu;
+
+/* Records the error (the first one only) in g and its context. */
+void texi_cu_fail(texi_cu *g, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The CUDA name bound to key; records TEX_EINTERNAL and returns "?" when unbound. */
+const char *texi_cu_lookup(texi_cu *g, const void *key, const char *name);
+
+/* The key of a buffer's storage (its data variable, else the buffer). */
+const void *texi_cu_buf_key(const texi_buffer *b);
+
+/* The CUDA element type of storage of dtype t (f16: __half, bf16:
+ * __nv_bfloat16, bool: uint8_t). */
+const char *texi_cu_storage_type(tex_dtype t);
+
+/* The CUDA type of a value of dtype t (f16/bf16 values are float). */
+const char *texi_cu_value_type(tex_dtype t);
+
+/* Appends e as a fully parenthesized CUDA expression. */
+void texi_cu_expr(texi_cu *g, texi_sb *sb, const tex_expr *e);
+
+/* Appends e converted to storage of dtype t (the right-hand side of a STORE). */
+void texi_cu_store_value(texi_cu *g, texi_sb *sb, const tex_expr *e, tex_dtype t);
+
+/* The device helpers every source starts with. */
+extern const char texi_cu_helpers[];
+
+#endif
