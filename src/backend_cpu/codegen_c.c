@@ -167,11 +167,6 @@ const char *texi_cg_lookup(texi_cg *g, const void *key, const char *name)
     return nm->cname;
 }
 
-static const void *buf_key(const texi_buffer *b)
-{
-    return b->data ? (const void *)b->data : (const void *)b;
-}
-
 /* ----------------------------------------------------------------- ranges */
 
 /* Adds var's range for the proofs of codegen_expr.c; false on ENOMEM (recorded). */
@@ -447,8 +442,8 @@ static void stored_names(texi_cg *g, const tex_stmt *s, texi_sb *out, int *n)
 {
     switch (s->kind) {
     case TEXI_STMT_STORE: {
-        const char *nm = find_name(g, buf_key(s->u.store.buf))
-                             ? find_name(g, buf_key(s->u.store.buf))->cname
+        const char *nm = find_name(g, texi_buffer_key(s->u.store.buf))
+                             ? find_name(g, texi_buffer_key(s->u.store.buf))->cname
                              : s->u.store.buf->name;
         if (out->buf && strstr(out->buf, nm))
             return; /* approximate dedupe: enough for a comment */
@@ -620,7 +615,7 @@ static void emit_heap_alloc(texi_cg *g, texi_sb *sb, const tex_stmt *s, const ch
 static void emit_allocate(texi_cg *g, texi_sb *sb, const tex_stmt *s)
 {
     const texi_buffer *b = s->u.alloc.buf;
-    const char *name = name_for(g, buf_key(b), b->name);
+    const char *name = name_for(g, texi_buffer_key(b), b->name);
     int64_t n = const_elems(b);
     int64_t bytes = tex_dtype_bytes(b->dtype);
     if (n < 0 || n > STACK_MAX_BYTES / bytes) {
@@ -728,7 +723,7 @@ static void emit_store(texi_cg *g, texi_sb *sb, const tex_stmt *s)
 {
     const texi_buffer *b = s->u.store.buf;
     indent(g, sb);
-    texi_sb_printf(sb, "%s[", texi_cg_lookup(g, buf_key(b), b->name));
+    texi_sb_printf(sb, "%s[", texi_cg_lookup(g, texi_buffer_key(b), b->name));
     texi_cg_expr(g, sb, s->u.store.index, TEXI_CG_P_TOP, true);
     texi_sb_puts(sb, "] = ");
     texi_cg_store_value(g, sb, s->u.store.value, b->dtype);
@@ -789,33 +784,6 @@ static void emit_stmt(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll)
 
 /* ------------------------------------------------------------ entry point */
 
-static bool stores_to(const tex_stmt *s, const void *key)
-{
-    if (!s)
-        return false;
-    switch (s->kind) {
-    case TEXI_STMT_STORE:
-        return buf_key(s->u.store.buf) == key;
-    case TEXI_STMT_FOR:
-        return stores_to(s->u.loop.body, key);
-    case TEXI_STMT_ALLOCATE:
-        return stores_to(s->u.alloc.body, key);
-    case TEXI_STMT_IF:
-        return stores_to(s->u.ifs.then_s, key) || stores_to(s->u.ifs.else_s, key);
-    case TEXI_STMT_LET:
-        return stores_to(s->u.let.body, key);
-    case TEXI_STMT_ATTR:
-        return stores_to(s->u.attr.body, key);
-    case TEXI_STMT_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            if (stores_to(s->u.seq.items[i], key))
-                return true;
-        return false;
-    default:
-        return false;
-    }
-}
-
 /* A scalar argument: an int64_t named after var, or (for another dtype) an
  * int64_t "<name>_arg" converted into a local of var's type. */
 static void scalar_param(texi_cg *g, texi_sb *proto, const void *argkey, tex_expr *var)
@@ -849,9 +817,10 @@ static void prototype(texi_cg *g, texi_sb *proto)
             scalar_param(g, proto, p, p->var);
             continue;
         }
-        const void *key = buf_key(p->buf);
+        const void *key = texi_buffer_key(p->buf);
         const char *name = name_for(g, key, p->tensor->name);
-        texi_sb_printf(proto, "%s%s *restrict %s", stores_to(f->body, key) ? "" : "const ",
+        bool written = texi_stmt_stores_to(f->body, p->buf);
+        texi_sb_printf(proto, "%s%s *restrict %s", written ? "" : "const ",
                        texi_cg_storage_type(p->buf->dtype), name);
     }
     for (int i = 0; i < f->n_size_vars; i++) {
@@ -923,7 +892,7 @@ static void param_prologue(texi_cg *g, texi_sb *sb)
         const texi_param *p = i < f->n_params ? &f->params[i] : NULL;
         tex_expr *var = p ? p->var : f->size_vars[i - f->n_params];
         const void *argkey = p ? (const void *)p : (const void *)&f->size_vars[i - f->n_params];
-        texi_cg_name *nm = find_name(g, p && p->kind == TEX_ARG_TENSOR ? buf_key(p->buf) : var);
+        texi_cg_name *nm = find_name(g, p && p->kind == TEX_ARG_TENSOR ? texi_buffer_key(p->buf) : var);
         texi_cg_name *arg = find_name(g, argkey);
         if (!nm)
             continue;
@@ -1010,7 +979,7 @@ static void param_comments(texi_cg *g, texi_sb *sb)
         comment_text(sb, p->tensor->name);
         texi_sb_printf(sb, ": tensor %s [", tex_dtype_name(p->buf->dtype));
         comment_text(sb, tmp.buf && !tmp.oom ? tmp.buf : "");
-        texi_sb_printf(sb, "]%s\n", stores_to(f->body, buf_key(p->buf)) ? ", written" : "");
+        texi_sb_printf(sb, "]%s\n", texi_stmt_stores_to(f->body, p->buf) ? ", written" : "");
         texi_sb_fini(&tmp);
     }
     for (int i = 0; i < f->n_size_vars; i++) {

@@ -154,11 +154,6 @@ const char *texi_cu_lookup(texi_cu *g, const void *key, const char *name)
     return nm->cname;
 }
 
-const void *texi_cu_buf_key(const texi_buffer *b)
-{
-    return b->data ? (const void *)b->data : (const void *)b;
-}
-
 /* ------------------------------------------------------------- statements */
 
 static void line(texi_cu *g, texi_sb *sb, const char *fmt, ...)
@@ -268,7 +263,7 @@ static void emit_allocate(texi_cu *g, texi_sb *sb, const tex_stmt *s)
                      b->name);
         return;
     }
-    const char *name = name_for(g, texi_cu_buf_key(b), b->name);
+    const char *name = name_for(g, texi_buffer_key(b), b->name);
     line(g, sb, "{");
     g->indent++;
     line(g, sb, "%s%s %s[%lld];", b->scope == TEXI_SCOPE_SHARED ? "__shared__ " : "",
@@ -314,7 +309,7 @@ static void emit_store(texi_cu *g, texi_sb *sb, const tex_stmt *s)
 {
     const texi_buffer *b = s->u.store.buf;
     indent(g, sb);
-    texi_sb_printf(sb, "%s[", texi_cu_lookup(g, texi_cu_buf_key(b), b->name));
+    texi_sb_printf(sb, "%s[", texi_cu_lookup(g, texi_buffer_key(b), b->name));
     texi_cu_expr(g, sb, s->u.store.index);
     texi_sb_puts(sb, "] = ");
     texi_cu_store_value(g, sb, s->u.store.value, b->dtype);
@@ -488,33 +483,6 @@ static void collect_nests(texi_cu *g, const tex_stmt *s, const tex_stmt **nests,
         nests[(*n)++] = s;
 }
 
-static bool stores_to(const tex_stmt *s, const void *key)
-{
-    if (!s)
-        return false;
-    switch (s->kind) {
-    case TEXI_STMT_STORE:
-        return texi_cu_buf_key(s->u.store.buf) == key;
-    case TEXI_STMT_FOR:
-        return stores_to(s->u.loop.body, key);
-    case TEXI_STMT_ALLOCATE:
-        return stores_to(s->u.alloc.body, key);
-    case TEXI_STMT_IF:
-        return stores_to(s->u.ifs.then_s, key) || stores_to(s->u.ifs.else_s, key);
-    case TEXI_STMT_LET:
-        return stores_to(s->u.let.body, key);
-    case TEXI_STMT_ATTR:
-        return stores_to(s->u.attr.body, key);
-    case TEXI_STMT_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            if (stores_to(s->u.seq.items[i], key))
-                return true;
-        return false;
-    default:
-        return false;
-    }
-}
-
 /* A scalar argument; records in *conv the local of a non-i64 one. */
 static void scalar_param(texi_cu *g, texi_sb *proto, texi_sb *conv, const void *argkey,
                          tex_expr *var)
@@ -543,9 +511,10 @@ static void parameters(texi_cu *g, texi_sb *proto, texi_sb *conv)
             scalar_param(g, proto, conv, p, p->var);
             continue;
         }
-        const void *key = texi_cu_buf_key(p->buf);
+        const void *key = texi_buffer_key(p->buf);
         const char *name = name_for(g, key, p->tensor->name);
-        texi_sb_printf(proto, "%s%s *__restrict__ %s", stores_to(f->body, key) ? "" : "const ",
+        bool written = texi_stmt_stores_to(f->body, p->buf);
+        texi_sb_printf(proto, "%s%s *__restrict__ %s", written ? "" : "const ",
                        texi_cu_storage_type(p->buf->dtype), name);
     }
     for (int i = 0; i < f->n_size_vars; i++) {

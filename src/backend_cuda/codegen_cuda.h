@@ -30,8 +30,6 @@ void texi_cu_fail(texi_cu *g, int code, const char *fmt, ...) __attribute__((for
 /* The CUDA name bound to key; records TEX_EINTERNAL and returns "?" when unbound. */
 const char *texi_cu_lookup(texi_cu *g, const void *key, const char *name);
 
-/* The key of a buffer's storage (its data variable, else the buffer). */
-const void *texi_cu_buf_key(const texi_buffer *b);
 
 /* The CUDA element type of storage of dtype t (f16: __half, bf16:
  * __nv_bfloat16, bool: uint8_t). */

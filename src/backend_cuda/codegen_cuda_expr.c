@@ -235,7 +235,7 @@ static void call(texi_cu *g, texi_sb *sb, const tex_expr *e)
 static void load(texi_cu *g, texi_sb *sb, const tex_expr *e)
 {
     const texi_buffer *b = e->u.load.buf;
-    const char *name = texi_cu_lookup(g, texi_cu_buf_key(b), b->name);
+    const char *name = texi_cu_lookup(g, texi_buffer_key(b), b->name);
     const char *open = b->dtype == TEX_F16    ? "__half2float("
                        : b->dtype == TEX_BF16 ? "__bfloat162float("
                                               : "(";

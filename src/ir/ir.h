@@ -277,6 +277,13 @@ struct texi_buffer {
 texi_buffer *texi_buffer_new(tex_ctx *ctx, const char *name, tex_dtype t, enum texi_scope scope,
                              int ndim, tex_expr *const shape[]);
 
+/* What identifies a buffer's storage: its data variable (copies of a buffer
+ * made by passes share it), or the buffer itself when it has none. */
+const void *texi_buffer_key(const texi_buffer *b);
+
+/* True when s contains a STORE to the storage with key texi_buffer_key(b). */
+bool texi_stmt_stores_to(const tex_stmt *s, const texi_buffer *b);
+
 /* ---------------------------------------------------------------- statements */
 
 enum texi_stmt_kind {
