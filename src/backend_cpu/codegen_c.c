@@ -63,14 +63,6 @@ static const char *const reserved[] = {
     "pow",     "powf",     "fma",      "fmaf",     "main",           "errno",    "signbit",
     "isnan",   "isinf"};
 
-static bool is_reserved(const char *s)
-{
-    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
-        if (strcmp(s, reserved[i]) == 0)
-            return true;
-    return false;
-}
-
 void texi_cg_fail(texi_cg *g, int code, const char *fmt, ...)
 {
     if (g->rc)
@@ -85,69 +77,22 @@ void texi_cg_fail(texi_cg *g, int code, const char *fmt, ...)
 
 /* ------------------------------------------------------------------ names */
 
-static bool name_taken(const texi_cg *g, const char *s)
-{
-    for (int i = 0; i < g->n_names; i++)
-        if (strcmp(g->names[i].cname, s) == 0)
-            return true;
-    return false;
-}
-
-/* A fresh C identifier derived from name. */
-static char *fresh_name(texi_cg *g, const char *name)
-{
-    size_t n = strlen(name ? name : "");
-    char *base = malloc(n + 4), *out = malloc(n + 24);
-    if (!base || !out) {
-        free(base);
-        free(out);
-        return NULL;
-    }
-    size_t k = 0;
-    if (n == 0 || isdigit((unsigned char)name[0]) || name[0] == '_' ||
-        strncmp(name, "tex_", 4) == 0)
-        base[k++] = 'v';
-    for (size_t i = 0; i < n; i++)
-        base[k++] = isalnum((unsigned char)name[i]) ? name[i] : '_';
-    base[k] = '\0';
-    snprintf(out, n + 24, "%s%s", base, is_reserved(base) ? "_" : "");
-    for (int s = 1; name_taken(g, out); s++)
-        snprintf(out, n + 24, "%s_%d", base, s);
-    free(base);
-    return out;
-}
-
 /* Binds key to a fresh name; returns it (NULL on ENOMEM). */
 static const char *bind_name(texi_cg *g, const void *key, const char *name)
 {
-    if (g->n_names == g->cap_names) {
-        int cap = g->cap_names ? 2 * g->cap_names : 32;
-        texi_cg_name *nn = realloc(g->names, sizeof *nn * (size_t)cap);
-        if (!nn)
-            return NULL;
-        g->names = nn;
-        g->cap_names = cap;
-    }
-    char *c = fresh_name(g, name);
-    if (!c)
-        return NULL;
-    g->names[g->n_names++] = (texi_cg_name){key, c, false};
-    return c;
+    return texi_cnames_bind(&g->names, key, name);
 }
 
-static texi_cg_name *find_name(texi_cg *g, const void *key)
+static texi_cname *find_name(texi_cg *g, const void *key)
 {
-    for (int i = g->n_names - 1; i >= 0; i--)
-        if (g->names[i].key == key)
-            return &g->names[i];
-    return NULL;
+    return texi_cnames_find(&g->names, key);
 }
 
 /* The name of key: its existing binding (a re-bound loop or LET variable
  * keeps it), else a new one. NULL on ENOMEM (recorded). */
 static const char *name_for(texi_cg *g, const void *key, const char *name)
 {
-    texi_cg_name *nm = find_name(g, key);
+    texi_cname *nm = find_name(g, key);
     const char *c = nm ? nm->cname : bind_name(g, key, name);
     if (!c)
         texi_cg_fail(g, TEX_ENOMEM, "out of memory (names)");
@@ -158,7 +103,7 @@ static const char *name_for(texi_cg *g, const void *key, const char *name)
 
 const char *texi_cg_lookup(texi_cg *g, const void *key, const char *name)
 {
-    texi_cg_name *nm = find_name(g, key);
+    texi_cname *nm = find_name(g, key);
     if (!nm) {
         texi_cg_fail(g, TEX_EINTERNAL, "'%s' is used but not bound", name ? name : "?");
         return "?";
@@ -698,7 +643,7 @@ static void emit_let(texi_cg *g, texi_sb *sb, const tex_stmt *s)
     bool ranged = one && push_range(g, var, s->u.let.value, one);
     emit_stmt(g, sb, s->u.let.body, 0);
     g->n_ranges -= ranged;
-    texi_cg_name *nm = find_name(g, var);
+    texi_cname *nm = find_name(g, var);
     if (nm && !nm->used)
         line(g, sb, "(void)%s;", name);
     g->indent--;
@@ -833,9 +778,9 @@ static void prototype(texi_cg *g, texi_sb *proto)
 }
 
 /* Whether name is one the generated code defines or uses itself. */
-static bool name_clashes(const char *name)
+static bool name_clashes(const texi_cg *g, const char *name)
 {
-    if (is_reserved(name))
+    if (texi_cnames_is_reserved(&g->names, name))
         return true;
     texi_sb all;
     texi_sb_init(&all);
@@ -856,13 +801,12 @@ static void cg_init(texi_cg *g, const tex_func *f, int threads)
     g->ctx = f->ctx;
     g->f = f;
     g->threads = threads;
+    texi_cnames_init(&g->names, reserved, sizeof reserved / sizeof reserved[0]);
 }
 
 static void cg_fini(texi_cg *g)
 {
-    for (int i = 0; i < g->n_names; i++)
-        free(g->names[i].cname);
-    free(g->names);
+    texi_cnames_fini(&g->names);
     free(g->ranges);
 }
 
@@ -892,8 +836,8 @@ static void param_prologue(texi_cg *g, texi_sb *sb)
         const texi_param *p = i < f->n_params ? &f->params[i] : NULL;
         tex_expr *var = p ? p->var : f->size_vars[i - f->n_params];
         const void *argkey = p ? (const void *)p : (const void *)&f->size_vars[i - f->n_params];
-        texi_cg_name *nm = find_name(g, p && p->kind == TEX_ARG_TENSOR ? texi_buffer_key(p->buf) : var);
-        texi_cg_name *arg = find_name(g, argkey);
+        texi_cname *nm = find_name(g, p && p->kind == TEX_ARG_TENSOR ? texi_buffer_key(p->buf) : var);
+        texi_cname *arg = find_name(g, argkey);
         if (!nm)
             continue;
         if (arg && nm->used)
@@ -933,7 +877,7 @@ char *texi_cpu_emit(const tex_func *f, int threads)
         return NULL;
     texi_cg g;
     cg_init(&g, f, threads);
-    if (name_clashes(f->name))
+    if (name_clashes(&g, f->name))
         texi_cg_fail(&g, TEX_EINVAL, "the name is reserved in the generated C code");
     texi_sb proto, body, out;
     texi_sb_init(&proto);

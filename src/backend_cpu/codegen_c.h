@@ -7,6 +7,7 @@
 #define TEX_BACKEND_CPU_CODEGEN_C_H
 
 #include "backend_cpu/cpu.h"
+#include "util/cnames.h"
 
 /* Helpers of the prologue, emitted only when the body uses them. */
 enum {
@@ -25,20 +26,12 @@ enum {
     TEXI_CG_H_ALLOC = 1 << 12 /* tex_alloc: 64-byte aligned heap memory */
 };
 
-/* A C identifier given to a variable or a buffer's storage. */
-typedef struct {
-    const void *key; /* the VAR node (a buffer is keyed by its data variable) */
-    char *cname;     /* malloc'ed */
-    bool used;       /* looked up since it was bound */
-} texi_cg_name;
-
 typedef struct {
     tex_ctx *ctx;
     const tex_func *f;
     int threads;
     unsigned helpers; /* TEXI_CG_H_* used so far */
-    texi_cg_name *names;
-    int n_names, cap_names;
+    texi_cnames names; /* C identifiers of variables and buffers (key: VAR / buffer key) */
     texi_range *ranges; /* enclosing loops, LETs and size vars: for proofs */
     int n_ranges, cap_ranges;
     int indent;

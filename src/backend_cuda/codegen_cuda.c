@@ -76,77 +76,24 @@ void texi_cu_fail(texi_cu *g, int code, const char *fmt, ...)
 
 /* ------------------------------------------------------------------ names */
 
-static bool name_taken(const texi_cu *g, const char *s)
+static texi_cname *find_name(texi_cu *g, const void *key)
 {
-    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
-        if (strcmp(s, reserved[i]) == 0)
-            return true;
-    for (int i = 0; i < g->n_names; i++)
-        if (strcmp(g->names[i].cname, s) == 0)
-            return true;
-    return false;
-}
-
-/* A fresh identifier derived from name; NULL on ENOMEM. */
-static char *fresh_name(texi_cu *g, const char *name)
-{
-    size_t n = strlen(name ? name : "");
-    char *base = malloc(n + 4), *out = malloc(n + 24);
-    if (!base || !out) {
-        free(base);
-        free(out);
-        return NULL;
-    }
-    size_t k = 0;
-    if (n == 0 || isdigit((unsigned char)name[0]) || name[0] == '_' ||
-        strncmp(name, "tex_", 4) == 0 || strncmp(name, "__", 2) == 0)
-        base[k++] = 'v';
-    for (size_t i = 0; i < n; i++)
-        base[k++] = isalnum((unsigned char)name[i]) ? name[i] : '_';
-    base[k] = '\0';
-    snprintf(out, n + 24, "%s", base);
-    for (int s = 1; name_taken(g, out); s++)
-        snprintf(out, n + 24, "%s_%d", base, s);
-    free(base);
-    return out;
-}
-
-static texi_cu_name *find_name(texi_cu *g, const void *key)
-{
-    for (int i = g->n_names - 1; i >= 0; i--)
-        if (g->names[i].key == key)
-            return &g->names[i];
-    return NULL;
+    return texi_cnames_find(&g->names, key);
 }
 
 /* The name of key: its existing binding, else a new one ("?" on ENOMEM, recorded). */
 static const char *name_for(texi_cu *g, const void *key, const char *name)
 {
-    texi_cu_name *nm = find_name(g, key);
-    if (nm)
-        return nm->cname;
-    if (g->n_names == g->cap_names) {
-        int cap = g->cap_names ? 2 * g->cap_names : 32;
-        texi_cu_name *nn = realloc(g->names, sizeof *nn * (size_t)cap);
-        if (!nn) {
-            texi_cu_fail(g, TEX_ENOMEM, "out of memory (names)");
-            return "?";
-        }
-        g->names = nn;
-        g->cap_names = cap;
-    }
-    char *c = fresh_name(g, name);
-    if (!c) {
+    texi_cname *nm = find_name(g, key);
+    const char *c = nm ? nm->cname : texi_cnames_bind(&g->names, key, name);
+    if (!c)
         texi_cu_fail(g, TEX_ENOMEM, "out of memory (names)");
-        return "?";
-    }
-    g->names[g->n_names++] = (texi_cu_name){key, c};
-    return c;
+    return c ? c : "?";
 }
 
 const char *texi_cu_lookup(texi_cu *g, const void *key, const char *name)
 {
-    texi_cu_name *nm = find_name(g, key);
+    texi_cname *nm = find_name(g, key);
     if (!nm) {
         texi_cu_fail(g, TEX_EINTERNAL, "'%s' is used but not bound", name ? name : "?");
         return "?";
@@ -593,6 +540,7 @@ char *texi_cuda_emit(const tex_func *f)
     if (!f || !f->ctx || !f->body)
         return NULL;
     texi_cu g = {.ctx = f->ctx, .f = f};
+    texi_cnames_init(&g.names, reserved, sizeof reserved / sizeof reserved[0]);
     texi_sb params, conv, plan, kernels, out;
     texi_sb_init(&params);
     texi_sb_init(&conv);
@@ -618,8 +566,6 @@ char *texi_cuda_emit(const tex_func *f)
     texi_sb_fini(&plan);
     texi_sb_fini(&kernels);
     texi_sb_fini(&out);
-    for (int i = 0; i < g.n_names; i++)
-        free(g.names[i].cname);
-    free(g.names);
+    texi_cnames_fini(&g.names);
     return text;
 }

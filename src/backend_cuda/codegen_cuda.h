@@ -6,18 +6,12 @@
 #define TEX_BACKEND_CUDA_CODEGEN_CUDA_H
 
 #include "backend_cuda/cuda.h"
-
-/* A CUDA identifier given to a variable or a buffer's storage. */
-typedef struct {
-    const void *key; /* the VAR node (a buffer is keyed by its data variable) */
-    char *cname;     /* malloc'ed */
-} texi_cu_name;
+#include "util/cnames.h"
 
 typedef struct {
     tex_ctx *ctx;
     const tex_func *f;
-    texi_cu_name *names;
-    int n_names, cap_names;
+    texi_cnames names; /* identifiers of variables and buffers (key: VAR / buffer key) */
     int indent;
     tex_expr *launch[6];   /* the current kernel's extent per thread tag, or NULL */
     int thread_depth;      /* enclosing thread-bound loops */
