@@ -297,6 +297,33 @@ TEX_API tex_tensor *tex_rfactor(tex_schedule *s, tex_tensor *t, tex_iter *raxis,
  * each buffer's inferred region; malloc'ed, the caller frees it. */
 TEX_API char *tex_schedule_str(tex_schedule *s);
 
+/* ------------------------------------------------------- tensor intrinsics */
+
+typedef struct tex_intrin tex_intrin; /* a tensor intrinsic (lives in its context) */
+
+/* A user intrinsic: desc is a compute (usually over placeholders) that a
+ * tensorized loop nest must match; c_source defines the functions named
+ * body_fn, reset_fn and update_fn, which receive the buffers as API.md rule
+ * 10 says (per tensor of desc, inputs in order of first use then the output:
+ * a pointer to the tile's first element and one int64_t stride in elements
+ * per dimension; reset_fn only the output). body_fn may be NULL when
+ * reset_fn and update_fn are given; both may be NULL when body_fn is. NULL
+ * with TEX_EINVAL on a bad argument. */
+TEX_API tex_intrin *tex_intrin_extern(tex_ctx *ctx, const char *name, tex_tensor *desc,
+                                      const char *c_source, const char *body_fn,
+                                      const char *reset_fn, const char *update_fn);
+
+/* A built-in intrinsic: "cpu.gemm_f32_avx512", "cpu.gemm_f32_avx2",
+ * "cuda.wmma_m16n16k16_f16f32", "cuda.wmma_m16n16k16_bf16f32". NULL with
+ * TEX_EINVAL for an unknown name. */
+TEX_API tex_intrin *tex_intrin_builtin(tex_ctx *ctx, const char *name);
+
+/* Replaces the loop nest under leaf axis iv of st by calls of intrin. The
+ * nest must match intrin's description (checked when lowering; a mismatch
+ * is TEX_EINVAL showing both sides). Tiles cut by a non-divisible split run
+ * the ordinary loop nest instead. */
+TEX_API int tex_tensorize(tex_stage *st, tex_iter *iv, tex_intrin *intrin);
+
 /* -------------------------------------------------------------- lowering */
 
 /* A kernel parameter: a tensor, or a symbolic scalar passed by value. */
@@ -347,6 +374,10 @@ TEX_API tex_kernel *tex_build(tex_func *f, const char *target);
 
 /* The generated source; borrowed, valid until tex_kernel_free. */
 TEX_API const char *tex_kernel_source(const tex_kernel *k);
+
+/* The PTX of a "cuda" kernel (NVRTC's output; also for "cuda -emit-only"
+ * when NVRTC is present), else NULL. Borrowed, valid until tex_kernel_free. */
+TEX_API const char *tex_kernel_ptx(const tex_kernel *k);
 
 /* Writes PREFIX.c and PREFIX.h (API.md rule 8) for "c" and "cpu" kernels. */
 TEX_API int tex_kernel_export(const tex_kernel *k, const char *path_prefix);

@@ -1,7 +1,8 @@
 /*
  * texi_backend_cpu: the vtable behind the targets "cpu" and "c".
  *
- * build: emits the C source and the export header (codegen_c.c); for "c"
+ * build: barrier fission of GPU-style code (gpu_to_cpu.c), then the C
+ * source and the export header (codegen_c.c); for "c"
  * that is all (the kernel is not callable). For "cpu" the source goes
  * through the JIT cache (jit.c), the entry point is looked up by the
  * function's name (a C identifier, checked by tex_lower) and the libffi
@@ -90,8 +91,22 @@ static int load(tex_kernel *k, const tex_func *f)
     return 0;
 }
 
-static int cpu_build(tex_kernel *k, const tex_func *f)
+/* f itself, or a copy whose GPU-style barriers were removed by barrier
+ * fission (gpu_to_cpu.c) so its thread loops can run one after another. */
+static int serial_form(const tex_func *f, tex_func *copy, const tex_func **out)
 {
+    *copy = *f;
+    texi_lower lw = {f->ctx, NULL, copy};
+    TEXI_TRY(texi_lower_apply(&lw, "gpu_to_cpu", texi_pass_gpu_to_cpu, f->body, &copy->body));
+    *out = copy->body == f->body ? f : copy;
+    return 0;
+}
+
+static int cpu_build(tex_kernel *k, const tex_func *fn)
+{
+    tex_func copy;
+    const tex_func *f = NULL;
+    TEXI_TRY(serial_form(fn, &copy, &f));
     k->source = texi_cpu_emit(f, k->threads);
     if (!k->source)
         return tex_errcode(f->ctx) ? tex_errcode(f->ctx)

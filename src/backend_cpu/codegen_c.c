@@ -718,6 +718,10 @@ static void emit_stmt(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll)
         else
             texi_cg_fail(g, TEX_EUNAVAILABLE, "a barrier is not supported by the CPU backend");
         return;
+    case TEXI_STMT_INTRIN:
+        texi_cg_fail(g, TEX_EUNAVAILABLE, "tensor intrinsic '%s' is not supported yet",
+                     s->u.intrin.intrin->name);
+        return;
     case TEXI_STMT_PROVIDE:
     case TEXI_STMT_REALIZE:
     case TEXI_STMT_KIND_COUNT:

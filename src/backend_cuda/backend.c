@@ -28,7 +28,7 @@ static int cuda_build(tex_kernel *k, const tex_func *f)
                           "(launching CUDA kernels is not supported yet); use \"cuda "
                           "-emit-only\" to get the CUDA source",
                           k->target);
-    k->source = texi_cuda_emit(f);
+    k->source = texi_cuda_emit(f, NULL);
     k->callable = false;
     return k->source ? 0 : -1;
 }

@@ -303,6 +303,7 @@ static void emit_stmt(texi_cu *g, texi_sb *sb, const tex_stmt *s)
         return;
     case TEXI_STMT_PROVIDE:
     case TEXI_STMT_REALIZE:
+    case TEXI_STMT_INTRIN:
     case TEXI_STMT_KIND_COUNT:
         break;
     }
@@ -535,8 +536,9 @@ static void assemble(texi_cu *g, texi_sb *out, const char *plan, const char *ker
     texi_sb_puts(out, kernels);
 }
 
-char *texi_cuda_emit(const tex_func *f)
+char *texi_cuda_emit(const tex_func *f, const texi_device_module *m)
 {
+    (void)m; /* bridging: the emitter still splits kernels itself */
     if (!f || !f->ctx || !f->body)
         return NULL;
     texi_cu g = {.ctx = f->ctx, .f = f};

@@ -38,6 +38,21 @@ void texi_cu_expr(texi_cu *g, texi_sb *sb, const tex_expr *e);
 /* Appends e converted to storage of dtype t (the right-hand side of a STORE). */
 void texi_cu_store_value(texi_cu *g, texi_sb *sb, const tex_expr *e, tex_dtype t);
 
+/* Appends one indented line (g->indent levels) to sb. */
+void texi_cu_line(texi_cu *g, texi_sb *sb, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Appends statement s (codegen_cuda.c's dispatcher). */
+void texi_cu_stmt(texi_cu *g, texi_sb *sb, const tex_stmt *s);
+
+/* ATTR "thread_allreduce" (codegen_cuda_allreduce.c): the block-wide
+ * allreduce over the threads of one thread tag. */
+void texi_cu_emit_allreduce(texi_cu *g, texi_sb *sb, const tex_stmt *attr);
+
+/* Device helpers of the allreduce (warp shuffles + shared step), appended
+ * after texi_cu_helpers. */
+extern const char texi_cu_allreduce_helpers[];
+
 /* The device helpers every source starts with. */
 extern const char texi_cu_helpers[];
 

@@ -49,6 +49,11 @@ static bool stores_to_key(const tex_stmt *s, const void *key)
             if (stores_to_key(s->u.seq.items[i], key))
                 return true;
         return false;
+    case TEXI_STMT_INTRIN: { /* the last argument is the output tile */
+        int n = s->u.intrin.n_args;
+        const texi_buffer *out = n ? s->u.intrin.args[n - 1].buf : NULL;
+        return out && texi_buffer_key(out) == key;
+    }
     case TEXI_STMT_PROVIDE:
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_BARRIER:

@@ -134,6 +134,45 @@ static bool stmt_list_equal(int n, tex_stmt *const *a, tex_stmt *const *b)
     return true;
 }
 
+/* Intrinsic arguments: same tensor or buffer, tile start, layout. */
+static bool intrin_arg_equal(const texi_intrin_arg *a, const texi_intrin_arg *b)
+{
+    if (a->ndim != b->ndim || a->tensor != b->tensor || a->buf != b->buf ||
+        !texi_expr_equal(a->offset, b->offset) || !a->mins != !b->mins ||
+        !a->strides != !b->strides || !a->dim_map != !b->dim_map)
+        return false;
+    if (a->mins && (a->tensor_ndim != b->tensor_ndim ||
+                    !list_equal(a->tensor_ndim, a->mins, b->mins)))
+        return false;
+    if (a->dim_map && memcmp(a->dim_map, b->dim_map, (size_t)a->ndim * sizeof *a->dim_map) != 0)
+        return false;
+    return !a->strides || list_equal(a->ndim, a->strides, b->strides);
+}
+
+static bool intrin_equal(const tex_stmt *a, const tex_stmt *b)
+{
+    if (a->u.intrin.intrin != b->u.intrin.intrin || a->u.intrin.fn != b->u.intrin.fn ||
+        a->u.intrin.n_args != b->u.intrin.n_args)
+        return false;
+    for (int i = 0; i < a->u.intrin.n_args; i++)
+        if (!intrin_arg_equal(&a->u.intrin.args[i], &b->u.intrin.args[i]))
+            return false;
+    return true;
+}
+
+static uint64_t intrin_hash(uint64_t h, const tex_stmt *s)
+{
+    h = mix(h, (uint64_t)s->u.intrin.fn);
+    for (int i = 0; i < s->u.intrin.n_args; i++) {
+        const texi_intrin_arg *a = &s->u.intrin.args[i];
+        h = mix(h, a->tensor ? a->tensor->id : a->buf ? buffer_hash(a->buf) : 0);
+        h = mix(h, texi_expr_hash(a->offset));
+        for (int d = 0; a->mins && d < a->tensor_ndim; d++)
+            h = mix(h, texi_expr_hash(a->mins[d]));
+    }
+    return h;
+}
+
 bool texi_stmt_equal(const tex_stmt *a, const tex_stmt *b)
 {
     if (a == b)
@@ -179,6 +218,7 @@ bool texi_stmt_equal(const tex_stmt *a, const tex_stmt *b)
         return strcmp(a->u.attr.key, b->u.attr.key) == 0 &&
                texi_expr_equal(a->u.attr.value, b->u.attr.value) &&
                texi_stmt_equal(a->u.attr.body, b->u.attr.body);
+    case TEXI_STMT_INTRIN: return intrin_equal(a, b);
     case TEXI_STMT_KIND_COUNT: break;
     }
     return false;
@@ -226,6 +266,7 @@ uint64_t texi_stmt_hash(const tex_stmt *s)
         for (const char *c = s->u.attr.key; *c; c++)
             h = mix(h, (uint64_t)(unsigned char)*c);
         return mix(mix(h, texi_expr_hash(s->u.attr.value)), texi_stmt_hash(s->u.attr.body));
+    case TEXI_STMT_INTRIN: return intrin_hash(h, s);
     case TEXI_STMT_KIND_COUNT: break;
     }
     return h;

@@ -293,6 +293,41 @@ enum texi_stmt_kind {
     TEXI_STMT_KIND_COUNT
 };
 
+/* The functions of a tensor intrinsic (API.md rule 10). */
+enum texi_intrin_fn {
+    TEXI_INTRIN_BODY,   /* the whole reduction (or a non-reduction) */
+    TEXI_INTRIN_RESET,  /* the output tile set to the reduction's identity */
+    TEXI_INTRIN_UPDATE, /* one split of the reduction accumulated into the output tile */
+    TEXI_INTRIN_FN_COUNT
+};
+
+/* A tensor intrinsic (tex_intrin_extern / tex_intrin_builtin). */
+struct tex_intrin {
+    tex_ctx *ctx;
+    const char *name;
+    tex_tensor *desc;          /* the compute it implements */
+    int n_inputs;
+    tex_tensor **inputs;       /* desc's inputs in order of first use */
+    const char *c_source;      /* source defining the functions (CPU), or NULL */
+    const char *fn[TEXI_INTRIN_FN_COUNT]; /* function names; NULL = absent */
+    const char *builtin;       /* the built-in's name, or NULL for a user intrinsic */
+};
+
+/* One tile argument of an INTRIN statement, per tensor of the intrinsic's
+ * desc (inputs in order of first use, then the output; RESET: the output
+ * only). Before flattening it names a tensor and the tile's first element;
+ * flatten turns it into a buffer, a flat offset and strides. */
+typedef struct {
+    int ndim;           /* dimensions of the desc tensor */
+    tex_tensor *tensor; /* before flattening, else NULL */
+    int tensor_ndim;
+    tex_expr **mins;    /* before: the tile's first element, per tensor dimension */
+    int *dim_map;       /* before: per desc dimension, the tensor dimension it runs along */
+    texi_buffer *buf;   /* after flattening, else NULL */
+    tex_expr *offset;   /* after: the tile's first element, in elements */
+    tex_expr **strides; /* after: per desc dimension, the stride in elements */
+} texi_intrin_arg;
+
 enum texi_for_kind {
     TEXI_FOR_SERIAL,
     TEXI_FOR_PARALLEL,   /* CPU threads */
@@ -359,6 +394,12 @@ struct tex_stmt {
             tex_expr *value; /* may be NULL */
             tex_stmt *body;
         } attr; /* ATTR */
+        struct {
+            tex_intrin *intrin;
+            enum texi_intrin_fn fn;
+            int n_args;
+            texi_intrin_arg *args;
+        } intrin; /* INTRIN */
     } u;
 };
 
@@ -379,6 +420,9 @@ tex_stmt *texi_seq_new(tex_ctx *ctx, int n, tex_stmt *const items[]); /* flatten
 tex_stmt *texi_evaluate_new(tex_ctx *ctx, tex_expr *value);
 tex_stmt *texi_barrier_new(tex_ctx *ctx, enum texi_scope scope);
 tex_stmt *texi_attr_new(tex_ctx *ctx, const char *key, tex_expr *value, tex_stmt *body);
+/* Copies args (and their arrays). */
+tex_stmt *texi_intrin_new(tex_ctx *ctx, tex_intrin *intrin, enum texi_intrin_fn fn, int n_args,
+                          const texi_intrin_arg args[]);
 
 /* ------------------------------------------------------ traversal (visit.c) */
 

@@ -295,6 +295,33 @@ static void print_if(texi_sb *sb, const tex_stmt *s, int indent)
     texi_sb_putc(sb, '\n');
 }
 
+/* `intrin NAME.fn(A[i, k] dims (0, 1), ...)` before flattening,
+ * `intrin NAME.fn(A + off strides (s0, s1), ...)` after. */
+static void print_intrin(texi_sb *sb, const tex_stmt *s)
+{
+    static const char *const fn_names[TEXI_INTRIN_FN_COUNT] = {"body", "reset", "update"};
+    texi_sb_printf(sb, "intrin %s.%s(", s->u.intrin.intrin->name, fn_names[s->u.intrin.fn]);
+    for (int i = 0; i < s->u.intrin.n_args; i++) {
+        const texi_intrin_arg *a = &s->u.intrin.args[i];
+        texi_sb_puts(sb, i ? ", " : "");
+        if (a->tensor) {
+            texi_sb_printf(sb, "%s[", a->tensor->name);
+            print_list(sb, a->tensor_ndim, a->mins);
+            texi_sb_puts(sb, "] dims (");
+            for (int d = 0; d < a->ndim; d++)
+                texi_sb_printf(sb, "%s%d", d ? ", " : "", a->dim_map ? a->dim_map[d] : -1);
+        } else {
+            texi_sb_printf(sb, "%s + ", a->buf ? a->buf->name : "?");
+            texi_expr_print(sb, a->offset);
+            texi_sb_puts(sb, " strides (");
+            if (a->strides)
+                print_list(sb, a->ndim, a->strides);
+        }
+        texi_sb_putc(sb, ')');
+    }
+    texi_sb_puts(sb, ")\n");
+}
+
 void texi_stmt_print(texi_sb *sb, const tex_stmt *s, int indent)
 {
     if (!s)
@@ -348,6 +375,7 @@ void texi_stmt_print(texi_sb *sb, const tex_stmt *s, int indent)
         }
         print_block(sb, s->u.attr.body, indent);
         return;
+    case TEXI_STMT_INTRIN: print_intrin(sb, s); return;
     case TEXI_STMT_KIND_COUNT: break;
     }
     texi_sb_puts(sb, "<bad statement>\n");

@@ -1,6 +1,7 @@
 /*
  * Statement nodes: the kind-name table and the raw constructors of the loop AST
- * (FOR, PROVIDE, REALIZE, STORE, ALLOCATE, IF, LET, SEQ, EVALUATE, BARRIER, ATTR).
+ * (FOR, PROVIDE, REALIZE, STORE, ALLOCATE, IF, LET, SEQ, EVALUATE, BARRIER, ATTR,
+ * INTRIN).
  *
  * Like the raw expression constructors in expr.c, these check nothing about
  * meaning (dtypes, scoping, bounds): lowering builds them from already checked
@@ -256,6 +257,44 @@ tex_stmt *texi_attr_new(tex_ctx *ctx, const char *key, tex_expr *value, tex_stmt
         s->u.attr.key = k;
         s->u.attr.value = value;
         s->u.attr.body = body;
+    }
+    return s;
+}
+
+/* Copies n entries of src (each `size` bytes) into the arena; NULL src gives NULL. */
+static void *copy_array(tex_ctx *ctx, const void *src, int n, size_t size, bool *ok)
+{
+    if (!src || n <= 0)
+        return NULL;
+    void *dst = texi_alloc(ctx, (size_t)n * size, "intrinsic argument");
+    if (!dst)
+        *ok = false;
+    else
+        memcpy(dst, src, (size_t)n * size);
+    return dst;
+}
+
+tex_stmt *texi_intrin_new(tex_ctx *ctx, tex_intrin *intrin, enum texi_intrin_fn fn, int n_args,
+                          const texi_intrin_arg args[])
+{
+    const void *const ops[] = {intrin, args};
+    const char *const names[] = {"intrin", "args"};
+    if (!operands_ok(ctx, "texi_intrin_new", 2, ops, names))
+        return NULL;
+    bool ok = true;
+    texi_intrin_arg *copy = copy_array(ctx, args, n_args, sizeof *args, &ok);
+    for (int i = 0; ok && i < n_args; i++) {
+        texi_intrin_arg *a = &copy[i];
+        a->mins = copy_array(ctx, args[i].mins, a->tensor_ndim, sizeof *a->mins, &ok);
+        a->dim_map = copy_array(ctx, args[i].dim_map, a->ndim, sizeof *a->dim_map, &ok);
+        a->strides = copy_array(ctx, args[i].strides, a->ndim, sizeof *a->strides, &ok);
+    }
+    tex_stmt *s = ok ? stmt_new(ctx, TEXI_STMT_INTRIN) : NULL;
+    if (s) {
+        s->u.intrin.intrin = intrin;
+        s->u.intrin.fn = fn;
+        s->u.intrin.n_args = n_args;
+        s->u.intrin.args = copy;
     }
     return s;
 }

@@ -185,6 +185,46 @@ static tex_expr *walk_expr(stmt_walk *w, tex_expr *e)
 
 static tex_stmt *walk_stmt(stmt_walk *w, tex_stmt *s);
 
+/* Rewrites the expressions of one intrinsic argument into *out; true when one changed. */
+static bool walk_intrin_arg(stmt_walk *w, const texi_intrin_arg *a, texi_intrin_arg *out)
+{
+    *out = *a;
+    bool changed = false;
+    tex_expr **lists[2] = {a->mins, a->strides}, **copies[2] = {NULL, NULL};
+    int lens[2] = {a->mins ? a->tensor_ndim : 0, a->strides ? a->ndim : 0};
+    for (int l = 0; l < 2; l++) {
+        if (!lens[l])
+            continue;
+        copies[l] = texi_alloc(w->ctx, (size_t)lens[l] * sizeof **copies, "intrinsic argument");
+        if (!copies[l]) {
+            w->failed = true;
+            return false;
+        }
+        for (int i = 0; i < lens[l]; i++) {
+            copies[l][i] = walk_expr(w, lists[l][i]);
+            changed |= copies[l][i] != lists[l][i];
+        }
+    }
+    out->mins = a->mins ? copies[0] : NULL;
+    out->strides = a->strides ? copies[1] : NULL;
+    out->offset = walk_expr(w, a->offset);
+    return changed || out->offset != a->offset;
+}
+
+static tex_stmt *walk_intrin(stmt_walk *w, tex_stmt *s)
+{
+    int n = s->u.intrin.n_args;
+    texi_intrin_arg *args = texi_alloc(w->ctx, (size_t)n * sizeof *args, "intrinsic arguments");
+    if (!args)
+        return NULL;
+    bool changed = false;
+    for (int i = 0; i < n && !w->failed; i++)
+        changed |= walk_intrin_arg(w, &s->u.intrin.args[i], &args[i]);
+    if (w->failed)
+        return NULL;
+    return changed ? texi_intrin_new(w->ctx, s->u.intrin.intrin, s->u.intrin.fn, n, args) : s;
+}
+
 static tex_stmt *walk_children(stmt_walk *w, tex_stmt *s)
 {
     tex_ctx *ctx = w->ctx;
@@ -301,6 +341,7 @@ static tex_stmt *walk_children(stmt_walk *w, tex_stmt *s)
             return s;
         return texi_attr_new(ctx, s->u.attr.key, value, body);
     }
+    case TEXI_STMT_INTRIN: return walk_intrin(w, s);
     case TEXI_STMT_KIND_COUNT: break;
     }
     return s;

@@ -19,6 +19,10 @@
  * longer compact. Alignment of a tensor parameter is not applied (the
  * caller owns its layout) and is silently ignored.
  *
+ * double_buffer: the body of the ALLOCATE of a stage that asked for it is
+ * wrapped in ATTR "double_buffer" whose value is the buffer's data variable
+ * (texi_buffer_key), which the GPU pass of that name looks for.
+ *
  * Indices are simplified (no ranges) so dumps stay readable; the simplify
  * pass does the rest. Realized tensors are found innermost first, so a
  * tensor realized twice on one path (never produced by ScheduleOps) would
@@ -235,6 +239,8 @@ static tex_stmt *flatten_realize(flattener *fl, tex_stmt *s)
         return failed_at(fl, s);
     tex_stmt *body = flatten_body(fl, s->u.realize.body);
     fl->n_binds = n0;
+    if (body && st && st->double_buffer)
+        body = texi_attr_new(fl->ctx, "double_buffer", buf->data, body);
     tex_stmt *alloc = body ? texi_allocate_new(fl->ctx, buf, body) : NULL;
     return alloc ? alloc : failed_at(fl, s);
 }
@@ -256,6 +262,7 @@ static tex_stmt *rewrite_stmt(tex_stmt *s, void *ud)
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_BARRIER:
     case TEXI_STMT_ATTR:
+    case TEXI_STMT_INTRIN:
     case TEXI_STMT_KIND_COUNT:
         break;
     }

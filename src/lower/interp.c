@@ -256,6 +256,7 @@ static bool has_barrier(const tex_stmt *s)
     case TEXI_STMT_PROVIDE:
     case TEXI_STMT_STORE:
     case TEXI_STMT_EVALUATE:
+    case TEXI_STMT_INTRIN:
     case TEXI_STMT_KIND_COUNT: break;
     }
     return false;
@@ -399,6 +400,9 @@ static int exec(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
     case TEXI_STMT_ATTR:
         TEXI_TRY(check_assert(ip, fr, s));
         return exec(ip, fr, s->u.attr.body);
+    case TEXI_STMT_INTRIN:
+        return texi_interp_fail(ip, TEX_EUNAVAILABLE, "tensor intrinsic '%s' cannot be interpreted",
+                                s->u.intrin.intrin->name);
     case TEXI_STMT_KIND_COUNT: break;
     }
     return texi_interp_fail(ip, TEX_EINTERNAL, "unknown statement kind %d", (int)s->kind);
@@ -549,6 +553,7 @@ static int gexec(texi_interp *ip, texi_frame *frs, int n, const tex_stmt *s)
     case TEXI_STMT_PROVIDE:
     case TEXI_STMT_STORE:
     case TEXI_STMT_EVALUATE:
+    case TEXI_STMT_INTRIN:
     case TEXI_STMT_KIND_COUNT: break;
     }
     return texi_interp_fail(ip, TEX_EINTERNAL, "unexpected statement kind %d", (int)s->kind);

@@ -272,6 +272,7 @@ static void scan_stmt(part *p, scan *sc, tex_stmt *s)
     case TEXI_STMT_STORE:
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_BARRIER:
+    case TEXI_STMT_INTRIN:
     case TEXI_STMT_KIND_COUNT:
         return;
     }

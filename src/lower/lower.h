@@ -61,6 +61,19 @@ int texi_pass_vectorize(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_storage_rewrite(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_remove_noops(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
+/* Not in the pipeline: run by the CPU backend on a function whose thread
+ * loops contain barriers (gpu_to_cpu.c: barrier fission). */
+int texi_pass_gpu_to_cpu(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+
+typedef int (*texi_pass_fn)(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+
+/* Runs one pass the way the pipeline does: a failure without a message gets
+ * "tex_lower: pass NAME failed"; the result is verified (debug builds,
+ * TEX_VERIFY=1) and dumped when TEX_DUMP names it. Also used by the device
+ * passes (device.h) and backends' passes (gpu_to_cpu). */
+int texi_lower_apply(texi_lower *lw, const char *name, texi_pass_fn fn, tex_stmt *in,
+                     tex_stmt **out);
+
 /* Runs schedule_ops and every pass, dumping after the passes named in
  * TEX_DUMP ("all" or a comma-separated list) to stderr. */
 int texi_lower_run(texi_lower *lw, tex_stmt **out);

@@ -35,11 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef int (*pass_fn)(texi_lower *lw, tex_stmt *in, tex_stmt **out);
-
 static const struct {
     const char *name;
-    pass_fn fn;
+    texi_pass_fn fn;
 } passes[] = {
     {"flatten", texi_pass_flatten},           {"loop_partition", texi_pass_loop_partition},
     {"simplify", texi_pass_simplify},         {"unroll", texi_pass_unroll},
@@ -98,14 +96,20 @@ int texi_lower_run(texi_lower *lw, tex_stmt **out)
     if (rc < 0 || !s)
         return failed(lw, "schedule_ops", rc < 0 ? rc : TEX_EINTERNAL);
     TEXI_TRY(after_pass(lw, "schedule_ops", s));
-    for (size_t i = 0; i < sizeof passes / sizeof *passes; i++) {
-        tex_stmt *next = NULL;
-        rc = passes[i].fn(lw, s, &next);
-        if (rc < 0 || !next)
-            return failed(lw, passes[i].name, rc < 0 ? rc : TEX_EINTERNAL);
-        s = next;
-        TEXI_TRY(after_pass(lw, passes[i].name, s));
-    }
+    for (size_t i = 0; i < sizeof passes / sizeof *passes; i++)
+        TEXI_TRY(texi_lower_apply(lw, passes[i].name, passes[i].fn, s, &s));
     *out = s;
+    return 0;
+}
+
+int texi_lower_apply(texi_lower *lw, const char *name, texi_pass_fn fn, tex_stmt *in,
+                     tex_stmt **out)
+{
+    tex_stmt *next = NULL;
+    int rc = fn(lw, in, &next);
+    if (rc < 0 || !next)
+        return failed(lw, name, rc < 0 ? rc : TEX_EINTERNAL);
+    TEXI_TRY(after_pass(lw, name, next));
+    *out = next;
     return 0;
 }

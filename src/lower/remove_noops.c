@@ -151,6 +151,7 @@ static tex_stmt *clean_scoped(cleaner *c, tex_stmt *s)
     case TEXI_STMT_SEQ:
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_BARRIER:
+    case TEXI_STMT_INTRIN:
     case TEXI_STMT_KIND_COUNT:
         break;
     }
@@ -181,6 +182,7 @@ static tex_stmt *clean(cleaner *c, tex_stmt *s)
     case TEXI_STMT_PROVIDE:
     case TEXI_STMT_STORE:
     case TEXI_STMT_BARRIER:
+    case TEXI_STMT_INTRIN:
     case TEXI_STMT_KIND_COUNT:
         break;
     }

@@ -204,6 +204,7 @@ static tex_stmt *simp_leaf(simp *s, tex_stmt *st)
     case TEXI_STMT_LET:
     case TEXI_STMT_SEQ:
     case TEXI_STMT_BARRIER:
+    case TEXI_STMT_INTRIN:
     case TEXI_STMT_ATTR:
     case TEXI_STMT_KIND_COUNT:
         break;
@@ -248,6 +249,7 @@ static tex_stmt *simp_stmt(simp *s, tex_stmt *st)
     case TEXI_STMT_STORE:
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_BARRIER:
+    case TEXI_STMT_INTRIN:
         r = simp_leaf(s, st);
         break;
     case TEXI_STMT_KIND_COUNT:

@@ -50,6 +50,19 @@ static bool expr_uses(tex_expr *e, const texi_buffer *b)
     return u.found;
 }
 
+static bool intrin_uses(const tex_stmt *s, const texi_buffer *b)
+{
+    for (int i = 0; i < s->u.intrin.n_args; i++) {
+        const texi_intrin_arg *a = &s->u.intrin.args[i];
+        if (a->buf == b || expr_uses(a->offset, b))
+            return true;
+        for (int d = 0; a->strides && d < a->ndim; d++)
+            if (expr_uses(a->strides[d], b))
+                return true;
+    }
+    return false;
+}
+
 /* Whether s reads or writes buffer b. */
 static bool uses(const tex_stmt *s, const texi_buffer *b)
 {
@@ -87,6 +100,8 @@ static bool uses(const tex_stmt *s, const texi_buffer *b)
         return false;
     case TEXI_STMT_ATTR:
         return expr_uses(s->u.attr.value, b) || uses(s->u.attr.body, b);
+    case TEXI_STMT_INTRIN:
+        return intrin_uses(s, b);
     case TEXI_STMT_KIND_COUNT:
         break;
     }
@@ -166,6 +181,7 @@ static tex_stmt *sink(rewriter *rw, texi_buffer *b, tex_stmt *s)
     case TEXI_STMT_STORE:
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_BARRIER:
+    case TEXI_STMT_INTRIN:
     case TEXI_STMT_KIND_COUNT:
         break;
     }
@@ -213,9 +229,30 @@ static tex_expr *rename_load(tex_expr *e, void *ud)
     return load ? load : e;
 }
 
+/* An INTRIN with its tiles of r->from moved to r->to (offsets renamed too). */
+static tex_stmt *rename_intrin(rename_ctx *r, tex_stmt *s)
+{
+    int n = s->u.intrin.n_args;
+    texi_intrin_arg *args = texi_alloc(r->rw->ctx, sizeof *args * (size_t)n, "storage_rewrite");
+    for (int i = 0; args && i < n; i++) {
+        args[i] = s->u.intrin.args[i];
+        if (args[i].buf == r->from)
+            args[i].buf = r->to;
+        if (args[i].offset && !(args[i].offset = texi_expr_mutate(args[i].offset, rename_load, r)))
+            args = NULL;
+    }
+    tex_stmt *st = args ? texi_intrin_new(r->rw->ctx, s->u.intrin.intrin, s->u.intrin.fn, n, args)
+                        : NULL;
+    if (!st)
+        r->rw->failed = true;
+    return st ? st : s;
+}
+
 static tex_stmt *rename_store(tex_stmt *s, void *ud)
 {
     rename_ctx *r = ud;
+    if (s->kind == TEXI_STMT_INTRIN)
+        return rename_intrin(r, s);
     if (s->kind != TEXI_STMT_STORE || s->u.store.buf != r->from)
         return NULL;
     tex_expr *idx = texi_expr_mutate(s->u.store.index, rename_load, r);

@@ -51,6 +51,7 @@ static int64_t stmt_count(const tex_stmt *s)
     case TEXI_STMT_STORE:
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_BARRIER:
+    case TEXI_STMT_INTRIN:
     case TEXI_STMT_KIND_COUNT:
         return 1;
     }

@@ -31,6 +31,8 @@ static const char *body_problem(const tex_stmt *s)
         return "vectorize_failed(body allocates a buffer)";
     case TEXI_STMT_BARRIER:
         return "vectorize_failed(body has a barrier)";
+    case TEXI_STMT_INTRIN:
+        return "vectorize_failed(body calls a tensor intrinsic)";
     case TEXI_STMT_IF:
         why = body_problem(s->u.ifs.then_s);
         return why || !s->u.ifs.else_s ? why : body_problem(s->u.ifs.else_s);

@@ -244,6 +244,29 @@ static int check_allocate(verifier *v, const tex_stmt *s)
     return scoped(v, b, s->u.alloc.body);
 }
 
+/* Each tile argument: a defined buffer (after flattening) and integer
+ * offsets, strides and tile origins. */
+static int check_intrin(verifier *v, const tex_stmt *s)
+{
+    const char *name = s->u.intrin.intrin->name;
+    for (int i = 0; i < s->u.intrin.n_args; i++) {
+        const texi_intrin_arg *a = &s->u.intrin.args[i];
+        if (!a->tensor == !a->buf)
+            return fail(v, "tile argument with neither or both of a tensor and a buffer in", name);
+        if (a->buf && v->strict && !defined(v, a->buf))
+            return fail(v, "intrinsic tile of an undefined buffer:", a->buf->name);
+        if (a->buf && (!a->offset || !a->strides))
+            return fail(v, "flat tile without offset or strides in", name);
+        if (a->offset)
+            TEXI_TRY(check_index(v, a->offset, "non-integer tile offset in", name));
+        for (int d = 0; a->strides && d < a->ndim; d++)
+            TEXI_TRY(check_index(v, a->strides[d], "non-integer tile stride in", name));
+        for (int d = 0; a->mins && d < a->tensor_ndim; d++)
+            TEXI_TRY(check_index(v, a->mins[d], "non-integer tile origin in", name));
+    }
+    return 0;
+}
+
 static int check_stmt(verifier *v, const tex_stmt *s)
 {
     if (!s)
@@ -282,6 +305,8 @@ static int check_stmt(verifier *v, const tex_stmt *s)
         if (s->u.attr.value)
             TEXI_TRY(check_expr(v, s->u.attr.value));
         return check_stmt(v, s->u.attr.body);
+    case TEXI_STMT_INTRIN:
+        return check_intrin(v, s);
     case TEXI_STMT_KIND_COUNT:
         break;
     }

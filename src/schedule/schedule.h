@@ -89,6 +89,9 @@ struct tex_stage {
 
     bool is_cache;           /* made by cache_read / cache_write / rfactor */
 
+    tex_iter *tensorize_iv;  /* leaf whose loop nest tex_tensorize replaced, or NULL */
+    tex_intrin *intrin;      /* the intrinsic it calls there */
+
     /* bound inference results (texi_infer_bounds) */
     texi_rng *range;         /* parallel to all */
     texi_rng *region;        /* per output dimension: the part consumers need */

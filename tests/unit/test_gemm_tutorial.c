@@ -159,6 +159,7 @@ static void count_nodes(const tex_stmt *s, int *n_if, int *n_unit)
     case TEXI_STMT_STORE:
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_BARRIER:
+    case TEXI_STMT_INTRIN:
     case TEXI_STMT_KIND_COUNT: break;
     }
 }

@@ -7,7 +7,8 @@
  *     the buffer and the index; poisoned temporaries;
  *   - GPU-style code: a shared-memory reverse and a tree reduction that need
  *     lock-step execution between barriers, per-thread locals, a barrier
- *     under divergent control flow (an error);
+ *     under divergent control flow (an error); each also built for "cpu",
+ *     whose barrier fission (gpu_to_cpu.c) must give the same results;
  *   - ATTR "assert", LET, IF/else, EVALUATE; scalar semantics (wrap-around,
  *     floor division, casts, f16 rounding, u64 comparison); argument checks.
  */
@@ -82,6 +83,27 @@ static int run2(tex_func *f, DLTensor *a, DLTensor *b)
 {
     tex_value v[2] = {{.kind = TEX_VAL_TENSOR, .t = a}, {.kind = TEX_VAL_TENSOR, .t = b}};
     return texi_interp_run(f, 2, v, err, sizeof err);
+}
+
+/* f run by the CPU backend ("cpu"): thread loops with barriers go through
+ * barrier fission (gpu_to_cpu.c), so it must agree with the interpreter. */
+static int run2_cpu(tex_func *f, DLTensor *a, DLTensor *b)
+{
+    tex_kernel *k = tex_build(f, "cpu");
+    if (!k) {
+        snprintf(err, sizeof err, "%s", tex_errmsg(ctx));
+        return tex_errcode(ctx);
+    }
+    tex_value v[2] = {{.kind = TEX_VAL_TENSOR, .t = a}, {.kind = TEX_VAL_TENSOR, .t = b}};
+    int rc = tex_kernel_call(k, 2, v);
+    tex_kernel_free(k);
+    return rc;
+}
+
+/* Mode 0: the interpreter; mode 1: the CPU backend. */
+static int run2_mode(int mode, tex_func *f, DLTensor *a, DLTensor *b)
+{
+    return mode ? run2_cpu(f, a, b) : run2(f, a, b);
 }
 
 static void setup(void)
@@ -252,9 +274,10 @@ static void test_barrier_reverse(void)
     DLTensor *a = arr(TEX_F32, T * NB), *b = arr(TEX_F32, T * NB);
     for (int k = 0; k < T * NB; k++)
         fdata(a)[k] = (float)k;
-    for (int inside = 0; inside < 2; inside++) {
+    for (int mode = 0; mode < 4; mode++) {
+        int inside = mode & 1;
         memset(b->data, 0, sizeof(float) * T * NB);
-        TT_EQ_INT(run2(reverse_func(T, NB, inside, NULL), a, b), 0);
+        TT_EQ_INT(run2_mode(mode >> 1, reverse_func(T, NB, inside, NULL), a, b), 0);
         TT_EQ_STR(err, "");
         for (int blk = 0; blk < NB; blk++)
             for (int t = 0; t < T; t++)
@@ -302,9 +325,12 @@ static void test_barrier_tree_reduce(void)
         fdata(a)[k] = (float)(k * k + 1);
         want += k * k + 1;
     }
-    TT_EQ_INT(run2(func(2, ps, body), a, b), 0);
-    TT_EQ_STR(err, "");
-    TT_NEAR(fdata(b)[0], want, 0);
+    for (int mode = 0; mode < 2; mode++) {
+        fdata(b)[0] = NAN;
+        TT_EQ_INT(run2_mode(mode, func(2, ps, body), a, b), 0);
+        TT_EQ_STR(err, "");
+        TT_NEAR(fdata(b)[0], want, 0);
+    }
     tex_array_free(a);
     tex_array_free(b);
     tex_ctx_free(ctx);
@@ -331,9 +357,12 @@ static void test_per_thread_local(void)
     DLTensor *a = arr(TEX_F32, T), *b = arr(TEX_F32, T);
     for (int k = 0; k < T; k++)
         fdata(a)[k] = (float)(k + 1);
-    TT_EQ_INT(run2(func(2, ps, body), a, b), 0);
-    for (int k = 0; k < T; k++)
-        TT_NEAR(fdata(b)[k], 2 * (k + 1), 0);
+    for (int mode = 0; mode < 2; mode++) {
+        memset(b->data, 0xff, sizeof(float) * T);
+        TT_EQ_INT(run2_mode(mode, func(2, ps, body), a, b), 0);
+        for (int k = 0; k < T; k++)
+            TT_NEAR(fdata(b)[k], 2 * (k + 1), 0);
+    }
     tex_array_free(a);
     tex_array_free(b);
     tex_ctx_free(ctx);
@@ -363,9 +392,12 @@ static void test_barrier_2d(void)
     DLTensor *a = arr(TEX_F32, TY * TX), *b = arr(TEX_F32, TY * TX);
     for (int k = 0; k < TY * TX; k++)
         fdata(a)[k] = (float)k;
-    TT_EQ_INT(run2(func(2, ps, body), a, b), 0);
-    for (int k = 0; k < TY * TX; k++)
-        TT_NEAR(fdata(b)[k], TY * TX - 1 - k, 0);
+    for (int mode = 0; mode < 2; mode++) {
+        memset(b->data, 0xff, sizeof(float) * TY * TX);
+        TT_EQ_INT(run2_mode(mode, func(2, ps, body), a, b), 0);
+        for (int k = 0; k < TY * TX; k++)
+            TT_NEAR(fdata(b)[k], TY * TX - 1 - k, 0);
+    }
     tex_array_free(a);
     tex_array_free(b);
     tex_ctx_free(ctx);
@@ -385,6 +417,8 @@ static void test_divergent_barrier(void)
     DLTensor *a = arr(TEX_F32, 4), *b = arr(TEX_F32, 4);
     TT_EQ_INT(run2(func(2, ps, body), a, b), TEX_EINTERNAL);
     TT_CHECK(strstr(err, "differs between threads") != NULL);
+    TT_EQ_INT(run2_cpu(func(2, ps, body), a, b), TEX_EUNAVAILABLE);
+    TT_CHECK(strstr(err, "thread-divergent") != NULL);
     tex_array_free(a);
     tex_array_free(b);
     tex_ctx_free(ctx);

@@ -70,6 +70,7 @@ static int children(const tex_stmt *s, tex_stmt ***out, tex_stmt *tmp[2])
     case TEXI_STMT_STORE:
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_BARRIER:
+    case TEXI_STMT_INTRIN:
     case TEXI_STMT_KIND_COUNT:
         return 0;
     }

@@ -1,0 +1,306 @@
+/*
+ * Pass gpu_to_cpu: GPU-style code with barriers made serial for the CPU
+ * (Polygeist's barrier fission and loop interchange, on tex's loop AST).
+ *
+ * On a GPU the threads of a block run concurrently and meet at each
+ * barrier; the CPU backend runs a thread-bound loop as an ordinary loop, one
+ * thread after another, which is only right when no barrier is inside. This
+ * pass rewrites every thread loop (THREAD_X/Y/Z) whose body has a BARRIER
+ * so that the barriers disappear and each barrier-free segment runs for all
+ * threads before the next segment starts, exactly the lock-step semantics
+ * of the interpreter (interp.c):
+ *   - the thread loops met on the way down form the "thread nest" L;
+ *   - a statement without a barrier becomes L around it (one copy of the
+ *     thread loops per segment, reusing the loop variables);
+ *   - SEQ: consecutive barrier-free items form one segment; BARRIER items
+ *     end a segment and vanish;
+ *   - a serial/unrolled loop, IF or LET with a barrier inside moves outside
+ *     L (interchange); its bounds, condition or value must not depend on a
+ *     thread variable (a barrier under thread-divergent control flow is
+ *     undefined in CUDA too): otherwise TEX_EUNAVAILABLE naming the loop;
+ *   - ATTR stays around the rewritten body;
+ *   - ALLOCATE of shared or global scope moves outside L (one buffer per
+ *     block, as on the GPU); a LOCAL buffer is per thread, so it is
+ *     expanded: one slice per thread of L, indexed by the linear thread id,
+ *     since its values live across segments;
+ *   - a thread loop nested inside joins L.
+ * Blocks (BLOCK_* loops) are untouched: each block runs after the previous.
+ * Code without barriers is returned unchanged, so CPU builds of ordinary
+ * schedules are not affected.
+ */
+#include "lower/lower.h"
+
+#include <string.h>
+
+#define MAX_THREAD_LOOPS 3
+
+typedef struct {
+    tex_ctx *ctx;
+    const tex_stmt *loops[MAX_THREAD_LOOPS]; /* the thread nest L, outer first */
+    int n_loops;
+    int rc;
+} fission;
+
+static bool is_thread_loop(const tex_stmt *s)
+{
+    return s->kind == TEXI_STMT_FOR && s->u.loop.for_kind == TEXI_FOR_THREAD &&
+           s->u.loop.thread_tag >= TEX_THREAD_X && s->u.loop.thread_tag <= TEX_THREAD_Z;
+}
+
+static bool has_barrier(const tex_stmt *s)
+{
+    if (!s)
+        return false;
+    switch (s->kind) {
+    case TEXI_STMT_BARRIER: return true;
+    case TEXI_STMT_FOR: return has_barrier(s->u.loop.body);
+    case TEXI_STMT_REALIZE: return has_barrier(s->u.realize.body);
+    case TEXI_STMT_ALLOCATE: return has_barrier(s->u.alloc.body);
+    case TEXI_STMT_IF: return has_barrier(s->u.ifs.then_s) || has_barrier(s->u.ifs.else_s);
+    case TEXI_STMT_LET: return has_barrier(s->u.let.body);
+    case TEXI_STMT_ATTR: return has_barrier(s->u.attr.body);
+    case TEXI_STMT_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            if (has_barrier(s->u.seq.items[i]))
+                return true;
+        return false;
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_STORE:
+    case TEXI_STMT_EVALUATE:
+    case TEXI_STMT_INTRIN:
+    case TEXI_STMT_KIND_COUNT: return false;
+    }
+    return false;
+}
+
+static int fail(fission *fs, const char *what, const char *name)
+{
+    if (!fs->rc)
+        fs->rc = texi_error(fs->ctx, TEX_EUNAVAILABLE,
+                            "tex_build: the CPU backend cannot run %s '%s' around a barrier: it "
+                            "depends on the thread index (a barrier under thread-divergent "
+                            "control flow)",
+                            what, name);
+    return fs->rc;
+}
+
+static bool uses_var_cb(tex_expr *e, void *ud)
+{
+    const tex_expr **target = ud;
+    if (e == *target)
+        *target = NULL;
+    return *target != NULL;
+}
+
+/* Whether e mentions the variable of a loop of the thread nest. */
+static bool thread_dependent(const fission *fs, tex_expr *e)
+{
+    for (int i = 0; e && i < fs->n_loops; i++) {
+        const tex_expr *target = fs->loops[i]->u.loop.var;
+        texi_expr_visit(e, uses_var_cb, &target);
+        if (!target)
+            return true;
+    }
+    return false;
+}
+
+/* s inside copies of the thread nest's loops. */
+static tex_stmt *wrap(fission *fs, tex_stmt *s)
+{
+    for (int i = fs->n_loops - 1; s && i >= 0; i--) {
+        const tex_stmt *l = fs->loops[i];
+        s = texi_for_new(fs->ctx, l->u.loop.var, l->u.loop.min, l->u.loop.extent,
+                         TEXI_FOR_THREAD, l->u.loop.thread_tag, s);
+    }
+    return s;
+}
+
+static tex_stmt *split(fission *fs, tex_stmt *s);
+
+/* SEQ: barrier-free runs of items become one segment each. */
+static tex_stmt *split_seq(fission *fs, tex_stmt *s)
+{
+    int n = s->u.seq.n, n_out = 0, run = 0;
+    tex_stmt **out = texi_alloc(fs->ctx, sizeof *out * (size_t)(n + 1), "gpu_to_cpu");
+    tex_stmt **pending = texi_alloc(fs->ctx, sizeof *pending * (size_t)(n + 1), "gpu_to_cpu");
+    if (!out || !pending)
+        return NULL;
+    for (int i = 0; i <= n; i++) {
+        tex_stmt *item = i < n ? s->u.seq.items[i] : NULL;
+        if (item && !has_barrier(item)) {
+            pending[run++] = item;
+            continue;
+        }
+        if (run && !(out[n_out++] = wrap(fs, texi_seq_new(fs->ctx, run, pending))))
+            return NULL;
+        run = 0;
+        if (item && item->kind != TEXI_STMT_BARRIER && !(out[n_out++] = split(fs, item)))
+            return NULL;
+    }
+    return texi_seq_new(fs->ctx, n_out, out);
+}
+
+typedef struct {
+    const void *key;
+    texi_buffer *to;
+    tex_expr *base; /* linear thread id * slice size */
+    fission *fs;
+} expansion;
+
+/* base + idx in idx's dtype. */
+static tex_expr *shifted(const expansion *x, tex_expr *idx)
+{
+    tex_expr *sum = idx ? texi_binary(TEXI_EXPR_ADD, texi_convert(x->base, idx->dtype), idx) : NULL;
+    return sum ? texi_simplify(sum, 0, NULL) : NULL;
+}
+
+static tex_expr *expand_load(tex_expr *e, void *ud)
+{
+    expansion *x = ud;
+    if (e->kind != TEXI_EXPR_LOAD || texi_buffer_key(e->u.load.buf) != x->key)
+        return NULL;
+    tex_expr *idx = texi_expr_mutate(e->u.load.index, expand_load, x);
+    tex_expr *r = idx ? texi_load_new(x->to, shifted(x, idx)) : NULL;
+    if (!r && !x->fs->rc)
+        x->fs->rc = TEX_ENOMEM;
+    return r ? r : e;
+}
+
+static tex_stmt *expand_store(tex_stmt *s, void *ud)
+{
+    expansion *x = ud;
+    if (s->kind == TEXI_STMT_INTRIN) {
+        for (int i = 0; i < s->u.intrin.n_args; i++)
+            if (s->u.intrin.args[i].buf && texi_buffer_key(s->u.intrin.args[i].buf) == x->key)
+                fail(x->fs, "a tensor intrinsic on the per-thread buffer", x->to->name);
+        return NULL;
+    }
+    if (s->kind != TEXI_STMT_STORE || texi_buffer_key(s->u.store.buf) != x->key)
+        return NULL;
+    tex_expr *idx = texi_expr_mutate(s->u.store.index, expand_load, x);
+    tex_expr *v = texi_expr_mutate(s->u.store.value, expand_load, x);
+    tex_stmt *r = idx && v ? texi_store_new(x->fs->ctx, x->to, shifted(x, idx), v) : NULL;
+    if (!r && !x->fs->rc)
+        x->fs->rc = TEX_ENOMEM;
+    return r ? r : s;
+}
+
+/* A LOCAL buffer inside the thread nest: one slice per thread. */
+static tex_stmt *expand_local(fission *fs, tex_stmt *s)
+{
+    const texi_buffer *b = s->u.alloc.buf;
+    tex_ctx *ctx = fs->ctx;
+    tex_dtype t = fs->loops[0]->u.loop.var->dtype; /* the index type of thread code */
+    tex_expr *slice = texi_int_imm(ctx, t, 1), *lin = texi_int_imm(ctx, t, 0);
+    tex_expr *threads = texi_int_imm(ctx, t, 1);
+    for (int d = 0; slice && d < b->ndim; d++)
+        slice = texi_binary(TEXI_EXPR_MUL, slice, texi_convert(b->shape[d], t));
+    for (int i = 0; lin && i < fs->n_loops; i++) {
+        const tex_stmt *l = fs->loops[i];
+        tex_expr *ext = texi_convert(l->u.loop.extent, t);
+        tex_expr *id = texi_binary(TEXI_EXPR_SUB, texi_convert(l->u.loop.var, t),
+                                   texi_convert(l->u.loop.min, t));
+        lin = texi_binary(TEXI_EXPR_ADD, texi_binary(TEXI_EXPR_MUL, lin, ext), id);
+        threads = texi_binary(TEXI_EXPR_MUL, threads, ext);
+    }
+    tex_expr *size = slice && threads ? texi_simplify(texi_binary(TEXI_EXPR_MUL, threads, slice),
+                                                      0, NULL)
+                                      : NULL;
+    texi_buffer *to = size ? texi_buffer_new(ctx, b->name, b->dtype, TEXI_SCOPE_LOCAL, 1, &size)
+                           : NULL;
+    tex_expr *base = to && lin ? texi_simplify(texi_binary(TEXI_EXPR_MUL, lin, slice), 0, NULL)
+                               : NULL;
+    if (!base)
+        return NULL;
+    expansion x = {texi_buffer_key(b), to, base, fs};
+    tex_stmt *body = texi_stmt_mutate(ctx, s->u.alloc.body, expand_store, expand_load, &x);
+    body = body && !fs->rc ? split(fs, body) : NULL;
+    return body ? texi_allocate_new(ctx, to, body) : NULL;
+}
+
+/* s (inside the thread nest) rewritten without barriers. */
+static tex_stmt *split(fission *fs, tex_stmt *s)
+{
+    if (fs->rc)
+        return NULL;
+    if (!has_barrier(s))
+        return wrap(fs, s);
+    tex_ctx *ctx = fs->ctx;
+    tex_stmt *a, *b;
+    switch (s->kind) {
+    case TEXI_STMT_SEQ: return split_seq(fs, s);
+    case TEXI_STMT_BARRIER: return texi_seq_new(ctx, 0, NULL);
+    case TEXI_STMT_FOR:
+        if (is_thread_loop(s)) {
+            if (fs->n_loops == MAX_THREAD_LOOPS)
+                return fail(fs, "a fourth nested thread loop", s->u.loop.var->u.var.name), NULL;
+            fs->loops[fs->n_loops++] = s;
+            a = split(fs, s->u.loop.body);
+            fs->n_loops--;
+            return a;
+        }
+        if (thread_dependent(fs, s->u.loop.min) || thread_dependent(fs, s->u.loop.extent))
+            return fail(fs, "loop", s->u.loop.var->u.var.name), NULL;
+        a = split(fs, s->u.loop.body);
+        return a ? texi_for_new(ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
+                                s->u.loop.for_kind == TEXI_FOR_PARALLEL ? TEXI_FOR_SERIAL
+                                                                        : s->u.loop.for_kind,
+                                s->u.loop.thread_tag, a)
+                 : NULL;
+    case TEXI_STMT_IF:
+        if (thread_dependent(fs, s->u.ifs.cond))
+            return fail(fs, "a condition", "if"), NULL;
+        a = split(fs, s->u.ifs.then_s);
+        b = s->u.ifs.else_s ? split(fs, s->u.ifs.else_s) : NULL;
+        return a && (b || !s->u.ifs.else_s) ? texi_if_new(ctx, s->u.ifs.cond, a, b) : NULL;
+    case TEXI_STMT_LET:
+        if (thread_dependent(fs, s->u.let.value))
+            return fail(fs, "let", s->u.let.var->u.var.name), NULL;
+        a = split(fs, s->u.let.body);
+        return a ? texi_let_new(ctx, s->u.let.var, s->u.let.value, a) : NULL;
+    case TEXI_STMT_ATTR:
+        a = split(fs, s->u.attr.body);
+        return a ? texi_attr_new(ctx, s->u.attr.key, s->u.attr.value, a) : NULL;
+    case TEXI_STMT_ALLOCATE:
+        if (s->u.alloc.buf->scope == TEXI_SCOPE_LOCAL && fs->n_loops)
+            return expand_local(fs, s);
+        a = split(fs, s->u.alloc.body);
+        return a ? texi_allocate_new(ctx, s->u.alloc.buf, a) : NULL;
+    case TEXI_STMT_REALIZE:
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_STORE:
+    case TEXI_STMT_EVALUATE:
+    case TEXI_STMT_INTRIN:
+    case TEXI_STMT_KIND_COUNT: break;
+    }
+    fail(fs, "a tensor-level statement", texi_stmt_kind_names[s->kind]);
+    return NULL;
+}
+
+/* Thread loops with a barrier inside start a thread nest; a barrier outside
+ * every thread loop (between two thread nests of a block) is a no-op when
+ * the nests run one after another; others stay. */
+static tex_stmt *visit(tex_stmt *s, void *ud)
+{
+    fission *fs = ud;
+    if (!fs->rc && s->kind == TEXI_STMT_BARRIER)
+        return texi_seq_new(fs->ctx, 0, NULL);
+    if (fs->rc || !is_thread_loop(s) || !has_barrier(s))
+        return NULL;
+    tex_stmt *r = split(fs, s);
+    if (!r && !fs->rc)
+        fs->rc = tex_errcode(fs->ctx) ? tex_errcode(fs->ctx) : TEX_ENOMEM;
+    return r ? r : s;
+}
+
+int texi_pass_gpu_to_cpu(texi_lower *lw, tex_stmt *in, tex_stmt **out)
+{
+    fission fs = {.ctx = lw->ctx};
+    tex_stmt *r = has_barrier(in) ? texi_stmt_mutate(lw->ctx, in, visit, NULL, &fs) : in;
+    if (fs.rc)
+        return fs.rc;
+    if (!r)
+        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
+    *out = r;
+    return 0;
+}

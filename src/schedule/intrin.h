@@ -1,0 +1,32 @@
+/*
+ * Tensor intrinsics (struct tex_intrin lives in ir/ir.h because INTRIN
+ * statements point at it): construction shared by tex_intrin_extern and the
+ * built-ins, and the built-in tables. Private to src/schedule and below.
+ *
+ * A built-in is an ordinary intrinsic whose desc compute and source tex
+ * writes: the CPU ones (intrin_cpu.c) carry C source that picks AVX-512,
+ * AVX2 or portable code with the preprocessor (generated code is compiled
+ * with -march=native); the CUDA ones (intrin_cuda.c) carry CUDA C++ device
+ * functions using nvcuda::wmma, called by every thread of a warp.
+ */
+#ifndef TEX_SCHEDULE_INTRIN_H
+#define TEX_SCHEDULE_INTRIN_H
+
+#include "schedule/schedule.h"
+
+/* Validates and builds an intrinsic (tensorize.c): desc must be a compute
+ * of ctx; its inputs are collected in order of first use; function names
+ * must be C identifiers; body, or reset and update, are required (API.md
+ * rule 10). `call` names the public function for messages. NULL with
+ * TEX_EINVAL recorded on a bad argument. */
+tex_intrin *texi_intrin_make(tex_ctx *ctx, const char *call, const char *name, tex_tensor *desc,
+                             const char *source, const char *body_fn, const char *reset_fn,
+                             const char *update_fn, const char *builtin);
+
+/* The built-in named `name` ("cpu.*" in intrin_cpu.c, "cuda.*" in
+ * intrin_cuda.c), built in ctx; NULL when the name is unknown (nothing
+ * recorded: tex_intrin_builtin reports it) or with ENOMEM recorded. */
+tex_intrin *texi_intrin_builtin_cpu(tex_ctx *ctx, const char *name);
+tex_intrin *texi_intrin_builtin_cuda(tex_ctx *ctx, const char *name);
+
+#endif
