@@ -21,6 +21,16 @@
  * machine within noise of mb = 6, kf = 8 and of mb = 4, clearly ahead of
  * mb = 8, bn = 32 and of the tutorial's 32 × 32 tile).
  *
+ * Each case also gets a "/tensorized" line: the schedule of issue 6, which
+ * leaves the inner loops to a built-in micro-kernel (src/schedule/intrin_cpu.c:
+ * cpu.gemm_f32_avx512, C[6, 64] += A[6, 256] . B[256, 64], where the CPU has
+ * AVX-512, else cpu.gemm_f32_avx2, 6 x 16 x 256). B is cached per 64-column
+ * panel by the thread that owns the panel, C tiled 6 x 64, k split by 256,
+ * loop order (panel, row block, k.outer) with the panel loop parallel and
+ * the rest one RESET / UPDATE call per tile (gemm_define_tensorized). Edge
+ * tiles (M % 6 rows, K % 256) run the ordinary loop nest, so a K below 256
+ * (the 1024x1024x64 case) gets no micro-kernel at all.
+ *
  * A fair anchor: OpenBLAS 0.3.21's DYNAMIC_ARCH does not know recent Xeon
  * models and falls back to its Prescott (SSE3) kernels, 3-4x slower than its
  * SkylakeX ones. When OPENBLAS_CORETYPE is unset and OpenBLAS reports a core
@@ -29,7 +39,8 @@
  * compared with OpenBLAS at its best (noted on stderr).
  *
  * usage: gemm            the benchmark
- *        gemm --tune     every variant on 1024³ and 2048³, 2 threads
+ *        gemm --tune     every variant (the tensorized ones too) on 1024³ and
+ *                        2048³, 2 threads
  */
 #include "common.h"
 
@@ -41,18 +52,25 @@
 
 typedef struct {
     const char *name;
-    int bn;           /* panel width (columns of C per tile; a multiple of 16) */
-    int mb;           /* rows of C per tile */
-    int kf;           /* unroll factor of k */
-    bool panel_outer; /* loop order (panel, row block) rather than (row block, panel) */
+    int bn;             /* panel width (columns of C per tile; a multiple of 16) */
+    int mb;             /* rows of C per tile */
+    int kf;             /* unroll factor of k; tensorized: the intrinsic's k depth */
+    bool panel_outer;   /* loop order (panel, row block) rather than (row block, panel) */
+    const char *intrin; /* tensorized with this built-in (bn, mb, kf: its extents), or NULL */
 } gemm_variant;
 
 static const gemm_variant variants[] = {
-    {"bn64_mb6_kf4_panel", 64, 6, 4, true},  {"bn64_mb6_kf8_panel", 64, 6, 8, true},
-    {"bn64_mb8_kf4_panel", 64, 8, 4, true},  {"bn64_mb4_kf4_panel", 64, 4, 4, true},
-    {"bn32_mb8_kf4_panel", 32, 8, 4, true},  {"bn64_mb6_kf4_rows", 64, 6, 4, false},
-    {"bn32_mb32_kf4_tvm", 32, 32, 4, false},
+    {"bn64_mb6_kf4_panel", 64, 6, 4, true, NULL},
+    {"bn64_mb6_kf8_panel", 64, 6, 8, true, NULL},
+    {"bn64_mb8_kf4_panel", 64, 8, 4, true, NULL},
+    {"bn64_mb4_kf4_panel", 64, 4, 4, true, NULL},
+    {"bn32_mb8_kf4_panel", 32, 8, 4, true, NULL},
+    {"bn64_mb6_kf4_rows", 64, 6, 4, false, NULL},
+    {"bn32_mb32_kf4_tvm", 32, 32, 4, false, NULL},
+    {"tensorized_avx512", 64, 6, 256, true, "cpu.gemm_f32_avx512"},
+    {"tensorized_avx2", 16, 6, 256, true, "cpu.gemm_f32_avx2"},
 };
+enum { N_VARIANTS = sizeof variants / sizeof variants[0], V_TENSOR_AVX512 = 7, V_TENSOR_AVX2 = 8 };
 
 typedef struct {
     int64_t m, n, k;
@@ -105,13 +123,49 @@ static tex_func *gemm_define(tex_ctx *ctx, const gemm_case *g, const gemm_varian
     return tex_lower_tensors(s, "gemm", 3, (tex_tensor *[]){A, B, C});
 }
 
+/* The tensorized schedule: B cached per bn-column panel (cache_read computed
+ * at the panel loop, so the cache is the panel [K, bn] and the intrinsic's B
+ * tile has row stride bn), C tiled mb x bn, k split by kf, loop order (panel,
+ * row block, k.outer, [rows, k.inner, columns]), the panel loop parallel, and
+ * the rows loop tensorized with v->intrin (RESET + UPDATE calls; partial
+ * tiles at the edges run the ordinary loop nest). The lowered function or NULL. */
+static tex_func *gemm_define_tensorized(tex_ctx *ctx, const gemm_case *g, const gemm_variant *v)
+{
+    tex_expr *M = tex_int(ctx, g->m), *N = tex_int(ctx, g->n), *K = tex_int(ctx, g->k);
+    tex_tensor *A = tex_placeholder(ctx, "A", TEX_F32, 2, (tex_expr *[]){M, K});
+    tex_tensor *B = tex_placeholder(ctx, "B", TEX_F32, 2, (tex_expr *[]){K, N});
+    tex_iter *i = tex_axis(ctx, "m", M), *j = tex_axis(ctx, "n", N);
+    tex_iter *r = tex_reduce_axis(ctx, "k", K);
+    tex_expr *prod = tex_mul(TEX_AT(A, tex_iv(i), tex_iv(r)), TEX_AT(B, tex_iv(r), tex_iv(j)));
+    tex_tensor *C = tex_compute(ctx, "C", 2, (tex_iter *[]){i, j}, tex_sum(prod, 1, &r));
+    tex_schedule *s = tex_schedule_new(ctx, 1, &C);
+    tex_tensor *BL = tex_cache_read(s, B, TEX_SCOPE_LOCAL, 1, &C);
+    tex_intrin *in = tex_intrin_builtin(ctx, v->intrin);
+    if (!BL || !in)
+        return NULL;
+    tex_stage *sc = tex_stage_of(s, C), *sb = tex_stage_of(s, BL);
+    tex_iter *mo, *no, *mi, *ni, *ko, *ki;
+    int rc = tex_tile(sc, i, j, tex_int(ctx, v->mb), tex_int(ctx, v->bn), &mo, &no, &mi, &ni);
+    rc = rc ? rc : tex_split(sc, r, tex_int(ctx, v->kf), &ko, &ki);
+    rc = rc ? rc : tex_reorder(sc, 6, (tex_iter *[]){no, mo, ko, mi, ki, ni});
+    rc = rc ? rc : tex_compute_at(sb, sc, no);
+    rc = rc ? rc : tex_vectorize(sb, tex_stage_axis(sb, tex_stage_naxes(sb) - 1));
+    rc = rc ? rc : tex_parallel(sc, no);
+    rc = rc ? rc : tex_tensorize(sc, mi, in);
+    if (rc)
+        return NULL;
+    return tex_lower_tensors(s, "gemm", 3, (tex_tensor *[]){A, B, C});
+}
+
 /* Builds g->kernel for variant v on "cpu -threads=N"; 0 or -1 (message printed). */
 static int gemm_build(gemm_case *g, const gemm_variant *v)
 {
     char target[64];
     snprintf(target, sizeof target, "cpu -threads=%d", g->threads);
     tex_ctx *ctx = tex_ctx_new();
-    tex_func *f = ctx ? gemm_define(ctx, g, v) : NULL;
+    tex_func *f = !ctx        ? NULL
+                  : v->intrin ? gemm_define_tensorized(ctx, g, v)
+                              : gemm_define(ctx, g, v);
     g->kernel = f ? tex_build(f, target) : NULL;
     if (!g->kernel)
         fprintf(stderr, "gemm: variant %s: %s\n", v->name, tex_errmsg(ctx));
@@ -181,6 +235,12 @@ static double gemm_measure(gemm_case *g, const gemm_variant *v, const char *desc
     return tex_ms;
 }
 
+/* The tensorized variant for this CPU: AVX-512 when it has it, else AVX2. */
+static const gemm_variant *tensorized_variant(void)
+{
+    return &variants[__builtin_cpu_supports("avx512f") ? V_TENSOR_AVX512 : V_TENSOR_AVX2];
+}
+
 static void run_case(int64_t m, int64_t n, int64_t k, int threads)
 {
     char desc[64];
@@ -189,6 +249,12 @@ static void run_case(int64_t m, int64_t n, int64_t k, int threads)
     gemm_case g = {.m = m, .n = n, .k = k, .threads = threads};
     double blas_ms = 0, tex_ms = gemm_measure(&g, &variants[0], desc, &blas_ms);
     bench_print("gemm", desc, tex_ms, "openblas", blas_ms);
+    const gemm_variant *tv = tensorized_variant();
+    snprintf(desc, sizeof desc, "%lldx%lldx%lld/t%d/tensorized", (long long)m, (long long)n,
+             (long long)k, threads);
+    gemm_case gt = {.m = m, .n = n, .k = k, .threads = threads};
+    tex_ms = gemm_measure(&gt, tv, desc, &blas_ms);
+    bench_print("gemm", desc, tex_ms, "openblas", blas_ms);
 }
 
 /* Every variant on the sizes the goal names, 2 threads. */
@@ -196,7 +262,7 @@ static void tune(void)
 {
     static const int64_t sizes[] = {1024, 2048};
     for (int s = 0; s < 2; s++) {
-        for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+        for (size_t v = 0; v < N_VARIANTS; v++) {
             char desc[96];
             snprintf(desc, sizeof desc, "%lld^3/t2/%s", (long long)sizes[s], variants[v].name);
             gemm_case g = {.m = sizes[s], .n = sizes[s], .k = sizes[s], .threads = 2};

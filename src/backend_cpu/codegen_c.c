@@ -31,6 +31,13 @@
  * memory would leak), so they set tex_rc and skip the failed scope; the
  * function checks tex_rc where returning is safe and at its end.
  *
+ * Tensor intrinsics (API.md rule 10): the c_source of each distinct
+ * intrinsic the body calls is pasted as-is before the entry point, once, in
+ * order of first call (it may define static functions and include headers);
+ * an INTRIN is the call `fn((const T *)(A + off), (int64_t)(s0), ..., C +
+ * off, ...)`, inputs then the output (RESET: the output only). An intrinsic
+ * without C source (a "cuda." built-in) fails with TEX_EUNAVAILABLE.
+ *
  * Stack temporaries switch off two GCC warnings: -Wmaybe-uninitialized
  * (guarded writes cover every read, which GCC cannot always see) and
  * -Wunused-but-set-variable (a schedule may leave a temporary that is
@@ -675,6 +682,110 @@ static void emit_store(texi_cg *g, texi_sb *sb, const tex_stmt *s)
     texi_sb_puts(sb, ";\n");
 }
 
+/* One tile argument of an intrinsic call: pointer, then strides. */
+static void emit_tile(texi_cg *g, texi_sb *sb, const texi_intrin_arg *a, bool input)
+{
+    const texi_buffer *b = a->buf;
+    if (!b || !a->offset || !a->strides) {
+        texi_cg_fail(g, TEX_EINTERNAL, "a tensor intrinsic's tile was not flattened");
+        return;
+    }
+    if (input)
+        texi_sb_printf(sb, "(const %s *)", texi_cg_storage_type(b->dtype));
+    texi_sb_printf(sb, "(%s + (", texi_cg_lookup(g, texi_buffer_key(b), b->name));
+    texi_cg_expr(g, sb, a->offset, TEXI_CG_P_TOP, true);
+    texi_sb_puts(sb, "))");
+    for (int j = 0; j < a->ndim; j++) {
+        texi_sb_puts(sb, ", (int64_t)(");
+        texi_cg_expr(g, sb, a->strides[j], TEXI_CG_P_TOP, true);
+        texi_sb_putc(sb, ')');
+    }
+}
+
+/* The intrinsic's source is C for the CPU (not a CUDA built-in's device code). */
+static bool has_c_source(const tex_intrin *in)
+{
+    return in->c_source && !(in->builtin && strncmp(in->builtin, "cuda.", 5) == 0);
+}
+
+static void emit_intrin(texi_cg *g, texi_sb *sb, const tex_stmt *s)
+{
+    const tex_intrin *in = s->u.intrin.intrin;
+    const char *fn = in->fn[s->u.intrin.fn];
+    if (!has_c_source(in) || !fn) {
+        texi_cg_fail(g, TEX_EUNAVAILABLE,
+                     "tensor intrinsic '%s' has no C %s for the CPU (a CUDA intrinsic needs the "
+                     "\"cuda\" target)",
+                     in->name, has_c_source(in) ? "function for this call" : "source");
+        return;
+    }
+    indent(g, sb);
+    texi_sb_printf(sb, "%s(", fn);
+    for (int i = 0; i < s->u.intrin.n_args; i++) {
+        texi_sb_puts(sb, i ? ", " : "");
+        emit_tile(g, sb, &s->u.intrin.args[i], i < s->u.intrin.n_args - 1);
+    }
+    texi_sb_puts(sb, ");\n");
+}
+
+/* The distinct intrinsics called in s, appended to list[*n] (capacity cap)
+ * in order of first call; false when there are more than cap. */
+static bool collect_intrins(const tex_stmt *s, const tex_intrin **list, int *n, int cap)
+{
+    if (!s)
+        return true;
+    switch (s->kind) {
+    case TEXI_STMT_INTRIN:
+        for (int i = 0; i < *n; i++)
+            if (list[i] == s->u.intrin.intrin)
+                return true;
+        if (*n == cap)
+            return false;
+        list[(*n)++] = s->u.intrin.intrin;
+        return true;
+    case TEXI_STMT_FOR:
+        return collect_intrins(s->u.loop.body, list, n, cap);
+    case TEXI_STMT_ALLOCATE:
+        return collect_intrins(s->u.alloc.body, list, n, cap);
+    case TEXI_STMT_REALIZE:
+        return collect_intrins(s->u.realize.body, list, n, cap);
+    case TEXI_STMT_LET:
+        return collect_intrins(s->u.let.body, list, n, cap);
+    case TEXI_STMT_ATTR:
+        return collect_intrins(s->u.attr.body, list, n, cap);
+    case TEXI_STMT_IF:
+        return collect_intrins(s->u.ifs.then_s, list, n, cap) &&
+               collect_intrins(s->u.ifs.else_s, list, n, cap);
+    case TEXI_STMT_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            if (!collect_intrins(s->u.seq.items[i], list, n, cap))
+                return false;
+        return true;
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_STORE:
+    case TEXI_STMT_EVALUATE:
+    case TEXI_STMT_BARRIER:
+    case TEXI_STMT_KIND_COUNT:
+        break;
+    }
+    return true;
+}
+
+#define MAX_INTRINS 64
+
+/* The sources of the intrinsics the body calls, each once. */
+static void intrin_sources(texi_cg *g, texi_sb *out)
+{
+    const tex_intrin *list[MAX_INTRINS];
+    int n = 0;
+    if (!collect_intrins(g->f->body, list, &n, MAX_INTRINS))
+        texi_cg_fail(g, TEX_EUNAVAILABLE, "more than %d distinct tensor intrinsics", MAX_INTRINS);
+    for (int i = 0; i < n; i++)
+        if (has_c_source(list[i]))
+            texi_sb_printf(out, "/* tensor intrinsic '%s' */\n%s\n\n", list[i]->name,
+                           list[i]->c_source);
+}
+
 static void emit_stmt(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll)
 {
     if (g->rc)
@@ -719,8 +830,7 @@ static void emit_stmt(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll)
             texi_cg_fail(g, TEX_EUNAVAILABLE, "a barrier is not supported by the CPU backend");
         return;
     case TEXI_STMT_INTRIN:
-        texi_cg_fail(g, TEX_EUNAVAILABLE, "tensor intrinsic '%s' is not supported yet",
-                     s->u.intrin.intrin->name);
+        emit_intrin(g, sb, s);
         return;
     case TEXI_STMT_PROVIDE:
     case TEXI_STMT_REALIZE:
@@ -865,6 +975,7 @@ static void assemble(texi_cg *g, texi_sb *out, const char *proto, const char *bo
                           "#pragma GCC diagnostic ignored \"-Wunused-but-set-variable\"\n"
                           "#endif\n\n");
     texi_cg_helpers(out, g->helpers);
+    intrin_sources(g, out);
     texi_sb_printf(out, "%s\n{\n", proto);
     g->indent = 1;
     param_prologue(g, out);

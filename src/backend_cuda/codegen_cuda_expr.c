@@ -6,9 +6,13 @@
  * __float2half_rn / __float2bfloat16_rn, and every arithmetic result of a
  * half type is rounded to it (tex_round_f16 / tex_round_bf16), as the CPU
  * emitter does. Integer floordiv/floormod/min/max/abs go through small
- * templates (tex_floordiv<T> ...); float math uses CUDA's single-precision
- * functions for f32 and half types (expf, rsqrtf, ...) and the double ones
- * for f64. Float-to-integer casts are plain C++ casts (undefined outside
+ * templates (tex_floordiv<T> ...); float math uses CUDA's precise
+ * single-precision functions for f32 and half types (expf, rsqrtf, ...;
+ * never the __expf-style fast intrinsics) and the double ones for f64;
+ * every function of src/ir/math_funcs.def has a spelling (math_name).
+ * While codegen_cuda.c emits a vectorized store lane by lane, the loop
+ * variable prints as (base + lane) and its vector loads as components.
+ * Float-to-integer casts are plain C++ casts (undefined outside
  * the target range, unlike the CPU emitter's saturating ones).
  */
 #include "backend_cuda/codegen_cuda.h"
@@ -22,8 +26,10 @@ const char texi_cu_helpers[] =
     "{\n    T q = a / b;\n    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n}\n"
     "template <typename T> __device__ __forceinline__ T tex_floormod(T a, T b)\n"
     "{\n    T r = a % b;\n    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}\n"
-    "template <typename T> __device__ __forceinline__ T tex_min(T a, T b) { return a < b ? a : b; }\n"
-    "template <typename T> __device__ __forceinline__ T tex_max(T a, T b) { return a > b ? a : b; }\n"
+    "template <typename T> __device__ __forceinline__ T tex_min(T a, T b) { return a < b ? a : b; "
+    "}\n"
+    "template <typename T> __device__ __forceinline__ T tex_max(T a, T b) { return a > b ? a : b; "
+    "}\n"
     "template <typename T> __device__ __forceinline__ T tex_abs(T a) { return a < 0 ? -a : a; }\n"
     "__device__ __forceinline__ float tex_round_f16(float v) { return "
     "__half2float(__float2half_rn(v)); }\n"
@@ -37,7 +43,10 @@ static bool is_half(tex_dtype t)
 
 const char *texi_cu_storage_type(tex_dtype t)
 {
-    return t == TEX_F16 ? "__half" : t == TEX_BF16 ? "__nv_bfloat16" : t == TEX_BOOL ? "uint8_t" : texi_dtype_ctype(t);
+    return t == TEX_F16    ? "__half"
+           : t == TEX_BF16 ? "__nv_bfloat16"
+           : t == TEX_BOOL ? "uint8_t"
+                           : texi_dtype_ctype(t);
 }
 
 const char *texi_cu_value_type(tex_dtype t)
@@ -111,8 +120,8 @@ static const char *round_open(tex_dtype t)
 
 static void binary(texi_cu *g, texi_sb *sb, const tex_expr *e)
 {
-    bool arith = e->kind == TEXI_EXPR_ADD || e->kind == TEXI_EXPR_SUB ||
-                 e->kind == TEXI_EXPR_MUL || e->kind == TEXI_EXPR_DIV;
+    bool arith = e->kind == TEXI_EXPR_ADD || e->kind == TEXI_EXPR_SUB || e->kind == TEXI_EXPR_MUL ||
+                 e->kind == TEXI_EXPR_DIV;
     texi_sb_puts(sb, arith ? round_open(e->dtype) : "");
     texi_sb_putc(sb, '(');
     texi_cu_expr(g, sb, e->u.bin.a);
@@ -203,37 +212,75 @@ static const char *math_name(enum texi_math op)
     return "?";
 }
 
+/* abs / floor / ceil / round of an integer of the result's type: exact
+ * (abs through tex_abs, the others the identity); false otherwise. */
+static bool int_math(texi_cu *g, texi_sb *sb, const tex_expr *e)
+{
+    tex_dtype t = e->dtype;
+    enum texi_math op = e->u.call.op;
+    if (texi_dtype_is_float(t) || e->u.call.n_args != 1 || e->u.call.args[0]->dtype != t ||
+        (op != TEXI_MATH_ABS && op != TEXI_MATH_FLOOR && op != TEXI_MATH_CEIL &&
+         op != TEXI_MATH_ROUND))
+        return false;
+    bool abs_ = op == TEXI_MATH_ABS && texi_dtype_is_signed(t);
+    if (abs_)
+        texi_sb_printf(sb, "tex_abs<%s>", texi_cu_value_type(t));
+    texi_sb_putc(sb, '(');
+    texi_cu_expr(g, sb, e->u.call.args[0]);
+    texi_sb_putc(sb, ')');
+    return true;
+}
+
+/* A math call: CUDA's precise single-precision functions (expf, ...) for f32
+ * and the half types, the double ones for f64; an integer result other than
+ * int_math's computes in double and converts (like a cast). Operands of
+ * another type are converted to the computation type first. */
 static void call(texi_cu *g, texi_sb *sb, const tex_expr *e)
 {
     tex_dtype t = e->dtype;
     enum texi_math op = e->u.call.op;
-    if (!texi_dtype_is_float(t) && op == TEXI_MATH_ABS) {
-        texi_sb_printf(sb, "tex_abs<%s>(", texi_cu_value_type(t));
-        texi_cu_expr(g, sb, e->u.call.args[0]);
-        texi_sb_putc(sb, ')');
+    if (int_math(g, sb, e))
         return;
-    }
-    if (!texi_dtype_is_float(t)) {
-        texi_cu_fail(g, TEX_EUNAVAILABLE, "math function '%s' of an integer type (%s)",
-                     texi_math_names[op], tex_dtype_name(t));
-        return;
-    }
-    const char *sfx = t == TEX_F64 ? "" : "f", *one = t == TEX_F64 ? "1.0" : "1.0f";
+    bool fl = texi_dtype_is_float(t);
+    tex_dtype ct = fl && t != TEX_F64 ? TEX_F32 : TEX_F64;
+    const char *sfx = ct == TEX_F64 ? "" : "f", *one = ct == TEX_F64 ? "1.0" : "1.0f";
+    if (!fl)
+        texi_sb_printf(sb, "((%s)", texi_cu_value_type(t));
     texi_sb_puts(sb, round_open(t));
     if (op == TEXI_MATH_SIGMOID)
         texi_sb_printf(sb, "(%s / (%s + exp%s(-", one, one, sfx);
     else
         texi_sb_printf(sb, "%s%s(", math_name(op), sfx);
     for (int i = 0; i < e->u.call.n_args; i++) {
+        const tex_expr *a = e->u.call.args[i];
+        bool conv = strcmp(texi_cu_value_type(a->dtype), texi_cu_value_type(ct)) != 0;
         texi_sb_puts(sb, i ? ", " : "");
-        texi_cu_expr(g, sb, e->u.call.args[i]);
+        if (conv)
+            texi_sb_printf(sb, "((%s)", texi_cu_value_type(ct));
+        texi_cu_expr(g, sb, a);
+        texi_sb_puts(sb, conv ? ")" : "");
     }
     texi_sb_puts(sb, op == TEXI_MATH_SIGMOID ? ")))" : ")");
     texi_sb_puts(sb, is_half(t) ? ")" : "");
+    texi_sb_puts(sb, fl ? "" : ")");
+}
+
+/* A load of a vectorized store's lane (codegen_cuda.c): "(vl.y)"; false
+ * when e is not one of its vector loads. */
+static bool vector_lane(texi_cu *g, texi_sb *sb, const tex_expr *e)
+{
+    for (int i = 0; g->vec_var && i < g->n_vloads; i++)
+        if (g->vload[i] == e) {
+            texi_sb_printf(sb, "(%s.%c)", g->vload_name[i], "xyzw"[g->vec_lane & 3]);
+            return true;
+        }
+    return false;
 }
 
 static void load(texi_cu *g, texi_sb *sb, const tex_expr *e)
 {
+    if (vector_lane(g, sb, e))
+        return;
     const texi_buffer *b = e->u.load.buf;
     const char *name = texi_cu_lookup(g, texi_buffer_key(b), b->name);
     const char *open = b->dtype == TEX_F16    ? "__half2float("
@@ -254,7 +301,10 @@ void texi_cu_expr(texi_cu *g, texi_sb *sb, const tex_expr *e)
         float_const(sb, e->dtype == TEX_F64 ? TEX_F64 : TEX_F32, e->u.f);
         return;
     case TEXI_EXPR_VAR:
-        texi_sb_puts(sb, texi_cu_lookup(g, e, e->u.var.name));
+        if (e == g->vec_var)
+            texi_sb_printf(sb, "(%s + %d)", texi_cu_lookup(g, e, e->u.var.name), g->vec_lane);
+        else
+            texi_sb_puts(sb, texi_cu_lookup(g, e, e->u.var.name));
         return;
     case TEXI_EXPR_ADD:
     case TEXI_EXPR_SUB:
@@ -312,7 +362,8 @@ void texi_cu_store_value(texi_cu *g, texi_sb *sb, const tex_expr *e, tex_dtype t
 {
     const char *open = t == TEX_F16    ? "__float2half_rn("
                        : t == TEX_BF16 ? "__float2bfloat16_rn("
-                                       : t == TEX_BOOL ? "(uint8_t)(" : "(";
+                       : t == TEX_BOOL ? "(uint8_t)("
+                                       : "(";
     texi_sb_puts(sb, open);
     texi_cu_expr(g, sb, e);
     texi_sb_putc(sb, ')');

@@ -5,6 +5,8 @@
  *   PROVIDE t[i0, .., ik] = v         ->  STORE buf[flat] = v
  *   ACCESS t[i0, .., ik]              ->  LOAD buf[flat]
  *   flat = sum_d (i_d - min_d) * stride_d
+ *   INTRIN tile (t, mins, dim_map)    ->  (buf, offset = flat(mins), strides[j] =
+ * stride_dim_map[j])
  *
  * A tensor parameter uses its global buffer (lw->func): mins 0, compact
  * row-major strides over the tensor's shape. A realized tensor gets a new
@@ -218,6 +220,37 @@ static tex_stmt *flatten_provide(flattener *fl, tex_stmt *s)
     return store ? store : failed_at(fl, s);
 }
 
+/* An intrinsic's tiles: each tile origin becomes a flat offset into its
+ * tensor's buffer, and each desc dimension gets the stride of the tensor
+ * dimension it runs along. */
+static tex_stmt *flatten_intrin(flattener *fl, tex_stmt *s)
+{
+    int n = s->u.intrin.n_args;
+    texi_intrin_arg *args = texi_alloc(fl->ctx, sizeof *args * (size_t)n, "flatten");
+    if (!args)
+        return failed_at(fl, s);
+    for (int i = 0; i < n; i++) {
+        const texi_intrin_arg *a = &s->u.intrin.args[i];
+        const binding *b = a->tensor ? find(fl, a->tensor) : NULL;
+        if (!b) {
+            if (a->tensor)
+                unbound(fl, a->tensor);
+            return a->tensor ? s : failed_at(fl, s);
+        }
+        tex_expr **mins = rewrite_indices(fl, a->tensor_ndim, a->mins);
+        tex_expr **strides =
+            texi_alloc(fl->ctx, sizeof *strides * (size_t)(a->ndim + 1), "flatten");
+        tex_expr *offset = mins ? flat_index(b, a->tensor_ndim, mins) : NULL;
+        if (!strides || !offset)
+            return failed_at(fl, s);
+        for (int j = 0; j < a->ndim; j++)
+            strides[j] = b->strides[a->dim_map[j]];
+        args[i] = (texi_intrin_arg){a->ndim, NULL, 0, NULL, NULL, b->buf, offset, strides};
+    }
+    tex_stmt *r = texi_intrin_new(fl->ctx, s->u.intrin.intrin, s->u.intrin.fn, n, args);
+    return r ? r : failed_at(fl, s);
+}
+
 static tex_stmt *flatten_realize(flattener *fl, tex_stmt *s)
 {
     tex_tensor *t = s->u.realize.tensor;
@@ -253,6 +286,8 @@ static tex_stmt *rewrite_stmt(tex_stmt *s, void *ud)
         return flatten_realize(fl, s);
     case TEXI_STMT_PROVIDE:
         return flatten_provide(fl, s);
+    case TEXI_STMT_INTRIN:
+        return flatten_intrin(fl, s);
     case TEXI_STMT_FOR:
     case TEXI_STMT_STORE:
     case TEXI_STMT_ALLOCATE:
@@ -262,7 +297,6 @@ static tex_stmt *rewrite_stmt(tex_stmt *s, void *ud)
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_BARRIER:
     case TEXI_STMT_ATTR:
-    case TEXI_STMT_INTRIN:
     case TEXI_STMT_KIND_COUNT:
         break;
     }

@@ -43,7 +43,8 @@
  * thread reads an element no earlier thread wrote (poison).
  *
  * ATTR "assert" checks its value (false: TEX_EINVAL); other attributes are
- * transparent. Arguments are bound and checked by texi_bind_args (args.c).
+ * transparent. INTRIN runs the intrinsic's description on its tiles
+ * (interp_intrin.c). Arguments are bound and checked by texi_bind_args (args.c).
  */
 #include "lower/interp.h"
 
@@ -400,9 +401,7 @@ static int exec(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
     case TEXI_STMT_ATTR:
         TEXI_TRY(check_assert(ip, fr, s));
         return exec(ip, fr, s->u.attr.body);
-    case TEXI_STMT_INTRIN:
-        return texi_interp_fail(ip, TEX_EUNAVAILABLE, "tensor intrinsic '%s' cannot be interpreted",
-                                s->u.intrin.intrin->name);
+    case TEXI_STMT_INTRIN: return texi_interp_intrin(ip, fr, s);
     case TEXI_STMT_KIND_COUNT: break;
     }
     return texi_interp_fail(ip, TEX_EINTERNAL, "unknown statement kind %d", (int)s->kind);

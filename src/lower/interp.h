@@ -82,4 +82,7 @@ texi_storage *texi_interp_find_buffer(texi_frame *fr, const texi_buffer *b);
 int texi_interp_tensor_index(texi_interp *ip, const texi_storage *st, int n, const int64_t idx[],
                              const char *what, int64_t *flat);
 
+/* Runs an INTRIN statement by its description's semantics (interp_intrin.c). */
+int texi_interp_intrin(texi_interp *ip, texi_frame *fr, const tex_stmt *s);
+
 #endif

@@ -50,11 +50,22 @@
  *     race on a GPU; the CUDA issue replaces it by a real allreduce.
  *   - Placeholders read but not passed as parameters, inlined parameters and
  *     illegal tails are TEX_EINVAL from here ("tex_lower: ...").
+ *   - Tensorize (tex_tensorize at leaf tz): setup matches the nest under tz
+ *     against the intrinsic (tensorize_match.c), which gives each tile's
+ *     origin over the outer loop variables. At level tz the nest becomes
+ *     INTRIN calls: BODY, or RESET then UPDATE when the intrinsic has no body
+ *     and the whole reduction is inside; when a reduce leaf is outside tz,
+ *     the init nest's copy of the tile is RESET and the update's is UPDATE.
+ *     A tile is whole when the guards hold at its first and last points
+ *     (guards are monotone in the leaf offsets); unless that is provable the
+ *     call sits in IF (whole) ELSE (the ordinary nest, built with
+ *     sops.fallback set so it is not tensorized again).
  *
  * Not done here: flattening, loop partitioning, simplification beyond
  * folding constants in indices, storage scopes' placement (passes).
  */
 #include "lower/lower.h"
+#include "lower/tensorize_match.h"
 #include "schedule/bound.h"
 
 #include <stdio.h>
@@ -76,6 +87,7 @@ typedef struct {
     int n_sub, cap_sub;
     tex_expr *tag_var[N_TAGS]; /* variable of the enclosing loop bound to each thread tag */
     tex_expr *tag_ext[N_TAGS];
+    const tex_stage *fallback; /* stage whose ordinary nest is being built under tensorize */
 } sops;
 
 /* The stage being emitted. */
@@ -89,9 +101,13 @@ typedef struct {
     tex_expr *leaf_guard; /* leaves on a larger enclosing thread loop, or NULL */
     int first_reduce;     /* first reduce leaf; n_leaf when none */
     bool is_reduce;
+    int tz;                   /* tensorized leaf, or -1 */
+    texi_intrin_arg *tz_args; /* its tiles (desc's inputs, then the output) */
+    tex_expr **tz_last;       /* per leaf from tz on: extent - 1 */
 } stage_emit;
 
 static int emit_stage(sops *o, int si, tex_stmt **out);
+static int build_level(sops *o, const stage_emit *se, int m, bool after_init, tex_stmt **out);
 
 /* ------------------------------------------------------------- helpers */
 
@@ -117,8 +133,11 @@ static int grow(tex_ctx *ctx, void **arr, int n, int *cap, size_t size)
 
 static int push_env(sops *o, tex_expr *var, tex_expr *extent)
 {
+    tex_expr *zero = imm(o->ctx, var->dtype, 0);
+    if (!zero || !extent)
+        return TEX_ENOMEM;
     TEXI_TRY(grow(o->ctx, (void **)&o->env, o->n_env, &o->cap_env, sizeof *o->env));
-    o->env[o->n_env++] = (texi_range){var, imm(o->ctx, var->dtype, 0), extent};
+    o->env[o->n_env++] = (texi_range){var, zero, extent};
     return 0;
 }
 
@@ -315,8 +334,12 @@ static int setup_stage(sops *o, int si, stage_emit *se)
 {
     tex_stage *st = o->lw->sch->stages[si];
     int n = st->n_leaf;
-    *se = (stage_emit){
-        si, st, &o->b.st[si], NULL, NULL, NULL, NULL, n, st->op->body->kind == TEXI_EXPR_REDUCE};
+    *se = (stage_emit){.si = si,
+                       .st = st,
+                       .sb = &o->b.st[si],
+                       .first_reduce = n,
+                       .is_reduce = st->op->body->kind == TEXI_EXPR_REDUCE,
+                       .tz = -1};
     se->off = texi_alloc(o->ctx, sizeof *se->off * (size_t)(n + 1), "schedule_ops");
     se->no_loop = texi_alloc(o->ctx, sizeof *se->no_loop * (size_t)(n + 1), "schedule_ops");
     se->red_leaf = texi_alloc(o->ctx, sizeof *se->red_leaf * (size_t)(n + 1), "schedule_ops");
@@ -527,6 +550,190 @@ static tex_stmt *make_loop(sops *o, const tex_stage *st, int a, tex_expr *var, t
     return texi_for_new(o->ctx, var, imm(o->ctx, var->dtype, 0), ext, at->for_kind, tag, body);
 }
 
+/* ------------------------------------------------------------- tensorize */
+
+/* A stage attached at leaf k of st. */
+static const tex_stage *attached_at(const sops *o, const tex_stage *st, int k)
+{
+    tex_schedule *s = o->lw->sch;
+    for (int ti = 0; ti < s->n_stages; ti++)
+        if (s->stages[ti]->attach == TEXI_ATTACH_AT && s->stages[ti]->attach_stage == st &&
+            s->stages[ti]->attach_iv == st->leaf[k])
+            return s->stages[ti];
+    return NULL;
+}
+
+/* What the nest under tz may not contain; the intrinsic's functions. */
+static int check_tensorize(sops *o, const stage_emit *se)
+{
+    const tex_stage *st = se->st;
+    const char *name = st->tensor->name, *in = st->intrin->name;
+    for (int k = se->tz; k < st->n_leaf; k++) {
+        const tex_stage *at = attached_at(o, st, k);
+        if (st->attr[leaf_all(st, k)].for_kind == TEXI_FOR_THREAD)
+            return texi_error(o->ctx, TEX_EINVAL,
+                              "tex_lower: stage '%s', tensorize with intrinsic '%s': axis '%s' "
+                              "inside the tensorized nest is bound to a thread index",
+                              name, in, st->leaf[k]->name);
+        if (at)
+            return texi_error(o->ctx, TEX_EINVAL,
+                              "tex_lower: stage '%s', tensorize with intrinsic '%s': stage '%s' "
+                              "is computed at axis '%s' inside the tensorized nest",
+                              name, in, at->tensor->name, st->leaf[k]->name);
+    }
+    return 0;
+}
+
+/* After matching: a reduction split around the tile needs reset and update. */
+static int check_split_reduction(sops *o, const stage_emit *se)
+{
+    const tex_stage *st = se->st;
+    if (!se->is_reduce || se->first_reduce >= se->tz || st->intrin->fn[TEXI_INTRIN_UPDATE])
+        return 0;
+    return texi_error(o->ctx, TEX_EINVAL,
+                      "tex_lower: stage '%s', tensorize at axis '%s' with intrinsic '%s': "
+                      "reduction axis '%s' is outside the tensorized nest, which needs the "
+                      "intrinsic's reset and update functions (it has only a body)",
+                      st->tensor->name, st->leaf[se->tz]->name, st->intrin->name,
+                      st->leaf[se->first_reduce]->name);
+}
+
+/* Matches the nest under the tensorized leaf (tensorize_match.c); fills
+ * se->tz, tz_args and tz_last. Nothing when the stage is not tensorized. */
+static int setup_tensorize(sops *o, stage_emit *se)
+{
+    tex_stage *st = se->st;
+    if (!st->tensorize_iv)
+        return 0;
+    se->tz = texi_stage_leaf_index(st, st->tensorize_iv);
+    if (se->tz < 0)
+        return texi_error(o->ctx, TEX_EINVAL,
+                          "tex_lower: stage '%s' is tensorized at axis '%s', which is no longer "
+                          "a leaf axis (it was split or fused afterwards)",
+                          st->tensor->name, st->tensorize_iv->name);
+    TEXI_TRY(check_tensorize(o, se));
+    int ni = st->n_leaf - se->tz, n_env0 = o->n_env;
+    tex_expr **ext = texi_alloc(o->ctx, sizeof *ext * (size_t)ni, "schedule_ops");
+    se->tz_last = texi_alloc(o->ctx, sizeof *ext * (size_t)ni, "schedule_ops");
+    se->tz_args = texi_alloc(o->ctx, sizeof *se->tz_args * (size_t)(st->intrin->n_inputs + 1),
+                             "schedule_ops");
+    if (!ext || !se->tz_last || !se->tz_args)
+        return TEX_ENOMEM;
+    for (int k = 0; k < ni; k++) {
+        tex_expr *var = se->off[se->tz + k];
+        if (!(ext[k] = env_expr(o, st->range[leaf_all(st, se->tz + k)].extent)))
+            return TEX_ENOMEM;
+        se->tz_last[k] = ARITH(SUB, ext[k], imm(o->ctx, ext[k]->dtype, 1));
+        if (!se->tz_last[k] || !(se->tz_last[k] = texi_convert(se->tz_last[k], var->dtype)))
+            return TEX_ENOMEM;
+        if (!se->no_loop[se->tz + k])
+            TEXI_TRY(push_env(o, var, ext[k]));
+    }
+    tex_expr **val = values(o, se, se->off);
+    texi_tz_nest nest = {.st = st, .intrin = st->intrin, .n_inner = ni};
+    nest.body = val ? bind_roots(o, se, val, se->sb->body) : NULL;
+    nest.out_idx = val ? out_index(o, se, val) : NULL;
+    nest.leaf = st->leaf + se->tz;
+    nest.var = se->off + se->tz;
+    nest.extent = ext;
+    nest.n_env = o->n_env;
+    nest.env = o->env;
+    int rc = nest.body && nest.out_idx ? texi_tz_match(o->ctx, &nest, se->tz_args) : TEX_ENOMEM;
+    o->n_env = n_env0;
+    return rc < 0 ? rc : check_split_reduction(o, se);
+}
+
+/* "The tile is whole": the stage's guards at the tile's first and last
+ * points (leaves from tz at 0, then at extent - 1; reduce leaves only
+ * with_reduce), over the enclosing loops; NULL when provably whole. */
+static int tile_cond(sops *o, const stage_emit *se, tex_expr **off, bool with_reduce,
+                     tex_expr **cond)
+{
+    const tex_stage *st = se->st;
+    tex_expr **pt = texi_alloc(o->ctx, sizeof *pt * (size_t)(st->n_leaf + 1), "schedule_ops");
+    if (!pt)
+        return TEX_ENOMEM;
+    *cond = NULL;
+    for (int last = 0; last < 2; last++) {
+        for (int k = 0; k < st->n_leaf; k++) {
+            bool inner = k >= se->tz && (with_reduce || !se->red_leaf[k]);
+            pt[k] = !inner ? off[k]
+                    : last ? se->tz_last[k - se->tz]
+                           : imm(o->ctx, off[k]->dtype, 0);
+        }
+        tex_expr **val = values(o, se, pt), *c;
+        if (!val)
+            return TEX_ENOMEM;
+        TEXI_TRY(root_guards(o, se, val, with_reduce, &c));
+        if (c && !(*cond = and_also(*cond, c)))
+            return TEX_ENOMEM;
+    }
+    return 0;
+}
+
+/* A call of the intrinsic's function fn on the stage's tiles (RESET: the output's). */
+static tex_stmt *intrin_call(sops *o, const stage_emit *se, enum texi_intrin_fn fn,
+                             texi_intrin_arg *args)
+{
+    int n = se->st->intrin->n_inputs;
+    if (fn == TEXI_INTRIN_RESET)
+        return texi_intrin_new(o->ctx, se->st->intrin, fn, 1, &args[n]);
+    return texi_intrin_new(o->ctx, se->st->intrin, fn, n + 1, args);
+}
+
+/* The init nest's tile at leaf tz (offsets off): IF (whole) RESET ELSE s. */
+static tex_stmt *reset_tile(sops *o, const stage_emit *se, tex_expr **off, tex_stmt *s)
+{
+    const tex_stage *st = se->st;
+    int n_in = st->intrin->n_inputs;
+    tex_expr **org = texi_alloc(o->ctx, sizeof *org * (size_t)(st->n_leaf + 1), "schedule_ops");
+    texi_intrin_arg *args = texi_alloc(o->ctx, sizeof *args * (size_t)(n_in + 1), "schedule_ops");
+    tex_expr *cond;
+    if (!s || !org || !args || tile_cond(o, se, off, false, &cond) < 0)
+        return NULL;
+    for (int k = 0; k < st->n_leaf; k++)
+        org[k] = k < se->tz ? off[k] : imm(o->ctx, off[k]->dtype, 0);
+    tex_expr **val = values(o, se, org);
+    args[n_in] = se->tz_args[n_in];
+    if (!val || !(args[n_in].mins = out_index(o, se, val)))
+        return NULL;
+    tex_stmt *call = intrin_call(o, se, TEXI_INTRIN_RESET, args);
+    return cond && call ? texi_if_new(o->ctx, cond, call, s) : call;
+}
+
+/* Level tz of a tensorized stage: the calls, in IF (whole) ELSE (the
+ * ordinary nest) unless every tile is provably whole. */
+static int build_tensorized(sops *o, const stage_emit *se, int m, bool after_init, tex_stmt **out)
+{
+    const tex_intrin *in = se->st->intrin;
+    tex_expr *cond;
+    TEXI_TRY(tile_cond(o, se, se->off, true, &cond));
+    tex_stmt *call;
+    if (after_init) {
+        call = intrin_call(o, se, TEXI_INTRIN_UPDATE, se->tz_args);
+    } else if (in->fn[TEXI_INTRIN_BODY]) {
+        call = intrin_call(o, se, TEXI_INTRIN_BODY, se->tz_args);
+    } else {
+        tex_stmt *two[2] = {intrin_call(o, se, TEXI_INTRIN_RESET, se->tz_args),
+                            intrin_call(o, se, TEXI_INTRIN_UPDATE, se->tz_args)};
+        call = two[0] && two[1] ? texi_seq_new(o->ctx, 2, two) : NULL;
+    }
+    if (!call)
+        return TEX_ENOMEM;
+    if (!cond) {
+        *out = call;
+        return 0;
+    }
+    const tex_stage *saved = o->fallback;
+    tex_stmt *ordinary = NULL;
+    o->fallback = se->st;
+    int rc = build_level(o, se, m, after_init, &ordinary);
+    o->fallback = saved;
+    TEXI_TRY(rc);
+    *out = texi_if_new(o->ctx, cond, call, ordinary);
+    return *out ? 0 : TEX_ENOMEM;
+}
+
 /* The init nest of a reduction at leaf position m: loops over the data
  * leaves from m on (fresh variables), T[..] = identity. */
 static int build_init(sops *o, const stage_emit *se, int m, tex_stmt **out)
@@ -558,9 +765,12 @@ static int build_init(sops *o, const stage_emit *se, int m, tex_stmt **out)
     TEXI_TRY(root_guards(o, se, val, false, &conds));
     tex_stmt *s =
         guarded(o, se, conds, texi_provide_new(o->ctx, st->tensor, st->op->n_axes, idx, id));
-    for (int k = n - 1; k >= m; k--)
+    for (int k = n - 1; k >= m; k--) {
         if (!se->red_leaf[k] && !se->no_loop[k])
             s = make_loop(o, st, leaf_all(st, k), off[k], s);
+        if (k == se->tz && k > m && o->fallback != st)
+            s = reset_tile(o, se, off, s);
+    }
     o->n_env = n_env0;
     *out = s;
     return s ? 0 : TEX_ENOMEM;
@@ -617,8 +827,6 @@ static int with_attached(sops *o, const stage_emit *se, int m, tex_stmt *inner, 
     return body ? 0 : TEX_ENOMEM;
 }
 
-static int build_level(sops *o, const stage_emit *se, int m, bool after_init, tex_stmt **out);
-
 /* Loop m of the stage around the attached stages and the inner levels. */
 static int build_loop(sops *o, const stage_emit *se, int m, bool after_init, tex_stmt **out)
 {
@@ -655,6 +863,8 @@ static int build_loop(sops *o, const stage_emit *se, int m, bool after_init, tex
 /* Levels m.. of the stage's nest (m == n_leaf: the innermost statement). */
 static int build_level(sops *o, const stage_emit *se, int m, bool after_init, tex_stmt **out)
 {
+    if (m == se->tz && o->fallback != se->st)
+        return build_tensorized(o, se, m, after_init, out);
     if (se->is_reduce && !after_init && m == se->first_reduce) {
         tex_stmt *items[2];
         TEXI_TRY(build_init(o, se, m, &items[0]));
@@ -697,7 +907,9 @@ static int emit_stage(sops *o, int si, tex_stmt **out)
     int n_sub0 = o->n_sub;
     TEXI_TRY(setup_stage(o, si, &se));
     tex_stmt *s = NULL;
-    int rc = build_level(o, &se, 0, false, &s);
+    int rc = setup_tensorize(o, &se);
+    if (rc == 0)
+        rc = build_level(o, &se, 0, false, &s);
     o->n_sub = n_sub0;
     TEXI_TRY(rc);
     TEXI_TRY(shift_asserts(o, &se, &s));

@@ -21,7 +21,9 @@
  * Calls check the arguments with the rules and the messages of
  * src/lower/args.c (which needs a tex_func, gone after tex_ctx_free):
  * count; VAR params first (TEX_VAL_I64); then per tensor: kind, device
- * (kDLCPU), dtype (TEX_ETYPE; compared as tex_dtype_to_dlpack, so bool is
+ * (kDLCPU for the CPU backends; kDLCUDA or kDLCUDAManaged memory of device 0
+ * for "cuda" kernels, which are built for and launched on device 0), dtype
+ * (TEX_ETYPE; compared as tex_dtype_to_dlpack, so bool is
  * {kDLUInt, 8, 1}), ndim, strides (NULL or compact row-major), data, every
  * dimension (constants match, sizes bind or agree); then derived
  * dimensions. Nothing runs and nothing is written before all checks pass;
@@ -470,11 +472,33 @@ typedef struct {
     bool *bound;
 } size_table;
 
+/* The memory an argument must live in: the host for the CPU backends, CUDA
+ * device or managed memory of device 0 for "cuda" kernels. */
+static int check_device(tex_kernel *k, int i, const texi_kernel_param *p, const DLTensor *d)
+{
+    if (k->backend != &texi_backend_cuda) {
+        if (d->device.device_type != kDLCPU)
+            return call_fail(k, TEX_EINVAL,
+                             "argument %d (tensor '%s') is not in host memory (kDLCPU)", i,
+                             p->name);
+        return 0;
+    }
+    if (d->device.device_type != kDLCUDA && d->device.device_type != kDLCUDAManaged)
+        return call_fail(k, TEX_EINVAL,
+                         "argument %d (tensor '%s') is not in CUDA memory (kDLCUDA or "
+                         "kDLCUDAManaged; copy it with tex_array_copy)",
+                         i, p->name);
+    if (d->device.device_id != 0)
+        return call_fail(k, TEX_EINVAL,
+                         "argument %d (tensor '%s') is on CUDA device %d; cuda kernels run on "
+                         "device 0",
+                         i, p->name, d->device.device_id);
+    return 0;
+}
+
 static int check_layout(tex_kernel *k, int i, const texi_kernel_param *p, const DLTensor *d)
 {
-    if (d->device.device_type != kDLCPU)
-        return call_fail(k, TEX_EINVAL, "argument %d (tensor '%s') is not in host memory (kDLCPU)",
-                         i, p->name);
+    TEXI_TRY(check_device(k, i, p, d));
     DLDataType want = tex_dtype_to_dlpack(p->dtype);
     if (d->dtype.code != want.code || d->dtype.bits != want.bits || d->dtype.lanes != want.lanes)
         return call_fail(k, TEX_ETYPE,
@@ -674,6 +698,13 @@ int tex_kernel_call_tensors(tex_kernel *k, int n, DLTensor *const args[])
 const char *tex_kernel_source(const tex_kernel *k)
 {
     return k ? k->source : NULL;
+}
+
+const char *tex_kernel_ptx(const tex_kernel *k)
+{
+    if (!k || k->backend != &texi_backend_cuda || !k->impl)
+        return NULL;
+    return ((const texi_cuda_kernel *)k->impl)->ptx;
 }
 
 const char *tex_kernel_errmsg(const tex_kernel *k)

@@ -12,6 +12,7 @@
  *     axis i.c       [0, 8)
  *     axis k         [0, 64)  reduce unrolled
  *     split i -> i.outer, i.inner by factor 8
+ *     tensorize at i.inner with intrinsic gemm16   (tex_tensorize)
  *
  * Placeholders print their shape only; inlined stages print no loops. The
  * ranges are written over the loop variables bound inference makes (named
@@ -156,6 +157,9 @@ static void put_stage(texi_sb *sb, const tex_stage *st, bool have_bounds)
     }
     put_axes(sb, st, have_bounds);
     put_relations(sb, st);
+    if (st->tensorize_iv)
+        texi_sb_printf(sb, "  tensorize at %s with intrinsic %s\n", st->tensorize_iv->name,
+                       st->intrin->name);
 }
 
 /* Bound inference with the context's error state saved around it (the

@@ -2,11 +2,16 @@
  * The CUDA emitter ("cuda -emit-only"): GPU schedules lowered with the public
  * API (vector add split and bound to blockIdx.x/threadIdx.x, a tiled matmul
  * bound to blockIdx.y/x and threadIdx.y/x, an elementwise f16 exp, a
- * function of two outputs giving two kernels), built for "cuda -emit-only"
+ * function of two outputs giving two kernels, every math function in f32,
+ * f64 and f16 and integer abs/floor, float4/float2 vectorized
+ * global accesses and their plain-loop fallback when the alignment is not
+ * provable), built for "cuda -emit-only"
  * (and with -arch=sm_80 / sm_90), checked for __global__, the index mapping
  * and __launch_bounds__, and compiled to PTX with nvcc for sm_80 and sm_90
  * (skipped when /usr/local/cuda/bin/nvcc is absent). Also: "cuda" without a
  * driver fails with TEX_EUNAVAILABLE and is not available; bad options fail.
+ * A hand-built kernel (through texi_device_split and texi_cuda_emit) checks
+ * that a barrier inside a guarded thread loop stays outside the guard.
  */
 #include "tt.h"
 
@@ -16,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend_cuda/cuda.h"
 #include "tex/tex.h"
 
 #define NVCC "/usr/local/cuda/bin/nvcc"
@@ -132,8 +138,8 @@ static void test_matmul_tiled(void)
     tex_iter *i = tex_axis(ctx, "i", tex_int(ctx, 64)), *j = tex_axis(ctx, "j", tex_int(ctx, 48));
     tex_iter *r = tex_reduce_axis(ctx, "k", tex_int(ctx, 32));
     tex_expr *prod = tex_mul(TEX_AT(A, tex_iv(i), tex_iv(r)), TEX_AT(B, tex_iv(r), tex_iv(j)));
-    tex_tensor *C = tex_compute(ctx, "C", 2, (tex_iter *[]){i, j},
-                                tex_sum(prod, 1, (tex_iter *[]){r}));
+    tex_tensor *C =
+        tex_compute(ctx, "C", 2, (tex_iter *[]){i, j}, tex_sum(prod, 1, (tex_iter *[]){r}));
     tex_schedule *s = tex_schedule_new(ctx, 1, (tex_tensor *[]){C});
     tex_stage *st = tex_stage_of(s, C);
     tex_iter *io, *ii, *jo, *ji;
@@ -146,8 +152,8 @@ static void test_matmul_tiled(void)
     TT_EQ_INT(tex_bind(st, ji, TEX_THREAD_X), 0);
     tex_func *f = tex_lower_tensors(s, "mm", 3, (tex_tensor *[]){A, B, C});
     check_emit(ctx, f,
-               (const char *[]){"__launch_bounds__(256)", "blockIdx.y", "blockIdx.x",
-                                "threadIdx.y", "threadIdx.x", "grid (3, 4, 1), block (16, 16, 1)"},
+               (const char *[]){"__launch_bounds__(256)", "blockIdx.y", "blockIdx.x", "threadIdx.y",
+                                "threadIdx.x", "grid (3, 4, 1), block (16, 16, 1)"},
                6);
     tex_ctx_free(ctx);
 }
@@ -187,11 +193,172 @@ static void test_two_kernels(void)
     tex_ctx_free(ctx);
 }
 
+/* Y[i, j] = X[i, j] * 2 + X[i, 0] over [rows, cols]; j split by 4 * lanes:
+ * outer on blockIdx.x (i on blockIdx.y), middle on threadIdx.x, inner
+ * (lanes) vectorized. */
+static tex_func *vec_fn(tex_ctx *ctx, tex_expr *rows, tex_expr *cols, int lanes)
+{
+    tex_tensor *X = tex_placeholder(ctx, "X", TEX_F32, 2, (tex_expr *[]){rows, cols});
+    tex_iter *i = tex_axis(ctx, "i", rows), *j = tex_axis(ctx, "j", cols);
+    tex_expr *v = tex_add(tex_mul(TEX_AT(X, tex_iv(i), tex_iv(j)), tex_const(ctx, TEX_F32, 2)),
+                          TEX_AT(X, tex_iv(i), tex_int(ctx, 0)));
+    tex_tensor *Y = tex_compute(ctx, "Y", 2, (tex_iter *[]){i, j}, v);
+    tex_schedule *s = tex_schedule_new(ctx, 1, (tex_tensor *[]){Y});
+    tex_stage *st = tex_stage_of(s, Y);
+    tex_iter *jo, *ji, *jm, *jv;
+    TT_EQ_INT(tex_split(st, j, tex_int(ctx, 4 * lanes), &jo, &ji), 0);
+    TT_EQ_INT(tex_split(st, ji, tex_int(ctx, lanes), &jm, &jv), 0);
+    TT_EQ_INT(tex_bind(st, i, TEX_BLOCK_Y), 0);
+    TT_EQ_INT(tex_bind(st, jo, TEX_BLOCK_X), 0);
+    TT_EQ_INT(tex_bind(st, jm, TEX_THREAD_X), 0);
+    TT_EQ_INT(tex_vectorize(st, jv), 0);
+    return tex_lower_tensors(s, "vec", 2, (tex_tensor *[]){X, Y});
+}
+
+static void test_vectorized(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    /* rows symbolic, 64 columns: index i*64 + jo*16 + jm*4 + v, aligned */
+    tex_func *f = vec_fn(ctx, tex_var(ctx, "n", TEX_I64), tex_int(ctx, 64), 4);
+    check_emit(ctx, f,
+               (const char *[]){"float4 ", "*reinterpret_cast<const float4 *>(X + ",
+                                "*reinterpret_cast<float4 *>(Y + ", ".w = "},
+               4);
+    f = vec_fn(ctx, tex_int(ctx, 8), tex_int(ctx, 32), 2);
+    check_emit(ctx, f, (const char *[]){"float2 ", "reinterpret_cast<float2 *>(Y + "}, 2);
+    /* a symbolic row length: alignment not provable, plain loop */
+    f = vec_fn(ctx, tex_int(ctx, 8), tex_var(ctx, "m", TEX_I64), 4);
+    tex_kernel *k = f ? tex_build(f, "cuda -emit-only") : NULL;
+    TT_CHECK(k != NULL);
+    const char *src = k ? tex_kernel_source(k) : NULL;
+    TT_CHECK(src && !strstr(src, "float4") && strstr(src, "for ("));
+    tex_kernel_free(k);
+    tex_ctx_free(ctx);
+}
+
+/* The sum of every math function of src/ir/math_funcs.def on x of dtype t. */
+static tex_expr *all_math(tex_ctx *ctx, tex_expr *x, tex_dtype t)
+{
+    tex_expr *h = tex_const(ctx, t, 0.5);
+    tex_expr *terms[] = {tex_exp(x),           tex_log(tex_abs(x)),
+                         tex_sqrt(tex_abs(x)), tex_rsqrt(tex_abs(x)),
+                         tex_tanh(x),          tex_sigmoid(x),
+                         tex_erf(x),           tex_abs(x),
+                         tex_floor(x),         tex_ceil(x),
+                         tex_round(x),         tex_sin(x),
+                         tex_cos(x),           tex_pow(tex_abs(x), h),
+                         tex_fma(x, h, x)};
+    tex_expr *sum = terms[0];
+    for (size_t i = 1; i < sizeof terms / sizeof terms[0]; i++)
+        sum = tex_add(sum, terms[i]);
+    return sum;
+}
+
+static void test_math(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_dtype types[] = {TEX_F32, TEX_F64, TEX_F16};
+    const char *needles[][3] = {{"expf(", "rsqrtf(", "erff("},
+                                {"exp(", "rsqrt(", "erf("},
+                                {"expf(", "tex_round_f16(", "roundf("}};
+    for (int t = 0; t < 3; t++) {
+        tex_tensor *A = tex_placeholder_c(ctx, "A", types[t], 1, (int64_t[]){256});
+        tex_iter *i = tex_axis(ctx, "i", tex_int(ctx, 256));
+        tex_tensor *B = tex_compute(ctx, "B", 1, (tex_iter *[]){i},
+                                    all_math(ctx, TEX_AT(A, tex_iv(i)), types[t]));
+        tex_schedule *s = tex_schedule_new(ctx, 1, (tex_tensor *[]){B});
+        bind_1d(ctx, s, B, i, 64);
+        check_emit(ctx, tex_lower_tensors(s, "m", 2, (tex_tensor *[]){A, B}), needles[t], 3);
+    }
+    /* integer abs / floor of i32: exact, no float functions */
+    tex_tensor *A = tex_placeholder_c(ctx, "A", TEX_I32, 1, (int64_t[]){256});
+    tex_iter *i = tex_axis(ctx, "i", tex_int(ctx, 256));
+    tex_expr *x = TEX_AT(A, tex_iv(i));
+    tex_tensor *B = tex_compute(ctx, "B", 1, (tex_iter *[]){i}, tex_add(tex_abs(x), tex_floor(x)));
+    tex_schedule *s = tex_schedule_new(ctx, 1, (tex_tensor *[]){B});
+    bind_1d(ctx, s, B, i, 64);
+    tex_func *f = tex_lower_tensors(s, "mi", 2, (tex_tensor *[]){A, B});
+    check_emit(ctx, f, (const char *[]){"tex_abs<int32_t>("}, 1);
+    tex_ctx_free(ctx);
+}
+
+/* A guarded thread loop holding a barrier: the barrier stays outside every
+ * guard (codegen_cuda.c's rule), the statements around it are guarded.
+ *   for bx < 4 bind blockIdx.x: allocate S f32[128] shared {
+ *     for t < 128 bind threadIdx.x: S[t] = A[bx*128 + t]
+ *     for u < 100 bind threadIdx.x { S[u] = S[u] * 2; barrier; B[bx*100 + u] = S[u + 1] } } */
+static void test_barrier_guard(void)
+{
+    tex_ctx *c = tex_ctx_new();
+    tex_tensor *A = tex_placeholder_c(c, "A", TEX_F32, 1, (int64_t[]){512});
+    tex_iter *i = tex_axis(c, "i", texi_int_imm(c, TEX_I64, 400));
+    tex_tensor *B = tex_compute(c, "B", 1, (tex_iter *[]){i}, TEX_AT(A, tex_iv(i)));
+    tex_schedule *s = tex_schedule_new(c, 1, (tex_tensor *[]){B});
+    tex_func *f = tex_lower_tensors(s, "bar", 2, (tex_tensor *[]){A, B});
+    TT_CHECK(f != NULL);
+    if (!f) {
+        tex_ctx_free(c);
+        return;
+    }
+    texi_buffer *ab = f->params[0].buf, *bb = f->params[1].buf;
+    texi_buffer *sh = texi_buffer_new(c, "S", TEX_F32, TEXI_SCOPE_SHARED, 1,
+                                      (tex_expr *[]){texi_int_imm(c, TEX_I64, 128)});
+    tex_expr *bx = texi_var_new(c, "bx", TEX_I64), *t = texi_var_new(c, "t", TEX_I64);
+    tex_expr *u = texi_var_new(c, "u", TEX_I64);
+    tex_stmt *fetch = texi_store_new(
+        c, sh, t, texi_load_new(ab, tex_add(tex_mul(bx, texi_int_imm(c, TEX_I64, 128)), t)));
+    tex_stmt *l1 = texi_for_new(c, t, texi_int_imm(c, TEX_I64, 0), texi_int_imm(c, TEX_I64, 128),
+                                TEXI_FOR_THREAD, TEX_THREAD_X, fetch);
+    tex_stmt *body2[] = {
+        texi_store_new(c, sh, u, tex_mul(texi_load_new(sh, u), tex_const(c, TEX_F32, 2))),
+        texi_barrier_new(c, TEXI_SCOPE_SHARED),
+        texi_store_new(c, bb, tex_add(tex_mul(bx, texi_int_imm(c, TEX_I64, 100)), u),
+                       texi_load_new(sh, tex_add(u, texi_int_imm(c, TEX_I64, 1))))};
+    tex_stmt *l2 = texi_for_new(c, u, texi_int_imm(c, TEX_I64, 0), texi_int_imm(c, TEX_I64, 100),
+                                TEXI_FOR_THREAD, TEX_THREAD_X, texi_seq_new(c, 3, body2));
+    tex_stmt *al = texi_allocate_new(c, sh, texi_seq_new(c, 2, (tex_stmt *[]){l1, l2}));
+    tex_func g = *f;
+    g.body = texi_for_new(c, bx, texi_int_imm(c, TEX_I64, 0), texi_int_imm(c, TEX_I64, 4),
+                          TEXI_FOR_THREAD, TEX_BLOCK_X, al);
+    texi_lower lw = {.ctx = c, .sch = NULL, .func = &g};
+    texi_device_module m;
+    TT_EQ_INT(texi_device_split(&lw, g.body, &m), 0);
+    char *src = texi_cuda_emit(&g, &m);
+    TT_CHECK(src != NULL);
+    if (src) {
+        const char *guard = "((int64_t)threadIdx.x < ((int64_t)100LL))";
+        const char *bar = strstr(src, "__syncthreads();");
+        const char *g1 = strstr(src, guard), *g2 = g1 ? strstr(g1 + 1, guard) : NULL;
+        TT_CHECK(bar && g1 && g2 && g1 < bar && bar < g2);
+        if (bar && g2) { /* the barrier line is indented like the guards: not inside one */
+            const char *ls = bar, *gs = g2;
+            while (ls > src && ls[-1] == ' ')
+                ls--;
+            while (gs > src && gs[-1] != '\n')
+                gs--;
+            TT_EQ_INT((int)(bar - ls), (int)(strspn(gs, " ")));
+        } else {
+            fprintf(stderr, "%s\n", src);
+        }
+        TT_CHECK(strstr(src, "__shared__ __align__(16) float S[128];") != NULL);
+        TT_CHECK(strstr(src, "__launch_bounds__(128)") != NULL);
+        int rc = nvcc_ptx(src, "sm_80");
+        if (rc != 0)
+            fprintf(stderr, "%s\n", src);
+        TT_CHECK(rc >= 0);
+        free(src);
+    }
+    tex_ctx_free(c);
+}
+
 int main(void)
 {
     TT_RUN(test_vector_add);
     TT_RUN(test_matmul_tiled);
     TT_RUN(test_f16_exp);
     TT_RUN(test_two_kernels);
+    TT_RUN(test_math);
+    TT_RUN(test_vectorized);
+    TT_RUN(test_barrier_guard);
     return tt_finish();
 }

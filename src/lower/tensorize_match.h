@@ -1,0 +1,36 @@
+/*
+ * Matching a stage's loop nest under a tensorized leaf against the
+ * intrinsic's description (tensorize_match.c), for schedule_ops.c. Private to
+ * src/lower.
+ */
+#ifndef TEX_LOWER_TENSORIZE_MATCH_H
+#define TEX_LOWER_TENSORIZE_MATCH_H
+
+#include "schedule/schedule.h"
+
+/* The nest under the tensorized leaf, as schedule_ops sees it. Expressions
+ * are over the leaf loop variables (outer loops and the inner leaves). */
+typedef struct {
+    const tex_stage *st;
+    tex_intrin *intrin;
+    tex_expr *body;     /* the stage's body (REDUCE at the top or not), roots bound */
+    tex_expr **out_idx; /* the output element written, per output dimension */
+    int n_inner;        /* leaves from the tensorized one to the innermost */
+    tex_iter *const *leaf;
+    tex_expr **var;    /* per inner leaf: its loop variable, or 0 when it has no loop */
+    tex_expr **extent; /* per inner leaf: its extent (must be a constant) */
+    int n_env;         /* ranges of the outer loops and of the inner leaves' variables */
+    const texi_range *env;
+} texi_tz_nest;
+
+/* Matches nest against its intrinsic's desc (issue6 semantics: leaves map
+ * one-to-one onto desc's axes in order, data to data and reduce to reduce,
+ * with equal constant extents; accesses are desc's shifted by a tile origin;
+ * the expressions agree structurally). On success fills args[0..n_inputs]
+ * (desc's inputs in order, then the output) with tensor, mins (the tile
+ * origin, over the outer loop variables) and dim_map. A mismatch is
+ * TEX_EINVAL "tex_lower: stage 'S', tensorize at 'iv' with intrinsic 'N':
+ * why", followed by both sides printed. */
+int texi_tz_match(tex_ctx *ctx, const texi_tz_nest *nest, texi_intrin_arg *args);
+
+#endif

@@ -1,0 +1,767 @@
+/*
+ * thread_sync (device.h): inserts BARRIER(shared) into one kernel body
+ * wherever shared memory written by one thread may be read or overwritten
+ * by another thread of the block without a barrier in between (TVM's
+ * StorageSync planner, on tex's structured loop AST). Only SHARED buffers
+ * are analysed: local memory is private, and global memory shared between
+ * threads of a block is the cross-thread reduction's business (its pass
+ * inserts the barrier it needs). An ATTR "thread_allreduce" counts as a
+ * barrier (codegen_cuda_allreduce.c: every thread arrives, it ends with
+ * __syncthreads()).
+ *
+ * Accesses. Each LOAD / STORE of a shared buffer is an access (buffer,
+ * index, read or write). Indices are compared after canonicalization: the
+ * variable of a loop bound to threadIdx.t becomes min + T_t (one variable
+ * per tag, so different nests bound to the same tag agree) and a LET
+ * variable its value. Two accesses of one buffer, at least one a write,
+ * conflict unless
+ *   - both indices are the same expression using only T_t of every tag the
+ *     kernel spreads over (extent not 1), block indices and parameters (no
+ *     serial-loop variable): then each element is touched by one thread
+ *     only, which orders its own accesses (conservative where the index is
+ *     not one-to-one in the threads, e.g. T_x / 2: that is treated the same,
+ *     as TVM does); or
+ *   - the earlier one is a write inside ATTR "double_buffer_write"
+ *     (double_buffer.c: the fetch of step k+1 into the other half) and the
+ *     later one a read in the same loop iteration (TVM's rule: it reads the
+ *     other half; the loop-carried pair is a conflict).
+ * An access inside a loop over a serial variable therefore always conflicts
+ * with another access of the buffer by a different statement or iteration,
+ * unless its index avoids the variable: conservative, never unsafe.
+ *
+ * Planning. A list of statements (a SEQ, or one statement) is scanned in
+ * order with the set of accesses done since the last barrier ("pending").
+ * A leaf's accesses are checked against the pending set; a conflict puts a
+ * BARRIER before it and empties the set; then its accesses are added. A
+ * loop (serial or thread-bound) or an IF is checked the same way with its
+ * "head" (the accesses it may make before passing a barrier of its own; all
+ * of them when some execution passes none), so that a conflict with what
+ * precedes it gets one unconditional barrier before it, at the level of the
+ * thread loops' parent where possible, rather than one per iteration or
+ * per branch; then it is planned inside. Other containers (SEQ, ALLOCATE,
+ * LET, ATTR, block loops) run once and are entered directly with the
+ * pending set, so the barrier lands right before the first conflicting
+ * statement inside. Containers: SEQ, ALLOCATE, LET,
+ * ATTR, thread and block loops, serial/unrolled loops with
+ * thread-independent bounds, IFs with thread-independent conditions.
+ * Anything else (a thread-dependent IF or loop bound, a vectorized loop,
+ * STORE, EVALUATE, INTRIN) is a leaf and never gets a barrier inside, so
+ * every barrier lies where all threads of the block arrive: inside
+ * thread-bound loops only at the level of their bodies' statements (the
+ * CUDA emitter then defers a narrower loop's guard to the statements
+ * without barriers, and the interpreter runs the loop's threads in
+ * lock-step).
+ * Loops: a serial loop's body is planned twice, the second time starting
+ * from the accesses pending at the end of the first iteration (marked
+ * loop-carried), which finds the conflicts between iterations (e.g. the
+ * fetch of step k+1 overwriting what step k computed from: the barrier at
+ * the top of the body). Thread and block loops are not repeated per thread
+ * or block: they are planned once. An IF plans both branches from the same
+ * set and continues with their union.
+ *
+ * Not done: proving disjointness of index ranges (beyond the rules above),
+ * removing existing barriers, or moving barriers out of loops.
+ */
+#include "lower/device.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_MAP 256 /* enclosing loops and LETs of one kernel */
+#define N_TTAGS 3   /* THREAD_X .. THREAD_Z */
+
+typedef struct {
+    const void *key; /* texi_buffer_key of the shared buffer */
+    tex_expr *idx;   /* canonical index; NULL: unknown (conflicts with everything) */
+    bool write;
+    bool pure;    /* idx uses only every active T_t, block indices and parameters */
+    bool db;      /* a write under ATTR "double_buffer_write" */
+    bool carried; /* from the previous iteration of the loop being planned */
+} access;
+
+typedef struct {
+    access *a;
+    int n, cap;
+} access_set;
+
+typedef struct {
+    texi_lower *lw;
+    int rc;
+    tex_expr *canon[N_TTAGS];              /* T_x, T_y, T_z */
+    bool active[N_TTAGS];                  /* the kernel has a loop over the tag with extent != 1 */
+    tex_expr *from[MAX_MAP], *to[MAX_MAP]; /* canonicalization */
+    int n_map;
+    tex_expr *serial[MAX_MAP]; /* variables of enclosing serial loops */
+    int n_serial;
+    bool db; /* inside ATTR "double_buffer_write" */
+} sync_pass;
+
+/* ------------------------------------------------------------ sets */
+
+static bool same_access(const access *a, const access *b)
+{
+    return a->key == b->key && a->write == b->write && a->db == b->db && a->carried == b->carried &&
+           a->pure == b->pure &&
+           (a->idx == b->idx || (a->idx && b->idx && texi_expr_equal(a->idx, b->idx)));
+}
+
+static int set_add(sync_pass *p, access_set *s, access a)
+{
+    for (int i = 0; i < s->n; i++)
+        if (same_access(&s->a[i], &a))
+            return 0;
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 16;
+        access *na = realloc(s->a, sizeof *na * (size_t)cap);
+        if (!na)
+            return p->rc =
+                       texi_error(p->lw->ctx, TEX_ENOMEM, "tex_build: thread_sync: out of memory");
+        s->a = na;
+        s->cap = cap;
+    }
+    s->a[s->n++] = a;
+    return 0;
+}
+
+static int set_union(sync_pass *p, access_set *dst, const access_set *src)
+{
+    for (int i = 0; i < src->n; i++)
+        TEXI_TRY(set_add(p, dst, src->a[i]));
+    return 0;
+}
+
+static int set_copy(sync_pass *p, access_set *dst, const access_set *src)
+{
+    *dst = (access_set){0};
+    return set_union(p, dst, src);
+}
+
+static void set_free(access_set *s)
+{
+    free(s->a);
+    *s = (access_set){0};
+}
+
+/* ------------------------------------------------------------ canonical form */
+
+static tex_expr *canon(sync_pass *p, tex_expr *e)
+{
+    tex_expr *r = p->n_map ? texi_substitute(e, p->n_map, p->from, p->to) : e;
+    if (!r && !p->rc)
+        p->rc = TEX_ENOMEM;
+    return r ? r : e;
+}
+
+static int push_map(sync_pass *p, tex_expr *var, tex_expr *value)
+{
+    if (p->n_map == MAX_MAP || !value)
+        return p->rc = texi_error(p->lw->ctx, value ? TEX_EUNAVAILABLE : TEX_ENOMEM,
+                                  "tex_build: thread_sync: more than %d nested loops", MAX_MAP);
+    p->from[p->n_map] = var;
+    p->to[p->n_map++] = value;
+    return 0;
+}
+
+static bool is_thread_tag(int tag)
+{
+    return tag >= (int)TEX_THREAD_X && tag <= (int)TEX_THREAD_Z;
+}
+
+/* Enters loop s for the analysis: thread variables map to min + T_t,
+ * serial ones are remembered. Undone by leave_loop(p, mark). */
+static int enter_loop(sync_pass *p, const tex_stmt *s)
+{
+    int tag = s->u.loop.thread_tag;
+    tex_expr *var = s->u.loop.var;
+    if (s->u.loop.for_kind == TEXI_FOR_THREAD && is_thread_tag(tag)) {
+        tex_expr **c = &p->canon[tag - (int)TEX_THREAD_X];
+        if (!*c && !(*c = texi_var_new(p->lw->ctx, "T", var->dtype)))
+            return p->rc = TEX_ENOMEM;
+        tex_expr *t = texi_convert(*c, var->dtype), *min = canon(p, s->u.loop.min);
+        int64_t m;
+        tex_expr *v = texi_expr_is_int_const(min, &m) && m == 0
+                          ? t
+                          : (t ? texi_binary(TEXI_EXPR_ADD, min, t) : NULL);
+        return push_map(p, var, v);
+    }
+    if (s->u.loop.for_kind == TEXI_FOR_THREAD && tag >= (int)TEX_BLOCK_X && tag <= (int)TEX_BLOCK_Z)
+        return 0;
+    if (p->n_serial == MAX_MAP)
+        return p->rc = texi_error(p->lw->ctx, TEX_EUNAVAILABLE,
+                                  "tex_build: thread_sync: more than %d nested loops", MAX_MAP);
+    p->serial[p->n_serial++] = var;
+    return 0;
+}
+
+typedef struct {
+    int n_map, n_serial;
+} mark;
+
+static mark save(const sync_pass *p)
+{
+    return (mark){p->n_map, p->n_serial};
+}
+
+static void restore(sync_pass *p, mark m)
+{
+    p->n_map = m.n_map;
+    p->n_serial = m.n_serial;
+}
+
+typedef struct {
+    const sync_pass *p;
+    bool thread[N_TTAGS];
+    bool serial, any_thread;
+} var_use;
+
+static bool note_var(tex_expr *e, void *ud)
+{
+    var_use *u = ud;
+    if (e->kind != TEXI_EXPR_VAR)
+        return true;
+    for (int t = 0; t < N_TTAGS; t++)
+        if (e == u->p->canon[t])
+            u->thread[t] = u->any_thread = true;
+    for (int i = 0; i < u->p->n_serial; i++)
+        u->serial |= e == u->p->serial[i];
+    return true;
+}
+
+static var_use uses(const sync_pass *p, tex_expr *e)
+{
+    var_use u = {.p = p};
+    if (e)
+        texi_expr_visit(e, note_var, &u);
+    return u;
+}
+
+/* Whether canonical e is the same in every thread of the block. */
+static bool uniform(sync_pass *p, tex_expr *e)
+{
+    return !uses(p, canon(p, e)).any_thread;
+}
+
+/* ------------------------------------------------------------ accesses */
+
+static int add_access(sync_pass *p, access_set *s, const texi_buffer *b, tex_expr *idx, bool write)
+{
+    if (b->scope != TEXI_SCOPE_SHARED)
+        return 0;
+    access a = {.key = texi_buffer_key(b), .write = write, .db = write && p->db};
+    if (idx) {
+        a.idx = canon(p, idx);
+        var_use u = uses(p, a.idx);
+        a.pure = !u.serial;
+        for (int t = 0; t < N_TTAGS; t++)
+            a.pure &= u.thread[t] || !p->active[t];
+    }
+    return set_add(p, s, a);
+}
+
+typedef struct {
+    sync_pass *p;
+    access_set *s;
+} load_walk;
+
+static bool note_load(tex_expr *e, void *ud)
+{
+    load_walk *w = ud;
+    if (e->kind == TEXI_EXPR_LOAD)
+        add_access(w->p, w->s, e->u.load.buf, e->u.load.index, false);
+    return true;
+}
+
+static int reads(sync_pass *p, access_set *s, tex_expr *e)
+{
+    load_walk w = {p, s};
+    if (e)
+        texi_expr_visit(e, note_load, &w);
+    return p->rc;
+}
+
+static int collect(sync_pass *p, const tex_stmt *s, access_set *out);
+
+static int collect_for(sync_pass *p, const tex_stmt *s, access_set *out)
+{
+    TEXI_TRY(reads(p, out, s->u.loop.min));
+    TEXI_TRY(reads(p, out, s->u.loop.extent));
+    mark m = save(p);
+    int rc = enter_loop(p, s);
+    if (rc == 0)
+        rc = collect(p, s->u.loop.body, out);
+    restore(p, m);
+    return rc;
+}
+
+static int collect_intrin(sync_pass *p, const tex_stmt *s, access_set *out)
+{
+    for (int i = 0; i < s->u.intrin.n_args; i++) {
+        const texi_buffer *b = s->u.intrin.args[i].buf;
+        if (b) {
+            TEXI_TRY(add_access(p, out, b, NULL, false));
+            TEXI_TRY(add_access(p, out, b, NULL, true));
+        }
+    }
+    return 0;
+}
+
+/* Every shared access of s, in any order. */
+static int collect(sync_pass *p, const tex_stmt *s, access_set *out)
+{
+    if (!s)
+        return 0;
+    switch (s->kind) {
+    case TEXI_STMT_FOR:
+        return collect_for(p, s, out);
+    case TEXI_STMT_STORE:
+        TEXI_TRY(reads(p, out, s->u.store.index));
+        TEXI_TRY(reads(p, out, s->u.store.value));
+        return add_access(p, out, s->u.store.buf, s->u.store.index, true);
+    case TEXI_STMT_ALLOCATE:
+        return collect(p, s->u.alloc.body, out);
+    case TEXI_STMT_IF:
+        TEXI_TRY(reads(p, out, s->u.ifs.cond));
+        TEXI_TRY(collect(p, s->u.ifs.then_s, out));
+        return collect(p, s->u.ifs.else_s, out);
+    case TEXI_STMT_LET: {
+        TEXI_TRY(reads(p, out, s->u.let.value));
+        mark m = save(p);
+        int rc = push_map(p, s->u.let.var, canon(p, s->u.let.value));
+        if (rc == 0)
+            rc = collect(p, s->u.let.body, out);
+        restore(p, m);
+        return rc;
+    }
+    case TEXI_STMT_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            TEXI_TRY(collect(p, s->u.seq.items[i], out));
+        return 0;
+    case TEXI_STMT_EVALUATE:
+        return reads(p, out, s->u.eval.value);
+    case TEXI_STMT_ATTR: {
+        if (strcmp(s->u.attr.key, "thread_allreduce") == 0)
+            return 0;
+        bool db = p->db;
+        p->db |= strcmp(s->u.attr.key, "double_buffer_write") == 0;
+        int rc = reads(p, out, s->u.attr.value);
+        if (rc == 0)
+            rc = collect(p, s->u.attr.body, out);
+        p->db = db;
+        return rc;
+    }
+    case TEXI_STMT_INTRIN:
+        return collect_intrin(p, s, out);
+    case TEXI_STMT_BARRIER:
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_REALIZE:
+    case TEXI_STMT_KIND_COUNT:
+        return 0;
+    }
+    return 0;
+}
+
+static bool is_sync(const tex_stmt *s);
+static bool head(sync_pass *p, const tex_stmt *s, access_set *out, int *rc);
+
+static bool head_list(sync_pass *p, tex_stmt *const *items, int n, access_set *out, int *rc)
+{
+    for (int i = 0; i < n && *rc == 0; i++)
+        if (head(p, items[i], out, rc))
+            return true;
+    return false;
+}
+
+static bool head_for(sync_pass *p, const tex_stmt *s, access_set *out, int *rc)
+{
+    int64_t ext;
+    bool syncs = false;
+    mark m = save(p);
+    if ((*rc = reads(p, out, s->u.loop.min)) == 0 && (*rc = reads(p, out, s->u.loop.extent)) == 0 &&
+        (*rc = enter_loop(p, s)) == 0) {
+        if (s->u.loop.for_kind == TEXI_FOR_THREAD && s->u.loop.thread_tag != (int)TEX_VTHREAD)
+            syncs = head(p, s->u.loop.body, out, rc);
+        else if (head(p, s->u.loop.body, out, rc))
+            syncs = texi_expr_is_int_const(s->u.loop.extent, &ext) && ext > 0;
+        else if (*rc == 0)
+            *rc = collect(p, s->u.loop.body, out);
+    }
+    restore(p, m);
+    return syncs;
+}
+
+/* Adds to out the accesses of s that may happen before s passes a
+ * barrier; true when every execution of s passes one (so later accesses
+ * need no check against what was pending before s). */
+static bool head(sync_pass *p, const tex_stmt *s, access_set *out, int *rc)
+{
+    if (!s || *rc)
+        return false;
+    if (is_sync(s))
+        return true;
+    switch (s->kind) {
+    case TEXI_STMT_SEQ:
+        return head_list(p, s->u.seq.items, s->u.seq.n, out, rc);
+    case TEXI_STMT_ALLOCATE:
+        return head(p, s->u.alloc.body, out, rc);
+    case TEXI_STMT_FOR:
+        return head_for(p, s, out, rc);
+    case TEXI_STMT_IF: {
+        if ((*rc = reads(p, out, s->u.ifs.cond)) < 0)
+            return false;
+        bool t = head(p, s->u.ifs.then_s, out, rc);
+        return head(p, s->u.ifs.else_s, out, rc) && t;
+    }
+    case TEXI_STMT_LET: {
+        mark m = save(p);
+        bool r = false;
+        if ((*rc = reads(p, out, s->u.let.value)) == 0 &&
+            (*rc = push_map(p, s->u.let.var, canon(p, s->u.let.value))) == 0)
+            r = head(p, s->u.let.body, out, rc);
+        restore(p, m);
+        return r;
+    }
+    case TEXI_STMT_ATTR: {
+        bool db = p->db, r = false;
+        p->db |= strcmp(s->u.attr.key, "double_buffer_write") == 0;
+        if ((*rc = reads(p, out, s->u.attr.value)) == 0)
+            r = head(p, s->u.attr.body, out, rc);
+        p->db = db;
+        return r;
+    }
+    case TEXI_STMT_STORE:
+    case TEXI_STMT_EVALUATE:
+    case TEXI_STMT_INTRIN:
+    case TEXI_STMT_BARRIER:
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_REALIZE:
+    case TEXI_STMT_KIND_COUNT:
+        *rc = collect(p, s, out);
+        return false;
+    }
+    return false;
+}
+
+static bool conflict(const access *prev, const access *cur)
+{
+    if (prev->key != cur->key || (!prev->write && !cur->write))
+        return false;
+    if (prev->db && !cur->write && !prev->carried)
+        return false;
+    return !(prev->pure && cur->pure && texi_expr_equal(prev->idx, cur->idx));
+}
+
+static bool conflicts(const access_set *pending, const access_set *item)
+{
+    for (int i = 0; i < item->n; i++)
+        for (int j = 0; j < pending->n; j++)
+            if (conflict(&pending->a[j], &item->a[i]))
+                return true;
+    return false;
+}
+
+/* ------------------------------------------------------------ planning */
+
+static tex_stmt *plan_list(sync_pass *p, tex_stmt *s, access_set *st);
+
+/* Whether barriers may go inside s (file comment: containers). */
+static bool is_container(sync_pass *p, const tex_stmt *s)
+{
+    switch (s->kind) {
+    case TEXI_STMT_FOR:
+        if (s->u.loop.for_kind == TEXI_FOR_THREAD)
+            return true;
+        return s->u.loop.for_kind != TEXI_FOR_VECTORIZED && uniform(p, s->u.loop.min) &&
+               uniform(p, s->u.loop.extent);
+    case TEXI_STMT_IF:
+        return uniform(p, s->u.ifs.cond);
+    case TEXI_STMT_ATTR:
+        return strcmp(s->u.attr.key, "thread_allreduce") != 0;
+    case TEXI_STMT_LET:
+    case TEXI_STMT_ALLOCATE:
+    case TEXI_STMT_SEQ:
+        return true;
+    case TEXI_STMT_STORE:
+    case TEXI_STMT_EVALUATE:
+    case TEXI_STMT_INTRIN:
+    case TEXI_STMT_BARRIER:
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_REALIZE:
+    case TEXI_STMT_KIND_COUNT:
+        return false;
+    }
+    return false;
+}
+
+static bool is_sync(const tex_stmt *s)
+{
+    return s->kind == TEXI_STMT_BARRIER ||
+           (s->kind == TEXI_STMT_ATTR && strcmp(s->u.attr.key, "thread_allreduce") == 0);
+}
+
+static bool runs_once_per_block(const tex_stmt *s)
+{
+    return s->u.loop.for_kind == TEXI_FOR_THREAD && s->u.loop.thread_tag >= (int)TEX_BLOCK_X &&
+           s->u.loop.thread_tag <= (int)TEX_THREAD_Z;
+}
+
+/* Marks the entries of s that are not in `before` (those of the loop's
+ * first iteration) as loop-carried; entries pending from before the loop
+ * keep their flags. */
+static void mark_carried(access_set *s, const access_set *before)
+{
+    for (int i = 0; i < s->n; i++) {
+        bool old = false;
+        for (int j = 0; j < before->n && !old; j++)
+            old = same_access(&s->a[i], &before->a[j]);
+        s->a[i].carried |= !old;
+    }
+}
+
+/* A serial loop's body planned twice (file comment). */
+static tex_stmt *plan_serial_body(sync_pass *p, const tex_stmt *s, access_set *st)
+{
+    access_set in, carry;
+    int64_t ext;
+    bool may_skip = !(texi_expr_is_int_const(s->u.loop.extent, &ext) && ext > 0);
+    if (set_copy(p, &in, st) < 0)
+        return NULL;
+    tex_stmt *body = plan_list(p, s->u.loop.body, st);
+    if (body && set_copy(p, &carry, st) == 0) {
+        mark_carried(&carry, &in);
+        body = plan_list(p, body, &carry);
+        if (set_union(p, st, &carry) < 0 || (may_skip && set_union(p, st, &in) < 0))
+            body = NULL;
+        set_free(&carry);
+    }
+    set_free(&in);
+    return body;
+}
+
+static tex_stmt *plan_for(sync_pass *p, tex_stmt *s, access_set *st)
+{
+    if (reads(p, st, s->u.loop.min) < 0 || reads(p, st, s->u.loop.extent) < 0)
+        return NULL;
+    mark m = save(p);
+    tex_stmt *body = NULL;
+    if (enter_loop(p, s) == 0)
+        body =
+            runs_once_per_block(s) ? plan_list(p, s->u.loop.body, st) : plan_serial_body(p, s, st);
+    restore(p, m);
+    if (!body || body == s->u.loop.body)
+        return body ? s : NULL;
+    return texi_for_new(p->lw->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
+                        s->u.loop.for_kind, s->u.loop.thread_tag, body);
+}
+
+static tex_stmt *plan_if(sync_pass *p, tex_stmt *s, access_set *st)
+{
+    access_set other;
+    if (reads(p, st, s->u.ifs.cond) < 0 || set_copy(p, &other, st) < 0)
+        return NULL;
+    tex_stmt *t = plan_list(p, s->u.ifs.then_s, st);
+    tex_stmt *f = s->u.ifs.else_s ? plan_list(p, s->u.ifs.else_s, &other) : NULL;
+    bool ok = t && (f || !s->u.ifs.else_s) && set_union(p, st, &other) == 0;
+    set_free(&other);
+    if (!ok)
+        return NULL;
+    if (t == s->u.ifs.then_s && f == s->u.ifs.else_s)
+        return s;
+    return texi_if_new(p->lw->ctx, s->u.ifs.cond, t, f);
+}
+
+static tex_stmt *plan_let(sync_pass *p, tex_stmt *s, access_set *st)
+{
+    if (reads(p, st, s->u.let.value) < 0)
+        return NULL;
+    mark m = save(p);
+    tex_stmt *body = NULL;
+    if (push_map(p, s->u.let.var, canon(p, s->u.let.value)) == 0)
+        body = plan_list(p, s->u.let.body, st);
+    restore(p, m);
+    if (!body || body == s->u.let.body)
+        return body ? s : NULL;
+    return texi_let_new(p->lw->ctx, s->u.let.var, s->u.let.value, body);
+}
+
+static tex_stmt *plan_attr(sync_pass *p, tex_stmt *s, access_set *st)
+{
+    bool db = p->db;
+    p->db |= strcmp(s->u.attr.key, "double_buffer_write") == 0;
+    tex_stmt *body = reads(p, st, s->u.attr.value) < 0 ? NULL : plan_list(p, s->u.attr.body, st);
+    p->db = db;
+    if (!body || body == s->u.attr.body)
+        return body ? s : NULL;
+    return texi_attr_new(p->lw->ctx, s->u.attr.key, s->u.attr.value, body);
+}
+
+/* Container s planned inside, its accesses added to st. */
+static tex_stmt *plan_container(sync_pass *p, tex_stmt *s, access_set *st)
+{
+    switch (s->kind) {
+    case TEXI_STMT_FOR:
+        return plan_for(p, s, st);
+    case TEXI_STMT_IF:
+        return plan_if(p, s, st);
+    case TEXI_STMT_LET:
+        return plan_let(p, s, st);
+    case TEXI_STMT_ATTR:
+        return plan_attr(p, s, st);
+    case TEXI_STMT_ALLOCATE: {
+        tex_stmt *body = plan_list(p, s->u.alloc.body, st);
+        if (!body || body == s->u.alloc.body)
+            return body ? s : NULL;
+        return texi_allocate_new(p->lw->ctx, s->u.alloc.buf, body);
+    }
+    case TEXI_STMT_SEQ:
+        return plan_list(p, s, st);
+    case TEXI_STMT_STORE:
+    case TEXI_STMT_EVALUATE:
+    case TEXI_STMT_INTRIN:
+    case TEXI_STMT_BARRIER:
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_REALIZE:
+    case TEXI_STMT_KIND_COUNT:
+        break;
+    }
+    return s;
+}
+
+/* Containers whose head is checked before them (file comment): IFs and
+ * loops other than block loops. */
+static bool is_hoisting(const tex_stmt *s)
+{
+    if (s->kind == TEXI_STMT_IF)
+        return true;
+    int tag = s->u.loop.thread_tag;
+    return s->kind == TEXI_STMT_FOR && !(s->u.loop.for_kind == TEXI_FOR_THREAD &&
+                                         tag >= (int)TEX_BLOCK_X && tag <= (int)TEX_BLOCK_Z);
+}
+
+/* One item of a list: a barrier before it when needed, then the item. */
+static int plan_item(sync_pass *p, tex_stmt *item, access_set *st, tex_stmt **out, int *n_out)
+{
+    if (is_sync(item)) {
+        st->n = 0;
+        out[(*n_out)++] = item;
+        return 0;
+    }
+    access_set acc = {0};
+    int rc = 0;
+    bool container = is_container(p, item);
+    if (container && (is_hoisting(item)))
+        head(p, item, &acc, &rc);
+    else if (!container)
+        rc = collect(p, item, &acc);
+    if (rc == 0 && conflicts(st, &acc)) {
+        if (!(out[(*n_out)++] = texi_barrier_new(p->lw->ctx, TEXI_SCOPE_SHARED)))
+            rc = TEX_ENOMEM;
+        st->n = 0;
+    }
+    if (rc == 0 && container) {
+        tex_stmt *r = plan_container(p, item, st);
+        rc = r ? 0 : (p->rc ? p->rc : TEX_ENOMEM);
+        out[(*n_out)++] = r;
+    } else if (rc == 0) {
+        rc = set_union(p, st, &acc);
+        out[(*n_out)++] = item;
+    }
+    set_free(&acc);
+    return rc;
+}
+
+/* s as a list of statements (a SEQ's items, or s alone), planned. */
+static tex_stmt *plan_list(sync_pass *p, tex_stmt *s, access_set *st)
+{
+    if (!s)
+        return NULL;
+    int n = s->kind == TEXI_STMT_SEQ ? s->u.seq.n : 1;
+    tex_stmt *const *items = s->kind == TEXI_STMT_SEQ ? s->u.seq.items : &s;
+    tex_stmt **out = malloc(sizeof *out * (size_t)(2 * n));
+    if (!out) {
+        p->rc = texi_error(p->lw->ctx, TEX_ENOMEM, "tex_build: thread_sync: out of memory");
+        return NULL;
+    }
+    int n_out = 0;
+    bool changed = false;
+    for (int i = 0; i < n && p->rc == 0; i++) {
+        int before = n_out;
+        if (plan_item(p, items[i], st, out, &n_out) < 0) {
+            p->rc = p->rc ? p->rc : TEX_ENOMEM;
+            break;
+        }
+        changed |= n_out != before + 1 || out[n_out - 1] != items[i];
+    }
+    tex_stmt *r = p->rc        ? NULL
+                  : !changed   ? s
+                  : n_out == 1 ? out[0]
+                               : texi_seq_new(p->lw->ctx, n_out, out);
+    free(out);
+    return r;
+}
+
+/* ------------------------------------------------------------ entry */
+
+static void find_active(sync_pass *p, const tex_stmt *s);
+
+static void find_active_list(sync_pass *p, tex_stmt *const *items, int n)
+{
+    for (int i = 0; i < n; i++)
+        find_active(p, items[i]);
+}
+
+/* Marks the thread tags with a loop of extent != 1 in s. */
+static void find_active(sync_pass *p, const tex_stmt *s)
+{
+    int64_t ext;
+    if (!s)
+        return;
+    switch (s->kind) {
+    case TEXI_STMT_FOR:
+        if (s->u.loop.for_kind == TEXI_FOR_THREAD && is_thread_tag(s->u.loop.thread_tag) &&
+            !(texi_expr_is_int_const(s->u.loop.extent, &ext) && ext == 1))
+            p->active[s->u.loop.thread_tag - (int)TEX_THREAD_X] = true;
+        find_active(p, s->u.loop.body);
+        return;
+    case TEXI_STMT_ALLOCATE:
+        find_active(p, s->u.alloc.body);
+        return;
+    case TEXI_STMT_IF:
+        find_active(p, s->u.ifs.then_s);
+        find_active(p, s->u.ifs.else_s);
+        return;
+    case TEXI_STMT_LET:
+        find_active(p, s->u.let.body);
+        return;
+    case TEXI_STMT_ATTR:
+        find_active(p, s->u.attr.body);
+        return;
+    case TEXI_STMT_SEQ:
+        find_active_list(p, s->u.seq.items, s->u.seq.n);
+        return;
+    case TEXI_STMT_STORE:
+    case TEXI_STMT_EVALUATE:
+    case TEXI_STMT_INTRIN:
+    case TEXI_STMT_BARRIER:
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_REALIZE:
+    case TEXI_STMT_KIND_COUNT:
+        return;
+    }
+}
+
+int texi_pass_thread_sync(texi_lower *lw, tex_stmt *in, tex_stmt **out)
+{
+    sync_pass *p = calloc(1, sizeof *p);
+    if (!p)
+        return texi_error(lw->ctx, TEX_ENOMEM, "tex_build: thread_sync: out of memory");
+    p->lw = lw;
+    find_active(p, in);
+    access_set st = {0};
+    tex_stmt *r = plan_list(p, in, &st);
+    set_free(&st);
+    int rc = p->rc ? p->rc : r ? 0 : TEX_ENOMEM;
+    free(p);
+    if (rc == 0)
+        *out = r;
+    return rc;
+}

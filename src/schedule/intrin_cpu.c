@@ -1,0 +1,254 @@
+/*
+ * The CPU built-in intrinsics (API.md rule 10): "cpu.gemm_f32_avx512" and
+ * "cpu.gemm_f32_avx2", fp32 GEMM micro-kernels for tex_tensorize.
+ *
+ * Each one is an ordinary intrinsic (texi_intrin_make) whose desc is
+ *   C[MR, NR] = sum_k A[MR, KR] * B[KR, NR]      (f32; A, B placeholders)
+ * with fixed extents, so the schedule must tile C's rows by MR, its columns
+ * by NR and the reduction by KR (k.outer outside the tensorized axis gives
+ * RESET + UPDATE calls; the whole reduction inside gives BODY calls). Tails
+ * are not the intrinsic's business: lowering runs the ordinary loop nest for
+ * tiles a non-dividing split cuts.
+ *
+ *   name                MR  NR  KR   registers
+ *   cpu.gemm_f32_avx512  6  64 256   24 zmm accumulators + 4 B rows + 1 broadcast
+ *   cpu.gemm_f32_avx2    6  16 256   12 ymm accumulators + 2 B rows + 1 broadcast
+ *
+ * The update is the classic register-blocked outer product: the C tile is
+ * loaded into registers once per call, then for each of the KR steps one row
+ * of B is loaded (NR/W vectors) and each of the MR elements of A's column is
+ * broadcast and multiplied into its accumulator row (FMA); the tile is
+ * stored back at the end. 6 x 64 was measured on a 2-core AVX-512 Xeon
+ * (bench/gemm, B packed into [N/64, K, 64] panels) against 6 x 32, 12 x 32
+ * and 8 x 48, and KR 128/256/512 (256 and 512 within noise; 256 keeps a B
+ * block at 64 KiB, in L2, and lets smaller K use whole tiles).
+ *
+ * The C source is one template (cpu_template below), expanded per intrinsic:
+ * '@' followed by one letter stands for a parameter (see expand). It defines
+ *   static inline void P_reset(float *c, int64_t sc0, int64_t sc1);
+ *   static inline void P_update(const float *a, int64_t sa0, int64_t sa1,
+ *                               const float *b, int64_t sb0, int64_t sb1,
+ *                               float *c, int64_t sc0, int64_t sc1);
+ *   static inline void P_body(...same as update...);   (C = A . B)
+ * with P = tex_gemm_f32_avx512 or tex_gemm_f32_avx2, so both can live in one
+ * generated file. The vector path needs unit column strides in B and C (the
+ * vectors run along the columns); it checks them at run time and otherwise
+ * takes a portable path that accumulates the tile in a local array (any
+ * strides). The vector path is compiled only where the compiler targets the
+ * ISA (#if __AVX512F__, resp. __AVX2__ && __FMA__; generated code is built
+ * with -march=native), so the source compiles on any CPU, falling back to
+ * the portable path. Everything is static inline so the C compiler inlines
+ * the calls into the kernel's loops.
+ *
+ * Not done here: packing of A or B (the schedule does it with a compute or
+ * cache_read), prefetching, and edge tiles (see above).
+ */
+#include "schedule/intrin.h"
+
+#include "util/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *name;   /* the built-in's name */
+    const char *prefix; /* of the C functions */
+    int64_t mr, nr, kr; /* the desc's extents */
+    int width;          /* floats per vector */
+    const char *vtype;  /* the vector type */
+    const char *isa;    /* the intrinsics' prefix (_mm512, _mm256) */
+    const char *guard;  /* preprocessor condition for the vector path */
+} cpu_gemm;
+
+static const cpu_gemm cpu_gemms[] = {
+    {"cpu.gemm_f32_avx512", "tex_gemm_f32_avx512", 6, 64, 256, 16, "__m512", "_mm512",
+     "defined(__AVX512F__)"},
+    {"cpu.gemm_f32_avx2", "tex_gemm_f32_avx2", 6, 16, 256, 8, "__m256", "_mm256",
+     "defined(__AVX2__) && defined(__FMA__)"},
+};
+
+/* The source template; each piece stays below C's 4095-character literal
+ * limit. @X name, @P prefix, @M MR, @N NR, @K KR, @W vector width, @R NR/W,
+ * @V vector type, @I intrinsics' prefix, @G the vector path's condition. */
+static const char *const cpu_template[] = {
+    "/* tex built-in @X: C[@M, @N] (+)= A[@M, @K] . B[@K, @N] (f32) */\n"
+    "#include <stdint.h>\n"
+    "static inline void @P_reset(float *c, int64_t sc0, int64_t sc1)\n"
+    "{\n"
+    "    for (int64_t i = 0; i < @M; i++)\n"
+    "        for (int64_t j = 0; j < @N; j++)\n"
+    "            c[i * sc0 + j * sc1] = 0.0f;\n"
+    "}\n"
+    "/* any strides: the tile accumulates in a local array */\n"
+    "static inline void @P_any(const float *a, int64_t sa0, int64_t sa1, const float *b,\n"
+    "    int64_t sb0, int64_t sb1, float *c, int64_t sc0, int64_t sc1,\n"
+    "    int acc_c)\n"
+    "{\n"
+    "    float t[@M][@N];\n"
+    "    for (int64_t i = 0; i < @M; i++)\n"
+    "        for (int64_t j = 0; j < @N; j++)\n"
+    "            t[i][j] = acc_c ? c[i * sc0 + j * sc1] : 0.0f;\n"
+    "    for (int64_t k = 0; k < @K; k++)\n"
+    "        for (int64_t i = 0; i < @M; i++) {\n"
+    "            float av = a[i * sa0 + k * sa1];\n"
+    "            for (int64_t j = 0; j < @N; j++)\n"
+    "                t[i][j] += av * b[k * sb0 + j * sb1];\n"
+    "        }\n"
+    "    for (int64_t i = 0; i < @M; i++)\n"
+    "        for (int64_t j = 0; j < @N; j++)\n"
+    "            c[i * sc0 + j * sc1] = t[i][j];\n"
+    "}\n",
+
+    "#if @G\n"
+    "#include <immintrin.h>\n"
+    "/* unit column strides: @M x @R vector accumulators, B rows loaded, A broadcast */\n"
+    "static inline void @P_vec(const float *a, int64_t sa0, int64_t sa1, const float *b,\n"
+    "    int64_t sb0, float *c, int64_t sc0, int acc_c)\n"
+    "{\n"
+    "    @V acc[@M][@R];\n"
+    "    for (int i = 0; i < @M; i++)\n"
+    "        for (int v = 0; v < @R; v++)\n"
+    "            acc[i][v] = acc_c ? @I_loadu_ps(c + i * sc0 + v * @W) : @I_setzero_ps();\n"
+    "    for (int64_t k = 0; k < @K; k++) {\n"
+    "        @V bv[@R];\n"
+    "        for (int v = 0; v < @R; v++)\n"
+    "            bv[v] = @I_loadu_ps(b + k * sb0 + v * @W);\n"
+    "        for (int i = 0; i < @M; i++) {\n"
+    "            @V av = @I_set1_ps(a[i * sa0 + k * sa1]);\n"
+    "            for (int v = 0; v < @R; v++)\n"
+    "                acc[i][v] = @I_fmadd_ps(av, bv[v], acc[i][v]);\n"
+    "        }\n"
+    "    }\n"
+    "    for (int i = 0; i < @M; i++)\n"
+    "        for (int v = 0; v < @R; v++)\n"
+    "            @I_storeu_ps(c + i * sc0 + v * @W, acc[i][v]);\n"
+    "}\n"
+    "#endif\n",
+
+    "static inline void @P_run(const float *a, int64_t sa0, int64_t sa1, const float *b,\n"
+    "    int64_t sb0, int64_t sb1, float *c, int64_t sc0, int64_t sc1,\n"
+    "    int acc_c)\n"
+    "{\n"
+    "#if @G\n"
+    "    if (sb1 == 1 && sc1 == 1) {\n"
+    "        @P_vec(a, sa0, sa1, b, sb0, c, sc0, acc_c);\n"
+    "        return;\n"
+    "    }\n"
+    "#endif\n"
+    "    @P_any(a, sa0, sa1, b, sb0, sb1, c, sc0, sc1, acc_c);\n"
+    "}\n"
+    "static inline void @P_update(const float *a, int64_t sa0, int64_t sa1, const float *b,\n"
+    "    int64_t sb0, int64_t sb1, float *c, int64_t sc0, int64_t sc1)\n"
+    "{\n"
+    "    @P_run(a, sa0, sa1, b, sb0, sb1, c, sc0, sc1, 1);\n"
+    "}\n"
+    "static inline void @P_body(const float *a, int64_t sa0, int64_t sa1, const float *b,\n"
+    "    int64_t sb0, int64_t sb1, float *c, int64_t sc0, int64_t sc1)\n"
+    "{\n"
+    "    @P_run(a, sa0, sa1, b, sb0, sb1, c, sc0, sc1, 0);\n"
+    "}\n",
+};
+
+/* Appends template piece t with g's parameters substituted. */
+static void expand(texi_sb *sb, const char *t, const cpu_gemm *g)
+{
+    for (; *t; t++) {
+        if (*t != '@' || !t[1]) {
+            texi_sb_putc(sb, *t);
+            continue;
+        }
+        switch (*++t) {
+        case 'X':
+            texi_sb_puts(sb, g->name);
+            break;
+        case 'P':
+            texi_sb_puts(sb, g->prefix);
+            break;
+        case 'M':
+            texi_sb_printf(sb, "%lld", (long long)g->mr);
+            break;
+        case 'N':
+            texi_sb_printf(sb, "%lld", (long long)g->nr);
+            break;
+        case 'K':
+            texi_sb_printf(sb, "%lld", (long long)g->kr);
+            break;
+        case 'W':
+            texi_sb_printf(sb, "%d", g->width);
+            break;
+        case 'R':
+            texi_sb_printf(sb, "%lld", (long long)(g->nr / g->width));
+            break;
+        case 'V':
+            texi_sb_puts(sb, g->vtype);
+            break;
+        case 'I':
+            texi_sb_puts(sb, g->isa);
+            break;
+        case 'G':
+            texi_sb_puts(sb, g->guard);
+            break;
+        default:
+            texi_sb_putc(sb, '@');
+            texi_sb_putc(sb, *t);
+            break;
+        }
+    }
+}
+
+/* g's C source, copied into ctx's arena; NULL with ENOMEM recorded. */
+static char *gemm_source(tex_ctx *ctx, const cpu_gemm *g)
+{
+    texi_sb sb;
+    texi_sb_init(&sb);
+    for (size_t i = 0; i < sizeof cpu_template / sizeof cpu_template[0]; i++)
+        expand(&sb, cpu_template[i], g);
+    char *text = texi_sb_take(&sb);
+    if (!text) {
+        texi_error(ctx, TEX_ENOMEM, "tex_intrin_builtin: out of memory writing '%s'", g->name);
+        return NULL;
+    }
+    char *copy = texi_strdup(ctx, text);
+    free(text);
+    return copy;
+}
+
+/* The desc C[i, j] = sum_k A[i, k] * B[k, j] over g's extents. */
+static tex_tensor *gemm_desc(tex_ctx *ctx, const cpu_gemm *g)
+{
+    tex_tensor *a = tex_placeholder_c(ctx, "A", TEX_F32, 2, (const int64_t[]){g->mr, g->kr});
+    tex_tensor *b = tex_placeholder_c(ctx, "B", TEX_F32, 2, (const int64_t[]){g->kr, g->nr});
+    tex_iter *i = tex_axis(ctx, "i", tex_int(ctx, g->mr));
+    tex_iter *j = tex_axis(ctx, "j", tex_int(ctx, g->nr));
+    tex_iter *k = tex_reduce_axis(ctx, "k", tex_int(ctx, g->kr));
+    if (!a || !b || !i || !j || !k)
+        return NULL;
+    tex_expr *prod = tex_mul(TEX_AT(a, tex_iv(i), tex_iv(k)), TEX_AT(b, tex_iv(k), tex_iv(j)));
+    return tex_compute(ctx, "C", 2, (tex_iter *[]){i, j}, tex_sum(prod, 1, &k));
+}
+
+tex_intrin *texi_intrin_builtin_cpu(tex_ctx *ctx, const char *name)
+{
+    for (size_t n = 0; n < sizeof cpu_gemms / sizeof cpu_gemms[0]; n++) {
+        const cpu_gemm *g = &cpu_gemms[n];
+        if (strcmp(name, g->name) != 0)
+            continue;
+        tex_tensor *desc = gemm_desc(ctx, g);
+        char *src = desc ? gemm_source(ctx, g) : NULL;
+        const char *fn[3] = {"body", "reset", "update"};
+        char *fn_name[3] = {NULL, NULL, NULL};
+        for (int f = 0; f < 3 && src; f++) {
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s_%s", g->prefix, fn[f]);
+            fn_name[f] = texi_strdup(ctx, buf);
+            if (!fn_name[f])
+                return NULL;
+        }
+        if (!src)
+            return NULL;
+        return texi_intrin_make(ctx, "tex_intrin_builtin", g->name, desc, src, fn_name[0],
+                                fn_name[1], fn_name[2], g->name);
+    }
+    return NULL;
+}

@@ -1,0 +1,38 @@
+#!/bin/sh
+# Runs the GPU cases of tests/support/gpu_cases.h on a real GPU: builds the
+# static library (make lib/libtex.a), compiles tests/cuda/gpu_run.c against it
+# and runs it; one line per case: case=NAME status=ok|FAIL max_rel_err=E ms=T.
+#
+#   tests/cuda/run_on_gpu.sh [CASE...]      (from anywhere; cases: matmul transpose
+#                                            softmax layernorm conv2d sum; default all)
+#
+# Environment: GPU_RUN_REPS (timed runs per case, default 10), GPU_RUN_TARGET=cpu
+# and GPU_RUN_SMALL=1 (a check of the runner without a GPU), CC, and what
+# the library reads (CUDA_HOME for NVRTC). Exit status: gpu_run's (0 all
+# passed, 1 a case failed), 77 when there is no GPU or driver (skipped),
+# 2 when the build fails.
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root" || exit 2
+
+# A quick look before building: no device node and no nvidia-smi listing a GPU
+# means no GPU (gpu_run itself skips too when the driver cannot be used).
+# GPU_RUN_TARGET=cpu (gpu_run's self-check on the CPU backend) skips the look.
+if [ "${GPU_RUN_TARGET:-}" = cpu ]; then
+    :
+elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null; then
+    :
+elif ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then
+    echo "run_on_gpu.sh: no GPU found (no /dev/nvidia*, nvidia-smi lists none): skipped"
+    exit 77
+fi
+
+make -j"$(nproc 2>/dev/null || echo 2)" lib/libtex.a || { echo "run_on_gpu.sh: make failed"; exit 2; }
+mkdir -p build/cuda
+ffi_libs=$(pkg-config --libs libffi 2>/dev/null || echo -lffi)
+# shellcheck disable=SC2086 # $ffi_libs is a list of flags
+${CC:-cc} -std=c11 -O2 -g -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+    -Iinclude -Itests tests/cuda/gpu_run.c -o build/cuda/gpu_run lib/libtex.a \
+    $ffi_libs -lm -ldl -lpthread || { echo "run_on_gpu.sh: compiling gpu_run.c failed"; exit 2; }
+
+build/cuda/gpu_run "$@"

@@ -1,0 +1,568 @@
+/*
+ * gpu_cases.h: the six GPU schedules of the CUDA issue, built with the
+ * public API only (<tex/tex.h>), so that the interpreter check and the PTX
+ * check (tests/unit/test_cuda_ptx.c), the emulator and the real-GPU runner
+ * (tests/cuda/gpu_run.c) all use the same cases. Header-only (static
+ * inline functions); the schedule steps' failures are recorded, never
+ * printed.
+ *
+ * gc_build(ctx, id, sizes, symbolic, &c) defines the computation of case id
+ * in ctx, schedules it for a GPU, lowers it (tex_lower_tensors; parameters:
+ * the inputs, then the outputs) and fills c: the function, its tensors in
+ * parameter order with their concrete shapes at these sizes, how many are
+ * outputs, the tolerance of a comparison with the oracle. With `symbolic`,
+ * the case's sizes are tex_vars (read from the arrays' shapes at call time;
+ * all but conv2d's channels and filters and the sum's block count).
+ * gc_default_sizes gives the sizes of each scale: GC_SMALL (interpreter,
+ * emulator: every size a non-multiple of the tile factors) and GC_LARGE (a
+ * real GPU).
+ *
+ * The cases (threads per block in brackets):
+ *   matmul     C = A B. 64x64 block tile, 16x16 threads with 4x4 outputs
+ *              each in a local write cache, k split by 8; A and B tiles
+ *              (64x8, 8x64) cache_read into shared memory at k.outer,
+ *              fetched cooperatively (fused, split by 256, bound to the same
+ *              threadIdx.y/x as the consumer), double-buffered. Threads
+ *              read what others fetched inside their own loops, so the
+ *              lowered function needs barriers (c->needs_sync). [256]
+ *   transpose  B[j, i] = A[i, j] through a 32x32 shared tile with
+ *              storage_align(32, 1) (row stride 33: no bank conflicts);
+ *              32x8 threads, 4 rows each. [256]
+ *   softmax    one block per row; the row max and the sum of exp are
+ *              rfactor'ed over a split of the row by 128 and reduced across
+ *              threadIdx.x (cross-thread reduction), computed at the row in
+ *              shared memory; the output row split over the threads. [128]
+ *   layernorm  the same pattern for the mean and the variance. [128]
+ *   conv2d     NCHW, 3x3, stride 1, zero padding 1 through an inlined
+ *              padded compute (select over a clamped read); (n, f) fused on
+ *              blockIdx.z, 16x16 output tiles on blockIdx.y/x and
+ *              threadIdx.y/x; the filter of f (C x 3 x 3) cache_read into
+ *              shared memory per block (attached at the block, fetched by a
+ *              thread nest of its own before the compute's). [256]
+ *   sum        S[0] = sum of a long vector across blocks: split by nparts
+ *              (one part per block) and rfactor'ed into a global partial per
+ *              block, itself reduced across 128 threads (rfactor + thread
+ *              binding); a second kernel reduces the partials the same way.
+ *              [128]
+ * Inputs from gc_fill are multiples of 1/4 in [-2, 2]: sums of their
+ * products are exact in f32 at these sizes, so matmul, conv2d and sum
+ * match the oracle whatever the order of accumulation.
+ */
+#ifndef TEX_TESTS_SUPPORT_GPU_CASES_H
+#define TEX_TESTS_SUPPORT_GPU_CASES_H
+
+#include "tex/tex.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define GC_MAX_TENSORS 8
+#define GC_MAX_DIMS 4
+#define GC_MAX_SIZES 6
+
+typedef enum {
+    GC_MATMUL,
+    GC_TRANSPOSE,
+    GC_SOFTMAX,
+    GC_LAYERNORM,
+    GC_CONV2D,
+    GC_SUM,
+    GC_N_CASES
+} gc_id;
+
+typedef enum { GC_SMALL, GC_LARGE } gc_scale;
+
+typedef struct {
+    const char *name; /* the case's name, also the lowered function's */
+    tex_ctx *ctx;
+    tex_func *f; /* NULL when the case could not be built (why says why) */
+    int n;       /* tensors = kernel parameters: inputs then outputs */
+    tex_tensor *tensors[GC_MAX_TENSORS];
+    int ndim[GC_MAX_TENSORS];
+    int64_t shape[GC_MAX_TENSORS][GC_MAX_DIMS]; /* concrete shapes at the sizes built for */
+    int n_in;                                   /* tensors[0 .. n_in) are inputs */
+    int n_out;                                  /* tensors[n_in .. n) are outputs */
+    double tol;                                 /* max |got - want| / max(1, |want|) accepted */
+    bool symbolic;
+    bool needs_sync; /* threads read shared data other threads fetched inside their
+                        loops: the lowered function needs barriers (thread_sync) */
+    int64_t sizes[GC_MAX_SIZES];
+    char why[1024]; /* first failure: the schedule step and tex_errmsg */
+} gc_case;
+
+static const char *const gc_names[GC_N_CASES] = {"matmul",    "transpose", "softmax",
+                                                 "layernorm", "conv2d",    "sum"};
+
+/* Sizes per case: matmul M N K; transpose M N; softmax, layernorm M N;
+ * conv2d batch, channels, H, W, filters; sum L, blocks. */
+static inline void gc_default_sizes(gc_id id, gc_scale scale, int64_t sizes[GC_MAX_SIZES])
+{
+    static const int64_t small[GC_N_CASES][GC_MAX_SIZES] = {
+        {80, 72, 20}, {70, 45}, {5, 300}, {4, 250}, {2, 3, 10, 19, 4}, {5000, 8}};
+    static const int64_t large[GC_N_CASES][GC_MAX_SIZES] = {{1024, 1024, 1024},  {4096, 4096},
+                                                            {4096, 4096},        {4096, 4096},
+                                                            {4, 32, 56, 56, 32}, {1 << 24, 512}};
+    memcpy(sizes, scale == GC_SMALL ? small[id] : large[id], sizeof small[id]);
+}
+
+/* ------------------------------------------------------------- helpers */
+
+/* Records the first failure of step `what` (its return code and the context's message). */
+static inline bool gc_ok(gc_case *c, int rc, const char *what)
+{
+    if (rc == 0)
+        return true;
+    if (!c->why[0])
+        snprintf(c->why, sizeof c->why, "%s failed (%d): %s", what, rc, tex_errmsg(c->ctx));
+    return false;
+}
+
+/* gc_ok for a constructor's result. */
+static inline bool gc_ok_p(gc_case *c, const void *p, const char *what)
+{
+    return gc_ok(c, p ? 0 : (tex_errcode(c->ctx) ? tex_errcode(c->ctx) : -1), what);
+}
+
+#define GC_TRY(c, call)                                                                            \
+    do {                                                                                           \
+        if (!gc_ok((c), (call), #call))                                                            \
+            return;                                                                                \
+    } while (0)
+
+#define GC_TRYP(c, lhs, call)                                                                      \
+    do {                                                                                           \
+        (lhs) = (call);                                                                            \
+        if (!gc_ok_p((c), (lhs), #call))                                                           \
+            return;                                                                                \
+    } while (0)
+
+/* A size: the constant v, or a symbolic i32 variable (v at call time). */
+static inline tex_expr *gc_dim(gc_case *c, const char *name, int64_t v)
+{
+    return c->symbolic ? tex_var(c->ctx, name, TEX_I32) : tex_int(c->ctx, v);
+}
+
+static inline tex_expr *gc_i(gc_case *c, int64_t v)
+{
+    return tex_int(c->ctx, v);
+}
+
+static inline tex_expr *gc_f(gc_case *c, double v)
+{
+    return tex_const(c->ctx, TEX_F32, v);
+}
+
+/* Appends parameter t with its concrete shape. */
+static inline void gc_param(gc_case *c, tex_tensor *t, int ndim, const int64_t shape[])
+{
+    if (c->n == GC_MAX_TENSORS)
+        return;
+    c->tensors[c->n] = t;
+    c->ndim[c->n] = ndim;
+    memcpy(c->shape[c->n], shape, sizeof(int64_t) * (size_t)ndim);
+    c->n++;
+}
+
+static inline tex_tensor *gc_input(gc_case *c, const char *name, int ndim, tex_expr *const shape[],
+                                   const int64_t concrete[])
+{
+    tex_tensor *t = tex_placeholder(c->ctx, name, TEX_F32, ndim, shape);
+    gc_param(c, t, ndim, concrete);
+    c->n_in++;
+    return t;
+}
+
+static inline tex_tensor *gc_output(gc_case *c, tex_tensor *t, int ndim, const int64_t concrete[])
+{
+    gc_param(c, t, ndim, concrete);
+    c->n_out++;
+    return t;
+}
+
+/* Splits the reduction of R by `threads`, rfactors the inner part (the
+ * per-thread partials, a local stage over the outer part) and binds R's
+ * remaining reduction over the threads to threadIdx.x. With `at`, R is
+ * computed at (at, at_iv) in `scope`. The factored tensor, or NULL. */
+static inline tex_tensor *gc_thread_reduce(gc_case *c, tex_schedule *s, tex_tensor *R,
+                                           int64_t threads, tex_stage *at, tex_iter *at_iv,
+                                           tex_scope scope)
+{
+    tex_stage *sr = tex_stage_of(s, R);
+    tex_iter *ko, *ki;
+    if (!gc_ok(c, tex_split(sr, tex_op_reduce_axis(sr, 0), gc_i(c, threads), &ko, &ki),
+               "split (reduction by the threads)"))
+        return NULL;
+    tex_tensor *RF = tex_rfactor(s, R, ki, tex_tensor_ndim(R));
+    if (!gc_ok_p(c, RF, "tex_rfactor"))
+        return NULL;
+    tex_iter *tx = tex_op_reduce_axis(sr, 0);
+    if (!gc_ok(c, tex_bind(sr, tx, TEX_THREAD_X), "tex_bind (reduction to threadIdx.x)"))
+        return NULL;
+    if (at && !(gc_ok(c, tex_compute_at(sr, at, at_iv), "tex_compute_at (reduction)") &&
+                gc_ok(c, tex_set_scope(sr, scope), "tex_set_scope (reduction)")))
+        return NULL;
+    tex_stage *sf = tex_stage_of(s, RF);
+    if (!(gc_ok(c, tex_compute_at(sf, sr, tx), "tex_compute_at (partials)") &&
+          gc_ok(c, tex_set_scope(sf, TEX_SCOPE_LOCAL), "tex_set_scope (partials)")))
+        return NULL;
+    return RF;
+}
+
+/* Cooperative fetch of a shared stage attached inside a threadIdx.y/x nest
+ * of ty x tx threads: its axes fused, split by the block size, the inner part
+ * bound to threadIdx.y/x (the consumer's threads), the outer part serial. */
+static inline bool gc_coop_fetch(gc_case *c, tex_stage *st, int naxes, int64_t ty, int64_t tx)
+{
+    tex_iter *fu = tex_op_axis(st, 0), *fo, *fi, *fy, *fx;
+    for (int a = 1; a < naxes; a++)
+        if (!gc_ok(c, tex_fuse(st, fu, tex_op_axis(st, a), &fu), "tex_fuse (fetch)"))
+            return false;
+    return gc_ok(c, tex_split(st, fu, gc_i(c, ty * tx), &fo, &fi), "tex_split (fetch)") &&
+           gc_ok(c, tex_split(st, fi, gc_i(c, tx), &fy, &fx), "tex_split (fetch threads)") &&
+           gc_ok(c, tex_bind(st, fy, TEX_THREAD_Y), "tex_bind (fetch threadIdx.y)") &&
+           gc_ok(c, tex_bind(st, fx, TEX_THREAD_X), "tex_bind (fetch threadIdx.x)");
+}
+
+/* ---------------------------------------------------------------- cases */
+
+enum { GC_MM_BLOCK = 64, GC_MM_THREADS = 16, GC_MM_KTILE = 8 };
+
+static inline void gc_matmul(gc_case *c, tex_schedule **sp)
+{
+    const int64_t *z = c->sizes;
+    tex_ctx *x = c->ctx;
+    tex_expr *M = gc_dim(c, "M", z[0]), *N = gc_dim(c, "N", z[1]), *K = gc_dim(c, "K", z[2]);
+    tex_tensor *A = gc_input(c, "A", 2, (tex_expr *[]){M, K}, (int64_t[]){z[0], z[2]});
+    tex_tensor *B = gc_input(c, "B", 2, (tex_expr *[]){K, N}, (int64_t[]){z[2], z[1]});
+    tex_iter *i = tex_axis(x, "i", M), *j = tex_axis(x, "j", N), *k = tex_reduce_axis(x, "k", K);
+    tex_expr *prod = tex_mul(TEX_AT(A, tex_iv(i), tex_iv(k)), TEX_AT(B, tex_iv(k), tex_iv(j)));
+    tex_tensor *C;
+    GC_TRYP(c, C, tex_compute(x, "C", 2, (tex_iter *[]){i, j}, tex_sum(prod, 1, &k)));
+    gc_output(c, C, 2, (int64_t[]){z[0], z[1]});
+    tex_schedule *s;
+    GC_TRYP(c, s, tex_schedule_new(x, 1, &C));
+    *sp = s;
+    tex_tensor *CL, *AA, *BB;
+    GC_TRYP(c, CL, tex_cache_write(s, C, TEX_SCOPE_LOCAL));
+    GC_TRYP(c, AA, tex_cache_read(s, A, TEX_SCOPE_SHARED, 1, &CL));
+    GC_TRYP(c, BB, tex_cache_read(s, B, TEX_SCOPE_SHARED, 1, &CL));
+    tex_stage *sc = tex_stage_of(s, C), *sl = tex_stage_of(s, CL);
+    tex_iter *by, *yi, *bx, *xi, *ty, *yii, *tx, *xii, *ko, *ki;
+    GC_TRY(c, tex_split(sc, tex_op_axis(sc, 0), gc_i(c, GC_MM_BLOCK), &by, &yi));
+    GC_TRY(c, tex_split(sc, tex_op_axis(sc, 1), gc_i(c, GC_MM_BLOCK), &bx, &xi));
+    GC_TRY(c, tex_split_nparts(sc, yi, gc_i(c, GC_MM_THREADS), &ty, &yii));
+    GC_TRY(c, tex_split_nparts(sc, xi, gc_i(c, GC_MM_THREADS), &tx, &xii));
+    GC_TRY(c, tex_reorder(sc, 6, (tex_iter *[]){by, bx, ty, tx, yii, xii}));
+    GC_TRY(c, tex_bind(sc, by, TEX_BLOCK_Y));
+    GC_TRY(c, tex_bind(sc, bx, TEX_BLOCK_X));
+    GC_TRY(c, tex_bind(sc, ty, TEX_THREAD_Y));
+    GC_TRY(c, tex_bind(sc, tx, TEX_THREAD_X));
+    GC_TRY(c, tex_compute_at(sl, sc, tx));
+    GC_TRY(c, tex_split(sl, tex_op_reduce_axis(sl, 0), gc_i(c, GC_MM_KTILE), &ko, &ki));
+    GC_TRY(c, tex_reorder(sl, 4, (tex_iter *[]){ko, ki, tex_op_axis(sl, 0), tex_op_axis(sl, 1)}));
+    c->needs_sync = true;
+    tex_tensor *shared[2] = {AA, BB};
+    for (int t = 0; t < 2; t++) {
+        tex_stage *sa = tex_stage_of(s, shared[t]);
+        GC_TRY(c, tex_compute_at(sa, sl, ko));
+        if (!gc_coop_fetch(c, sa, 2, GC_MM_THREADS, GC_MM_THREADS))
+            return;
+        GC_TRY(c, tex_double_buffer(sa));
+    }
+}
+
+enum { GC_TR_TILE = 32, GC_TR_ROWS = 8 };
+
+static inline void gc_transpose(gc_case *c, tex_schedule **sp)
+{
+    const int64_t *z = c->sizes;
+    tex_ctx *x = c->ctx;
+    tex_expr *M = gc_dim(c, "M", z[0]), *N = gc_dim(c, "N", z[1]);
+    tex_tensor *A = gc_input(c, "A", 2, (tex_expr *[]){M, N}, (int64_t[]){z[0], z[1]});
+    tex_iter *j = tex_axis(x, "j", N), *i = tex_axis(x, "i", M);
+    tex_tensor *B;
+    GC_TRYP(c, B, tex_compute(x, "B", 2, (tex_iter *[]){j, i}, TEX_AT(A, tex_iv(i), tex_iv(j))));
+    gc_output(c, B, 2, (int64_t[]){z[1], z[0]});
+    tex_schedule *s;
+    GC_TRYP(c, s, tex_schedule_new(x, 1, &B));
+    *sp = s;
+    tex_tensor *AS;
+    GC_TRYP(c, AS, tex_cache_read(s, A, TEX_SCOPE_SHARED, 1, &B));
+    tex_stage *sb = tex_stage_of(s, B), *sa = tex_stage_of(s, AS);
+    tex_iter *jo, *io, *ji, *ii, *jio, *jit, *aio, *ait;
+    tex_expr *tile = gc_i(c, GC_TR_TILE);
+    GC_TRY(c, tex_tile(sb, j, i, tile, tile, &jo, &io, &ji, &ii));
+    GC_TRY(c, tex_split(sb, ji, gc_i(c, GC_TR_ROWS), &jio, &jit));
+    GC_TRY(c, tex_reorder(sb, 5, (tex_iter *[]){jo, io, jit, ii, jio}));
+    GC_TRY(c, tex_bind(sb, jo, TEX_BLOCK_Y));
+    GC_TRY(c, tex_bind(sb, io, TEX_BLOCK_X));
+    GC_TRY(c, tex_bind(sb, jit, TEX_THREAD_Y));
+    GC_TRY(c, tex_bind(sb, ii, TEX_THREAD_X));
+    GC_TRY(c, tex_compute_at(sa, sb, io));
+    GC_TRY(c, tex_storage_align(sa, tex_op_axis(sa, 0), GC_TR_TILE, 1));
+    GC_TRY(c, tex_split(sa, tex_op_axis(sa, 0), gc_i(c, GC_TR_ROWS), &aio, &ait));
+    GC_TRY(c, tex_reorder(sa, 3, (tex_iter *[]){ait, tex_op_axis(sa, 1), aio}));
+    GC_TRY(c, tex_bind(sa, ait, TEX_THREAD_Y));
+    GC_TRY(c, tex_bind(sa, tex_op_axis(sa, 1), TEX_THREAD_X));
+}
+
+enum { GC_ROW_THREADS = 128 };
+
+/* Splits Y's row over the threads: Y[i, jo*T + jt], i on blockIdx.x, jt on threadIdx.x. */
+static inline void gc_rows_output(gc_case *c, tex_stage *sy)
+{
+    tex_iter *i = tex_op_axis(sy, 0), *jo, *jt;
+    GC_TRY(c, tex_split(sy, tex_op_axis(sy, 1), gc_i(c, GC_ROW_THREADS), &jo, &jt));
+    GC_TRY(c, tex_reorder(sy, 3, (tex_iter *[]){i, jt, jo}));
+    GC_TRY(c, tex_bind(sy, i, TEX_BLOCK_X));
+    GC_TRY(c, tex_bind(sy, jt, TEX_THREAD_X));
+}
+
+/* Two row statistics R1, R2 (R2 may read R1) computed per row of Y in
+ * shared memory by cross-thread reductions. */
+static inline void gc_rows_schedule(gc_case *c, tex_schedule *s, tex_tensor *Y, tex_tensor *R1,
+                                    tex_tensor *R2)
+{
+    tex_stage *sy = tex_stage_of(s, Y);
+    tex_iter *row = tex_op_axis(sy, 0);
+    if (!gc_thread_reduce(c, s, R1, GC_ROW_THREADS, sy, row, TEX_SCOPE_SHARED) ||
+        !gc_thread_reduce(c, s, R2, GC_ROW_THREADS, sy, row, TEX_SCOPE_SHARED))
+        return;
+    gc_rows_output(c, sy);
+}
+
+static inline void gc_softmax(gc_case *c, tex_schedule **sp)
+{
+    const int64_t *z = c->sizes;
+    tex_ctx *x = c->ctx;
+    tex_expr *M = gc_dim(c, "M", z[0]), *N = gc_dim(c, "N", z[1]);
+    tex_tensor *X = gc_input(c, "X", 2, (tex_expr *[]){M, N}, (int64_t[]){z[0], z[1]});
+    tex_iter *i1 = tex_axis(x, "i", M), *k1 = tex_reduce_axis(x, "k", N);
+    tex_tensor *Mx, *Se, *Y;
+    GC_TRYP(
+        c, Mx,
+        tex_compute(x, "Mx", 1, &i1, tex_reduce_max(TEX_AT(X, tex_iv(i1), tex_iv(k1)), 1, &k1)));
+    tex_iter *i2 = tex_axis(x, "i", M), *k2 = tex_reduce_axis(x, "k", N);
+    tex_expr *e2 = tex_exp(tex_sub(TEX_AT(X, tex_iv(i2), tex_iv(k2)), TEX_AT(Mx, tex_iv(i2))));
+    GC_TRYP(c, Se, tex_compute(x, "Se", 1, &i2, tex_sum(e2, 1, &k2)));
+    tex_iter *i3 = tex_axis(x, "i", M), *j3 = tex_axis(x, "j", N);
+    tex_expr *e3 = tex_exp(tex_sub(TEX_AT(X, tex_iv(i3), tex_iv(j3)), TEX_AT(Mx, tex_iv(i3))));
+    GC_TRYP(c, Y,
+            tex_compute(x, "Y", 2, (tex_iter *[]){i3, j3}, tex_div(e3, TEX_AT(Se, tex_iv(i3)))));
+    gc_output(c, Y, 2, (int64_t[]){z[0], z[1]});
+    tex_schedule *s;
+    GC_TRYP(c, s, tex_schedule_new(x, 1, &Y));
+    *sp = s;
+    gc_rows_schedule(c, s, Y, Mx, Se);
+}
+
+static inline void gc_layernorm(gc_case *c, tex_schedule **sp)
+{
+    const int64_t *z = c->sizes;
+    tex_ctx *x = c->ctx;
+    tex_expr *M = gc_dim(c, "M", z[0]), *N = gc_dim(c, "N", z[1]);
+    tex_tensor *X = gc_input(c, "X", 2, (tex_expr *[]){M, N}, (int64_t[]){z[0], z[1]});
+    tex_tensor *G = gc_input(c, "G", 1, &N, &z[1]), *Bt = gc_input(c, "Bt", 1, &N, &z[1]);
+    tex_expr *invn = tex_div(gc_f(c, 1.0), tex_cast(TEX_F32, N));
+    tex_iter *i1 = tex_axis(x, "i", M), *k1 = tex_reduce_axis(x, "k", N);
+    tex_tensor *Mean, *Var, *Y;
+    GC_TRYP(c, Mean,
+            tex_compute(x, "Mean", 1, &i1,
+                        tex_sum(tex_mul(TEX_AT(X, tex_iv(i1), tex_iv(k1)), invn), 1, &k1)));
+    tex_iter *i2 = tex_axis(x, "i", M), *k2 = tex_reduce_axis(x, "k", N);
+    tex_expr *d2 = tex_sub(TEX_AT(X, tex_iv(i2), tex_iv(k2)), TEX_AT(Mean, tex_iv(i2)));
+    GC_TRYP(c, Var, tex_compute(x, "Var", 1, &i2, tex_sum(tex_mul(tex_mul(d2, d2), invn), 1, &k2)));
+    tex_iter *i3 = tex_axis(x, "i", M), *j3 = tex_axis(x, "j", N);
+    tex_expr *d3 = tex_sub(TEX_AT(X, tex_iv(i3), tex_iv(j3)), TEX_AT(Mean, tex_iv(i3)));
+    tex_expr *norm = tex_mul(d3, tex_rsqrt(tex_add(TEX_AT(Var, tex_iv(i3)), gc_f(c, 1e-5))));
+    GC_TRYP(c, Y,
+            tex_compute(x, "Y", 2, (tex_iter *[]){i3, j3},
+                        tex_add(tex_mul(norm, TEX_AT(G, tex_iv(j3))), TEX_AT(Bt, tex_iv(j3)))));
+    gc_output(c, Y, 2, (int64_t[]){z[0], z[1]});
+    tex_schedule *s;
+    GC_TRYP(c, s, tex_schedule_new(x, 1, &Y));
+    *sp = s;
+    gc_rows_schedule(c, s, Y, Mean, Var);
+}
+
+enum { GC_CONV_TILE = 16, GC_CONV_K = 3, GC_CONV_PAD = 1 };
+
+/* Pad[n, c, h, w] = in bounds ? D[n, c, clamp(h - 1), clamp(w - 1)] : 0 (inlined). */
+static inline tex_tensor *gc_conv_pad(gc_case *c, tex_tensor *D, tex_expr *N, tex_expr *C,
+                                      tex_expr *H, tex_expr *W)
+{
+    tex_ctx *x = c->ctx;
+    tex_expr *P = gc_i(c, GC_CONV_PAD), *zero = gc_i(c, 0), *one = gc_i(c, 1);
+    tex_iter *pn = tex_axis(x, "n", N), *pc = tex_axis(x, "c", C);
+    tex_iter *ph = tex_axis(x, "h", tex_add(H, gc_i(c, 2 * GC_CONV_PAD)));
+    tex_iter *pw = tex_axis(x, "w", tex_add(W, gc_i(c, 2 * GC_CONV_PAD)));
+    tex_expr *hy = tex_sub(tex_iv(ph), P), *wx = tex_sub(tex_iv(pw), P);
+    tex_expr *inb =
+        tex_and(tex_and(tex_ge(hy, zero), tex_lt(hy, H)), tex_and(tex_ge(wx, zero), tex_lt(wx, W)));
+    tex_expr *hc = tex_min(tex_max(hy, zero), tex_sub(H, one));
+    tex_expr *wc = tex_min(tex_max(wx, zero), tex_sub(W, one));
+    tex_expr *val = TEX_AT(D, tex_iv(pn), tex_iv(pc), hc, wc);
+    return tex_compute(x, "Pad", 4, (tex_iter *[]){pn, pc, ph, pw},
+                       tex_select(inb, val, gc_f(c, 0)));
+}
+
+static inline void gc_conv2d(gc_case *c, tex_schedule **sp)
+{
+    const int64_t *z = c->sizes;
+    tex_ctx *x = c->ctx;
+    tex_expr *N = gc_dim(c, "N", z[0]), *C = gc_i(c, z[1]), *H = gc_dim(c, "H", z[2]);
+    tex_expr *W = gc_dim(c, "W", z[3]), *F = gc_i(c, z[4]), *KK = gc_i(c, GC_CONV_K);
+    tex_tensor *D =
+        gc_input(c, "D", 4, (tex_expr *[]){N, C, H, W}, (int64_t[]){z[0], z[1], z[2], z[3]});
+    tex_tensor *Wt = gc_input(c, "Wt", 4, (tex_expr *[]){F, C, KK, KK},
+                              (int64_t[]){z[4], z[1], GC_CONV_K, GC_CONV_K});
+    tex_tensor *Pad;
+    GC_TRYP(c, Pad, gc_conv_pad(c, D, N, C, H, W));
+    tex_iter *on = tex_axis(x, "n", N), *of = tex_axis(x, "f", F), *oy = tex_axis(x, "y", H);
+    tex_iter *ox = tex_axis(x, "x", W), *rc = tex_reduce_axis(x, "rc", C);
+    tex_iter *ry = tex_reduce_axis(x, "ry", KK), *rx = tex_reduce_axis(x, "rx", KK);
+    tex_expr *body = tex_mul(TEX_AT(Pad, tex_iv(on), tex_iv(rc), tex_add(tex_iv(oy), tex_iv(ry)),
+                                    tex_add(tex_iv(ox), tex_iv(rx))),
+                             TEX_AT(Wt, tex_iv(of), tex_iv(rc), tex_iv(ry), tex_iv(rx)));
+    tex_tensor *Out;
+    GC_TRYP(c, Out,
+            tex_compute(x, "Out", 4, (tex_iter *[]){on, of, oy, ox},
+                        tex_sum(body, 3, (tex_iter *[]){rc, ry, rx})));
+    gc_output(c, Out, 4, (int64_t[]){z[0], z[4], z[2], z[3]});
+    tex_schedule *s;
+    GC_TRYP(c, s, tex_schedule_new(x, 1, &Out));
+    *sp = s;
+    GC_TRY(c, tex_compute_inline(tex_stage_of(s, Pad)));
+    tex_tensor *WS;
+    GC_TRYP(c, WS, tex_cache_read(s, Wt, TEX_SCOPE_SHARED, 1, &Out));
+    tex_stage *so = tex_stage_of(s, Out), *sw = tex_stage_of(s, WS);
+    tex_iter *nf, *yo, *xo, *yi, *xi;
+    GC_TRY(c, tex_fuse(so, on, of, &nf));
+    tex_expr *tile = gc_i(c, GC_CONV_TILE);
+    GC_TRY(c, tex_tile(so, oy, ox, tile, tile, &yo, &xo, &yi, &xi));
+    GC_TRY(c, tex_bind(so, nf, TEX_BLOCK_Z));
+    GC_TRY(c, tex_bind(so, yo, TEX_BLOCK_Y));
+    GC_TRY(c, tex_bind(so, xo, TEX_BLOCK_X));
+    GC_TRY(c, tex_bind(so, yi, TEX_THREAD_Y));
+    GC_TRY(c, tex_bind(so, xi, TEX_THREAD_X));
+    GC_TRY(c, tex_unroll(so, rx));
+    GC_TRY(c, tex_compute_at(sw, so, xo));
+    gc_coop_fetch(c, sw, 4, GC_CONV_TILE, GC_CONV_TILE);
+}
+
+enum { GC_SUM_THREADS = 128 };
+
+static inline void gc_sum(gc_case *c, tex_schedule **sp)
+{
+    const int64_t *z = c->sizes;
+    tex_ctx *x = c->ctx;
+    tex_expr *L = gc_dim(c, "L", z[0]);
+    tex_tensor *X = gc_input(c, "X", 1, &L, &z[0]);
+    tex_iter *o = tex_axis(x, "o", gc_i(c, 1)), *k = tex_reduce_axis(x, "k", L);
+    tex_tensor *S;
+    GC_TRYP(c, S, tex_compute(x, "S", 1, &o, tex_sum(TEX_AT(X, tex_iv(k)), 1, &k)));
+    gc_output(c, S, 1, (int64_t[]){1});
+    tex_schedule *s;
+    GC_TRYP(c, s, tex_schedule_new(x, 1, &S));
+    *sp = s;
+    tex_stage *ss = tex_stage_of(s, S);
+    tex_iter *kb, *kr;
+    GC_TRY(c, tex_split_nparts(ss, k, gc_i(c, z[1]), &kb, &kr));
+    tex_tensor *SB; /* SB[kb]: the partial sum of block kb (global, between the kernels) */
+    GC_TRYP(c, SB, tex_rfactor(s, S, kb, 0));
+    if (!gc_thread_reduce(c, s, SB, GC_SUM_THREADS, NULL, NULL, TEX_SCOPE_GLOBAL))
+        return;
+    tex_stage *sb = tex_stage_of(s, SB);
+    GC_TRY(c, tex_bind(sb, tex_op_axis(sb, 0), TEX_BLOCK_X));
+    gc_thread_reduce(c, s, S, GC_SUM_THREADS, NULL, NULL, TEX_SCOPE_GLOBAL);
+}
+
+/* ------------------------------------------------------------ building */
+
+/* Builds, schedules and lowers case id at `sizes` in ctx. 0, or -1 with the
+ * failing step and tex_errmsg in c->why (c->f NULL). */
+static inline int gc_build(tex_ctx *ctx, gc_id id, const int64_t sizes[GC_MAX_SIZES], bool symbolic,
+                           gc_case *c)
+{
+    static void (*const builders[GC_N_CASES])(gc_case *, tex_schedule **) = {
+        gc_matmul, gc_transpose, gc_softmax, gc_layernorm, gc_conv2d, gc_sum};
+    memset(c, 0, sizeof *c);
+    c->name = gc_names[id];
+    c->ctx = ctx;
+    c->symbolic = symbolic;
+    memcpy(c->sizes, sizes, sizeof c->sizes);
+    /* f32 sums in another order than the oracle's (exact for matmul, conv2d, sum) */
+    c->tol = id == GC_LAYERNORM ? 5e-4 : id == GC_SOFTMAX ? 1e-4 : 1e-5;
+    tex_schedule *s = NULL;
+    builders[id](c, &s);
+    if (c->why[0])
+        return -1;
+    c->f = tex_lower_tensors(s, c->name, c->n, c->tensors);
+    return gc_ok_p(c, c->f, "tex_lower_tensors") ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- data */
+
+static inline int64_t gc_numel(const gc_case *c, int t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < c->ndim[t]; d++)
+        n *= c->shape[t][d];
+    return n;
+}
+
+/* A new f32 array of tensor t's concrete shape on dev (NULL on failure). */
+static inline DLTensor *gc_array(const gc_case *c, int t, DLDevice dev)
+{
+    return tex_array_new(c->ndim[t], c->shape[t], TEX_F32, dev);
+}
+
+/* Fills a host f32 array with seeded multiples of 1/4 in [-2, 2]. */
+static inline void gc_fill(DLTensor *a, uint64_t seed)
+{
+    int64_t n = 1;
+    for (int d = 0; d < a->ndim; d++)
+        n *= a->shape[d];
+    uint64_t st = seed * 0x9E3779B97F4A7C15u + 1;
+    for (int64_t k = 0; k < n; k++) {
+        st = st * 6364136223846793005u + 1442695040888963407u;
+        ((float *)a->data)[k] = (float)((int)((st >> 33) % 17) - 8) * 0.25f;
+    }
+}
+
+/* Fills a host f32 array with NaN (an output nobody writes shows). */
+static inline void gc_poison(DLTensor *a)
+{
+    int64_t n = 1;
+    for (int d = 0; d < a->ndim; d++)
+        n *= a->shape[d];
+    for (int64_t k = 0; k < n; k++)
+        ((float *)a->data)[k] = NAN;
+}
+
+/* max over elements of |got - want| / max(1, |want|) for host f32 arrays of
+ * the same shape; NaN anywhere gives INFINITY. *at gets the worst index. */
+static inline double gc_max_rel_err(const DLTensor *got, const DLTensor *want, int64_t *at)
+{
+    int64_t n = 1;
+    for (int d = 0; d < want->ndim; d++)
+        n *= want->shape[d];
+    double worst = -1;
+    *at = -1;
+    for (int64_t k = 0; k < n; k++) {
+        double g = ((const float *)got->data)[k], w = ((const float *)want->data)[k];
+        double e = fabs(g - w) / (fabs(w) > 1 ? fabs(w) : 1);
+        if (e != e) /* NaN */
+            e = INFINITY;
+        if (e > worst) {
+            worst = e;
+            *at = k;
+        }
+    }
+    return worst < 0 ? 0 : worst;
+}
+
+#endif

@@ -1,0 +1,434 @@
+/*
+ * The six GPU schedules of the CUDA issue (tests/support/gpu_cases.h):
+ *
+ *   interp_*  each case at small sizes (every size a non-multiple of its
+ *             tiles), with constant and with symbolic sizes, lowers and runs
+ *             in the interpreter (texi_interp_run) with the same result as
+ *             the oracle (tex_eval_reference). A case whose shared stage is
+ *             fetched inside the consumer's thread loops (matmul) needs
+ *             barriers first: it runs after the thread_sync pass, and is
+ *             skipped while the library has none.
+ *   ptx_*     each case at large sizes, constant and symbolic, built for
+ *             "cuda -emit-only -arch=sm_80" and "-arch=sm_90"; its PTX (NVRTC
+ *             through tex_kernel_ptx when the library gives one, else
+ *             nvcc -ptx on the source) assembled by ptxas -v for that
+ *             architecture: no kernel spills (0 bytes spill stores and
+ *             loads) and each uses at most 48 KiB of static shared memory.
+ *             The registers of each kernel are printed. Skipped when ptxas
+ *             (or, without NVRTC, nvcc) is absent, and while the emitter
+ *             reports the case unsupported (TEX_EUNAVAILABLE, printed).
+ *
+ * parse_ptxas   the parser of ptxas -v on a canned log (spills, smem, registers).
+ *
+ * Tools run through fork/execv with an argv (no shell), from
+ * /usr/local/cuda/bin (or $CUDA_HOME/bin).
+ */
+#include "tt.h"
+
+#include "lower/lower.h"
+#include "support/gpu_cases.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Referenced weakly while the runtime (tex_kernel_ptx) and the GPU passes
+ * (texi_pass_thread_sync) are being added: NULL until they are linked. */
+extern const char *tex_kernel_ptx(const tex_kernel *k) __attribute__((weak));
+extern int texi_pass_thread_sync(texi_lower *lw, tex_stmt *in, tex_stmt **out)
+    __attribute__((weak));
+
+#define SMEM_LIMIT (48 * 1024)
+
+/* ------------------------------------------------------------ interpreter */
+
+/* The function the interpreter runs: f, or f after thread_sync when threads
+ * read shared data other threads fetched. NULL with a reason in why (skip). */
+static const tex_func *interp_func(gc_case *c, tex_func *copy, char *why, size_t n)
+{
+    if (!c->needs_sync)
+        return c->f;
+    if (!texi_pass_thread_sync) {
+        snprintf(why, n, "%s: needs barriers (thread_sync pass not in the library yet)", c->name);
+        return NULL;
+    }
+    texi_lower lw = {c->ctx, NULL, c->f};
+    tex_stmt *body = NULL;
+    if (texi_lower_apply(&lw, "thread_sync", texi_pass_thread_sync, c->f->body, &body) != 0) {
+        TT_FAILF("%s: thread_sync failed: %s", c->name, tex_errmsg(c->ctx));
+        return NULL;
+    }
+    *copy = *c->f;
+    copy->body = body;
+    return copy;
+}
+
+/* Runs f on gc_fill inputs and compares every output with the oracle's. */
+static void interp_compare(gc_case *c, const tex_func *f)
+{
+    DLTensor *arr[GC_MAX_TENSORS] = {0}, *ref[GC_MAX_TENSORS] = {0};
+    tex_value vals[GC_MAX_TENSORS];
+    DLDevice cpu = {kDLCPU, 0};
+    for (int t = 0; t < c->n; t++) {
+        arr[t] = gc_array(c, t, cpu);
+        ref[t] = t < c->n_in ? arr[t] : gc_array(c, t, cpu);
+        TT_CHECK(arr[t] && ref[t]);
+        if (!arr[t] || !ref[t])
+            goto done;
+        if (t < c->n_in) {
+            gc_fill(arr[t], (uint64_t)t + 1);
+        } else {
+            gc_poison(arr[t]);
+            gc_poison(ref[t]);
+        }
+        vals[t] = (tex_value){.kind = TEX_VAL_TENSOR, .t = arr[t]};
+    }
+    char err[2048];
+    if (texi_interp_run(f, c->n, vals, err, sizeof err) != 0) {
+        TT_FAILF("%s (symbolic %d): interpreter: %s", c->name, c->symbolic, err);
+        goto done;
+    }
+    if (tex_eval_reference(c->ctx, c->n, c->tensors, ref) != 0) {
+        TT_FAILF("%s: oracle: %s", c->name, tex_errmsg(c->ctx));
+        goto done;
+    }
+    for (int t = c->n_in; t < c->n; t++) {
+        int64_t at;
+        double e = gc_max_rel_err(arr[t], ref[t], &at);
+        if (!(e <= c->tol))
+            TT_FAILF("%s (symbolic %d): output '%s' differs at flat index %lld: %.9g, oracle "
+                     "%.9g (relative error %g)",
+                     c->name, c->symbolic, tex_tensor_name(c->tensors[t]), (long long)at,
+                     ((float *)arr[t]->data)[at], ((float *)ref[t]->data)[at], e);
+    }
+done:
+    for (int t = 0; t < c->n; t++) {
+        if (ref[t] != arr[t])
+            tex_array_free(ref[t]);
+        tex_array_free(arr[t]);
+    }
+}
+
+static void interp_case(gc_id id)
+{
+    char skip[512] = "";
+    for (int sym = 0; sym < 2; sym++) {
+        tex_ctx *ctx = tex_ctx_new();
+        int64_t sizes[GC_MAX_SIZES];
+        gc_default_sizes(id, GC_SMALL, sizes);
+        gc_case c;
+        if (gc_build(ctx, id, sizes, sym, &c) != 0) {
+            TT_FAILF("%s (symbolic %d): %s", gc_names[id], sym, c.why);
+        } else {
+            tex_func copy;
+            const tex_func *f = interp_func(&c, &copy, skip, sizeof skip);
+            if (f)
+                interp_compare(&c, f);
+        }
+        tex_ctx_free(ctx);
+    }
+    if (skip[0])
+        TT_SKIP("%s", skip);
+}
+
+/* ------------------------------------------------------------- tools */
+
+static const char *cuda_bin(const char *tool, char *buf, size_t n)
+{
+    const char *home = getenv("CUDA_HOME");
+    snprintf(buf, n, "%s/bin/%s", home && *home ? home : "/usr/local/cuda", tool);
+    return access(buf, X_OK) == 0 ? buf : NULL;
+}
+
+/* Runs argv (no shell) with stdout and stderr into a malloc'ed string (*out).
+ * The exit status, or -1 when it could not run. */
+static int run_tool(char *const argv[], char **out)
+{
+    char logname[] = "/tmp/tex-ptx-log-XXXXXX";
+    int fd = mkstemp(logname);
+    *out = NULL;
+    if (fd < 0)
+        return -1;
+    unlink(logname);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) < 0) {
+        close(fd);
+        return -1;
+    }
+    off_t len = lseek(fd, 0, SEEK_END);
+    char *text = malloc((size_t)(len > 0 ? len : 0) + 1);
+    if (text && len > 0 && pread(fd, text, (size_t)len, 0) != len)
+        len = 0;
+    if (text)
+        text[len > 0 ? len : 0] = '\0';
+    close(fd);
+    *out = text;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int write_file(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    if (!fp)
+        return -1;
+    int ok = fputs(text, fp) >= 0;
+    return fclose(fp) == 0 && ok ? 0 : -1;
+}
+
+/* The whole file as a malloc'ed string, or NULL. */
+static char *read_file(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    char *text = NULL;
+    long len = fseek(fp, 0, SEEK_END) == 0 ? ftell(fp) : -1;
+    if (len >= 0 && fseek(fp, 0, SEEK_SET) == 0 && (text = malloc((size_t)len + 1)) != NULL) {
+        if (fread(text, 1, (size_t)len, fp) != (size_t)len) {
+            free(text);
+            text = NULL;
+        } else {
+            text[len] = '\0';
+        }
+    }
+    fclose(fp);
+    return text;
+}
+
+/* ------------------------------------------------------------- ptxas -v */
+
+/* What ptxas -v says of one kernel. */
+typedef struct {
+    char name[128];
+    long regs, smem, spill_st, spill_ld;
+} ptx_info;
+
+/* Parses ptxas -v output: per "Compiling entry function 'X'", its spill
+ * stores/loads, registers and smem (0 when not mentioned). The count. */
+static const char *line_end(const char *p)
+{
+    const char *e = strchr(p, '\n');
+    return e ? e : p + strlen(p);
+}
+
+/* The number just before `at` (digits back from it). */
+static long number_before(const char *start, const char *at)
+{
+    const char *b = at;
+    while (b > start && b[-1] >= '0' && b[-1] <= '9')
+        b--;
+    return strtol(b, NULL, 10);
+}
+
+static int parse_ptxas(const char *log, ptx_info *k, int cap)
+{
+    static const char entry[] = "Compiling entry function '";
+    int n = 0;
+    for (const char *p = log; p && *p; p = *line_end(p) ? line_end(p) + 1 : NULL) {
+        const char *e = line_end(p), *q;
+        if ((q = strstr(p, entry)) && q < e) {
+            if (n == cap)
+                break;
+            memset(&k[n], 0, sizeof k[n]);
+            sscanf(q + strlen(entry), "%127[^']", k[n].name);
+            n++;
+        } else if (n && (q = strstr(p, " bytes spill stores")) && q < e) {
+            k[n - 1].spill_st = number_before(p, q);
+            const char *ld = strstr(p, " bytes spill loads");
+            if (ld && ld < e)
+                k[n - 1].spill_ld = number_before(p, ld);
+        } else if (n && (q = strstr(p, "Used ")) && q < e) {
+            k[n - 1].regs = strtol(q + 5, NULL, 10);
+            const char *sm = strstr(q, " bytes smem");
+            if (sm && sm < e)
+                k[n - 1].smem = number_before(q, sm);
+        }
+    }
+    return n;
+}
+
+/* The PTX of source src for arch: tex_kernel_ptx(k) when NVRTC made one,
+ * else nvcc -ptx. Malloc'ed, NULL with a reason in why (skip when *skip). */
+static char *get_ptx(const tex_kernel *k, const char *arch, const char *dir, char *why, size_t n,
+                     bool *skip)
+{
+    const char *ptx = tex_kernel_ptx ? tex_kernel_ptx(k) : NULL;
+    if (ptx)
+        return strdup(ptx);
+    char nvcc[512], cu[600], out[600], archopt[64], *log = NULL;
+    if (!cuda_bin("nvcc", nvcc, sizeof nvcc)) {
+        snprintf(why, n, "no PTX from the library and no nvcc");
+        *skip = true;
+        return NULL;
+    }
+    snprintf(cu, sizeof cu, "%s/k.cu", dir);
+    snprintf(out, sizeof out, "%s/k.ptx", dir);
+    snprintf(archopt, sizeof archopt, "-arch=%s", arch);
+    if (write_file(cu, tex_kernel_source(k)) != 0) {
+        snprintf(why, n, "cannot write %s", cu);
+        return NULL;
+    }
+    char ptxopt[] = "-ptx", oopt[] = "-o";
+    char *argv[] = {nvcc, archopt, ptxopt, cu, oopt, out, NULL};
+    int rc = run_tool(argv, &log);
+    char *text = rc == 0 ? read_file(out) : NULL;
+    if (!text)
+        snprintf(why, n, "nvcc -ptx failed (%d): %s\n%s", rc, log ? log : "", tex_kernel_source(k));
+    free(log);
+    unlink(cu);
+    unlink(out);
+    return text;
+}
+
+/* ptxas -v -arch=ARCH on ptx; checks spills and shared memory of every kernel. */
+static void check_ptxas(const char *what, const char *ptx, const char *arch, const char *dir,
+                        const char *ptxas)
+{
+    char file[600], cubin[600], archopt[64], *log = NULL;
+    snprintf(file, sizeof file, "%s/k.ptx", dir);
+    snprintf(cubin, sizeof cubin, "%s/k.cubin", dir);
+    snprintf(archopt, sizeof archopt, "-arch=%s", arch);
+    TT_CHECK(write_file(file, ptx) == 0);
+    char bin[600], v[] = "-v", oopt[] = "-o";
+    snprintf(bin, sizeof bin, "%s", ptxas);
+    char *argv[] = {bin, v, archopt, file, oopt, cubin, NULL};
+    int rc = run_tool(argv, &log);
+    ptx_info k[16];
+    int nk = parse_ptxas(log, k, 16);
+    if (rc != 0 || nk == 0)
+        TT_FAILF("%s: ptxas (%d) gave %d kernels:\n%s", what, rc, nk, log ? log : "");
+    for (int i = 0; i < nk; i++) {
+        printf("  %s %s: %ld registers, %ld bytes smem, spills %ld/%ld\n", what, k[i].name,
+               k[i].regs, k[i].smem, k[i].spill_st, k[i].spill_ld);
+        if (k[i].spill_st || k[i].spill_ld || k[i].smem > SMEM_LIMIT)
+            TT_FAILF("%s %s: spill stores %ld, spill loads %ld, smem %ld (limit %d)", what,
+                     k[i].name, k[i].spill_st, k[i].spill_ld, k[i].smem, SMEM_LIMIT);
+    }
+    free(log);
+    unlink(file);
+    unlink(cubin);
+}
+
+/* Builds case c for arch, gets its PTX, checks it. A skip reason in skip. */
+static void ptx_arch(gc_case *c, const char *arch, const char *dir, const char *ptxas, char *skip,
+                     size_t n)
+{
+    char target[64], what[128], why[8192] = "";
+    snprintf(target, sizeof target, "cuda -emit-only -arch=%s", arch);
+    snprintf(what, sizeof what, "%s%s %s", c->name, c->symbolic ? " (symbolic)" : "", arch);
+    tex_kernel *k = tex_build(c->f, target);
+    if (!k) {
+        if (tex_errcode(c->ctx) == TEX_EUNAVAILABLE) {
+            snprintf(skip, n, "%s: %s", what, tex_errmsg(c->ctx));
+            printf("  unsupported: %s\n", skip);
+        } else
+            TT_FAILF("%s: tex_build: %s", what, tex_errmsg(c->ctx));
+        tex_clear_error(c->ctx);
+        return;
+    }
+    bool skipped = false;
+    char *ptx = get_ptx(k, arch, dir, why, sizeof why, &skipped);
+    if (ptx)
+        check_ptxas(what, ptx, arch, dir, ptxas);
+    else if (skipped)
+        snprintf(skip, n, "%s: %.800s", what, why);
+    else
+        TT_FAILF("%s: %s", what, why);
+    free(ptx);
+    tex_kernel_free(k);
+}
+
+static void ptx_case(gc_id id)
+{
+    char ptxas[512], skip[1024] = "";
+    if (!cuda_bin("ptxas", ptxas, sizeof ptxas))
+        TT_SKIP("no ptxas (set CUDA_HOME)");
+    char dir[] = "/tmp/tex-ptx-XXXXXX";
+    if (!mkdtemp(dir)) {
+        TT_FAILF("mkdtemp failed");
+        return;
+    }
+    for (int sym = 0; sym < 2; sym++) {
+        tex_ctx *ctx = tex_ctx_new();
+        int64_t sizes[GC_MAX_SIZES];
+        gc_default_sizes(id, GC_LARGE, sizes);
+        gc_case c;
+        if (gc_build(ctx, id, sizes, sym, &c) != 0)
+            TT_FAILF("%s (symbolic %d): %s", gc_names[id], sym, c.why);
+        for (int a = 0; c.f && a < 2; a++)
+            ptx_arch(&c, a ? "sm_90" : "sm_80", dir, ptxas, skip, sizeof skip);
+        tex_ctx_free(ctx);
+    }
+    rmdir(dir);
+    if (skip[0])
+        TT_SKIP("%s", skip);
+}
+
+/* The parser on ptxas -v's format (CUDA 12/13). */
+static void test_parse_ptxas(void)
+{
+    const char *log = "ptxas info    : 0 bytes gmem\n"
+                      "ptxas info    : Compiling entry function 'k0' for 'sm_80'\n"
+                      "ptxas info    : Function properties for k0\n"
+                      "    16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
+                      "ptxas info    : Used 255 registers, used 1 barriers, 49280 bytes smem, "
+                      "380 bytes cmem[0]\n"
+                      "ptxas info    : Compiling entry function 'k1' for 'sm_80'\n"
+                      "ptxas info    : Function properties for k1\n"
+                      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+                      "ptxas info    : Used 12 registers, 368 bytes cmem[0]\n";
+    ptx_info k[4];
+    TT_EQ_INT(parse_ptxas(log, k, 4), 2);
+    TT_EQ_STR(k[0].name, "k0");
+    TT_EQ_INT(k[0].regs, 255);
+    TT_EQ_INT(k[0].smem, 49280);
+    TT_EQ_INT(k[0].spill_st, 8);
+    TT_EQ_INT(k[0].spill_ld, 12);
+    TT_EQ_STR(k[1].name, "k1");
+    TT_EQ_INT(k[1].regs, 12);
+    TT_EQ_INT(k[1].smem, 0);
+    TT_EQ_INT(k[1].spill_st + k[1].spill_ld, 0);
+}
+
+#define CASE_TESTS(ID, NAME)                                                                       \
+    static void test_interp_##NAME(void)                                                           \
+    {                                                                                              \
+        interp_case(ID);                                                                           \
+    }                                                                                              \
+    static void test_ptx_##NAME(void)                                                              \
+    {                                                                                              \
+        ptx_case(ID);                                                                              \
+    }
+
+CASE_TESTS(GC_MATMUL, matmul)
+CASE_TESTS(GC_TRANSPOSE, transpose)
+CASE_TESTS(GC_SOFTMAX, softmax)
+CASE_TESTS(GC_LAYERNORM, layernorm)
+CASE_TESTS(GC_CONV2D, conv2d)
+CASE_TESTS(GC_SUM, sum)
+
+int main(void)
+{
+    TT_RUN(test_interp_matmul);
+    TT_RUN(test_interp_transpose);
+    TT_RUN(test_interp_softmax);
+    TT_RUN(test_interp_layernorm);
+    TT_RUN(test_interp_conv2d);
+    TT_RUN(test_interp_sum);
+    TT_RUN(test_parse_ptxas);
+    TT_RUN(test_ptx_matmul);
+    TT_RUN(test_ptx_transpose);
+    TT_RUN(test_ptx_softmax);
+    TT_RUN(test_ptx_layernorm);
+    TT_RUN(test_ptx_conv2d);
+    TT_RUN(test_ptx_sum);
+    return tt_finish();
+}

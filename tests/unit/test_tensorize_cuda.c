@@ -1,0 +1,337 @@
+/*
+ * Tensor-core GEMM through the CUDA built-in intrinsics
+ * ("cuda.wmma_m16n16k16_f16f32" / "_bf16f32"), in the style of TVM's
+ * TensorCore tutorial, with the public API only:
+ *     C[i,j] = sum_k f32(A[i,k]) * f32(B[k,j]),  A, B f16 (bf16), C f32.
+ *
+ * The recipe (one warp per block, its 32 lanes on threadIdx.x):
+ *  - CS = cache_write(C, shared): the 16x16 accumulator tile of the warp;
+ *    AS, BS = cache_read(A / B, shared, {CS}).
+ *  - C: tile (i, j) by 16 x 16, io -> blockIdx.y, jo -> blockIdx.x; the
+ *    copy-out (ii, ji) fused and split by 32, the inner part on threadIdx.x.
+ *  - CS computed at C's jo; its (i, j, k) split by 16 and reordered (ko, ii,
+ *    ji, ki); tensorized at ii. CS binds no thread: in the emitted kernel it
+ *    runs outside every threadIdx.x loop, so all 32 lanes of the warp make
+ *    the same wmma call with the same tile arguments (what wmma requires).
+ *  - AS, BS computed at CS's ko: the 16x16 tile fused and split by 32, the
+ *    inner part on threadIdx.x (cooperative fetching).
+ * Tiles cut by a non-divisible size take the fallback loop nest (the IF the
+ * tensorize lowering emits), which is also run by all 32 lanes: each lane
+ * does the same read-modify-write of the shared accumulator, a benign race
+ * only while the warp stays converged. The tail case is therefore built and
+ * compiled but not run in the emulation harness (one host thread per lane,
+ * not in lock-step), where that race is real.
+ * No barrier is written here: the shared tiles need __syncwarp /
+ * __syncthreads between the cooperative loads and the wmma calls, which the
+ * thread_sync pass inserts (the emulated wmma calls meet at warp barriers).
+ *
+ * Checks: "cuda -emit-only -arch=sm_80 / sm_90" build; the source compiles
+ * with nvcc -cubin for each arch and its SASS (cuobjdump -sass) contains
+ * HMMA (PTX "mma" when cuobjdump is missing; skipped without nvcc); the
+ * emulation harness (tests/support/cuda_emu.h) runs the kernel and matches
+ * the oracle; a nest that does not match (f32 inputs) gives TEX_EINVAL; an
+ * unknown built-in name gives NULL + TEX_EINVAL.
+ */
+#include "tt.h"
+#include "support/cuda_emu.h"
+
+#include "util/half.h"
+
+#include <math.h>
+
+#define NVCC "/usr/local/cuda/bin/nvcc"
+#define CUOBJDUMP "/usr/local/cuda/bin/cuobjdump"
+
+static tex_ctx *ctx;
+
+static tex_expr *I(int64_t v)
+{
+    return tex_int(ctx, v);
+}
+
+typedef struct {
+    tex_tensor *A, *B, *C;
+    tex_func *f;
+} gemm;
+
+static tex_tensor *gemm_compute(tex_dtype in, int64_t m, int64_t n, int64_t k, tex_tensor **A,
+                                tex_tensor **B)
+{
+    *A = tex_placeholder_c(ctx, "A", in, 2, (int64_t[]){m, k});
+    *B = tex_placeholder_c(ctx, "B", in, 2, (int64_t[]){k, n});
+    tex_iter *i = tex_axis(ctx, "i", I(m)), *j = tex_axis(ctx, "j", I(n));
+    tex_iter *r = tex_reduce_axis(ctx, "k", I(k));
+    tex_expr *a = TEX_AT(*A, tex_iv(i), tex_iv(r)), *b = TEX_AT(*B, tex_iv(r), tex_iv(j));
+    if (in != TEX_F32) {
+        a = tex_cast(TEX_F32, a);
+        b = tex_cast(TEX_F32, b);
+    }
+    return tex_compute(ctx, "C", 2, (tex_iter *[]){i, j}, tex_sum(tex_mul(a, b), 1, &r));
+}
+
+/* The 16x16 tile of cache stage st (computed inside): fused, split by 32,
+ * the inner part on threadIdx.x. */
+static void coop_fetch(tex_stage *st)
+{
+    tex_iter *fu, *o, *l;
+    TT_EQ_INT(tex_fuse(st, tex_op_axis(st, 0), tex_op_axis(st, 1), &fu), 0);
+    TT_EQ_INT(tex_split(st, fu, I(32), &o, &l), 0);
+    TT_EQ_INT(tex_bind(st, l, TEX_THREAD_X), 0);
+}
+
+/* The recipe of the header comment with `warps` warps per block along i
+ * (threadIdx.y); returns tex_tensorize's result. */
+static int schedule_gemm(tex_schedule *s, gemm *g, tex_intrin *in, int warps)
+{
+    tex_tensor *CS = tex_cache_write(s, g->C, TEX_SCOPE_SHARED);
+    tex_tensor *AS = tex_cache_read(s, g->A, TEX_SCOPE_SHARED, 1, &CS);
+    tex_tensor *BS = tex_cache_read(s, g->B, TEX_SCOPE_SHARED, 1, &CS);
+    TT_CHECK(CS && AS && BS);
+    tex_stage *c = tex_stage_of(s, g->C), *cs = tex_stage_of(s, CS);
+    tex_iter *io, *jo, *ii, *ji, *fu, *o, *l, *w, *r;
+    TT_EQ_INT(tex_tile(c, tex_op_axis(c, 0), tex_op_axis(c, 1), I(16 * warps), I(16), &io, &jo,
+                       &ii, &ji),
+              0);
+    TT_EQ_INT(tex_bind(c, io, TEX_BLOCK_Y), 0);
+    TT_EQ_INT(tex_bind(c, jo, TEX_BLOCK_X), 0);
+    TT_EQ_INT(tex_fuse(c, ii, ji, &fu), 0);
+    TT_EQ_INT(tex_split(c, fu, I(32), &o, &l), 0);
+    TT_EQ_INT(tex_bind(c, l, TEX_THREAD_X), 0);
+    TT_EQ_INT(tex_split(c, o, I(8), &w, &r), 0);
+    TT_EQ_INT(tex_bind(c, w, TEX_THREAD_Y), 0);
+    TT_EQ_INT(tex_compute_at(cs, c, jo), 0);
+    tex_iter *cio, *cjo, *cii, *cji, *ko, *ki;
+    TT_EQ_INT(tex_tile(cs, tex_op_axis(cs, 0), tex_op_axis(cs, 1), I(16), I(16), &cio, &cjo, &cii,
+                       &cji),
+              0);
+    TT_EQ_INT(tex_split(cs, tex_op_reduce_axis(cs, 0), I(16), &ko, &ki), 0);
+    TT_EQ_INT(tex_reorder(cs, 6, (tex_iter *[]){cio, cjo, ko, cii, cji, ki}), 0);
+    TT_EQ_INT(tex_bind(cs, cio, TEX_THREAD_Y), 0);
+    tex_stage *as = tex_stage_of(s, AS), *bs = tex_stage_of(s, BS);
+    TT_EQ_INT(tex_compute_at(as, cs, ko), 0);
+    TT_EQ_INT(tex_compute_at(bs, cs, ko), 0);
+    coop_fetch(as);
+    coop_fetch(bs);
+    return tex_tensorize(cs, cii, in);
+}
+
+static bool build_gemm(gemm *g, tex_dtype in, const char *intrin, int64_t m, int64_t n, int64_t k,
+                       int warps)
+{
+    g->C = gemm_compute(in, m, n, k, &g->A, &g->B);
+    tex_intrin *ti = tex_intrin_builtin(ctx, intrin);
+    tex_schedule *s = tex_schedule_new(ctx, 1, &g->C);
+    TT_CHECK(ti && s);
+    if (!ti || !s || schedule_gemm(s, g, ti, warps) != 0) {
+        TT_FAILF("%s: schedule: %s", intrin, tex_errmsg(ctx));
+        return false;
+    }
+    g->f = tex_lower_tensors(s, "tc_gemm", 3, (tex_tensor *[]){g->A, g->B, g->C});
+    if (!g->f)
+        TT_FAILF("%s %lldx%lldx%lld: lower: %s", intrin, (long long)m, (long long)n, (long long)k,
+                 tex_errmsg(ctx));
+    return g->f != NULL;
+}
+
+/* Runs argv (no shell), output to log; true on exit status 0. */
+static bool spawn(char *const argv[], const char *log)
+{
+    return cuda_emu_spawn(argv, log) == 0;
+}
+
+/* nvcc -cubin for arch, then cuobjdump -sass must show HMMA (or, without
+ * cuobjdump, the PTX must hold an mma instruction). */
+static void check_sass(const char *src, const char *arch)
+{
+    if (access(NVCC, X_OK) != 0) {
+        printf("  (skip: no %s)\n", NVCC);
+        return;
+    }
+    char dir[] = "/tmp/tex_tc_XXXXXX";
+    TT_CHECK(mkdtemp(dir) != NULL);
+    char cu[PATH_MAX], cubin[PATH_MAX], ptx[PATH_MAX], log[PATH_MAX], archopt[64];
+    snprintf(cu, sizeof cu, "%s/k.cu", dir);
+    snprintf(cubin, sizeof cubin, "%s/k.cubin", dir);
+    snprintf(ptx, sizeof ptx, "%s/k.ptx", dir);
+    snprintf(log, sizeof log, "%s/log", dir);
+    snprintf(archopt, sizeof archopt, "-arch=%s", arch);
+    TT_CHECK(cuda_emu_write(cu, src));
+    char nvcc[] = NVCC, cuobjdump[] = CUOBJDUMP, o_cubin[] = "-cubin", o_o[] = "-o";
+    char o_sass[] = "-sass", o_ptx[] = "-ptx";
+    char *cc[] = {nvcc, archopt, o_cubin, o_o, cubin, cu, NULL};
+    if (!spawn(cc, log)) {
+        char *l = cuda_emu_slurp(log);
+        TT_FAILF("nvcc -cubin %s failed:\n%s", arch, l ? l : "");
+        free(l);
+    } else if (access(CUOBJDUMP, X_OK) == 0) {
+        char *dump[] = {cuobjdump, o_sass, cubin, NULL};
+        TT_CHECK(spawn(dump, log));
+        char *l = cuda_emu_slurp(log);
+        TT_CHECK(l && strstr(l, "HMMA"));
+        free(l);
+    } else {
+        char *cp[] = {nvcc, archopt, o_ptx, o_o, ptx, cu, NULL};
+        TT_CHECK(spawn(cp, log));
+        char *l = cuda_emu_slurp(ptx);
+        TT_CHECK(l && strstr(l, "mma.sync"));
+        free(l);
+        printf("  (no cuobjdump: checked the PTX for mma.sync on %s)\n", arch);
+    }
+    const char *files[] = {cu, cubin, ptx, log};
+    for (int i = 0; i < 4; i++)
+        unlink(files[i]);
+    rmdir(dir);
+}
+
+static uint64_t next_rand(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 33;
+}
+
+static DLTensor host_array(void *data, tex_dtype t, int64_t *shape)
+{
+    DLTensor d = {0};
+    d.data = data;
+    d.device.device_type = kDLCPU;
+    d.ndim = 2;
+    d.dtype.code = t == TEX_F32 ? kDLFloat : t == TEX_F16 ? kDLFloat : kDLBfloat;
+    d.dtype.bits = t == TEX_F32 ? 32 : 16;
+    d.dtype.lanes = 1;
+    d.shape = shape;
+    return d;
+}
+
+/* Runs k in the emulation harness and compares with the oracle. */
+static void check_emu(const gemm *g, const tex_kernel *k, tex_dtype in, int64_t m, int64_t n,
+                      int64_t kk)
+{
+    char err[4096];
+    cuda_emu *e = cuda_emu_build(tex_kernel_source(k), err, sizeof err);
+    if (!e) {
+        TT_FAILF("emulation build: %s", err);
+        return;
+    }
+    uint16_t *a = malloc((size_t)(m * kk) * 2), *b = malloc((size_t)(kk * n) * 2);
+    float *c = malloc((size_t)(m * n) * 4), *ref = malloc((size_t)(m * n) * 4);
+    uint64_t st = 7;
+    for (int64_t i = 0; i < m * kk + kk * n; i++) {
+        float v = (float)((int64_t)(next_rand(&st) % 17) - 8) / 8.0f;
+        uint16_t h = in == TEX_F16 ? texi_f16_from_f32(v) : texi_bf16_from_f32(v);
+        if (i < m * kk)
+            a[i] = h;
+        else
+            b[i - m * kk] = h;
+    }
+    int64_t sa[2] = {m, kk}, sb[2] = {kk, n}, sc[2] = {m, n};
+    DLTensor da = host_array(a, in, sa), db = host_array(b, in, sb), dc = host_array(c, TEX_F32, sc),
+             dr = host_array(ref, TEX_F32, sc);
+    TT_EQ_INT(tex_eval_reference(ctx, 3, (tex_tensor *[]){g->A, g->B, g->C},
+                                 (DLTensor *[]){&da, &db, &dr}),
+              0);
+    tex_value args[3] = {{.kind = TEX_VAL_TENSOR, .t = &da},
+                         {.kind = TEX_VAL_TENSOR, .t = &db},
+                         {.kind = TEX_VAL_TENSOR, .t = &dc}};
+    if (cuda_emu_run(e, k, 3, args, err, sizeof err) != 0) {
+        TT_FAILF("emulation run: %s", err);
+    } else {
+        double worst = 0;
+        for (int64_t i = 0; i < m * n; i++)
+            worst = fmax(worst, fabs((double)c[i] - ref[i]) / (1.0 + fabs(ref[i])));
+        TT_CHECK(worst < 1e-3);
+    }
+    free(a);
+    free(b);
+    free(c);
+    free(ref);
+    cuda_emu_free(e);
+}
+
+/* emulate: also run the emulation harness (not with tails: see the header
+ * comment). */
+static void tc_case(tex_dtype in, const char *intrin, int64_t m, int64_t n, int64_t k,
+                    int warps, bool emulate)
+{
+    printf("  %s %lldx%lldx%lld, %d warp(s)\n", intrin, (long long)m, (long long)n, (long long)k,
+           warps);
+    gemm g;
+    if (!build_gemm(&g, in, intrin, m, n, k, warps))
+        return;
+    char *txt = tex_func_str(g.f);
+    TT_CHECK(txt && strstr(txt, "intrin "));
+    free(txt);
+    const char *archs[] = {"sm_80", "sm_90"};
+    for (int i = 0; i < 2; i++) {
+        char target[64];
+        snprintf(target, sizeof target, "cuda -emit-only -arch=%s", archs[i]);
+        tex_kernel *kr = tex_build(g.f, target);
+        if (!kr) {
+            TT_FAILF("%s: tex_build(%s): %s", intrin, target, tex_errmsg(ctx));
+            continue;
+        }
+        const char *src = tex_kernel_source(kr);
+        TT_CHECK(src && strstr(src, "nvcuda::wmma::mma_sync"));
+        if (getenv("TEX_TC_DUMP")) /* debugging: the generated source */
+            printf("%s\n", src ? src : "");
+        check_sass(src, archs[i]);
+        if (i == 0 && emulate)
+            check_emu(&g, kr, in, m, n, k);
+        tex_kernel_free(kr);
+    }
+}
+
+static void test_f16(void)
+{
+    tc_case(TEX_F16, "cuda.wmma_m16n16k16_f16f32", 64, 48, 32, 1, true);
+    tc_case(TEX_F16, "cuda.wmma_m16n16k16_f16f32", 64, 48, 32, 2, true);
+}
+
+static void test_bf16(void)
+{
+    tc_case(TEX_BF16, "cuda.wmma_m16n16k16_bf16f32", 32, 32, 48, 2, true);
+}
+
+static void test_tails(void)
+{
+    tc_case(TEX_F16, "cuda.wmma_m16n16k16_f16f32", 40, 24, 36, 2, false);
+}
+
+/* f32 inputs do not match the f16 description: TEX_EINVAL from tex_lower. */
+static void test_mismatch(void)
+{
+    gemm g;
+    g.C = gemm_compute(TEX_F32, 32, 32, 32, &g.A, &g.B);
+    tex_intrin *ti = tex_intrin_builtin(ctx, "cuda.wmma_m16n16k16_f16f32");
+    tex_schedule *s = tex_schedule_new(ctx, 1, &g.C);
+    TT_CHECK(ti && s);
+    int rc = schedule_gemm(s, &g, ti, 1);
+    tex_func *f = rc ? NULL : tex_lower_tensors(s, "bad", 3, (tex_tensor *[]){g.A, g.B, g.C});
+    TT_CHECK(f == NULL);
+    TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
+    tex_clear_error(ctx);
+}
+
+static void test_names(void)
+{
+    TT_CHECK(tex_intrin_builtin(ctx, "cuda.wmma_m16n16k16_f32f32") == NULL);
+    TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
+    TT_CHECK(strstr(tex_errmsg(ctx), "cuda.wmma_m16n16k16_f32f32") != NULL);
+    tex_clear_error(ctx);
+    tex_intrin *a = tex_intrin_builtin(ctx, "cuda.wmma_m16n16k16_f16f32");
+    tex_intrin *b = tex_intrin_builtin(ctx, "cuda.wmma_m16n16k16_bf16f32");
+    TT_CHECK(a && b && strstr(a->c_source, "#include <mma.h>") &&
+             strstr(b->c_source, "__nv_bfloat16") && a->fn[TEXI_INTRIN_RESET] &&
+             a->fn[TEXI_INTRIN_UPDATE] && a->fn[TEXI_INTRIN_BODY]);
+}
+
+int main(void)
+{
+    ctx = tex_ctx_new();
+    TT_RUN(test_names);
+    TT_RUN(test_mismatch);
+    TT_RUN(test_f16);
+    TT_RUN(test_bf16);
+    TT_RUN(test_tails);
+    tex_ctx_free(ctx);
+    return tt_finish();
+}
