@@ -831,7 +831,8 @@ static void assemble(texi_cu *g, texi_sb *out, const char *plan, const char *ker
                       "typedef unsigned long long uint64_t;\n"
                       "#else\n#include <stdint.h>\n#endif\n\n");
     texi_sb_puts(out, texi_cu_helpers);
-    texi_sb_puts(out, texi_cu_allreduce_helpers);
+    if (g->uses_allreduce)
+        texi_sb_puts(out, texi_cu_allreduce_helpers);
     texi_cu_emit_intrin_sources(g, out, g->f->body);
     texi_sb_puts(out, kernels);
 }

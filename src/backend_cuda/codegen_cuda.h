@@ -38,7 +38,8 @@ typedef struct {
     int n_vloads;
     const tex_expr *vload[TEXI_CU_MAX_VLOADS];
     const char *vload_name[TEXI_CU_MAX_VLOADS];
-    int rc; /* first error (recorded in ctx), 0 when none */
+    bool uses_allreduce; /* some kernel emitted an allreduce: its helpers are needed */
+    int rc;              /* first error (recorded in ctx), 0 when none */
 } texi_cu;
 
 /* Records the error (the first one only) in g and its context. */
@@ -82,7 +83,7 @@ void texi_cu_active_cond(texi_cu *g, texi_sb *sb);
 void texi_cu_emit_allreduce(texi_cu *g, texi_sb *sb, const tex_stmt *attr);
 
 /* Device helpers of the allreduce (warp shuffles + shared step), appended
- * after texi_cu_helpers. */
+ * after texi_cu_helpers when g->uses_allreduce. */
 extern const char texi_cu_allreduce_helpers[];
 
 /* INTRIN statement s (codegen_cuda_intrin.c): the call of the

@@ -143,6 +143,7 @@ void texi_cu_emit_allreduce(texi_cu *g, texi_sb *sb, const tex_stmt *attr)
     const tex_stmt *st;
     if (g->rc || !parts(g, attr, &op, &st))
         return;
+    g->uses_allreduce = true;
     int64_t n = launch_const(g, TEX_THREAD_X), ny = launch_const(g, TEX_THREAD_Y),
             nz = launch_const(g, TEX_THREAD_Z);
     if (n < 1 || ny < 1 || nz < 1 || n * ny * nz > 1024) {

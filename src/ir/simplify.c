@@ -471,8 +471,21 @@ static tex_expr *simp_mod(texi_simp *s, tex_expr *a, tex_expr *b)
     return mod_const(s, a, c, b);
 }
 
+/* Terms plus terms over a floordiv / floormod atom: what recombine lowers. */
+static int divmod_cost(const texi_form *f)
+{
+    int cost = f->n;
+    for (int i = 0; i < f->n; i++)
+        for (int j = 0; j < f->terms[i].n_atoms; j++) {
+            enum texi_expr_kind k = f->terms[i].atoms[j]->kind;
+            cost += k == TEXI_EXPR_FLOORDIV || k == TEXI_EXPR_FLOORMOD;
+        }
+    return cost;
+}
+
 /* a*c*floordiv(x, c) = a*x - a*floormod(x, c), applied to a term of f when
- * that leaves fewer terms: floordiv(x, 8)*8 + floormod(x, 8) -> x,
+ * that lowers divmod_cost (so it terminates): floordiv(x, 8)*8 + floormod(x, 8)
+ * -> x (also when x is a sum: (t*16 + u)/64*64 + (t*16 + u)%64 -> t*16 + u),
  * x - floordiv(x, 8)*8 -> floormod(x, 8), floordiv(n, 8)*8 - n -> -floormod(n, 8). */
 static texi_form *recombine(texi_simp *s, texi_form *f)
 {
@@ -490,7 +503,7 @@ static texi_form *recombine(texi_simp *s, texi_form *f)
         texi_form *g = texi_form_add(s, texi_form_add(s, f, &one, -1), fx, a);
         if (!(g = texi_form_add(s, g, fm, -a)))
             return NULL;
-        if (g->n < f->n) {
+        if (divmod_cost(g) < divmod_cost(f)) {
             f = g;
             i = -1; /* start over: the new terms may combine again */
         }

@@ -1,17 +1,18 @@
 /*
  * double_buffer (device.h): software pipelining of shared-memory fetches
- * (TVM's InjectDoubleBuffer). A stage given tex_double_buffer is marked by
- * schedule_ops with an ATTR "double_buffer" directly around its buffer's
- * ALLOCATE; that allocation sits in the body of the serial loop the stage
- * is attached at (cache_read ... compute_at(consumer, k.outer)).
+ * (TVM's InjectDoubleBuffer). The buffer of a stage given tex_double_buffer
+ * is marked by flatten with an ATTR "double_buffer" (value: the buffer's
+ * data variable) directly inside its ALLOCATE; that allocation sits in the
+ * body of the serial loop the stage is attached at (cache_read ...
+ * compute_at(consumer, k.outer)).
  *
  * Pattern (anything else is left unchanged, attribute included: double
  * buffering is an optimization, never needed for correctness):
- *   for (k, m, E) {                                  // serial
- *     attr double_buffer { allocate S1 shared {      // one or more layers of
- *       [attr double_buffer { allocate S2 shared {]  //   marked shared buffers;
- *         FETCH...  COMPUTE...                       // a SEQ at some layer
- *   }}}}
+ *   for (k, m, E) {                                      // serial
+ *     allocate S1 shared { attr double_buffer = S1 {     // one or more layers
+ *       [allocate S2 shared { attr double_buffer = S2 {] //   of marked shared
+ *         FETCH...  COMPUTE...                           //   buffers; a SEQ
+ *   }}}}                                                 //   at some layer
  * The layers are peeled outside in. At each SEQ the leading items that store
  * to a marked buffer and read none are FETCH; if what remains is one more
  * marked layer, peeling continues there, otherwise it is COMPUTE. Every
@@ -105,23 +106,34 @@ static bool stores_marked(const db_pass *p, const tex_stmt *s)
     return false;
 }
 
-static bool is_marked_layer(const tex_stmt *s)
+/* The shared buffer of a marked layer `ALLOCATE S shared { ATTR
+ * "double_buffer" = S { inner } }` (flatten.c's form), with *inner set;
+ * NULL when s is not one. */
+static texi_buffer *marked_layer(const tex_stmt *s, tex_stmt **inner)
 {
-    return s->kind == TEXI_STMT_ATTR && strcmp(s->u.attr.key, "double_buffer") == 0 &&
-           s->u.attr.body && s->u.attr.body->kind == TEXI_STMT_ALLOCATE &&
-           s->u.attr.body->u.alloc.buf->scope == TEXI_SCOPE_SHARED;
+    if (s->kind != TEXI_STMT_ALLOCATE || s->u.alloc.buf->scope != TEXI_SCOPE_SHARED)
+        return NULL;
+    texi_buffer *b = s->u.alloc.buf;
+    const tex_stmt *a = s->u.alloc.body;
+    if (a->kind != TEXI_STMT_ATTR || strcmp(a->u.attr.key, "double_buffer") != 0 ||
+        a->u.attr.value != b->data)
+        return NULL;
+    *inner = a->u.attr.body;
+    return b;
 }
 
 /* Peels the layers of the file comment; false when s does not match. */
 static bool peel(db_pass *p, tex_stmt *s)
 {
-    while (is_marked_layer(s)) {
+    texi_buffer *layer;
+    tex_stmt *inner;
+    while ((layer = marked_layer(s, &inner)) != NULL) {
         if (p->n_buf == MAX_DB)
             return false;
-        p->old[p->n_buf++] = s->u.attr.body->u.alloc.buf;
-        s = s->u.attr.body->u.alloc.body;
+        p->old[p->n_buf++] = layer;
+        s = inner;
         if (s->kind != TEXI_STMT_SEQ) {
-            if (!is_marked_layer(s))
+            if (!marked_layer(s, &inner))
                 return false;
             continue;
         }
@@ -134,7 +146,7 @@ static bool peel(db_pass *p, tex_stmt *s)
         }
         if (i == n)
             return false;
-        if (i == n - 1 && is_marked_layer(s->u.seq.items[i])) {
+        if (i == n - 1 && marked_layer(s->u.seq.items[i], &inner)) {
             s = s->u.seq.items[i];
             continue;
         }

@@ -37,7 +37,8 @@ typedef struct {
 static bool probe_expr(tex_expr *e, void *ud)
 {
     use_probe *u = ud;
-    if (e->kind == TEXI_EXPR_LOAD && e->u.load.buf == u->buf)
+    /* a LOAD, or the data variable itself (an ATTR naming the storage) */
+    if ((e->kind == TEXI_EXPR_LOAD && e->u.load.buf == u->buf) || e == u->buf->data)
         u->found = true;
     return !u->found;
 }

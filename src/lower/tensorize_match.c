@@ -16,9 +16,12 @@
  *      may appear only inside accesses.
  *   3. An access of desc tensor D (an input, or the output with index =
  *      desc's axes) met against an access of real tensor T with index e[]:
- *      D's dimension j runs along T's dimension dim_map[j] — the identity
- *      when the ranks agree, else T's dimensions whose index depends on an
- *      inner variable, in order. The tile origin is mins[d] = e[d] at inner
+ *      D's dimension j runs along T's dimension dim_map[j]: the first free
+ *      dimension d (d = j first when the ranks agree) with e[d] - D's index
+ *      j free of inner variables, so a transposed operand (BT[j, k] for
+ *      B[k, j]) is a tile with permuted strides; when that finds none, the
+ *      identity if the ranks agree, else T's dimensions whose index depends
+ *      on an inner variable, in order. The tile origin is mins[d] = e[d] at inner
  *      variables 0, minus D's index at desc axes 0 where mapped; then
  *      e[d] == mins[d] + (D's index j with desc variables replaced) must be
  *      provable, and an unmapped dimension must not depend on the inner
@@ -202,35 +205,78 @@ static bool provably_equal(const matcher *m, tex_expr *a, tex_expr *b)
     return eq && texi_prove(eq, m->n->n_env, m->n->env);
 }
 
+/* Whether desc index g (its axes standing for the inner leaves) runs along
+ * index e: e - g simplifies to an expression free of the inner variables. */
+static bool runs_along(const matcher *m, tex_expr *e, tex_expr *g)
+{
+    tex_expr *gs = texi_substitute(g, m->n_dv, m->dvar, m->dval);
+    tex_expr *diff = gs ? ARITH(SUB, e, gs) : NULL;
+    diff = diff ? texi_simplify(diff, m->n->n_env, m->n->env) : NULL;
+    return diff && !uses_inner(m, diff);
+}
+
+/* dim_map: desc dimension j runs along the first free tensor dimension
+ * (dimension j itself first when the ranks agree) whose index it explains
+ * (runs_along). When some j finds none, the fallback of the file comment
+ * (identity, or the dimensions indexed by inner variables in order) is
+ * taken and match_tile reports the difference. */
+static void map_dims(const matcher *m, texi_intrin_arg *arg, tex_expr *const e[],
+                     tex_expr *const g[], bool *taken /* zeroed, one per tensor dimension */)
+{
+    int nd = arg->tensor_ndim, dn = arg->ndim;
+    for (int j = 0; j < dn; j++) {
+        int pick = -1;
+        if (nd == dn && !taken[j] && runs_along(m, e[j], g[j]))
+            pick = j;
+        for (int d = 0; d < nd && pick < 0; d++)
+            if (!taken[d] && runs_along(m, e[d], g[j]))
+                pick = d;
+        if (pick < 0)
+            break;
+        arg->dim_map[j] = pick;
+        taken[pick] = true;
+        if (j == dn - 1)
+            return;
+    }
+    for (int j = 0; j < dn; j++)
+        arg->dim_map[j] = -1;
+    for (int d = 0, j = 0; d < nd && j < dn; d++)
+        if (nd == dn || uses_inner(m, e[d]))
+            arg->dim_map[j++] = d;
+}
+
 /* Fixes T, mins and dim_map of a desc tensor met for the first time. */
 static int new_tile(matcher *m, texi_intrin_arg *arg, tex_tensor *t, tex_expr *const e[],
                     const tex_tensor *dt, tex_expr *const g[])
 {
-    int nd = t->ndim, dn = dt->ndim, j = 0;
+    int nd = t->ndim, dn = dt->ndim;
     arg->ndim = dn;
     arg->tensor = t;
     arg->tensor_ndim = nd;
     arg->mins = new_exprs(m, nd);
     arg->dim_map = texi_alloc(m->ctx, sizeof *arg->dim_map * (size_t)(dn + 1), "tensorize");
-    if (!arg->mins || !arg->dim_map)
+    bool *taken = texi_alloc(m->ctx, sizeof *taken * (size_t)(nd + 1), "tensorize");
+    if (!arg->mins || !arg->dim_map || !taken)
         return TEX_ENOMEM;
-    for (int d = 0; d < nd; d++) {
-        bool mapped = nd == dn || (j < dn && uses_inner(m, e[d]));
-        tex_expr *org = texi_substitute(e[d], m->n_iv, m->ivar, m->izero);
-        if (mapped && j < dn) {
-            tex_expr *g0 = texi_substitute(g[j], m->n_dv, m->dvar, m->dzero);
-            org = ARITH(SUB, org, g0);
-            arg->dim_map[j++] = d;
+    for (int j = 0; j < dn; j++)
+        arg->dim_map[j] = -1;
+    if (dn <= nd)
+        map_dims(m, arg, e, g, taken);
+    for (int j = 0; j < dn; j++)
+        if (arg->dim_map[j] < 0) {
+            why(m,
+                "tensor '%s' is indexed by the tile's loops in fewer dimensions than the "
+                "intrinsic's tensor '%s' (%d)",
+                t->name, dt->name, dn);
+            return fail(m);
         }
+    for (int d = 0; d < nd; d++) {
+        tex_expr *org = texi_substitute(e[d], m->n_iv, m->ivar, m->izero);
+        for (int j = 0; j < dn; j++)
+            if (arg->dim_map[j] == d)
+                org = ARITH(SUB, org, texi_substitute(g[j], m->n_dv, m->dvar, m->dzero));
         if (!org || !(arg->mins[d] = texi_simplify(org, m->n->n_env, m->n->env)))
             return TEX_ENOMEM;
-    }
-    if (j != dn) {
-        why(m,
-            "tensor '%s' is indexed by the tile's loops in %d dimension(s), but the "
-            "intrinsic's tensor '%s' has %d",
-            t->name, j, dt->name, dn);
-        return fail(m);
     }
     return 0;
 }

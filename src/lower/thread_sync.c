@@ -21,6 +21,15 @@
  *     only, which orders its own accesses (conservative where the index is
  *     not one-to-one in the threads, e.g. T_x / 2: that is treated the same,
  *     as TVM does); or
+ *   - both indices split, as canonical sums, into rest + h with the same
+ *     h: h the terms over thread indices, linear with distinct tags and
+ *     mixed-radix coefficients (each at least the span of the smaller ones,
+ *     so one-to-one in the threads), over every active T_t and no serial
+ *     variable, with 0 <= h < G over the threads' launch ranges; rest the
+ *     other terms, each (constant included) a multiple of G. Equal
+ *     elements then have equal h, hence one thread: a cooperative fetch
+ *     S[o*256 + T_y*16 + T_x] in a serial loop over o, or the two halves
+ *     of a double buffer, need no barrier between a thread's own accesses;
  *   - the earlier one is a write inside ATTR "double_buffer_write"
  *     (double_buffer.c: the fetch of step k+1 into the other half) and the
  *     later one a read in the same loop iteration (TVM's rule: it reads the
@@ -62,6 +71,7 @@
  * Not done: proving disjointness of index ranges (beyond the rules above),
  * removing existing barriers, or moving barriers out of loops.
  */
+#include "ir/arith.h"
 #include "lower/device.h"
 
 #include <stdlib.h>
@@ -75,6 +85,7 @@ typedef struct {
     tex_expr *idx;   /* canonical index; NULL: unknown (conflicts with everything) */
     bool write;
     bool pure;    /* idx uses only every active T_t, block indices and parameters */
+    tex_expr *owner; /* h of the ownership rule (file comment), or NULL */
     bool db;      /* a write under ATTR "double_buffer_write" */
     bool carried; /* from the previous iteration of the loop being planned */
 } access;
@@ -89,6 +100,8 @@ typedef struct {
     int rc;
     tex_expr *canon[N_TTAGS];              /* T_x, T_y, T_z */
     bool active[N_TTAGS];                  /* the kernel has a loop over the tag with extent != 1 */
+    int64_t launch[N_TTAGS];               /* largest constant extent of the tag's loops; -1
+                                              when one is not constant, 0 when none */
     tex_expr *from[MAX_MAP], *to[MAX_MAP]; /* canonicalization */
     int n_map;
     tex_expr *serial[MAX_MAP]; /* variables of enclosing serial loops */
@@ -101,7 +114,7 @@ typedef struct {
 static bool same_access(const access *a, const access *b)
 {
     return a->key == b->key && a->write == b->write && a->db == b->db && a->carried == b->carried &&
-           a->pure == b->pure &&
+           a->pure == b->pure && (a->owner == b->owner || (a->owner && b->owner && texi_expr_equal(a->owner, b->owner))) &&
            (a->idx == b->idx || (a->idx && b->idx && texi_expr_equal(a->idx, b->idx)));
 }
 
@@ -243,6 +256,92 @@ static bool uniform(sync_pass *p, tex_expr *e)
 
 /* ------------------------------------------------------------ accesses */
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    a = a < 0 ? -a : a;
+    b = b < 0 ? -b : b;
+    while (b) {
+        int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/* The thread tag term t is linear in (coef * T_tag), or -1. */
+static int linear_tag(const sync_pass *p, const texi_term *t)
+{
+    for (int g = 0; t->n_atoms == 1 && t->coef > 0 && g < N_TTAGS; g++)
+        if (t->atoms[0] == p->canon[g])
+            return g;
+    return -1;
+}
+
+/* Whether the thread terms th[0..n) of a form make an h of the ownership
+ * rule: linear, distinct tags with constant launch extents, every active
+ * tag, mixed radix (each coefficient above the largest value of the
+ * smaller terms); *span = largest h + 1. */
+static bool owner_terms_ok(const sync_pass *p, const texi_term *th, int n, int64_t *span)
+{
+    bool seen[N_TTAGS] = {false};
+    int order[N_TTAGS];
+    if (n > N_TTAGS)
+        return false;
+    for (int i = 0; i < n; i++) {
+        int g = linear_tag(p, &th[i]);
+        if (g < 0 || seen[g] || p->launch[g] <= 0)
+            return false;
+        seen[g] = true;
+        order[i] = i;
+    }
+    for (int g = 0; g < N_TTAGS; g++)
+        if (p->active[g] && !seen[g])
+            return false;
+    for (int i = 1; i < n; i++) /* by coefficient, smallest first */
+        for (int j = i; j > 0 && th[order[j]].coef < th[order[j - 1]].coef; j--) {
+            int x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    int64_t reach = 0; /* largest value of the terms so far */
+    for (int i = 0; i < n; i++) {
+        const texi_term *t = &th[order[i]];
+        int64_t ext = p->launch[linear_tag(p, t)];
+        if (t->coef <= reach || ext > INT64_MAX / 2 / t->coef)
+            return false;
+        reach += t->coef * (ext - 1);
+    }
+    *span = reach + 1;
+    return true;
+}
+
+/* Sets a->owner (file comment: the ownership rule) for canonical index idx. */
+static void find_owner(sync_pass *p, access *a, tex_expr *idx)
+{
+    texi_simp s;
+    texi_simp_init(&s, p->lw->ctx, 0, NULL);
+    texi_form *f = texi_form_of(&s, idx);
+    texi_term *th = f ? texi_simp_alloc(&s, sizeof *th * (size_t)(f->n + 1)) : NULL;
+    int n_th = 0;
+    int64_t g = f ? f->k : 0, span = 0;
+    bool ok = th && !f->wrapped;
+    for (int i = 0; ok && i < f->n; i++) {
+        bool thread = false;
+        for (int j = 0; j < f->terms[i].n_atoms; j++) {
+            var_use u = uses(p, f->terms[i].atoms[j]);
+            thread |= u.any_thread;
+            ok &= !(u.any_thread && u.serial);
+        }
+        if (thread)
+            th[n_th++] = f->terms[i];
+        else
+            g = gcd64(g, f->terms[i].coef);
+    }
+    if (ok && owner_terms_ok(p, th, n_th, &span) && (g == 0 || g >= span))
+        a->owner = texi_form_expr(&s, texi_form_make(&s, f->t, th, n_th, 0));
+    texi_simp_fini(&s);
+}
+
 static int add_access(sync_pass *p, access_set *s, const texi_buffer *b, tex_expr *idx, bool write)
 {
     if (b->scope != TEXI_SCOPE_SHARED)
@@ -254,6 +353,7 @@ static int add_access(sync_pass *p, access_set *s, const texi_buffer *b, tex_exp
         a.pure = !u.serial;
         for (int t = 0; t < N_TTAGS; t++)
             a.pure &= u.thread[t] || !p->active[t];
+        find_owner(p, &a, a.idx);
     }
     return set_add(p, s, a);
 }
@@ -447,6 +547,8 @@ static bool conflict(const access *prev, const access *cur)
         return false;
     if (prev->db && !cur->write && !prev->carried)
         return false;
+    if (prev->owner && cur->owner && texi_expr_equal(prev->owner, cur->owner))
+        return false;
     return !(prev->pure && cur->pure && texi_expr_equal(prev->idx, cur->idx));
 }
 
@@ -517,6 +619,19 @@ static void mark_carried(access_set *s, const access_set *before)
     }
 }
 
+/* After the loop: the entries mark_carried marked are this iteration's
+ * accesses again for the enclosing level (an inner fetch loop must not
+ * make its writes look carried to the loop around it). */
+static void clear_carried(access_set *s, const access_set *before)
+{
+    for (int i = 0; i < s->n; i++) {
+        bool kept = false;
+        for (int j = 0; j < before->n && !kept; j++)
+            kept = same_access(&s->a[i], &before->a[j]);
+        s->a[i].carried &= kept;
+    }
+}
+
 /* A serial loop's body planned twice (file comment). */
 static tex_stmt *plan_serial_body(sync_pass *p, const tex_stmt *s, access_set *st)
 {
@@ -529,6 +644,7 @@ static tex_stmt *plan_serial_body(sync_pass *p, const tex_stmt *s, access_set *s
     if (body && set_copy(p, &carry, st) == 0) {
         mark_carried(&carry, &in);
         body = plan_list(p, body, &carry);
+        clear_carried(&carry, &in);
         if (set_union(p, st, &carry) < 0 || (may_skip && set_union(p, st, &in) < 0))
             body = NULL;
         set_free(&carry);
@@ -717,9 +833,15 @@ static void find_active(sync_pass *p, const tex_stmt *s)
         return;
     switch (s->kind) {
     case TEXI_STMT_FOR:
-        if (s->u.loop.for_kind == TEXI_FOR_THREAD && is_thread_tag(s->u.loop.thread_tag) &&
-            !(texi_expr_is_int_const(s->u.loop.extent, &ext) && ext == 1))
-            p->active[s->u.loop.thread_tag - (int)TEX_THREAD_X] = true;
+        if (s->u.loop.for_kind == TEXI_FOR_THREAD && is_thread_tag(s->u.loop.thread_tag)) {
+            int g = s->u.loop.thread_tag - (int)TEX_THREAD_X;
+            bool is_const = texi_expr_is_int_const(s->u.loop.extent, &ext);
+            p->active[g] |= !(is_const && ext == 1);
+            if (!is_const || ext < 0)
+                p->launch[g] = -1;
+            else if (p->launch[g] >= 0 && ext > p->launch[g])
+                p->launch[g] = ext;
+        }
         find_active(p, s->u.loop.body);
         return;
     case TEXI_STMT_ALLOCATE:

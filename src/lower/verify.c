@@ -241,7 +241,13 @@ static int check_allocate(verifier *v, const tex_stmt *s)
     const texi_buffer *b = s->u.alloc.buf;
     for (int d = 0; d < b->ndim; d++)
         TEXI_TRY(check_index(v, b->shape[d], "non-integer shape of buffer", b->name));
-    return scoped(v, b, s->u.alloc.body);
+    /* the data variable too: an ATTR inside may name the storage by it */
+    int n0 = v->n_defs;
+    int rc = push(v, b->data);
+    if (rc == 0)
+        rc = scoped(v, b, s->u.alloc.body);
+    v->n_defs = n0;
+    return rc;
 }
 
 /* Each tile argument: a defined buffer (after flattening) and integer
