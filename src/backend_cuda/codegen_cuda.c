@@ -243,10 +243,13 @@ static void emit_thread_loop(texi_cu *g, texi_sb *sb, const tex_stmt *s)
     const char *vt = texi_cu_value_type(s->u.loop.var->dtype);
     texi_cu_line(g, sb, "{");
     g->indent++;
-    indent(g, sb);
-    texi_sb_printf(sb, "const %s %s = ", vt, name_for(g, s->u.loop.var, s->u.loop.var->u.var.name));
-    texi_cu_expr(g, sb, s->u.loop.min);
-    texi_sb_printf(sb, " + (%s)%s;\n", vt, tag_index[tag]);
+    if (texi_stmt_uses_var(g->ctx, s->u.loop.body, s->u.loop.var)) {
+        indent(g, sb);
+        texi_sb_printf(sb, "const %s %s = ", vt,
+                       name_for(g, s->u.loop.var, s->u.loop.var->u.var.name));
+        texi_cu_expr(g, sb, s->u.loop.min);
+        texi_sb_printf(sb, " + (%s)%s;\n", vt, tag_index[tag]);
+    }
     bool guard = !texi_expr_equal(s->u.loop.extent, g->launch[tag]);
     bool defer = guard && has_sync(s->u.loop.body);
     if (defer && g->n_deferred == TEXI_CU_MAX_DEFERRED) {

@@ -446,6 +446,10 @@ tex_stmt *texi_stmt_mutate(tex_ctx *ctx, tex_stmt *s, texi_stmt_rewrite_fn stmt_
 typedef bool (*texi_expr_visit_fn)(tex_expr *e, void *ud);
 void texi_expr_visit(tex_expr *e, texi_expr_visit_fn fn, void *ud);
 
+/* Whether some expression of s (bounds, values, indices, conditions) reads
+ * variable var. Allocates nothing and changes nothing. */
+bool texi_stmt_uses_var(tex_ctx *ctx, const tex_stmt *s, const tex_expr *var);
+
 /* e with each vars[i] replaced by values[i]. NULL on ENOMEM. */
 tex_expr *texi_substitute(tex_expr *e, int n, tex_expr *const vars[], tex_expr *const values[]);
 

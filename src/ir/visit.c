@@ -11,6 +11,8 @@
  */
 #include "ir/ir.h"
 
+#include <stdint.h>
+
 #include <string.h>
 
 /* Child lists up to this length are rewritten into a stack buffer. */
@@ -368,4 +370,32 @@ tex_stmt *texi_stmt_mutate(tex_ctx *ctx, tex_stmt *s, texi_stmt_rewrite_fn stmt_
     stmt_walk w = {ctx, stmt_pre, expr_pre, ud, false};
     tex_stmt *r = walk_stmt(&w, s);
     return w.failed ? NULL : r;
+}
+
+typedef struct {
+    const tex_expr *var;
+    bool found;
+} var_probe;
+
+static bool probe_var(tex_expr *e, void *ud)
+{
+    var_probe *p = ud;
+    p->found |= e == p->var;
+    return !p->found;
+}
+
+/* Visits e and keeps it: the statement walk rebuilds nothing. */
+static tex_expr *scan_var(tex_expr *e, void *ud)
+{
+    texi_expr_visit(e, probe_var, ud);
+    return e;
+}
+
+bool texi_stmt_uses_var(tex_ctx *ctx, const tex_stmt *s, const tex_expr *var)
+{
+    var_probe p = {var, false};
+    /* the walk rebuilds nothing (scan_var keeps every expression), so s is
+     * only read; the cast through uintptr_t fits the walker's signature */
+    texi_stmt_mutate(ctx, (tex_stmt *)(uintptr_t)s, NULL, scan_var, &p);
+    return p.found;
 }

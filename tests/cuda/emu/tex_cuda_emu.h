@@ -160,20 +160,20 @@ static int timeout_seconds()
     return t > 0 ? t : 60;
 }
 
-/* Waits on cv (mu held) until *gen differs from g; aborts after the timeout. */
+/* Waits on cv (mu held) until *gen differs from g; aborts after `seconds`. */
 static void wait_gen(pthread_cond_t *cv, pthread_mutex_t *mu, const unsigned *gen, unsigned g,
-                     const char *what)
+                     const char *what, int seconds)
 {
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += timeout_seconds();
+    dl.tv_sec += seconds;
     while (*gen == g) {
         if (pthread_cond_timedwait(cv, mu, &dl) == ETIMEDOUT && *gen == g) {
             fprintf(stderr,
                     "tex cuda emu: deadlock: thread (%u,%u,%u) of block (%u,%u,%u) waited %d s "
                     "in %s\n",
                     threadIdx.x, threadIdx.y, threadIdx.z, blockIdx.x, blockIdx.y, blockIdx.z,
-                    timeout_seconds(), what);
+                    seconds, what);
             abort();
         }
     }
@@ -194,7 +194,7 @@ static long long arrive_locked(Sync *s, pthread_mutex_t *mu, unsigned need, long
         return s->result;
     }
     unsigned g = s->gen;
-    wait_gen(&s->cv, mu, &s->gen, g, what);
+    wait_gen(&s->cv, mu, &s->gen, g, what, timeout_seconds());
     return s->result;
 }
 
@@ -510,7 +510,10 @@ static void finish_block()
         block.end_gen++;
         pthread_cond_broadcast(&block.end_cv);
     } else {
-        wait_gen(&block.end_cv, &block.sync.mu, &block.end_gen, block.end_gen, "the block's end");
+        /* twice the timeout: a thread stuck in a barrier or shuffle (which
+         * began waiting after this one finished) reports the deadlock first */
+        wait_gen(&block.end_cv, &block.sync.mu, &block.end_gen, block.end_gen, "the block's end",
+                 2 * timeout_seconds());
     }
     pthread_mutex_unlock(&block.sync.mu);
 }
