@@ -1,7 +1,8 @@
 /*
  * texi_backend_cpu: the vtable behind the targets "cpu" and "c".
  *
- * build: barrier fission of GPU-style code (gpu_to_cpu.c), then the C
+ * build: barriers for GPU-style code (thread_sync.c) removed again by
+ * barrier fission (gpu_to_cpu.c), then the C
  * source and the export header (codegen_c.c); for "c"
  * that is all (the kernel is not callable). For "cpu" the source goes
  * through the JIT cache (jit.c), the entry point is looked up by the
@@ -20,6 +21,7 @@
 
 #include "backend_cpu/cpu.h"
 #include "backend_cpu/jit.h"
+#include "lower/device.h"
 
 #define SMALL_ARGS 32 /* arguments passed without allocating */
 
@@ -91,13 +93,18 @@ static int load(tex_kernel *k, const tex_func *f)
     return 0;
 }
 
-/* f itself, or a copy whose GPU-style barriers were removed by barrier
- * fission (gpu_to_cpu.c) so its thread loops can run one after another. */
+/* f itself, or a copy of GPU-style code made serial: thread_sync puts the
+ * barriers a GPU would need where threads share data through shared
+ * memory (a cooperative fetch read by other threads), then barrier fission
+ * (gpu_to_cpu.c) removes them so the thread loops can run one thread after
+ * another. Code without thread loops comes back unchanged from both. */
 static int serial_form(const tex_func *f, tex_func *copy, const tex_func **out)
 {
     *copy = *f;
     texi_lower lw = {f->ctx, NULL, copy};
-    TEXI_TRY(texi_lower_apply(&lw, "gpu_to_cpu", texi_pass_gpu_to_cpu, f->body, &copy->body));
+    tex_stmt *synced = NULL;
+    TEXI_TRY(texi_lower_apply(&lw, "thread_sync", texi_pass_thread_sync, f->body, &synced));
+    TEXI_TRY(texi_lower_apply(&lw, "gpu_to_cpu", texi_pass_gpu_to_cpu, synced, &copy->body));
     *out = copy->body == f->body ? f : copy;
     return 0;
 }

@@ -820,14 +820,10 @@ static void emit_stmt(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll)
         emit_attr(g, sb, s);
         return;
     case TEXI_STMT_BARRIER:
-        if (g->thread_loop)
-            texi_cg_fail(g, TEX_EUNAVAILABLE,
-                         "loop '%s' is bound to a GPU thread and its body has a barrier: "
-                         "GPU-style schedule with barriers is not supported by the CPU backend "
-                         "yet",
-                         g->thread_loop);
-        else
-            texi_cg_fail(g, TEX_EUNAVAILABLE, "a barrier is not supported by the CPU backend");
+        /* barrier fission (gpu_to_cpu.c) removed every barrier under a
+         * thread loop before emission; one outside them has no meaning */
+        texi_cg_fail(g, TEX_EINTERNAL, "a barrier outside barrier fission's reach%s%s",
+                     g->thread_loop ? " in loop " : "", g->thread_loop ? g->thread_loop : "");
         return;
     case TEXI_STMT_INTRIN:
         emit_intrin(g, sb, s);

@@ -54,12 +54,6 @@
 
 extern char **environ;
 
-/* Weak until the launch plan lands in the library (backend.c,
- * launch_plan.c): a test including this header links either way, and
- * cuda_emu_run reports their absence. */
-#pragma weak texi_cuda_kernel_plan
-#pragma weak texi_launch_prog_eval
-
 #define CUDA_EMU_MAX_ARGS 64
 
 typedef int (*cuda_emu_launch_fn)(void (*fn)(void *), void *arg, const unsigned grid[3],
@@ -425,12 +419,6 @@ static inline int cuda_emu_launch_plan(cuda_emu *e, const texi_launch_plan *plan
 static inline int cuda_emu_run(cuda_emu *e, const tex_kernel *k, int n, const tex_value args[],
                                char *err, size_t en)
 {
-    if (!texi_cuda_kernel_plan || !texi_launch_prog_eval) {
-        cuda_emu_errf(err, en,
-                      "cuda_emu: the library has no launch plan yet "
-                      "(texi_cuda_kernel_plan / texi_launch_prog_eval missing)");
-        return -1;
-    }
     const texi_launch_plan *plan = texi_cuda_kernel_plan(k);
     if (!plan) {
         cuda_emu_errf(err, en, "cuda_emu: kernel '%s' has no launch plan (not a cuda kernel?)",

@@ -6,8 +6,7 @@
  *             in the interpreter (texi_interp_run) with the same result as
  *             the oracle (tex_eval_reference). A case whose shared stage is
  *             fetched inside the consumer's thread loops (matmul) needs
- *             barriers first: it runs after the thread_sync pass, and is
- *             skipped while the library has none.
+ *             barriers first: it runs after the thread_sync pass.
  *   ptx_*     each case at large sizes, constant and symbolic, built for
  *             "cuda -emit-only -arch=sm_80" and "-arch=sm_90"; its PTX (NVRTC
  *             through tex_kernel_ptx when the library gives one, else
@@ -25,7 +24,7 @@
  */
 #include "tt.h"
 
-#include "lower/lower.h"
+#include "lower/device.h"
 #include "support/gpu_cases.h"
 
 #include <fcntl.h>
@@ -33,26 +32,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Referenced weakly while the runtime (tex_kernel_ptx) and the GPU passes
- * (texi_pass_thread_sync) are being added: NULL until they are linked. */
-extern const char *tex_kernel_ptx(const tex_kernel *k) __attribute__((weak));
-extern int texi_pass_thread_sync(texi_lower *lw, tex_stmt *in, tex_stmt **out)
-    __attribute__((weak));
-
 #define SMEM_LIMIT (48 * 1024)
 
 /* ------------------------------------------------------------ interpreter */
 
 /* The function the interpreter runs: f, or f after thread_sync when threads
- * read shared data other threads fetched. NULL with a reason in why (skip). */
-static const tex_func *interp_func(gc_case *c, tex_func *copy, char *why, size_t n)
+ * read shared data other threads fetched. NULL (a failure) when that fails. */
+static const tex_func *interp_func(gc_case *c, tex_func *copy)
 {
     if (!c->needs_sync)
         return c->f;
-    if (!texi_pass_thread_sync) {
-        snprintf(why, n, "%s: needs barriers (thread_sync pass not in the library yet)", c->name);
-        return NULL;
-    }
     texi_lower lw = {c->ctx, NULL, c->f};
     tex_stmt *body = NULL;
     if (texi_lower_apply(&lw, "thread_sync", texi_pass_thread_sync, c->f->body, &body) != 0) {
@@ -112,7 +101,6 @@ done:
 
 static void interp_case(gc_id id)
 {
-    char skip[512] = "";
     for (int sym = 0; sym < 2; sym++) {
         tex_ctx *ctx = tex_ctx_new();
         int64_t sizes[GC_MAX_SIZES];
@@ -122,14 +110,12 @@ static void interp_case(gc_id id)
             TT_FAILF("%s (symbolic %d): %s", gc_names[id], sym, c.why);
         } else {
             tex_func copy;
-            const tex_func *f = interp_func(&c, &copy, skip, sizeof skip);
+            const tex_func *f = interp_func(&c, &copy);
             if (f)
                 interp_compare(&c, f);
         }
         tex_ctx_free(ctx);
     }
-    if (skip[0])
-        TT_SKIP("%s", skip);
 }
 
 /* ------------------------------------------------------------- tools */
@@ -260,7 +246,7 @@ static int parse_ptxas(const char *log, ptx_info *k, int cap)
 static char *get_ptx(const tex_kernel *k, const char *arch, const char *dir, char *why, size_t n,
                      bool *skip)
 {
-    const char *ptx = tex_kernel_ptx ? tex_kernel_ptx(k) : NULL;
+    const char *ptx = tex_kernel_ptx(k);
     if (ptx)
         return strdup(ptx);
     char nvcc[512], cu[600], out[600], archopt[64], *log = NULL;

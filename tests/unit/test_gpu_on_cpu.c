@@ -1,0 +1,164 @@
+/*
+ * GPU schedules built for the CPU (ARCHITECTURE.md, "Verifying CUDA code
+ * without a GPU", way 2): the six cases of tests/support/gpu_cases.h -- blocks
+ * and threads bound, shared-memory fetches by cooperating threads, double
+ * buffering, cross-thread and cross-block reductions -- go through
+ * tex_build(f, "cpu"), which inserts the barriers a GPU would need and then
+ * removes them by barrier fission (gpu_to_cpu.c), and run as ordinary
+ * compiled C. Each case runs at sizes that are not multiples of its tiles,
+ * with constant and with symbolic sizes, on 1 and 2 threads; outputs are
+ * poisoned first and compared with the oracle.
+ */
+#include "tt.h"
+
+#include "support/gpu_cases.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static char cache_dir[] = "/tmp/tex_test_gpu_on_cpu.XXXXXX";
+
+/* Builds c's function for target, runs it on random inputs and compares
+ * every output with the oracle. */
+static void run_compare(gc_case *c, const char *target)
+{
+    tex_kernel *k = tex_build(c->f, target);
+    if (!k) {
+        TT_FAILF("%s (symbolic %d) on %s: tex_build: %s", c->name, c->symbolic, target,
+                 tex_errmsg(c->ctx));
+        return;
+    }
+    DLTensor *arr[GC_MAX_TENSORS] = {0}, *ref[GC_MAX_TENSORS] = {0};
+    tex_value vals[GC_MAX_TENSORS];
+    DLDevice cpu = {kDLCPU, 0};
+    for (int t = 0; t < c->n; t++) {
+        arr[t] = gc_array(c, t, cpu);
+        ref[t] = t < c->n_in ? arr[t] : gc_array(c, t, cpu);
+        TT_CHECK(arr[t] && ref[t]);
+        if (!arr[t] || !ref[t])
+            goto done;
+        if (t < c->n_in) {
+            gc_fill(arr[t], (uint64_t)t + 7);
+        } else {
+            gc_poison(arr[t]);
+            gc_poison(ref[t]);
+        }
+        vals[t] = (tex_value){.kind = TEX_VAL_TENSOR, .t = arr[t]};
+    }
+    if (tex_kernel_call(k, c->n, vals) != 0) {
+        TT_FAILF("%s (symbolic %d) on %s: call: %s", c->name, c->symbolic, target,
+                 tex_kernel_errmsg(k));
+        goto done;
+    }
+    if (tex_eval_reference(c->ctx, c->n, c->tensors, ref) != 0) {
+        TT_FAILF("%s: oracle: %s", c->name, tex_errmsg(c->ctx));
+        goto done;
+    }
+    for (int t = c->n_in; t < c->n; t++) {
+        int64_t at;
+        double e = gc_max_rel_err(arr[t], ref[t], &at);
+        if (!(e <= c->tol))
+            TT_FAILF("%s (symbolic %d) on %s: output '%s' differs at flat index %lld: %.9g, "
+                     "oracle %.9g (relative error %g)",
+                     c->name, c->symbolic, target, tex_tensor_name(c->tensors[t]), (long long)at,
+                     ((float *)arr[t]->data)[at], ((float *)ref[t]->data)[at], e);
+    }
+done:
+    for (int t = 0; t < c->n; t++) {
+        if (ref[t] != arr[t])
+            tex_array_free(ref[t]);
+        tex_array_free(arr[t]);
+    }
+    tex_kernel_free(k);
+}
+
+static void cpu_case(gc_id id)
+{
+    if (!tex_target_available("cpu")) {
+        TT_SKIP("no C compiler for the \"cpu\" target");
+        return;
+    }
+    for (int sym = 0; sym < 2; sym++) {
+        tex_ctx *ctx = tex_ctx_new();
+        int64_t sizes[GC_MAX_SIZES];
+        gc_default_sizes(id, GC_SMALL, sizes);
+        gc_case c;
+        if (gc_build(ctx, id, sizes, sym, &c) != 0) {
+            TT_FAILF("%s (symbolic %d): %s", gc_names[id], sym, c.why);
+        } else {
+            run_compare(&c, "cpu");
+            run_compare(&c, "cpu -threads=2");
+        }
+        tex_ctx_free(ctx);
+    }
+}
+
+/* The barriers of a cooperative fetch are gone from the C source. */
+static void test_source_has_no_barrier(void)
+{
+    if (!tex_target_available("cpu")) {
+        TT_SKIP("no C compiler for the \"cpu\" target");
+        return;
+    }
+    tex_ctx *ctx = tex_ctx_new();
+    int64_t sizes[GC_MAX_SIZES];
+    gc_default_sizes(GC_MATMUL, GC_SMALL, sizes);
+    gc_case c;
+    TT_CHECK(gc_build(ctx, GC_MATMUL, sizes, false, &c) == 0);
+    tex_kernel *k = c.f ? tex_build(c.f, "c") : NULL;
+    TT_CHECK(k != NULL);
+    const char *src = k ? tex_kernel_source(k) : NULL;
+    TT_CHECK(src && !strstr(src, "barrier") && !strstr(src, "syncthreads"));
+    tex_kernel_free(k);
+    tex_ctx_free(ctx);
+}
+
+static void test_matmul(void)
+{
+    cpu_case(GC_MATMUL);
+}
+
+static void test_transpose(void)
+{
+    cpu_case(GC_TRANSPOSE);
+}
+
+static void test_softmax(void)
+{
+    cpu_case(GC_SOFTMAX);
+}
+
+static void test_layernorm(void)
+{
+    cpu_case(GC_LAYERNORM);
+}
+
+static void test_conv2d(void)
+{
+    cpu_case(GC_CONV2D);
+}
+
+static void test_sum(void)
+{
+    cpu_case(GC_SUM);
+}
+
+int main(void)
+{
+    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
+        printf("test_gpu_on_cpu: cannot make a temporary cache directory\n");
+        return 1;
+    }
+    TT_RUN(test_source_has_no_barrier);
+    TT_RUN(test_matmul);
+    TT_RUN(test_transpose);
+    TT_RUN(test_softmax);
+    TT_RUN(test_layernorm);
+    TT_RUN(test_conv2d);
+    TT_RUN(test_sum);
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
+    if (system(cmd) != 0)
+        printf("note: could not remove %s\n", cache_dir);
+    return tt_finish();
+}
