@@ -20,6 +20,44 @@ if ! command -v dpkg-query >/dev/null 2>&1; then
     exit 0
 fi
 
+# cuobjdump (optional): the CUDA tests read the SASS of the tensor-core kernels with it
+# (HMMA instructions); it needs nvdisasm. A CUDA toolkit installed from NVIDIA's PyPI
+# wheels may lack both; then their own wheels are fetched from PyPI into build/tools.
+# Without them the tests check the PTX instead, so any failure here is only a note.
+fetch_sass_tools() {
+    cuda=${CUDA_HOME:-/usr/local/cuda}
+    tools=$(cd "$(dirname "$0")/.." && pwd)/build/tools
+    [ -x "$cuda/bin/ptxas" ] || return 0
+    [ -x "$cuda/bin/cuobjdump" ] && [ -x "$cuda/bin/nvdisasm" ] && return 0
+    [ -x "$tools/cuobjdump" ] && [ -x "$tools/nvdisasm" ] && return 0
+    command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null 2>&1 || {
+        echo "deps: note: no pip; the CUDA tests will check PTX instead of SASS"
+        return 0
+    }
+    tmp=$(mktemp -d)
+    if python3 -m pip download --no-deps -q -d "$tmp" nvidia-cuda-cuobjdump \
+        nvidia-cuda-nvdisasm >/dev/null 2>&1 && mkdir -p "$tools" &&
+        python3 - "$tmp" "$tools" <<'PY'
+import glob, os, sys, zipfile
+for wheel in glob.glob(os.path.join(sys.argv[1], "*.whl")):
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            tool = os.path.basename(name)
+            if os.path.dirname(name).endswith("/bin") and tool in ("cuobjdump", "nvdisasm"):
+                path = os.path.join(sys.argv[2], tool)
+                with open(path, "wb") as out:
+                    out.write(z.read(name))
+                os.chmod(path, 0o755)
+PY
+    then
+        echo "deps: cuobjdump and nvdisasm from PyPI (nvidia-cuda-*) in build/tools"
+    else
+        echo "deps: note: could not fetch cuobjdump; the CUDA tests will check PTX instead of SASS"
+    fi
+    rm -rf "$tmp"
+}
+fetch_sass_tools
+
 installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' $packages 2>/dev/null || true)
 missing=""
 for p in $packages; do

@@ -26,8 +26,9 @@
  * thread_sync pass inserts (the emulated wmma calls meet at warp barriers).
  *
  * Checks: "cuda -emit-only -arch=sm_80 / sm_90" build; the source compiles
- * with nvcc -cubin for each arch and its SASS (cuobjdump -sass) contains
- * HMMA (PTX "mma" when cuobjdump is missing; skipped without nvcc); the
+ * with nvcc -cubin for each arch and its SASS (cuobjdump -sass; make deps
+ * fetches cuobjdump when the toolkit lacks it) contains HMMA (PTX "mma"
+ * when cuobjdump is missing; skipped without nvcc); the
  * emulation harness (tests/support/cuda_emu.h) runs the kernel and matches
  * the oracle; a nest that does not match (f32 inputs) gives TEX_EINVAL; an
  * unknown built-in name gives NULL + TEX_EINVAL.
@@ -40,7 +41,22 @@
 #include <math.h>
 
 #define NVCC "/usr/local/cuda/bin/nvcc"
-#define CUOBJDUMP "/usr/local/cuda/bin/cuobjdump"
+
+/* The toolkit's cuobjdump, else the one make deps fetched with its
+ * nvdisasm (tools/deps.sh; NVDISASM_PATH tells cuobjdump where that is);
+ * NULL when neither is there. */
+static const char *cuobjdump_path(void)
+{
+    static char dir[PATH_MAX], fetched[PATH_MAX + 16];
+    if (access("/usr/local/cuda/bin/cuobjdump", X_OK) == 0 &&
+        access("/usr/local/cuda/bin/nvdisasm", X_OK) == 0)
+        return "/usr/local/cuda/bin/cuobjdump";
+    if (access("build/tools/cuobjdump", X_OK) != 0 || access("build/tools/nvdisasm", X_OK) != 0 ||
+        !realpath("build/tools", dir) || setenv("NVDISASM_PATH", dir, 1) != 0)
+        return NULL;
+    snprintf(fetched, sizeof fetched, "%s/cuobjdump", dir);
+    return fetched;
+}
 
 static tex_ctx *ctx;
 
@@ -156,14 +172,16 @@ static void check_sass(const char *src, const char *arch)
     snprintf(log, sizeof log, "%s/log", dir);
     snprintf(archopt, sizeof archopt, "-arch=%s", arch);
     TT_CHECK(cuda_emu_write(cu, src));
-    char nvcc[] = NVCC, cuobjdump[] = CUOBJDUMP, o_cubin[] = "-cubin", o_o[] = "-o";
+    char nvcc[] = NVCC, cuobjdump[PATH_MAX + 16], o_cubin[] = "-cubin", o_o[] = "-o";
+    const char *dump_tool = cuobjdump_path();
+    snprintf(cuobjdump, sizeof cuobjdump, "%s", dump_tool ? dump_tool : "");
     char o_sass[] = "-sass", o_ptx[] = "-ptx";
     char *cc[] = {nvcc, archopt, o_cubin, o_o, cubin, cu, NULL};
     if (!spawn(cc, log)) {
         char *l = cuda_emu_slurp(log);
         TT_FAILF("nvcc -cubin %s failed:\n%s", arch, l ? l : "");
         free(l);
-    } else if (access(CUOBJDUMP, X_OK) == 0) {
+    } else if (dump_tool) {
         char *dump[] = {cuobjdump, o_sass, cubin, NULL};
         TT_CHECK(spawn(dump, log));
         char *l = cuda_emu_slurp(log);
