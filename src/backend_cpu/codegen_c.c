@@ -728,57 +728,14 @@ static void emit_intrin(texi_cg *g, texi_sb *sb, const tex_stmt *s)
     texi_sb_puts(sb, ");\n");
 }
 
-/* The distinct intrinsics called in s, appended to list[*n] (capacity cap)
- * in order of first call; false when there are more than cap. */
-static bool collect_intrins(const tex_stmt *s, const tex_intrin **list, int *n, int cap)
-{
-    if (!s)
-        return true;
-    switch (s->kind) {
-    case TEXI_STMT_INTRIN:
-        for (int i = 0; i < *n; i++)
-            if (list[i] == s->u.intrin.intrin)
-                return true;
-        if (*n == cap)
-            return false;
-        list[(*n)++] = s->u.intrin.intrin;
-        return true;
-    case TEXI_STMT_FOR:
-        return collect_intrins(s->u.loop.body, list, n, cap);
-    case TEXI_STMT_ALLOCATE:
-        return collect_intrins(s->u.alloc.body, list, n, cap);
-    case TEXI_STMT_REALIZE:
-        return collect_intrins(s->u.realize.body, list, n, cap);
-    case TEXI_STMT_LET:
-        return collect_intrins(s->u.let.body, list, n, cap);
-    case TEXI_STMT_ATTR:
-        return collect_intrins(s->u.attr.body, list, n, cap);
-    case TEXI_STMT_IF:
-        return collect_intrins(s->u.ifs.then_s, list, n, cap) &&
-               collect_intrins(s->u.ifs.else_s, list, n, cap);
-    case TEXI_STMT_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            if (!collect_intrins(s->u.seq.items[i], list, n, cap))
-                return false;
-        return true;
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_STORE:
-    case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_KIND_COUNT:
-        break;
-    }
-    return true;
-}
-
 #define MAX_INTRINS 64
 
 /* The sources of the intrinsics the body calls, each once. */
 static void intrin_sources(texi_cg *g, texi_sb *out)
 {
     const tex_intrin *list[MAX_INTRINS];
-    int n = 0;
-    if (!collect_intrins(g->f->body, list, &n, MAX_INTRINS))
+    int n = texi_stmt_intrins(g->f->body, list, MAX_INTRINS);
+    if (n < 0)
         texi_cg_fail(g, TEX_EUNAVAILABLE, "more than %d distinct tensor intrinsics", MAX_INTRINS);
     for (int i = 0; i < n; i++)
         if (has_c_source(list[i]))

@@ -446,6 +446,10 @@ tex_stmt *texi_stmt_mutate(tex_ctx *ctx, tex_stmt *s, texi_stmt_rewrite_fn stmt_
 typedef bool (*texi_expr_visit_fn)(tex_expr *e, void *ud);
 void texi_expr_visit(tex_expr *e, texi_expr_visit_fn fn, void *ud);
 
+/* The distinct intrinsics INTRIN statements of s call, in order of first
+ * call, stored in list[0 .. cap); their count, or -1 when there are more. */
+int texi_stmt_intrins(const tex_stmt *s, const tex_intrin **list, int cap);
+
 /* Whether some expression of s (bounds, values, indices, conditions) reads
  * variable var. Allocates nothing and changes nothing. */
 bool texi_stmt_uses_var(tex_ctx *ctx, const tex_stmt *s, const tex_expr *var);

@@ -399,3 +399,51 @@ bool texi_stmt_uses_var(tex_ctx *ctx, const tex_stmt *s, const tex_expr *var)
     texi_stmt_mutate(ctx, (tex_stmt *)(uintptr_t)s, NULL, scan_var, &p);
     return p.found;
 }
+
+/* texi_stmt_intrins over s, adding to list[*n]; false when cap is exceeded. */
+static bool collect_intrins(const tex_stmt *s, const tex_intrin **list, int *n, int cap)
+{
+    if (!s)
+        return true;
+    switch (s->kind) {
+    case TEXI_STMT_INTRIN:
+        for (int i = 0; i < *n; i++)
+            if (list[i] == s->u.intrin.intrin)
+                return true;
+        if (*n == cap)
+            return false;
+        list[(*n)++] = s->u.intrin.intrin;
+        return true;
+    case TEXI_STMT_FOR:
+        return collect_intrins(s->u.loop.body, list, n, cap);
+    case TEXI_STMT_ALLOCATE:
+        return collect_intrins(s->u.alloc.body, list, n, cap);
+    case TEXI_STMT_REALIZE:
+        return collect_intrins(s->u.realize.body, list, n, cap);
+    case TEXI_STMT_LET:
+        return collect_intrins(s->u.let.body, list, n, cap);
+    case TEXI_STMT_ATTR:
+        return collect_intrins(s->u.attr.body, list, n, cap);
+    case TEXI_STMT_IF:
+        return collect_intrins(s->u.ifs.then_s, list, n, cap) &&
+               collect_intrins(s->u.ifs.else_s, list, n, cap);
+    case TEXI_STMT_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            if (!collect_intrins(s->u.seq.items[i], list, n, cap))
+                return false;
+        return true;
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_STORE:
+    case TEXI_STMT_EVALUATE:
+    case TEXI_STMT_BARRIER:
+    case TEXI_STMT_KIND_COUNT:
+        break;
+    }
+    return true;
+}
+
+int texi_stmt_intrins(const tex_stmt *s, const tex_intrin **list, int cap)
+{
+    int n = 0;
+    return collect_intrins(s, list, &n, cap) ? n : -1;
+}

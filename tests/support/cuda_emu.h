@@ -465,4 +465,17 @@ static inline int cuda_emu_run(cuda_emu *e, const tex_kernel *k, int n, const te
     return rc;
 }
 
+/* Kernel k compiled into e, for cuda_emu_runner. */
+typedef struct {
+    cuda_emu *e;
+    const tex_kernel *k;
+} cuda_emu_kernel;
+
+/* cuda_emu_run in the shape of gpu_cases.h's gc_runner (ud: a cuda_emu_kernel). */
+static inline int cuda_emu_runner(void *ud, int n, const tex_value vals[], char *err, size_t en)
+{
+    const cuda_emu_kernel *m = ud;
+    return cuda_emu_run(m->e, m->k, n, vals, err, en);
+}
+
 #endif

@@ -565,4 +565,65 @@ static inline double gc_max_rel_err(const DLTensor *got, const DLTensor *want, i
     return worst < 0 ? 0 : worst;
 }
 
+/* Runs the code under test on vals (c's tensors as host arrays, inputs
+ * filled, outputs poisoned): 0, or non-zero with a message in err. */
+typedef int (*gc_runner)(void *ud, int n, const tex_value vals[], char *err, size_t en);
+
+/* Runs case c through run and compares every output with the oracle
+ * (tex_eval_reference). 0 when all are within c->tol, else -1 with what
+ * failed in c->why (prefixed with `label`). */
+static inline int gc_run_compare(gc_case *c, const char *label, gc_runner run, void *ud,
+                                 uint64_t seed)
+{
+    DLDevice cpu = {kDLCPU, 0};
+    DLTensor *got[GC_MAX_TENSORS] = {0}, *want[GC_MAX_TENSORS] = {0};
+    tex_value vals[GC_MAX_TENSORS];
+    char err[1024] = "";
+    int rc = -1;
+    for (int t = 0; t < c->n; t++) {
+        got[t] = gc_array(c, t, cpu);
+        want[t] = t < c->n_in ? got[t] : gc_array(c, t, cpu);
+        if (!got[t] || !want[t]) {
+            snprintf(c->why, sizeof c->why, "%s %s: out of memory", c->name, label);
+            goto done;
+        }
+        if (t < c->n_in) {
+            gc_fill(got[t], seed + (uint64_t)t);
+        } else {
+            gc_poison(got[t]);
+            gc_poison(want[t]);
+        }
+        vals[t] = (tex_value){.kind = TEX_VAL_TENSOR, .t = got[t]};
+    }
+    if (run(ud, c->n, vals, err, sizeof err) != 0) {
+        snprintf(c->why, sizeof c->why, "%s (symbolic %d) %s: %s", c->name, c->symbolic, label,
+                 err);
+        goto done;
+    }
+    if (tex_eval_reference(c->ctx, c->n, c->tensors, want) != 0) {
+        snprintf(c->why, sizeof c->why, "%s: oracle: %s", c->name, tex_errmsg(c->ctx));
+        goto done;
+    }
+    rc = 0;
+    for (int t = c->n_in; t < c->n && rc == 0; t++) {
+        int64_t at;
+        double e = gc_max_rel_err(got[t], want[t], &at);
+        if (!(e <= c->tol)) {
+            snprintf(c->why, sizeof c->why,
+                     "%s (symbolic %d) %s: output '%s' differs at flat index %lld: %.9g, oracle "
+                     "%.9g (relative error %g > %g)",
+                     c->name, c->symbolic, label, tex_tensor_name(c->tensors[t]), (long long)at,
+                     ((float *)got[t]->data)[at], ((float *)want[t]->data)[at], e, c->tol);
+            rc = -1;
+        }
+    }
+done:
+    for (int t = 0; t < c->n; t++) {
+        if (want[t] != got[t])
+            tex_array_free(want[t]);
+        tex_array_free(got[t]);
+    }
+    return rc;
+}
+
 #endif

@@ -823,54 +823,19 @@ static void run_gpu_case(gc_id id, bool symbolic)
     int64_t sizes[GC_MAX_SIZES];
     gc_default_sizes(id, GC_SMALL, sizes);
     gc_case c;
-    DLTensor *arrays[GC_MAX_TENSORS] = {NULL}, *ref[GC_MAX_TENSORS] = {NULL};
-    tex_value vals[GC_MAX_TENSORS];
     tex_kernel *k = NULL;
     cuda_emu *e = NULL;
     if (gc_build(ctx, id, sizes, symbolic, &c) != 0) {
         TT_FAILF("%s%s: %s", gc_names[id], symbolic ? " (symbolic)" : "", c.why);
-        goto out;
-    }
-    if (!(k = tex_build(c.f, "cuda -emit-only"))) {
+    } else if (!(k = tex_build(c.f, "cuda -emit-only"))) {
         TT_FAILF("%s: tex_build: %s", c.name, tex_errmsg(ctx));
-        goto out;
-    }
-    if (!(e = cuda_emu_build(tex_kernel_source(k), errbuf, sizeof errbuf))) {
+    } else if (!(e = cuda_emu_build(tex_kernel_source(k), errbuf, sizeof errbuf))) {
         TT_FAILF("%s: %s\n%s", c.name, errbuf, tex_kernel_source(k));
-        goto out;
-    }
-    show_log(c.name, e);
-    for (int t = 0; t < c.n; t++) {
-        arrays[t] = gc_array(&c, t, (DLDevice){kDLCPU, 0});
-        ref[t] = t < c.n_in ? arrays[t] : gc_array(&c, t, (DLDevice){kDLCPU, 0});
-        vals[t] = (tex_value){.kind = TEX_VAL_TENSOR, .t = arrays[t]};
-        if (t < c.n_in)
-            gc_fill(arrays[t], (uint64_t)(id * 16 + t + 1));
-        else
-            gc_poison(arrays[t]);
-    }
-    if (tex_eval_reference(ctx, c.n, c.tensors, ref) != 0) {
-        TT_FAILF("%s: tex_eval_reference: %s", c.name, tex_errmsg(ctx));
-        goto out;
-    }
-    if (cuda_emu_run(e, k, c.n, vals, errbuf, sizeof errbuf) != 0) {
-        TT_FAILF("%s: %s\n%s", c.name, errbuf, tex_kernel_source(k));
-        goto out;
-    }
-    for (int t = c.n_in; t < c.n; t++) {
-        int64_t at;
-        double err = gc_max_rel_err(arrays[t], ref[t], &at);
-        if (!(err <= c.tol))
-            TT_FAILF("%s%s: output '%s' element %lld: %.9g, expected %.9g (rel. err %g > %g)\n%s",
-                     c.name, symbolic ? " (symbolic)" : "", tex_tensor_name(c.tensors[t]),
-                     (long long)at, ((float *)arrays[t]->data)[at], ((float *)ref[t]->data)[at],
-                     err, c.tol, tex_kernel_source(k));
-    }
-out:
-    for (int t = 0; t < GC_MAX_TENSORS; t++) {
-        if (ref[t] != arrays[t])
-            tex_array_free(ref[t]);
-        tex_array_free(arrays[t]);
+    } else {
+        show_log(c.name, e);
+        cuda_emu_kernel m = {e, k};
+        if (gc_run_compare(&c, "emulated", cuda_emu_runner, &m, (uint64_t)id * 16 + 1) != 0)
+            TT_FAILF("%s\n%s", c.why, tex_kernel_source(k));
     }
     cuda_emu_free(e);
     tex_kernel_free(k);

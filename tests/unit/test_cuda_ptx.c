@@ -53,50 +53,10 @@ static const tex_func *interp_func(gc_case *c, tex_func *copy)
     return copy;
 }
 
-/* Runs f on gc_fill inputs and compares every output with the oracle's. */
-static void interp_compare(gc_case *c, const tex_func *f)
+/* gc_runner: the interpreter on function ud. */
+static int interpret(void *ud, int n, const tex_value vals[], char *err, size_t en)
 {
-    DLTensor *arr[GC_MAX_TENSORS] = {0}, *ref[GC_MAX_TENSORS] = {0};
-    tex_value vals[GC_MAX_TENSORS];
-    DLDevice cpu = {kDLCPU, 0};
-    for (int t = 0; t < c->n; t++) {
-        arr[t] = gc_array(c, t, cpu);
-        ref[t] = t < c->n_in ? arr[t] : gc_array(c, t, cpu);
-        TT_CHECK(arr[t] && ref[t]);
-        if (!arr[t] || !ref[t])
-            goto done;
-        if (t < c->n_in) {
-            gc_fill(arr[t], (uint64_t)t + 1);
-        } else {
-            gc_poison(arr[t]);
-            gc_poison(ref[t]);
-        }
-        vals[t] = (tex_value){.kind = TEX_VAL_TENSOR, .t = arr[t]};
-    }
-    char err[2048];
-    if (texi_interp_run(f, c->n, vals, err, sizeof err) != 0) {
-        TT_FAILF("%s (symbolic %d): interpreter: %s", c->name, c->symbolic, err);
-        goto done;
-    }
-    if (tex_eval_reference(c->ctx, c->n, c->tensors, ref) != 0) {
-        TT_FAILF("%s: oracle: %s", c->name, tex_errmsg(c->ctx));
-        goto done;
-    }
-    for (int t = c->n_in; t < c->n; t++) {
-        int64_t at;
-        double e = gc_max_rel_err(arr[t], ref[t], &at);
-        if (!(e <= c->tol))
-            TT_FAILF("%s (symbolic %d): output '%s' differs at flat index %lld: %.9g, oracle "
-                     "%.9g (relative error %g)",
-                     c->name, c->symbolic, tex_tensor_name(c->tensors[t]), (long long)at,
-                     ((float *)arr[t]->data)[at], ((float *)ref[t]->data)[at], e);
-    }
-done:
-    for (int t = 0; t < c->n; t++) {
-        if (ref[t] != arr[t])
-            tex_array_free(ref[t]);
-        tex_array_free(arr[t]);
-    }
+    return texi_interp_run(ud, n, vals, err, en);
 }
 
 static void interp_case(gc_id id)
@@ -111,8 +71,9 @@ static void interp_case(gc_id id)
         } else {
             tex_func copy;
             const tex_func *f = interp_func(&c, &copy);
-            if (f)
-                interp_compare(&c, f);
+            tex_func run = f ? *f : copy;
+            if (f && gc_run_compare(&c, "interpreted", interpret, &run, 1) != 0)
+                TT_FAILF("%s", c.why);
         }
         tex_ctx_free(ctx);
     }

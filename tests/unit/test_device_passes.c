@@ -41,48 +41,25 @@ static int apply(tex_func *f, texi_pass_fn fn, tex_stmt *in, tex_stmt **out)
     return fn(&lw, in, out);
 }
 
-/* Runs f with `body` in the interpreter on c's arrays (inputs filled);
- * the largest relative error of an output against the oracle (INFINITY
- * when the interpreter fails). */
-static double interp_err(gc_case *c, tex_stmt *body)
+/* gc_runner: the interpreter on function ud. */
+static int interpret(void *ud, int n, const tex_value vals[], char *err, size_t en)
 {
-    DLDevice cpu = {kDLCPU, 0};
-    DLTensor *got[GC_MAX_TENSORS] = {0}, *want[GC_MAX_TENSORS] = {0};
-    tex_value vals[GC_MAX_TENSORS];
-    for (int t = 0; t < c->n; t++) {
-        got[t] = gc_array(c, t, cpu);
-        want[t] = t < c->n_in ? got[t] : gc_array(c, t, cpu);
-        if (t < c->n_in)
-            gc_fill(got[t], (uint64_t)t + 1);
-        else
-            gc_poison(got[t]);
-        vals[t] = (tex_value){.kind = TEX_VAL_TENSOR, .t = got[t]};
-    }
+    return texi_interp_run(ud, n, vals, err, en);
+}
+
+/* Runs c's function with `body` in the interpreter: 0 when it matches the
+ * oracle, else -1 with the difference in c->why. */
+static int interp_compare(gc_case *c, tex_stmt *body)
+{
     tex_func copy = *c->f;
     copy.body = body;
-    char err[512] = "";
-    double worst = 0;
-    if (texi_interp_run(&copy, c->n, vals, err, sizeof err) != 0)
-        worst = INFINITY;
-    TT_EQ_INT(tex_eval_reference(c->ctx, c->n, c->tensors, want), 0);
-    for (int t = c->n_in; t < c->n; t++) {
-        int64_t at;
-        double e = gc_max_rel_err(got[t], want[t], &at);
-        worst = e > worst ? e : worst;
-    }
-    for (int t = 0; t < c->n; t++) {
-        tex_array_free(got[t]);
-        if (want[t] != got[t])
-            tex_array_free(want[t]);
-    }
-    return worst;
+    return gc_run_compare(c, "interpreted", interpret, &copy, 1);
 }
 
 static void check_interp(gc_case *c, tex_stmt *body)
 {
-    double e = interp_err(c, body);
-    if (!(e <= c->tol))
-        TT_FAILF("%s: the interpreter's result differs from the oracle (rel err %g)", c->name, e);
+    if (interp_compare(c, body) != 0)
+        TT_FAILF("%s", c->why);
 }
 
 /* Under valgrind the emulation's thread pools (up to 1024 host threads)
@@ -97,7 +74,6 @@ static bool under_valgrind(void)
  * compares with the oracle. Skipped (message) without g++. */
 static void check_emulated(gc_case *c)
 {
-    DLDevice cpu = {kDLCPU, 0};
     if (under_valgrind()) {
         printf("  (emulation skipped under valgrind)\n");
         return;
@@ -115,33 +91,9 @@ static void check_emulated(gc_case *c)
         tex_kernel_free(k);
         return;
     }
-    DLTensor *got[GC_MAX_TENSORS] = {0}, *want[GC_MAX_TENSORS] = {0};
-    tex_value vals[GC_MAX_TENSORS];
-    for (int t = 0; t < c->n; t++) {
-        got[t] = gc_array(c, t, cpu);
-        want[t] = t < c->n_in ? got[t] : gc_array(c, t, cpu);
-        if (t < c->n_in)
-            gc_fill(got[t], (uint64_t)t + 7);
-        else
-            gc_poison(got[t]);
-        vals[t] = (tex_value){.kind = TEX_VAL_TENSOR, .t = got[t]};
-    }
-    TT_EQ_INT(cuda_emu_run(e, k, c->n, vals, err, sizeof err), 0);
-    if (err[0])
-        printf("  emu: %s\n", err);
-    TT_EQ_INT(tex_eval_reference(c->ctx, c->n, c->tensors, want), 0);
-    for (int t = c->n_in; t < c->n; t++) {
-        int64_t at;
-        double r = gc_max_rel_err(got[t], want[t], &at);
-        if (!(r <= c->tol))
-            TT_FAILF("%s (emulated): output %d differs from the oracle (rel err %g at %lld)",
-                     c->name, t, r, (long long)at);
-    }
-    for (int t = 0; t < c->n; t++) {
-        tex_array_free(got[t]);
-        if (want[t] != got[t])
-            tex_array_free(want[t]);
-    }
+    cuda_emu_kernel m = {e, k};
+    if (gc_run_compare(c, "emulated", cuda_emu_runner, &m, 7) != 0)
+        TT_FAILF("%s", c->why);
     cuda_emu_free(e);
     tex_kernel_free(k);
 }
@@ -460,7 +412,7 @@ static void test_sync_matmul(void)
     check_interp(&c, out);
     /* without barriers, the threads of a block run one after another and read
      * tiles the others have not fetched yet (poison) */
-    TT_CHECK(!(interp_err(&c, c.f->body) <= c.tol));
+    TT_CHECK(interp_compare(&c, c.f->body) != 0);
     tex_ctx_free(ctx);
 }
 

@@ -18,57 +18,26 @@
 
 static char cache_dir[] = "/tmp/tex_test_gpu_on_cpu.XXXXXX";
 
+/* gc_runner: one call of the kernel ud. */
+static int call_kernel(void *ud, int n, const tex_value vals[], char *err, size_t en)
+{
+    tex_kernel *k = ud;
+    if (tex_kernel_call(k, n, vals) == 0)
+        return 0;
+    snprintf(err, en, "call: %s", tex_kernel_errmsg(k));
+    return -1;
+}
+
 /* Builds c's function for target, runs it on random inputs and compares
  * every output with the oracle. */
 static void run_compare(gc_case *c, const char *target)
 {
     tex_kernel *k = tex_build(c->f, target);
-    if (!k) {
+    if (!k)
         TT_FAILF("%s (symbolic %d) on %s: tex_build: %s", c->name, c->symbolic, target,
                  tex_errmsg(c->ctx));
-        return;
-    }
-    DLTensor *arr[GC_MAX_TENSORS] = {0}, *ref[GC_MAX_TENSORS] = {0};
-    tex_value vals[GC_MAX_TENSORS];
-    DLDevice cpu = {kDLCPU, 0};
-    for (int t = 0; t < c->n; t++) {
-        arr[t] = gc_array(c, t, cpu);
-        ref[t] = t < c->n_in ? arr[t] : gc_array(c, t, cpu);
-        TT_CHECK(arr[t] && ref[t]);
-        if (!arr[t] || !ref[t])
-            goto done;
-        if (t < c->n_in) {
-            gc_fill(arr[t], (uint64_t)t + 7);
-        } else {
-            gc_poison(arr[t]);
-            gc_poison(ref[t]);
-        }
-        vals[t] = (tex_value){.kind = TEX_VAL_TENSOR, .t = arr[t]};
-    }
-    if (tex_kernel_call(k, c->n, vals) != 0) {
-        TT_FAILF("%s (symbolic %d) on %s: call: %s", c->name, c->symbolic, target,
-                 tex_kernel_errmsg(k));
-        goto done;
-    }
-    if (tex_eval_reference(c->ctx, c->n, c->tensors, ref) != 0) {
-        TT_FAILF("%s: oracle: %s", c->name, tex_errmsg(c->ctx));
-        goto done;
-    }
-    for (int t = c->n_in; t < c->n; t++) {
-        int64_t at;
-        double e = gc_max_rel_err(arr[t], ref[t], &at);
-        if (!(e <= c->tol))
-            TT_FAILF("%s (symbolic %d) on %s: output '%s' differs at flat index %lld: %.9g, "
-                     "oracle %.9g (relative error %g)",
-                     c->name, c->symbolic, target, tex_tensor_name(c->tensors[t]), (long long)at,
-                     ((float *)arr[t]->data)[at], ((float *)ref[t]->data)[at], e);
-    }
-done:
-    for (int t = 0; t < c->n; t++) {
-        if (ref[t] != arr[t])
-            tex_array_free(ref[t]);
-        tex_array_free(arr[t]);
-    }
+    else if (gc_run_compare(c, target, call_kernel, k, 7) != 0)
+        TT_FAILF("%s", c->why);
     tex_kernel_free(k);
 }
 
