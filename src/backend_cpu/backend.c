@@ -146,8 +146,7 @@ static int cpu_call(tex_kernel *k, void *const *tensor_ptrs, const int64_t *size
             free(slots);
             free(values);
         }
-        snprintf(k->errmsg, sizeof k->errmsg, "%s: out of memory", k->name);
-        return TEX_ENOMEM;
+        return texi_kernel_fail(k, TEX_ENOMEM, "out of memory");
     }
     int t = 0, s = 0;
     for (int i = 0; i < nargs; i++) {
@@ -166,17 +165,13 @@ static int cpu_call(tex_kernel *k, void *const *tensor_ptrs, const int64_t *size
     case 0:
         return 0;
     case -1:
-        snprintf(k->errmsg, sizeof k->errmsg,
-                 "%s: a runtime check failed (e.g. a split with shift-inwards tail needs "
-                 "extent >= factor)",
-                 k->name);
-        return TEX_EINVAL;
+        return texi_kernel_fail(k, TEX_EINVAL,
+                                "a runtime check failed (e.g. a split with shift-inwards tail "
+                                "needs extent >= factor)");
     case -2:
-        snprintf(k->errmsg, sizeof k->errmsg, "%s: out of memory in the kernel", k->name);
-        return TEX_ENOMEM;
+        return texi_kernel_fail(k, TEX_ENOMEM, "out of memory in the kernel");
     default:
-        snprintf(k->errmsg, sizeof k->errmsg, "%s: the kernel returned %d", k->name, ret);
-        return TEX_EINTERNAL;
+        return texi_kernel_fail(k, TEX_EINTERNAL, "the kernel returned %d", ret);
     }
 }
 

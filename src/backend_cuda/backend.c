@@ -193,25 +193,11 @@ static int cuda_build(tex_kernel *k, const tex_func *f)
 
 /* ------------------------------------------------------------------ calls */
 
-static int call_fail(tex_kernel *k, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int call_fail(tex_kernel *k, int code, const char *fmt, ...)
-{
-    int n = snprintf(k->errmsg, sizeof k->errmsg, "%s: ", k->name);
-    va_list ap;
-    va_start(ap, fmt);
-    if (n >= 0 && (size_t)n < sizeof k->errmsg)
-        vsnprintf(k->errmsg + n, sizeof k->errmsg - (size_t)n, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
 static int driver_fail(tex_kernel *k, int rc, const char *call)
 {
     char msg[512];
     texi_cuda_result_text(rc, call, msg, sizeof msg);
-    return call_fail(k, TEX_EDEVICE, "%s", msg);
+    return texi_kernel_fail(k, TEX_EDEVICE, "%s", msg);
 }
 
 static int check_asserts(tex_kernel *k, const texi_launch_plan *p, const int64_t *sizes)
@@ -219,7 +205,7 @@ static int check_asserts(tex_kernel *k, const texi_launch_plan *p, const int64_t
     for (int i = 0; i < p->n_asserts; i++) {
         int64_t v = 0;
         if (texi_launch_prog_eval(&p->asserts[i], sizes, &v) != 0 || v == 0)
-            return call_fail(k, TEX_EINVAL, "the arguments break the condition %s",
+            return texi_kernel_fail(k, TEX_EINVAL, "the arguments break the condition %s",
                              p->assert_text && p->assert_text[i] ? p->assert_text[i] : "?");
     }
     return 0;
@@ -235,10 +221,10 @@ static int launch_dims(tex_kernel *k, const texi_launch_kernel *lk, const int64_
     for (int t = 0; t < TEXI_N_LAUNCH_TAGS; t++) {
         int64_t v = 1;
         if (texi_launch_prog_eval(&lk->extent[t], sizes, &v) != 0)
-            return call_fail(k, TEX_EINVAL, "kernel '%s': %s cannot be evaluated", lk->name,
+            return texi_kernel_fail(k, TEX_EINVAL, "kernel '%s': %s cannot be evaluated", lk->name,
                              tag[t]);
         if (v < 0 || v > (int64_t)UINT_MAX)
-            return call_fail(k, TEX_EINVAL, "kernel '%s': %s is %lld, out of range", lk->name,
+            return texi_kernel_fail(k, TEX_EINVAL, "kernel '%s': %s is %lld, out of range", lk->name,
                              tag[t], (long long)v);
         dims[t] = (unsigned)v;
         *empty = *empty || v == 0;
@@ -256,7 +242,7 @@ static int alloc_workspace(tex_kernel *k, const texi_launch_plan *p, const int64
         int64_t elems = 0, elem = (int64_t)tex_dtype_bytes(w->dtype);
         if (texi_launch_prog_eval(&w->elems, sizes, &elems) != 0 || elems < 0 ||
             (elem > 0 && elems > INT64_MAX / elem))
-            return call_fail(k, TEX_EINVAL, "workspace '%s': bad size", w->name);
+            return texi_kernel_fail(k, TEX_EINVAL, "workspace '%s': bad size", w->name);
         size_t bytes = (size_t)(elems * elem);
         if (bytes == 0)
             continue;
@@ -312,7 +298,7 @@ static int launch_all(tex_kernel *k, const texi_cuda_kernel *im, const int64_t *
         if (rc != 0) {
             char msg[512];
             texi_cuda_result_text(rc, "cuLaunchKernel", msg, sizeof msg);
-            return call_fail(k, TEX_EDEVICE, "kernel '%s' <<<(%u,%u,%u), (%u,%u,%u)>>>: %s",
+            return texi_kernel_fail(k, TEX_EDEVICE, "kernel '%s' <<<(%u,%u,%u), (%u,%u,%u)>>>: %s",
                              im->plan.kernels[i].name, d[0], d[1], d[2], d[3], d[4], d[5], msg);
         }
     }
@@ -332,19 +318,19 @@ static int cuda_call(tex_kernel *k, void *const *tensor_ptrs, const int64_t *siz
 {
     texi_cuda_kernel *im = k->impl;
     if (!im || !im->module)
-        return call_fail(k, TEX_EUNAVAILABLE, "built for target '%s', which cannot be called",
+        return texi_kernel_fail(k, TEX_EUNAVAILABLE, "built for target '%s', which cannot be called",
                          k->target);
     TEXI_TRY(check_asserts(k, &im->plan, sizes));
     char msg[512];
     int rc = texi_cuda_enter(DEVICE, msg, sizeof msg);
     if (rc != 0)
-        return call_fail(k, rc, "CUDA device %d: %s", DEVICE, msg);
+        return texi_kernel_fail(k, rc, "CUDA device %d: %s", DEVICE, msg);
     int n_ws = im->plan.n_workspace, n_args = k->n_params + k->n_extra + n_ws;
     texi_cu_ptr *ws = calloc((size_t)n_ws + 1, sizeof *ws);
     param_slot *slots = calloc((size_t)n_args + 1, sizeof *slots);
     void **values = calloc((size_t)n_args + 1, sizeof *values);
     rc = ws && slots && values ? alloc_workspace(k, &im->plan, sizes, ws)
-                               : call_fail(k, TEX_ENOMEM, "out of memory");
+                               : texi_kernel_fail(k, TEX_ENOMEM, "out of memory");
     if (rc == 0) {
         fill_params(k, &im->plan, tensor_ptrs, sizes, ws, slots, values);
         rc = launch_all(k, im, sizes, values);

@@ -51,6 +51,11 @@ struct tex_kernel {
     char errmsg[TEXI_KERNEL_ERRMSG_MAX]; /* last failed call */
 };
 
+/* Writes "NAME: " and the formatted message to k->errmsg (what
+ * tex_kernel_errmsg returns) and returns code. */
+int texi_kernel_fail(tex_kernel *k, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* A backend: one per target family, registered in kernel.c's table. */
 struct texi_backend {
     const char *name; /* "cpu", "c", "cuda" */

@@ -452,20 +452,6 @@ tex_kernel *tex_build(tex_func *f, const char *target)
 
 /* ------------------------------------------------------------ calls */
 
-static int call_fail(tex_kernel *k, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int call_fail(tex_kernel *k, int code, const char *fmt, ...)
-{
-    int n = snprintf(k->errmsg, sizeof k->errmsg, "%s: ", k->name);
-    va_list ap;
-    va_start(ap, fmt);
-    if (n >= 0 && (size_t)n < sizeof k->errmsg)
-        vsnprintf(k->errmsg + n, sizeof k->errmsg - (size_t)n, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
 /* The size table of one call and which entries are bound. */
 typedef struct {
     int64_t *v;
@@ -478,18 +464,18 @@ static int check_device(tex_kernel *k, int i, const texi_kernel_param *p, const 
 {
     if (k->backend != &texi_backend_cuda) {
         if (d->device.device_type != kDLCPU)
-            return call_fail(k, TEX_EINVAL,
+            return texi_kernel_fail(k, TEX_EINVAL,
                              "argument %d (tensor '%s') is not in host memory (kDLCPU)", i,
                              p->name);
         return 0;
     }
     if (d->device.device_type != kDLCUDA && d->device.device_type != kDLCUDAManaged)
-        return call_fail(k, TEX_EINVAL,
+        return texi_kernel_fail(k, TEX_EINVAL,
                          "argument %d (tensor '%s') is not in CUDA memory (kDLCUDA or "
                          "kDLCUDAManaged; copy it with tex_array_copy)",
                          i, p->name);
     if (d->device.device_id != 0)
-        return call_fail(k, TEX_EINVAL,
+        return texi_kernel_fail(k, TEX_EINVAL,
                          "argument %d (tensor '%s') is on CUDA device %d; cuda kernels run on "
                          "device 0",
                          i, p->name, d->device.device_id);
@@ -501,32 +487,32 @@ static int check_layout(tex_kernel *k, int i, const texi_kernel_param *p, const 
     TEXI_TRY(check_device(k, i, p, d));
     DLDataType want = tex_dtype_to_dlpack(p->dtype);
     if (d->dtype.code != want.code || d->dtype.bits != want.bits || d->dtype.lanes != want.lanes)
-        return call_fail(k, TEX_ETYPE,
+        return texi_kernel_fail(k, TEX_ETYPE,
                          "argument %d (tensor '%s') has DLPack dtype {code %d, bits %d, lanes %d}, "
                          "expected %s",
                          i, p->name, d->dtype.code, d->dtype.bits, d->dtype.lanes,
                          tex_dtype_name(p->dtype));
     if (d->ndim != p->ndim)
-        return call_fail(k, TEX_EINVAL, "argument %d (tensor '%s') has %d dimensions, expected %d",
+        return texi_kernel_fail(k, TEX_EINVAL, "argument %d (tensor '%s') has %d dimensions, expected %d",
                          i, p->name, d->ndim, p->ndim);
     if (d->ndim > 0 && !d->shape)
-        return call_fail(k, TEX_EINVAL, "argument %d (tensor '%s') has a NULL shape", i, p->name);
+        return texi_kernel_fail(k, TEX_EINVAL, "argument %d (tensor '%s') has a NULL shape", i, p->name);
     for (int j = 0; j < d->ndim; j++)
         if (d->shape[j] < 0)
-            return call_fail(k, TEX_EINVAL,
+            return texi_kernel_fail(k, TEX_EINVAL,
                              "argument %d (tensor '%s'): dimension %d is negative (%lld)", i,
                              p->name, j, (long long)d->shape[j]);
     int64_t stride = 1;
     for (int j = d->ndim - 1; j >= 0 && !texi_array_is_compact(d); j--) {
         if (d->shape[j] != 1 && d->strides[j] != stride)
-            return call_fail(k, TEX_EINVAL,
+            return texi_kernel_fail(k, TEX_EINVAL,
                              "argument %d (tensor '%s'): stride of dimension %d is %lld, expected "
                              "%lld (only compact row-major arrays are accepted)",
                              i, p->name, j, (long long)d->strides[j], (long long)stride);
         stride *= d->shape[j];
     }
     if (!d->data && texi_array_numel(d->ndim, d->shape) != 0)
-        return call_fail(k, TEX_EINVAL, "argument %d (tensor '%s') has NULL data", i, p->name);
+        return texi_kernel_fail(k, TEX_EINVAL, "argument %d (tensor '%s') has NULL data", i, p->name);
     return 0;
 }
 
@@ -539,7 +525,7 @@ static int bind_dims(tex_kernel *k, int i, const texi_kernel_param *p, const DLT
         if (want == DERIVED)
             continue;
         if (want >= 0 && want != got)
-            return call_fail(k, TEX_EINVAL,
+            return texi_kernel_fail(k, TEX_EINVAL,
                              "argument %d (tensor '%s'): dimension %d is %lld, expected %lld", i,
                              p->name, j, (long long)got, (long long)want);
         if (want >= 0)
@@ -549,7 +535,7 @@ static int bind_dims(tex_kernel *k, int i, const texi_kernel_param *p, const DLT
             st->v[s] = got;
             st->bound[s] = true;
         } else if (st->v[s] != got) {
-            return call_fail(k, TEX_EINVAL,
+            return texi_kernel_fail(k, TEX_EINVAL,
                              "argument %d (tensor '%s'): dimension %d is %lld, but '%s' is %lld "
                              "(from an earlier argument)",
                              i, p->name, j, (long long)got, k->size_names[s], (long long)st->v[s]);
@@ -566,12 +552,12 @@ static int check_derived(tex_kernel *k, const tex_value args[], const size_table
         const texi_kernel_param *p = &k->params[d->param];
         int64_t want, got = args[d->param].t->shape[d->dim];
         if (!eval_dim(d, st->v, &want))
-            return call_fail(k, TEX_EINVAL,
+            return texi_kernel_fail(k, TEX_EINVAL,
                              "argument %d (tensor '%s'): dimension %d cannot be evaluated from "
                              "the other arguments",
                              d->param, p->name, d->dim);
         if (want != got)
-            return call_fail(k, TEX_EINVAL,
+            return texi_kernel_fail(k, TEX_EINVAL,
                              "argument %d (tensor '%s'): dimension %d is %lld, expected %lld",
                              d->param, p->name, d->dim, (long long)got, (long long)want);
     }
@@ -585,7 +571,7 @@ static int check_args(tex_kernel *k, const tex_value args[], size_table *st)
         if (k->params[i].kind != TEX_ARG_VAR)
             continue;
         if (args[i].kind != TEX_VAL_I64)
-            return call_fail(k, TEX_EINVAL,
+            return texi_kernel_fail(k, TEX_EINVAL,
                              "argument %d ('%s') must be an integer scalar (TEX_VAL_I64)", i,
                              k->params[i].name);
         st->v[v] = args[i].i;
@@ -596,7 +582,7 @@ static int check_args(tex_kernel *k, const tex_value args[], size_table *st)
         if (p->kind == TEX_ARG_VAR)
             continue;
         if (args[i].kind != TEX_VAL_TENSOR || !args[i].t)
-            return call_fail(k, TEX_EINVAL,
+            return texi_kernel_fail(k, TEX_EINVAL,
                              "argument %d (tensor '%s') must be an array (TEX_VAL_TENSOR)", i,
                              p->name);
         int rc = check_layout(k, i, p, args[i].t);
@@ -607,7 +593,7 @@ static int check_args(tex_kernel *k, const tex_value args[], size_table *st)
     }
     for (int s = 0; s < k->n_sizes; s++)
         if (!st->bound[s])
-            return call_fail(k, TEX_EINVAL, "symbolic size '%s' is not given by any argument",
+            return texi_kernel_fail(k, TEX_EINVAL, "symbolic size '%s' is not given by any argument",
                              k->size_names[s]);
     return check_derived(k, args, st);
 }
@@ -635,13 +621,13 @@ int tex_kernel_call(tex_kernel *k, int n, const tex_value args[])
     if (!k)
         return TEX_EMISUSE;
     if (!k->callable)
-        return call_fail(k, TEX_EUNAVAILABLE,
+        return texi_kernel_fail(k, TEX_EUNAVAILABLE,
                          "built for target '%s', which gives source only and cannot be called",
                          k->target);
     if (n != k->n_params)
-        return call_fail(k, TEX_EINVAL, "expected %d arguments, got %d", k->n_params, n);
+        return texi_kernel_fail(k, TEX_EINVAL, "expected %d arguments, got %d", k->n_params, n);
     if (n > 0 && !args)
-        return call_fail(k, TEX_EMISUSE, "NULL argument array");
+        return texi_kernel_fail(k, TEX_EMISUSE, "NULL argument array");
     int cap = k->n_sizes + k->n_params + 1;
     int64_t small_v[SMALL], small_sizes[SMALL];
     bool small_b[SMALL] = {false};
@@ -657,7 +643,7 @@ int tex_kernel_call(tex_kernel *k, int n, const tex_value args[])
         if (rc == 0)
             rc = dispatch(k, args, &st, ptrs, sizes);
     } else {
-        call_fail(k, TEX_ENOMEM, "out of memory");
+        texi_kernel_fail(k, TEX_ENOMEM, "out of memory");
     }
     if (heap) {
         free(st.v);
@@ -674,17 +660,17 @@ int tex_kernel_call_tensors(tex_kernel *k, int n, DLTensor *const args[])
         return TEX_EMISUSE;
     for (int i = 0; i < k->n_params; i++)
         if (k->params[i].kind == TEX_ARG_VAR)
-            return call_fail(k, TEX_EINVAL,
+            return texi_kernel_fail(k, TEX_EINVAL,
                              "parameter %d ('%s') is a scalar: call with tex_kernel_call", i,
                              k->params[i].name);
     if (n != k->n_params)
-        return call_fail(k, TEX_EINVAL, "expected %d arguments, got %d", k->n_params, n);
+        return texi_kernel_fail(k, TEX_EINVAL, "expected %d arguments, got %d", k->n_params, n);
     if (n > 0 && !args)
-        return call_fail(k, TEX_EMISUSE, "NULL argument array");
+        return texi_kernel_fail(k, TEX_EMISUSE, "NULL argument array");
     tex_value small[SMALL] = {{.kind = TEX_VAL_TENSOR}};
     tex_value *vals = n > SMALL ? calloc((size_t)n, sizeof *vals) : small;
     if (!vals)
-        return call_fail(k, TEX_ENOMEM, "out of memory");
+        return texi_kernel_fail(k, TEX_ENOMEM, "out of memory");
     for (int i = 0; i < n; i++)
         vals[i] = (tex_value){.kind = TEX_VAL_TENSOR, .t = args[i]};
     int rc = tex_kernel_call(k, n, vals);
@@ -726,7 +712,7 @@ static int write_text(tex_kernel *k, const char *prefix, const char *ext, const 
     size_t len = strlen(prefix) + strlen(ext) + 1;
     char *path = malloc(len);
     if (!path)
-        return call_fail(k, TEX_ENOMEM, "tex_kernel_export: out of memory");
+        return texi_kernel_fail(k, TEX_ENOMEM, "tex_kernel_export: out of memory");
     snprintf(path, len, "%s%s", prefix, ext);
     FILE *fp = fopen(path, "wb");
     size_t n = strlen(text);
@@ -734,7 +720,7 @@ static int write_text(tex_kernel *k, const char *prefix, const char *ext, const 
     if (fp && fclose(fp) != 0)
         ok = false;
     int rc = ok ? 0
-                : call_fail(k, TEX_EINVAL, "tex_kernel_export: cannot write '%s': %s", path,
+                : texi_kernel_fail(k, TEX_EINVAL, "tex_kernel_export: cannot write '%s': %s", path,
                             strerror(errno));
     free(path);
     return rc;
@@ -746,9 +732,9 @@ int tex_kernel_export(const tex_kernel *k, const char *path_prefix)
         return TEX_EMISUSE;
     tex_kernel *w = writable(k);
     if (!path_prefix || !*path_prefix)
-        return call_fail(w, TEX_EINVAL, "tex_kernel_export: empty path prefix");
+        return texi_kernel_fail(w, TEX_EINVAL, "tex_kernel_export: empty path prefix");
     if (!k->header || !k->source)
-        return call_fail(w, TEX_EUNAVAILABLE,
+        return texi_kernel_fail(w, TEX_EUNAVAILABLE,
                          "tex_kernel_export: kernels built for target '%s' cannot be exported "
                          "(only \"c\" and \"cpu\" ones)",
                          k->target);
