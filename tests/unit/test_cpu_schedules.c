@@ -27,6 +27,7 @@
  * first build, removed at the end). About 160 kernels are compiled.
  */
 #include "tt.h"
+#include "support/tmpdir.h"
 #include "support/ops.h"
 #include "support/schedgen.h"
 
@@ -36,26 +37,6 @@
 
 static char cache_dir[] = "/tmp/tex-test-cpu-XXXXXX";
 
-/* Removes path and everything under it. */
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        char sub[4096];
-        struct stat st;
-        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
-            remove_tree(sub);
-        else
-            unlink(sub);
-    }
-    if (d)
-        closedir(d);
-    rmdir(path);
-}
 
 /* ------------------------------------------------- hand-written schedules */
 
@@ -829,7 +810,7 @@ int main(void)
     }
     if (!tex_target_available("cpu")) {
         printf("SKIP cpu_schedules (no working C compiler for target \"cpu\")\n");
-        remove_tree(cache_dir);
+        tt_remove_tree(cache_dir);
         return 0;
     }
     TT_RUN(test_matmul_tiles);
@@ -874,6 +855,6 @@ int main(void)
     TT_RUN(test_random_max_where);
     printf("random schedules: %ld tried, %ld failed; primitives applied %ld, refused %ld\n",
            n_random, n_random_failed, n_applied, n_refused);
-    remove_tree(cache_dir);
+    tt_remove_tree(cache_dir);
     return tt_finish();
 }

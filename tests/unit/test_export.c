@@ -7,6 +7,7 @@
  * and NULL handles fail with the documented codes. Skips without a compiler.
  */
 #include "tt.h"
+#include "support/tmpdir.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -159,9 +160,6 @@ int main(void)
     TT_RUN(test_export_cpu);
     TT_RUN(test_export_c);
     TT_RUN(test_export_errors);
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        printf("note: could not remove %s\n", dir);
+    tt_remove_tree(dir);
     return tt_finish();
 }

@@ -10,6 +10,7 @@
  * poisoned first and compared with the oracle.
  */
 #include "tt.h"
+#include "support/tmpdir.h"
 
 #include "support/gpu_cases.h"
 
@@ -125,9 +126,6 @@ int main(void)
     TT_RUN(test_layernorm);
     TT_RUN(test_conv2d);
     TT_RUN(test_sum);
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
-    if (system(cmd) != 0)
-        printf("note: could not remove %s\n", cache_dir);
+    tt_remove_tree(cache_dir);
     return tt_finish();
 }

@@ -24,6 +24,7 @@
  * Every build goes through a fresh temporary TEX_CACHE_DIR.
  */
 #include "tt.h"
+#include "support/tmpdir.h"
 #include "support/ops.h"
 
 #include "schedule/intrin.h"
@@ -54,26 +55,6 @@ typedef enum {
     B_TRANS   /* SPLIT_K on C = A . BT^T: B's tile has column stride K */
 } gemm_mode;
 
-/* Removes path and everything under it. */
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        char sub[4096];
-        struct stat st;
-        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
-            remove_tree(sub);
-        else
-            unlink(sub);
-    }
-    if (d)
-        closedir(d);
-    rmdir(path);
-}
 
 /* ------------------------------------------------------------- lookup */
 
@@ -302,6 +283,6 @@ int main(void)
     TT_RUN(test_tails);
     TT_RUN(test_packed_b);
     TT_RUN(test_strided_b);
-    remove_tree(cache_dir);
+    tt_remove_tree(cache_dir);
     return tt_finish();
 }

@@ -10,6 +10,7 @@
  * spawns nothing (not even `cc --version`). Tests needing `cc` skip without it.
  */
 #include "tt.h"
+#include "support/tmpdir.h"
 
 #include "backend_cpu/jit.h"
 #include "util/sha256.h"
@@ -397,9 +398,6 @@ int main(int argc, char **argv)
     TT_RUN(test_missing_compiler);
     TT_RUN(test_concurrent_processes);
     TT_RUN(test_fresh_process_spawns_nothing);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    if (system(cmd) != 0)
-        printf("note: could not remove %s\n", root);
+    tt_remove_tree(root);
     return tt_finish();
 }

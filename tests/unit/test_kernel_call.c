@@ -11,6 +11,7 @@
  * JIT skip when no C compiler is found.
  */
 #include "tt.h"
+#include "support/tmpdir.h"
 
 #include "util/half.h"
 
@@ -476,9 +477,6 @@ int main(void)
     TT_RUN(test_runtime_check);
     TT_RUN(test_derived_dimension);
     TT_RUN(test_concurrent_calls);
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        printf("note: could not remove %s\n", dir);
+    tt_remove_tree(dir);
     return tt_finish();
 }
