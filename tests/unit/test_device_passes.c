@@ -456,6 +456,54 @@ static void test_sync_none(void)
     tex_ctx_free(ctx);
 }
 
+/* The ownership rule (thread_sync.c): inside one 8 x 8 thread nest, a
+ * serial loop fetches S[o*64 + ty*8 + tx] and a second one reads S back.
+ * Read at the same element: the fetching thread itself, no barrier (not
+ * even between the fetch loop's iterations); transposed (tx*8 + ty) or
+ * shifted by one: other threads' elements, one barrier between the loops. */
+static tex_stmt *owner_body(tex_ctx *ctx, texi_buffer *sh, texi_buffer *g, int read_kind)
+{
+    tex_expr *zero = tex_int(ctx, 0), *eight = tex_int(ctx, 8), *three = tex_int(ctx, 3);
+    tex_expr *ty = texi_var_new(ctx, "ty", TEX_I32), *tx = texi_var_new(ctx, "tx", TEX_I32);
+    tex_expr *o = texi_var_new(ctx, "o", TEX_I32), *o2 = texi_var_new(ctx, "o2", TEX_I32);
+    tex_expr *w_idx = tex_add(tex_add(tex_mul(o, tex_int(ctx, 64)), tex_mul(ty, eight)), tx);
+    tex_expr *inner = read_kind == 1 ? tex_add(tex_mul(tx, eight), ty)
+                      : read_kind == 2 ? tex_add(tex_add(tex_mul(ty, eight), tx), tex_int(ctx, 1))
+                                       : tex_add(tex_mul(ty, eight), tx);
+    tex_expr *r_idx = tex_add(tex_mul(o2, tex_int(ctx, 64)), inner);
+    tex_expr *g_idx = tex_add(tex_add(tex_mul(o2, tex_int(ctx, 64)), tex_mul(ty, eight)), tx);
+    tex_stmt *fetch = texi_for_new(ctx, o, zero, three, TEXI_FOR_SERIAL, -1,
+                                   texi_store_new(ctx, sh, w_idx, texi_load_new(g, w_idx)));
+    tex_stmt *use = texi_for_new(ctx, o2, zero, three, TEXI_FOR_SERIAL, -1,
+                                 texi_store_new(ctx, g, g_idx, texi_load_new(sh, r_idx)));
+    tex_stmt *body = texi_seq_new(ctx, 2, (tex_stmt *[]){fetch, use});
+    body = texi_for_new(ctx, tx, zero, eight, TEXI_FOR_THREAD, TEX_THREAD_X, body);
+    body = texi_for_new(ctx, ty, zero, eight, TEXI_FOR_THREAD, TEX_THREAD_Y, body);
+    return texi_allocate_new(ctx, sh, body);
+}
+
+static void test_sync_owner(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_expr *len = tex_int(ctx, 200);
+    texi_buffer *sh = texi_buffer_new(ctx, "S", TEX_F32, TEXI_SCOPE_SHARED, 1, &len);
+    texi_buffer *g = texi_buffer_new(ctx, "G", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &len);
+    texi_lower lw = {.ctx = ctx};
+    static const char *const kinds[] = {"same element", "transposed", "shifted by one"};
+    for (int kind = 0; kind < 3; kind++) {
+        tex_stmt *in = owner_body(ctx, sh, g, kind), *out = NULL;
+        TT_EQ_INT(texi_pass_thread_sync(&lw, in, &out), 0);
+        char *s = out ? texi_stmt_str(out) : NULL;
+        int n = s ? count(s, "barrier(shared)") : -1;
+        if (n != (kind ? 1 : 0))
+            TT_FAILF("%s: %d barriers, want %d:\n%s", kinds[kind], n, kind ? 1 : 0, s ? s : "");
+        else if (kind && !strstr(s, "}\n      barrier(shared)\n      for (o2"))
+            TT_FAILF("%s: the barrier is not between the loops:\n%s", kinds[kind], s);
+        free(s);
+    }
+    tex_ctx_free(ctx);
+}
+
 /* ---------------------------------------------------------- double_buffer */
 
 enum { DB_T = 16, DB_BLOCKS = 3, DB_STEPS = 5 };
@@ -610,6 +658,7 @@ int main(void)
     TT_RUN(test_allreduce_helper_emulated);
     TT_RUN(test_sync_matmul);
     TT_RUN(test_sync_none);
+    TT_RUN(test_sync_owner);
     TT_RUN(test_double_buffer);
     TT_RUN(test_double_buffer_no_match);
     TT_RUN(test_double_buffer_matmul);

@@ -1,0 +1,450 @@
+/*
+ * Random GPU schedules: the standard workloads of tests/support/ops.h under
+ * GPU-shaped schedules drawn the way a person writes them, each checked
+ * against the oracle three ways:
+ *   - after the thread_sync pass, in the interpreter (threads in lock-step
+ *     between barriers: a missing barrier reads poison);
+ *   - built for "cpu" (barriers inserted, then removed by barrier fission)
+ *     and run as compiled C, for every other seed;
+ *   - built for "cuda -emit-only": the device lowering and the CUDA emitter
+ *     must accept it (a TEX_EUNAVAILABLE refusal naming the construct is
+ *     counted, not failed).
+ * The generator, per workload:
+ *   - the output's data axes go to blocks and threads: all fused and split
+ *     (blockIdx.x / threadIdx.x), or the first two split and bound 2-D;
+ *   - a reduction output may instead reduce across threadIdx.x (split,
+ *     rfactor into local partials, the rest bound to the threads, rows to
+ *     blocks);
+ *   - maybe a local write cache at the innermost thread axis;
+ *   - maybe a shared read cache of an input, computed at the thread axis or
+ *     at the outer part of a split reduction axis (then maybe double
+ *     buffered), fetched cooperatively by the consumer's threads;
+ *   - intermediates inlined when they can be, else at root with their own
+ *     1-D block/thread mapping.
+ * Thread counts and split factors are random and rarely divide the
+ * extents. Seeded; TEX_RANDOM_SEED=<n> reruns one seed.
+ */
+#include "tt.h"
+#include "support/tmpdir.h"
+#include "support/ops.h"
+#include "support/schedgen.h"
+
+#include "lower/device.h"
+
+#include <unistd.h>
+
+static char cache_dir[] = "/tmp/tex-test-gpu-random-XXXXXX";
+static long n_tried, n_failed, n_refused, n_cuda_unsupported;
+
+typedef struct {
+    ops_wl *w;
+    tex_schedule *s;
+    uint64_t rng;
+    ops_log log;
+    bool refused; /* a primitive said TEX_EINVAL: the draw is dropped */
+    bool broken;  /* a primitive failed otherwise: a failure */
+    int64_t ty, tx; /* the output's thread extents (ty 1 for a 1-D mapping) */
+} gen;
+
+static int64_t rnd(gen *g, int64_t lo, int64_t hi)
+{
+    return ops_rand_range(&g->rng, lo, hi);
+}
+
+static bool chance(gen *g, int percent)
+{
+    return rnd(g, 0, 99) < percent;
+}
+
+/* Logs a primitive's outcome; false when it failed. */
+static bool step(gen *g, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static bool step(gen *g, int rc, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    ops_logf(&g->log, "    %s -> %d\n", what, rc);
+    if (rc == TEX_EINVAL)
+        g->refused = true;
+    else if (rc != 0)
+        g->broken = true;
+    if (rc != 0)
+        ops_logf(&g->log, "      %s\n", tex_errmsg(g->w->ctx));
+    return rc == 0;
+}
+
+static tex_expr *IMM(gen *g, int64_t v)
+{
+    return tex_int(g->w->ctx, v);
+}
+
+/* The stage's first reduction axis, or NULL (without recording an error). */
+static tex_iter *first_raxis(tex_stage *st)
+{
+    return st->op->n_raxes > 0 ? tex_op_reduce_axis(st, 0) : NULL;
+}
+
+static int64_t draw_threads(gen *g)
+{
+    static const int64_t t[] = {1, 3, 4, 8, 16, 32, 33, 64};
+    return t[rnd(g, 0, 7)];
+}
+
+/* The stage's data axes fused into one (its first data axis when it has
+ * only one); NULL after a failure. */
+static tex_iter *fused_data(gen *g, tex_stage *st)
+{
+    int nd = tex_tensor_ndim(st->tensor);
+    tex_iter *fu = tex_op_axis(st, 0);
+    for (int a = 1; a < nd && fu; a++)
+        if (!step(g, tex_fuse(st, fu, tex_op_axis(st, a), &fu), "fuse(%s, axis %d)",
+                  tex_tensor_name(st->tensor), a))
+            return NULL;
+    return fu;
+}
+
+/* 1-D mapping: data axes fused, split by t, bound to blockIdx.x / threadIdx.x.
+ * The thread leaf, or NULL. */
+static tex_iter *map_1d(gen *g, tex_stage *st, int64_t t)
+{
+    const char *name = tex_tensor_name(st->tensor);
+    tex_iter *fu = fused_data(g, st), *bo, *th;
+    if (!fu || !step(g, tex_split(st, fu, IMM(g, t), &bo, &th), "split(%s, fused, %lld)", name,
+                     (long long)t))
+        return NULL;
+    if (!step(g, tex_bind(st, bo, TEX_BLOCK_X), "bind(%s, %s, blockIdx.x)", name, bo->name) ||
+        !step(g, tex_bind(st, th, TEX_THREAD_X), "bind(%s, %s, threadIdx.x)", name, th->name))
+        return NULL;
+    return th;
+}
+
+/* 2-D mapping of the first two data axes: (by, bx, ty, tx) outermost. */
+static tex_iter *map_2d(gen *g, tex_stage *st, int64_t ty, int64_t tx)
+{
+    const char *name = tex_tensor_name(st->tensor);
+    tex_iter *yo, *xo, *yi, *xi;
+    if (!step(g,
+              tex_tile(st, tex_op_axis(st, 0), tex_op_axis(st, 1), IMM(g, ty), IMM(g, tx), &yo, &xo,
+                       &yi, &xi),
+              "tile(%s, %lld, %lld)", name, (long long)ty, (long long)tx))
+        return NULL;
+    tex_iter *order[16] = {yo, xo, yi, xi};
+    int n = 4;
+    for (int k = 0; k < tex_stage_naxes(st) && n < 16; k++) {
+        tex_iter *l = tex_stage_axis(st, k);
+        if (l != yo && l != xo && l != yi && l != xi)
+            order[n++] = l;
+    }
+    if (!step(g, tex_reorder(st, n, order), "reorder(%s, by bx ty tx ...)", name) ||
+        !step(g, tex_bind(st, yo, TEX_BLOCK_Y), "bind(%s, by)", name) ||
+        !step(g, tex_bind(st, xo, TEX_BLOCK_X), "bind(%s, bx)", name) ||
+        !step(g, tex_bind(st, yi, TEX_THREAD_Y), "bind(%s, ty)", name) ||
+        !step(g, tex_bind(st, xi, TEX_THREAD_X), "bind(%s, tx)", name))
+        return NULL;
+    return xi;
+}
+
+/* Cooperative fetch of shared stage sa by the consumer's ty x tx threads. */
+static void coop_fetch(gen *g, tex_stage *sa)
+{
+    const char *name = tex_tensor_name(sa->tensor);
+    tex_iter *fu = fused_data(g, sa), *fo, *fi, *fy, *fx;
+    if (!fu || !step(g, tex_split(sa, fu, IMM(g, g->ty * g->tx), &fo, &fi), "split(%s, fetch)", name))
+        return;
+    if (g->ty == 1) {
+        step(g, tex_bind(sa, fi, TEX_THREAD_X), "bind(%s, fetch, threadIdx.x)", name);
+        return;
+    }
+    if (step(g, tex_split(sa, fi, IMM(g, g->tx), &fy, &fx), "split(%s, fetch threads)", name) &&
+        step(g, tex_bind(sa, fy, TEX_THREAD_Y), "bind(%s, fetch, threadIdx.y)", name))
+        step(g, tex_bind(sa, fx, TEX_THREAD_X), "bind(%s, fetch, threadIdx.x)", name);
+}
+
+/* Maybe a shared cache of an input read by stage `reader`, computed at the
+ * thread leaf `at` or at the outer part of a split of reader's reduction. */
+static void shared_cache(gen *g, tex_stage *reader, tex_iter *at)
+{
+    ops_wl *w = g->w;
+    if (!chance(g, 50) || w->n_in == 0)
+        return;
+    tex_tensor *in = w->in[rnd(g, 0, w->n_in - 1)];
+    tex_tensor *sh = tex_cache_read(g->s, in, TEX_SCOPE_SHARED, 1, &reader->tensor);
+    if (!step(g, sh ? 0 : tex_errcode(w->ctx), "cache_read(%s, shared, %s)", tex_tensor_name(in),
+              tex_tensor_name(reader->tensor)))
+        return;
+    tex_stage *sa = tex_stage_of(g->s, sh);
+    tex_iter *r = first_raxis(reader), *ko, *ki;
+    bool in_k = r && chance(g, 60);
+    if (in_k) {
+        int64_t kt = rnd(g, 1, 9);
+        if (!step(g, tex_split(reader, r, IMM(g, kt), &ko, &ki), "split(%s, %s, %lld)",
+                  tex_tensor_name(reader->tensor), r->name, (long long)kt))
+            return;
+        at = ko;
+    }
+    if (!step(g, tex_compute_at(sa, reader, at), "compute_at(%s, %s, %s)", tex_tensor_name(sh),
+              tex_tensor_name(reader->tensor), at->name))
+        return;
+    coop_fetch(g, sa);
+    if (in_k && chance(g, 50))
+        step(g, tex_double_buffer(sa), "double_buffer(%s)", tex_tensor_name(sh));
+}
+
+/* The output reduced across threadIdx.x: rows (data axes fused) to blocks. */
+static void thread_reduce_output(gen *g)
+{
+    tex_stage *st = tex_stage_of(g->s, g->w->out);
+    const char *name = tex_tensor_name(g->w->out);
+    int64_t t = draw_threads(g);
+    tex_iter *ko, *ki;
+    if (!step(g, tex_split(st, tex_op_reduce_axis(st, 0), IMM(g, t), &ko, &ki),
+              "split(%s, reduction, %lld)", name, (long long)t))
+        return;
+    tex_tensor *rf = tex_rfactor(g->s, g->w->out, ki, tex_tensor_ndim(g->w->out));
+    if (!step(g, rf ? 0 : tex_errcode(g->w->ctx), "rfactor(%s, inner)", name))
+        return;
+    tex_iter *tx = tex_op_reduce_axis(st, 0), *rows = fused_data(g, st);
+    tex_stage *sf = tex_stage_of(g->s, rf);
+    if (rows && step(g, tex_bind(st, rows, TEX_BLOCK_X), "bind(%s, rows, blockIdx.x)", name) &&
+        step(g, tex_bind(st, tx, TEX_THREAD_X), "bind(%s, %s, threadIdx.x)", name, tx->name) &&
+        step(g, tex_compute_at(sf, st, tx), "compute_at(%s, %s, %s)", tex_tensor_name(rf), name,
+             tx->name))
+        step(g, tex_set_scope(sf, TEX_SCOPE_LOCAL), "set_scope(%s, local)", tex_tensor_name(rf));
+}
+
+/* The output mapped to blocks and threads, maybe with caches. */
+static void map_output(gen *g)
+{
+    ops_wl *w = g->w;
+    tex_tensor *cl = NULL;
+    if (chance(g, 35)) {
+        cl = tex_cache_write(g->s, w->out, TEX_SCOPE_LOCAL);
+        if (!step(g, cl ? 0 : tex_errcode(w->ctx), "cache_write(%s, local)", w->out->name))
+            return;
+    }
+    tex_stage *st = tex_stage_of(g->s, w->out);
+    bool two_d = tex_tensor_ndim(w->out) >= 2 && chance(g, 50);
+    g->ty = two_d ? rnd(g, 1, 9) : 1;
+    g->tx = two_d ? rnd(g, 1, 17) : draw_threads(g);
+    tex_iter *th = two_d ? map_2d(g, st, g->ty, g->tx) : map_1d(g, st, g->tx);
+    if (!th)
+        return;
+    tex_stage *reader = st;
+    if (cl) {
+        reader = tex_stage_of(g->s, cl);
+        if (!step(g, tex_compute_at(reader, st, th), "compute_at(%s, %s, %s)", cl->name,
+                  w->out->name, th->name))
+            return;
+    }
+    shared_cache(g, reader, th);
+}
+
+/* An intermediate: inlined when it can be, else at root with a 1-D mapping. */
+static void place_mid(gen *g, tex_tensor *t)
+{
+    tex_stage *st = tex_stage_of(g->s, t);
+    if (!st || st->attach != TEXI_ATTACH_ROOT)
+        return;
+    if (chance(g, 50) && tex_compute_inline(st) == 0) {
+        ops_logf(&g->log, "    compute_inline(%s) -> 0\n", tex_tensor_name(t));
+        return;
+    }
+    tex_clear_error(g->w->ctx);
+    map_1d(g, st, draw_threads(g));
+}
+
+/* The kernel function with thread_sync's barriers, for the interpreter. */
+static tex_func *synced(tex_func *f, tex_func *copy)
+{
+    texi_lower lw = {f->ctx, NULL, f};
+    *copy = *f;
+    return texi_lower_apply(&lw, "thread_sync", texi_pass_thread_sync, f->body, &copy->body) == 0
+               ? copy
+               : NULL;
+}
+
+/* The three checks of the file comment; 0 or -1 with the reason in why. */
+static int check(gen *g, tex_func *f, uint64_t seed, char *why, size_t n)
+{
+    tex_func copy, *fs = synced(f, &copy);
+    if (!fs) {
+        snprintf(why, n, "thread_sync failed: %s", tex_errmsg(g->w->ctx));
+        return -1;
+    }
+    if (ops_run_and_compare(g->w, fs, NULL, "interpreted: ", seed, why, n) != 0)
+        return -1;
+    if (seed % 2 == 0 && ops_jit_compare(g->w, f, seed % 4 ? "cpu" : "cpu -threads=2", seed,
+                                         why, n) != 0)
+        return -1;
+    tex_kernel *k = tex_build(f, "cuda -emit-only");
+    if (!k && tex_errcode(g->w->ctx) == TEX_EUNAVAILABLE) {
+        n_cuda_unsupported++;
+        ops_logf(&g->log, "  cuda: %s\n", tex_errmsg(g->w->ctx));
+        return 0;
+    }
+    if (!k) {
+        snprintf(why, n, "tex_build(\"cuda -emit-only\") failed (%d): %s", tex_errcode(g->w->ctx),
+                 tex_errmsg(g->w->ctx));
+        return -1;
+    }
+    tex_kernel_free(k);
+    return 0;
+}
+
+static bool one_random(const sg_workload *wl, uint64_t seed, bool report)
+{
+    ops_wl w;
+    ops_init(&w, tex_ctx_new(), wl->name);
+    gen g = {.w = &w, .rng = sg_rng(seed, sg_name_hash(wl->name) ^ 0x6770)};
+    int variant = sg_build(wl, &w, &g.rng, seed);
+    g.s = tex_schedule_new(w.ctx, 1, &w.out);
+    ops_logf(&g.log, "  shape variant %d\n", variant);
+    for (int k = w.n_mid - 1; k >= 0 && !g.refused && !g.broken; k--)
+        place_mid(&g, w.mid[k]);
+    if (!g.refused && !g.broken) {
+        tex_stage *st = tex_stage_of(g.s, w.out);
+        if (first_raxis(st) && chance(&g, 40))
+            thread_reduce_output(&g);
+        else
+            map_output(&g);
+    }
+    bool ok = true;
+    char why[2048] = "";
+    tex_func *f = NULL;
+    if (g.broken) {
+        ok = false;
+        snprintf(why, sizeof why, "a primitive failed with an error other than TEX_EINVAL");
+    } else if (g.refused) {
+        n_refused++;
+    } else if (!(f = ops_lower(&w, g.s, why, sizeof why)) || check(&g, f, seed, why, sizeof why)) {
+        ok = false;
+    }
+    if (!ok && report)
+        ops_report(&w, seed, &g.log, f, why);
+    tex_ctx_free(w.ctx);
+    return ok;
+}
+
+static void b_matmul(ops_wl *w, int v)
+{
+    static const int64_t sh[][3] = {{17, 33, 9}, {1, 23, 4}, {40, 37, 21}, {10, 19, 6}};
+    ops_matmul(w, sh[v][0], sh[v][1], sh[v][2], v == 3);
+}
+
+static void b_batch_matmul(ops_wl *w, int v)
+{
+    static const int64_t sh[][4] = {{2, 7, 17, 5}, {1, 3, 1, 9}, {3, 5, 11, 4}};
+    ops_batch_matmul(w, sh[v][0], sh[v][1], sh[v][2], sh[v][3], v == 2);
+}
+
+static void b_conv2d(ops_wl *w, int v)
+{
+    static const int64_t sh[][9] = {
+        {1, 2, 9, 7, 3, 3, 3, 1, 1}, {2, 1, 5, 5, 2, 1, 1, 1, 0}, {1, 2, 8, 7, 2, 3, 3, 2, 1}};
+    const int64_t *s = sh[v];
+    ops_conv2d(w, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], v == 2);
+}
+
+static void b_softmax(ops_wl *w, int v)
+{
+    static const int64_t sh[][2] = {{5, 37}, {1, 1}, {6, 19}};
+    ops_softmax(w, sh[v][0], sh[v][1], v == 2);
+}
+
+static void b_layernorm(ops_wl *w, int v)
+{
+    static const int64_t sh[][2] = {{7, 29}, {2, 1}, {3, 17}};
+    ops_layernorm(w, sh[v][0], sh[v][1], v == 2);
+}
+
+static void b_transpose(ops_wl *w, int v)
+{
+    static const int64_t sh[][2] = {{23, 17}, {1, 41}, {13, 9}};
+    ops_transpose(w, sh[v][0], sh[v][1], v == 2);
+}
+
+static void b_maxpool(ops_wl *w, int v)
+{
+    static const int64_t sh[][6] = {{1, 3, 9, 11, 3, 2}, {1, 1, 2, 2, 1, 1}, {1, 2, 8, 9, 2, 2}};
+    const int64_t *s = sh[v];
+    ops_pool2d(w, s[0], s[1], s[2], s[3], s[4], s[5], true, v == 2);
+}
+
+static void b_elemwise(ops_wl *w, int v)
+{
+    static const int64_t sh[][2] = {{7, 43}, {1, 1}, {5, 23}};
+    ops_elemwise(w, sh[v][0], sh[v][1], v == 2);
+}
+
+/* op: 0 sum, 1 prod, 2 max, 3 min; +4: with a where-condition. */
+static void reduce_variant(ops_wl *w, int op, int v)
+{
+    static const int64_t sh[][3] = {{7, 29, 1}, {13, 1, 1}, {3, 5, 7}, {5, 67, 1}};
+    ops_reduce(w, op & 3, op >= 4, v == 2, sh[v][0], sh[v][1], sh[v][2], v == 3);
+}
+
+static void b_sum(ops_wl *w, int v)
+{
+    reduce_variant(w, 0, v);
+}
+
+static void b_max_where(ops_wl *w, int v)
+{
+    reduce_variant(w, 6, v);
+}
+
+static void b_min(ops_wl *w, int v)
+{
+    reduce_variant(w, 3, v);
+}
+
+#define RANDOM_TEST(fn, nv, trials)                                                                \
+    static void test_random_##fn(void)                                                             \
+    {                                                                                              \
+        static const sg_workload wl = {#fn, b_##fn, nv, 1, trials};                                \
+        sg_run(&wl, one_random, 2, &n_tried, &n_failed);                                           \
+    }
+
+RANDOM_TEST(matmul, 4, 40)
+RANDOM_TEST(batch_matmul, 3, 20)
+RANDOM_TEST(conv2d, 3, 20)
+RANDOM_TEST(softmax, 3, 25)
+RANDOM_TEST(layernorm, 3, 25)
+RANDOM_TEST(transpose, 3, 20)
+RANDOM_TEST(maxpool, 3, 15)
+RANDOM_TEST(elemwise, 3, 15)
+RANDOM_TEST(sum, 4, 25)
+RANDOM_TEST(max_where, 4, 20)
+RANDOM_TEST(min, 4, 15)
+
+int main(void)
+{
+    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
+        printf("test_gpu_random: cannot make a temporary cache directory\n");
+        return 1;
+    }
+    if (!tex_target_available("cpu")) {
+        printf("SKIP gpu_random (no working C compiler for target \"cpu\")\n");
+        tt_remove_tree(cache_dir);
+        return 0;
+    }
+    TT_RUN(test_random_matmul);
+    TT_RUN(test_random_batch_matmul);
+    TT_RUN(test_random_conv2d);
+    TT_RUN(test_random_softmax);
+    TT_RUN(test_random_layernorm);
+    TT_RUN(test_random_transpose);
+    TT_RUN(test_random_maxpool);
+    TT_RUN(test_random_elemwise);
+    TT_RUN(test_random_sum);
+    TT_RUN(test_random_max_where);
+    TT_RUN(test_random_min);
+    printf("random GPU schedules: %ld tried, %ld failed, %ld dropped (a primitive refused), "
+           "%ld not emitted for CUDA (unsupported, TEX_EUNAVAILABLE)\n",
+           n_tried, n_failed, n_refused, n_cuda_unsupported);
+    tt_remove_tree(cache_dir);
+    return tt_finish();
+}
