@@ -163,17 +163,34 @@ static void coop_fetch(gen *g, tex_stage *sa)
         step(g, tex_bind(sa, fx, TEX_THREAD_X), "bind(%s, fetch, threadIdx.x)", name);
 }
 
-/* Maybe a shared cache of an input read by stage `reader`, computed at the
- * thread leaf `at` or at the outer part of a split of reader's reduction. */
-static void shared_cache(gen *g, tex_stage *reader, tex_iter *at)
+/* A shared cache of an input that `reader` reads directly (inputs tried in
+ * a random order), or NULL. */
+static tex_tensor *cache_some_input(gen *g, tex_stage *reader)
 {
     ops_wl *w = g->w;
-    if (!chance(g, 50) || w->n_in == 0)
+    int first = (int)rnd(g, 0, w->n_in - 1);
+    for (int k = 0; k < w->n_in; k++) {
+        tex_tensor *in = w->in[(first + k) % w->n_in];
+        tex_tensor *sh = tex_cache_read(g->s, in, TEX_SCOPE_SHARED, 1, &reader->tensor);
+        if (sh) {
+            step(g, 0, "cache_read(%s, shared, %s)", tex_tensor_name(in),
+                 tex_tensor_name(reader->tensor));
+            return sh;
+        }
+        tex_clear_error(w->ctx); /* `in` is read through an intermediate */
+    }
+    return NULL;
+}
+
+/* Maybe a shared cache of an input read by stage `reader`, computed at the
+ * thread leaf `at` of stage `owner` or at the outer part of a split of
+ * reader's reduction. */
+static void shared_cache(gen *g, tex_stage *reader, tex_stage *owner, tex_iter *at)
+{
+    if (!chance(g, 50) || g->w->n_in == 0)
         return;
-    tex_tensor *in = w->in[rnd(g, 0, w->n_in - 1)];
-    tex_tensor *sh = tex_cache_read(g->s, in, TEX_SCOPE_SHARED, 1, &reader->tensor);
-    if (!step(g, sh ? 0 : tex_errcode(w->ctx), "cache_read(%s, shared, %s)", tex_tensor_name(in),
-              tex_tensor_name(reader->tensor)))
+    tex_tensor *sh = cache_some_input(g, reader);
+    if (!sh)
         return;
     tex_stage *sa = tex_stage_of(g->s, sh);
     tex_iter *r = first_raxis(reader), *ko, *ki;
@@ -183,10 +200,11 @@ static void shared_cache(gen *g, tex_stage *reader, tex_iter *at)
         if (!step(g, tex_split(reader, r, IMM(g, kt), &ko, &ki), "split(%s, %s, %lld)",
                   tex_tensor_name(reader->tensor), r->name, (long long)kt))
             return;
+        owner = reader;
         at = ko;
     }
-    if (!step(g, tex_compute_at(sa, reader, at), "compute_at(%s, %s, %s)", tex_tensor_name(sh),
-              tex_tensor_name(reader->tensor), at->name))
+    if (!step(g, tex_compute_at(sa, owner, at), "compute_at(%s, %s, %s)", tex_tensor_name(sh),
+              tex_tensor_name(owner->tensor), at->name))
         return;
     coop_fetch(g, sa);
     if (in_k && chance(g, 50))
@@ -239,7 +257,7 @@ static void map_output(gen *g)
                   w->out->name, th->name))
             return;
     }
-    shared_cache(g, reader, th);
+    shared_cache(g, reader, st, th);
 }
 
 /* An intermediate: inlined when it can be, else at root with a 1-D mapping. */
