@@ -288,6 +288,19 @@ TEX_API int tex_compute_root(tex_stage *st);
 TEX_API int tex_set_scope(tex_stage *st, tex_scope scope);
 TEX_API int tex_storage_align(tex_stage *st, tex_iter *iv, int factor, int offset);
 TEX_API int tex_double_buffer(tex_stage *st);
+
+/* Makes the updates of reduction stage st atomic (Halide's atomic()): each
+ * combines its value into the output with an atomic operation, so that a
+ * reduce axis of st may then be made parallel (tex_parallel) or bound to a
+ * block index (tex_bind with TEX_BLOCK_*), e.g. a reduction split across the
+ * blocks of a CUDA grid. The output is first set to the reduction's identity
+ * by a nest of its own. Call it before binding or parallelizing a reduce
+ * axis and after tex_rfactor / tex_cache_write of st (both refuse an atomic
+ * stage). Builds for the CPU use OpenMP atomics (critical sections for
+ * max/min); CUDA uses atomicAdd/Max/Min or compare-and-swap loops and needs
+ * 32- or 64-bit element types (TEX_EUNAVAILABLE otherwise). 0, or TEX_EINVAL
+ * when st is not a reduction or is tensorized. */
+TEX_API int tex_atomic(tex_stage *st);
 TEX_API tex_tensor *tex_cache_read(tex_schedule *s, tex_tensor *t, tex_scope scope, int nreaders,
                                    tex_tensor *const readers[]);
 TEX_API tex_tensor *tex_cache_write(tex_schedule *s, tex_tensor *t, tex_scope scope);

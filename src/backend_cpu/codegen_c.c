@@ -608,10 +608,41 @@ static void emit_assert(texi_cg *g, texi_sb *sb, const tex_stmt *s)
     line(g, sb, "}");
 }
 
+/* ATTR "atomic" (tex_atomic): a sum or product of a plain scalar type is
+ * one OpenMP atomic update; max, min and the types stored through
+ * conversions (f16, bf16, bool) update inside a named critical section. */
+static void emit_atomic(texi_cg *g, texi_sb *sb, const tex_stmt *s)
+{
+    texi_atomic_update u;
+    if (texi_atomic_parts(g->ctx, s, &u) < 0) {
+        texi_cg_fail(g, TEX_EINTERNAL, "%s", tex_errmsg(g->ctx));
+        return;
+    }
+    tex_dtype t = u.store->u.store.buf->dtype;
+    bool plain = t != TEX_F16 && t != TEX_BF16 && t != TEX_BOOL;
+    if (!plain || u.op == TEXI_REDUCE_MAX || u.op == TEXI_REDUCE_MIN) {
+        line(g, sb, "#pragma omp critical(tex_atomic)");
+        emit_stmt(g, sb, u.store, 0);
+        return;
+    }
+    const texi_buffer *b = u.store->u.store.buf;
+    line(g, sb, "#pragma omp atomic update");
+    indent(g, sb);
+    texi_sb_printf(sb, "%s[", texi_cg_lookup(g, texi_buffer_key(b), b->name));
+    texi_cg_expr(g, sb, u.store->u.store.index, TEXI_CG_P_TOP, true);
+    texi_sb_puts(sb, u.op == TEXI_REDUCE_SUM ? "] += " : "] *= ");
+    texi_cg_store_value(g, sb, u.delta, t);
+    texi_sb_puts(sb, ";\n");
+}
+
 static void emit_attr(texi_cg *g, texi_sb *sb, const tex_stmt *s)
 {
     const char *key = s->u.attr.key;
     int64_t n;
+    if (strcmp(key, "atomic") == 0) {
+        emit_atomic(g, sb, s);
+        return;
+    }
     if (strcmp(key, "assert") == 0 && s->u.attr.value) {
         emit_assert(g, sb, s);
         return;

@@ -469,6 +469,10 @@ static void emit_attr(texi_cu *g, texi_sb *sb, const tex_stmt *s)
         texi_cu_fail(g, TEX_EINTERNAL, "a runtime check ('assert') was left inside a kernel");
         return;
     }
+    if (strcmp(s->u.attr.key, "atomic") == 0) {
+        texi_cu_emit_atomic(g, sb, s);
+        return;
+    }
     texi_cu_stmt(g, sb, s->u.attr.body);
 }
 
@@ -836,6 +840,8 @@ static void assemble(texi_cu *g, texi_sb *out, const char *plan, const char *ker
     texi_sb_puts(out, texi_cu_helpers);
     if (g->uses_allreduce)
         texi_sb_puts(out, texi_cu_allreduce_helpers);
+    if (g->uses_atomic_cas)
+        texi_sb_puts(out, texi_cu_atomic_helpers);
     texi_cu_emit_intrin_sources(g, out, g->f->body);
     texi_sb_puts(out, kernels);
 }

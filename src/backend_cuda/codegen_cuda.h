@@ -1,8 +1,8 @@
 /*
  * The CUDA emitter's shared state, private to codegen_cuda.c (names,
  * statements, kernels, launch plan), codegen_cuda_expr.c (expressions),
- * codegen_cuda_allreduce.c (block-wide allreduce) and codegen_cuda_intrin.c
- * (tensor intrinsics).
+ * codegen_cuda_allreduce.c (block-wide allreduce), codegen_cuda_atomic.c
+ * (atomic updates) and codegen_cuda_intrin.c (tensor intrinsics).
  */
 #ifndef TEX_BACKEND_CUDA_CODEGEN_CUDA_H
 #define TEX_BACKEND_CUDA_CODEGEN_CUDA_H
@@ -39,6 +39,7 @@ typedef struct {
     const tex_expr *vload[TEXI_CU_MAX_VLOADS];
     const char *vload_name[TEXI_CU_MAX_VLOADS];
     bool uses_allreduce; /* some kernel emitted an allreduce: its helpers are needed */
+    bool uses_atomic_cas; /* some kernel updates atomically through a CAS loop */
     int rc;              /* first error (recorded in ctx), 0 when none */
 } texi_cu;
 
@@ -85,6 +86,12 @@ void texi_cu_emit_allreduce(texi_cu *g, texi_sb *sb, const tex_stmt *attr);
 /* Device helpers of the allreduce (warp shuffles + shared step), appended
  * after texi_cu_helpers when g->uses_allreduce. */
 extern const char texi_cu_allreduce_helpers[];
+
+/* ATTR "atomic" (codegen_cuda_atomic.c): one atomic update. */
+void texi_cu_emit_atomic(texi_cu *g, texi_sb *sb, const tex_stmt *attr);
+
+/* Device helpers of the CAS-loop updates, appended when g->uses_atomic_cas. */
+extern const char texi_cu_atomic_helpers[];
 
 /* INTRIN statement s (codegen_cuda_intrin.c): the call of the
  * intrinsic's function on flattened tiles (pointer + offset, int64_t

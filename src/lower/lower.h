@@ -71,6 +71,17 @@ typedef int (*texi_pass_fn)(texi_lower *lw, tex_stmt *in, tex_stmt **out);
  * "tex_lower: pass NAME failed"; the result is verified (debug builds,
  * TEX_VERIFY=1) and dumped when TEX_DUMP names it. Also used by the device
  * passes (device.h) and backends' passes (gpu_to_cpu). */
+/* An atomic reduction update (atomic.c): STORE buf[index] = op(buf[index], delta). */
+typedef struct {
+    enum texi_reduce_op op;
+    const tex_stmt *store;
+    tex_expr *delta; /* the contribution, of buf's dtype */
+} texi_atomic_update;
+
+/* The parts of ATTR "atomic" s (schedule_ops.c's form, flattened). 0, or
+ * TEX_EINTERNAL recorded in ctx when s is not of that form. */
+int texi_atomic_parts(tex_ctx *ctx, const tex_stmt *s, texi_atomic_update *out);
+
 int texi_lower_apply(texi_lower *lw, const char *name, texi_pass_fn fn, tex_stmt *in,
                      tex_stmt **out);
 

@@ -50,6 +50,11 @@
  *     race on a GPU; the CUDA issue replaces it by a real allreduce.
  *   - Placeholders read but not passed as parameters, inlined parameters and
  *     illegal tails are TEX_EINVAL from here ("tex_lower: ...").
+ *   - Atomic stages (tex_atomic): the init nest comes before the whole
+ *     nest (level 0), and the update PROVIDE sits in ATTR "atomic" whose
+ *     value is the reduction's op (enum texi_reduce_op as an i32 INT): the
+ *     backends emit it as one atomic read-modify-write; everything else may
+ *     treat the ATTR as transparent.
  *   - Tensorize (tex_tensorize at leaf tz): setup matches the nest under tz
  *     against the intrinsic (tensorize_match.c), which gives each tile's
  *     origin over the outer loop variables. At level tz the nest becomes
@@ -529,6 +534,8 @@ static int build_body(sops *o, const stage_emit *se, tex_stmt **out)
         tex_expr *v = texi_convert(bind_roots(o, se, val, body->u.red.body), t->dtype);
         tex_expr *upd = acc && v ? texi_binary(combiner(body->u.red.op), acc, v) : NULL;
         s = upd ? texi_provide_new(o->ctx, t, st->op->n_axes, idx, upd) : NULL;
+        if (s && st->atomic)
+            s = texi_attr_new(o->ctx, "atomic", imm(o->ctx, TEX_I32, body->u.red.op), s);
         if (s && body->u.red.cond) {
             tex_expr *c = bind_roots(o, se, val, body->u.red.cond);
             s = c ? texi_if_new(o->ctx, c, s, NULL) : NULL;
@@ -855,7 +862,10 @@ static int build_loop(sops *o, const stage_emit *se, int m, bool after_init, tex
     }
     TEXI_TRY(rc);
     *out = se->no_loop[m] ? body : make_loop(o, st, a, var, body);
-    if (*out && thread && se->red_leaf[m])
+    /* a reduce leaf on a thread index; one on a block index is an atomic
+     * stage's (tex_atomic), whose updates need no cross-thread step */
+    if (*out && thread && se->red_leaf[m] && at->thread_tag >= (int)TEX_THREAD_X &&
+        at->thread_tag <= (int)TEX_THREAD_Z)
         *out = texi_attr_new(o->ctx, "cross_thread_reduction", NULL, *out);
     return *out ? 0 : TEX_ENOMEM;
 }
@@ -865,7 +875,9 @@ static int build_level(sops *o, const stage_emit *se, int m, bool after_init, te
 {
     if (m == se->tz && o->fallback != se->st)
         return build_tensorized(o, se, m, after_init, out);
-    if (se->is_reduce && !after_init && m == se->first_reduce) {
+    /* an atomic stage's init runs before its whole nest: other iterations of
+     * a parallel or block-bound reduce leaf may update any element */
+    if (se->is_reduce && !after_init && m == (se->st->atomic ? 0 : se->first_reduce)) {
         tex_stmt *items[2];
         TEXI_TRY(build_init(o, se, m, &items[0]));
         TEXI_TRY(build_level(o, se, m, true, &items[1]));

@@ -39,7 +39,10 @@
  * after it. The inner FOR carries the tag and the extent and is otherwise
  * inert (a thread loop over a no-op store), so passes, the verifier, the
  * interpreter and the CPU backend may treat the ATTR as transparent.
- * W is `buf[idx] = op(buf[idx], buf.red[0])` under the update's guards that
+ * W is `buf[idx] = op(buf[idx], buf.red[0])` (in ATTR "atomic" when the
+ * update was: tex_atomic, e.g. the reduction is split across blocks too;
+ * the per-thread partial is then a plain local update) under the update's
+ * guards that
  * use no variable bound inside the attribute (conjuncts of && split; the
  * others only decided whether a thread contributed). When buf is LOCAL
  * every thread runs W (each owns its copy); otherwise W sits in
@@ -84,6 +87,7 @@ typedef struct {
     tex_expr *bound[MAX_BOUND]; /* variables bound inside the thread loop (and the loop's) */
     int n_bound;
     tex_stmt *update; /* the update STORE */
+    tex_stmt *atomic; /* the ATTR "atomic" around it (tex_atomic), or NULL */
     int n_updates;
     enum texi_reduce_op op;
     tex_expr *v;     /* the contributed value */
@@ -247,7 +251,10 @@ static int find_update(ar_pass *p, ar_match *m, tex_stmt *s, tex_expr *guard, co
             inner[(*n_inner)++] = texi_buffer_key(s->u.alloc.buf);
         return find_update(p, m, s->u.alloc.body, guard, inner, n_inner);
     case TEXI_STMT_ATTR:
-        return find_update(p, m, s->u.attr.body, guard, inner, n_inner);
+        TEXI_TRY(find_update(p, m, s->u.attr.body, guard, inner, n_inner));
+        if (strcmp(s->u.attr.key, "atomic") == 0 && m->update == s->u.attr.body)
+            m->atomic = s;
+        return 0;
     case TEXI_STMT_IF: {
         tex_expr *g = guard, *c = s->u.ifs.cond;
         TEXI_TRY(add_guard(p, m, c, &g));
@@ -405,6 +412,8 @@ static tex_stmt *result_write(ar_pass *p, const ar_match *m, texi_buffer *acc, t
     tex_expr *old = texi_load_new(buf, u->u.store.index), *a = acc_load(ctx, acc);
     tex_expr *val = old && a ? texi_binary(kind_of(m->op), old, a) : NULL;
     tex_stmt *w = val ? texi_store_new(ctx, buf, u->u.store.index, val) : NULL;
+    if (w && m->atomic)
+        w = texi_attr_new(ctx, "atomic", m->atomic->u.attr.value, w);
     if (w && m->guard)
         w = texi_if_new(ctx, m->guard, w, NULL);
     if (w && buf->scope != TEXI_SCOPE_LOCAL)
@@ -425,7 +434,8 @@ static tex_stmt *rewrite(ar_pass *p, const ar_match *m, tex_stmt *attr, tex_stmt
     if (!acc)
         return NULL;
     tex_expr *a = acc_load(ctx, acc);
-    swap_stmt sw = {m->update,
+    /* the partial is local: an ATTR "atomic" goes with the update to W */
+    swap_stmt sw = {m->atomic ? m->atomic : m->update,
                     acc_store(ctx, acc, a ? texi_binary(kind_of(m->op), a, m->v) : NULL)};
     tex_expr *opv = texi_int_imm(ctx, TEX_I32, (int64_t)m->op);
     tex_stmt *items[5];

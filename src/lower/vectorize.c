@@ -19,6 +19,8 @@
  */
 #include "lower/lower.h"
 
+#include <string.h>
+
 /* Why the body of a vector loop disqualifies it, or NULL. */
 static const char *body_problem(const tex_stmt *s)
 {
@@ -39,6 +41,8 @@ static const char *body_problem(const tex_stmt *s)
     case TEXI_STMT_LET:
         return body_problem(s->u.let.body);
     case TEXI_STMT_ATTR:
+        if (strcmp(s->u.attr.key, "atomic") == 0)
+            return "vectorize_failed(body has an atomic update)";
         return body_problem(s->u.attr.body);
     case TEXI_STMT_SEQ:
         for (int i = 0; i < s->u.seq.n && !why; i++)

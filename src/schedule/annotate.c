@@ -5,8 +5,9 @@
  *
  * Legality decided here (API.md rule 5): a reduce axis may not be made
  * parallel or vectorized, nor bound to a block index or a virtual thread (each
- * would race on the reduction's output); binding it to TEX_THREAD_* is a
- * request for a cross-thread reduction and is recorded. A leaf carries at
+ * would race on the reduction's output), unless tex_atomic made the stage's
+ * updates atomic (then parallel and block indices are fine); binding it to
+ * TEX_THREAD_* is a request for a cross-thread reduction and is recorded. A leaf carries at
  * most one annotation: repeating the same one is a no-op, a different one is
  * an error. Within one stage a block/thread tag is bound at most once (other
  * stages may reuse it; virtual threads may repeat). Outputs keep the global
@@ -23,21 +24,28 @@ static const char *kind_word(const tex_iter *iv)
     return iv->kind == TEXI_ITER_REDUCE ? "reduce" : "data";
 }
 
-/* Rule 5: which annotations a reduce axis refuses. */
+/* Rule 5: which annotations a reduce axis refuses. An atomic stage
+ * (tex_atomic) accepts parallel and block indices too: its updates do not
+ * race. */
 static int check_reduce_axis(const tex_stage *st, const tex_iter *iv, texi_iter_attr want,
                              const char *call)
 {
     if (iv->kind != TEXI_ITER_REDUCE)
         return 0;
+    bool block = want.for_kind == TEXI_FOR_THREAD && want.thread_tag >= (int)TEX_BLOCK_X &&
+                 want.thread_tag <= (int)TEX_BLOCK_Z;
     bool bad = want.for_kind == TEXI_FOR_PARALLEL || want.for_kind == TEXI_FOR_VECTORIZED ||
                (want.for_kind == TEXI_FOR_THREAD &&
                 (want.thread_tag < (int)TEX_THREAD_X || want.thread_tag > (int)TEX_THREAD_Z));
+    if (st->atomic && (want.for_kind == TEXI_FOR_PARALLEL || block))
+        bad = false;
     if (!bad)
         return 0;
     return texi_error(st->sch->ctx, TEX_EINVAL,
                       "%s: axis '%s' of stage '%s' is a reduction axis; making it %s would race "
-                      "on the result (use rfactor first, or bind it to threadIdx.* for a "
-                      "cross-thread reduction)",
+                      "on the result (use rfactor first, bind it to threadIdx.* for a "
+                      "cross-thread reduction, or make the stage's updates atomic with "
+                      "tex_atomic)",
                       call, iv->name, st->tensor->name, texi_iter_attr_name(&want));
 }
 
@@ -162,5 +170,22 @@ int tex_double_buffer(tex_stage *st)
                                 "only intermediates attached with "
                                 "compute_at can be double-buffered"));
     st->double_buffer = true;
+    return 0;
+}
+
+int tex_atomic(tex_stage *st)
+{
+    static const char call[] = "tex_atomic";
+    TEXI_TRY(texi_stage_check(st, call, true));
+    if (!texi_stage_has_reduce(st))
+        return texi_error(st->sch->ctx, TEX_EINVAL,
+                          "%s: stage '%s' is not a reduction (only reduction updates can be "
+                          "atomic)",
+                          call, st->tensor->name);
+    if (st->tensorize_iv)
+        return texi_error(st->sch->ctx, TEX_EINVAL,
+                          "%s: stage '%s' is tensorized; its updates are the intrinsic's", call,
+                          st->tensor->name);
+    st->atomic = true;
     return 0;
 }

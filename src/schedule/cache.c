@@ -221,6 +221,10 @@ static int check_untouched(const tex_stage *st, const char *call)
             axis = st->leaf[i]->name;
         }
     const tex_stage *child = texi_schedule_attached_at(st->sch, st, NULL);
+    if (!why && st->atomic) {
+        why = "is atomic (tex_atomic)";
+        axis = st->tensor->name;
+    }
     if (!why && child) {
         why = "has a stage attached to it";
         axis = child->attach_iv->name;

@@ -84,6 +84,8 @@ struct tex_stage {
 
     enum texi_scope scope;   /* storage scope of the output buffer */
     bool double_buffer;
+    bool atomic;             /* tex_atomic: each reduction update combines atomically, so a
+                                reduce leaf may be parallel or bound to a block index */
     int *align_factor;       /* per output dimension, 0 = none (storage_align) */
     int *align_offset;
 
