@@ -151,6 +151,7 @@ static tex_func *gemm_define_tensorized(tex_ctx *ctx, const gemm_case *g, const 
     rc = rc ? rc : tex_compute_at(sb, sc, no);
     rc = rc ? rc : tex_vectorize(sb, tex_stage_axis(sb, tex_stage_naxes(sb) - 1));
     rc = rc ? rc : tex_parallel(sc, no);
+    rc = rc ? rc : tex_vectorize(sc, ni); /* the edge tiles' ordinary nest */
     rc = rc ? rc : tex_tensorize(sc, mi, in);
     if (rc)
         return NULL;
