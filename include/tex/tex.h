@@ -201,8 +201,8 @@ TEX_API tex_tensor *tex_placeholder_c(tex_ctx *ctx, const char *name, tex_dtype 
 
 /* t[idx...]: exactly ndim integer indices. */
 TEX_API tex_expr *tex_at(tex_tensor *t, int n, tex_expr *const idx[]);
-#define TEX_AT(T, ...)                                                                          \
-    tex_at((T), (int)(sizeof((tex_expr *[]){__VA_ARGS__}) / sizeof(tex_expr *)),                \
+#define TEX_AT(T, ...)                                                                             \
+    tex_at((T), (int)(sizeof((tex_expr *[]){__VA_ARGS__}) / sizeof(tex_expr *)),                   \
            (tex_expr *[]){__VA_ARGS__})
 
 /* A tensor whose element at (axes...) is body. The axes must be distinct
@@ -222,10 +222,10 @@ TEX_API tex_expr *tex_reduce_prod(tex_expr *body, int n, tex_iter *const raxes[]
 /* The reduction restricted to points where cond (TEX_BOOL) holds. */
 TEX_API tex_expr *tex_reduce_where(tex_expr *reduction, tex_expr *cond);
 
-TEX_API int tex_tensor_ndim(const tex_tensor *t);               /* -1 for NULL */
-TEX_API tex_expr *tex_tensor_dim(const tex_tensor *t, int i);   /* NULL when out of range */
-TEX_API tex_dtype tex_tensor_dtype(const tex_tensor *t);        /* TEX_BOOL for NULL */
-TEX_API const char *tex_tensor_name(const tex_tensor *t);       /* borrowed; "" for NULL */
+TEX_API int tex_tensor_ndim(const tex_tensor *t);             /* -1 for NULL */
+TEX_API tex_expr *tex_tensor_dim(const tex_tensor *t, int i); /* NULL when out of range */
+TEX_API tex_dtype tex_tensor_dtype(const tex_tensor *t);      /* TEX_BOOL for NULL */
+TEX_API const char *tex_tensor_name(const tex_tensor *t);     /* borrowed; "" for NULL */
 
 /* -------------------------------------------------------------- schedules */
 
@@ -247,11 +247,11 @@ typedef enum { TEX_SCOPE_GLOBAL, TEX_SCOPE_SHARED, TEX_SCOPE_LOCAL } tex_scope;
 
 /* Handling of a split whose factor does not divide the extent. */
 typedef enum {
-    TEX_TAIL_AUTO,           /* the fastest legal strategy */
-    TEX_TAIL_GUARD,          /* guard the body; loop partitioning removes it from the main part */
-    TEX_TAIL_ROUND_UP,       /* compute the whole last tile (intermediate buffers only) */
-    TEX_TAIL_SHIFT_INWARDS,  /* move the last tile back (pure data-parallel stages only) */
-    TEX_TAIL_PREDICATE       /* mask the loads/stores of a vectorized tail */
+    TEX_TAIL_AUTO,          /* the fastest legal strategy */
+    TEX_TAIL_GUARD,         /* guard the body; loop partitioning removes it from the main part */
+    TEX_TAIL_ROUND_UP,      /* compute the whole last tile (intermediate buffers only) */
+    TEX_TAIL_SHIFT_INWARDS, /* move the last tile back (pure data-parallel stages only) */
+    TEX_TAIL_PREDICATE      /* mask the loads/stores of a vectorized tail */
 } tex_tail;
 
 /* A schedule for computing `outputs` (and every tensor they depend on), one
@@ -261,7 +261,7 @@ TEX_API tex_schedule *tex_schedule_new(tex_ctx *ctx, int n, tex_tensor *const ou
 
 /* The stage that produces t (also after cache_read/cache_write/rfactor). */
 TEX_API tex_stage *tex_stage_of(tex_schedule *s, tex_tensor *t);
-TEX_API int tex_stage_naxes(tex_stage *st);            /* leaf axes, outer to inner; -1 for NULL */
+TEX_API int tex_stage_naxes(tex_stage *st);             /* leaf axes, outer to inner; -1 for NULL */
 TEX_API tex_iter *tex_stage_axis(tex_stage *st, int i); /* i-th leaf axis */
 TEX_API tex_iter *tex_op_axis(tex_stage *st, int i);    /* i-th data-parallel axis of the op */
 TEX_API tex_iter *tex_op_reduce_axis(tex_stage *st, int i); /* i-th reduce axis of the op */

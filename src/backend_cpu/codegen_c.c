@@ -934,7 +934,8 @@ static void param_prologue(texi_cg *g, texi_sb *sb)
         const texi_param *p = i < f->n_params ? &f->params[i] : NULL;
         tex_expr *var = p ? p->var : f->size_vars[i - f->n_params];
         const void *argkey = p ? (const void *)p : (const void *)&f->size_vars[i - f->n_params];
-        texi_cname *nm = find_name(g, p && p->kind == TEX_ARG_TENSOR ? texi_buffer_key(p->buf) : var);
+        texi_cname *nm =
+            find_name(g, p && p->kind == TEX_ARG_TENSOR ? texi_buffer_key(p->buf) : var);
         texi_cname *arg = find_name(g, argkey);
         if (!nm)
             continue;

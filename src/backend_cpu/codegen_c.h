@@ -30,8 +30,8 @@ typedef struct {
     tex_ctx *ctx;
     const tex_func *f;
     int threads;
-    unsigned helpers; /* TEXI_CG_H_* used so far */
-    texi_cnames names; /* C identifiers of variables and buffers (key: VAR / buffer key) */
+    unsigned helpers;   /* TEXI_CG_H_* used so far */
+    texi_cnames names;  /* C identifiers of variables and buffers (key: VAR / buffer key) */
     texi_range *ranges; /* enclosing loops, LETs and size vars: for proofs */
     int n_ranges, cap_ranges;
     int indent;

@@ -60,8 +60,8 @@ extern char **environ;
 
 /* ISO C mode turns off a*b + c -> fma contraction, which the vectorized
  * inner loops of GEMM-like kernels need; -ffp-contract=fast brings it back. */
-static const char *const FIXED_FLAGS[] = {"-std=c99", "-O3",   "-march=native", "-ffp-contract=fast",
-                                          "-fopenmp", "-fPIC", "-shared",       NULL};
+static const char *const FIXED_FLAGS[] = {
+    "-std=c99", "-O3", "-march=native", "-ffp-contract=fast", "-fopenmp", "-fPIC", "-shared", NULL};
 
 /* A command line: words split out of environment strings (no quoting). */
 typedef struct {

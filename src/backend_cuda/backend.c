@@ -206,7 +206,7 @@ static int check_asserts(tex_kernel *k, const texi_launch_plan *p, const int64_t
         int64_t v = 0;
         if (texi_launch_prog_eval(&p->asserts[i], sizes, &v) != 0 || v == 0)
             return texi_kernel_fail(k, TEX_EINVAL, "the arguments break the condition %s",
-                             p->assert_text && p->assert_text[i] ? p->assert_text[i] : "?");
+                                    p->assert_text && p->assert_text[i] ? p->assert_text[i] : "?");
     }
     return 0;
 }
@@ -222,10 +222,10 @@ static int launch_dims(tex_kernel *k, const texi_launch_kernel *lk, const int64_
         int64_t v = 1;
         if (texi_launch_prog_eval(&lk->extent[t], sizes, &v) != 0)
             return texi_kernel_fail(k, TEX_EINVAL, "kernel '%s': %s cannot be evaluated", lk->name,
-                             tag[t]);
+                                    tag[t]);
         if (v < 0 || v > (int64_t)UINT_MAX)
-            return texi_kernel_fail(k, TEX_EINVAL, "kernel '%s': %s is %lld, out of range", lk->name,
-                             tag[t], (long long)v);
+            return texi_kernel_fail(k, TEX_EINVAL, "kernel '%s': %s is %lld, out of range",
+                                    lk->name, tag[t], (long long)v);
         dims[t] = (unsigned)v;
         *empty = *empty || v == 0;
     }
@@ -299,7 +299,8 @@ static int launch_all(tex_kernel *k, const texi_cuda_kernel *im, const int64_t *
             char msg[512];
             texi_cuda_result_text(rc, "cuLaunchKernel", msg, sizeof msg);
             return texi_kernel_fail(k, TEX_EDEVICE, "kernel '%s' <<<(%u,%u,%u), (%u,%u,%u)>>>: %s",
-                             im->plan.kernels[i].name, d[0], d[1], d[2], d[3], d[4], d[5], msg);
+                                    im->plan.kernels[i].name, d[0], d[1], d[2], d[3], d[4], d[5],
+                                    msg);
         }
     }
     int rc = cu->cuCtxSynchronize();
@@ -318,8 +319,8 @@ static int cuda_call(tex_kernel *k, void *const *tensor_ptrs, const int64_t *siz
 {
     texi_cuda_kernel *im = k->impl;
     if (!im || !im->module)
-        return texi_kernel_fail(k, TEX_EUNAVAILABLE, "built for target '%s', which cannot be called",
-                         k->target);
+        return texi_kernel_fail(k, TEX_EUNAVAILABLE,
+                                "built for target '%s', which cannot be called", k->target);
     TEXI_TRY(check_asserts(k, &im->plan, sizes));
     char msg[512];
     int rc = texi_cuda_enter(DEVICE, msg, sizeof msg);

@@ -38,9 +38,9 @@ typedef struct {
     int n_vloads;
     const tex_expr *vload[TEXI_CU_MAX_VLOADS];
     const char *vload_name[TEXI_CU_MAX_VLOADS];
-    bool uses_allreduce; /* some kernel emitted an allreduce: its helpers are needed */
+    bool uses_allreduce;  /* some kernel emitted an allreduce: its helpers are needed */
     bool uses_atomic_cas; /* some kernel updates atomically through a CAS loop */
-    int rc;              /* first error (recorded in ctx), 0 when none */
+    int rc;               /* first error (recorded in ctx), 0 when none */
 } texi_cu;
 
 /* Records the error (the first one only) in g and its context. */

@@ -54,13 +54,20 @@ const char texi_cu_atomic_helpers[] =
 static const char *atomic_type(tex_dtype t)
 {
     switch (t) {
-    case TEX_I32: return "int";
-    case TEX_U32: return "unsigned int";
-    case TEX_I64: return "long long";
-    case TEX_U64: return "unsigned long long";
-    case TEX_F32: return "float";
-    case TEX_F64: return "double";
-    default: return NULL;
+    case TEX_I32:
+        return "int";
+    case TEX_U32:
+        return "unsigned int";
+    case TEX_I64:
+        return "long long";
+    case TEX_U64:
+        return "unsigned long long";
+    case TEX_F32:
+        return "float";
+    case TEX_F64:
+        return "double";
+    default:
+        return NULL;
     }
 }
 

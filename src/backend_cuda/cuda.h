@@ -20,9 +20,9 @@ char *texi_cuda_emit(const tex_func *f, const texi_device_module *m);
  * target, "-emit-only" included). */
 typedef struct {
     texi_launch_plan plan;
-    char *ptx;       /* NVRTC's PTX, or NULL (no NVRTC, or not compiled yet) */
-    char arch[16];   /* "sm_80", ... : the architecture compiled for */
-    void *module;    /* CUmodule of a loaded kernel, or NULL */
+    char *ptx;        /* NVRTC's PTX, or NULL (no NVRTC, or not compiled yet) */
+    char arch[16];    /* "sm_80", ... : the architecture compiled for */
+    void *module;     /* CUmodule of a loaded kernel, or NULL */
     void **functions; /* CUfunction per plan kernel, or NULL */
 } texi_cuda_kernel;
 

@@ -36,14 +36,20 @@ static bool stores_to_key(const tex_stmt *s, const void *key)
     if (!s)
         return false;
     switch (s->kind) {
-    case TEXI_STMT_STORE: return texi_buffer_key(s->u.store.buf) == key;
-    case TEXI_STMT_FOR: return stores_to_key(s->u.loop.body, key);
-    case TEXI_STMT_ALLOCATE: return stores_to_key(s->u.alloc.body, key);
-    case TEXI_STMT_REALIZE: return stores_to_key(s->u.realize.body, key);
+    case TEXI_STMT_STORE:
+        return texi_buffer_key(s->u.store.buf) == key;
+    case TEXI_STMT_FOR:
+        return stores_to_key(s->u.loop.body, key);
+    case TEXI_STMT_ALLOCATE:
+        return stores_to_key(s->u.alloc.body, key);
+    case TEXI_STMT_REALIZE:
+        return stores_to_key(s->u.realize.body, key);
     case TEXI_STMT_IF:
         return stores_to_key(s->u.ifs.then_s, key) || stores_to_key(s->u.ifs.else_s, key);
-    case TEXI_STMT_LET: return stores_to_key(s->u.let.body, key);
-    case TEXI_STMT_ATTR: return stores_to_key(s->u.attr.body, key);
+    case TEXI_STMT_LET:
+        return stores_to_key(s->u.let.body, key);
+    case TEXI_STMT_ATTR:
+        return stores_to_key(s->u.attr.body, key);
     case TEXI_STMT_SEQ:
         for (int i = 0; i < s->u.seq.n; i++)
             if (stores_to_key(s->u.seq.items[i], key))
@@ -57,7 +63,8 @@ static bool stores_to_key(const tex_stmt *s, const void *key)
     case TEXI_STMT_PROVIDE:
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_BARRIER:
-    case TEXI_STMT_KIND_COUNT: return false;
+    case TEXI_STMT_KIND_COUNT:
+        return false;
     }
     return false;
 }

@@ -141,12 +141,30 @@ static tex_expr *arith(const char *call, enum texi_expr_kind kind, tex_expr *a, 
     return texi_binary(kind, a, b);
 }
 
-tex_expr *tex_add(tex_expr *a, tex_expr *b) { return arith("tex_add", TEXI_EXPR_ADD, a, b); }
-tex_expr *tex_sub(tex_expr *a, tex_expr *b) { return arith("tex_sub", TEXI_EXPR_SUB, a, b); }
-tex_expr *tex_mul(tex_expr *a, tex_expr *b) { return arith("tex_mul", TEXI_EXPR_MUL, a, b); }
-tex_expr *tex_div(tex_expr *a, tex_expr *b) { return arith("tex_div", TEXI_EXPR_DIV, a, b); }
-tex_expr *tex_min(tex_expr *a, tex_expr *b) { return arith("tex_min", TEXI_EXPR_MIN, a, b); }
-tex_expr *tex_max(tex_expr *a, tex_expr *b) { return arith("tex_max", TEXI_EXPR_MAX, a, b); }
+tex_expr *tex_add(tex_expr *a, tex_expr *b)
+{
+    return arith("tex_add", TEXI_EXPR_ADD, a, b);
+}
+tex_expr *tex_sub(tex_expr *a, tex_expr *b)
+{
+    return arith("tex_sub", TEXI_EXPR_SUB, a, b);
+}
+tex_expr *tex_mul(tex_expr *a, tex_expr *b)
+{
+    return arith("tex_mul", TEXI_EXPR_MUL, a, b);
+}
+tex_expr *tex_div(tex_expr *a, tex_expr *b)
+{
+    return arith("tex_div", TEXI_EXPR_DIV, a, b);
+}
+tex_expr *tex_min(tex_expr *a, tex_expr *b)
+{
+    return arith("tex_min", TEXI_EXPR_MIN, a, b);
+}
+tex_expr *tex_max(tex_expr *a, tex_expr *b)
+{
+    return arith("tex_max", TEXI_EXPR_MAX, a, b);
+}
 
 tex_expr *tex_floordiv(tex_expr *a, tex_expr *b)
 {
@@ -183,12 +201,30 @@ static tex_expr *compare(const char *call, enum texi_expr_kind kind, tex_expr *a
     return texi_binary(kind, a, b);
 }
 
-tex_expr *tex_eq(tex_expr *a, tex_expr *b) { return compare("tex_eq", TEXI_EXPR_EQ, a, b); }
-tex_expr *tex_ne(tex_expr *a, tex_expr *b) { return compare("tex_ne", TEXI_EXPR_NE, a, b); }
-tex_expr *tex_lt(tex_expr *a, tex_expr *b) { return compare("tex_lt", TEXI_EXPR_LT, a, b); }
-tex_expr *tex_le(tex_expr *a, tex_expr *b) { return compare("tex_le", TEXI_EXPR_LE, a, b); }
-tex_expr *tex_gt(tex_expr *a, tex_expr *b) { return compare("tex_gt", TEXI_EXPR_GT, a, b); }
-tex_expr *tex_ge(tex_expr *a, tex_expr *b) { return compare("tex_ge", TEXI_EXPR_GE, a, b); }
+tex_expr *tex_eq(tex_expr *a, tex_expr *b)
+{
+    return compare("tex_eq", TEXI_EXPR_EQ, a, b);
+}
+tex_expr *tex_ne(tex_expr *a, tex_expr *b)
+{
+    return compare("tex_ne", TEXI_EXPR_NE, a, b);
+}
+tex_expr *tex_lt(tex_expr *a, tex_expr *b)
+{
+    return compare("tex_lt", TEXI_EXPR_LT, a, b);
+}
+tex_expr *tex_le(tex_expr *a, tex_expr *b)
+{
+    return compare("tex_le", TEXI_EXPR_LE, a, b);
+}
+tex_expr *tex_gt(tex_expr *a, tex_expr *b)
+{
+    return compare("tex_gt", TEXI_EXPR_GT, a, b);
+}
+tex_expr *tex_ge(tex_expr *a, tex_expr *b)
+{
+    return compare("tex_ge", TEXI_EXPR_GE, a, b);
+}
 
 /* Logical operator: every operand must already be bool. */
 static tex_expr *logical(const char *call, enum texi_expr_kind kind, int n, tex_expr *const ops[])
@@ -271,10 +307,10 @@ static tex_expr *math(const char *call, enum texi_math op, int n, tex_expr *cons
     return texi_call_new(op, t, n, args);
 }
 
-#define TEXI_UNARY_MATH(fn, OP)                                                                 \
-    tex_expr *tex_##fn(tex_expr *a)                                                             \
-    {                                                                                           \
-        return math("tex_" #fn, TEXI_MATH_##OP, 1, &a);                                         \
+#define TEXI_UNARY_MATH(fn, OP)                                                                    \
+    tex_expr *tex_##fn(tex_expr *a)                                                                \
+    {                                                                                              \
+        return math("tex_" #fn, TEXI_MATH_##OP, 1, &a);                                            \
     }
 TEXI_UNARY_MATH(exp, EXP)
 TEXI_UNARY_MATH(log, LOG)

@@ -14,14 +14,14 @@
 
 typedef struct {
     tex_ctx *ctx;
-    const char *name;           /* the compute being defined */
-    tex_iter *const *axes;      /* its data-parallel axes */
+    const char *name;      /* the compute being defined */
+    tex_iter *const *axes; /* its data-parallel axes */
     int n_axes;
-    const tex_expr *reduction;  /* the top-level REDUCE, or NULL */
-    bool inside_reduction;      /* walking the reduction's body or condition */
-    tex_tensor *inputs[256];    /* tensors read, in order of first use */
+    const tex_expr *reduction; /* the top-level REDUCE, or NULL */
+    bool inside_reduction;     /* walking the reduction's body or condition */
+    tex_tensor *inputs[256];   /* tensors read, in order of first use */
     int n_inputs;
-    int rc;                     /* first error */
+    int rc; /* first error */
 } body_walk;
 
 static bool axis_listed(tex_iter *const *axes, int n, const tex_iter *iv)
@@ -36,8 +36,8 @@ static int check_var(body_walk *w, const tex_iter *iv)
 {
     if (iv->kind == TEXI_ITER_DATA && !axis_listed(w->axes, w->n_axes, iv))
         return texi_error(w->ctx, TEX_EINVAL,
-                          "tex_compute: '%s' uses axis '%s', which is not one of its axes",
-                          w->name, iv->name);
+                          "tex_compute: '%s' uses axis '%s', which is not one of its axes", w->name,
+                          iv->name);
     if (iv->kind == TEXI_ITER_REDUCE &&
         (!w->inside_reduction ||
          !axis_listed(w->reduction->u.red.axes, w->reduction->u.red.n_axes, iv)))
@@ -75,11 +75,12 @@ static bool check_node(tex_expr *e, void *ud)
     case TEXI_EXPR_REDUCE:
         w->rc = texi_error(w->ctx, TEX_EINVAL,
                            "tex_compute: '%s' has a reduction inside its body; a reduction must "
-                           "be the whole body", w->name);
+                           "be the whole body",
+                           w->name);
         break;
     case TEXI_EXPR_LOAD:
-        w->rc = texi_error(w->ctx, TEX_EINVAL,
-                           "tex_compute: '%s' contains a lowered buffer load", w->name);
+        w->rc = texi_error(w->ctx, TEX_EINVAL, "tex_compute: '%s' contains a lowered buffer load",
+                           w->name);
         break;
     default:
         break;
@@ -114,11 +115,15 @@ static int check_axes(tex_ctx *ctx, const char *name, int ndim, tex_iter *const 
         if (!axes[i])
             return texi_error(ctx, TEX_EMISUSE, "tex_compute: '%s': axis %d is NULL", name, i);
         if (axes[i]->ctx != ctx)
-            return texi_error(ctx, TEX_EMISUSE, "tex_compute: '%s': axis '%s' comes from another "
-                              "context", name, axes[i]->name);
+            return texi_error(ctx, TEX_EMISUSE,
+                              "tex_compute: '%s': axis '%s' comes from another "
+                              "context",
+                              name, axes[i]->name);
         if (axes[i]->kind != TEXI_ITER_DATA)
-            return texi_error(ctx, TEX_EINVAL, "tex_compute: '%s': axis '%s' is a reduce axis; "
-                              "the axes of a compute are data-parallel", name, axes[i]->name);
+            return texi_error(ctx, TEX_EINVAL,
+                              "tex_compute: '%s': axis '%s' is a reduce axis; "
+                              "the axes of a compute are data-parallel",
+                              name, axes[i]->name);
         for (int j = 0; j < i; j++)
             if (axes[j] == axes[i])
                 return texi_error(ctx, TEX_EINVAL, "tex_compute: '%s': axis '%s' is listed twice",
@@ -137,12 +142,16 @@ static int check_names(tex_ctx *ctx, const char *name, int n_inputs, tex_tensor 
         return TEX_ENOMEM;
     for (int i = 0; i < n; i++) {
         if (strcmp(all[i]->name, name) == 0)
-            return texi_error(ctx, TEX_EINVAL, "tex_compute: the name '%s' is already used by "
-                              "another tensor of this graph", name);
+            return texi_error(ctx, TEX_EINVAL,
+                              "tex_compute: the name '%s' is already used by "
+                              "another tensor of this graph",
+                              name);
         for (int j = 0; j < i; j++)
             if (strcmp(all[i]->name, all[j]->name) == 0)
-                return texi_error(ctx, TEX_EINVAL, "tex_compute: '%s' reads two different "
-                                  "tensors named '%s'", name, all[i]->name);
+                return texi_error(ctx, TEX_EINVAL,
+                                  "tex_compute: '%s' reads two different "
+                                  "tensors named '%s'",
+                                  name, all[i]->name);
     }
     return 0;
 }

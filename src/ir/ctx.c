@@ -81,8 +81,7 @@ void tex_clear_error(tex_ctx *ctx)
 
 const char *tex_version(void)
 {
-    return TEX_STR(TEX_VERSION_MAJOR) "." TEX_STR(TEX_VERSION_MINOR) "." TEX_STR(
-        TEX_VERSION_PATCH);
+    return TEX_STR(TEX_VERSION_MAJOR) "." TEX_STR(TEX_VERSION_MINOR) "." TEX_STR(TEX_VERSION_PATCH);
 }
 
 int texi_error(tex_ctx *ctx, int code, const char *fmt, ...)
@@ -120,6 +119,6 @@ void texi_error_null_operand(tex_ctx *ctx, const char *call, const char *operand
     if (ctx->errcode)
         texi_error(ctx, TEX_EMISUSE, "%s: operand %s is NULL", call, operand);
     else
-        texi_error(ctx, TEX_EMISUSE, "%s: operand %s is NULL (no earlier error was recorded)",
-                   call, operand);
+        texi_error(ctx, TEX_EMISUSE, "%s: operand %s is NULL (no earlier error was recorded)", call,
+                   operand);
 }

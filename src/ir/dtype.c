@@ -14,11 +14,11 @@ static const struct {
     const char *ctype; /* C element type of generated code and intrinsics */
     int bits;
 } dtype_info[TEX_DTYPE_COUNT] = {
-    [TEX_BOOL] = {"bool", "uint8_t", 8},  [TEX_I8] = {"i8", "int8_t", 8},
-    [TEX_I16] = {"i16", "int16_t", 16},   [TEX_I32] = {"i32", "int32_t", 32},
-    [TEX_I64] = {"i64", "int64_t", 64},   [TEX_U8] = {"u8", "uint8_t", 8},
-    [TEX_U16] = {"u16", "uint16_t", 16},  [TEX_U32] = {"u32", "uint32_t", 32},
-    [TEX_U64] = {"u64", "uint64_t", 64},  [TEX_F16] = {"f16", "uint16_t", 16},
+    [TEX_BOOL] = {"bool", "uint8_t", 8},   [TEX_I8] = {"i8", "int8_t", 8},
+    [TEX_I16] = {"i16", "int16_t", 16},    [TEX_I32] = {"i32", "int32_t", 32},
+    [TEX_I64] = {"i64", "int64_t", 64},    [TEX_U8] = {"u8", "uint8_t", 8},
+    [TEX_U16] = {"u16", "uint16_t", 16},   [TEX_U32] = {"u32", "uint32_t", 32},
+    [TEX_U64] = {"u64", "uint64_t", 64},   [TEX_F16] = {"f16", "uint16_t", 16},
     [TEX_BF16] = {"bf16", "uint16_t", 16}, [TEX_F32] = {"f32", "float", 32},
     [TEX_F64] = {"f64", "double", 64},
 };
@@ -107,9 +107,12 @@ int64_t texi_float_to_int(tex_dtype t, double v)
 double texi_round_to_dtype(tex_dtype t, double v)
 {
     switch (t) {
-    case TEX_F32: return (double)(float)v;
-    case TEX_F16: return (double)texi_f16_to_f32(texi_f16_from_f32((float)v));
-    case TEX_BF16: return (double)texi_bf16_to_f32(texi_bf16_from_f32((float)v));
+    case TEX_F32:
+        return (double)(float)v;
+    case TEX_F16:
+        return (double)texi_f16_to_f32(texi_f16_from_f32((float)v));
+    case TEX_BF16:
+        return (double)texi_bf16_to_f32(texi_bf16_from_f32((float)v));
     case TEX_BOOL:
     case TEX_I8:
     case TEX_I16:
@@ -119,7 +122,8 @@ double texi_round_to_dtype(tex_dtype t, double v)
     case TEX_U16:
     case TEX_U32:
     case TEX_U64:
-    case TEX_F64: break;
+    case TEX_F64:
+        break;
     }
     return v;
 }

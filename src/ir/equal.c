@@ -57,13 +57,17 @@ bool texi_expr_equal(const tex_expr *a, const tex_expr *b)
     if (!a || !b || a->kind != b->kind || a->dtype != b->dtype)
         return false;
     switch (a->kind) {
-    case TEXI_EXPR_INT: return a->u.i == b->u.i;
-    case TEXI_EXPR_FLOAT: return float_bits(a->u.f) == float_bits(b->u.f);
-    case TEXI_EXPR_VAR: return false; /* identity, checked above */
+    case TEXI_EXPR_INT:
+        return a->u.i == b->u.i;
+    case TEXI_EXPR_FLOAT:
+        return float_bits(a->u.f) == float_bits(b->u.f);
+    case TEXI_EXPR_VAR:
+        return false; /* identity, checked above */
     TEXI_CASE_BINARY:
         return texi_expr_equal(a->u.bin.a, b->u.bin.a) && texi_expr_equal(a->u.bin.b, b->u.bin.b);
     case TEXI_EXPR_NOT:
-    case TEXI_EXPR_CAST: return texi_expr_equal(a->u.un.a, b->u.un.a);
+    case TEXI_EXPR_CAST:
+        return texi_expr_equal(a->u.un.a, b->u.un.a);
     case TEXI_EXPR_SELECT:
         return texi_expr_equal(a->u.sel.cond, b->u.sel.cond) &&
                texi_expr_equal(a->u.sel.t, b->u.sel.t) && texi_expr_equal(a->u.sel.f, b->u.sel.f);
@@ -84,7 +88,8 @@ bool texi_expr_equal(const tex_expr *a, const tex_expr *b)
             if (a->u.red.axes[i] != b->u.red.axes[i])
                 return false;
         return true;
-    case TEXI_EXPR_KIND_COUNT: break;
+    case TEXI_EXPR_KIND_COUNT:
+        break;
     }
     return false;
 }
@@ -95,12 +100,17 @@ uint64_t texi_expr_hash(const tex_expr *e)
         return 0x51ed270b27a1f3c5u;
     uint64_t h = mix((uint64_t)e->kind, (uint64_t)e->dtype);
     switch (e->kind) {
-    case TEXI_EXPR_INT: return mix(h, (uint64_t)e->u.i);
-    case TEXI_EXPR_FLOAT: return mix(h, float_bits(e->u.f));
-    case TEXI_EXPR_VAR: return mix(h, e->u.var.id);
-    TEXI_CASE_BINARY: return mix(mix(h, texi_expr_hash(e->u.bin.a)), texi_expr_hash(e->u.bin.b));
+    case TEXI_EXPR_INT:
+        return mix(h, (uint64_t)e->u.i);
+    case TEXI_EXPR_FLOAT:
+        return mix(h, float_bits(e->u.f));
+    case TEXI_EXPR_VAR:
+        return mix(h, e->u.var.id);
+    TEXI_CASE_BINARY:
+        return mix(mix(h, texi_expr_hash(e->u.bin.a)), texi_expr_hash(e->u.bin.b));
     case TEXI_EXPR_NOT:
-    case TEXI_EXPR_CAST: return mix(h, texi_expr_hash(e->u.un.a));
+    case TEXI_EXPR_CAST:
+        return mix(h, texi_expr_hash(e->u.un.a));
     case TEXI_EXPR_SELECT:
         h = mix(h, texi_expr_hash(e->u.sel.cond));
         return mix(mix(h, texi_expr_hash(e->u.sel.t)), texi_expr_hash(e->u.sel.f));
@@ -121,7 +131,8 @@ uint64_t texi_expr_hash(const tex_expr *e)
         for (int i = 0; i < e->u.red.n_axes; i++)
             h = mix(h, iter_hash(e->u.red.axes[i]));
         return mix(h, texi_expr_hash(e->u.red.cond));
-    case TEXI_EXPR_KIND_COUNT: break;
+    case TEXI_EXPR_KIND_COUNT:
+        break;
     }
     return h;
 }
@@ -141,8 +152,8 @@ static bool intrin_arg_equal(const texi_intrin_arg *a, const texi_intrin_arg *b)
         !texi_expr_equal(a->offset, b->offset) || !a->mins != !b->mins ||
         !a->strides != !b->strides || !a->dim_map != !b->dim_map)
         return false;
-    if (a->mins && (a->tensor_ndim != b->tensor_ndim ||
-                    !list_equal(a->tensor_ndim, a->mins, b->mins)))
+    if (a->mins &&
+        (a->tensor_ndim != b->tensor_ndim || !list_equal(a->tensor_ndim, a->mins, b->mins)))
         return false;
     if (a->dim_map && memcmp(a->dim_map, b->dim_map, (size_t)a->ndim * sizeof *a->dim_map) != 0)
         return false;
@@ -202,7 +213,8 @@ bool texi_stmt_equal(const tex_stmt *a, const tex_stmt *b)
                texi_expr_equal(a->u.store.index, b->u.store.index) &&
                texi_expr_equal(a->u.store.value, b->u.store.value);
     case TEXI_STMT_ALLOCATE:
-        return a->u.alloc.buf == b->u.alloc.buf && texi_stmt_equal(a->u.alloc.body, b->u.alloc.body);
+        return a->u.alloc.buf == b->u.alloc.buf &&
+               texi_stmt_equal(a->u.alloc.body, b->u.alloc.body);
     case TEXI_STMT_IF:
         return texi_expr_equal(a->u.ifs.cond, b->u.ifs.cond) &&
                texi_stmt_equal(a->u.ifs.then_s, b->u.ifs.then_s) &&
@@ -211,15 +223,20 @@ bool texi_stmt_equal(const tex_stmt *a, const tex_stmt *b)
         return a->u.let.var == b->u.let.var && texi_expr_equal(a->u.let.value, b->u.let.value) &&
                texi_stmt_equal(a->u.let.body, b->u.let.body);
     case TEXI_STMT_SEQ:
-        return a->u.seq.n == b->u.seq.n && stmt_list_equal(a->u.seq.n, a->u.seq.items, b->u.seq.items);
-    case TEXI_STMT_EVALUATE: return texi_expr_equal(a->u.eval.value, b->u.eval.value);
-    case TEXI_STMT_BARRIER: return a->u.barrier.scope == b->u.barrier.scope;
+        return a->u.seq.n == b->u.seq.n &&
+               stmt_list_equal(a->u.seq.n, a->u.seq.items, b->u.seq.items);
+    case TEXI_STMT_EVALUATE:
+        return texi_expr_equal(a->u.eval.value, b->u.eval.value);
+    case TEXI_STMT_BARRIER:
+        return a->u.barrier.scope == b->u.barrier.scope;
     case TEXI_STMT_ATTR:
         return strcmp(a->u.attr.key, b->u.attr.key) == 0 &&
                texi_expr_equal(a->u.attr.value, b->u.attr.value) &&
                texi_stmt_equal(a->u.attr.body, b->u.attr.body);
-    case TEXI_STMT_INTRIN: return intrin_equal(a, b);
-    case TEXI_STMT_KIND_COUNT: break;
+    case TEXI_STMT_INTRIN:
+        return intrin_equal(a, b);
+    case TEXI_STMT_KIND_COUNT:
+        break;
     }
     return false;
 }
@@ -260,14 +277,18 @@ uint64_t texi_stmt_hash(const tex_stmt *s)
         for (int i = 0; i < s->u.seq.n; i++)
             h = mix(h, texi_stmt_hash(s->u.seq.items[i]));
         return h;
-    case TEXI_STMT_EVALUATE: return mix(h, texi_expr_hash(s->u.eval.value));
-    case TEXI_STMT_BARRIER: return mix(h, (uint64_t)s->u.barrier.scope);
+    case TEXI_STMT_EVALUATE:
+        return mix(h, texi_expr_hash(s->u.eval.value));
+    case TEXI_STMT_BARRIER:
+        return mix(h, (uint64_t)s->u.barrier.scope);
     case TEXI_STMT_ATTR:
         for (const char *c = s->u.attr.key; *c; c++)
             h = mix(h, (uint64_t)(unsigned char)*c);
         return mix(mix(h, texi_expr_hash(s->u.attr.value)), texi_stmt_hash(s->u.attr.body));
-    case TEXI_STMT_INTRIN: return intrin_hash(h, s);
-    case TEXI_STMT_KIND_COUNT: break;
+    case TEXI_STMT_INTRIN:
+        return intrin_hash(h, s);
+    case TEXI_STMT_KIND_COUNT:
+        break;
     }
     return h;
 }

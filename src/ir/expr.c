@@ -55,19 +55,27 @@ static tex_expr *node_new(tex_ctx *ctx, enum texi_expr_kind kind, tex_dtype t)
 static int64_t wrap_int(tex_dtype t, int64_t v)
 {
     switch (t) {
-    case TEX_BOOL: return v != 0;
-    case TEX_I8: return (int8_t)(uint8_t)(uint64_t)v;
-    case TEX_I16: return (int16_t)(uint16_t)(uint64_t)v;
-    case TEX_I32: return (int32_t)(uint32_t)(uint64_t)v;
-    case TEX_U8: return (uint8_t)(uint64_t)v;
-    case TEX_U16: return (uint16_t)(uint64_t)v;
-    case TEX_U32: return (uint32_t)(uint64_t)v;
+    case TEX_BOOL:
+        return v != 0;
+    case TEX_I8:
+        return (int8_t)(uint8_t)(uint64_t)v;
+    case TEX_I16:
+        return (int16_t)(uint16_t)(uint64_t)v;
+    case TEX_I32:
+        return (int32_t)(uint32_t)(uint64_t)v;
+    case TEX_U8:
+        return (uint8_t)(uint64_t)v;
+    case TEX_U16:
+        return (uint16_t)(uint64_t)v;
+    case TEX_U32:
+        return (uint32_t)(uint64_t)v;
     case TEX_I64:
     case TEX_U64:
     case TEX_F16:
     case TEX_BF16:
     case TEX_F32:
-    case TEX_F64: return v;
+    case TEX_F64:
+        return v;
     }
     return v;
 }
@@ -232,8 +240,10 @@ tex_expr *texi_reduce_identity(tex_ctx *ctx, enum texi_reduce_op op, tex_dtype t
     bool is_float = texi_dtype_is_float(t);
     int64_t lo, hi;
     switch (op) {
-    case TEXI_REDUCE_SUM: return is_float ? texi_float_imm(ctx, t, 0.0) : texi_int_imm(ctx, t, 0);
-    case TEXI_REDUCE_PROD: return is_float ? texi_float_imm(ctx, t, 1.0) : texi_int_imm(ctx, t, 1);
+    case TEXI_REDUCE_SUM:
+        return is_float ? texi_float_imm(ctx, t, 0.0) : texi_int_imm(ctx, t, 0);
+    case TEXI_REDUCE_PROD:
+        return is_float ? texi_float_imm(ctx, t, 1.0) : texi_int_imm(ctx, t, 1);
     case TEXI_REDUCE_MAX:
         if (is_float)
             return texi_float_imm(ctx, t, -INFINITY);
@@ -244,7 +254,8 @@ tex_expr *texi_reduce_identity(tex_ctx *ctx, enum texi_reduce_op op, tex_dtype t
             return texi_float_imm(ctx, t, INFINITY);
         int_limits(t, &lo, &hi);
         return texi_int_imm(ctx, t, hi);
-    case TEXI_REDUCE_COUNT: break;
+    case TEXI_REDUCE_COUNT:
+        break;
     }
     texi_error(ctx, TEX_EINTERNAL, "texi_reduce_identity: unknown reduction %d", (int)op);
     return NULL;

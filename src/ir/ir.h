@@ -38,11 +38,11 @@ struct tex_ctx {
 };
 
 /* Propagate a negative status code. */
-#define TEXI_TRY(call)                                                                          \
-    do {                                                                                        \
-        int texi_try_rc_ = (call);                                                              \
-        if (texi_try_rc_ < 0)                                                                   \
-            return texi_try_rc_;                                                                \
+#define TEXI_TRY(call)                                                                             \
+    do {                                                                                           \
+        int texi_try_rc_ = (call);                                                                 \
+        if (texi_try_rc_ < 0)                                                                      \
+            return texi_try_rc_;                                                                   \
     } while (0)
 
 /* Records the error (if none is recorded yet) and returns code. */
@@ -57,9 +57,9 @@ void texi_error_null_operand(tex_ctx *ctx, const char *call, const char *operand
 
 /* ------------------------------------------------------------------ dtypes */
 
-bool texi_dtype_is_float(tex_dtype t); /* f16, bf16, f32, f64 */
-bool texi_dtype_is_int(tex_dtype t);   /* signed or unsigned integer, not bool */
-bool texi_dtype_is_signed(tex_dtype t);/* signed integers and floats */
+bool texi_dtype_is_float(tex_dtype t);  /* f16, bf16, f32, f64 */
+bool texi_dtype_is_int(tex_dtype t);    /* signed or unsigned integer, not bool */
+bool texi_dtype_is_signed(tex_dtype t); /* signed integers and floats */
 int texi_dtype_bits(tex_dtype t);
 bool texi_dtype_valid(int t);
 
@@ -88,22 +88,22 @@ enum texi_expr_kind {
 
 /* The case labels of every kind that uses u.bin (ADD .. OR), for switches
  * that treat binary operators alike: `TEXI_CASE_BINARY: ...`. */
-#define TEXI_CASE_BINARY                                                                        \
-    case TEXI_EXPR_ADD:                                                                         \
-    case TEXI_EXPR_SUB:                                                                         \
-    case TEXI_EXPR_MUL:                                                                         \
-    case TEXI_EXPR_DIV:                                                                         \
-    case TEXI_EXPR_FLOORDIV:                                                                    \
-    case TEXI_EXPR_FLOORMOD:                                                                    \
-    case TEXI_EXPR_MIN:                                                                         \
-    case TEXI_EXPR_MAX:                                                                         \
-    case TEXI_EXPR_EQ:                                                                          \
-    case TEXI_EXPR_NE:                                                                          \
-    case TEXI_EXPR_LT:                                                                          \
-    case TEXI_EXPR_LE:                                                                          \
-    case TEXI_EXPR_GT:                                                                          \
-    case TEXI_EXPR_GE:                                                                          \
-    case TEXI_EXPR_AND:                                                                         \
+#define TEXI_CASE_BINARY                                                                           \
+    case TEXI_EXPR_ADD:                                                                            \
+    case TEXI_EXPR_SUB:                                                                            \
+    case TEXI_EXPR_MUL:                                                                            \
+    case TEXI_EXPR_DIV:                                                                            \
+    case TEXI_EXPR_FLOORDIV:                                                                       \
+    case TEXI_EXPR_FLOORMOD:                                                                       \
+    case TEXI_EXPR_MIN:                                                                            \
+    case TEXI_EXPR_MAX:                                                                            \
+    case TEXI_EXPR_EQ:                                                                             \
+    case TEXI_EXPR_NE:                                                                             \
+    case TEXI_EXPR_LT:                                                                             \
+    case TEXI_EXPR_LE:                                                                             \
+    case TEXI_EXPR_GT:                                                                             \
+    case TEXI_EXPR_GE:                                                                             \
+    case TEXI_EXPR_AND:                                                                            \
     case TEXI_EXPR_OR
 
 enum texi_math {
@@ -132,7 +132,7 @@ struct tex_expr {
             const char *name;
             uint32_t id;    /* unique in the context */
             tex_iter *iter; /* the axis this variable stands for, or NULL */
-        } var; /* VAR */
+        } var;              /* VAR */
         struct {
             tex_expr *a, *b;
         } bin; /* ADD .. OR */
@@ -155,14 +155,14 @@ struct tex_expr {
         struct {
             texi_buffer *buf;
             tex_expr *index; /* in elements */
-        } load; /* LOAD */
+        } load;              /* LOAD */
         struct {
             enum texi_reduce_op op;
             tex_expr *body;
             int n_axes;
             tex_iter **axes;
             tex_expr *cond; /* tex_reduce_where predicate, or NULL */
-        } red; /* REDUCE */
+        } red;              /* REDUCE */
     } u;
 };
 
@@ -191,9 +191,9 @@ tex_expr *texi_reduce_new(enum texi_reduce_op op, tex_expr *body, int n, tex_ite
 tex_expr *texi_convert(tex_expr *e, tex_dtype t);
 
 /* Kind predicates. */
-bool texi_expr_is_binary(const tex_expr *e);   /* uses u.bin */
-bool texi_expr_is_compare(const tex_expr *e);  /* EQ .. GE */
-bool texi_expr_is_const(const tex_expr *e);    /* INT or FLOAT */
+bool texi_expr_is_binary(const tex_expr *e);                    /* uses u.bin */
+bool texi_expr_is_compare(const tex_expr *e);                   /* EQ .. GE */
+bool texi_expr_is_const(const tex_expr *e);                     /* INT or FLOAT */
 bool texi_expr_is_int_const(const tex_expr *e, int64_t *value); /* INT; value may be NULL */
 
 /* The reduction's identity element of type t. */
@@ -202,8 +202,8 @@ tex_expr *texi_reduce_identity(tex_ctx *ctx, enum texi_reduce_op op, tex_dtype t
 /* --------------------------------------------------------- axes and tensors */
 
 enum texi_iter_kind {
-    TEXI_ITER_DATA,   /* data-parallel axis */
-    TEXI_ITER_REDUCE  /* reduction axis */
+    TEXI_ITER_DATA,  /* data-parallel axis */
+    TEXI_ITER_REDUCE /* reduction axis */
 };
 
 struct tex_iter {
@@ -223,18 +223,18 @@ enum texi_op_kind {
 struct texi_op {
     enum texi_op_kind kind;
     int n_axes;
-    tex_iter **axes;       /* COMPUTE: data-parallel axes, in order */
+    tex_iter **axes; /* COMPUTE: data-parallel axes, in order */
     int n_raxes;
-    tex_iter **raxes;      /* COMPUTE: reduce axes, in order of first use */
-    tex_expr *body;        /* COMPUTE: the element, maybe a REDUCE at the top */
+    tex_iter **raxes; /* COMPUTE: reduce axes, in order of first use */
+    tex_expr *body;   /* COMPUTE: the element, maybe a REDUCE at the top */
     int n_inputs;
-    tex_tensor **inputs;   /* COMPUTE: tensors read by body, in order of first use */
+    tex_tensor **inputs; /* COMPUTE: tensors read by body, in order of first use */
 };
 
 struct tex_tensor {
     tex_ctx *ctx;
     const char *name;
-    uint32_t id;      /* unique in the context */
+    uint32_t id; /* unique in the context */
     tex_dtype dtype;
     int ndim;
     tex_expr **shape; /* integer expressions */
@@ -305,12 +305,12 @@ enum texi_intrin_fn {
 struct tex_intrin {
     tex_ctx *ctx;
     const char *name;
-    tex_tensor *desc;          /* the compute it implements */
+    tex_tensor *desc; /* the compute it implements */
     int n_inputs;
-    tex_tensor **inputs;       /* desc's inputs in order of first use */
-    const char *c_source;      /* source defining the functions (CPU), or NULL */
+    tex_tensor **inputs;                  /* desc's inputs in order of first use */
+    const char *c_source;                 /* source defining the functions (CPU), or NULL */
     const char *fn[TEXI_INTRIN_FN_COUNT]; /* function names; NULL = absent */
-    const char *builtin;       /* the built-in's name, or NULL for a user intrinsic */
+    const char *builtin;                  /* the built-in's name, or NULL for a user intrinsic */
 };
 
 /* One tile argument of an INTRIN statement, per tensor of the intrinsic's
@@ -330,10 +330,10 @@ typedef struct {
 
 enum texi_for_kind {
     TEXI_FOR_SERIAL,
-    TEXI_FOR_PARALLEL,   /* CPU threads */
+    TEXI_FOR_PARALLEL, /* CPU threads */
     TEXI_FOR_VECTORIZED,
     TEXI_FOR_UNROLLED,
-    TEXI_FOR_THREAD      /* bound to a GPU thread/block index (u.loop.thread_tag) */
+    TEXI_FOR_THREAD /* bound to a GPU thread/block index (u.loop.thread_tag) */
 };
 
 struct tex_stmt {
@@ -373,7 +373,7 @@ struct tex_stmt {
             tex_expr *cond;
             tex_stmt *then_s;
             tex_stmt *else_s; /* may be NULL */
-        } ifs; /* IF */
+        } ifs;                /* IF */
         struct {
             tex_expr *var;
             tex_expr *value;
@@ -388,7 +388,7 @@ struct tex_stmt {
         } eval; /* EVALUATE */
         struct {
             enum texi_scope scope; /* SHARED: block-wide barrier */
-        } barrier; /* BARRIER */
+        } barrier;                 /* BARRIER */
         struct {
             const char *key;
             tex_expr *value; /* may be NULL */

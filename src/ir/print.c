@@ -30,29 +30,39 @@
 #include <string.h>
 
 static const char *const scope_names[] = {"global", "shared", "local"};
-static const char *const thread_names[] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z", "threadIdx.x",
-                                           "threadIdx.y", "threadIdx.z", "vthread"};
+static const char *const thread_names[] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
+                                           "threadIdx.x", "threadIdx.y", "threadIdx.z",
+                                           "vthread"};
 
 /* Binding strength of an operator's node; higher binds tighter. */
 static int precedence(const tex_expr *e)
 {
     switch (e->kind) {
-    case TEXI_EXPR_OR: return 1;
-    case TEXI_EXPR_AND: return 2;
+    case TEXI_EXPR_OR:
+        return 1;
+    case TEXI_EXPR_AND:
+        return 2;
     case TEXI_EXPR_EQ:
-    case TEXI_EXPR_NE: return 3;
+    case TEXI_EXPR_NE:
+        return 3;
     case TEXI_EXPR_LT:
     case TEXI_EXPR_LE:
     case TEXI_EXPR_GT:
-    case TEXI_EXPR_GE: return 4;
+    case TEXI_EXPR_GE:
+        return 4;
     case TEXI_EXPR_ADD:
-    case TEXI_EXPR_SUB: return 5;
+    case TEXI_EXPR_SUB:
+        return 5;
     case TEXI_EXPR_MUL:
-    case TEXI_EXPR_DIV: return 6;
+    case TEXI_EXPR_DIV:
+        return 6;
     case TEXI_EXPR_FLOORDIV:
-    case TEXI_EXPR_FLOORMOD: return texi_dtype_is_float(e->dtype) ? 9 : 6;
-    case TEXI_EXPR_NOT: return 7;
-    default: return 9;
+    case TEXI_EXPR_FLOORMOD:
+        return texi_dtype_is_float(e->dtype) ? 9 : 6;
+    case TEXI_EXPR_NOT:
+        return 7;
+    default:
+        return 9;
     }
 }
 
@@ -134,14 +144,16 @@ static void print_binary(texi_sb *sb, const tex_expr *e)
         }
         op = e->kind == TEXI_EXPR_FLOORDIV ? "/" : "%";
         break;
-    default: break;
+    default:
+        break;
     }
     /* left-associative: the right operand needs parentheses at equal precedence */
     print_operand(sb, a, p);
-    texi_sb_printf(sb, e->kind == TEXI_EXPR_MUL || e->kind == TEXI_EXPR_DIV ||
-                               e->kind == TEXI_EXPR_FLOORDIV || e->kind == TEXI_EXPR_FLOORMOD
-                           ? "%s"
-                           : " %s ",
+    texi_sb_printf(sb,
+                   e->kind == TEXI_EXPR_MUL || e->kind == TEXI_EXPR_DIV ||
+                           e->kind == TEXI_EXPR_FLOORDIV || e->kind == TEXI_EXPR_FLOORMOD
+                       ? "%s"
+                       : " %s ",
                    op);
     print_operand(sb, b, p + 1);
 }
@@ -168,15 +180,25 @@ void texi_expr_print(texi_sb *sb, const tex_expr *e)
         return;
     }
     switch (e->kind) {
-    case TEXI_EXPR_INT: print_int(sb, e->dtype, e->u.i); return;
-    case TEXI_EXPR_FLOAT: print_float(sb, e->dtype, e->u.f); return;
-    case TEXI_EXPR_VAR: texi_sb_puts(sb, e->u.var.name); return;
-    TEXI_CASE_BINARY: print_binary(sb, e); return;
+    case TEXI_EXPR_INT:
+        print_int(sb, e->dtype, e->u.i);
+        return;
+    case TEXI_EXPR_FLOAT:
+        print_float(sb, e->dtype, e->u.f);
+        return;
+    case TEXI_EXPR_VAR:
+        texi_sb_puts(sb, e->u.var.name);
+        return;
+    TEXI_CASE_BINARY:
+        print_binary(sb, e);
+        return;
     case TEXI_EXPR_NOT:
         texi_sb_putc(sb, '!');
         print_operand(sb, e->u.un.a, 7);
         return;
-    case TEXI_EXPR_CAST: print_call(sb, tex_dtype_name(e->dtype), 1, &e->u.un.a); return;
+    case TEXI_EXPR_CAST:
+        print_call(sb, tex_dtype_name(e->dtype), 1, &e->u.un.a);
+        return;
     case TEXI_EXPR_SELECT:
         print_call(sb, "select", 3, (tex_expr *const[]){e->u.sel.cond, e->u.sel.t, e->u.sel.f});
         return;
@@ -193,8 +215,11 @@ void texi_expr_print(texi_sb *sb, const tex_expr *e)
         texi_expr_print(sb, e->u.load.index);
         texi_sb_putc(sb, ']');
         return;
-    case TEXI_EXPR_REDUCE: print_reduce(sb, e); return;
-    case TEXI_EXPR_KIND_COUNT: break;
+    case TEXI_EXPR_REDUCE:
+        print_reduce(sb, e);
+        return;
+    case TEXI_EXPR_KIND_COUNT:
+        break;
     }
     texi_sb_puts(sb, "<bad expression>");
 }
@@ -220,11 +245,16 @@ static void indent_to(texi_sb *sb, int indent)
 static const char *for_kind_name(const tex_stmt *s)
 {
     switch (s->u.loop.for_kind) {
-    case TEXI_FOR_SERIAL: return "";
-    case TEXI_FOR_PARALLEL: return " parallel";
-    case TEXI_FOR_VECTORIZED: return " vectorized";
-    case TEXI_FOR_UNROLLED: return " unrolled";
-    case TEXI_FOR_THREAD: return " bind";
+    case TEXI_FOR_SERIAL:
+        return "";
+    case TEXI_FOR_PARALLEL:
+        return " parallel";
+    case TEXI_FOR_VECTORIZED:
+        return " vectorized";
+    case TEXI_FOR_UNROLLED:
+        return " unrolled";
+    case TEXI_FOR_THREAD:
+        return " bind";
     }
     return "";
 }
@@ -333,7 +363,9 @@ void texi_stmt_print(texi_sb *sb, const tex_stmt *s, int indent)
     }
     indent_to(sb, indent);
     switch (s->kind) {
-    case TEXI_STMT_FOR: print_loop(sb, s, indent); return;
+    case TEXI_STMT_FOR:
+        print_loop(sb, s, indent);
+        return;
     case TEXI_STMT_PROVIDE:
         texi_sb_printf(sb, "%s[", s->u.provide.tensor->name);
         print_list(sb, s->u.provide.n_idx, s->u.provide.idx);
@@ -341,7 +373,9 @@ void texi_stmt_print(texi_sb *sb, const tex_stmt *s, int indent)
         texi_expr_print(sb, s->u.provide.value);
         texi_sb_putc(sb, '\n');
         return;
-    case TEXI_STMT_REALIZE: print_realize(sb, s, indent); return;
+    case TEXI_STMT_REALIZE:
+        print_realize(sb, s, indent);
+        return;
     case TEXI_STMT_STORE:
         texi_sb_printf(sb, "%s[", s->u.store.buf->name);
         texi_expr_print(sb, s->u.store.index);
@@ -349,8 +383,12 @@ void texi_stmt_print(texi_sb *sb, const tex_stmt *s, int indent)
         texi_expr_print(sb, s->u.store.value);
         texi_sb_putc(sb, '\n');
         return;
-    case TEXI_STMT_ALLOCATE: print_allocate(sb, s, indent); return;
-    case TEXI_STMT_IF: print_if(sb, s, indent); return;
+    case TEXI_STMT_ALLOCATE:
+        print_allocate(sb, s, indent);
+        return;
+    case TEXI_STMT_IF:
+        print_if(sb, s, indent);
+        return;
     case TEXI_STMT_LET:
         texi_sb_puts(sb, "let ");
         texi_expr_print(sb, s->u.let.var);
@@ -359,7 +397,8 @@ void texi_stmt_print(texi_sb *sb, const tex_stmt *s, int indent)
         texi_sb_putc(sb, '\n');
         texi_stmt_print(sb, s->u.let.body, indent);
         return;
-    case TEXI_STMT_SEQ: return;
+    case TEXI_STMT_SEQ:
+        return;
     case TEXI_STMT_EVALUATE:
         texi_expr_print(sb, s->u.eval.value);
         texi_sb_putc(sb, '\n');
@@ -375,8 +414,11 @@ void texi_stmt_print(texi_sb *sb, const tex_stmt *s, int indent)
         }
         print_block(sb, s->u.attr.body, indent);
         return;
-    case TEXI_STMT_INTRIN: print_intrin(sb, s); return;
-    case TEXI_STMT_KIND_COUNT: break;
+    case TEXI_STMT_INTRIN:
+        print_intrin(sb, s);
+        return;
+    case TEXI_STMT_KIND_COUNT:
+        break;
     }
     texi_sb_puts(sb, "<bad statement>\n");
 }

@@ -87,8 +87,10 @@ static tex_expr *reduce(const char *call, enum texi_reduce_op op, tex_expr *body
     bool nested = false;
     texi_expr_visit(body, has_reduce, &nested);
     if (nested) {
-        texi_error(ctx, TEX_EINVAL, "%s: the body contains a reduction (nested reductions are "
-                   "not supported; compute the inner one into its own tensor)", call);
+        texi_error(ctx, TEX_EINVAL,
+                   "%s: the body contains a reduction (nested reductions are "
+                   "not supported; compute the inner one into its own tensor)",
+                   call);
         return NULL;
     }
     if (body->dtype == TEX_BOOL) {

@@ -63,8 +63,8 @@ static tex_iter *iter_new(tex_ctx *ctx, const char *call, const char *name, tex_
         return NULL;
     }
     if (extent->ctx != ctx) {
-        texi_error(ctx, TEX_EMISUSE, "%s: the extent of axis '%s' comes from another context",
-                   call, name);
+        texi_error(ctx, TEX_EMISUSE, "%s: the extent of axis '%s' comes from another context", call,
+                   name);
         return NULL;
     }
     char what[160];
@@ -195,13 +195,17 @@ tex_expr *tex_at(tex_tensor *t, int n, tex_expr *const idx[])
             return NULL;
         }
         if (idx[i]->ctx != ctx) {
-            texi_error(ctx, TEX_EMISUSE, "tex_at: index %d of tensor '%s' comes from another "
-                       "context", i, t->name);
+            texi_error(ctx, TEX_EMISUSE,
+                       "tex_at: index %d of tensor '%s' comes from another "
+                       "context",
+                       i, t->name);
             return NULL;
         }
         if (!texi_dtype_is_int(idx[i]->dtype)) {
-            texi_error(ctx, TEX_ETYPE, "tex_at: index %d of tensor '%s' is %s, expected an "
-                       "integer", i, t->name, tex_dtype_name(idx[i]->dtype));
+            texi_error(ctx, TEX_ETYPE,
+                       "tex_at: index %d of tensor '%s' is %s, expected an "
+                       "integer",
+                       i, t->name, tex_dtype_name(idx[i]->dtype));
             return NULL;
         }
         if (idx[i]->kind == TEXI_EXPR_REDUCE) {
@@ -327,10 +331,10 @@ tex_tensor *texi_compute_tensor_new(tex_ctx *ctx, const char *name, int ndim,
     op->n_axes = ndim;
     op->axes = texi_alloc(ctx, sizeof(tex_iter *) * (size_t)(ndim > 0 ? ndim : 1), "axes");
     op->n_inputs = n_inputs;
-    op->inputs = texi_alloc(ctx, sizeof(tex_tensor *) * (size_t)(n_inputs > 0 ? n_inputs : 1),
-                            "inputs");
-    tex_expr **shape = texi_alloc(ctx, sizeof(tex_expr *) * (size_t)(ndim > 0 ? ndim : 1),
-                                  "a shape");
+    op->inputs =
+        texi_alloc(ctx, sizeof(tex_tensor *) * (size_t)(n_inputs > 0 ? n_inputs : 1), "inputs");
+    tex_expr **shape =
+        texi_alloc(ctx, sizeof(tex_expr *) * (size_t)(ndim > 0 ? ndim : 1), "a shape");
     if (!op->axes || !op->inputs || !shape)
         return NULL;
     for (int i = 0; i < ndim; i++) {

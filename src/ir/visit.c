@@ -47,7 +47,8 @@ static tex_expr *mutate_children(tex_expr *e, texi_expr_rewrite_fn pre, void *ud
     switch (e->kind) {
     case TEXI_EXPR_INT:
     case TEXI_EXPR_FLOAT:
-    case TEXI_EXPR_VAR: return e;
+    case TEXI_EXPR_VAR:
+        return e;
     TEXI_CASE_BINARY:
         if (!mutate_list(k, (tex_expr *[]){e->u.bin.a, e->u.bin.b}, 2, pre, ud, &failed))
             return e;
@@ -89,7 +90,8 @@ static tex_expr *mutate_children(tex_expr *e, texi_expr_rewrite_fn pre, void *ud
                       : texi_reduce_new(e->u.red.op, k[0], e->u.red.n_axes, e->u.red.axes,
                                         cond ? k[1] : NULL);
     }
-    case TEXI_EXPR_KIND_COUNT: break;
+    case TEXI_EXPR_KIND_COUNT:
+        break;
     }
     return e;
 }
@@ -113,13 +115,16 @@ void texi_expr_visit(tex_expr *e, texi_expr_visit_fn fn, void *ud)
     switch (e->kind) {
     case TEXI_EXPR_INT:
     case TEXI_EXPR_FLOAT:
-    case TEXI_EXPR_VAR: return;
+    case TEXI_EXPR_VAR:
+        return;
     TEXI_CASE_BINARY:
         texi_expr_visit(e->u.bin.a, fn, ud);
         texi_expr_visit(e->u.bin.b, fn, ud);
         return;
     case TEXI_EXPR_NOT:
-    case TEXI_EXPR_CAST: texi_expr_visit(e->u.un.a, fn, ud); return;
+    case TEXI_EXPR_CAST:
+        texi_expr_visit(e->u.un.a, fn, ud);
+        return;
     case TEXI_EXPR_SELECT:
         texi_expr_visit(e->u.sel.cond, fn, ud);
         texi_expr_visit(e->u.sel.t, fn, ud);
@@ -133,12 +138,15 @@ void texi_expr_visit(tex_expr *e, texi_expr_visit_fn fn, void *ud)
         for (int i = 0; i < e->u.access.n_idx; i++)
             texi_expr_visit(e->u.access.idx[i], fn, ud);
         return;
-    case TEXI_EXPR_LOAD: texi_expr_visit(e->u.load.index, fn, ud); return;
+    case TEXI_EXPR_LOAD:
+        texi_expr_visit(e->u.load.index, fn, ud);
+        return;
     case TEXI_EXPR_REDUCE:
         texi_expr_visit(e->u.red.body, fn, ud);
         texi_expr_visit(e->u.red.cond, fn, ud);
         return;
-    case TEXI_EXPR_KIND_COUNT: return;
+    case TEXI_EXPR_KIND_COUNT:
+        return;
     }
 }
 
@@ -238,8 +246,8 @@ static tex_stmt *walk_children(stmt_walk *w, tex_stmt *s)
             return NULL;
         if (min == s->u.loop.min && ext == s->u.loop.extent && body == s->u.loop.body)
             return s;
-        return texi_for_new(ctx, s->u.loop.var, min, ext, s->u.loop.for_kind,
-                            s->u.loop.thread_tag, body);
+        return texi_for_new(ctx, s->u.loop.var, min, ext, s->u.loop.for_kind, s->u.loop.thread_tag,
+                            body);
     }
     case TEXI_STMT_PROVIDE: {
         int n = s->u.provide.n_idx;
@@ -333,7 +341,8 @@ static tex_stmt *walk_children(stmt_walk *w, tex_stmt *s)
             return NULL;
         return value == s->u.eval.value ? s : texi_evaluate_new(ctx, value);
     }
-    case TEXI_STMT_BARRIER: return s;
+    case TEXI_STMT_BARRIER:
+        return s;
     case TEXI_STMT_ATTR: {
         tex_expr *value = walk_expr(w, s->u.attr.value);
         tex_stmt *body = walk_stmt(w, s->u.attr.body);
@@ -343,8 +352,10 @@ static tex_stmt *walk_children(stmt_walk *w, tex_stmt *s)
             return s;
         return texi_attr_new(ctx, s->u.attr.key, value, body);
     }
-    case TEXI_STMT_INTRIN: return walk_intrin(w, s);
-    case TEXI_STMT_KIND_COUNT: break;
+    case TEXI_STMT_INTRIN:
+        return walk_intrin(w, s);
+    case TEXI_STMT_KIND_COUNT:
+        break;
     }
     return s;
 }

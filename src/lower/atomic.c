@@ -14,8 +14,8 @@
 
 #include <string.h>
 
-static const enum texi_expr_kind combiner[TEXI_REDUCE_COUNT] = {
-    TEXI_EXPR_ADD, TEXI_EXPR_MUL, TEXI_EXPR_MAX, TEXI_EXPR_MIN};
+static const enum texi_expr_kind combiner[TEXI_REDUCE_COUNT] = {TEXI_EXPR_ADD, TEXI_EXPR_MUL,
+                                                                TEXI_EXPR_MAX, TEXI_EXPR_MIN};
 
 /* Whether e is a LOAD of the element st stores. */
 static bool is_target(const tex_expr *e, const tex_stmt *st)
@@ -56,8 +56,8 @@ int texi_atomic_parts(tex_ctx *ctx, const tex_stmt *s, texi_atomic_update *out)
     int64_t op;
     const tex_stmt *st = s->u.attr.body;
     if (strcmp(s->u.attr.key, "atomic") != 0 || !s->u.attr.value ||
-        !texi_expr_is_int_const(s->u.attr.value, &op) || op < 0 || op >= TEXI_REDUCE_COUNT ||
-        !st || st->kind != TEXI_STMT_STORE)
+        !texi_expr_is_int_const(s->u.attr.value, &op) || op < 0 || op >= TEXI_REDUCE_COUNT || !st ||
+        st->kind != TEXI_STMT_STORE)
         return texi_error(ctx, TEX_EINTERNAL, "tex_build: malformed ATTR \"atomic\"");
     tex_expr *v = st->u.store.value, *delta = NULL;
     if (v->kind == combiner[op] && is_target(v->u.bin.a, st))

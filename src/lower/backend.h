@@ -22,32 +22,32 @@
 
 /* A kernel's parameter, copied out of the arena. */
 typedef struct {
-    int kind;        /* TEX_ARG_TENSOR or TEX_ARG_VAR */
+    int kind; /* TEX_ARG_TENSOR or TEX_ARG_VAR */
     char *name;
     tex_dtype dtype; /* tensor element type, or i64 for a var */
     int ndim;
-    int64_t *dims;   /* per dimension: the constant size, -1 - (index into the call's size
-                        table) for a bare size variable, or INT64_MIN for a derived size
-                        (n + 2, ...) that kernel.c checks once the sizes are bound */
+    int64_t *dims; /* per dimension: the constant size, -1 - (index into the call's size
+                      table) for a bare size variable, or INT64_MIN for a derived size
+                      (n + 2, ...) that kernel.c checks once the sizes are bound */
 } texi_kernel_param;
 
 typedef struct texi_backend texi_backend;
 
 struct tex_kernel {
     const texi_backend *backend;
-    char *name;           /* the function's name (a C identifier) */
-    char *target;         /* the target string it was built for */
-    char *source;         /* generated source */
-    char *header;         /* tex_kernel_export's header text ("cpu"/"c"), or NULL */
+    char *name;   /* the function's name (a C identifier) */
+    char *target; /* the target string it was built for */
+    char *source; /* generated source */
+    char *header; /* tex_kernel_export's header text ("cpu"/"c"), or NULL */
     int n_params;
     texi_kernel_param *params;
-    int n_sizes;          /* symbolic sizes: VAR params and size vars, in call order */
+    int n_sizes; /* symbolic sizes: VAR params and size vars, in call order */
     char **size_names;
-    int n_extra;          /* size vars that are not params: passed after the params */
+    int n_extra;           /* size vars that are not params: passed after the params */
     int *extra_size_index; /* per extra argument: its index in the size table */
-    int threads;          /* "cpu -threads=N"; 0 = default */
-    bool callable;        /* false for "c" and "cuda -emit-only" */
-    void *impl;           /* the backend's state (dlopen handle, entry, ffi cif, ...) */
+    int threads;           /* "cpu -threads=N"; 0 = default */
+    bool callable;         /* false for "c" and "cuda -emit-only" */
+    void *impl;            /* the backend's state (dlopen handle, entry, ffi cif, ...) */
     char errmsg[TEXI_KERNEL_ERRMSG_MAX]; /* last failed call */
 };
 

@@ -47,11 +47,11 @@ typedef struct {
     int n_kernels;
     texi_device_kernel *kernels; /* launched in order on one stream */
     int n_workspace;
-    texi_buffer **workspace;     /* global temporaries between kernels: allocated by the
-                                    runtime for each call and passed to every kernel
-                                    after the entry point's arguments, in this order */
+    texi_buffer **workspace; /* global temporaries between kernels: allocated by the
+                                runtime for each call and passed to every kernel
+                                after the entry point's arguments, in this order */
     int n_asserts;
-    tex_expr **asserts;          /* conditions over params/sizes checked before launching */
+    tex_expr **asserts; /* conditions over params/sizes checked before launching */
 } texi_device_module;
 
 /* Runs the device passes and the split above on f (arena of f->ctx).
@@ -80,7 +80,7 @@ typedef struct {
 } texi_launch_prog;
 
 typedef struct {
-    char *name;                                 /* kernel symbol */
+    char *name;                                  /* kernel symbol */
     texi_launch_prog extent[TEXI_N_LAUNCH_TAGS]; /* grid x/y/z, block x/y/z */
 } texi_launch_kernel;
 

@@ -52,13 +52,20 @@ static bool has_barrier(const tex_stmt *s)
     if (!s)
         return false;
     switch (s->kind) {
-    case TEXI_STMT_BARRIER: return true;
-    case TEXI_STMT_FOR: return has_barrier(s->u.loop.body);
-    case TEXI_STMT_REALIZE: return has_barrier(s->u.realize.body);
-    case TEXI_STMT_ALLOCATE: return has_barrier(s->u.alloc.body);
-    case TEXI_STMT_IF: return has_barrier(s->u.ifs.then_s) || has_barrier(s->u.ifs.else_s);
-    case TEXI_STMT_LET: return has_barrier(s->u.let.body);
-    case TEXI_STMT_ATTR: return has_barrier(s->u.attr.body);
+    case TEXI_STMT_BARRIER:
+        return true;
+    case TEXI_STMT_FOR:
+        return has_barrier(s->u.loop.body);
+    case TEXI_STMT_REALIZE:
+        return has_barrier(s->u.realize.body);
+    case TEXI_STMT_ALLOCATE:
+        return has_barrier(s->u.alloc.body);
+    case TEXI_STMT_IF:
+        return has_barrier(s->u.ifs.then_s) || has_barrier(s->u.ifs.else_s);
+    case TEXI_STMT_LET:
+        return has_barrier(s->u.let.body);
+    case TEXI_STMT_ATTR:
+        return has_barrier(s->u.attr.body);
     case TEXI_STMT_SEQ:
         for (int i = 0; i < s->u.seq.n; i++)
             if (has_barrier(s->u.seq.items[i]))
@@ -68,7 +75,8 @@ static bool has_barrier(const tex_stmt *s)
     case TEXI_STMT_STORE:
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_INTRIN:
-    case TEXI_STMT_KIND_COUNT: return false;
+    case TEXI_STMT_KIND_COUNT:
+        return false;
     }
     return false;
 }
@@ -109,8 +117,8 @@ static tex_stmt *wrap(fission *fs, tex_stmt *s)
 {
     for (int i = fs->n_loops - 1; s && i >= 0; i--) {
         const tex_stmt *l = fs->loops[i];
-        s = texi_for_new(fs->ctx, l->u.loop.var, l->u.loop.min, l->u.loop.extent,
-                         TEXI_FOR_THREAD, l->u.loop.thread_tag, s);
+        s = texi_for_new(fs->ctx, l->u.loop.var, l->u.loop.min, l->u.loop.extent, TEXI_FOR_THREAD,
+                         l->u.loop.thread_tag, s);
     }
     return s;
 }
@@ -203,13 +211,13 @@ static tex_stmt *expand_local(fission *fs, tex_stmt *s)
         lin = texi_binary(TEXI_EXPR_ADD, texi_binary(TEXI_EXPR_MUL, lin, ext), id);
         threads = texi_binary(TEXI_EXPR_MUL, threads, ext);
     }
-    tex_expr *size = slice && threads ? texi_simplify(texi_binary(TEXI_EXPR_MUL, threads, slice),
-                                                      0, NULL)
-                                      : NULL;
-    texi_buffer *to = size ? texi_buffer_new(ctx, b->name, b->dtype, TEXI_SCOPE_LOCAL, 1, &size)
-                           : NULL;
-    tex_expr *base = to && lin ? texi_simplify(texi_binary(TEXI_EXPR_MUL, lin, slice), 0, NULL)
-                               : NULL;
+    tex_expr *size = slice && threads
+                         ? texi_simplify(texi_binary(TEXI_EXPR_MUL, threads, slice), 0, NULL)
+                         : NULL;
+    texi_buffer *to =
+        size ? texi_buffer_new(ctx, b->name, b->dtype, TEXI_SCOPE_LOCAL, 1, &size) : NULL;
+    tex_expr *base =
+        to && lin ? texi_simplify(texi_binary(TEXI_EXPR_MUL, lin, slice), 0, NULL) : NULL;
     if (!base)
         return NULL;
     expansion x = {texi_buffer_key(b), to, base, fs};
@@ -228,8 +236,10 @@ static tex_stmt *split(fission *fs, tex_stmt *s)
     tex_ctx *ctx = fs->ctx;
     tex_stmt *a, *b;
     switch (s->kind) {
-    case TEXI_STMT_SEQ: return split_seq(fs, s);
-    case TEXI_STMT_BARRIER: return texi_seq_new(ctx, 0, NULL);
+    case TEXI_STMT_SEQ:
+        return split_seq(fs, s);
+    case TEXI_STMT_BARRIER:
+        return texi_seq_new(ctx, 0, NULL);
     case TEXI_STMT_FOR:
         if (is_thread_loop(s)) {
             if (fs->n_loops == MAX_THREAD_LOOPS)
@@ -271,7 +281,8 @@ static tex_stmt *split(fission *fs, tex_stmt *s)
     case TEXI_STMT_STORE:
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_INTRIN:
-    case TEXI_STMT_KIND_COUNT: break;
+    case TEXI_STMT_KIND_COUNT:
+        break;
     }
     fail(fs, "a tensor-level statement", texi_stmt_kind_names[s->kind]);
     return NULL;

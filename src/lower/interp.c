@@ -91,8 +91,8 @@ static void frames_free(texi_frame *frs, int n)
     free(frs);
 }
 
-static int push_storage(texi_interp *ip, texi_frame *fr, const tex_tensor *t,
-                        const texi_buffer *b, texi_storage *st)
+static int push_storage(texi_interp *ip, texi_frame *fr, const tex_tensor *t, const texi_buffer *b,
+                        texi_storage *st)
 {
     if (fr->n_bufs == fr->cap_bufs) {
         int cap = fr->cap_bufs ? 2 * fr->cap_bufs : 16;
@@ -143,7 +143,9 @@ static void poison(texi_storage *st)
     case TEX_U8:
     case TEX_U16:
     case TEX_U32:
-    case TEX_U64: memset(st->data, 0x5A, n * (size_t)tex_dtype_bytes(st->dtype)); break;
+    case TEX_U64:
+        memset(st->data, 0x5A, n * (size_t)tex_dtype_bytes(st->dtype));
+        break;
     }
 }
 
@@ -227,8 +229,7 @@ static int bind_alloc(texi_interp *ip, texi_frame *fr, const tex_stmt *s, texi_s
 
 static bool is_local(const tex_stmt *s)
 {
-    enum texi_scope sc = s->kind == TEXI_STMT_REALIZE ? s->u.realize.scope
-                                                      : s->u.alloc.buf->scope;
+    enum texi_scope sc = s->kind == TEXI_STMT_REALIZE ? s->u.realize.scope : s->u.alloc.buf->scope;
     return sc == TEXI_SCOPE_LOCAL;
 }
 
@@ -242,13 +243,20 @@ static bool has_barrier(const tex_stmt *s)
     if (!s)
         return false;
     switch (s->kind) {
-    case TEXI_STMT_BARRIER: return true;
-    case TEXI_STMT_FOR: return has_barrier(s->u.loop.body);
-    case TEXI_STMT_REALIZE: return has_barrier(s->u.realize.body);
-    case TEXI_STMT_ALLOCATE: return has_barrier(s->u.alloc.body);
-    case TEXI_STMT_IF: return has_barrier(s->u.ifs.then_s) || has_barrier(s->u.ifs.else_s);
-    case TEXI_STMT_LET: return has_barrier(s->u.let.body);
-    case TEXI_STMT_ATTR: return has_barrier(s->u.attr.body);
+    case TEXI_STMT_BARRIER:
+        return true;
+    case TEXI_STMT_FOR:
+        return has_barrier(s->u.loop.body);
+    case TEXI_STMT_REALIZE:
+        return has_barrier(s->u.realize.body);
+    case TEXI_STMT_ALLOCATE:
+        return has_barrier(s->u.alloc.body);
+    case TEXI_STMT_IF:
+        return has_barrier(s->u.ifs.then_s) || has_barrier(s->u.ifs.else_s);
+    case TEXI_STMT_LET:
+        return has_barrier(s->u.let.body);
+    case TEXI_STMT_ATTR:
+        return has_barrier(s->u.attr.body);
     case TEXI_STMT_SEQ:
         for (int k = 0; k < s->u.seq.n; k++)
             if (has_barrier(s->u.seq.items[k]))
@@ -258,7 +266,8 @@ static bool has_barrier(const tex_stmt *s)
     case TEXI_STMT_STORE:
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_INTRIN:
-    case TEXI_STMT_KIND_COUNT: break;
+    case TEXI_STMT_KIND_COUNT:
+        break;
     }
     return false;
 }
@@ -279,7 +288,8 @@ static int exec_provide(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
     TEXI_TRY(texi_interp_tensor_index(ip, st, n, idx, "write", &flat));
     texi_eval_value v;
     TEXI_TRY(texi_interp_expr(ip, fr, s->u.provide.value, &v));
-    texi_eval_store(st->dtype, st->data, flat, texi_eval_convert(s->u.provide.value->dtype, st->dtype, v));
+    texi_eval_store(st->dtype, st->data, flat,
+                    texi_eval_convert(s->u.provide.value->dtype, st->dtype, v));
     return 0;
 }
 
@@ -298,7 +308,8 @@ static int exec_store(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
                                 b->name, (long long)i, (long long)st->size);
     texi_eval_value v;
     TEXI_TRY(texi_interp_expr(ip, fr, s->u.store.value, &v));
-    texi_eval_store(st->dtype, st->data, i, texi_eval_convert(s->u.store.value->dtype, st->dtype, v));
+    texi_eval_store(st->dtype, st->data, i,
+                    texi_eval_convert(s->u.store.value->dtype, st->dtype, v));
     return 0;
 }
 
@@ -382,27 +393,36 @@ static int exec(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
     if (!s)
         return 0;
     switch (s->kind) {
-    case TEXI_STMT_FOR: return exec_for(ip, fr, s);
-    case TEXI_STMT_PROVIDE: return exec_provide(ip, fr, s);
-    case TEXI_STMT_STORE: return exec_store(ip, fr, s);
+    case TEXI_STMT_FOR:
+        return exec_for(ip, fr, s);
+    case TEXI_STMT_PROVIDE:
+        return exec_provide(ip, fr, s);
+    case TEXI_STMT_STORE:
+        return exec_store(ip, fr, s);
     case TEXI_STMT_REALIZE:
-    case TEXI_STMT_ALLOCATE: return exec_alloc(ip, fr, s);
+    case TEXI_STMT_ALLOCATE:
+        return exec_alloc(ip, fr, s);
     case TEXI_STMT_IF:
         TEXI_TRY(texi_interp_expr(ip, fr, s->u.ifs.cond, &c));
         c = texi_eval_convert(s->u.ifs.cond->dtype, TEX_BOOL, c);
         return exec(ip, fr, c.i ? s->u.ifs.then_s : s->u.ifs.else_s);
-    case TEXI_STMT_LET: return exec_let(ip, fr, s);
+    case TEXI_STMT_LET:
+        return exec_let(ip, fr, s);
     case TEXI_STMT_SEQ:
         for (int k = 0; k < s->u.seq.n; k++)
             TEXI_TRY(exec(ip, fr, s->u.seq.items[k]));
         return 0;
-    case TEXI_STMT_EVALUATE: return texi_interp_expr(ip, fr, s->u.eval.value, &c);
-    case TEXI_STMT_BARRIER: return 0; /* outside a lock-step group: one thread */
+    case TEXI_STMT_EVALUATE:
+        return texi_interp_expr(ip, fr, s->u.eval.value, &c);
+    case TEXI_STMT_BARRIER:
+        return 0; /* outside a lock-step group: one thread */
     case TEXI_STMT_ATTR:
         TEXI_TRY(check_assert(ip, fr, s));
         return exec(ip, fr, s->u.attr.body);
-    case TEXI_STMT_INTRIN: return texi_interp_intrin(ip, fr, s);
-    case TEXI_STMT_KIND_COUNT: break;
+    case TEXI_STMT_INTRIN:
+        return texi_interp_intrin(ip, fr, s);
+    case TEXI_STMT_KIND_COUNT:
+        break;
     }
     return texi_interp_fail(ip, TEX_EINTERNAL, "unknown statement kind %d", (int)s->kind);
 }
@@ -429,7 +449,8 @@ static int gexec_threads(texi_interp *ip, texi_frame *frs, int n, const tex_stmt
         for (int64_t t = 0; t < ext && rc == 0; t++) {
             rc = frame_copy(ip, &sub[m], &frs[k]);
             if (rc == 0)
-                rc = texi_interp_push_var(ip, &sub[m], s->u.loop.var, (texi_eval_value){.i = min + t});
+                rc = texi_interp_push_var(ip, &sub[m], s->u.loop.var,
+                                          (texi_eval_value){.i = min + t});
             m++;
         }
     }
@@ -533,13 +554,16 @@ static int gexec(texi_interp *ip, texi_frame *frs, int n, const tex_stmt *s)
         return 0;
     }
     switch (s->kind) {
-    case TEXI_STMT_FOR: return gexec_for(ip, frs, n, s);
+    case TEXI_STMT_FOR:
+        return gexec_for(ip, frs, n, s);
     case TEXI_STMT_REALIZE:
-    case TEXI_STMT_ALLOCATE: return gexec_alloc(ip, frs, n, s);
+    case TEXI_STMT_ALLOCATE:
+        return gexec_alloc(ip, frs, n, s);
     case TEXI_STMT_IF:
         TEXI_TRY(uniform(ip, frs, n, s->u.ifs.cond, "the condition", &c));
         return gexec(ip, frs, n, c ? s->u.ifs.then_s : s->u.ifs.else_s);
-    case TEXI_STMT_LET: return gexec_let(ip, frs, n, s);
+    case TEXI_STMT_LET:
+        return gexec_let(ip, frs, n, s);
     case TEXI_STMT_SEQ:
         for (int k = 0; k < s->u.seq.n; k++)
             TEXI_TRY(gexec(ip, frs, n, s->u.seq.items[k]));
@@ -548,12 +572,14 @@ static int gexec(texi_interp *ip, texi_frame *frs, int n, const tex_stmt *s)
         for (int k = 0; k < n; k++)
             TEXI_TRY(check_assert(ip, &frs[k], s));
         return gexec(ip, frs, n, s->u.attr.body);
-    case TEXI_STMT_BARRIER: return 0; /* every thread has finished the previous segment */
+    case TEXI_STMT_BARRIER:
+        return 0; /* every thread has finished the previous segment */
     case TEXI_STMT_PROVIDE:
     case TEXI_STMT_STORE:
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_INTRIN:
-    case TEXI_STMT_KIND_COUNT: break;
+    case TEXI_STMT_KIND_COUNT:
+        break;
     }
     return texi_interp_fail(ip, TEX_EINTERNAL, "unexpected statement kind %d", (int)s->kind);
 }

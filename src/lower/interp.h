@@ -20,14 +20,14 @@
 
 /* Memory of a parameter or temporary. */
 typedef struct {
-    const char *name;  /* for messages */
+    const char *name; /* for messages */
     tex_dtype dtype;
-    char *data;        /* native elements */
-    int64_t size;      /* elements */
-    int ndim;          /* tensor-level view: region dimensions (0 for flat-only) */
-    int64_t *mins;     /* per dimension: first global coordinate of the region */
-    int64_t *extents;  /* per dimension: size of the region */
-    bool owned;        /* data, mins and extents malloc'ed by the interpreter */
+    char *data;       /* native elements */
+    int64_t size;     /* elements */
+    int ndim;         /* tensor-level view: region dimensions (0 for flat-only) */
+    int64_t *mins;    /* per dimension: first global coordinate of the region */
+    int64_t *extents; /* per dimension: size of the region */
+    bool owned;       /* data, mins and extents malloc'ed by the interpreter */
 } texi_storage;
 
 /* A name under which storage is visible: a tensor (REALIZE, parameters) or a

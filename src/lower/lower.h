@@ -42,9 +42,9 @@ struct tex_func {
 
 /* Everything a pass may use; passes touch nothing else (no globals, no I/O). */
 typedef struct {
-    tex_ctx *ctx;         /* arena for new nodes, error sink */
+    tex_ctx *ctx; /* arena for new nodes, error sink */
     tex_schedule *sch;
-    tex_func *func;       /* params and buffers of the function being lowered */
+    tex_func *func; /* params and buffers of the function being lowered */
 } texi_lower;
 
 /* Builds the loop nest of the whole schedule (stage 1 above). Runs bound
@@ -98,13 +98,12 @@ typedef struct {
     tex_expr *var;
     int64_t value;
 } texi_binding;
-int texi_bind_args(const tex_func *f, int n, const tex_value args[], texi_binding *env,
-                   int env_cap, int *n_env, char *err, size_t err_size);
+int texi_bind_args(const tex_func *f, int n, const tex_value args[], texi_binding *env, int env_cap,
+                   int *n_env, char *err, size_t err_size);
 
 /* Executes f on host arrays (serially; thread-bound loops of a block run in
  * lock-step between barriers, so GPU-style code with shared memory works).
  * Accepts both AST stages above. 0, or an error code with a message in err. */
-int texi_interp_run(const tex_func *f, int n, const tex_value args[], char *err,
-                    size_t err_size);
+int texi_interp_run(const tex_func *f, int n, const tex_value args[], char *err, size_t err_size);
 
 #endif

@@ -242,8 +242,8 @@ static tex_stmt *rename_intrin(rename_ctx *r, tex_stmt *s)
         if (args[i].offset && !(args[i].offset = texi_expr_mutate(args[i].offset, rename_load, r)))
             args = NULL;
     }
-    tex_stmt *st = args ? texi_intrin_new(r->rw->ctx, s->u.intrin.intrin, s->u.intrin.fn, n, args)
-                        : NULL;
+    tex_stmt *st =
+        args ? texi_intrin_new(r->rw->ctx, s->u.intrin.intrin, s->u.intrin.fn, n, args) : NULL;
     if (!st)
         r->rw->failed = true;
     return st ? st : s;

@@ -84,10 +84,10 @@ typedef struct {
     const void *key; /* texi_buffer_key of the shared buffer */
     tex_expr *idx;   /* canonical index; NULL: unknown (conflicts with everything) */
     bool write;
-    bool pure;    /* idx uses only every active T_t, block indices and parameters */
+    bool pure;       /* idx uses only every active T_t, block indices and parameters */
     tex_expr *owner; /* h of the ownership rule (file comment), or NULL */
-    bool db;      /* a write under ATTR "double_buffer_write" */
-    bool carried; /* from the previous iteration of the loop being planned */
+    bool db;         /* a write under ATTR "double_buffer_write" */
+    bool carried;    /* from the previous iteration of the loop being planned */
 } access;
 
 typedef struct {
@@ -114,7 +114,9 @@ typedef struct {
 static bool same_access(const access *a, const access *b)
 {
     return a->key == b->key && a->write == b->write && a->db == b->db && a->carried == b->carried &&
-           a->pure == b->pure && (a->owner == b->owner || (a->owner && b->owner && texi_expr_equal(a->owner, b->owner))) &&
+           a->pure == b->pure &&
+           (a->owner == b->owner ||
+            (a->owner && b->owner && texi_expr_equal(a->owner, b->owner))) &&
            (a->idx == b->idx || (a->idx && b->idx && texi_expr_equal(a->idx, b->idx)));
 }
 

@@ -465,20 +465,21 @@ static int check_device(tex_kernel *k, int i, const texi_kernel_param *p, const 
     if (k->backend != &texi_backend_cuda) {
         if (d->device.device_type != kDLCPU)
             return texi_kernel_fail(k, TEX_EINVAL,
-                             "argument %d (tensor '%s') is not in host memory (kDLCPU)", i,
-                             p->name);
+                                    "argument %d (tensor '%s') is not in host memory (kDLCPU)", i,
+                                    p->name);
         return 0;
     }
     if (d->device.device_type != kDLCUDA && d->device.device_type != kDLCUDAManaged)
         return texi_kernel_fail(k, TEX_EINVAL,
-                         "argument %d (tensor '%s') is not in CUDA memory (kDLCUDA or "
-                         "kDLCUDAManaged; copy it with tex_array_copy)",
-                         i, p->name);
+                                "argument %d (tensor '%s') is not in CUDA memory (kDLCUDA or "
+                                "kDLCUDAManaged; copy it with tex_array_copy)",
+                                i, p->name);
     if (d->device.device_id != 0)
-        return texi_kernel_fail(k, TEX_EINVAL,
-                         "argument %d (tensor '%s') is on CUDA device %d; cuda kernels run on "
-                         "device 0",
-                         i, p->name, d->device.device_id);
+        return texi_kernel_fail(
+            k, TEX_EINVAL,
+            "argument %d (tensor '%s') is on CUDA device %d; cuda kernels run on "
+            "device 0",
+            i, p->name, d->device.device_id);
     return 0;
 }
 
@@ -487,32 +488,36 @@ static int check_layout(tex_kernel *k, int i, const texi_kernel_param *p, const 
     TEXI_TRY(check_device(k, i, p, d));
     DLDataType want = tex_dtype_to_dlpack(p->dtype);
     if (d->dtype.code != want.code || d->dtype.bits != want.bits || d->dtype.lanes != want.lanes)
-        return texi_kernel_fail(k, TEX_ETYPE,
-                         "argument %d (tensor '%s') has DLPack dtype {code %d, bits %d, lanes %d}, "
-                         "expected %s",
-                         i, p->name, d->dtype.code, d->dtype.bits, d->dtype.lanes,
-                         tex_dtype_name(p->dtype));
+        return texi_kernel_fail(
+            k, TEX_ETYPE,
+            "argument %d (tensor '%s') has DLPack dtype {code %d, bits %d, lanes %d}, "
+            "expected %s",
+            i, p->name, d->dtype.code, d->dtype.bits, d->dtype.lanes, tex_dtype_name(p->dtype));
     if (d->ndim != p->ndim)
-        return texi_kernel_fail(k, TEX_EINVAL, "argument %d (tensor '%s') has %d dimensions, expected %d",
-                         i, p->name, d->ndim, p->ndim);
+        return texi_kernel_fail(k, TEX_EINVAL,
+                                "argument %d (tensor '%s') has %d dimensions, expected %d", i,
+                                p->name, d->ndim, p->ndim);
     if (d->ndim > 0 && !d->shape)
-        return texi_kernel_fail(k, TEX_EINVAL, "argument %d (tensor '%s') has a NULL shape", i, p->name);
+        return texi_kernel_fail(k, TEX_EINVAL, "argument %d (tensor '%s') has a NULL shape", i,
+                                p->name);
     for (int j = 0; j < d->ndim; j++)
         if (d->shape[j] < 0)
             return texi_kernel_fail(k, TEX_EINVAL,
-                             "argument %d (tensor '%s'): dimension %d is negative (%lld)", i,
-                             p->name, j, (long long)d->shape[j]);
+                                    "argument %d (tensor '%s'): dimension %d is negative (%lld)", i,
+                                    p->name, j, (long long)d->shape[j]);
     int64_t stride = 1;
     for (int j = d->ndim - 1; j >= 0 && !texi_array_is_compact(d); j--) {
         if (d->shape[j] != 1 && d->strides[j] != stride)
-            return texi_kernel_fail(k, TEX_EINVAL,
-                             "argument %d (tensor '%s'): stride of dimension %d is %lld, expected "
-                             "%lld (only compact row-major arrays are accepted)",
-                             i, p->name, j, (long long)d->strides[j], (long long)stride);
+            return texi_kernel_fail(
+                k, TEX_EINVAL,
+                "argument %d (tensor '%s'): stride of dimension %d is %lld, expected "
+                "%lld (only compact row-major arrays are accepted)",
+                i, p->name, j, (long long)d->strides[j], (long long)stride);
         stride *= d->shape[j];
     }
     if (!d->data && texi_array_numel(d->ndim, d->shape) != 0)
-        return texi_kernel_fail(k, TEX_EINVAL, "argument %d (tensor '%s') has NULL data", i, p->name);
+        return texi_kernel_fail(k, TEX_EINVAL, "argument %d (tensor '%s') has NULL data", i,
+                                p->name);
     return 0;
 }
 
@@ -525,9 +530,9 @@ static int bind_dims(tex_kernel *k, int i, const texi_kernel_param *p, const DLT
         if (want == DERIVED)
             continue;
         if (want >= 0 && want != got)
-            return texi_kernel_fail(k, TEX_EINVAL,
-                             "argument %d (tensor '%s'): dimension %d is %lld, expected %lld", i,
-                             p->name, j, (long long)got, (long long)want);
+            return texi_kernel_fail(
+                k, TEX_EINVAL, "argument %d (tensor '%s'): dimension %d is %lld, expected %lld", i,
+                p->name, j, (long long)got, (long long)want);
         if (want >= 0)
             continue;
         int s = (int)(-1 - want);
@@ -535,10 +540,11 @@ static int bind_dims(tex_kernel *k, int i, const texi_kernel_param *p, const DLT
             st->v[s] = got;
             st->bound[s] = true;
         } else if (st->v[s] != got) {
-            return texi_kernel_fail(k, TEX_EINVAL,
-                             "argument %d (tensor '%s'): dimension %d is %lld, but '%s' is %lld "
-                             "(from an earlier argument)",
-                             i, p->name, j, (long long)got, k->size_names[s], (long long)st->v[s]);
+            return texi_kernel_fail(
+                k, TEX_EINVAL,
+                "argument %d (tensor '%s'): dimension %d is %lld, but '%s' is %lld "
+                "(from an earlier argument)",
+                i, p->name, j, (long long)got, k->size_names[s], (long long)st->v[s]);
         }
     }
     return 0;
@@ -552,14 +558,15 @@ static int check_derived(tex_kernel *k, const tex_value args[], const size_table
         const texi_kernel_param *p = &k->params[d->param];
         int64_t want, got = args[d->param].t->shape[d->dim];
         if (!eval_dim(d, st->v, &want))
-            return texi_kernel_fail(k, TEX_EINVAL,
-                             "argument %d (tensor '%s'): dimension %d cannot be evaluated from "
-                             "the other arguments",
-                             d->param, p->name, d->dim);
+            return texi_kernel_fail(
+                k, TEX_EINVAL,
+                "argument %d (tensor '%s'): dimension %d cannot be evaluated from "
+                "the other arguments",
+                d->param, p->name, d->dim);
         if (want != got)
-            return texi_kernel_fail(k, TEX_EINVAL,
-                             "argument %d (tensor '%s'): dimension %d is %lld, expected %lld",
-                             d->param, p->name, d->dim, (long long)got, (long long)want);
+            return texi_kernel_fail(
+                k, TEX_EINVAL, "argument %d (tensor '%s'): dimension %d is %lld, expected %lld",
+                d->param, p->name, d->dim, (long long)got, (long long)want);
     }
     return 0;
 }
@@ -572,8 +579,8 @@ static int check_args(tex_kernel *k, const tex_value args[], size_table *st)
             continue;
         if (args[i].kind != TEX_VAL_I64)
             return texi_kernel_fail(k, TEX_EINVAL,
-                             "argument %d ('%s') must be an integer scalar (TEX_VAL_I64)", i,
-                             k->params[i].name);
+                                    "argument %d ('%s') must be an integer scalar (TEX_VAL_I64)", i,
+                                    k->params[i].name);
         st->v[v] = args[i].i;
         st->bound[v++] = true;
     }
@@ -583,8 +590,8 @@ static int check_args(tex_kernel *k, const tex_value args[], size_table *st)
             continue;
         if (args[i].kind != TEX_VAL_TENSOR || !args[i].t)
             return texi_kernel_fail(k, TEX_EINVAL,
-                             "argument %d (tensor '%s') must be an array (TEX_VAL_TENSOR)", i,
-                             p->name);
+                                    "argument %d (tensor '%s') must be an array (TEX_VAL_TENSOR)",
+                                    i, p->name);
         int rc = check_layout(k, i, p, args[i].t);
         if (rc == 0)
             rc = bind_dims(k, i, p, args[i].t, st);
@@ -593,8 +600,8 @@ static int check_args(tex_kernel *k, const tex_value args[], size_table *st)
     }
     for (int s = 0; s < k->n_sizes; s++)
         if (!st->bound[s])
-            return texi_kernel_fail(k, TEX_EINVAL, "symbolic size '%s' is not given by any argument",
-                             k->size_names[s]);
+            return texi_kernel_fail(
+                k, TEX_EINVAL, "symbolic size '%s' is not given by any argument", k->size_names[s]);
     return check_derived(k, args, st);
 }
 
@@ -621,9 +628,9 @@ int tex_kernel_call(tex_kernel *k, int n, const tex_value args[])
     if (!k)
         return TEX_EMISUSE;
     if (!k->callable)
-        return texi_kernel_fail(k, TEX_EUNAVAILABLE,
-                         "built for target '%s', which gives source only and cannot be called",
-                         k->target);
+        return texi_kernel_fail(
+            k, TEX_EUNAVAILABLE,
+            "built for target '%s', which gives source only and cannot be called", k->target);
     if (n != k->n_params)
         return texi_kernel_fail(k, TEX_EINVAL, "expected %d arguments, got %d", k->n_params, n);
     if (n > 0 && !args)
@@ -661,8 +668,8 @@ int tex_kernel_call_tensors(tex_kernel *k, int n, DLTensor *const args[])
     for (int i = 0; i < k->n_params; i++)
         if (k->params[i].kind == TEX_ARG_VAR)
             return texi_kernel_fail(k, TEX_EINVAL,
-                             "parameter %d ('%s') is a scalar: call with tex_kernel_call", i,
-                             k->params[i].name);
+                                    "parameter %d ('%s') is a scalar: call with tex_kernel_call", i,
+                                    k->params[i].name);
     if (n != k->n_params)
         return texi_kernel_fail(k, TEX_EINVAL, "expected %d arguments, got %d", k->n_params, n);
     if (n > 0 && !args)
@@ -721,7 +728,7 @@ static int write_text(tex_kernel *k, const char *prefix, const char *ext, const 
         ok = false;
     int rc = ok ? 0
                 : texi_kernel_fail(k, TEX_EINVAL, "tex_kernel_export: cannot write '%s': %s", path,
-                            strerror(errno));
+                                   strerror(errno));
     free(path);
     return rc;
 }
@@ -734,10 +741,11 @@ int tex_kernel_export(const tex_kernel *k, const char *path_prefix)
     if (!path_prefix || !*path_prefix)
         return texi_kernel_fail(w, TEX_EINVAL, "tex_kernel_export: empty path prefix");
     if (!k->header || !k->source)
-        return texi_kernel_fail(w, TEX_EUNAVAILABLE,
-                         "tex_kernel_export: kernels built for target '%s' cannot be exported "
-                         "(only \"c\" and \"cpu\" ones)",
-                         k->target);
+        return texi_kernel_fail(
+            w, TEX_EUNAVAILABLE,
+            "tex_kernel_export: kernels built for target '%s' cannot be exported "
+            "(only \"c\" and \"cpu\" ones)",
+            k->target);
     int rc = write_text(w, path_prefix, ".c", k->source);
     return rc != 0 ? rc : write_text(w, path_prefix, ".h", k->header);
 }

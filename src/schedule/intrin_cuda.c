@@ -41,35 +41,35 @@
 
 #include <string.h>
 
-#define WMMA_SOURCE(P, T)                                                                       \
-    "#include <mma.h>\n"                                                                        \
-    "__device__ __forceinline__ void " P "_reset(float *C, int64_t c0, int64_t c1)\n"          \
-    "{\n"                                                                                       \
-    "    (void)c1;\n"                                                                           \
-    "    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> c;\n"             \
-    "    nvcuda::wmma::fill_fragment(c, 0.0f);\n"                                               \
-    "    nvcuda::wmma::store_matrix_sync(C, c, (unsigned)c0, nvcuda::wmma::mem_row_major);\n"   \
-    "}\n"                                                                                       \
-    "__device__ __forceinline__ void " P "_update(const " T " *A, int64_t a0, int64_t a1,\n"    \
-    "    const " T " *B, int64_t b0, int64_t b1, float *C, int64_t c0, int64_t c1)\n"           \
-    "{\n"                                                                                       \
-    "    (void)a1; (void)b1; (void)c1;\n"                                                       \
-    "    nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, " T                         \
-    ", nvcuda::wmma::row_major> a;\n"                                                           \
-    "    nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, " T                         \
-    ", nvcuda::wmma::row_major> b;\n"                                                           \
-    "    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> c;\n"             \
-    "    nvcuda::wmma::load_matrix_sync(a, A, (unsigned)a0);\n"                                 \
-    "    nvcuda::wmma::load_matrix_sync(b, B, (unsigned)b0);\n"                                 \
-    "    nvcuda::wmma::load_matrix_sync(c, C, (unsigned)c0, nvcuda::wmma::mem_row_major);\n"    \
-    "    nvcuda::wmma::mma_sync(c, a, b, c);\n"                                                 \
-    "    nvcuda::wmma::store_matrix_sync(C, c, (unsigned)c0, nvcuda::wmma::mem_row_major);\n"   \
-    "}\n"                                                                                       \
-    "__device__ __forceinline__ void " P "_body(const " T " *A, int64_t a0, int64_t a1,\n"      \
-    "    const " T " *B, int64_t b0, int64_t b1, float *C, int64_t c0, int64_t c1)\n"           \
-    "{\n"                                                                                       \
-    "    " P "_reset(C, c0, c1);\n"                                                             \
-    "    " P "_update(A, a0, a1, B, b0, b1, C, c0, c1);\n"                                      \
+#define WMMA_SOURCE(P, T)                                                                          \
+    "#include <mma.h>\n"                                                                           \
+    "__device__ __forceinline__ void " P "_reset(float *C, int64_t c0, int64_t c1)\n"              \
+    "{\n"                                                                                          \
+    "    (void)c1;\n"                                                                              \
+    "    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> c;\n"                \
+    "    nvcuda::wmma::fill_fragment(c, 0.0f);\n"                                                  \
+    "    nvcuda::wmma::store_matrix_sync(C, c, (unsigned)c0, nvcuda::wmma::mem_row_major);\n"      \
+    "}\n"                                                                                          \
+    "__device__ __forceinline__ void " P "_update(const " T " *A, int64_t a0, int64_t a1,\n"       \
+    "    const " T " *B, int64_t b0, int64_t b1, float *C, int64_t c0, int64_t c1)\n"              \
+    "{\n"                                                                                          \
+    "    (void)a1; (void)b1; (void)c1;\n"                                                          \
+    "    nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, " T                            \
+    ", nvcuda::wmma::row_major> a;\n"                                                              \
+    "    nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, " T                            \
+    ", nvcuda::wmma::row_major> b;\n"                                                              \
+    "    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> c;\n"                \
+    "    nvcuda::wmma::load_matrix_sync(a, A, (unsigned)a0);\n"                                    \
+    "    nvcuda::wmma::load_matrix_sync(b, B, (unsigned)b0);\n"                                    \
+    "    nvcuda::wmma::load_matrix_sync(c, C, (unsigned)c0, nvcuda::wmma::mem_row_major);\n"       \
+    "    nvcuda::wmma::mma_sync(c, a, b, c);\n"                                                    \
+    "    nvcuda::wmma::store_matrix_sync(C, c, (unsigned)c0, nvcuda::wmma::mem_row_major);\n"      \
+    "}\n"                                                                                          \
+    "__device__ __forceinline__ void " P "_body(const " T " *A, int64_t a0, int64_t a1,\n"         \
+    "    const " T " *B, int64_t b0, int64_t b1, float *C, int64_t c0, int64_t c1)\n"              \
+    "{\n"                                                                                          \
+    "    " P "_reset(C, c0, c1);\n"                                                                \
+    "    " P "_update(A, a0, a1, B, b0, b1, C, c0, c1);\n"                                         \
     "}\n"
 
 typedef struct {

@@ -83,8 +83,8 @@ static int check_args(rf_plan *p, int f, const char *call)
                           st->tensor->name);
     if (st->atomic)
         return texi_error(ctx, TEX_EINVAL,
-                          "%s: stage '%s' is atomic (tex_atomic); factor the reduction first",
-                          call, st->tensor->name);
+                          "%s: stage '%s' is atomic (tex_atomic); factor the reduction first", call,
+                          st->tensor->name);
     TEXI_TRY(texi_stage_check_leaf(st, p->k, call));
     if (p->k->kind != TEXI_ITER_REDUCE)
         return texi_error(ctx, TEX_EINVAL,

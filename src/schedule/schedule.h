@@ -35,13 +35,13 @@ enum texi_rel_kind {
 
 typedef struct {
     enum texi_rel_kind kind;
-    tex_iter *parent;  /* SPLIT: the iter split */
-    tex_iter *outer;   /* SPLIT: output; FUSE: input */
-    tex_iter *inner;   /* SPLIT: output; FUSE: input */
-    tex_iter *fused;   /* FUSE: output */
-    tex_expr *factor;  /* SPLIT by factor: inner extent; NULL when split by nparts */
-    tex_expr *nparts;  /* SPLIT by nparts: outer extent; NULL when split by factor */
-    tex_tail tail;     /* SPLIT: requested tail strategy */
+    tex_iter *parent; /* SPLIT: the iter split */
+    tex_iter *outer;  /* SPLIT: output; FUSE: input */
+    tex_iter *inner;  /* SPLIT: output; FUSE: input */
+    tex_iter *fused;  /* FUSE: output */
+    tex_expr *factor; /* SPLIT by factor: inner extent; NULL when split by nparts */
+    tex_expr *nparts; /* SPLIT by nparts: outer extent; NULL when split by factor */
+    tex_tail tail;    /* SPLIT: requested tail strategy */
 } texi_relation;
 
 /* Per-iter schedule attributes (parallel to stage->all). */
@@ -64,39 +64,39 @@ typedef struct {
 
 struct tex_stage {
     tex_schedule *sch;
-    tex_tensor *tensor;    /* the tensor this stage produces (its handle for users) */
-    texi_op *op;           /* current definition (see above) */
-    bool is_output;        /* one of the schedule's outputs */
+    tex_tensor *tensor; /* the tensor this stage produces (its handle for users) */
+    texi_op *op;        /* current definition (see above) */
+    bool is_output;     /* one of the schedule's outputs */
 
-    int n_root;            /* op->n_axes + op->n_raxes */
+    int n_root; /* op->n_axes + op->n_raxes */
     tex_iter **root;
-    int n_all, cap_all;    /* every iter of this stage */
+    int n_all, cap_all; /* every iter of this stage */
     tex_iter **all;
-    texi_iter_attr *attr;  /* parallel to all */
-    int n_leaf;            /* loop order, outer to inner */
+    texi_iter_attr *attr; /* parallel to all */
+    int n_leaf;           /* loop order, outer to inner */
     tex_iter **leaf;
     int n_rel, cap_rel;
-    texi_relation *rel;    /* in the order they were made */
+    texi_relation *rel; /* in the order they were made */
 
     enum texi_attach_kind attach;
     tex_stage *attach_stage; /* TEXI_ATTACH_AT */
     tex_iter *attach_iv;     /* TEXI_ATTACH_AT: a leaf iter of attach_stage */
 
-    enum texi_scope scope;   /* storage scope of the output buffer */
+    enum texi_scope scope; /* storage scope of the output buffer */
     bool double_buffer;
-    bool atomic;             /* tex_atomic: each reduction update combines atomically, so a
-                                reduce leaf may be parallel or bound to a block index */
-    int *align_factor;       /* per output dimension, 0 = none (storage_align) */
+    bool atomic;       /* tex_atomic: each reduction update combines atomically, so a
+                          reduce leaf may be parallel or bound to a block index */
+    int *align_factor; /* per output dimension, 0 = none (storage_align) */
     int *align_offset;
 
-    bool is_cache;           /* made by cache_read / cache_write / rfactor */
+    bool is_cache; /* made by cache_read / cache_write / rfactor */
 
-    tex_iter *tensorize_iv;  /* leaf whose loop nest tex_tensorize replaced, or NULL */
-    tex_intrin *intrin;      /* the intrinsic it calls there */
+    tex_iter *tensorize_iv; /* leaf whose loop nest tex_tensorize replaced, or NULL */
+    tex_intrin *intrin;     /* the intrinsic it calls there */
 
     /* bound inference results (texi_infer_bounds) */
-    texi_rng *range;         /* parallel to all */
-    texi_rng *region;        /* per output dimension: the part consumers need */
+    texi_rng *range;  /* parallel to all */
+    texi_rng *region; /* per output dimension: the part consumers need */
 };
 
 struct tex_schedule {
@@ -104,7 +104,7 @@ struct tex_schedule {
     int n_outputs;
     tex_tensor **outputs;
     int n_stages, cap_stages;
-    tex_stage **stages;      /* producers before consumers */
+    tex_stage **stages; /* producers before consumers */
 };
 
 /* Index of iv in stage->all, or -1. */

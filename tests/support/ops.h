@@ -40,14 +40,14 @@ typedef struct {
     const char *name;
     tex_ctx *ctx;
     int n_in;
-    tex_tensor *in[OPS_MAX];  /* placeholders, in parameter order */
+    tex_tensor *in[OPS_MAX]; /* placeholders, in parameter order */
     int n_mid;
     tex_tensor *mid[OPS_MAX]; /* intermediates, producers first */
     tex_tensor *out;
     int n_vars;
-    tex_expr *vars[OPS_MAX];  /* symbolic sizes */
-    int64_t vals[OPS_MAX];    /* their values at call time */
-    bool var_params;          /* lower with the sizes as TEX_ARG_VAR parameters */
+    tex_expr *vars[OPS_MAX]; /* symbolic sizes */
+    int64_t vals[OPS_MAX];   /* their values at call time */
+    bool var_params;         /* lower with the sizes as TEX_ARG_VAR parameters */
 } ops_wl;
 
 /* A text log of the schedule steps applied (printed on failure). */
@@ -138,7 +138,7 @@ static inline tex_tensor *ops_matmul(ops_wl *w, int64_t m, int64_t n, int64_t k,
 
 /* C[b, i, j] = sum_k A[b, i, k] * B[b, k, j] */
 static inline tex_tensor *ops_batch_matmul(ops_wl *w, int64_t bt, int64_t m, int64_t n, int64_t k,
-                                    bool sym)
+                                           bool sym)
 {
     tex_ctx *c = w->ctx;
     tex_expr *Bt = ops_size(w, "Bt", bt, sym), *M = ops_size(w, "M", m, sym);
@@ -160,8 +160,9 @@ static inline tex_expr *ops_clamp(tex_expr *x, tex_expr *lo, tex_expr *hi)
 
 /* Conv2d NCHW: Pad[n, c, h, w] = in bounds ? D[n, c, clamp(h - p), clamp(w - p)] : 0;
  * Out[n, f, y, x] = sum_{c, ry, rx} Pad[n, c, y*s + ry, x*s + rx] * Wt[f, c, ry, rx]. */
-static inline tex_tensor *ops_conv2d(ops_wl *w, int64_t n, int64_t ch, int64_t h, int64_t wd, int64_t f,
-                              int64_t kh, int64_t kw, int64_t stride, int64_t pad, bool sym)
+static inline tex_tensor *ops_conv2d(ops_wl *w, int64_t n, int64_t ch, int64_t h, int64_t wd,
+                                     int64_t f, int64_t kh, int64_t kw, int64_t stride, int64_t pad,
+                                     bool sym)
 {
     tex_ctx *c = w->ctx;
     tex_expr *N = ops_size(w, "N", n, sym), *C = tex_int(c, ch), *H = ops_size(w, "H", h, sym);
@@ -174,10 +175,11 @@ static inline tex_tensor *ops_conv2d(ops_wl *w, int64_t n, int64_t ch, int64_t h
     tex_iter *pw = tex_axis(c, "w", PW);
     tex_expr *hy = tex_sub(tex_iv(ph), P), *wx = tex_sub(tex_iv(pw), P);
     tex_expr *zero = tex_int(c, 0);
-    tex_expr *inb = tex_and(tex_and(tex_ge(hy, zero), tex_lt(hy, H)),
-                            tex_and(tex_ge(wx, zero), tex_lt(wx, W)));
-    tex_expr *val = TEX_AT(D, tex_iv(pn), tex_iv(pc), ops_clamp(hy, zero, tex_sub(H, tex_int(c, 1))),
-                           ops_clamp(wx, zero, tex_sub(W, tex_int(c, 1))));
+    tex_expr *inb =
+        tex_and(tex_and(tex_ge(hy, zero), tex_lt(hy, H)), tex_and(tex_ge(wx, zero), tex_lt(wx, W)));
+    tex_expr *val =
+        TEX_AT(D, tex_iv(pn), tex_iv(pc), ops_clamp(hy, zero, tex_sub(H, tex_int(c, 1))),
+               ops_clamp(wx, zero, tex_sub(W, tex_int(c, 1))));
     tex_tensor *Pad = ops_mid(w, tex_compute(c, "Pad", 4, (tex_iter *[]){pn, pc, ph, pw},
                                              tex_select(inb, val, ops_f(w, 0))));
     tex_expr *OH = tex_add(tex_floordiv(tex_sub(PH, KH), S), tex_int(c, 1));
@@ -186,10 +188,10 @@ static inline tex_tensor *ops_conv2d(ops_wl *w, int64_t n, int64_t ch, int64_t h
     tex_iter *ox = tex_axis(c, "x", OW);
     tex_iter *rc = tex_reduce_axis(c, "rc", C), *ry = tex_reduce_axis(c, "ry", KH);
     tex_iter *rx = tex_reduce_axis(c, "rx", KW);
-    tex_expr *body = tex_mul(
-        TEX_AT(Pad, tex_iv(on), tex_iv(rc), tex_add(tex_mul(tex_iv(oy), S), tex_iv(ry)),
-               tex_add(tex_mul(tex_iv(ox), S), tex_iv(rx))),
-        TEX_AT(Wt, tex_iv(of), tex_iv(rc), tex_iv(ry), tex_iv(rx)));
+    tex_expr *body =
+        tex_mul(TEX_AT(Pad, tex_iv(on), tex_iv(rc), tex_add(tex_mul(tex_iv(oy), S), tex_iv(ry)),
+                       tex_add(tex_mul(tex_iv(ox), S), tex_iv(rx))),
+                TEX_AT(Wt, tex_iv(of), tex_iv(rc), tex_iv(ry), tex_iv(rx)));
     w->out = tex_compute(c, "Out", 4, (tex_iter *[]){on, of, oy, ox},
                          tex_sum(body, 3, (tex_iter *[]){rc, ry, rx}));
     return w->out;
@@ -202,9 +204,8 @@ static inline tex_tensor *ops_softmax(ops_wl *w, int64_t m, int64_t n, bool sym)
     tex_expr *M = ops_size(w, "M", m, sym), *N = ops_size(w, "N", n, sym);
     tex_tensor *X = ops_input(w, "X", 2, (tex_expr *[]){M, N});
     tex_iter *i1 = tex_axis(c, "i", M), *k1 = tex_reduce_axis(c, "k", N);
-    tex_tensor *Mx = ops_mid(w, tex_compute(c, "Mx", 1, &i1,
-                                            tex_reduce_max(TEX_AT(X, tex_iv(i1), tex_iv(k1)), 1,
-                                                           &k1)));
+    tex_tensor *Mx = ops_mid(
+        w, tex_compute(c, "Mx", 1, &i1, tex_reduce_max(TEX_AT(X, tex_iv(i1), tex_iv(k1)), 1, &k1)));
     tex_iter *i2 = tex_axis(c, "i", M), *k2 = tex_reduce_axis(c, "k", N);
     tex_expr *e2 = tex_exp(tex_sub(TEX_AT(X, tex_iv(i2), tex_iv(k2)), TEX_AT(Mx, tex_iv(i2))));
     tex_tensor *Se = ops_mid(w, tex_compute(c, "Se", 1, &i2, tex_sum(e2, 1, &k2)));
@@ -224,14 +225,13 @@ static inline tex_tensor *ops_layernorm(ops_wl *w, int64_t m, int64_t n, bool sy
     tex_tensor *G = ops_input(w, "G", 1, &N), *Bt = ops_input(w, "Bt", 1, &N);
     tex_expr *invn = tex_div(ops_f(w, 1.0), tex_cast(TEX_F32, N));
     tex_iter *i1 = tex_axis(c, "i", M), *k1 = tex_reduce_axis(c, "k", N);
-    tex_tensor *Mean = ops_mid(w, tex_compute(c, "Mean", 1, &i1,
-                                              tex_sum(tex_mul(TEX_AT(X, tex_iv(i1), tex_iv(k1)),
-                                                              invn),
-                                                      1, &k1)));
+    tex_tensor *Mean =
+        ops_mid(w, tex_compute(c, "Mean", 1, &i1,
+                               tex_sum(tex_mul(TEX_AT(X, tex_iv(i1), tex_iv(k1)), invn), 1, &k1)));
     tex_iter *i2 = tex_axis(c, "i", M), *k2 = tex_reduce_axis(c, "k", N);
     tex_expr *d2 = tex_sub(TEX_AT(X, tex_iv(i2), tex_iv(k2)), TEX_AT(Mean, tex_iv(i2)));
-    tex_tensor *Var = ops_mid(w, tex_compute(c, "Var", 1, &i2,
-                                             tex_sum(tex_mul(tex_mul(d2, d2), invn), 1, &k2)));
+    tex_tensor *Var =
+        ops_mid(w, tex_compute(c, "Var", 1, &i2, tex_sum(tex_mul(tex_mul(d2, d2), invn), 1, &k2)));
     tex_iter *i3 = tex_axis(c, "i", M), *j3 = tex_axis(c, "j", N);
     tex_expr *d3 = tex_sub(TEX_AT(X, tex_iv(i3), tex_iv(j3)), TEX_AT(Mean, tex_iv(i3)));
     tex_expr *norm = tex_mul(d3, tex_rsqrt(tex_add(TEX_AT(Var, tex_iv(i3)), ops_f(w, 1e-5))));
@@ -252,8 +252,8 @@ static inline tex_tensor *ops_transpose(ops_wl *w, int64_t m, int64_t n, bool sy
 }
 
 /* Out[n, c, y, x] = max (or average) over ry, rx < k of X[n, c, y*s + ry, x*s + rx]. */
-static inline tex_tensor *ops_pool2d(ops_wl *w, int64_t n, int64_t ch, int64_t h, int64_t wd, int64_t k,
-                              int64_t stride, bool is_max, bool sym)
+static inline tex_tensor *ops_pool2d(ops_wl *w, int64_t n, int64_t ch, int64_t h, int64_t wd,
+                                     int64_t k, int64_t stride, bool is_max, bool sym)
 {
     tex_ctx *c = w->ctx;
     tex_expr *N = tex_int(c, n), *C = ops_size(w, "C", ch, sym), *H = ops_size(w, "H", h, sym);
@@ -269,8 +269,8 @@ static inline tex_tensor *ops_pool2d(ops_wl *w, int64_t n, int64_t ch, int64_t h
     tex_iter *r[2] = {ry, rx};
     tex_expr *body = is_max ? tex_reduce_max(x, 2, r)
                             : tex_sum(tex_mul(x, ops_f(w, 1.0 / (double)(k * k))), 2, r);
-    w->out = tex_compute(c, is_max ? "MaxPool" : "AvgPool", 4, (tex_iter *[]){on, oc, oy, ox},
-                         body);
+    w->out =
+        tex_compute(c, is_max ? "MaxPool" : "AvgPool", 4, (tex_iter *[]){on, oc, oy, ox}, body);
     return w->out;
 }
 
@@ -292,16 +292,16 @@ static inline tex_tensor *ops_elemwise(ops_wl *w, int64_t m, int64_t n, bool sym
                                                     TEX_AT(C, tex_iv(i2), tex_iv(j2)))));
     tex_iter *i3 = tex_axis(c, "i", M), *j3 = tex_axis(c, "j", N);
     tex_expr *s = tex_sigmoid(TEX_AT(T2, tex_iv(i3), tex_iv(j3)));
-    w->out = tex_compute(c, "Out", 2, (tex_iter *[]){i3, j3},
-                         tex_add(tex_mul(s, TEX_AT(A, tex_iv(i3), tex_iv(j3))),
-                                 TEX_AT(T1, tex_iv(i3), tex_iv(j3))));
+    w->out = tex_compute(
+        c, "Out", 2, (tex_iter *[]){i3, j3},
+        tex_add(tex_mul(s, TEX_AT(A, tex_iv(i3), tex_iv(j3))), TEX_AT(T1, tex_iv(i3), tex_iv(j3))));
     return w->out;
 }
 
 /* R[i] = reduce_{j (, l)} X[i, j (, l)] of kind op (0 sum, 1 prod, 2 max,
  * 3 min), restricted to (j + i) % 3 != 1 when `where`. */
-static inline tex_tensor *ops_reduce(ops_wl *w, int op, bool where, bool two_axes, int64_t m, int64_t n,
-                              int64_t l, bool sym)
+static inline tex_tensor *ops_reduce(ops_wl *w, int op, bool where, bool two_axes, int64_t m,
+                                     int64_t n, int64_t l, bool sym)
 {
     tex_ctx *c = w->ctx;
     tex_expr *M = ops_size(w, "M", m, sym), *N = ops_size(w, "N", n, sym);
@@ -310,8 +310,8 @@ static inline tex_tensor *ops_reduce(ops_wl *w, int op, bool where, bool two_axe
                              : ops_input(w, "X", 2, (tex_expr *[]){M, N});
     tex_iter *i = tex_axis(c, "i", M), *j = tex_reduce_axis(c, "j", N);
     tex_iter *k = tex_reduce_axis(c, "l", L);
-    tex_expr *x = two_axes ? TEX_AT(X, tex_iv(i), tex_iv(j), tex_iv(k))
-                           : TEX_AT(X, tex_iv(i), tex_iv(j));
+    tex_expr *x =
+        two_axes ? TEX_AT(X, tex_iv(i), tex_iv(j), tex_iv(k)) : TEX_AT(X, tex_iv(i), tex_iv(j));
     tex_iter *r[2] = {j, k};
     int nr = two_axes ? 2 : 1;
     tex_expr *red = op == 0   ? tex_sum(x, nr, r)
@@ -319,9 +319,8 @@ static inline tex_tensor *ops_reduce(ops_wl *w, int op, bool where, bool two_axe
                     : op == 2 ? tex_reduce_max(x, nr, r)
                               : tex_reduce_min(x, nr, r);
     if (where)
-        red = tex_reduce_where(red, tex_ne(tex_floormod(tex_add(tex_iv(j), tex_iv(i)),
-                                                        tex_int(c, 3)),
-                                           tex_int(c, 1)));
+        red = tex_reduce_where(
+            red, tex_ne(tex_floormod(tex_add(tex_iv(j), tex_iv(i)), tex_int(c, 3)), tex_int(c, 1)));
     static const char *const names[4] = {"Sum", "Prod", "Max", "Min"};
     w->out = tex_compute(c, names[op & 3], 1, &i, red);
     return w->out;
@@ -333,28 +332,39 @@ static inline tex_tensor *ops_reduce(ops_wl *w, int op, bool where, bool two_axe
 static inline int64_t ops_eval_size(const ops_wl *w, const tex_expr *e)
 {
     switch (e->kind) {
-    case TEXI_EXPR_INT: return e->u.i;
+    case TEXI_EXPR_INT:
+        return e->u.i;
     case TEXI_EXPR_VAR:
         for (int k = 0; k < w->n_vars; k++)
             if (w->vars[k] == e)
                 return w->vals[k];
         return -1;
-    case TEXI_EXPR_CAST: return ops_eval_size(w, e->u.un.a);
-    default: break;
+    case TEXI_EXPR_CAST:
+        return ops_eval_size(w, e->u.un.a);
+    default:
+        break;
     }
     if (!texi_expr_is_binary(e))
         return -1;
     int64_t a = ops_eval_size(w, e->u.bin.a), b = ops_eval_size(w, e->u.bin.b);
     switch (e->kind) {
-    case TEXI_EXPR_ADD: return a + b;
-    case TEXI_EXPR_SUB: return a - b;
-    case TEXI_EXPR_MUL: return a * b;
+    case TEXI_EXPR_ADD:
+        return a + b;
+    case TEXI_EXPR_SUB:
+        return a - b;
+    case TEXI_EXPR_MUL:
+        return a * b;
     case TEXI_EXPR_DIV:
-    case TEXI_EXPR_FLOORDIV: return b ? (a - ((a % b + b) % b)) / b : -1;
-    case TEXI_EXPR_FLOORMOD: return b ? (a % b + b) % b : -1;
-    case TEXI_EXPR_MIN: return a < b ? a : b;
-    case TEXI_EXPR_MAX: return a > b ? a : b;
-    default: return -1;
+    case TEXI_EXPR_FLOORDIV:
+        return b ? (a - ((a % b + b) % b)) / b : -1;
+    case TEXI_EXPR_FLOORMOD:
+        return b ? (a % b + b) % b : -1;
+    case TEXI_EXPR_MIN:
+        return a < b ? a : b;
+    case TEXI_EXPR_MAX:
+        return a > b ? a : b;
+    default:
+        return -1;
     }
 }
 
@@ -383,10 +393,18 @@ static inline void ops_fill_random(DLTensor *a, tex_dtype t, uint64_t *rng)
         double mag = 0.5 + (double)(r >> 11) / 9007199254740992.0;
         double v = (r & 1) ? -mag : mag;
         switch (t) {
-        case TEX_F32: ((float *)a->data)[k] = (float)v; break;
-        case TEX_F64: ((double *)a->data)[k] = v; break;
-        case TEX_I32: ((int32_t *)a->data)[k] = (int32_t)((r & 1) ? -1 : 1) * (int32_t)(1 + (r >> 40) % 3); break;
-        default: memset((char *)a->data + k * tex_dtype_bytes(t), 1, (size_t)tex_dtype_bytes(t)); break;
+        case TEX_F32:
+            ((float *)a->data)[k] = (float)v;
+            break;
+        case TEX_F64:
+            ((double *)a->data)[k] = v;
+            break;
+        case TEX_I32:
+            ((int32_t *)a->data)[k] = (int32_t)((r & 1) ? -1 : 1) * (int32_t)(1 + (r >> 40) % 3);
+            break;
+        default:
+            memset((char *)a->data + k * tex_dtype_bytes(t), 1, (size_t)tex_dtype_bytes(t));
+            break;
         }
     }
 }
@@ -408,11 +426,16 @@ static inline void ops_poison(DLTensor *a, tex_dtype t)
 static inline double ops_get(const DLTensor *a, tex_dtype t, int64_t k)
 {
     switch (t) {
-    case TEX_F32: return ((const float *)a->data)[k];
-    case TEX_F64: return ((const double *)a->data)[k];
-    case TEX_I32: return ((const int32_t *)a->data)[k];
-    case TEX_I64: return (double)((const int64_t *)a->data)[k];
-    default: return ((const uint8_t *)a->data)[k];
+    case TEX_F32:
+        return ((const float *)a->data)[k];
+    case TEX_F64:
+        return ((const double *)a->data)[k];
+    case TEX_I32:
+        return ((const int32_t *)a->data)[k];
+    case TEX_I64:
+        return (double)((const int64_t *)a->data)[k];
+    default:
+        return ((const uint8_t *)a->data)[k];
     }
 }
 
@@ -439,7 +462,7 @@ static inline int64_t ops_compare(const DLTensor *got, const DLTensor *want, tex
 }
 
 static inline void ops_report(const ops_wl *w, uint64_t seed, const ops_log *log, const tex_func *f,
-                       const char *why)
+                              const char *why)
 {
     printf("  workload %s, seed %llu: %s\n", w->name, (unsigned long long)seed, why);
     for (int k = 0; k < w->n_vars; k++)
@@ -518,8 +541,8 @@ static inline int ops_run_and_compare(ops_wl *w, tex_func *f, tex_kernel *k, con
     }
     int64_t bad = ops_compare(arrs[n - 1], ref, w->out->dtype);
     if (bad >= 0) {
-        snprintf(why, why_size, "%soutput '%s' differs at flat index %lld: %.9g, oracle %.9g",
-                 what, w->out->name, (long long)bad, ops_get(arrs[n - 1], w->out->dtype, bad),
+        snprintf(why, why_size, "%soutput '%s' differs at flat index %lld: %.9g, oracle %.9g", what,
+                 w->out->name, (long long)bad, ops_get(arrs[n - 1], w->out->dtype, bad),
                  ops_get(ref, w->out->dtype, bad));
         goto done;
     }
@@ -540,7 +563,8 @@ static inline int ops_run_compare(ops_wl *w, tex_func *f, uint64_t seed, char *w
 
 /* The whole differential check of schedule s of w: 0 on success, -1 on
  * failure (with a printed report when `report`). */
-static inline int ops_check(ops_wl *w, tex_schedule *s, uint64_t seed, const ops_log *log, bool report)
+static inline int ops_check(ops_wl *w, tex_schedule *s, uint64_t seed, const ops_log *log,
+                            bool report)
 {
     char why[2048];
     tex_func *f = ops_lower(w, s, why, sizeof why);

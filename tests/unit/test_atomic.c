@@ -54,13 +54,22 @@ static void define(red_case *c, red_kind op, tex_dtype t, int64_t cols)
     c->op = op;
     c->cols = cols;
     c->A = tex_placeholder_c(x, "A", t, 2, (int64_t[]){ROWS, cols});
-    tex_iter *i = tex_axis(x, "i", tex_int(x, ROWS)), *k = tex_reduce_axis(x, "k", tex_int(x, cols));
+    tex_iter *i = tex_axis(x, "i", tex_int(x, ROWS)),
+             *k = tex_reduce_axis(x, "k", tex_int(x, cols));
     tex_expr *a = TEX_AT(c->A, tex_iv(i), tex_iv(k)), *r = NULL;
     switch (op) {
-    case OP_SUM: r = tex_sum(a, 1, &k); break;
-    case OP_PROD: r = tex_reduce_prod(a, 1, &k); break;
-    case OP_MAX: r = tex_reduce_max(a, 1, &k); break;
-    case OP_MIN: r = tex_reduce_min(a, 1, &k); break;
+    case OP_SUM:
+        r = tex_sum(a, 1, &k);
+        break;
+    case OP_PROD:
+        r = tex_reduce_prod(a, 1, &k);
+        break;
+    case OP_MAX:
+        r = tex_reduce_max(a, 1, &k);
+        break;
+    case OP_MIN:
+        r = tex_reduce_min(a, 1, &k);
+        break;
     case OP_SUM_WHERE:
         r = tex_reduce_where(tex_sum(a, 1, &k),
                              tex_lt(tex_floormod(tex_iv(k), tex_int(x, 3)), tex_int(x, 2)));
@@ -80,10 +89,18 @@ static void fill(DLTensor *a, tex_dtype t, red_kind op, uint64_t seed)
         int r = (int)((seed >> 33) % 11), rp = (int)((seed >> 33) % 31);
         double v = op == OP_PROD ? (rp == 0 ? 2 : rp < 4 ? -1 : 1) : r - 5 + (r >= 5);
         switch (t) {
-        case TEX_F32: ((float *)a->data)[k] = (float)v; break;
-        case TEX_F64: ((double *)a->data)[k] = v; break;
-        case TEX_I32: ((int32_t *)a->data)[k] = (int32_t)v; break;
-        default: ((int64_t *)a->data)[k] = (int64_t)v; break;
+        case TEX_F32:
+            ((float *)a->data)[k] = (float)v;
+            break;
+        case TEX_F64:
+            ((double *)a->data)[k] = v;
+            break;
+        case TEX_I32:
+            ((int32_t *)a->data)[k] = (int32_t)v;
+            break;
+        default:
+            ((int64_t *)a->data)[k] = (int64_t)v;
+            break;
         }
     }
 }

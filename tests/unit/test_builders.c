@@ -26,12 +26,12 @@ static void test_promotion_rules(void)
     static const struct {
         tex_dtype a, b, want;
     } cases[] = {
-        {TEX_I8, TEX_I32, TEX_I32},    {TEX_I32, TEX_I64, TEX_I64},  {TEX_I32, TEX_U32, TEX_U32},
-        {TEX_U8, TEX_I8, TEX_U8},      {TEX_U16, TEX_I32, TEX_I32},  {TEX_I64, TEX_U64, TEX_U64},
-        {TEX_I64, TEX_F16, TEX_F16},   {TEX_U8, TEX_F32, TEX_F32},   {TEX_F16, TEX_F32, TEX_F32},
-        {TEX_BF16, TEX_F32, TEX_F32},  {TEX_F16, TEX_BF16, TEX_F32}, {TEX_F32, TEX_F64, TEX_F64},
-        {TEX_BOOL, TEX_I16, TEX_I16},  {TEX_F64, TEX_BOOL, TEX_F64}, {TEX_BF16, TEX_BF16, TEX_BF16},
-        {TEX_F16, TEX_F64, TEX_F64},   {TEX_U32, TEX_I64, TEX_I64},
+        {TEX_I8, TEX_I32, TEX_I32},   {TEX_I32, TEX_I64, TEX_I64},  {TEX_I32, TEX_U32, TEX_U32},
+        {TEX_U8, TEX_I8, TEX_U8},     {TEX_U16, TEX_I32, TEX_I32},  {TEX_I64, TEX_U64, TEX_U64},
+        {TEX_I64, TEX_F16, TEX_F16},  {TEX_U8, TEX_F32, TEX_F32},   {TEX_F16, TEX_F32, TEX_F32},
+        {TEX_BF16, TEX_F32, TEX_F32}, {TEX_F16, TEX_BF16, TEX_F32}, {TEX_F32, TEX_F64, TEX_F64},
+        {TEX_BOOL, TEX_I16, TEX_I16}, {TEX_F64, TEX_BOOL, TEX_F64}, {TEX_BF16, TEX_BF16, TEX_BF16},
+        {TEX_F16, TEX_F64, TEX_F64},  {TEX_U32, TEX_I64, TEX_I64},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         TT_EQ_INT(texi_dtype_promote(cases[i].a, cases[i].b), cases[i].want);
@@ -51,7 +51,7 @@ static void test_constants(void)
     TT_EQ_INT(tex_expr_dtype(tex_int(ctx, INT32_MIN)), TEX_I32);
     tex_expr *c = tex_const(ctx, TEX_U8, 300);
     TT_EQ_INT(c->kind, TEXI_EXPR_INT);
-    TT_EQ_INT(c->u.i, 44); /* wraps to 8 bits */
+    TT_EQ_INT(c->u.i, 44);                             /* wraps to 8 bits */
     TT_EQ_INT(tex_const(ctx, TEX_I32, -2.7)->u.i, -2); /* truncates toward zero */
     TT_NEAR(tex_const(ctx, TEX_F32, 0.1)->u.f, (double)0.1f, 0);
     TT_NEAR(tex_const(ctx, TEX_F16, 1.0 / 3.0)->u.f, 0.333251953125, 0);
@@ -167,8 +167,8 @@ static void test_axes_and_placeholders(void)
     TT_CHECK(tex_axis(ctx, "dep", tex_add(tex_iv(i), tex_int(ctx, 1))) == NULL);
     TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
     tex_clear_error(ctx);
-    tex_tensor *a = tex_placeholder(ctx, "A", TEX_F32, 2,
-                                    (tex_expr *[]){n, tex_add(n, tex_int(ctx, 1))});
+    tex_tensor *a =
+        tex_placeholder(ctx, "A", TEX_F32, 2, (tex_expr *[]){n, tex_add(n, tex_int(ctx, 1))});
     TT_CHECK(a != NULL);
     TT_EQ_INT(tex_tensor_ndim(a), 2);
     TT_CHECK(tex_tensor_dim(a, 0) == n);
@@ -239,8 +239,8 @@ static void test_reduce_axes_in_order_of_first_use(void)
     tex_iter *r2 = tex_reduce_axis(ctx, "r2", tex_int(ctx, 4));
     tex_iter *unused = tex_reduce_axis(ctx, "u", tex_int(ctx, 2));
     tex_expr *body = TEX_AT(a, tex_iv(r0), tex_iv(r1), tex_iv(r2));
-    tex_tensor *s = tex_compute(ctx, "S", 0, NULL,
-                                tex_sum(body, 4, (tex_iter *[]){unused, r2, r0, r1}));
+    tex_tensor *s =
+        tex_compute(ctx, "S", 0, NULL, tex_sum(body, 4, (tex_iter *[]){unused, r2, r0, r1}));
     TT_CHECK(s != NULL);
     TT_EQ_INT(s->op->n_raxes, 4);
     TT_CHECK(s->op->raxes[0] == r0 && s->op->raxes[1] == r1 && s->op->raxes[2] == r2 &&

@@ -37,7 +37,6 @@
 
 static char cache_dir[] = "/tmp/tex-test-cpu-XXXXXX";
 
-
 /* ------------------------------------------------- hand-written schedules */
 
 /* Matmul 13x7x5 (primes): 4x4 tiles (non-divisible), inner vectorized, k unrolled. */

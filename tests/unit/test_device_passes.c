@@ -467,7 +467,7 @@ static tex_stmt *owner_body(tex_ctx *ctx, texi_buffer *sh, texi_buffer *g, int r
     tex_expr *ty = texi_var_new(ctx, "ty", TEX_I32), *tx = texi_var_new(ctx, "tx", TEX_I32);
     tex_expr *o = texi_var_new(ctx, "o", TEX_I32), *o2 = texi_var_new(ctx, "o2", TEX_I32);
     tex_expr *w_idx = tex_add(tex_add(tex_mul(o, tex_int(ctx, 64)), tex_mul(ty, eight)), tx);
-    tex_expr *inner = read_kind == 1 ? tex_add(tex_mul(tx, eight), ty)
+    tex_expr *inner = read_kind == 1   ? tex_add(tex_mul(tx, eight), ty)
                       : read_kind == 2 ? tex_add(tex_add(tex_mul(ty, eight), tx), tex_int(ctx, 1))
                                        : tex_add(tex_mul(ty, eight), tx);
     tex_expr *r_idx = tex_add(tex_mul(o2, tex_int(ctx, 64)), inner);
@@ -610,9 +610,9 @@ static void test_double_buffer_no_match(void)
     tex_expr *k = texi_var_new(ctx, "k", TEX_I32);
     tex_stmt *w1 = texi_store_new(ctx, sh, zero, tex_const(ctx, TEX_F32, 1));
     tex_stmt *w2 = texi_store_new(ctx, sh, tex_int(ctx, 1), texi_load_new(sh, zero));
-    tex_stmt *body = texi_allocate_new(
-        ctx, sh,
-        texi_attr_new(ctx, "double_buffer", sh->data, texi_seq_new(ctx, 2, (tex_stmt *[]){w1, w2})));
+    tex_stmt *body = texi_allocate_new(ctx, sh,
+                                       texi_attr_new(ctx, "double_buffer", sh->data,
+                                                     texi_seq_new(ctx, 2, (tex_stmt *[]){w1, w2})));
     tex_stmt *loop = texi_for_new(ctx, k, zero, len, TEXI_FOR_SERIAL, -1, body), *out = NULL;
     texi_lower lw = {.ctx = ctx};
     TT_EQ_INT(texi_pass_double_buffer(&lw, loop, &out), 0);

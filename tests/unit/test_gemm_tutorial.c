@@ -17,16 +17,15 @@ enum { BN = 32, KF = 4 };
 enum gemm_step { DEFAULT, BLOCKING, VECTORIZE, PERMUTE, PACKING, WRITE_CACHE, PARALLEL };
 
 /* Also the lowered functions' names, so C identifiers. */
-static const char *const step_names[] = {"gemm_default", "gemm_blocking",
-                                         "gemm_vectorization", "gemm_loop_permutation",
-                                         "gemm_array_packing", "gemm_write_cache",
-                                         "gemm_parallel"};
+static const char *const step_names[] = {
+    "gemm_default",       "gemm_blocking",    "gemm_vectorization", "gemm_loop_permutation",
+    "gemm_array_packing", "gemm_write_cache", "gemm_parallel"};
 
 typedef struct {
     ops_wl w;
     tex_tensor *packed; /* packedB, or NULL */
     ops_log log;
-    int failed_steps;   /* primitives that returned an error */
+    int failed_steps; /* primitives that returned an error */
 } gemm;
 
 static void expect_ok(gemm *g, int rc, const char *what)
@@ -54,11 +53,11 @@ static void build_packed(gemm *g, int64_t m, int64_t n, int64_t k)
     if (n % BN) /* the last tile passes N: zeros, read at a clamped column */
         val = tex_select(tex_lt(col, N), TEX_AT(B, tex_iv(pk), tex_min(col, tex_int(c, n - 1))),
                          tex_const(c, TEX_F32, 0));
-    g->packed = ops_mid(&g->w, tex_compute(c, "packedB", 3, (tex_iter *[]){bigN, pk, littleN},
-                                           val));
+    g->packed =
+        ops_mid(&g->w, tex_compute(c, "packedB", 3, (tex_iter *[]){bigN, pk, littleN}, val));
     tex_iter *i = tex_axis(c, "m", M), *j = tex_axis(c, "n", N), *r = tex_reduce_axis(c, "k", K);
-    tex_expr *pb = TEX_AT(g->packed, tex_floordiv(tex_iv(j), bn), tex_iv(r),
-                          tex_floormod(tex_iv(j), bn));
+    tex_expr *pb =
+        TEX_AT(g->packed, tex_floordiv(tex_iv(j), bn), tex_iv(r), tex_floormod(tex_iv(j), bn));
     g->w.out = tex_compute(c, "C", 2, (tex_iter *[]){i, j},
                            tex_sum(tex_mul(TEX_AT(A, tex_iv(i), tex_iv(r)), pb), 1, &r));
 }
@@ -67,8 +66,9 @@ static void build_packed(gemm *g, int64_t m, int64_t n, int64_t k)
 static void block(gemm *g, tex_stage *st, tex_iter *it[6])
 {
     tex_ctx *c = g->w.ctx;
-    expect_ok(g, tex_tile(st, tex_op_axis(st, 0), tex_op_axis(st, 1), tex_int(c, BN),
-                          tex_int(c, BN), &it[0], &it[1], &it[2], &it[3]),
+    expect_ok(g,
+              tex_tile(st, tex_op_axis(st, 0), tex_op_axis(st, 1), tex_int(c, BN), tex_int(c, BN),
+                       &it[0], &it[1], &it[2], &it[3]),
               "tile(C, m, n, 32, 32)");
     expect_ok(g, tex_split(st, tex_op_reduce_axis(st, 0), tex_int(c, KF), &it[4], &it[5]),
               "split(C, k, 4)");
@@ -94,9 +94,11 @@ static void schedule_blocked(gemm *g, tex_schedule *s, enum gemm_step step)
     tex_iter *it[6];
     block(g, st, it);
     if (step == BLOCKING || step == VECTORIZE)
-        reorder6(g, st, it[0], it[1], it[4], it[5], it[2], it[3], "reorder(mo, no, ko, ki, mi, ni)");
+        reorder6(g, st, it[0], it[1], it[4], it[5], it[2], it[3],
+                 "reorder(mo, no, ko, ki, mi, ni)");
     else
-        reorder6(g, st, it[0], it[1], it[4], it[2], it[5], it[3], "reorder(mo, no, ko, mi, ki, ni)");
+        reorder6(g, st, it[0], it[1], it[4], it[2], it[5], it[3],
+                 "reorder(mo, no, ko, mi, ki, ni)");
     if (step >= VECTORIZE)
         expect_ok(g, tex_vectorize(st, it[3]), "vectorize(C, ni)");
     if (step == PACKING)
@@ -113,8 +115,9 @@ static void schedule_cached(gemm *g, tex_schedule *s, enum gemm_step step)
         return;
     tex_stage *st = tex_stage_of(s, g->w.out), *cc = tex_stage_of(s, CC);
     tex_iter *mo, *no, *mi, *ni, *ko, *ki;
-    expect_ok(g, tex_tile(st, tex_op_axis(st, 0), tex_op_axis(st, 1), tex_int(c, BN),
-                          tex_int(c, BN), &mo, &no, &mi, &ni),
+    expect_ok(g,
+              tex_tile(st, tex_op_axis(st, 0), tex_op_axis(st, 1), tex_int(c, BN), tex_int(c, BN),
+                       &mo, &no, &mi, &ni),
               "tile(C, m, n, 32, 32)");
     expect_ok(g, tex_compute_at(cc, st, no), "compute_at(CC, C, no)");
     tex_iter *mc = tex_op_axis(cc, 0), *nc = tex_op_axis(cc, 1);
@@ -147,10 +150,18 @@ static void count_nodes(const tex_stmt *s, int *n_if, int *n_unit)
         count_nodes(s->u.ifs.then_s, n_if, n_unit);
         count_nodes(s->u.ifs.else_s, n_if, n_unit);
         break;
-    case TEXI_STMT_REALIZE: count_nodes(s->u.realize.body, n_if, n_unit); break;
-    case TEXI_STMT_ALLOCATE: count_nodes(s->u.alloc.body, n_if, n_unit); break;
-    case TEXI_STMT_LET: count_nodes(s->u.let.body, n_if, n_unit); break;
-    case TEXI_STMT_ATTR: count_nodes(s->u.attr.body, n_if, n_unit); break;
+    case TEXI_STMT_REALIZE:
+        count_nodes(s->u.realize.body, n_if, n_unit);
+        break;
+    case TEXI_STMT_ALLOCATE:
+        count_nodes(s->u.alloc.body, n_if, n_unit);
+        break;
+    case TEXI_STMT_LET:
+        count_nodes(s->u.let.body, n_if, n_unit);
+        break;
+    case TEXI_STMT_ATTR:
+        count_nodes(s->u.attr.body, n_if, n_unit);
+        break;
     case TEXI_STMT_SEQ:
         for (int k = 0; k < s->u.seq.n; k++)
             count_nodes(s->u.seq.items[k], n_if, n_unit);
@@ -160,7 +171,8 @@ static void count_nodes(const tex_stmt *s, int *n_if, int *n_unit)
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_BARRIER:
     case TEXI_STMT_INTRIN:
-    case TEXI_STMT_KIND_COUNT: break;
+    case TEXI_STMT_KIND_COUNT:
+        break;
     }
 }
 

@@ -41,8 +41,8 @@ typedef struct {
     tex_schedule *s;
     uint64_t rng;
     ops_log log;
-    bool refused; /* a primitive said TEX_EINVAL: the draw is dropped */
-    bool broken;  /* a primitive failed otherwise: a failure */
+    bool refused;   /* a primitive said TEX_EINVAL: the draw is dropped */
+    bool broken;    /* a primitive failed otherwise: a failure */
     int64_t ty, tx; /* the output's thread extents (ty 1 for a 1-D mapping) */
 } gen;
 
@@ -152,7 +152,8 @@ static void coop_fetch(gen *g, tex_stage *sa)
 {
     const char *name = tex_tensor_name(sa->tensor);
     tex_iter *fu = fused_data(g, sa), *fo, *fi, *fy, *fx;
-    if (!fu || !step(g, tex_split(sa, fu, IMM(g, g->ty * g->tx), &fo, &fi), "split(%s, fetch)", name))
+    if (!fu ||
+        !step(g, tex_split(sa, fu, IMM(g, g->ty * g->tx), &fo, &fi), "split(%s, fetch)", name))
         return;
     if (g->ty == 1) {
         step(g, tex_bind(sa, fi, TEX_THREAD_X), "bind(%s, fetch, threadIdx.x)", name);
@@ -294,8 +295,8 @@ static int check(gen *g, tex_func *f, uint64_t seed, char *why, size_t n)
     }
     if (ops_run_and_compare(g->w, fs, NULL, "interpreted: ", seed, why, n) != 0)
         return -1;
-    if (seed % 2 == 0 && ops_jit_compare(g->w, f, seed % 4 ? "cpu" : "cpu -threads=2", seed,
-                                         why, n) != 0)
+    if (seed % 2 == 0 &&
+        ops_jit_compare(g->w, f, seed % 4 ? "cpu" : "cpu -threads=2", seed, why, n) != 0)
         return -1;
     tex_kernel *k = tex_build(f, "cuda -emit-only");
     if (!k && tex_errcode(g->w->ctx) == TEX_EUNAVAILABLE) {

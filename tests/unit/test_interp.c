@@ -123,15 +123,17 @@ static tex_func *tensor_level_func(texi_param *pa, texi_param *pb, int64_t t_min
     tex_tensor *T = tex_placeholder_c(ctx, "T", TEX_F32, 1, (int64_t[]){8});
     tex_expr *i = V("i"), *j = V("j");
     tex_expr *ti = bin(TEXI_EXPR_ADD, i, I(2));
-    tex_stmt *prod = loop(i, 6, texi_provide_new(ctx, T, 1, &ti,
-                                                 bin(TEXI_EXPR_MUL, texi_access_new(pa->tensor, 1, &ti),
-                                                     texi_float_imm(ctx, TEX_F32, 2))));
+    tex_stmt *prod = loop(i, 6,
+                          texi_provide_new(ctx, T, 1, &ti,
+                                           bin(TEXI_EXPR_MUL, texi_access_new(pa->tensor, 1, &ti),
+                                               texi_float_imm(ctx, TEX_F32, 2))));
     tex_expr *tj = bin(TEXI_EXPR_MAX, j, I(2));
     tex_expr *val = texi_select_new(bin(TEXI_EXPR_GE, j, I(2)), texi_access_new(T, 1, &tj),
                                     texi_access_new(pa->tensor, 1, &j));
-    tex_stmt *cons = loop(j, 8, texi_provide_new(ctx, pb->tensor, 1, &j,
-                                                 bin(TEXI_EXPR_ADD, val,
-                                                     texi_float_imm(ctx, TEX_F32, 1))));
+    tex_stmt *cons =
+        loop(j, 8,
+             texi_provide_new(ctx, pb->tensor, 1, &j,
+                              bin(TEXI_EXPR_ADD, val, texi_float_imm(ctx, TEX_F32, 1))));
     tex_expr *mins[1] = {I(t_min)}, *exts[1] = {I(6)};
     tex_stmt *items[2] = {prod, cons};
     tex_stmt *body = texi_realize_new(ctx, T, 1, mins, exts, TEXI_SCOPE_GLOBAL, seq(2, items));
@@ -169,9 +171,10 @@ static tex_func *flat_func(int64_t shift, enum texi_scope scope)
     tex_expr *shape[1] = {I(8)};
     texi_buffer *tmp = texi_buffer_new(ctx, "tmp", TEX_F32, scope, 1, shape);
     tex_expr *k = V("k"), *m = V("m");
-    tex_stmt *fill = loop(k, 8, texi_store_new(ctx, tmp, k,
-                                               bin(TEXI_EXPR_ADD, texi_load_new(pa.buf, k),
-                                                   texi_float_imm(ctx, TEX_F32, 1))));
+    tex_stmt *fill = loop(k, 8,
+                          texi_store_new(ctx, tmp, k,
+                                         bin(TEXI_EXPR_ADD, texi_load_new(pa.buf, k),
+                                             texi_float_imm(ctx, TEX_F32, 1))));
     tex_expr *rev = bin(TEXI_EXPR_SUB, I(7 + shift), m);
     tex_stmt *out = loop(m, 8, texi_store_new(ctx, pb.buf, m, texi_load_new(tmp, rev)));
     tex_stmt *items[2] = {fill, out};
@@ -204,14 +207,16 @@ static void test_param_bounds(void)
     texi_param pa = tparam("A", TEX_F32, 4), pb = tparam("B", TEX_F32, 4);
     tex_expr *k = V("k");
     texi_param ps[2] = {pa, pb};
-    tex_func *f = func(2, ps, loop(k, 5, texi_store_new(ctx, pb.buf, k, texi_load_new(pa.buf, I(0)))));
+    tex_func *f =
+        func(2, ps, loop(k, 5, texi_store_new(ctx, pb.buf, k, texi_load_new(pa.buf, I(0)))));
     DLTensor *a = arr(TEX_F32, 4), *b = arr(TEX_F32, 4);
     TT_EQ_INT(run2(f, a, b), TEX_EINTERNAL);
     TT_CHECK(strstr(err, "out-of-bounds store to buffer 'B': index 4, size 4") != NULL);
     tex_expr *j = V("j");
     tex_expr *idx = bin(TEXI_EXPR_ADD, j, I(1));
-    f = func(2, ps, loop(j, 4, texi_provide_new(ctx, pb.tensor, 1, &j,
-                                                 texi_access_new(pa.tensor, 1, &idx))));
+    f = func(
+        2, ps,
+        loop(j, 4, texi_provide_new(ctx, pb.tensor, 1, &j, texi_access_new(pa.tensor, 1, &idx))));
     TT_EQ_INT(run2(f, a, b), TEX_EINTERNAL);
     TT_CHECK(strstr(err, "out-of-bounds read of tensor 'A': index 4") != NULL);
     tex_array_free(a);
@@ -299,11 +304,11 @@ static void test_barrier_tree_reduce(void)
     texi_buffer *sh = texi_buffer_new(ctx, "sh", TEX_F32, TEXI_SCOPE_SHARED, 1, shape);
     tex_expr *tx = V("threadIdx.x"), *s = V("s"), *stride = V("stride");
     tex_expr *partner = bin(TEXI_EXPR_ADD, tx, stride);
-    tex_stmt *upd = texi_if_new(ctx, bin(TEXI_EXPR_LT, tx, stride),
-                                texi_store_new(ctx, sh, tx,
-                                               bin(TEXI_EXPR_ADD, texi_load_new(sh, tx),
-                                                   texi_load_new(sh, partner))),
-                                NULL);
+    tex_stmt *upd = texi_if_new(
+        ctx, bin(TEXI_EXPR_LT, tx, stride),
+        texi_store_new(ctx, sh, tx,
+                       bin(TEXI_EXPR_ADD, texi_load_new(sh, tx), texi_load_new(sh, partner))),
+        NULL);
     tex_stmt *step_items[2] = {upd, texi_barrier_new(ctx, TEXI_SCOPE_SHARED)};
     /* stride = 4, 2, 1 for s = 0, 1, 2 */
     tex_expr *shift = texi_select_new(bin(TEXI_EXPR_EQ, s, I(0)), I(4),
@@ -316,8 +321,8 @@ static void test_barrier_tree_reduce(void)
         texi_if_new(ctx, bin(TEXI_EXPR_EQ, tx, I(0)),
                     texi_store_new(ctx, pb.buf, I(0), texi_load_new(sh, I(0))), NULL),
     };
-    tex_stmt *body = loop_k(tx, T, TEXI_FOR_THREAD, TEX_THREAD_X,
-                            texi_allocate_new(ctx, sh, seq(4, items)));
+    tex_stmt *body =
+        loop_k(tx, T, TEXI_FOR_THREAD, TEX_THREAD_X, texi_allocate_new(ctx, sh, seq(4, items)));
     texi_param ps[2] = {pa, pb};
     DLTensor *a = arr(TEX_F32, T), *b = arr(TEX_F32, 1);
     double want = 0;
@@ -346,13 +351,14 @@ static void test_per_thread_local(void)
     texi_buffer *loc = texi_buffer_new(ctx, "loc", TEX_F32, TEXI_SCOPE_LOCAL, 1, shape);
     tex_expr *tx = V("threadIdx.x");
     tex_stmt *items[3] = {
-        texi_store_new(ctx, loc, I(0),
-                       bin(TEXI_EXPR_MUL, texi_load_new(pa.buf, tx), texi_float_imm(ctx, TEX_F32, 2))),
+        texi_store_new(
+            ctx, loc, I(0),
+            bin(TEXI_EXPR_MUL, texi_load_new(pa.buf, tx), texi_float_imm(ctx, TEX_F32, 2))),
         texi_barrier_new(ctx, TEXI_SCOPE_SHARED),
         texi_store_new(ctx, pb.buf, tx, texi_load_new(loc, I(0))),
     };
-    tex_stmt *body = loop_k(tx, T, TEXI_FOR_THREAD, TEX_THREAD_X,
-                            texi_allocate_new(ctx, loc, seq(3, items)));
+    tex_stmt *body =
+        loop_k(tx, T, TEXI_FOR_THREAD, TEX_THREAD_X, texi_allocate_new(ctx, loc, seq(3, items)));
     texi_param ps[2] = {pa, pb};
     DLTensor *a = arr(TEX_F32, T), *b = arr(TEX_F32, T);
     for (int k = 0; k < T; k++)
@@ -384,10 +390,10 @@ static void test_barrier_2d(void)
         texi_barrier_new(ctx, TEXI_SCOPE_SHARED),
         texi_store_new(ctx, pb.buf, lin, texi_load_new(sh, rev)),
     };
-    tex_stmt *body = texi_allocate_new(
-        ctx, sh,
-        loop_k(ty, TY, TEXI_FOR_THREAD, TEX_THREAD_Y,
-               loop_k(tx, TX, TEXI_FOR_THREAD, TEX_THREAD_X, seq(3, items))));
+    tex_stmt *body =
+        texi_allocate_new(ctx, sh,
+                          loop_k(ty, TY, TEXI_FOR_THREAD, TEX_THREAD_Y,
+                                 loop_k(tx, TX, TEXI_FOR_THREAD, TEX_THREAD_X, seq(3, items))));
     texi_param ps[2] = {pa, pb};
     DLTensor *a = arr(TEX_F32, TY * TX), *b = arr(TEX_F32, TY * TX);
     for (int k = 0; k < TY * TX; k++)
@@ -440,12 +446,12 @@ static void test_assert_let_if(void)
     pb.buf = texi_buffer_new(ctx, "B", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
     tex_expr *k = V("k"), *twice = texi_var_new(ctx, "twice", TEX_F32);
     tex_expr *ak = texi_load_new(pa.buf, k);
-    tex_stmt *st_if = texi_if_new(ctx, bin(TEXI_EXPR_EQ, bin(TEXI_EXPR_FLOORMOD, k, I(2)), I(0)),
-                                  texi_store_new(ctx, pb.buf, k, twice),
-                                  texi_store_new(ctx, pb.buf, k, ak));
+    tex_stmt *st_if =
+        texi_if_new(ctx, bin(TEXI_EXPR_EQ, bin(TEXI_EXPR_FLOORMOD, k, I(2)), I(0)),
+                    texi_store_new(ctx, pb.buf, k, twice), texi_store_new(ctx, pb.buf, k, ak));
     tex_stmt *items[2] = {texi_evaluate_new(ctx, ak), st_if};
-    tex_stmt *let = texi_let_new(ctx, twice, bin(TEXI_EXPR_MUL, ak, texi_float_imm(ctx, TEX_F32, 2)),
-                                 seq(2, items));
+    tex_stmt *let = texi_let_new(
+        ctx, twice, bin(TEXI_EXPR_MUL, ak, texi_float_imm(ctx, TEX_F32, 2)), seq(2, items));
     tex_stmt *body = texi_for_new(ctx, k, I(0), n, TEXI_FOR_SERIAL, -1, let);
     body = texi_attr_new(ctx, "assert", bin(TEXI_EXPR_GE, n, I(4)), body);
     texi_param ps[3] = {pn, pa, pb};
@@ -483,7 +489,8 @@ static void test_bad_args(void)
     texi_param pa = tparam("A", TEX_F32, 4), pb = tparam("B", TEX_F32, 4);
     texi_param ps[2] = {pa, pb};
     tex_func *f = func(2, ps, texi_evaluate_new(ctx, I(0)));
-    DLTensor *a = arr(TEX_F32, 4), *b = arr(TEX_F32, 4), *bi = arr(TEX_I32, 4), *b5 = arr(TEX_F32, 5);
+    DLTensor *a = arr(TEX_F32, 4), *b = arr(TEX_F32, 4), *bi = arr(TEX_I32, 4),
+             *b5 = arr(TEX_F32, 5);
     tex_value v[2] = {{.kind = TEX_VAL_TENSOR, .t = a}, {.kind = TEX_VAL_TENSOR, .t = b}};
     TT_EQ_INT(texi_interp_run(f, 1, v, err, sizeof err), TEX_EINVAL);
     TT_EQ_INT(run2(f, a, bi), TEX_ETYPE);
@@ -518,14 +525,14 @@ static void test_scalar_semantics(void)
     tex_expr *h = texi_float_imm(ctx, TEX_F16, 1.0);
     tex_expr *tiny = texi_float_imm(ctx, TEX_F16, 0.0001);
     tex_expr *ints[] = {
-        bin(TEXI_EXPR_ADD, i8max, i8one),                         /* -128 */
-        bin(TEXI_EXPR_FLOORDIV, I(-7), I(2)),                      /* -4 */
-        bin(TEXI_EXPR_FLOORMOD, I(-7), I(2)),                      /* 1 */
-        bin(TEXI_EXPR_FLOORMOD, I(7), I(-2)),                      /* -1 */
-        texi_convert(bin(TEXI_EXPR_GT, u64big, u64one), TEX_I64), /* 1: unsigned */
+        bin(TEXI_EXPR_ADD, i8max, i8one),                                        /* -128 */
+        bin(TEXI_EXPR_FLOORDIV, I(-7), I(2)),                                    /* -4 */
+        bin(TEXI_EXPR_FLOORMOD, I(-7), I(2)),                                    /* 1 */
+        bin(TEXI_EXPR_FLOORMOD, I(7), I(-2)),                                    /* -1 */
+        texi_convert(bin(TEXI_EXPR_GT, u64big, u64one), TEX_I64),                /* 1: unsigned */
         texi_unary(TEXI_EXPR_CAST, TEX_I32, texi_float_imm(ctx, TEX_F32, -2.7)), /* -2 */
-        texi_unary(TEXI_EXPR_CAST, TEX_U8, I(300)),                /* 44 */
-        bin(TEXI_EXPR_MIN, I(-3), I(5)),                           /* -3 */
+        texi_unary(TEXI_EXPR_CAST, TEX_U8, I(300)),                              /* 44 */
+        bin(TEXI_EXPR_MIN, I(-3), I(5)),                                         /* -3 */
     };
     int64_t want_i[] = {-128, -4, 1, -1, 1, -2, 44, -3};
     int ni = (int)(sizeof ints / sizeof *ints);
@@ -537,7 +544,8 @@ static void test_scalar_semantics(void)
     tex_expr *fl[] = {
         bin(TEXI_EXPR_ADD, h, tiny), /* 1.0001 is not an f16: rounds to 1 */
         texi_call_new(TEXI_MATH_SIGMOID, TEX_F32, 1, &x),
-        texi_call_new(TEXI_MATH_ROUND, TEX_F32, 1, (tex_expr *[]){texi_float_imm(ctx, TEX_F32, -2.5)}),
+        texi_call_new(TEXI_MATH_ROUND, TEX_F32, 1,
+                      (tex_expr *[]){texi_float_imm(ctx, TEX_F32, -2.5)}),
         bin(TEXI_EXPR_DIV, texi_float_imm(ctx, TEX_F32, 1), texi_float_imm(ctx, TEX_F32, 3)),
     };
     double want_f[] = {1.0, 1.0 / (1.0 + exp(-0.5)), -3.0, (double)(1.0f / 3.0f)};

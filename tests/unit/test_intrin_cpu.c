@@ -55,7 +55,6 @@ typedef enum {
     B_TRANS   /* SPLIT_K on C = A . BT^T: B's tile has column stride K */
 } gemm_mode;
 
-
 /* ------------------------------------------------------------- lookup */
 
 static void test_lookup(void)

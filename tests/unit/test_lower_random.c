@@ -46,8 +46,8 @@ enum prim {
 };
 
 static const char *const prim_names[P_COUNT] = {
-    "split", "split_nparts", "tile", "fuse", "reorder", "annotate", "compute_inline",
-    "compute_at", "compute_root", "cache_read", "cache_write", "rfactor"};
+    "split",          "split_nparts", "tile",         "fuse",       "reorder",     "annotate",
+    "compute_inline", "compute_at",   "compute_root", "cache_read", "cache_write", "rfactor"};
 
 /* What the generator returns when it does not call the primitive at all (no
  * candidate axis, or a request it knows to be illegal in composition). */
@@ -67,7 +67,7 @@ typedef struct {
     int n_t;
     tex_tensor *t[MAX_STAGES]; /* computed tensors whose stages the generator schedules */
     bool check_unchanged;      /* compare tex_schedule_str around refused primitives */
-    bool broken;               /* a primitive failed other than with EINVAL, or changed on refusal */
+    bool broken; /* a primitive failed other than with EINVAL, or changed on refusal */
     char why[512];
 } gen;
 
@@ -166,8 +166,9 @@ static int do_annotate(gen *g, tex_stage *st)
     int which = (int)rnd(g, 0, 2);
     static const char *const names[3] = {"parallel", "vectorize", "unroll"};
     ops_logf(&g->log, "    %s(%s, %s)\n", names[which], tex_tensor_name(st->tensor), iv->name);
-    return which == 0 ? tex_parallel(st, iv) : which == 1 ? tex_vectorize(st, iv)
-                                                          : tex_unroll(st, iv);
+    return which == 0   ? tex_parallel(st, iv)
+           : which == 1 ? tex_vectorize(st, iv)
+                        : tex_unroll(st, iv);
 }
 
 /* The only stage reading t directly, or NULL: computing t at a loop of its
@@ -264,8 +265,8 @@ static int do_cache_read(gen *g)
         readers[r] = cs[r]->tensor;
     tex_scope sc = rnd(g, 0, 1) ? TEX_SCOPE_LOCAL : TEX_SCOPE_GLOBAL;
     ops_logf(&g->log, "    %s.cache = cache_read(%s, %s, %d readers, first %s)\n",
-             tex_tensor_name(t), tex_tensor_name(t), sc == TEX_SCOPE_LOCAL ? "local" : "global",
-             nr, tex_tensor_name(readers[0]));
+             tex_tensor_name(t), tex_tensor_name(t), sc == TEX_SCOPE_LOCAL ? "local" : "global", nr,
+             tex_tensor_name(readers[0]));
     tex_tensor *c = tex_cache_read(g->s, t, sc, nr, readers);
     if (!c)
         return tex_errcode(g->w->ctx) ? tex_errcode(g->w->ctx) : TEX_EINTERNAL;
@@ -318,19 +319,32 @@ static int apply(gen *g, enum prim p)
     tex_tensor *t = pick_tensor(g);
     tex_stage *st = stage(g, t);
     switch (p) {
-    case P_SPLIT: return do_split(g, st, false);
-    case P_NPARTS: return do_split(g, st, true);
-    case P_TILE: return do_tile(g, st);
-    case P_FUSE: return do_fuse(g, st);
-    case P_REORDER: return do_reorder(g, st);
-    case P_ANNOTATE: return do_annotate(g, st);
-    case P_INLINE: return do_inline(g, t);
-    case P_AT: return do_at(g);
-    case P_ROOT: return do_root(g, t);
-    case P_CACHE_READ: return do_cache_read(g);
-    case P_CACHE_WRITE: return do_cache_write(g, t);
-    case P_RFACTOR: return do_rfactor(g, t);
-    case P_COUNT: break;
+    case P_SPLIT:
+        return do_split(g, st, false);
+    case P_NPARTS:
+        return do_split(g, st, true);
+    case P_TILE:
+        return do_tile(g, st);
+    case P_FUSE:
+        return do_fuse(g, st);
+    case P_REORDER:
+        return do_reorder(g, st);
+    case P_ANNOTATE:
+        return do_annotate(g, st);
+    case P_INLINE:
+        return do_inline(g, t);
+    case P_AT:
+        return do_at(g);
+    case P_ROOT:
+        return do_root(g, t);
+    case P_CACHE_READ:
+        return do_cache_read(g);
+    case P_CACHE_WRITE:
+        return do_cache_write(g, t);
+    case P_RFACTOR:
+        return do_rfactor(g, t);
+    case P_COUNT:
+        break;
     }
     return SKIP;
 }
@@ -504,11 +518,11 @@ static bool one_schedule(const sg_workload *wl, uint64_t seed, bool report)
     return ok;
 }
 
-#define WORKLOAD(fn, nv, ns, tr)                                                                \
-    static void test_##fn(void)                                                                 \
-    {                                                                                           \
-        static const sg_workload wl = {#fn, b_##fn, nv, ns, tr};                                \
-        sg_run(&wl, one_schedule, 3, &n_schedules, &n_failed_total);                            \
+#define WORKLOAD(fn, nv, ns, tr)                                                                   \
+    static void test_##fn(void)                                                                    \
+    {                                                                                              \
+        static const sg_workload wl = {#fn, b_##fn, nv, ns, tr};                                   \
+        sg_run(&wl, one_schedule, 3, &n_schedules, &n_failed_total);                               \
     }
 
 WORKLOAD(matmul, 4, 1, 300)
@@ -560,8 +574,8 @@ static void test_hand_conv_inline(void)
     hand_schedule(h);
     tex_iter *yo, *xo, *yi, *xi;
     OK(tex_compute_inline(S(h, h->w.mid[0])));
-    OK(tex_tile(S(h, Out), tex_op_axis(S(h, Out), 2), tex_op_axis(S(h, Out), 3), I(h, 4),
-                I(h, 4), &yo, &xo, &yi, &xi));
+    OK(tex_tile(S(h, Out), tex_op_axis(S(h, Out), 2), tex_op_axis(S(h, Out), 3), I(h, 4), I(h, 4),
+                &yo, &xo, &yi, &xi));
     OK(tex_vectorize(S(h, Out), xi));
     OK(tex_parallel(S(h, Out), tex_op_axis(S(h, Out), 1)));
     hand_end(h);
@@ -651,8 +665,9 @@ static void test_hand_pool_reorder(void)
     hand_schedule(h);
     tex_stage *st = S(h, P);
     tex_iter *ry = tex_op_reduce_axis(st, 0), *rx = tex_op_reduce_axis(st, 1);
-    OK(tex_reorder(st, 6, (tex_iter *[]){ry, tex_op_axis(st, 0), tex_op_axis(st, 1), rx,
-                                          tex_op_axis(st, 2), tex_op_axis(st, 3)}));
+    OK(tex_reorder(st, 6,
+                   (tex_iter *[]){ry, tex_op_axis(st, 0), tex_op_axis(st, 1), rx,
+                                  tex_op_axis(st, 2), tex_op_axis(st, 3)}));
     OK(tex_unroll(st, rx));
     hand_end(h);
 }

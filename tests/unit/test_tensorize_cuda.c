@@ -105,9 +105,9 @@ static int schedule_gemm(tex_schedule *s, gemm *g, tex_intrin *in, int warps)
     TT_CHECK(CS && AS && BS);
     tex_stage *c = tex_stage_of(s, g->C), *cs = tex_stage_of(s, CS);
     tex_iter *io, *jo, *ii, *ji, *fu, *o, *l, *w, *r;
-    TT_EQ_INT(tex_tile(c, tex_op_axis(c, 0), tex_op_axis(c, 1), I(16 * warps), I(16), &io, &jo,
-                       &ii, &ji),
-              0);
+    TT_EQ_INT(
+        tex_tile(c, tex_op_axis(c, 0), tex_op_axis(c, 1), I(16 * warps), I(16), &io, &jo, &ii, &ji),
+        0);
     TT_EQ_INT(tex_bind(c, io, TEX_BLOCK_Y), 0);
     TT_EQ_INT(tex_bind(c, jo, TEX_BLOCK_X), 0);
     TT_EQ_INT(tex_fuse(c, ii, ji, &fu), 0);
@@ -117,9 +117,9 @@ static int schedule_gemm(tex_schedule *s, gemm *g, tex_intrin *in, int warps)
     TT_EQ_INT(tex_bind(c, w, TEX_THREAD_Y), 0);
     TT_EQ_INT(tex_compute_at(cs, c, jo), 0);
     tex_iter *cio, *cjo, *cii, *cji, *ko, *ki;
-    TT_EQ_INT(tex_tile(cs, tex_op_axis(cs, 0), tex_op_axis(cs, 1), I(16), I(16), &cio, &cjo, &cii,
-                       &cji),
-              0);
+    TT_EQ_INT(
+        tex_tile(cs, tex_op_axis(cs, 0), tex_op_axis(cs, 1), I(16), I(16), &cio, &cjo, &cii, &cji),
+        0);
     TT_EQ_INT(tex_split(cs, tex_op_reduce_axis(cs, 0), I(16), &ko, &ki), 0);
     TT_EQ_INT(tex_reorder(cs, 6, (tex_iter *[]){cio, cjo, ko, cii, cji, ki}), 0);
     TT_EQ_INT(tex_bind(cs, cio, TEX_THREAD_Y), 0);
@@ -242,8 +242,8 @@ static void check_emu(const gemm *g, const tex_kernel *k, tex_dtype in, int64_t 
             b[i - m * kk] = h;
     }
     int64_t sa[2] = {m, kk}, sb[2] = {kk, n}, sc[2] = {m, n};
-    DLTensor da = host_array(a, in, sa), db = host_array(b, in, sb), dc = host_array(c, TEX_F32, sc),
-             dr = host_array(ref, TEX_F32, sc);
+    DLTensor da = host_array(a, in, sa), db = host_array(b, in, sb),
+             dc = host_array(c, TEX_F32, sc), dr = host_array(ref, TEX_F32, sc);
     TT_EQ_INT(tex_eval_reference(ctx, 3, (tex_tensor *[]){g->A, g->B, g->C},
                                  (DLTensor *[]){&da, &db, &dr}),
               0);
@@ -267,8 +267,8 @@ static void check_emu(const gemm *g, const tex_kernel *k, tex_dtype in, int64_t 
 
 /* emulate: also run the emulation harness (not with tails: see the header
  * comment). */
-static void tc_case(tex_dtype in, const char *intrin, int64_t m, int64_t n, int64_t k,
-                    int warps, bool emulate)
+static void tc_case(tex_dtype in, const char *intrin, int64_t m, int64_t n, int64_t k, int warps,
+                    bool emulate)
 {
     printf("  %s %lldx%lldx%lld, %d warp(s)\n", intrin, (long long)m, (long long)n, (long long)k,
            warps);
