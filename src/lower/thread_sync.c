@@ -26,7 +26,8 @@
  *     mixed-radix coefficients (each at least the span of the smaller ones,
  *     so one-to-one in the threads), over every active T_t and no serial
  *     variable, with 0 <= h < G over the threads' launch ranges; rest the
- *     other terms, each (constant included) a multiple of G. Equal
+ *     other terms, each (constant included) a multiple of G, one G for
+ *     both accesses (the gcd of theirs). Equal
  *     elements then have equal h, hence one thread: a cooperative fetch
  *     S[o*256 + T_y*16 + T_x] in a serial loop over o, or the two halves
  *     of a double buffer, need no barrier between a thread's own accesses;
@@ -84,10 +85,12 @@ typedef struct {
     const void *key; /* texi_buffer_key of the shared buffer */
     tex_expr *idx;   /* canonical index; NULL: unknown (conflicts with everything) */
     bool write;
-    bool pure;       /* idx uses only every active T_t, block indices and parameters */
-    tex_expr *owner; /* h of the ownership rule (file comment), or NULL */
-    bool db;         /* a write under ATTR "double_buffer_write" */
-    bool carried;    /* from the previous iteration of the loop being planned */
+    bool pure;          /* idx uses only every active T_t, block indices and parameters */
+    tex_expr *owner;    /* h of the ownership rule (file comment), or NULL */
+    int64_t owner_g;    /* G: every other term is a multiple of it (0: there is none) */
+    int64_t owner_span; /* largest h + 1 */
+    bool db;            /* a write under ATTR "double_buffer_write" */
+    bool carried;       /* from the previous iteration of the loop being planned */
 } access;
 
 typedef struct {
@@ -114,7 +117,7 @@ typedef struct {
 static bool same_access(const access *a, const access *b)
 {
     return a->key == b->key && a->write == b->write && a->db == b->db && a->carried == b->carried &&
-           a->pure == b->pure &&
+           a->pure == b->pure && a->owner_g == b->owner_g &&
            (a->owner == b->owner ||
             (a->owner && b->owner && texi_expr_equal(a->owner, b->owner))) &&
            (a->idx == b->idx || (a->idx && b->idx && texi_expr_equal(a->idx, b->idx)));
@@ -339,8 +342,11 @@ static void find_owner(sync_pass *p, access *a, tex_expr *idx)
         else
             g = gcd64(g, f->terms[i].coef);
     }
-    if (ok && owner_terms_ok(p, th, n_th, &span) && (g == 0 || g >= span))
+    if (ok && owner_terms_ok(p, th, n_th, &span) && (g == 0 || g >= span)) {
         a->owner = texi_form_expr(&s, texi_form_make(&s, f->t, th, n_th, 0));
+        a->owner_g = g < 0 ? -g : g;
+        a->owner_span = span;
+    }
     texi_simp_fini(&s);
 }
 
@@ -549,7 +555,10 @@ static bool conflict(const access *prev, const access *cur)
         return false;
     if (prev->db && !cur->write && !prev->carried)
         return false;
-    if (prev->owner && cur->owner && texi_expr_equal(prev->owner, cur->owner))
+    /* one G for both: rests that are multiples of 96 and of 64 can differ by 32 */
+    int64_t g = gcd64(prev->owner_g, cur->owner_g);
+    if (prev->owner && cur->owner && texi_expr_equal(prev->owner, cur->owner) &&
+        (g == 0 || g >= cur->owner_span))
         return false;
     return !(prev->pure && cur->pure && texi_expr_equal(prev->idx, cur->idx));
 }

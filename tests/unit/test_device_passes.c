@@ -460,17 +460,23 @@ static void test_sync_none(void)
  * serial loop fetches S[o*64 + ty*8 + tx] and a second one reads S back.
  * Read at the same element: the fetching thread itself, no barrier (not
  * even between the fetch loop's iterations); transposed (tx*8 + ty) or
- * shifted by one: other threads' elements, one barrier between the loops. */
+ * shifted by one: other threads' elements, one barrier between the loops.
+ * Last, S[96 + ty*8 + tx] written and S[64 + ty*8 + tx] read: each offset
+ * alone is a multiple of the 64 threads' span, their difference (32) is
+ * not, so threads 32 apart meet: a barrier. */
 static tex_stmt *owner_body(tex_ctx *ctx, texi_buffer *sh, texi_buffer *g, int read_kind)
 {
     tex_expr *zero = tex_int(ctx, 0), *eight = tex_int(ctx, 8), *three = tex_int(ctx, 3);
     tex_expr *ty = texi_var_new(ctx, "ty", TEX_I32), *tx = texi_var_new(ctx, "tx", TEX_I32);
     tex_expr *o = texi_var_new(ctx, "o", TEX_I32), *o2 = texi_var_new(ctx, "o2", TEX_I32);
-    tex_expr *w_idx = tex_add(tex_add(tex_mul(o, tex_int(ctx, 64)), tex_mul(ty, eight)), tx);
+    tex_expr *h = tex_add(tex_mul(ty, eight), tx);
+    tex_expr *w_idx =
+        read_kind == 3 ? tex_add(h, tex_int(ctx, 96)) : tex_add(tex_mul(o, tex_int(ctx, 64)), h);
     tex_expr *inner = read_kind == 1   ? tex_add(tex_mul(tx, eight), ty)
                       : read_kind == 2 ? tex_add(tex_add(tex_mul(ty, eight), tx), tex_int(ctx, 1))
                                        : tex_add(tex_mul(ty, eight), tx);
-    tex_expr *r_idx = tex_add(tex_mul(o2, tex_int(ctx, 64)), inner);
+    tex_expr *r_idx = read_kind == 3 ? tex_add(h, tex_int(ctx, 64))
+                                     : tex_add(tex_mul(o2, tex_int(ctx, 64)), inner);
     tex_expr *g_idx = tex_add(tex_add(tex_mul(o2, tex_int(ctx, 64)), tex_mul(ty, eight)), tx);
     tex_stmt *fetch = texi_for_new(ctx, o, zero, three, TEXI_FOR_SERIAL, -1,
                                    texi_store_new(ctx, sh, w_idx, texi_load_new(g, w_idx)));
@@ -489,8 +495,9 @@ static void test_sync_owner(void)
     texi_buffer *sh = texi_buffer_new(ctx, "S", TEX_F32, TEXI_SCOPE_SHARED, 1, &len);
     texi_buffer *g = texi_buffer_new(ctx, "G", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &len);
     texi_lower lw = {.ctx = ctx};
-    static const char *const kinds[] = {"same element", "transposed", "shifted by one"};
-    for (int kind = 0; kind < 3; kind++) {
+    static const char *const kinds[] = {"same element", "transposed", "shifted by one",
+                                        "offsets 96 and 64"};
+    for (int kind = 0; kind < 4; kind++) {
         tex_stmt *in = owner_body(ctx, sh, g, kind), *out = NULL;
         TT_EQ_INT(texi_pass_thread_sync(&lw, in, &out), 0);
         char *s = out ? texi_stmt_str(out) : NULL;
