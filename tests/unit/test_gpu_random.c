@@ -14,7 +14,8 @@
  *     (blockIdx.x / threadIdx.x), or the first two split and bound 2-D;
  *   - a reduction output may instead reduce across threadIdx.x (split,
  *     rfactor into local partials, the rest bound to the threads, rows to
- *     blocks);
+ *     blocks), or across blocks with atomic updates (tex_atomic: the outer
+ *     part of the reduction on blockIdx.y);
  *   - maybe a local write cache at the innermost thread axis;
  *   - maybe a shared read cache of an input, computed at the thread axis or
  *     at the outer part of a split reduction axis (then maybe double
@@ -234,6 +235,25 @@ static void thread_reduce_output(gen *g)
         step(g, tex_set_scope(sf, TEX_SCOPE_LOCAL), "set_scope(%s, local)", tex_tensor_name(rf));
 }
 
+/* The output's reduction split across blocks with atomic updates
+ * (tex_atomic): the outer part of its first reduce axis on blockIdx.y, the
+ * data axes 1-D on blockIdx.x / threadIdx.x. */
+static void block_reduce_output(gen *g)
+{
+    tex_stage *st = tex_stage_of(g->s, g->w->out);
+    const char *name = tex_tensor_name(g->w->out);
+    int64_t chunk = rnd(g, 1, 12);
+    tex_iter *ko, *ki;
+    if (!step(g, tex_split(st, first_raxis(st), IMM(g, chunk), &ko, &ki),
+              "split(%s, reduction, %lld)", name, (long long)chunk) ||
+        !step(g, tex_atomic(st), "atomic(%s)", name))
+        return;
+    g->ty = 1;
+    g->tx = draw_threads(g);
+    if (map_1d(g, st, g->tx))
+        step(g, tex_bind(st, ko, TEX_BLOCK_Y), "bind(%s, %s, blockIdx.y)", name, ko->name);
+}
+
 /* The output mapped to blocks and threads, maybe with caches. */
 static void map_output(gen *g)
 {
@@ -325,8 +345,11 @@ static bool one_random(const sg_workload *wl, uint64_t seed, bool report)
         place_mid(&g, w.mid[k]);
     if (!g.refused && !g.broken) {
         tex_stage *st = tex_stage_of(g.s, w.out);
-        if (first_raxis(st) && chance(&g, 40))
+        int how = first_raxis(st) ? (int)rnd(&g, 0, 9) : 9;
+        if (how < 4)
             thread_reduce_output(&g);
+        else if (how < 6)
+            block_reduce_output(&g);
         else
             map_output(&g);
     }
