@@ -152,38 +152,16 @@ static void emit_block(texi_cu *g, texi_sb *sb, const tex_stmt *s)
     g->indent--;
 }
 
+static bool is_sync(const tex_stmt *s)
+{
+    return s->kind == TEXI_STMT_BARRIER ||
+           (s->kind == TEXI_STMT_ATTR && strcmp(s->u.attr.key, "thread_allreduce") == 0);
+}
+
 /* Whether s holds a BARRIER or an ATTR "thread_allreduce". */
 static bool has_sync(const tex_stmt *s)
 {
-    if (!s)
-        return false;
-    switch (s->kind) {
-    case TEXI_STMT_BARRIER:
-        return true;
-    case TEXI_STMT_ATTR:
-        return strcmp(s->u.attr.key, "thread_allreduce") == 0 || has_sync(s->u.attr.body);
-    case TEXI_STMT_FOR:
-        return has_sync(s->u.loop.body);
-    case TEXI_STMT_ALLOCATE:
-        return has_sync(s->u.alloc.body);
-    case TEXI_STMT_LET:
-        return has_sync(s->u.let.body);
-    case TEXI_STMT_IF:
-        return has_sync(s->u.ifs.then_s) || has_sync(s->u.ifs.else_s);
-    case TEXI_STMT_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            if (has_sync(s->u.seq.items[i]))
-                return true;
-        return false;
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_REALIZE:
-    case TEXI_STMT_STORE:
-    case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_INTRIN:
-    case TEXI_STMT_KIND_COUNT:
-        break;
-    }
-    return false;
+    return texi_stmt_any(s, is_sync);
 }
 
 static void push_range(texi_cu *g, const tex_stmt *loop)
@@ -309,36 +287,14 @@ static void emit_for(texi_cu *g, texi_sb *sb, const tex_stmt *s)
     texi_cu_line(g, sb, "}");
 }
 
+static bool is_thread_loop(const tex_stmt *s)
+{
+    return s->kind == TEXI_STMT_FOR && s->u.loop.for_kind == TEXI_FOR_THREAD;
+}
+
 static bool has_thread_loop(const tex_stmt *s)
 {
-    if (!s)
-        return false;
-    switch (s->kind) {
-    case TEXI_STMT_FOR:
-        return s->u.loop.for_kind == TEXI_FOR_THREAD || has_thread_loop(s->u.loop.body);
-    case TEXI_STMT_ALLOCATE:
-        return has_thread_loop(s->u.alloc.body);
-    case TEXI_STMT_LET:
-        return has_thread_loop(s->u.let.body);
-    case TEXI_STMT_ATTR:
-        return has_thread_loop(s->u.attr.body);
-    case TEXI_STMT_IF:
-        return has_thread_loop(s->u.ifs.then_s) || has_thread_loop(s->u.ifs.else_s);
-    case TEXI_STMT_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            if (has_thread_loop(s->u.seq.items[i]))
-                return true;
-        return false;
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_REALIZE:
-    case TEXI_STMT_STORE:
-    case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_INTRIN:
-    case TEXI_STMT_KIND_COUNT:
-        break;
-    }
-    return false;
+    return texi_stmt_any(s, is_thread_loop);
 }
 
 /* The constant element count of b, or -1. */

@@ -446,6 +446,14 @@ tex_stmt *texi_stmt_mutate(tex_ctx *ctx, tex_stmt *s, texi_stmt_rewrite_fn stmt_
 typedef bool (*texi_expr_visit_fn)(tex_expr *e, void *ud);
 void texi_expr_visit(tex_expr *e, texi_expr_visit_fn fn, void *ud);
 
+/* Whether s or a statement nested in it (loop and LET bodies, branches,
+ * sequence items, ALLOCATE / REALIZE / ATTR bodies) satisfies pred. */
+typedef bool (*texi_stmt_pred)(const tex_stmt *s);
+bool texi_stmt_any(const tex_stmt *s, texi_stmt_pred pred);
+
+/* Whether s holds a BARRIER. */
+bool texi_stmt_has_barrier(const tex_stmt *s);
+
 /* The distinct intrinsics INTRIN statements of s call, in order of first
  * call, stored in list[0 .. cap); their count, or -1 when there are more. */
 int texi_stmt_intrins(const tex_stmt *s, const tex_intrin **list, int cap);

@@ -458,3 +458,48 @@ int texi_stmt_intrins(const tex_stmt *s, const tex_intrin **list, int cap)
     int n = 0;
     return collect_intrins(s, list, &n, cap) ? n : -1;
 }
+
+bool texi_stmt_any(const tex_stmt *s, texi_stmt_pred pred)
+{
+    if (!s)
+        return false;
+    if (pred(s))
+        return true;
+    switch (s->kind) {
+    case TEXI_STMT_FOR:
+        return texi_stmt_any(s->u.loop.body, pred);
+    case TEXI_STMT_ALLOCATE:
+        return texi_stmt_any(s->u.alloc.body, pred);
+    case TEXI_STMT_REALIZE:
+        return texi_stmt_any(s->u.realize.body, pred);
+    case TEXI_STMT_LET:
+        return texi_stmt_any(s->u.let.body, pred);
+    case TEXI_STMT_ATTR:
+        return texi_stmt_any(s->u.attr.body, pred);
+    case TEXI_STMT_IF:
+        return texi_stmt_any(s->u.ifs.then_s, pred) || texi_stmt_any(s->u.ifs.else_s, pred);
+    case TEXI_STMT_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            if (texi_stmt_any(s->u.seq.items[i], pred))
+                return true;
+        return false;
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_STORE:
+    case TEXI_STMT_EVALUATE:
+    case TEXI_STMT_BARRIER:
+    case TEXI_STMT_INTRIN:
+    case TEXI_STMT_KIND_COUNT:
+        break;
+    }
+    return false;
+}
+
+static bool is_barrier(const tex_stmt *s)
+{
+    return s->kind == TEXI_STMT_BARRIER;
+}
+
+bool texi_stmt_has_barrier(const tex_stmt *s)
+{
+    return texi_stmt_any(s, is_barrier);
+}

@@ -47,40 +47,6 @@ static bool is_thread_loop(const tex_stmt *s)
            s->u.loop.thread_tag >= TEX_THREAD_X && s->u.loop.thread_tag <= TEX_THREAD_Z;
 }
 
-static bool has_barrier(const tex_stmt *s)
-{
-    if (!s)
-        return false;
-    switch (s->kind) {
-    case TEXI_STMT_BARRIER:
-        return true;
-    case TEXI_STMT_FOR:
-        return has_barrier(s->u.loop.body);
-    case TEXI_STMT_REALIZE:
-        return has_barrier(s->u.realize.body);
-    case TEXI_STMT_ALLOCATE:
-        return has_barrier(s->u.alloc.body);
-    case TEXI_STMT_IF:
-        return has_barrier(s->u.ifs.then_s) || has_barrier(s->u.ifs.else_s);
-    case TEXI_STMT_LET:
-        return has_barrier(s->u.let.body);
-    case TEXI_STMT_ATTR:
-        return has_barrier(s->u.attr.body);
-    case TEXI_STMT_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            if (has_barrier(s->u.seq.items[i]))
-                return true;
-        return false;
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_STORE:
-    case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_INTRIN:
-    case TEXI_STMT_KIND_COUNT:
-        return false;
-    }
-    return false;
-}
-
 static int fail(fission *fs, const char *what, const char *name)
 {
     if (!fs->rc)
@@ -135,7 +101,7 @@ static tex_stmt *split_seq(fission *fs, tex_stmt *s)
         return NULL;
     for (int i = 0; i <= n; i++) {
         tex_stmt *item = i < n ? s->u.seq.items[i] : NULL;
-        if (item && !has_barrier(item)) {
+        if (item && !texi_stmt_has_barrier(item)) {
             pending[run++] = item;
             continue;
         }
@@ -231,7 +197,7 @@ static tex_stmt *split(fission *fs, tex_stmt *s)
 {
     if (fs->rc)
         return NULL;
-    if (!has_barrier(s))
+    if (!texi_stmt_has_barrier(s))
         return wrap(fs, s);
     tex_ctx *ctx = fs->ctx;
     tex_stmt *a, *b;
@@ -296,7 +262,7 @@ static tex_stmt *visit(tex_stmt *s, void *ud)
     fission *fs = ud;
     if (!fs->rc && s->kind == TEXI_STMT_BARRIER)
         return texi_seq_new(fs->ctx, 0, NULL);
-    if (fs->rc || !is_thread_loop(s) || !has_barrier(s))
+    if (fs->rc || !is_thread_loop(s) || !texi_stmt_has_barrier(s))
         return NULL;
     tex_stmt *r = split(fs, s);
     if (!r && !fs->rc)
@@ -307,7 +273,7 @@ static tex_stmt *visit(tex_stmt *s, void *ud)
 int texi_pass_gpu_to_cpu(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
     fission fs = {.ctx = lw->ctx};
-    tex_stmt *r = has_barrier(in) ? texi_stmt_mutate(lw->ctx, in, visit, NULL, &fs) : in;
+    tex_stmt *r = texi_stmt_has_barrier(in) ? texi_stmt_mutate(lw->ctx, in, visit, NULL, &fs) : in;
     if (fs.rc)
         return fs.rc;
     if (!r)

@@ -238,40 +238,6 @@ static bool is_local(const tex_stmt *s)
 static int exec(texi_interp *ip, texi_frame *fr, const tex_stmt *s);
 static int gexec(texi_interp *ip, texi_frame *frs, int n, const tex_stmt *s);
 
-static bool has_barrier(const tex_stmt *s)
-{
-    if (!s)
-        return false;
-    switch (s->kind) {
-    case TEXI_STMT_BARRIER:
-        return true;
-    case TEXI_STMT_FOR:
-        return has_barrier(s->u.loop.body);
-    case TEXI_STMT_REALIZE:
-        return has_barrier(s->u.realize.body);
-    case TEXI_STMT_ALLOCATE:
-        return has_barrier(s->u.alloc.body);
-    case TEXI_STMT_IF:
-        return has_barrier(s->u.ifs.then_s) || has_barrier(s->u.ifs.else_s);
-    case TEXI_STMT_LET:
-        return has_barrier(s->u.let.body);
-    case TEXI_STMT_ATTR:
-        return has_barrier(s->u.attr.body);
-    case TEXI_STMT_SEQ:
-        for (int k = 0; k < s->u.seq.n; k++)
-            if (has_barrier(s->u.seq.items[k]))
-                return true;
-        return false;
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_STORE:
-    case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_INTRIN:
-    case TEXI_STMT_KIND_COUNT:
-        break;
-    }
-    return false;
-}
-
 static int exec_provide(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
 {
     const tex_tensor *t = s->u.provide.tensor;
@@ -330,7 +296,7 @@ static bool is_thread_loop(const tex_stmt *s)
 
 static int exec_for(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
 {
-    if (is_thread_loop(s) && has_barrier(s->u.loop.body))
+    if (is_thread_loop(s) && texi_stmt_has_barrier(s->u.loop.body))
         return gexec(ip, fr, 1, s); /* its iterations become a lock-step group */
     int64_t min, ext;
     TEXI_TRY(loop_bounds(ip, fr, s, &min, &ext));
@@ -548,7 +514,7 @@ static int gexec_let(texi_interp *ip, texi_frame *frs, int n, const tex_stmt *s)
 static int gexec(texi_interp *ip, texi_frame *frs, int n, const tex_stmt *s)
 {
     int64_t c = 0;
-    if (!has_barrier(s)) {
+    if (!texi_stmt_has_barrier(s)) {
         for (int k = 0; k < n; k++)
             TEXI_TRY(exec(ip, &frs[k], s));
         return 0;

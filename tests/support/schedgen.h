@@ -152,4 +152,87 @@ static inline void sg_run(const sg_workload *wl, sg_one_fn one, int max_reports,
                  failed, trials, max_reports);
 }
 
+/* ------------------------------------------- the standard workloads' shapes */
+
+/* Builders of the random tests' workloads (sg_workload.build): shape
+ * variant v of each, the last one symbolic. Extents are primes, ones and
+ * numbers no split factor divides. */
+static inline void sg_matmul(ops_wl *w, int v)
+{
+    static const int64_t sh[][3] = {{17, 33, 9}, {1, 23, 4}, {31, 1, 11}, {10, 19, 6}};
+    ops_matmul(w, sh[v][0], sh[v][1], sh[v][2], v == 3);
+}
+
+static inline void sg_batch_matmul(ops_wl *w, int v)
+{
+    static const int64_t sh[][4] = {{2, 7, 17, 5}, {1, 3, 1, 9}, {3, 5, 11, 4}};
+    ops_batch_matmul(w, sh[v][0], sh[v][1], sh[v][2], sh[v][3], v == 2);
+}
+
+static inline void sg_conv2d(ops_wl *w, int v)
+{
+    static const int64_t sh[][9] = {
+        {1, 2, 9, 7, 3, 3, 3, 1, 1}, {2, 1, 5, 5, 2, 1, 1, 1, 0}, {1, 2, 8, 7, 2, 3, 3, 2, 1}};
+    const int64_t *s = sh[v];
+    ops_conv2d(w, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], v == 2);
+}
+
+static inline void sg_softmax(ops_wl *w, int v)
+{
+    static const int64_t sh[][2] = {{5, 37}, {1, 1}, {6, 19}};
+    ops_softmax(w, sh[v][0], sh[v][1], v == 2);
+}
+
+static inline void sg_layernorm(ops_wl *w, int v)
+{
+    static const int64_t sh[][2] = {{7, 29}, {2, 1}, {3, 17}};
+    ops_layernorm(w, sh[v][0], sh[v][1], v == 2);
+}
+
+static inline void sg_transpose(ops_wl *w, int v)
+{
+    static const int64_t sh[][2] = {{23, 17}, {1, 41}, {13, 9}};
+    ops_transpose(w, sh[v][0], sh[v][1], v == 2);
+}
+
+static inline void sg_maxpool(ops_wl *w, int v)
+{
+    static const int64_t sh[][6] = {{1, 3, 9, 11, 3, 2}, {1, 1, 2, 2, 1, 1}, {1, 2, 8, 9, 2, 2}};
+    const int64_t *s = sh[v];
+    ops_pool2d(w, s[0], s[1], s[2], s[3], s[4], s[5], true, v == 2);
+}
+
+static inline void sg_avgpool(ops_wl *w, int v)
+{
+    static const int64_t sh[][6] = {{2, 2, 7, 7, 3, 1}, {1, 3, 5, 9, 2, 2}, {1, 2, 9, 6, 3, 3}};
+    const int64_t *s = sh[v];
+    ops_pool2d(w, s[0], s[1], s[2], s[3], s[4], s[5], false, v == 2);
+}
+
+static inline void sg_elemwise(ops_wl *w, int v)
+{
+    static const int64_t sh[][2] = {{7, 43}, {1, 1}, {5, 23}};
+    ops_elemwise(w, sh[v][0], sh[v][1], v == 2);
+}
+
+/* op: 0 sum, 1 prod, 2 max, 3 min; +4: with a where-condition. */
+static inline void sg_reduce_variant(ops_wl *w, int op, int v)
+{
+    static const int64_t sh[][3] = {{7, 29, 1}, {13, 1, 1}, {3, 5, 7}, {5, 17, 1}};
+    ops_reduce(w, op & 3, op >= 4, v == 2, sh[v][0], sh[v][1], sh[v][2], v == 3);
+}
+
+#define SG_REDUCE_BUILDER(name, op)                                                                \
+    static inline void sg_##name(ops_wl *w, int v)                                                 \
+    {                                                                                              \
+        sg_reduce_variant(w, op, v);                                                               \
+    }
+
+SG_REDUCE_BUILDER(sum, 0)
+SG_REDUCE_BUILDER(prod, 1)
+SG_REDUCE_BUILDER(max, 2)
+SG_REDUCE_BUILDER(min, 3)
+SG_REDUCE_BUILDER(sum_where, 4)
+SG_REDUCE_BUILDER(max_where, 6)
+
 #endif

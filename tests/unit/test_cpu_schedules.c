@@ -700,88 +700,10 @@ static bool one_random(const sg_workload *wl, uint64_t seed, bool report)
     return ok;
 }
 
-static void b_matmul(ops_wl *w, int v)
-{
-    static const int64_t sh[][3] = {{17, 33, 9}, {1, 23, 4}, {31, 1, 11}, {10, 19, 6}};
-    ops_matmul(w, sh[v][0], sh[v][1], sh[v][2], v == 3);
-}
-
-static void b_batch_matmul(ops_wl *w, int v)
-{
-    static const int64_t sh[][4] = {{2, 7, 17, 5}, {1, 3, 1, 9}, {3, 5, 11, 4}};
-    ops_batch_matmul(w, sh[v][0], sh[v][1], sh[v][2], sh[v][3], v == 2);
-}
-
-static void b_conv2d(ops_wl *w, int v)
-{
-    static const int64_t sh[][9] = {
-        {1, 2, 9, 7, 3, 3, 3, 1, 1}, {2, 1, 5, 5, 2, 1, 1, 1, 0}, {1, 2, 8, 7, 2, 3, 3, 2, 1}};
-    const int64_t *s = sh[v];
-    ops_conv2d(w, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], v == 2);
-}
-
-static void b_softmax(ops_wl *w, int v)
-{
-    static const int64_t sh[][2] = {{5, 37}, {1, 1}, {6, 19}};
-    ops_softmax(w, sh[v][0], sh[v][1], v == 2);
-}
-
-static void b_layernorm(ops_wl *w, int v)
-{
-    static const int64_t sh[][2] = {{7, 29}, {2, 1}, {3, 17}};
-    ops_layernorm(w, sh[v][0], sh[v][1], v == 2);
-}
-
-static void b_transpose(ops_wl *w, int v)
-{
-    static const int64_t sh[][2] = {{23, 17}, {1, 41}, {13, 9}};
-    ops_transpose(w, sh[v][0], sh[v][1], v == 2);
-}
-
-static void b_maxpool(ops_wl *w, int v)
-{
-    static const int64_t sh[][6] = {{1, 3, 9, 11, 3, 2}, {1, 1, 2, 2, 1, 1}, {1, 2, 8, 9, 2, 2}};
-    const int64_t *s = sh[v];
-    ops_pool2d(w, s[0], s[1], s[2], s[3], s[4], s[5], true, v == 2);
-}
-
-static void b_avgpool(ops_wl *w, int v)
-{
-    static const int64_t sh[][6] = {{2, 2, 7, 7, 3, 1}, {1, 3, 5, 9, 2, 2}, {1, 2, 9, 6, 3, 3}};
-    const int64_t *s = sh[v];
-    ops_pool2d(w, s[0], s[1], s[2], s[3], s[4], s[5], false, v == 2);
-}
-
-static void b_elemwise(ops_wl *w, int v)
-{
-    static const int64_t sh[][2] = {{7, 43}, {1, 1}, {5, 23}};
-    ops_elemwise(w, sh[v][0], sh[v][1], v == 2);
-}
-
-/* op: 0 sum, 1 prod, 2 max, 3 min; +4: with a where-condition. */
-static void reduce_variant(ops_wl *w, int op, int v)
-{
-    static const int64_t sh[][3] = {{7, 29, 1}, {13, 1, 1}, {3, 5, 7}, {5, 17, 1}};
-    ops_reduce(w, op & 3, op >= 4, v == 2, sh[v][0], sh[v][1], sh[v][2], v == 3);
-}
-
-#define REDUCE_BUILDER(name, op)                                                                   \
-    static void b_##name(ops_wl *w, int v)                                                         \
-    {                                                                                              \
-        reduce_variant(w, op, v);                                                                  \
-    }
-
-REDUCE_BUILDER(sum, 0)
-REDUCE_BUILDER(prod, 1)
-REDUCE_BUILDER(max, 2)
-REDUCE_BUILDER(min, 3)
-REDUCE_BUILDER(sum_where, 4)
-REDUCE_BUILDER(max_where, 6)
-
 #define RANDOM_TEST(fn, nv, trials)                                                                \
     static void test_random_##fn(void)                                                             \
     {                                                                                              \
-        static const sg_workload wl = {#fn, b_##fn, nv, 1, trials};                                \
+        static const sg_workload wl = {#fn, sg_##fn, nv, 1, trials};                               \
         sg_run(&wl, one_random, 2, &n_random, &n_random_failed);                                   \
     }
 
