@@ -7,8 +7,9 @@
  * A vectorized loop keeps its kind when
  *   - it is innermost (its body holds no loop),
  *   - its extent is an integer constant,
- *   - its body neither allocates (ALLOCATE / REALIZE) nor synchronizes
- *     (BARRIER).
+ *   - its body neither allocates (ALLOCATE / REALIZE), synchronizes
+ *     (BARRIER), calls a tensor intrinsic nor updates atomically (ATTR
+ *     "atomic", tex_atomic).
  * Guards in the body are allowed: the loop stays vectorized with a guarded
  * (masked) body; loop_partition has usually split a guarded vector loop
  * into a guard-free vector main part and a tail before this pass.
