@@ -229,6 +229,15 @@ static int launch_dims(tex_kernel *k, const texi_launch_kernel *lk, const int64_
         dims[t] = (unsigned)v;
         *empty = *empty || v == 0;
     }
+    static const unsigned limit[TEXI_N_LAUNCH_TAGS] = {INT32_MAX, 65535, 65535, 1024, 1024, 64};
+    for (int t = 0; t < TEXI_N_LAUNCH_TAGS; t++)
+        if (dims[t] > limit[t])
+            return texi_kernel_fail(k, TEX_EINVAL, "kernel '%s': %s is %u, CUDA allows %u",
+                                    lk->name, tag[t], dims[t], limit[t]);
+    if ((uint64_t)dims[3] * dims[4] * dims[5] > 1024)
+        return texi_kernel_fail(k, TEX_EINVAL,
+                                "kernel '%s': a block of %u x %u x %u threads, CUDA allows 1024",
+                                lk->name, dims[3], dims[4], dims[5]);
     return 0;
 }
 

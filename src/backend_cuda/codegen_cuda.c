@@ -759,9 +759,34 @@ static void plan_comment(const texi_device_module *m, texi_sb *plan)
 }
 
 /* Kernel k of the module. */
+/* CUDA's launch limits, checked where the extents are constants (symbolic
+ * ones are checked by the runtime before launching): a block dimension of
+ * at most 1024 / 1024 / 64 threads and 1024 in all, a grid's y and z at
+ * most 65535. TEX_EINVAL naming the kernel and the thread tag. */
+static void check_launch_limits(texi_cu *g, const texi_device_kernel *kn)
+{
+    static const int64_t limit[TEXI_N_LAUNCH_TAGS] = {INT32_MAX, 65535, 65535, 1024, 1024, 64};
+    int64_t threads = 1, e;
+    for (int t = 0; t < TEXI_N_LAUNCH_TAGS && !g->rc; t++) {
+        if (!kn->extent[t] || !texi_expr_is_int_const(kn->extent[t], &e))
+            continue;
+        if (e > limit[t])
+            texi_cu_fail(g, TEX_EINVAL, "kernel '%s': %s has extent %lld, CUDA allows %lld",
+                         kn->name, tag_index[t], (long long)e, (long long)limit[t]);
+        if (t >= 3 && e > 0 && threads <= 1024)
+            threads *= e;
+    }
+    if (threads > 1024)
+        texi_cu_fail(g, TEX_EINVAL,
+                     "kernel '%s': its thread loops make blocks of more than 1024 threads "
+                     "(%lld), CUDA's limit",
+                     kn->name, (long long)threads);
+}
+
 static void emit_kernel(texi_cu *g, texi_sb *out, int k, const char *params, const char *conv)
 {
     const texi_device_kernel *kn = &g->m->kernels[k];
+    check_launch_limits(g, kn);
     memcpy(g->launch, kn->extent, sizeof g->launch);
     int64_t threads = 1, e;
     for (int t = 3; t < TEXI_N_LAUNCH_TAGS; t++)

@@ -351,6 +351,37 @@ static void test_barrier_guard(void)
     tex_ctx_free(c);
 }
 
+/* Blocks beyond CUDA's limits are refused at build time when their extents
+ * are constants: threadIdx.x over 2048, and 64 x 32 threads in all; a grid
+ * of 70000 along y. */
+static void test_launch_limits(void)
+{
+    static const struct {
+        int64_t n, split;
+        tex_thread_tag outer, inner;
+        const char *want;
+    } cases[] = {{4096, 2048, TEX_BLOCK_X, TEX_THREAD_X, "threadIdx.x has extent 2048"},
+                 {4096, 64, TEX_THREAD_Y, TEX_THREAD_X, "more than 1024 threads"},
+                 {140000, 2, TEX_BLOCK_Y, TEX_THREAD_X, "blockIdx.y has extent 70000"}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tex_ctx *x = tex_ctx_new();
+        tex_tensor *A = tex_placeholder_c(x, "A", TEX_F32, 1, (int64_t[]){cases[c].n});
+        tex_iter *i = tex_axis(x, "i", tex_int(x, cases[c].n)), *o, *in;
+        tex_tensor *B = tex_compute(x, "B", 1, &i, tex_neg(TEX_AT(A, tex_iv(i))));
+        tex_schedule *s = tex_schedule_new(x, 1, &B);
+        tex_stage *st = tex_stage_of(s, B);
+        TT_EQ_INT(tex_split(st, i, tex_int(x, cases[c].split), &o, &in), 0);
+        TT_EQ_INT(tex_bind(st, o, cases[c].outer), 0);
+        TT_EQ_INT(tex_bind(st, in, cases[c].inner), 0);
+        tex_func *f = tex_lower_tensors(s, "big", 2, (tex_tensor *[]){A, B});
+        TT_CHECK(f && tex_build(f, "cuda -emit-only") == NULL);
+        TT_EQ_INT(tex_errcode(x), TEX_EINVAL);
+        if (!strstr(tex_errmsg(x), cases[c].want) || !strstr(tex_errmsg(x), "big_kernel0"))
+            TT_FAILF("case %zu: %s", c, tex_errmsg(x));
+        tex_ctx_free(x);
+    }
+}
+
 int main(void)
 {
     TT_RUN(test_vector_add);
@@ -360,5 +391,6 @@ int main(void)
     TT_RUN(test_math);
     TT_RUN(test_vectorized);
     TT_RUN(test_barrier_guard);
+    TT_RUN(test_launch_limits);
     return tt_finish();
 }
