@@ -504,6 +504,22 @@ static inline int gc_build(tex_ctx *ctx, gc_id id, const int64_t sizes[GC_MAX_SI
     return gc_ok_p(c, c->f, "tex_lower_tensors") ? 0 : -1;
 }
 
+/* Builds case id at GC_SMALL sizes, with constant and then with symbolic
+ * sizes, and hands each to check; a case that could not be built arrives
+ * with f NULL and the reason in why. */
+static inline void gc_each_small(gc_id id, void (*check)(gc_case *c))
+{
+    for (int sym = 0; sym < 2; sym++) {
+        tex_ctx *ctx = tex_ctx_new();
+        int64_t sizes[GC_MAX_SIZES];
+        gc_default_sizes(id, GC_SMALL, sizes);
+        gc_case c;
+        gc_build(ctx, id, sizes, sym, &c);
+        check(&c);
+        tex_ctx_free(ctx);
+    }
+}
+
 /* ---------------------------------------------------------------- data */
 
 static inline int64_t gc_numel(const gc_case *c, int t)

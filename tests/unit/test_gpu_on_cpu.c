@@ -42,25 +42,24 @@ static void run_compare(gc_case *c, const char *target)
     tex_kernel_free(k);
 }
 
+/* One case on 1 and on 2 CPU threads. */
+static void cpu_check(gc_case *c)
+{
+    if (!c->f) {
+        TT_FAILF("%s (symbolic %d): %s", c->name, c->symbolic, c->why);
+        return;
+    }
+    run_compare(c, "cpu");
+    run_compare(c, "cpu -threads=2");
+}
+
 static void cpu_case(gc_id id)
 {
     if (!tex_target_available("cpu")) {
         TT_SKIP("no C compiler for the \"cpu\" target");
         return;
     }
-    for (int sym = 0; sym < 2; sym++) {
-        tex_ctx *ctx = tex_ctx_new();
-        int64_t sizes[GC_MAX_SIZES];
-        gc_default_sizes(id, GC_SMALL, sizes);
-        gc_case c;
-        if (gc_build(ctx, id, sizes, sym, &c) != 0) {
-            TT_FAILF("%s (symbolic %d): %s", gc_names[id], sym, c.why);
-        } else {
-            run_compare(&c, "cpu");
-            run_compare(&c, "cpu -threads=2");
-        }
-        tex_ctx_free(ctx);
-    }
+    gc_each_small(id, cpu_check);
 }
 
 /* The barriers of a cooperative fetch are gone from the C source. */
