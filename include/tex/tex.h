@@ -379,10 +379,20 @@ typedef struct tex_kernel tex_kernel; /* a built function; independent of its co
 TEX_API int tex_target_available(const char *target);
 
 /* Builds f for target: "cpu", "cpu -threads=N", "c" (source only), "cuda",
- * "cuda -arch=sm_XX", "cuda -emit-only". Caller-owned; free with
- * tex_kernel_free. NULL on error (recorded in f's context): TEX_EINVAL for an
- * unknown target, TEX_EUNAVAILABLE when its compiler/driver is missing,
- * TEX_ECOMPILE with the compiler's output when the generated code is rejected. */
+ * "cuda -arch=sm_XX", "cuda -emit-only"; options combine ("cpu -threads=2
+ * -strict-float").
+ * Floating point: compiled kernels may contract a*b + c into one fused
+ * multiply-add (the C compiler runs with -ffp-contract=fast, NVRTC with its
+ * default --fmad=true), as TVM and Halide do; results may then differ from
+ * tex_eval_reference in the last bits. The option "-strict-float" (every
+ * family) turns contraction off (-ffp-contract=off; NVRTC --fmad=false) and
+ * no other value-changing optimisation is ever used (no -ffast-math, no
+ * reassociation), so adds and multiplies round exactly as the reference
+ * does. Source of "c" kernels and of tex_kernel_export: compile it without
+ * contraction (gcc -std=c99 or -ffp-contract=off) to get the same.
+ * Caller-owned; free with tex_kernel_free. NULL on error (recorded in f's context): TEX_EINVAL for
+ * an unknown target, TEX_EUNAVAILABLE when its compiler/driver is missing, TEX_ECOMPILE with the
+ * compiler's output when the generated code is rejected. */
 TEX_API tex_kernel *tex_build(tex_func *f, const char *target);
 
 /* The generated source; borrowed, valid until tex_kernel_free. */

@@ -31,9 +31,10 @@ typedef struct {
     texi_cpu_call call;
 } cpu_impl;
 
+/* "c" or "c -OPTIONS" (the target text is normalised: single spaces). */
 static bool is_c_target(const char *target)
 {
-    return strcmp(target, "c") == 0;
+    return target[0] == 'c' && (target[1] == 0 || target[1] == ' ');
 }
 
 static int cpu_available(const char *target)
@@ -76,7 +77,7 @@ static int load(tex_kernel *k, const tex_func *f)
         return texi_error(f->ctx, TEX_ENOMEM, "tex_build: out of memory");
     k->impl = im;
     char err[TEXI_KERNEL_ERRMSG_MAX];
-    int rc = texi_cpu_jit_load(k->source, &im->handle, err, sizeof err);
+    int rc = texi_cpu_jit_load(k->source, k->strict_float, &im->handle, err, sizeof err);
     if (rc != 0)
         return texi_error(f->ctx, rc, "%s", err);
     void *sym = dlsym(im->handle, k->name);

@@ -59,9 +59,12 @@ extern char **environ;
 #define LOG_LINES 40
 
 /* ISO C mode turns off a*b + c -> fma contraction, which the vectorized
- * inner loops of GEMM-like kernels need; -ffp-contract=fast brings it back. */
-static const char *const FIXED_FLAGS[] = {
-    "-std=c99", "-O3", "-march=native", "-ffp-contract=fast", "-fopenmp", "-fPIC", "-shared", NULL};
+ * inner loops of GEMM-like kernels need; CONTRACT brings it back unless the
+ * target asks for -strict-float (then it is said explicitly: off). Nothing
+ * else here changes values: no -ffast-math, so -O3 keeps IEEE semantics. */
+static const char *const FIXED_FLAGS[] = {"-std=c99", "-O3", "-march=native", "-fopenmp", "-fPIC",
+                                          "-shared",  NULL};
+static const char CONTRACT[] = "-ffp-contract=fast", NO_CONTRACT[] = "-ffp-contract=off";
 
 /* A command line: words split out of environment strings (no quoting). */
 typedef struct {
@@ -581,16 +584,18 @@ out:
 }
 
 /* The compiler's words and every flag: the key's input and the command line. */
-static bool compile_flags(argvec *a)
+static bool compile_flags(argvec *a, bool strict_float)
 {
     if (!argv_split(a, compiler_name()))
         return false;
     for (int i = 0; FIXED_FLAGS[i]; i++)
         argv_push(a, FIXED_FLAGS[i]);
+    argv_push(a, strict_float ? NO_CONTRACT : CONTRACT);
     return argv_split(a, getenv("TEX_CFLAGS")) && argv_split(a, getenv("TEX_SANITIZE_FLAGS"));
 }
 
-int texi_cpu_jit_load(const char *source, void **handle, char *err, size_t err_size)
+int texi_cpu_jit_load(const char *source, bool strict_float, void **handle, char *err,
+                      size_t err_size)
 {
     char dir[PATH_CAP - 100], ident[512], key[65], so[PATH_CAP], sum[PATH_CAP];
     *handle = NULL;
@@ -602,7 +607,7 @@ int texi_cpu_jit_load(const char *source, void **handle, char *err, size_t err_s
                     "tex_build: the C compiler '%s' was not found (set TEX_CC)", compiler_name());
     argvec flags = {.n = 0};
     rc = TEX_ENOMEM;
-    if (compile_flags(&flags)) {
+    if (compile_flags(&flags, strict_float)) {
         cache_key(source, &flags, ident, key);
         snprintf(so, sizeof so, "%s/%s.so", dir, key);
         snprintf(sum, sizeof sum, "%s/%s.sum", dir, key);

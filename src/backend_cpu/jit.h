@@ -7,6 +7,7 @@
 #define TEX_BACKEND_CPU_JIT_H
 
 #include <ffi.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,11 +16,13 @@
 int texi_cpu_jit_available(void);
 
 /* Compiles `source` into a shared object through the cache (see jit.c) and
- * dlopens it (RTLD_NOW | RTLD_LOCAL) into *handle. 0, or TEX_EUNAVAILABLE
+ * dlopens it (RTLD_NOW | RTLD_LOCAL) into *handle. strict_float compiles
+ * with -ffp-contract=off instead of =fast (part of the cache key). 0, or TEX_EUNAVAILABLE
  * (no compiler, unusable cache directory), TEX_ECOMPILE (compiler output and
  * the kept source's path in err), TEX_ENOMEM, TEX_EINTERNAL (I/O, dlopen);
  * the message, starting with "tex_build: ", goes to err. */
-int texi_cpu_jit_load(const char *source, void **handle, char *err, size_t err_size);
+int texi_cpu_jit_load(const char *source, bool strict_float, void **handle, char *err,
+                      size_t err_size);
 
 /* The resolved cache directory ($TEX_CACHE_DIR, $XDG_CACHE_HOME/tex or
  * $HOME/.cache/tex), created 0700 and checked (a directory owned by this

@@ -91,7 +91,7 @@ static int recorded(const tex_func *f)
 static int compile_ptx(tex_kernel *k, const tex_func *f, texi_cuda_kernel *im)
 {
     char *log = NULL;
-    int rc = texi_nvrtc_compile(k->source, im->arch, &im->ptx, &log);
+    int rc = texi_nvrtc_compile(k->source, im->arch, k->strict_float, &im->ptx, &log);
     if (rc == TEX_ECOMPILE)
         rc = build_fail(k, f, rc, "NVRTC rejected the generated CUDA C for %s:\n%s", im->arch,
                         log ? log : "");

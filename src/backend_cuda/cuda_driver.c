@@ -496,10 +496,16 @@ static char *program_ptx(void *prog)
 
 /* Runs NVRTC on a created program; 0 with *ptx, or TEX_ECOMPILE / TEX_ENOMEM
  * with the log in *log. */
-static int compile_program(void *prog, const char *compute, char **ptx, char **log)
+static int compile_program(void *prog, const char *compute, bool strict_float, char **ptx,
+                           char **log)
 {
-    const char *opts[3] = {compute, "--std=c++17", rtc_include};
-    int rc = rtc.nvrtcCompileProgram(prog, rtc_include[0] ? 3 : 2, opts);
+    const char *opts[4] = {compute, "--std=c++17"};
+    int n = 2;
+    if (strict_float)
+        opts[n++] = "--fmad=false";
+    if (rtc_include[0])
+        opts[n++] = rtc_include;
+    int rc = rtc.nvrtcCompileProgram(prog, n, opts);
     char *text = program_log(prog);
     if (rc != 0) {
         if (text && !*text) {
@@ -524,7 +530,7 @@ static bool compute_option(const char *arch, char *opt, size_t cap)
     return true;
 }
 
-int texi_nvrtc_compile(const char *src, const char *arch, char **ptx, char **log)
+int texi_nvrtc_compile(const char *src, const char *arch, bool strict_float, char **ptx, char **log)
 {
     char *p = NULL, *l = NULL, opt[64];
     int rc;
@@ -541,7 +547,7 @@ int texi_nvrtc_compile(const char *src, const char *arch, char **ptx, char **log
             l = format_text("nvrtcCreateProgram failed: %s%s", rtc.nvrtcGetErrorString(cr), "");
             rc = TEX_ECOMPILE;
         } else {
-            rc = compile_program(prog, opt, &p, &l);
+            rc = compile_program(prog, opt, strict_float, &p, &l);
             rtc.nvrtcDestroyProgram(&prog);
         }
     }

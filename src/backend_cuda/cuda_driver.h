@@ -12,6 +12,7 @@
 #ifndef TEX_BACKEND_CUDA_CUDA_DRIVER_H
 #define TEX_BACKEND_CUDA_CUDA_DRIVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,11 +79,12 @@ int texi_nvrtc_candidates(const char *cuda_home, int driver_major, char **out, i
 
 /* Compiles CUDA C src with NVRTC for arch ("sm_80": PTX for compute_80),
  * C++17, the toolkit's include directory on the path (cuda_fp16.h and
- * cuda_bf16.h). 0 with *ptx malloc'ed; TEX_ECOMPILE with NVRTC's log in
- * *log (malloc'ed); TEX_EUNAVAILABLE (no NVRTC; *log says why), TEX_EINVAL
- * (arch is not sm_NN; *log says so) or TEX_ENOMEM. Either out pointer may be NULL; *ptx and *log
- * start NULL. */
-int texi_nvrtc_compile(const char *src, const char *arch, char **ptx, char **log);
+ * cuda_bf16.h); strict_float adds --fmad=false (no a*b+c contraction). 0 with *ptx malloc'ed;
+ * TEX_ECOMPILE with NVRTC's log in *log (malloc'ed); TEX_EUNAVAILABLE (no NVRTC; *log says why),
+ * TEX_EINVAL (arch is not sm_NN; *log says so) or TEX_ENOMEM. Either out pointer may be NULL; *ptx
+ * and *log start NULL. */
+int texi_nvrtc_compile(const char *src, const char *arch, bool strict_float, char **ptx,
+                       char **log);
 
 /* The newest architecture NVRTC can compile for that is not newer than
  * "sm_NN" arch (a device's), written back into arch; unchanged when NVRTC

@@ -46,6 +46,7 @@ struct tex_kernel {
     int n_extra;           /* size vars that are not params: passed after the params */
     int *extra_size_index; /* per extra argument: its index in the size table */
     int threads;           /* "cpu -threads=N"; 0 = default */
+    bool strict_float;     /* "-strict-float": no contraction or other value-changing flags */
     bool callable;         /* false for "c" and "cuda -emit-only" */
     void *impl;            /* the backend's state (dlopen handle, entry, ffi cif, ...) */
     char errmsg[TEXI_KERNEL_ERRMSG_MAX]; /* last failed call */

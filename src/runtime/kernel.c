@@ -6,7 +6,8 @@
  * ("cpu" and "c" to texi_backend_cpu, "cuda" to texi_backend_cuda); a new
  * backend is one more row.
  * Target strings: a family word then options separated by spaces; "cpu"
- * takes "-threads=N" (N >= 1), "c" none. The kernel stores the target
+ * takes "-threads=N" (N >= 1), "cuda" "-emit-only" and "-arch=sm_NN", and
+ * every family "-strict-float". The kernel stores the target
  * normalised (single spaces).
  *
  * A kernel owns a copy of its signature (texi_kernel_param: name, dtype,
@@ -70,6 +71,7 @@ typedef struct {
     const texi_backend *backend;
     char text[256];
     int threads;
+    bool strict_float;
     int code; /* 0, or why it was refused */
     char why[256];
 } target_spec;
@@ -105,6 +107,10 @@ static int threads_from_env(void)
     int threads = 0;
     return v && parse_threads_value(v, strlen(v), &threads) ? threads : 0;
 }
+
+/* Every family's option: compile without contraction or any other
+ * value-changing optimisation (tex.h, tex_build). */
+#define STRICT_FLOAT "-strict-float"
 
 /* A "cuda" option: "-emit-only" or "-arch=sm_NN" (two or three digits). */
 static bool parse_cuda_option(const char *w, size_t len)
@@ -145,17 +151,20 @@ static void parse_target(const char *target, target_spec *t)
     bool is_cpu = flen == 3;
     for (p += flen; *(p += strspn(p, " ")); p += strcspn(p, " ")) {
         size_t wlen = strcspn(p, " ");
-        bool known = t->backend == &texi_backend_cuda
-                         ? parse_cuda_option(p, wlen)
-                         : is_cpu && parse_threads(p, wlen, &t->threads);
+        bool strict = wlen == strlen(STRICT_FLOAT) && strncmp(p, STRICT_FLOAT, wlen) == 0;
+        t->strict_float |= strict;
+        bool known = strict || (t->backend == &texi_backend_cuda
+                                    ? parse_cuda_option(p, wlen)
+                                    : is_cpu && parse_threads(p, wlen, &t->threads));
         if (!known) {
             t->code = TEX_EINVAL;
             snprintf(t->why, sizeof t->why, "target '%s': bad option '%.*s'%s", target, (int)wlen,
                      p,
                      t->backend == &texi_backend_cuda
-                         ? " (expected \"-emit-only\" or \"-arch=sm_80\" / \"-arch=sm_90\")"
-                     : is_cpu ? " (\"-threads=N\" with N >= 1 is the only one)"
-                              : "");
+                         ? " (expected \"-emit-only\", \"-arch=sm_80\" / \"-arch=sm_90\" or "
+                           "\"-strict-float\")"
+                     : is_cpu ? " (expected \"-threads=N\" with N >= 1 or \"-strict-float\")"
+                              : " (\"-strict-float\" is the only one)");
             return;
         }
         strcat(t->text, " ");
@@ -435,6 +444,7 @@ tex_kernel *tex_build(tex_func *f, const char *target)
     }
     tex_kernel *k = &kf->k;
     k->threads = t.threads ? t.threads : threads_from_env();
+    k->strict_float = t.strict_float;
     k->name = strdup(f->name);
     k->target = strdup(t.text);
     if (!k->name || !k->target || !copy_signature(kf, f)) {

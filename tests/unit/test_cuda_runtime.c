@@ -187,21 +187,21 @@ static void test_nvrtc_compile_and_log(void)
     const char *good = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
                        "extern \"C\" __global__ void half_one(__half *x)\n"
                        "{ x[threadIdx.x] = __float2half(1.0f); }\n";
-    TT_EQ_INT(texi_nvrtc_compile(good, "sm_90", &ptx, &log), 0);
+    TT_EQ_INT(texi_nvrtc_compile(good, "sm_90", false, &ptx, &log), 0);
     TT_CHECK(ptx && strstr(ptx, ".target sm_90") && strstr(ptx, ".entry half_one("));
     free(ptx);
     free(log);
     ptx = log = NULL;
     const char *bad = "extern \"C\" __global__ void broken(float *x) { x[0] = undeclared_y; }\n";
-    TT_EQ_INT(texi_nvrtc_compile(bad, "sm_80", &ptx, &log), TEX_ECOMPILE);
+    TT_EQ_INT(texi_nvrtc_compile(bad, "sm_80", false, &ptx, &log), TEX_ECOMPILE);
     TT_CHECK(ptx == NULL);
     TT_CHECK(log && strstr(log, "undeclared_y"));
     free(log);
     log = NULL;
-    TT_EQ_INT(texi_nvrtc_compile(good, "compute80", &ptx, &log), TEX_EINVAL);
+    TT_EQ_INT(texi_nvrtc_compile(good, "compute80", false, &ptx, &log), TEX_EINVAL);
     TT_CHECK(ptx == NULL && log && strstr(log, "compute80"));
     free(log);
-    TT_EQ_INT(texi_nvrtc_compile(bad, "sm_80", NULL, NULL), TEX_ECOMPILE);
+    TT_EQ_INT(texi_nvrtc_compile(bad, "sm_80", false, NULL, NULL), TEX_ECOMPILE);
     char arch[16] = "sm_999";
     texi_nvrtc_clamp_arch(arch, sizeof arch);
     TT_CHECK(strcmp(arch, "sm_999") != 0 && strncmp(arch, "sm_", 3) == 0);

@@ -107,7 +107,7 @@ static int load_and_call(int *rc_out)
 {
     void *h = NULL;
     char err[4096] = "";
-    int rc = texi_cpu_jit_load(SRC42, &h, err, sizeof err);
+    int rc = texi_cpu_jit_load(SRC42, false, &h, err, sizeof err);
     *rc_out = rc;
     if (rc != 0) {
         printf("  load: %s\n", err);
@@ -210,7 +210,7 @@ static void test_cache_dir_refused(void)
     TT_EQ_INT(texi_cpu_jit_cache_dir(dir, sizeof dir, err, sizeof err), TEX_EUNAVAILABLE);
     TT_CHECK(strstr(err, "not writable by group or others") != NULL);
     void *h = NULL;
-    TT_EQ_INT(texi_cpu_jit_load(SRC42, &h, err, sizeof err), TEX_EUNAVAILABLE);
+    TT_EQ_INT(texi_cpu_jit_load(SRC42, false, &h, err, sizeof err), TEX_EUNAVAILABLE);
     TT_CHECK(h == NULL);
     TT_EQ_INT(count_files(dir, ".so"), 0);
 
@@ -287,8 +287,8 @@ static void test_compile_error(void)
     char dir[256], err[8192] = "";
     fresh_cache(dir, sizeof dir, "bad");
     void *h = NULL;
-    int rc =
-        texi_cpu_jit_load("int broken(void) { return undeclared_thing; }\n", &h, err, sizeof err);
+    int rc = texi_cpu_jit_load("int broken(void) { return undeclared_thing; }\n", false, &h, err,
+                               sizeof err);
     TT_EQ_INT(rc, TEX_ECOMPILE);
     TT_CHECK(h == NULL);
     TT_CHECK(strstr(err, "undeclared_thing") != NULL);
@@ -309,7 +309,7 @@ static void test_missing_compiler(void)
     TT_EQ_INT(tex_target_available("cpu"), 0);
     TT_EQ_INT(tex_target_available("c"), 1);
     void *h = NULL;
-    TT_EQ_INT(texi_cpu_jit_load(SRC42, &h, err, sizeof err), TEX_EUNAVAILABLE);
+    TT_EQ_INT(texi_cpu_jit_load(SRC42, false, &h, err, sizeof err), TEX_EUNAVAILABLE);
     TT_CHECK(strstr(err, "'/nonexistent/cc' was not found (set TEX_CC)") != NULL);
     setenv("TEX_CC", wrapper, 1);
 }
