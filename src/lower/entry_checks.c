@@ -25,8 +25,8 @@
  *         the range (texi_expr_bound), exact where a - b is monotone in v.
  *         Bound inference makes extents loop-invariant, so a check that
  *         reads a loop variable at all is rare;
- *       - unless n >= 1 is provable: n <= 0 || the above (an empty loop
- *         checks nothing).
+ *       - unless n >= 1 is provable over the loops around this one:
+ *         n <= 0 || the above (an empty loop checks nothing).
  * A quantified check is never weaker than the checks it replaces (a call that
  * passes it passes all of them); it is stronger where a bound is not tight or
  * a disjunction reads v on both sides. A condition of another form (!=, a
@@ -151,9 +151,10 @@ static tex_expr *for_every(hoister *h, tex_expr *c, const tex_stmt *loop)
     }
 }
 
-/* c quantified over one enclosing statement (file comment). */
-static tex_expr *quantify(hoister *h, tex_expr *c, const scope *sc)
+/* c quantified over the enclosing statement scopes[k] (file comment). */
+static tex_expr *quantify(hoister *h, tex_expr *c, int k)
 {
+    const scope *sc = &h->scopes[k];
     const tex_stmt *s = sc->s;
     switch (s->kind) {
     case TEXI_STMT_LET:
@@ -166,9 +167,16 @@ static tex_expr *quantify(hoister *h, tex_expr *c, const scope *sc)
     default:
         break;
     }
+    /* the loops around this one, for proving that it is never empty */
+    texi_range outer[MAX_SCOPES];
+    int n_outer = 0;
+    for (int i = 0; i < k; i++)
+        if (h->scopes[i].s->kind == TEXI_STMT_FOR)
+            outer[n_outer++] = (texi_range){h->scopes[i].s->u.loop.var, h->scopes[i].s->u.loop.min,
+                                            h->scopes[i].s->u.loop.extent};
     tex_expr *n = s->u.loop.extent, *q = for_every(h, c, s);
     tex_expr *nonempty = ARITH(GE, n, texi_int_imm(h->ctx, n->dtype, 1));
-    if (!q || !nonempty || texi_prove(nonempty, 0, NULL))
+    if (!q || !nonempty || texi_prove(nonempty, n_outer, outer))
         return q;
     return ARITH(OR, ARITH(LE, n, texi_int_imm(h->ctx, n->dtype, 0)), q);
 }
@@ -178,7 +186,7 @@ static int add_check(hoister *h, tex_expr *c)
 {
     h->n_found++;
     for (int i = h->n_scopes - 1; i >= 0 && c; i--)
-        c = quantify(h, c, &h->scopes[i]);
+        c = quantify(h, c, i);
     c = c ? texi_simplify(c, 0, NULL) : NULL;
     if (!c)
         return tex_errcode(h->ctx) ? tex_errcode(h->ctx) : TEX_ENOMEM;
