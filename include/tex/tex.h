@@ -408,6 +408,10 @@ TEX_API int tex_kernel_export(const tex_kernel *k, const char *path_prefix);
 /* Runs the kernel. Arguments are checked (count, kind, dtype, ndim, shape,
  * device, strides) before any code runs; a mismatch returns TEX_EINVAL or
  * TEX_ETYPE and touches no memory. The message is in tex_kernel_errmsg.
+ * A refused call writes nothing: the kernel's own runtime checks (a
+ * SHIFT_INWARDS split needs its symbolic extent >= the factor; CUDA launch
+ * limits of symbolic extents) all run first, before any allocation, store
+ * or launch, and a failing one returns TEX_EINVAL with every array untouched.
  * A kernel may be called from several threads at once. */
 TEX_API int tex_kernel_call(tex_kernel *k, int n, const tex_value args[]);
 TEX_API int tex_kernel_call_tensors(tex_kernel *k, int n, DLTensor *const args[]);

@@ -14,7 +14,9 @@
  *     capability lowered to the newest architecture NVRTC knows, and loads
  *     the PTX with cuModuleLoadDataEx (the JIT's log joins a failure).
  * Call (device 0, its primary context; kernel.c has checked every argument
- * is CUDA memory): the plan's asserts, then per call a zero-filled workspace
+ * is CUDA memory): the plan's asserts and every kernel's grid and block
+ * against CUDA's limits, all before anything is allocated or launched (a
+ * refused call writes nothing), then per call a zero-filled workspace
  * allocation per buffer, then every kernel in order on the legacy default
  * stream with the parameters of backend.h's ABI (tensor pointers and int64
  * sizes interleaved in parameter order, the extra sizes, the workspace
@@ -211,6 +213,8 @@ static int check_asserts(tex_kernel *k, const texi_launch_plan *p, const int64_t
     return 0;
 }
 
+typedef unsigned launch_dim[TEXI_N_LAUNCH_TAGS]; /* grid.x/y/z, block.x/y/z */
+
 /* The grid and block of kernel i; *empty when one of them is 0. */
 static int launch_dims(tex_kernel *k, const texi_launch_kernel *lk, const int64_t *sizes,
                        unsigned dims[TEXI_N_LAUNCH_TAGS], bool *empty)
@@ -292,15 +296,23 @@ static void fill_params(const tex_kernel *k, const texi_launch_plan *p, void *co
     }
 }
 
-static int launch_all(tex_kernel *k, const texi_cuda_kernel *im, const int64_t *sizes,
-                      void **values)
+/* The grid and block of every kernel (dims[i]; empty[i]: nothing to launch),
+ * all checked before the first launch, so a refused call launches nothing. */
+static int all_launch_dims(tex_kernel *k, const texi_launch_plan *p, const int64_t *sizes,
+                           launch_dim *dims, bool *empty)
+{
+    for (int i = 0; i < p->n_kernels; i++)
+        TEXI_TRY(launch_dims(k, &p->kernels[i], sizes, dims[i], &empty[i]));
+    return 0;
+}
+
+static int launch_all(tex_kernel *k, const texi_cuda_kernel *im, launch_dim *dims,
+                      const bool *empty, void **values)
 {
     const texi_cuda_api *cu = texi_cuda_driver();
     for (int i = 0; i < im->plan.n_kernels; i++) {
-        unsigned d[TEXI_N_LAUNCH_TAGS];
-        bool empty = false;
-        TEXI_TRY(launch_dims(k, &im->plan.kernels[i], sizes, d, &empty));
-        if (empty)
+        const unsigned *d = dims[i];
+        if (empty[i])
             continue;
         int rc = cu->cuLaunchKernel(im->functions[i], d[0], d[1], d[2], d[3], d[4], d[5], 0, NULL,
                                     values, NULL);
@@ -331,25 +343,32 @@ static int cuda_call(tex_kernel *k, void *const *tensor_ptrs, const int64_t *siz
         return texi_kernel_fail(k, TEX_EUNAVAILABLE,
                                 "built for target '%s', which cannot be called", k->target);
     TEXI_TRY(check_asserts(k, &im->plan, sizes));
+    size_t n_kernels = (size_t)im->plan.n_kernels + 1;
+    launch_dim *dims = calloc(n_kernels, sizeof *dims);
+    bool *empty = calloc(n_kernels, sizeof *empty);
+    int rc = dims && empty ? all_launch_dims(k, &im->plan, sizes, dims, empty)
+                           : texi_kernel_fail(k, TEX_ENOMEM, "out of memory");
     char msg[512];
-    int rc = texi_cuda_enter(DEVICE, msg, sizeof msg);
-    if (rc != 0)
-        return texi_kernel_fail(k, rc, "CUDA device %d: %s", DEVICE, msg);
+    if (rc == 0 && (rc = texi_cuda_enter(DEVICE, msg, sizeof msg)) != 0)
+        rc = texi_kernel_fail(k, rc, "CUDA device %d: %s", DEVICE, msg);
     int n_ws = im->plan.n_workspace, n_args = k->n_params + k->n_extra + n_ws;
-    texi_cu_ptr *ws = calloc((size_t)n_ws + 1, sizeof *ws);
-    param_slot *slots = calloc((size_t)n_args + 1, sizeof *slots);
-    void **values = calloc((size_t)n_args + 1, sizeof *values);
-    rc = ws && slots && values ? alloc_workspace(k, &im->plan, sizes, ws)
-                               : texi_kernel_fail(k, TEX_ENOMEM, "out of memory");
+    texi_cu_ptr *ws = rc == 0 ? calloc((size_t)n_ws + 1, sizeof *ws) : NULL;
+    param_slot *slots = rc == 0 ? calloc((size_t)n_args + 1, sizeof *slots) : NULL;
+    void **values = rc == 0 ? calloc((size_t)n_args + 1, sizeof *values) : NULL;
+    if (rc == 0)
+        rc = ws && slots && values ? alloc_workspace(k, &im->plan, sizes, ws)
+                                   : texi_kernel_fail(k, TEX_ENOMEM, "out of memory");
     if (rc == 0) {
         fill_params(k, &im->plan, tensor_ptrs, sizes, ws, slots, values);
-        rc = launch_all(k, im, sizes, values);
+        rc = launch_all(k, im, dims, empty, values);
     }
     if (ws)
         free_workspace(&im->plan, ws);
     free(ws);
     free(slots);
     free(values);
+    free(dims);
+    free(empty);
     return rc;
 }
 

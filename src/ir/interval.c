@@ -700,6 +700,29 @@ tex_expr *texi_arith_bound(texi_simp *s, tex_expr *e, bool upper)
     return bound_rec(s, e, upper, 0);
 }
 
+/* The bounds of integer e that lo / hi ask for (either may be NULL); an
+ * unbounded side is left NULL. 0 or TEX_ENOMEM. */
+static int bounds_of(tex_ctx *ctx, tex_expr *e, int n, const texi_range ranges[], tex_expr **lo,
+                     tex_expr **hi)
+{
+    tex_expr *se = texi_simplify(e, n, ranges);
+    if (!se)
+        return TEX_ENOMEM;
+    texi_simp s;
+    texi_simp_init(&s, ctx, n, ranges);
+    tex_expr *l = lo ? texi_arith_bound(&s, se, false) : NULL;
+    tex_expr *h = hi ? texi_arith_bound(&s, se, true) : NULL;
+    bool failed = s.failed;
+    texi_simp_fini(&s);
+    if (failed)
+        return TEX_ENOMEM;
+    if (lo && l && !(*lo = texi_simplify(l, 0, NULL)))
+        return TEX_ENOMEM;
+    if (hi && h && !(*hi = texi_simplify(h, 0, NULL)))
+        return TEX_ENOMEM;
+    return 0;
+}
+
 int texi_expr_bounds(tex_ctx *ctx, tex_expr *e, int n, const texi_range ranges[], tex_expr **lo,
                      tex_expr **hi)
 {
@@ -710,22 +733,20 @@ int texi_expr_bounds(tex_ctx *ctx, tex_expr *e, int n, const texi_range ranges[]
                           "texi_expr_bounds: the expression is %s, expected an "
                           "integer type",
                           tex_dtype_name(e->dtype));
-    tex_expr *se = texi_simplify(e, n, ranges);
-    if (!se)
-        return TEX_ENOMEM;
-    texi_simp s;
-    texi_simp_init(&s, ctx, n, ranges);
-    tex_expr *l = texi_arith_bound(&s, se, false), *h = texi_arith_bound(&s, se, true);
-    bool failed = s.failed;
-    texi_simp_fini(&s);
-    if (failed)
-        return TEX_ENOMEM;
-    if (!l || !h)
+    *lo = *hi = NULL;
+    TEXI_TRY(bounds_of(ctx, e, n, ranges, lo, hi));
+    if (!*lo || !*hi)
         return texi_error(ctx, TEX_EINVAL,
                           "texi_expr_bounds: the %s bound of an index "
                           "expression is unbounded over the given ranges",
-                          l ? "upper" : "lower");
-    *lo = texi_simplify(l, 0, NULL);
-    *hi = texi_simplify(h, 0, NULL);
-    return *lo && *hi ? 0 : TEX_ENOMEM;
+                          *lo ? "upper" : "lower");
+    return 0;
+}
+
+tex_expr *texi_expr_bound(tex_ctx *ctx, tex_expr *e, int n, const texi_range ranges[], bool upper)
+{
+    tex_expr *b = NULL;
+    if (!ctx || !e || !texi_dtype_is_int(e->dtype))
+        return NULL;
+    return bounds_of(ctx, e, n, ranges, upper ? NULL : &b, upper ? &b : NULL) == 0 ? b : NULL;
 }

@@ -462,6 +462,9 @@ int texi_stmt_intrins(const tex_stmt *s, const tex_intrin **list, int cap);
  * variable var. Allocates nothing and changes nothing. */
 bool texi_stmt_uses_var(tex_ctx *ctx, const tex_stmt *s, const tex_expr *var);
 
+/* Whether expression e reads variable var. */
+bool texi_expr_uses_var(const tex_expr *e, const tex_expr *var);
+
 /* e with each vars[i] replaced by values[i]. NULL on ENOMEM. */
 tex_expr *texi_substitute(tex_expr *e, int n, tex_expr *const vars[], tex_expr *const values[]);
 
@@ -499,6 +502,11 @@ texi_interval texi_const_interval(const tex_expr *e, int n, const texi_range ran
  * range; bounds are expressions over the remaining free variables. 0 or error. */
 int texi_expr_bounds(tex_ctx *ctx, tex_expr *e, int n, const texi_range ranges[], tex_expr **lo,
                      tex_expr **hi);
+
+/* One side of texi_expr_bounds: the symbolic lower (upper) bound of integer e
+ * over the ranges, or NULL when that side is unbounded (no error recorded) or
+ * on ENOMEM (recorded in ctx). */
+tex_expr *texi_expr_bound(tex_ctx *ctx, tex_expr *e, int n, const texi_range ranges[], bool upper);
 
 /* e simplified using the var ranges; NULL only on ENOMEM. */
 tex_expr *texi_simplify(tex_expr *e, int n, const texi_range ranges[]);

@@ -402,6 +402,13 @@ static tex_expr *scan_var(tex_expr *e, void *ud)
     return e;
 }
 
+bool texi_expr_uses_var(const tex_expr *e, const tex_expr *var)
+{
+    var_probe p = {var, false};
+    texi_expr_visit((tex_expr *)(uintptr_t)e, probe_var, &p); /* the visit changes nothing */
+    return p.found;
+}
+
 bool texi_stmt_uses_var(tex_ctx *ctx, const tex_stmt *s, const tex_expr *var)
 {
     var_probe p = {var, false};

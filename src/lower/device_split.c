@@ -6,8 +6,11 @@
  * The top of the body is host code; walking down from it:
  *   - SEQ: each item in order.
  *   - ATTR "assert": its condition becomes a module assert; then its body.
- *   - Another ATTR whose body is a SEQ, a global ALLOCATE or an ATTR
- *     "assert" (one spanning several nests) is looked through and dropped;
+ *     The entry_checks pass has put every one at the top of the body, so
+ *     the asserts are checked before the first launch; one left inside a
+ *     nest stays in the kernel, where the CUDA emitter rejects it.
+ *   - Another ATTR whose body is a SEQ or a global ALLOCATE (one spanning
+ *     several nests) is looked through and dropped;
  *     any other ATTR stays with its nest ("cross_thread_reduction" and
  *     "thread_allreduce" around a top-level thread loop, in particular).
  *   - LET whose value is an expression of the parameters and size variables
@@ -22,9 +25,7 @@
  *     must be a host value without the LETs' substitution.
  *   - Anything else is a nest and becomes the kernel "<func>_kernel<K>", K
  *     counting from 0 in execution order.
- * Inside a nest, every ATTR "assert" is hoisted to the module too (its
- * condition must be a host value) and the attribute dropped.
- *
+
  * Launch extents of a kernel, per tag blockIdx.x/y/z, threadIdx.x/y/z: the
  * extents of the nest's FOR THREAD loops bound to it (virtual threads, tag
  * TEX_VTHREAD, are not launch dimensions). Two extents of one tag merge to
@@ -210,17 +211,12 @@ static void merge_extent(splitter *sp, const tex_stmt *loop, int tag, tex_expr *
     texi_sb_fini(&b);
 }
 
-/* Walk callback: launch extents from FOR THREAD loops; hoists asserts. */
+/* Walk callback: launch extents from FOR THREAD loops. */
 static tex_stmt *scan_stmt(tex_stmt *s, void *ud)
 {
     splitter *sp = ud;
     if (sp->rc)
         return NULL;
-    if (s->kind == TEXI_STMT_ATTR && strcmp(s->u.attr.key, "assert") == 0) {
-        if (add_assert(sp, s->u.attr.value) != 0)
-            return NULL;
-        return texi_stmt_mutate(sp->ctx, s->u.attr.body, scan_stmt, NULL, sp);
-    }
     if (s->kind != TEXI_STMT_FOR || s->u.loop.for_kind != TEXI_FOR_THREAD)
         return NULL;
     int tag = s->u.loop.thread_tag;
@@ -264,7 +260,7 @@ static bool stmt_uses(tex_ctx *ctx, tex_stmt *s, const tex_expr *var)
     return u.used;
 }
 
-/* Nest s as the next kernel: extents, hoisted asserts, the LETs it uses. */
+/* Nest s as the next kernel: extents, the LETs it uses. */
 static int add_kernel(splitter *sp, tex_stmt *s)
 {
     texi_device_module *m = sp->m;
@@ -305,8 +301,7 @@ static bool transparent_attr(const tex_stmt *s)
         strcmp(s->u.attr.key, "cross_thread_reduction") == 0)
         return false;
     return b->kind == TEXI_STMT_SEQ ||
-           (b->kind == TEXI_STMT_ALLOCATE && b->u.alloc.buf->scope == TEXI_SCOPE_GLOBAL) ||
-           (b->kind == TEXI_STMT_ATTR && strcmp(b->u.attr.key, "assert") == 0);
+           (b->kind == TEXI_STMT_ALLOCATE && b->u.alloc.buf->scope == TEXI_SCOPE_GLOBAL);
 }
 
 static int split_top(splitter *sp, tex_stmt *s);

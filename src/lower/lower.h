@@ -12,7 +12,8 @@
  *      `index < extent`), ATTR nodes for annotations. A reduction becomes an
  *      init nest followed by an update nest (T = T op body). Inlined stages are
  *      substituted into their consumers.
- *   2. passes (pipeline.c lists them): flatten (REALIZE/PROVIDE/ACCESS ->
+ *   2. passes (pipeline.c lists them): entry checks (every runtime check
+ *      moved to the top of the body), flatten (REALIZE/PROVIDE/ACCESS ->
  *      ALLOCATE/STORE/LOAD over texi_buffers with strides), loop partition,
  *      simplify, unroll, vectorize, storage rewrite, remove no-ops.
  * The interpreter (interp.c) runs either form on host arrays.
@@ -53,6 +54,7 @@ typedef struct {
 int texi_schedule_ops(texi_lower *lw, tex_stmt **out);
 
 /* The passes, in pipeline order; each returns 0 or an error code. */
+int texi_pass_entry_checks(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_flatten(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_loop_partition(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_simplify(texi_lower *lw, tex_stmt *in, tex_stmt **out);

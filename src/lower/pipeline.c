@@ -5,6 +5,8 @@
  *        |
  *   schedule_ops      loop nest of every stage: REALIZE / PROVIDE / ACCESS, guards, ATTRs
  *        |
+ *   entry_checks      runtime checks ("assert") hoisted to the top, quantified over loops
+ *        |
  *   flatten           REALIZE -> ALLOCATE, PROVIDE -> STORE, ACCESS -> LOAD (flat, strided)
  *        |
  *   loop_partition    loops with prefix guards -> guard-free main part + guarded tail
@@ -39,9 +41,13 @@ static const struct {
     const char *name;
     texi_pass_fn fn;
 } passes[] = {
-    {"flatten", texi_pass_flatten},           {"loop_partition", texi_pass_loop_partition},
-    {"simplify", texi_pass_simplify},         {"unroll", texi_pass_unroll},
-    {"vectorize", texi_pass_vectorize},       {"storage_rewrite", texi_pass_storage_rewrite},
+    {"entry_checks", texi_pass_entry_checks},
+    {"flatten", texi_pass_flatten},
+    {"loop_partition", texi_pass_loop_partition},
+    {"simplify", texi_pass_simplify},
+    {"unroll", texi_pass_unroll},
+    {"vectorize", texi_pass_vectorize},
+    {"storage_rewrite", texi_pass_storage_rewrite},
     {"remove_noops", texi_pass_remove_noops},
 };
 

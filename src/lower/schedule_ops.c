@@ -31,7 +31,8 @@
  *     ROUND_UP emits no guard for that axis (illegal ones are rejected here);
  *     SHIFT_INWARDS computes outer*f + inner as min(outer*f, E - f) + inner, and
  *     when E >= f is not provable the stage's nest is wrapped in
- *     ATTR "assert" (value: E >= f), which the runtime checks.
+ *     ATTR "assert" (value: E >= f), which the runtime checks (the
+ *     entry_checks pass moves it to the top of the function).
  *   - Reductions (TVM's decompose_reduction): the leaves before the first
  *     one derived from a reduce axis are common loops; inside them come an
  *     init nest (loops over the remaining data leaves, fresh variables named

@@ -13,7 +13,9 @@
  *   - types: loop bounds, indices, shapes integer; IF and SELECT conditions
  *     bool; operands of a binary node of one dtype (bool for && ||), the
  *     node's dtype theirs (bool for comparisons); a stored value of the
- *     buffer's (tensor's) dtype; no REDUCE left in a body.
+ *     buffer's (tensor's) dtype; no REDUCE left in a body;
+ *   - runtime checks: after entry_checks (every pass but schedule_ops), an
+ *     ATTR "assert" only at the top of the body, inside other asserts.
  * Without a function (lw->func NULL, as in pass unit tests) free variables,
  * tensors and buffers not bound in the AST are accepted.
  *
@@ -30,6 +32,8 @@ typedef struct {
     texi_lower *lw;
     const char *after;
     bool strict;       /* a function is known: free names are errors */
+    bool checks_first; /* runtime checks must be at the top (strict, after entry_checks) */
+    bool at_top;       /* the statement being checked is enclosed only by checks */
     const void **defs; /* bound variables, tensors and buffers (distinct pointer types) */
     int n_defs, cap_defs;
     int rc;
@@ -273,10 +277,24 @@ static int check_intrin(verifier *v, const tex_stmt *s)
     return 0;
 }
 
+static int check_stmt_kind(verifier *v, const tex_stmt *s);
+
 static int check_stmt(verifier *v, const tex_stmt *s)
 {
     if (!s)
         return fail(v, "missing statement in", "a body");
+    bool top = v->at_top;
+    bool check = s->kind == TEXI_STMT_ATTR && strcmp(s->u.attr.key, "assert") == 0;
+    if (check && v->checks_first && !top)
+        return fail(v, "a runtime check below the top of", v->lw->func->name);
+    v->at_top = top && check;
+    int rc = check_stmt_kind(v, s);
+    v->at_top = top;
+    return rc;
+}
+
+static int check_stmt_kind(verifier *v, const tex_stmt *s)
+{
     switch (s->kind) {
     case TEXI_STMT_FOR:
         return check_for(v, s);
@@ -338,7 +356,9 @@ static int bind_params(verifier *v, const tex_func *f)
 
 int texi_verify(texi_lower *lw, tex_stmt *s, const char *after)
 {
-    verifier v = {lw, after ? after : "?", lw->func != NULL, NULL, 0, 0, 0};
+    verifier v = {.lw = lw, .after = after ? after : "?", .strict = lw->func != NULL};
+    v.checks_first = v.strict && strcmp(v.after, "schedule_ops") != 0;
+    v.at_top = true;
     int rc = lw->func ? bind_params(&v, lw->func) : 0;
     if (rc == 0)
         rc = check_stmt(&v, s);

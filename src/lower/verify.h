@@ -13,7 +13,8 @@
  * no variable defined twice on one path, integer loop bounds and indices,
  * consistent operand dtypes, stored values of the buffer's (tensor's) dtype,
  * every buffer or tensor accessed a parameter or allocated (realized) around
- * the access. `after` names the pass that produced s, for the message.
+ * the access, runtime checks ("assert") at the top unless `after` is
+ * "schedule_ops". `after` names the pass that produced s, for the message.
  * 0, or TEX_EINTERNAL recorded in lw->ctx ("tex_lower: verifier after PASS: ..."). */
 int texi_verify(texi_lower *lw, tex_stmt *s, const char *after);
 

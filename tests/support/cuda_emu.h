@@ -391,27 +391,38 @@ static inline int cuda_emu_prepare(const texi_launch_plan *plan, const int64_t *
     return 0;
 }
 
-/* Launches every plan kernel in order with the prepared argument values. */
+/* Launches every plan kernel in order with the prepared argument values,
+ * after evaluating every kernel's launch extents (as the runtime does: a
+ * refused call launches nothing). */
 static inline int cuda_emu_launch_plan(cuda_emu *e, const texi_launch_plan *plan,
                                        const int64_t *sizes, int nargs, ffi_type **types,
                                        void **values, char *err, size_t en)
 {
-    for (int k = 0; k < plan->n_kernels; k++) {
+    unsigned(*dims)[TEXI_N_LAUNCH_TAGS] = calloc((size_t)plan->n_kernels + 1, sizeof *dims);
+    int rc = 0;
+    if (!dims) {
+        cuda_emu_errf(err, en, "cuda_emu: out of memory");
+        return -1;
+    }
+    for (int k = 0; k < plan->n_kernels && rc == 0; k++) {
         const texi_launch_kernel *lk = &plan->kernels[k];
-        unsigned dims[TEXI_N_LAUNCH_TAGS];
-        for (int t = 0; t < TEXI_N_LAUNCH_TAGS; t++) {
+        for (int t = 0; t < TEXI_N_LAUNCH_TAGS && rc == 0; t++) {
             int64_t v = 0;
             if (texi_launch_prog_eval(&lk->extent[t], sizes, &v) != 0 || v < 1 || v > INT32_MAX) {
                 cuda_emu_errf(err, en, "cuda_emu: kernel '%s': launch extent %d is %lld", lk->name,
                               t, (long long)v);
-                return -1;
+                rc = -1;
             }
-            dims[t] = (unsigned)v;
+            dims[k][t] = (unsigned)v;
         }
-        if (cuda_emu_launch_ffi(e, lk->name, dims, dims + 3, nargs, types, values, err, en) != 0)
-            return -1;
     }
-    return 0;
+    for (int k = 0; k < plan->n_kernels && rc == 0; k++)
+        rc = cuda_emu_launch_ffi(e, plan->kernels[k].name, dims[k], dims[k] + 3, nargs, types,
+                                 values, err, en) != 0
+                 ? -1
+                 : 0;
+    free(dims);
+    return rc;
 }
 
 /* Runs k ("cuda -emit-only", compiled into e from tex_kernel_source(k))
