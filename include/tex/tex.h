@@ -379,7 +379,9 @@ TEX_API tex_func *tex_lower_tensors(tex_schedule *s, const char *name, int n,
 /* The loop AST, printed; malloc'ed, the caller frees it. */
 TEX_API char *tex_func_str(const tex_func *f);
 
-/* A value passed to a kernel: an array or a scalar. */
+/* A value passed to a kernel: an array for a tensor parameter, a scalar
+ * (TEX_VAL_I64, or TEX_VAL_F64 for a var that is not a size) for a var
+ * parameter; see tex_param for the conversion. */
 typedef struct {
     enum { TEX_VAL_TENSOR, TEX_VAL_I64, TEX_VAL_F64 } kind;
     union {
@@ -424,8 +426,9 @@ TEX_API const char *tex_kernel_ptx(const tex_kernel *k);
 TEX_API int tex_kernel_export(const tex_kernel *k, const char *path_prefix);
 
 /* Runs the kernel. Arguments are checked (count, kind, dtype, ndim, shape,
- * device, strides) before any code runs; a mismatch returns TEX_EINVAL or
- * TEX_ETYPE and touches no memory. The message is in tex_kernel_errmsg.
+ * device, strides, the range of each scalar) before any code runs; a
+ * mismatch returns TEX_EINVAL or TEX_ETYPE and touches no memory. The
+ * message is in tex_kernel_errmsg.
  * A kernel may be called from several threads at once. */
 TEX_API int tex_kernel_call(tex_kernel *k, int n, const tex_value args[]);
 TEX_API int tex_kernel_call_tensors(tex_kernel *k, int n, DLTensor *const args[]);

@@ -77,63 +77,66 @@ static void dlpack_name(DLDataType d, char *buf, size_t size)
         snprintf(buf, size, "DLPack {code %d, bits %d, lanes %d}", d.code, d.bits, d.lanes);
 }
 
-static int check_array(tex_ctx *ctx, const tex_tensor *t, const DLTensor *a)
+static int check_array(tex_ctx *ctx, const char *call, const tex_tensor *t, const DLTensor *a)
 {
     if (a->device.device_type != kDLCPU)
         return texi_error(ctx, TEX_EINVAL,
-                          CALL ": the array of tensor '%s' is not in host memory "
-                               "(device type %d); the reference evaluator reads kDLCPU arrays only",
-                          t->name, (int)a->device.device_type);
+                          "%s: the array of tensor '%s' is not in host memory "
+                          "(device type %d); the reference evaluator reads kDLCPU arrays only",
+                          call, t->name, (int)a->device.device_type);
     DLDataType want = tex_dtype_to_dlpack(t->dtype);
     if (a->dtype.code != want.code || a->dtype.bits != want.bits || a->dtype.lanes != want.lanes) {
         char got[64];
         dlpack_name(a->dtype, got, sizeof got);
-        return texi_error(ctx, TEX_ETYPE, CALL ": tensor '%s' is %s but its array holds %s",
+        return texi_error(ctx, TEX_ETYPE, "%s: tensor '%s' is %s but its array holds %s", call,
                           t->name, tex_dtype_name(t->dtype), got);
     }
     if (a->ndim != t->ndim)
-        return texi_error(ctx, TEX_EINVAL, CALL ": tensor '%s' has %d dimensions but its array %d",
-                          t->name, t->ndim, a->ndim);
+        return texi_error(ctx, TEX_EINVAL, "%s: tensor '%s' has %d dimensions but its array %d",
+                          call, t->name, t->ndim, a->ndim);
     if (a->ndim > 0 && !a->shape)
-        return texi_error(ctx, TEX_EINVAL, CALL ": the array of tensor '%s' has a NULL shape",
+        return texi_error(ctx, TEX_EINVAL, "%s: the array of tensor '%s' has a NULL shape", call,
                           t->name);
     for (int d = 0; d < a->ndim; d++)
         if (a->shape[d] < 0)
             return texi_error(ctx, TEX_EINVAL,
-                              CALL ": the array of tensor '%s' has a negative "
-                                   "extent (%lld) in dimension %d",
-                              t->name, (long long)a->shape[d], d);
+                              "%s: the array of tensor '%s' has a negative "
+                              "extent (%lld) in dimension %d",
+                              call, t->name, (long long)a->shape[d], d);
     if (!strides_compact(a))
         return texi_error(ctx, TEX_EINVAL,
-                          CALL ": the array of tensor '%s' has strides that are "
-                               "not compact row-major (only those, or NULL, are accepted)",
-                          t->name);
+                          "%s: the array of tensor '%s' has strides that are "
+                          "not compact row-major (only those, or NULL, are accepted)",
+                          call, t->name);
     if (!a->data && shape_elements(a->ndim, a->shape) > 0)
-        return texi_error(ctx, TEX_EINVAL, CALL ": the array of tensor '%s' has NULL data",
+        return texi_error(ctx, TEX_EINVAL, "%s: the array of tensor '%s' has NULL data", call,
                           t->name);
     return 0;
 }
 
-static int check_list(tex_ctx *ctx, int n, tex_tensor *const tensors[], DLTensor *const arrays[])
+static int check_list(tex_ctx *ctx, const char *call, int n, tex_tensor *const tensors[],
+                      DLTensor *const arrays[])
 {
     if (n < 1)
-        return texi_error(ctx, TEX_EINVAL, CALL ": needs at least one tensor (n = %d)", n);
+        return texi_error(ctx, TEX_EINVAL, "%s: needs at least one tensor (n = %d)", call, n);
     if (!tensors || !arrays)
-        return texi_error(ctx, TEX_EMISUSE, CALL ": the %s list is NULL",
+        return texi_error(ctx, TEX_EMISUSE, "%s: the %s list is NULL", call,
                           tensors ? "array" : "tensor");
     for (int i = 0; i < n; i++) {
         tex_tensor *t = tensors[i];
         if (!t)
-            return texi_error(ctx, TEX_EMISUSE, CALL ": tensor %d is NULL", i);
+            return texi_error(ctx, TEX_EMISUSE, "%s: tensor %d is NULL", call, i);
         if (t->ctx != ctx)
-            return texi_error(ctx, TEX_EMISUSE, CALL ": tensor '%s' comes from another context",
+            return texi_error(ctx, TEX_EMISUSE, "%s: tensor '%s' comes from another context", call,
                               t->name);
         if (!arrays[i])
-            return texi_error(ctx, TEX_EMISUSE, CALL ": the array of tensor '%s' is NULL", t->name);
+            return texi_error(ctx, TEX_EMISUSE, "%s: the array of tensor '%s' is NULL", call,
+                              t->name);
         for (int j = 0; j < i; j++)
             if (tensors[j] == t)
-                return texi_error(ctx, TEX_EINVAL, CALL ": tensor '%s' is listed twice", t->name);
-        TEXI_TRY(check_array(ctx, t, arrays[i]));
+                return texi_error(ctx, TEX_EINVAL, "%s: tensor '%s' is listed twice", call,
+                                  t->name);
+        TEXI_TRY(check_array(ctx, call, t, arrays[i]));
     }
     return 0;
 }
@@ -483,14 +486,14 @@ int tex_eval_reference(tex_ctx *ctx, int n, tex_tensor *const tensors[], DLTenso
 {
     if (!ctx)
         return TEX_EMISUSE;
-    TEXI_TRY(check_list(ctx, n, tensors, arrays));
+    TEXI_TRY(check_list(ctx, CALL, n, tensors, arrays));
     texi_eval st = {.ctx = ctx, .cur = "?"};
     int rc = evaluate(&st, n, tensors, arrays, NULL);
     release(&st);
     return rc;
 }
 
-/* The checks both entries share (check_list, evaluate) name tex_eval_reference. */
+/* Messages of the evaluation itself (evaluate) name tex_eval_reference. */
 #define CALL_EX "tex_eval_reference_ex"
 
 /* Parameter i of tex_eval_reference_ex, a var: checked and converted into
@@ -557,7 +560,7 @@ int tex_eval_reference_ex(tex_ctx *ctx, int n, const tex_param params[], const t
     if (rc == 0)
         rc = split_params(ctx, n, params, values, tensors, arrays, &nt, &sc);
     if (rc == 0)
-        rc = check_list(ctx, nt, tensors, arrays);
+        rc = check_list(ctx, CALL_EX, nt, tensors, arrays);
     if (rc == 0) {
         texi_eval st = {.ctx = ctx, .cur = "?"};
         rc = evaluate(&st, nt, tensors, arrays, &sc);

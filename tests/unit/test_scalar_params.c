@@ -823,6 +823,12 @@ static void test_oracle_errors(void)
     TT_EQ_INT(tex_eval_reference_ex(ctx, kc.n, kc.p, w), TEX_EINVAL);
     TT_CHECK(strstr(tex_errmsg(ctx), "tensor 'A'") != NULL);
     tex_clear_error(ctx);
+    DLTensor *wrong = tex_array_new(2, (int64_t[]){7, 13}, TEX_F64, HOST);
+    w[0] = (tex_value){.kind = TEX_VAL_TENSOR, .t = wrong};
+    TT_EQ_INT(tex_eval_reference_ex(ctx, kc.n, kc.p, w), TEX_ETYPE);
+    TT_CHECK(strstr(tex_errmsg(ctx), "tex_eval_reference_ex: tensor 'A' is f32") != NULL);
+    tex_array_free(wrong);
+    tex_clear_error(ctx);
     TT_EQ_INT(tex_eval_reference_ex(ctx, kc.n, kc.p, v), 0);
     tex_array_free(A);
     tex_array_free(B);
