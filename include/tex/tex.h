@@ -121,7 +121,8 @@ TEX_API int tex_dtype_bytes(tex_dtype t);
 
 /* Constants and variables. tex_int gives i32 when v fits, else i64.
  * tex_const converts v to t (integers truncate toward zero). tex_var is a
- * symbolic scalar (a dynamic size, a kernel parameter); name is copied. */
+ * symbolic scalar of any dtype (a dynamic size, or a runtime value such as
+ * a GEMM's alpha: a kernel parameter, see tex_param); name is copied. */
 TEX_API tex_expr *tex_int(tex_ctx *ctx, int64_t v);
 TEX_API tex_expr *tex_const(tex_ctx *ctx, tex_dtype t, double v);
 TEX_API tex_expr *tex_var(tex_ctx *ctx, const char *name, tex_dtype t);
@@ -339,7 +340,25 @@ TEX_API int tex_tensorize(tex_stage *st, tex_iter *iv, tex_intrin *intrin);
 
 /* -------------------------------------------------------------- lowering */
 
-/* A kernel parameter: a tensor, or a symbolic scalar passed by value. */
+/* A kernel parameter: a tensor, or a tex_var passed by value.
+ *
+ * Scalar parameters. A var of any dtype may be a parameter and may appear
+ * anywhere in the compute bodies (alpha * A + beta * B, a clamp bound, an
+ * epsilon, a temperature). Two kinds:
+ *   - a size: an integer var that is (part of) a dimension of a tensor
+ *     parameter. It is passed as TEX_VAL_I64 and must agree with the arrays'
+ *     shapes; compiled kernels take it as int64_t.
+ *   - any other var: a scalar. tex_kernel_call takes TEX_VAL_I64 or
+ *     TEX_VAL_F64 and converts it to the var's dtype: to a float dtype as
+ *     tex_cast does (rounded to nearest; a value too large becomes an
+ *     infinity); to an integer dtype the value must be in the dtype's range
+ *     and, given as F64, integral (2.5 or NaN for an integer var is refused,
+ *     not truncated); a bool takes 0 or 1. A refused value is TEX_EINVAL
+ *     naming the parameter, with nothing run or written. Compiled kernels
+ *     take the scalar in its dtype's C type: float, double, int8_t ...
+ *     uint64_t; f16/bf16 as the uint16_t bits of the value, bool as a
+ *     uint8_t 0 or 1 (tex_kernel_export's header shows the prototype).
+ * tex_eval_reference_ex gives the oracle the same values. */
 typedef struct {
     enum { TEX_ARG_TENSOR, TEX_ARG_VAR } kind;
     union {
@@ -360,7 +379,9 @@ TEX_API tex_func *tex_lower_tensors(tex_schedule *s, const char *name, int n,
 /* The loop AST, printed; malloc'ed, the caller frees it. */
 TEX_API char *tex_func_str(const tex_func *f);
 
-/* A value passed to a kernel: an array or a scalar. */
+/* A value passed to a kernel: an array for a tensor parameter, a scalar
+ * (TEX_VAL_I64, or TEX_VAL_F64 for a var that is not a size) for a var
+ * parameter; see tex_param for the conversion. */
 typedef struct {
     enum { TEX_VAL_TENSOR, TEX_VAL_I64, TEX_VAL_F64 } kind;
     union {
@@ -402,12 +423,22 @@ TEX_API const char *tex_kernel_source(const tex_kernel *k);
  * when NVRTC is present), else NULL. Borrowed, valid until tex_kernel_free. */
 TEX_API const char *tex_kernel_ptx(const tex_kernel *k);
 
-/* Writes PREFIX.c and PREFIX.h (API.md rule 8) for "c" and "cpu" kernels. */
+/* Writes PREFIX.c and PREFIX.h for "c" and "cpu" kernels. PREFIX.h declares
+ * `int NAME(...)` (NAME as given to tex_lower) with one argument per
+ * parameter in order: a tensor is a pointer to its element type (compact
+ * row-major; f16/bf16 as uint16_t, bool as uint8_t); a size var is int64_t;
+ * any other var its own C type (see tex_param: float, double, int32_t, ...;
+ * f16/bf16 as uint16_t bits, bool as uint8_t); then one int64_t per symbolic
+ * size that is not a parameter, in order of first appearance. NAME returns 0,
+ * -1 when a runtime check fails, -2 when out of memory. PREFIX.c needs only
+ * the C standard headers and OpenMP. 0, TEX_EUNAVAILABLE for other targets,
+ * TEX_EINVAL when a file cannot be written. */
 TEX_API int tex_kernel_export(const tex_kernel *k, const char *path_prefix);
 
 /* Runs the kernel. Arguments are checked (count, kind, dtype, ndim, shape,
- * device, strides) before any code runs; a mismatch returns TEX_EINVAL or
- * TEX_ETYPE and touches no memory. The message is in tex_kernel_errmsg.
+ * device, strides, the range of each scalar) before any code runs; a
+ * mismatch returns TEX_EINVAL or TEX_ETYPE and touches no memory. The
+ * message is in tex_kernel_errmsg.
  * A refused call writes nothing: the kernel's own runtime checks (a
  * SHIFT_INWARDS split needs its symbolic extent >= the factor; CUDA launch
  * limits of symbolic extents) all run first, before any allocation, store
@@ -451,6 +482,18 @@ TEX_API int tex_dtype_from_dlpack(DLDataType d);
  * bound from the arrays' shapes and must agree. Host arrays only. */
 TEX_API int tex_eval_reference(tex_ctx *ctx, int n, tex_tensor *const tensors[],
                                DLTensor *const arrays[]);
+
+/* tex_eval_reference for computes that use scalar parameters: params and
+ * values as tex_lower and tex_kernel_call take them (so the same two arrays
+ * serve the kernel and the oracle). A tensor parameter takes a
+ * TEX_VAL_TENSOR host array (outputs are filled, placeholders read); a var
+ * parameter takes TEX_VAL_I64 or TEX_VAL_F64, converted to the var's dtype
+ * and range-checked exactly as tex_kernel_call does (see tex_param), and a
+ * var that names a dimension must agree with the arrays. 0, or TEX_EINVAL /
+ * TEX_ETYPE / TEX_EMISUSE / TEX_ENOMEM recorded in ctx (a refused value
+ * names the parameter; nothing is computed). Not thread-safe per context. */
+TEX_API int tex_eval_reference_ex(tex_ctx *ctx, int n, const tex_param params[],
+                                  const tex_value values[]);
 
 #ifdef __cplusplus
 }

@@ -54,16 +54,20 @@ static void cpu_free(tex_kernel *k)
     k->impl = NULL;
 }
 
-/* The libffi interface of k's entry point: params in order, then extra sizes. */
+/* The libffi interface of k's entry point: params in order (a scalar that
+ * is not a size in its own type), then extra sizes. */
 static int prepare_call(tex_kernel *k, cpu_impl *im)
 {
     int nargs = k->n_params + k->n_extra;
     int *kinds = malloc((size_t)(nargs > 0 ? nargs : 1) * sizeof *kinds);
     if (!kinds)
         return TEX_ENOMEM;
-    for (int i = 0; i < nargs; i++)
-        kinds[i] =
-            i < k->n_params && k->params[i].kind == TEX_ARG_TENSOR ? TEXI_CALL_PTR : TEXI_CALL_I64;
+    for (int i = 0; i < nargs; i++) {
+        const texi_kernel_param *p = i < k->n_params ? &k->params[i] : NULL;
+        kinds[i] = p && p->kind == TEX_ARG_TENSOR ? TEXI_CALL_PTR
+                   : !p || p->size                ? TEXI_CALL_I64
+                                                  : (int)p->dtype;
+    }
     int rc = texi_cpu_call_prepare(&im->call, nargs, kinds);
     free(kinds);
     return rc;
@@ -131,9 +135,10 @@ static int cpu_build(tex_kernel *k, const tex_func *fn)
 typedef union {
     void *p;
     int64_t i;
+    double f; /* room and alignment for every scalar type */
 } arg_slot;
 
-static int cpu_call(tex_kernel *k, void *const *tensor_ptrs, const int64_t *sizes)
+static int cpu_call(tex_kernel *k, void *const *tensor_ptrs, const texi_eval_value *scalars)
 {
     cpu_impl *im = k->impl;
     int nargs = k->n_params + k->n_extra;
@@ -151,10 +156,11 @@ static int cpu_call(tex_kernel *k, void *const *tensor_ptrs, const int64_t *size
     }
     int t = 0, s = 0;
     for (int i = 0; i < nargs; i++) {
-        if (i < k->n_params && k->params[i].kind == TEX_ARG_TENSOR)
+        const texi_kernel_param *p = i < k->n_params ? &k->params[i] : NULL;
+        if (p && p->kind == TEX_ARG_TENSOR)
             slots[i].p = tensor_ptrs[t++];
         else
-            slots[i].i = sizes[s++];
+            texi_kernel_scalar_store(p, scalars[s++], &slots[i]);
         values[i] = &slots[i];
     }
     int ret = texi_cpu_call_invoke(&im->call, im->entry, values);

@@ -7,8 +7,11 @@
  * body uses (only those), and
  *     int NAME(T0 *restrict A, const T1 *restrict B, ..., int64_t n)
  * with backend.h's ABI: one pointer per tensor parameter (storage type;
- * const when the body never stores to it; restrict on all), int64_t per VAR
- * parameter, then int64_t per size variable that is not a parameter. Every
+ * const when the body never stores to it; restrict on all), int64_t per size
+ * VAR parameter, the storage type of its dtype per other VAR parameter
+ * (float alpha, int8_t lo; f16/bf16 as uint16_t bits and bool as uint8_t,
+ * decoded into a local), then int64_t per size variable that is not a
+ * parameter. Every
  * variable and buffer gets a unique C identifier derived from its name
  * ("A.shared" -> A_shared; keywords, libc names and the helpers' tex_ prefix
  * avoided; collisions get _1, _2 ...). It returns 0, -1 when an "assert"
@@ -827,15 +830,25 @@ static void emit_stmt(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll)
 
 /* ------------------------------------------------------------ entry point */
 
-/* A scalar argument: an int64_t named after var, or (for another dtype) an
- * int64_t "<name>_arg" converted into a local of var's type. */
-static void scalar_param(texi_cg *g, texi_sb *proto, const void *argkey, tex_expr *var)
+/* The C type of a scalar argument: int64_t for a size, else the storage
+ * type of var's dtype. */
+static const char *arg_type(const tex_expr *var, bool size)
+{
+    return size ? "int64_t" : texi_cg_storage_type(var->dtype);
+}
+
+/* A scalar argument named after var when its C type is var's value type;
+ * otherwise "<name>_arg", converted into a local by param_prologue. */
+static void scalar_param(texi_cg *g, texi_sb *proto, const void *argkey, tex_expr *var, bool size)
 {
     const char *name = name_for(g, var, var->u.var.name);
-    if (var->dtype == TEX_I64) {
-        texi_sb_printf(proto, "int64_t %s", name);
+    const char *type = arg_type(var, size);
+    if (strcmp(type, texi_cg_value_type(var->dtype)) == 0) {
+        texi_sb_printf(proto, "%s %s", type, name);
         return;
     }
+    if (!size && (var->dtype == TEX_F16 || var->dtype == TEX_BF16))
+        g->helpers |= var->dtype == TEX_F16 ? TEXI_CG_H_F16 : TEXI_CG_H_BF16;
     size_t n = strlen(name) + 8;
     char *arg = malloc(n);
     if (!arg) {
@@ -843,7 +856,7 @@ static void scalar_param(texi_cg *g, texi_sb *proto, const void *argkey, tex_exp
         return;
     }
     snprintf(arg, n, "%s_arg", name);
-    texi_sb_printf(proto, "int64_t %s", name_for(g, argkey, arg));
+    texi_sb_printf(proto, "%s %s", type, name_for(g, argkey, arg));
     free(arg);
 }
 
@@ -857,7 +870,7 @@ static void prototype(texi_cg *g, texi_sb *proto)
         if (i)
             texi_sb_puts(proto, ", ");
         if (p->kind == TEX_ARG_VAR) {
-            scalar_param(g, proto, p, p->var);
+            scalar_param(g, proto, p, p->var, p->size);
             continue;
         }
         const void *key = texi_buffer_key(p->buf);
@@ -868,7 +881,7 @@ static void prototype(texi_cg *g, texi_sb *proto)
     }
     for (int i = 0; i < f->n_size_vars; i++) {
         texi_sb_puts(proto, f->n_params + i ? ", " : "");
-        scalar_param(g, proto, &f->size_vars[i], f->size_vars[i]);
+        scalar_param(g, proto, &f->size_vars[i], f->size_vars[i], true);
     }
     if (f->n_params + f->n_size_vars == 0)
         texi_sb_puts(proto, "void");
@@ -926,7 +939,22 @@ static void size_ranges(texi_cg *g)
     }
 }
 
-/* `(void)x;` for unused arguments and the locals of non-i64 scalars. */
+/* The local of a scalar whose argument has another C type (scalar_param):
+ * halves decoded from their bits, bool tested, sizes cast from int64_t. */
+static void scalar_local(texi_cg *g, texi_sb *sb, const tex_expr *var, bool size, const char *name,
+                         const char *arg)
+{
+    const char *vt = texi_cg_value_type(var->dtype);
+    if (!size && (var->dtype == TEX_F16 || var->dtype == TEX_BF16))
+        line(g, sb, "const float %s = tex_%s_to_f32(%s);", name,
+             var->dtype == TEX_F16 ? "f16" : "bf16", arg);
+    else if (!size && var->dtype == TEX_BOOL)
+        line(g, sb, "const int %s = %s != 0;", name, arg);
+    else
+        line(g, sb, "const %s %s = (%s)%s;", vt, name, vt, arg);
+}
+
+/* `(void)x;` for unused arguments and the locals of converted scalars. */
 static void param_prologue(texi_cg *g, texi_sb *sb)
 {
     const tex_func *f = g->f;
@@ -940,8 +968,7 @@ static void param_prologue(texi_cg *g, texi_sb *sb)
         if (!nm)
             continue;
         if (arg && nm->used)
-            line(g, sb, "const %s %s = (%s)%s;", texi_cg_value_type(var->dtype), nm->cname,
-                 texi_cg_value_type(var->dtype), arg->cname);
+            scalar_local(g, sb, var, !p || p->size, nm->cname, arg->cname);
         else if (!nm->used)
             line(g, sb, "(void)%s;", arg ? arg->cname : nm->cname);
     }
@@ -1010,8 +1037,16 @@ static void param_comments(texi_cg *g, texi_sb *sb)
         const texi_param *p = &f->params[i];
         texi_sb_puts(sb, " *   ");
         if (p->kind == TEX_ARG_VAR) {
+            tex_dtype t = p->var->dtype;
             comment_text(sb, p->var->u.var.name);
-            texi_sb_printf(sb, ": scalar %s\n", tex_dtype_name(p->var->dtype));
+            if (p->size)
+                texi_sb_printf(sb, ": size %s as int64_t, must match the tensors' shapes\n",
+                               tex_dtype_name(t));
+            else
+                texi_sb_printf(sb, ": scalar %s%s\n", tex_dtype_name(t),
+                               t == TEX_BOOL                   ? " (0 or 1)"
+                               : t == TEX_F16 || t == TEX_BF16 ? " (its bits)"
+                                                               : "");
             continue;
         }
         texi_sb tmp;

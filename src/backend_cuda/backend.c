@@ -18,12 +18,12 @@
  * against CUDA's limits, all before anything is allocated or launched (a
  * refused call writes nothing), then per call a zero-filled workspace
  * allocation per buffer, then every kernel in order on the legacy default
- * stream with the parameters of backend.h's ABI (tensor pointers and int64
- * sizes interleaved in parameter order, the extra sizes, the workspace
- * pointers), skipping kernels whose grid or block is empty, then
- * cuCtxSynchronize and the workspace is freed. A driver failure is
- * TEX_EDEVICE with cuGetErrorString's text in k->errmsg. Calls share no
- * mutable state, so a kernel may be called from several threads.
+ * stream with the parameters of backend.h's ABI (tensor pointers and
+ * scalars interleaved in parameter order: int64 sizes, other vars in their
+ * own type; the extra sizes, the workspace pointers), skipping kernels whose grid or block is
+ * empty, then cuCtxSynchronize and the workspace is freed. A driver failure is TEX_EDEVICE with
+ * cuGetErrorString's text in k->errmsg. Calls share no mutable state, so a kernel may be called
+ * from several threads.
  *
  * Not here: loading the driver / NVRTC (cuda_driver.c), device arrays
  * (runtime/array.c), argument checks (runtime/kernel.c), streams.
@@ -270,24 +270,26 @@ static int alloc_workspace(tex_kernel *k, const texi_launch_plan *p, const int64
     return 0;
 }
 
-/* One kernel parameter: a device pointer or an int64 size. */
+/* One kernel parameter: a device pointer, an int64 size or a scalar. */
 typedef union {
     texi_cu_ptr p;
     int64_t i;
+    double f; /* room and alignment for every scalar type */
 } param_slot;
 
-/* backend.h's argument order: params (tensor pointers, var sizes), the extra
+/* backend.h's argument order: params (tensor pointers, scalars), the extra
  * sizes, then the workspace pointers. */
 static void fill_params(const tex_kernel *k, const texi_launch_plan *p, void *const *tensor_ptrs,
-                        const int64_t *sizes, const texi_cu_ptr *ws, param_slot *slots,
+                        const texi_eval_value *scalars, const texi_cu_ptr *ws, param_slot *slots,
                         void **values)
 {
     int t = 0, s = 0, n = 0;
     for (int i = 0; i < k->n_params + k->n_extra; i++, n++) {
-        if (i < k->n_params && k->params[i].kind == TEX_ARG_TENSOR)
+        const texi_kernel_param *kp = i < k->n_params ? &k->params[i] : NULL;
+        if (kp && kp->kind == TEX_ARG_TENSOR)
             slots[n].p = (texi_cu_ptr)(uintptr_t)tensor_ptrs[t++];
         else
-            slots[n].i = sizes[s++];
+            texi_kernel_scalar_store(kp, scalars[s++], &slots[n]);
         values[n] = &slots[n];
     }
     for (int i = 0; i < p->n_workspace; i++, n++) {
@@ -336,12 +338,22 @@ static void free_workspace(const texi_launch_plan *p, texi_cu_ptr *ws)
             cu->cuMemFree(ws[i]);
 }
 
-static int cuda_call(tex_kernel *k, void *const *tensor_ptrs, const int64_t *sizes)
+/* The launch plan's size table: the integer values of the scalars (its
+ * programs never read a float one: launch_plan.c refuses float expressions). */
+static int64_t *size_table(const tex_kernel *k, const texi_eval_value *scalars)
 {
-    texi_cuda_kernel *im = k->impl;
-    if (!im || !im->module)
-        return texi_kernel_fail(k, TEX_EUNAVAILABLE,
-                                "built for target '%s', which cannot be called", k->target);
+    int n = k->n_sizes;
+    int64_t *sizes = calloc((size_t)n + 1, sizeof *sizes);
+    for (int i = 0; sizes && i < n; i++)
+        sizes[i] = scalars[i].i;
+    return sizes;
+}
+
+/* Launches every kernel of the plan with the arguments laid out as
+ * fill_params says. */
+static int launch(tex_kernel *k, texi_cuda_kernel *im, void *const *tensor_ptrs,
+                  const texi_eval_value *scalars, const int64_t *sizes)
+{
     TEXI_TRY(check_asserts(k, &im->plan, sizes));
     size_t n_kernels = (size_t)im->plan.n_kernels + 1;
     launch_dim *dims = calloc(n_kernels, sizeof *dims);
@@ -359,7 +371,7 @@ static int cuda_call(tex_kernel *k, void *const *tensor_ptrs, const int64_t *siz
         rc = ws && slots && values ? alloc_workspace(k, &im->plan, sizes, ws)
                                    : texi_kernel_fail(k, TEX_ENOMEM, "out of memory");
     if (rc == 0) {
-        fill_params(k, &im->plan, tensor_ptrs, sizes, ws, slots, values);
+        fill_params(k, &im->plan, tensor_ptrs, scalars, ws, slots, values);
         rc = launch_all(k, im, dims, empty, values);
     }
     if (ws)
@@ -369,6 +381,19 @@ static int cuda_call(tex_kernel *k, void *const *tensor_ptrs, const int64_t *siz
     free(values);
     free(dims);
     free(empty);
+    return rc;
+}
+
+static int cuda_call(tex_kernel *k, void *const *tensor_ptrs, const texi_eval_value *scalars)
+{
+    texi_cuda_kernel *im = k->impl;
+    if (!im || !im->module)
+        return texi_kernel_fail(k, TEX_EUNAVAILABLE,
+                                "built for target '%s', which cannot be called", k->target);
+    int64_t *sizes = size_table(k, scalars);
+    int rc = sizes ? launch(k, im, tensor_ptrs, scalars, sizes)
+                   : texi_kernel_fail(k, TEX_ENOMEM, "out of memory");
+    free(sizes);
     return rc;
 }
 

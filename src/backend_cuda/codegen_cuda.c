@@ -15,10 +15,13 @@
  * Every kernel takes the entry point's arguments of backend.h's ABI: one
  * `T *__restrict__` per tensor parameter (const when the function never
  * stores to it; f16 as __half, bf16 as __nv_bfloat16, bool as uint8_t),
- * int64_t per VAR parameter, then int64_t per size variable that is not a
- * parameter; a scalar of another type arrives as int64_t NAME_arg and is
- * converted into a local (followed by `(void)NAME;`: a kernel may not use
- * it). Then one `T *__restrict__` per workspace buffer
+ * int64_t per size VAR parameter, the storage type of its dtype per other
+ * VAR parameter (float alpha, int8_t lo, __half h, uint8_t flag), then
+ * int64_t per size variable that is not a parameter. A scalar whose argument
+ * type is not its value type (a size of another integer type, a half, a
+ * bool) arrives as NAME_arg and is converted into a local (followed by
+ * `(void)NAME;`: a kernel may not use it). Then one `T *__restrict__` per
+ * workspace buffer
  * (m->workspace order), referenced by its buffer key like a parameter.
  *
  * Statements:
@@ -323,7 +326,7 @@ static int64_t bounded_elems(texi_cu *g, const texi_buffer *b)
     tex_expr *zero = texi_int_imm(g->ctx, TEX_I64, 0),
              *big = texi_int_imm(g->ctx, TEX_I64, INT32_MAX);
     for (int i = 0; i < g->f->n_params && n < MAX_R; i++)
-        if (g->f->params[i].kind == TEX_ARG_VAR)
+        if (g->f->params[i].kind == TEX_ARG_VAR && texi_dtype_is_int(g->f->params[i].var->dtype))
             r[n++] = (texi_range){g->f->params[i].var, zero, big};
     for (int i = 0; i < g->f->n_size_vars && n < MAX_R; i++)
         r[n++] = (texi_range){g->f->size_vars[i], zero, big};
@@ -669,21 +672,32 @@ static bool emit_vector_loop(texi_cu *g, texi_sb *sb, const tex_stmt *s)
 
 /* ---------------------------------------------------------------- kernels */
 
-/* A scalar argument; records in *conv the local of a non-i64 one. */
+/* A scalar argument (int64_t for a size, else its dtype's storage type);
+ * records in *conv the local of one whose argument type is not its value
+ * type. */
 static void scalar_param(texi_cu *g, texi_sb *proto, texi_sb *conv, const void *argkey,
-                         tex_expr *var)
+                         tex_expr *var, bool size)
 {
     const char *name = name_for(g, var, var->u.var.name);
-    if (var->dtype == TEX_I64) {
-        texi_sb_printf(proto, "int64_t %s", name);
+    const char *type = size ? "int64_t" : texi_cu_storage_type(var->dtype);
+    const char *vt = texi_cu_value_type(var->dtype);
+    if (strcmp(type, vt) == 0) {
+        texi_sb_printf(proto, "%s %s", type, name);
         return;
     }
     char arg[300];
     snprintf(arg, sizeof arg, "%.250s_arg", name);
     const char *an = name_for(g, argkey, arg);
-    texi_sb_printf(proto, "int64_t %s", an);
-    texi_sb_printf(conv, "    const %s %s = (%s)%s;\n    (void)%s;\n",
-                   texi_cu_value_type(var->dtype), name, texi_cu_value_type(var->dtype), an, name);
+    texi_sb_printf(proto, "%s %s", type, an);
+    if (!size && var->dtype == TEX_F16)
+        texi_sb_printf(conv, "    const float %s = __half2float(%s);\n", name, an);
+    else if (!size && var->dtype == TEX_BF16)
+        texi_sb_printf(conv, "    const float %s = __bfloat162float(%s);\n", name, an);
+    else if (!size && var->dtype == TEX_BOOL)
+        texi_sb_printf(conv, "    const bool %s = %s != 0;\n", name, an);
+    else
+        texi_sb_printf(conv, "    const %s %s = (%s)%s;\n", vt, name, vt, an);
+    texi_sb_printf(conv, "    (void)%s;\n", name);
 }
 
 /* Binds the parameters' names; the parameter list and the scalar locals. */
@@ -695,7 +709,7 @@ static void parameters(texi_cu *g, texi_sb *proto, texi_sb *conv)
         const texi_param *p = &f->params[i];
         texi_sb_puts(proto, n ? ", " : "");
         if (p->kind == TEX_ARG_VAR) {
-            scalar_param(g, proto, conv, p, p->var);
+            scalar_param(g, proto, conv, p, p->var, p->size);
             continue;
         }
         const void *key = texi_buffer_key(p->buf);
@@ -706,7 +720,7 @@ static void parameters(texi_cu *g, texi_sb *proto, texi_sb *conv)
     }
     for (int i = 0; i < f->n_size_vars; i++, n++) {
         texi_sb_puts(proto, n ? ", " : "");
-        scalar_param(g, proto, conv, &f->size_vars[i], f->size_vars[i]);
+        scalar_param(g, proto, conv, &f->size_vars[i], f->size_vars[i], true);
     }
     for (int i = 0; i < g->m->n_workspace; i++, n++) {
         const texi_buffer *b = g->m->workspace[i];

@@ -1,5 +1,6 @@
 /*
- * tex_eval_reference: the oracle. It computes compute tensors straight from
+ * tex_eval_reference and tex_eval_reference_ex: the oracle. It computes
+ * compute tensors straight from
  * their definitions, with no schedule, on host arrays; every schedule, pass
  * and backend is judged against it, so it favours plain, checkable behaviour
  * over speed (it still avoids per-element allocation; eval.h says how).
@@ -8,12 +9,17 @@
  * but the outputs of computes that already ran:
  *   1. Check the list: a context, n >= 1, no NULL entries, tensors of this
  *      context listed once, host arrays whose dtype, ndim, strides (NULL or
- *      compact row-major) and shapes fit their tensors.
+ *      compact row-major) and shapes fit their tensors. tex_eval_reference_ex
+ *      also takes var parameters with scalar values: each a free tex_var of
+ *      this context, listed once, its value converted to the var's dtype
+ *      as a kernel call converts it (texi_eval_scalar_arg).
  *   2. Order the graph (texi_tensor_post_order): producers first. Every
  *      placeholder that a listed compute reads must be listed; computes that
  *      are not listed get temporaries.
- *   3. Bind symbolic sizes: a tex_var that is a whole dimension of a listed
- *      tensor takes that array's extent (all such dimensions must agree).
+ *   3. Bind the var parameters' values, then symbolic sizes: a tex_var that
+ *      is a whole dimension of a listed tensor takes that array's extent (all
+ *      such dimensions, and the var's value when it is a parameter, must
+ *      agree).
  *   4. Evaluate every tensor's shape with those values; a listed array must
  *      match it exactly. A variable that no shape binds is an error as soon
  *      as an expression needs it.
@@ -71,63 +77,66 @@ static void dlpack_name(DLDataType d, char *buf, size_t size)
         snprintf(buf, size, "DLPack {code %d, bits %d, lanes %d}", d.code, d.bits, d.lanes);
 }
 
-static int check_array(tex_ctx *ctx, const tex_tensor *t, const DLTensor *a)
+static int check_array(tex_ctx *ctx, const char *call, const tex_tensor *t, const DLTensor *a)
 {
     if (a->device.device_type != kDLCPU)
         return texi_error(ctx, TEX_EINVAL,
-                          CALL ": the array of tensor '%s' is not in host memory "
-                               "(device type %d); the reference evaluator reads kDLCPU arrays only",
-                          t->name, (int)a->device.device_type);
+                          "%s: the array of tensor '%s' is not in host memory "
+                          "(device type %d); the reference evaluator reads kDLCPU arrays only",
+                          call, t->name, (int)a->device.device_type);
     DLDataType want = tex_dtype_to_dlpack(t->dtype);
     if (a->dtype.code != want.code || a->dtype.bits != want.bits || a->dtype.lanes != want.lanes) {
         char got[64];
         dlpack_name(a->dtype, got, sizeof got);
-        return texi_error(ctx, TEX_ETYPE, CALL ": tensor '%s' is %s but its array holds %s",
+        return texi_error(ctx, TEX_ETYPE, "%s: tensor '%s' is %s but its array holds %s", call,
                           t->name, tex_dtype_name(t->dtype), got);
     }
     if (a->ndim != t->ndim)
-        return texi_error(ctx, TEX_EINVAL, CALL ": tensor '%s' has %d dimensions but its array %d",
-                          t->name, t->ndim, a->ndim);
+        return texi_error(ctx, TEX_EINVAL, "%s: tensor '%s' has %d dimensions but its array %d",
+                          call, t->name, t->ndim, a->ndim);
     if (a->ndim > 0 && !a->shape)
-        return texi_error(ctx, TEX_EINVAL, CALL ": the array of tensor '%s' has a NULL shape",
+        return texi_error(ctx, TEX_EINVAL, "%s: the array of tensor '%s' has a NULL shape", call,
                           t->name);
     for (int d = 0; d < a->ndim; d++)
         if (a->shape[d] < 0)
             return texi_error(ctx, TEX_EINVAL,
-                              CALL ": the array of tensor '%s' has a negative "
-                                   "extent (%lld) in dimension %d",
-                              t->name, (long long)a->shape[d], d);
+                              "%s: the array of tensor '%s' has a negative "
+                              "extent (%lld) in dimension %d",
+                              call, t->name, (long long)a->shape[d], d);
     if (!strides_compact(a))
         return texi_error(ctx, TEX_EINVAL,
-                          CALL ": the array of tensor '%s' has strides that are "
-                               "not compact row-major (only those, or NULL, are accepted)",
-                          t->name);
+                          "%s: the array of tensor '%s' has strides that are "
+                          "not compact row-major (only those, or NULL, are accepted)",
+                          call, t->name);
     if (!a->data && shape_elements(a->ndim, a->shape) > 0)
-        return texi_error(ctx, TEX_EINVAL, CALL ": the array of tensor '%s' has NULL data",
+        return texi_error(ctx, TEX_EINVAL, "%s: the array of tensor '%s' has NULL data", call,
                           t->name);
     return 0;
 }
 
-static int check_list(tex_ctx *ctx, int n, tex_tensor *const tensors[], DLTensor *const arrays[])
+static int check_list(tex_ctx *ctx, const char *call, int n, tex_tensor *const tensors[],
+                      DLTensor *const arrays[])
 {
     if (n < 1)
-        return texi_error(ctx, TEX_EINVAL, CALL ": needs at least one tensor (n = %d)", n);
+        return texi_error(ctx, TEX_EINVAL, "%s: needs at least one tensor (n = %d)", call, n);
     if (!tensors || !arrays)
-        return texi_error(ctx, TEX_EMISUSE, CALL ": the %s list is NULL",
+        return texi_error(ctx, TEX_EMISUSE, "%s: the %s list is NULL", call,
                           tensors ? "array" : "tensor");
     for (int i = 0; i < n; i++) {
         tex_tensor *t = tensors[i];
         if (!t)
-            return texi_error(ctx, TEX_EMISUSE, CALL ": tensor %d is NULL", i);
+            return texi_error(ctx, TEX_EMISUSE, "%s: tensor %d is NULL", call, i);
         if (t->ctx != ctx)
-            return texi_error(ctx, TEX_EMISUSE, CALL ": tensor '%s' comes from another context",
+            return texi_error(ctx, TEX_EMISUSE, "%s: tensor '%s' comes from another context", call,
                               t->name);
         if (!arrays[i])
-            return texi_error(ctx, TEX_EMISUSE, CALL ": the array of tensor '%s' is NULL", t->name);
+            return texi_error(ctx, TEX_EMISUSE, "%s: the array of tensor '%s' is NULL", call,
+                              t->name);
         for (int j = 0; j < i; j++)
             if (tensors[j] == t)
-                return texi_error(ctx, TEX_EINVAL, CALL ": tensor '%s' is listed twice", t->name);
-        TEXI_TRY(check_array(ctx, t, arrays[i]));
+                return texi_error(ctx, TEX_EINVAL, "%s: tensor '%s' is listed twice", call,
+                                  t->name);
+        TEXI_TRY(check_array(ctx, call, t, arrays[i]));
     }
     return 0;
 }
@@ -196,19 +205,20 @@ static int bind_sizes(texi_eval *st, int n, tex_tensor *const tensors[], DLTenso
                 return st->rc;
             int64_t got = arrays[i]->shape[d];
             texi_eval_value v = texi_eval_convert(TEX_I64, e->dtype, (texi_eval_value){.i = got});
-            if (st->bound[slot] && st->env[slot] != got)
+            if (st->bound[slot] && st->env[slot].i != got)
                 return texi_eval_fail(
                     st, TEX_EINVAL,
                     CALL ": tensor '%s', dimension %d: size "
-                         "'%s' is %lld from an earlier array, but this array has %lld",
-                    tensors[i]->name, d, e->u.var.name, (long long)st->env[slot], (long long)got);
+                         "'%s' is %lld (from an earlier array or its value), but this array "
+                         "has %lld",
+                    tensors[i]->name, d, e->u.var.name, (long long)st->env[slot].i, (long long)got);
             if (v.i != got)
                 return texi_eval_fail(st, TEX_EINVAL,
                                       CALL ": tensor '%s', dimension %d: extent "
                                            "%lld does not fit size '%s' of type %s",
                                       tensors[i]->name, d, (long long)got, e->u.var.name,
                                       tex_dtype_name(e->dtype));
-            st->env[slot] = got;
+            st->env[slot].i = got;
             st->bound[slot] = true;
         }
     }
@@ -320,27 +330,27 @@ static void nest_free(loop_nest *ln)
 }
 
 /* Sets every axis to its first value; false when the nest is empty. */
-static bool nest_first(const loop_nest *ln, int64_t *env)
+static bool nest_first(const loop_nest *ln, texi_eval_value *env)
 {
     for (int i = 0; i < ln->n; i++) {
         if (ln->extent[i] <= 0)
             return false;
         ln->idx[i] = 0;
-        env[ln->slot[i]] = ln->min[i];
+        env[ln->slot[i]].i = ln->min[i];
     }
     return true;
 }
 
 /* Advances to the next point (last axis fastest); false after the last one. */
-static bool nest_next(const loop_nest *ln, int64_t *env)
+static bool nest_next(const loop_nest *ln, texi_eval_value *env)
 {
     for (int i = ln->n - 1; i >= 0; i--) {
         if (++ln->idx[i] < ln->extent[i]) {
-            env[ln->slot[i]] = ln->min[i] + ln->idx[i];
+            env[ln->slot[i]].i = ln->min[i] + ln->idx[i];
             return true;
         }
         ln->idx[i] = 0;
-        env[ln->slot[i]] = ln->min[i];
+        env[ln->slot[i]].i = ln->min[i];
     }
     return false;
 }
@@ -437,9 +447,30 @@ static void release(texi_eval *st)
     free(st->bound);
 }
 
-static int evaluate(texi_eval *st, int n, tex_tensor *const tensors[], DLTensor *const arrays[])
+/* The var parameters of tex_eval_reference_ex with their converted values. */
+typedef struct {
+    int n;
+    tex_expr **vars;
+    texi_eval_value *values;
+} scalar_list;
+
+static int bind_scalars(texi_eval *st, const scalar_list *sc)
+{
+    for (int i = 0; sc && i < sc->n; i++) {
+        int32_t slot = texi_eval_slot(st, sc->vars[i]);
+        if (slot < 0)
+            return st->rc;
+        st->env[slot] = sc->values[i];
+        st->bound[slot] = true;
+    }
+    return 0;
+}
+
+static int evaluate(texi_eval *st, int n, tex_tensor *const tensors[], DLTensor *const arrays[],
+                    const scalar_list *sc)
 {
     TEXI_TRY(plan(st, n, tensors));
+    TEXI_TRY(bind_scalars(st, sc));
     TEXI_TRY(bind_sizes(st, n, tensors, arrays));
     for (int32_t k = 0; k < st->n_store; k++) {
         TEXI_TRY(shape_storage(st, &st->store[k], arrays));
@@ -455,9 +486,89 @@ int tex_eval_reference(tex_ctx *ctx, int n, tex_tensor *const tensors[], DLTenso
 {
     if (!ctx)
         return TEX_EMISUSE;
-    TEXI_TRY(check_list(ctx, n, tensors, arrays));
+    TEXI_TRY(check_list(ctx, CALL, n, tensors, arrays));
     texi_eval st = {.ctx = ctx, .cur = "?"};
-    int rc = evaluate(&st, n, tensors, arrays);
+    int rc = evaluate(&st, n, tensors, arrays, NULL);
     release(&st);
+    return rc;
+}
+
+/* Messages of the evaluation itself (evaluate) name tex_eval_reference. */
+#define CALL_EX "tex_eval_reference_ex"
+
+/* Parameter i of tex_eval_reference_ex, a var: checked and converted into
+ * the next entry of sc. */
+static int add_scalar(tex_ctx *ctx, int i, const tex_param params[], const tex_value *value,
+                      scalar_list *sc)
+{
+    tex_expr *v = params[i].v;
+    char why[160];
+    if (!v)
+        return texi_error(ctx, TEX_EMISUSE, CALL_EX ": parameter %d is a NULL variable", i);
+    if (v->ctx != ctx)
+        return texi_error(ctx, TEX_EMISUSE, CALL_EX ": parameter %d belongs to another context", i);
+    if (v->kind != TEXI_EXPR_VAR || v->u.var.iter)
+        return texi_error(ctx, TEX_EINVAL,
+                          CALL_EX ": parameter %d must be a tex_var, not an expression or an axis",
+                          i);
+    for (int j = 0; j < sc->n; j++)
+        if (sc->vars[j] == v)
+            return texi_error(ctx, TEX_EINVAL, CALL_EX ": variable '%s' is listed twice",
+                              v->u.var.name);
+    if (texi_eval_scalar_arg(v->dtype, value, &sc->values[sc->n], why, sizeof why) != 0)
+        return texi_error(ctx, TEX_EINVAL, CALL_EX ": value %d ('%s'): %s", i, v->u.var.name, why);
+    sc->vars[sc->n++] = v;
+    return 0;
+}
+
+/* Splits params/values into the tensor list of tex_eval_reference and sc. */
+static int split_params(tex_ctx *ctx, int n, const tex_param params[], const tex_value values[],
+                        tex_tensor **tensors, DLTensor **arrays, int *nt, scalar_list *sc)
+{
+    for (int i = 0; i < n; i++) {
+        if (params[i].kind == TEX_ARG_VAR) {
+            TEXI_TRY(add_scalar(ctx, i, params, &values[i], sc));
+            continue;
+        }
+        if (params[i].kind != TEX_ARG_TENSOR)
+            return texi_error(ctx, TEX_EINVAL, CALL_EX ": parameter %d has an unknown kind %d", i,
+                              (int)params[i].kind);
+        if (values[i].kind != TEX_VAL_TENSOR)
+            return texi_error(ctx, TEX_EINVAL,
+                              CALL_EX ": value %d (tensor '%s') must be an array (TEX_VAL_TENSOR)",
+                              i, params[i].t ? params[i].t->name : "?");
+        tensors[*nt] = params[i].t;
+        arrays[(*nt)++] = values[i].t;
+    }
+    return 0;
+}
+
+int tex_eval_reference_ex(tex_ctx *ctx, int n, const tex_param params[], const tex_value values[])
+{
+    if (!ctx)
+        return TEX_EMISUSE;
+    if (n > 0 && (!params || !values))
+        return texi_error(ctx, TEX_EMISUSE, CALL_EX ": the %s list is NULL",
+                          params ? "value" : "parameter");
+    size_t cap = n > 0 ? (size_t)n : 1;
+    tex_tensor **tensors = malloc(cap * sizeof *tensors);
+    DLTensor **arrays = malloc(cap * sizeof *arrays);
+    scalar_list sc = {0, malloc(cap * sizeof *sc.vars), malloc(cap * sizeof *sc.values)};
+    int nt = 0, rc = 0;
+    if (!tensors || !arrays || !sc.vars || !sc.values)
+        rc = texi_error(ctx, TEX_ENOMEM, CALL_EX ": out of memory");
+    if (rc == 0)
+        rc = split_params(ctx, n, params, values, tensors, arrays, &nt, &sc);
+    if (rc == 0)
+        rc = check_list(ctx, CALL_EX, nt, tensors, arrays);
+    if (rc == 0) {
+        texi_eval st = {.ctx = ctx, .cur = "?"};
+        rc = evaluate(&st, nt, tensors, arrays, &sc);
+        release(&st);
+    }
+    free(tensors);
+    free(arrays);
+    free(sc.vars);
+    free(sc.values);
     return rc;
 }

@@ -8,7 +8,7 @@
  *
  * An evaluation compiles every expression it needs (shapes, extents, bodies)
  * into texi_eval_node entries of one malloc'ed array, once, before any loop
- * runs: variables become slots of an int64 environment and tensor reads carry
+ * runs: variables become slots of an environment of values and tensor reads carry
  * the index of their storage. The loops then only write slots and walk nodes,
  * so no memory is allocated per element.
  */
@@ -47,6 +47,13 @@ texi_eval_value texi_eval_combine(enum texi_reduce_op op, tex_dtype t, texi_eval
 
 /* The identity of reduction op in dtype t. */
 texi_eval_value texi_eval_identity(enum texi_reduce_op op, tex_dtype t);
+
+/* Scalar argument a (TEX_VAL_I64 or TEX_VAL_F64) converted to dtype t as a
+ * var parameter of that dtype receives it (scalar_arg.c): floats by tex_cast's
+ * rules; integers must be integral and in t's range (bool: 0 or 1). 0, or
+ * TEX_EINVAL with the reason ("300 is out of range for i8 [-128, 127]") in why. */
+int texi_eval_scalar_arg(tex_dtype t, const tex_value *a, texi_eval_value *out, char *why,
+                         size_t why_size);
 
 /* Element i of storage of dtype t at base, and its store. */
 texi_eval_value texi_eval_load(tex_dtype t, const char *base, int64_t i);
@@ -90,9 +97,9 @@ typedef struct {
     int32_t n_nodes, cap_nodes;
     int32_t *args; /* ACCESS index lists */
     int32_t n_args, cap_args;
-    tex_expr **vars; /* slot -> variable */
-    int64_t *env;    /* slot -> current value */
-    bool *bound;     /* slot -> symbolic size with a value */
+    tex_expr **vars;      /* slot -> variable */
+    texi_eval_value *env; /* slot -> current value (of the variable's dtype) */
+    bool *bound;          /* slot -> symbolic size with a value */
     int32_t n_vars, cap_vars;
     texi_eval_storage *store; /* every tensor involved, producers first */
     int32_t n_store;

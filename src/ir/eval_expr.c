@@ -109,7 +109,7 @@ texi_eval_value texi_eval_node_value(texi_eval *st, int32_t n)
         r.f = nd->u.f;
         break;
     case TEXI_EXPR_VAR:
-        r.i = st->env[nd->u.slot];
+        r = st->env[nd->u.slot];
         break;
     case TEXI_EXPR_ADD:
     case TEXI_EXPR_SUB:
@@ -168,7 +168,7 @@ int32_t texi_eval_slot(texi_eval *st, tex_expr *v)
         tex_expr **vars = realloc(st->vars, sizeof *vars * (size_t)cap);
         if (vars)
             st->vars = vars;
-        int64_t *env = realloc(st->env, sizeof *env * (size_t)cap);
+        texi_eval_value *env = realloc(st->env, sizeof *env * (size_t)cap);
         if (env)
             st->env = env;
         bool *bound = realloc(st->bound, sizeof *bound * (size_t)cap);
@@ -181,7 +181,7 @@ int32_t texi_eval_slot(texi_eval *st, tex_expr *v)
         st->cap_vars = cap;
     }
     st->vars[st->n_vars] = v;
-    st->env[st->n_vars] = 0;
+    st->env[st->n_vars].i = 0;
     st->bound[st->n_vars] = false;
     return st->n_vars++;
 }

@@ -4,9 +4,11 @@
  * symbolic sizes bound from them.
  *
  * Order of checks, per argument: kind (an array for a tensor parameter, an
- * i64 scalar for a VAR parameter), device (host only for now; the CUDA
- * backend widens this), dtype (TEX_ETYPE), ndim, strides (NULL or compact
- * row-major), data (non-NULL unless the array has no element), then every
+ * i64 scalar for a size VAR parameter, an i64 or f64 scalar converted to
+ * the var's dtype for any other VAR parameter: texi_eval_scalar_arg), device
+ * (host only for now; the CUDA backend widens this), dtype (TEX_ETYPE),
+ * ndim, strides (NULL or compact row-major), data (non-NULL unless the array
+ * has no element), then every
  * dimension: a constant must match; a bare variable is bound by the first
  * argument naming it (VAR parameters are bound before any array) and every
  * later one must agree. Dimensions given by other expressions (n + 1) are
@@ -79,7 +81,7 @@ static bool eval_int(const binder *b, const tex_expr *e, int64_t *out)
         int i = env_index(b, e);
         if (i < 0 || !b->bound[i])
             return false;
-        *out = b->env[i].value;
+        *out = b->env[i].value.i;
         return true;
     }
     case TEXI_EXPR_CAST:
@@ -133,12 +135,16 @@ static const char *var_name(const tex_expr *v)
 
 static int bind_scalar(binder *b, int i, const tex_value *a)
 {
-    const tex_expr *v = b->f->params[i].var;
-    if (a->kind != TEX_VAL_I64)
+    const texi_param *p = &b->f->params[i];
+    int k = env_index(b, p->var);
+    char why[160];
+    if (p->size && a->kind != TEX_VAL_I64)
         return fail(b, TEX_EINVAL, "argument %d ('%s') must be an integer scalar (TEX_VAL_I64)", i,
-                    var_name(v));
-    int k = env_index(b, v);
-    b->env[k].value = a->i;
+                    var_name(p->var));
+    if (p->size)
+        b->env[k].value.i = a->i;
+    else if (texi_eval_scalar_arg(p->var->dtype, a, &b->env[k].value, why, sizeof why) != 0)
+        return fail(b, TEX_EINVAL, "argument %d ('%s'): %s", i, var_name(p->var), why);
     b->bound[k] = true;
     return 0;
 }
@@ -190,13 +196,13 @@ static int bind_dims(binder *b, int i, const tex_tensor *t, const DLTensor *d)
         if (j < 0)
             continue;
         if (!b->bound[j]) {
-            b->env[j].value = got;
+            b->env[j].value.i = got;
             b->bound[j] = true;
-        } else if (b->env[j].value != got) {
+        } else if (b->env[j].value.i != got) {
             return fail(b, TEX_EINVAL,
                         "argument %d (tensor '%s'): dimension %d is %lld, but '%s' is %lld "
                         "(from an earlier argument)",
-                        i, t->name, k, (long long)got, var_name(e), (long long)b->env[j].value);
+                        i, t->name, k, (long long)got, var_name(e), (long long)b->env[j].value.i);
         }
     }
     return 0;

@@ -8,15 +8,19 @@
  * A tex_kernel owns copies of everything it needs after tex_build returns
  * (its source, its signature) and never points into the context's arena, so
  * it stays valid after tex_ctx_free. The entry point of every compiled
- * function has the signature of tex_kernel_export's header (API.md rule 8):
- * one argument per parameter in order (tensor: pointer to its element type,
- * compact row-major; var: int64_t), then one int64_t per size variable that
- * is not a parameter (tex_func.size_vars order); it returns int (0 = ok).
+ * function has the signature of tex_kernel_export's header (tex.h): one
+ * argument per parameter in order (tensor: pointer to its element type,
+ * compact row-major; size var: int64_t; any other var: its dtype's storage
+ * type, f16/bf16 as their uint16_t bits, bool as uint8_t 0/1), then one
+ * int64_t per size variable that is not a parameter (tex_func.size_vars
+ * order); it returns int (0 = ok).
  */
 #ifndef TEX_LOWER_BACKEND_H
 #define TEX_LOWER_BACKEND_H
 
 #include "lower/lower.h"
+
+#include <string.h>
 
 #define TEXI_KERNEL_ERRMSG_MAX 2048
 
@@ -24,7 +28,8 @@
 typedef struct {
     int kind; /* TEX_ARG_TENSOR or TEX_ARG_VAR */
     char *name;
-    tex_dtype dtype; /* tensor element type, or i64 for a var */
+    tex_dtype dtype; /* tensor element type, or the var's dtype */
+    bool size;       /* VAR: a size (texi_param.size): int64_t, bound from I64 only */
     int ndim;
     int64_t *dims; /* per dimension: the constant size, -1 - (index into the call's size
                       table) for a bare size variable, or INT64_MIN for a derived size
@@ -57,6 +62,18 @@ struct tex_kernel {
 int texi_kernel_fail(tex_kernel *k, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Writes scalar argument v of parameter p (NULL: an extra size) into slot
+ * (at least 8 bytes) as the entry point's C type: int64_t for a size, the
+ * storage type of p's dtype otherwise. */
+static inline void texi_kernel_scalar_store(const texi_kernel_param *p, texi_eval_value v,
+                                            void *slot)
+{
+    if (!p || p->size)
+        memcpy(slot, &v.i, sizeof v.i);
+    else
+        texi_eval_store(p->dtype, slot, 0, v);
+}
+
 /* A backend: one per target family, registered in kernel.c's table. */
 struct texi_backend {
     const char *name; /* "cpu", "c", "cuda" */
@@ -66,11 +83,12 @@ struct texi_backend {
      * set). 0 or an error recorded in f->ctx. */
     int (*build)(tex_kernel *k, const tex_func *f);
     /* Runs with checked, flattened arguments: tensor_ptrs has one entry per
-     * tensor parameter in order, byte_offset already applied; sizes holds the
-     * values of the VAR parameters in order, then the extra sizes. The backend
-     * interleaves them in parameter order for the entry point. 0 or an error
-     * written to k->errmsg. */
-    int (*call)(tex_kernel *k, void *const *tensor_ptrs, const int64_t *sizes);
+     * tensor parameter in order, byte_offset already applied; scalars holds
+     * the values of the VAR parameters in order (converted to their dtypes,
+     * sizes in .i), then the extra sizes (.i). The backend interleaves them in
+     * parameter order for the entry point (texi_kernel_scalar_store). 0 or an
+     * error written to k->errmsg. */
+    int (*call)(tex_kernel *k, void *const *tensor_ptrs, const texi_eval_value *scalars);
     /* Releases k->impl. */
     void (*free)(tex_kernel *k);
 };

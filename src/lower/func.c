@@ -6,7 +6,7 @@
  * (texi_lower_run), which fills in the body. Validation (API.md rule 7):
  *   - a function name that is a C identifier, at least one parameter;
  *   - a tensor parameter belongs to the schedule (has a stage) and is listed
- *     once; a VAR parameter is a free integer tex_var listed once;
+ *     once; a VAR parameter is a free tex_var (of any dtype) listed once;
  *   - every placeholder that a computed (non-inlined) stage reads, directly
  *     or through inlined stages, is a parameter, and so is every output;
  *   - every symbolic size the schedule uses (shapes, axis extents, split
@@ -14,7 +14,9 @@
  *     parameter, so that a call can bind it.
  * Size variables are the free variables of the tensor parameters' shapes
  * that are not VAR parameters, in order of first appearance; a call binds
- * them from the arrays' shapes (args.c).
+ * them from the arrays' shapes (args.c). A VAR parameter that is such a free
+ * variable is a size too (texi_param.size: int64_t, bound like the others);
+ * every other VAR parameter is a scalar passed in its own type.
  *
  * Every failure is recorded in the schedule's context and gives NULL. The
  * function lives in the context's arena.
@@ -89,9 +91,10 @@ static int check_param(const request *r, int i)
         return texi_error(r->ctx, TEX_EMISUSE,
                           "%s: parameter %d of '%s' belongs to another context", r->call, i,
                           r->name);
-    if (p->v->kind != TEXI_EXPR_VAR || p->v->u.var.iter || !texi_dtype_is_int(p->v->dtype))
+    if (p->v->kind != TEXI_EXPR_VAR || p->v->u.var.iter)
         return texi_error(r->ctx, TEX_EINVAL,
-                          "%s: parameter %d of '%s' must be an integer tex_var (a symbolic size)",
+                          "%s: parameter %d of '%s' must be a tex_var (a symbolic size or a "
+                          "scalar), not an expression or an axis",
                           r->call, i, r->name);
     if (find_var_param(r, p->v) != i)
         return texi_error(r->ctx, TEX_EINVAL,
@@ -161,7 +164,8 @@ static int too_many(const size_walk *w)
                       w->r->call, w->r->name, MAX_SIZE_VARS);
 }
 
-/* Size variables: free variables of the tensor parameters' shapes. */
+/* Size variables: free variables of the tensor parameters' shapes; VAR
+ * parameters among them are marked as sizes. */
 static int collect_size_vars(size_walk *w)
 {
     tex_func *f = w->f;
@@ -172,6 +176,9 @@ static int collect_size_vars(size_walk *w)
             if (texi_collect_free_vars(t->shape[d], w->vars, &w->n, MAX_SIZE_VARS) < 0)
                 return too_many(w);
             for (int k = 0; k < w->n; k++) {
+                int v = find_var_param(w->r, w->vars[k]);
+                if (v >= 0 && texi_dtype_is_int(w->vars[k]->dtype))
+                    f->params[v].size = true;
                 if (known_size(w, w->vars[k]))
                     continue;
                 if (f->n_size_vars == MAX_SIZE_VARS)

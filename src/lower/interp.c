@@ -605,7 +605,7 @@ static int bind_params(texi_interp *ip, texi_frame *fr, int n, const tex_value a
     if (rc < 0)
         texi_interp_fail(ip, rc, "%s", msg);
     for (int k = 0; k < n_env && rc == 0; k++)
-        rc = texi_interp_push_var(ip, fr, env[k].var, (texi_eval_value){.i = env[k].value});
+        rc = texi_interp_push_var(ip, fr, env[k].var, env[k].value);
     free(env);
     for (int i = 0; i < f->n_params && rc == 0; i++) {
         const texi_param *p = &f->params[i];

@@ -21,6 +21,7 @@
 #ifndef TEX_LOWER_LOWER_H
 #define TEX_LOWER_LOWER_H
 
+#include "ir/eval.h"
 #include "schedule/schedule.h"
 
 /* A parameter of a lowered function. */
@@ -28,7 +29,10 @@ typedef struct {
     int kind;           /* TEX_ARG_TENSOR or TEX_ARG_VAR */
     tex_tensor *tensor; /* TENSOR */
     texi_buffer *buf;   /* TENSOR: its global buffer (shape = tensor shape, compact) */
-    tex_expr *var;      /* VAR: the scalar, passed as i64 */
+    tex_expr *var;      /* VAR: the scalar, of any dtype */
+    bool size;          /* VAR: an integer naming (part of) a tensor parameter's dimension:
+                           passed as int64_t and bound like the size variables; otherwise
+                           passed in its own type, converted and range-checked */
 } texi_param;
 
 struct tex_func {
@@ -93,12 +97,13 @@ int texi_lower_run(texi_lower *lw, tex_stmt **out);
 
 /* Values of a call, checked against the function's parameters (count, kind,
  * dtype, ndim, shape against constants and shared symbolic sizes, device,
- * strides). On success env[i] holds the value of vars[i] for every param var
- * and size var (n_vars of them, in params order then size_vars order).
- * Errors: TEX_EINVAL / TEX_ETYPE with a message in err naming the argument. */
+ * strides, scalar ranges). On success env[i] holds the value of vars[i] for
+ * every param var and size var (n_vars of them, in params order then
+ * size_vars order). Errors: TEX_EINVAL / TEX_ETYPE with a message in err
+ * naming the argument. */
 typedef struct {
     tex_expr *var;
-    int64_t value;
+    texi_eval_value value; /* of var's dtype (sizes: .i) */
 } texi_binding;
 int texi_bind_args(const tex_func *f, int n, const tex_value args[], texi_binding *env, int env_cap,
                    int *n_env, char *err, size_t err_size);

@@ -21,7 +21,10 @@
  *
  * Calls check the arguments with the rules and the messages of
  * src/lower/args.c (which needs a tex_func, gone after tex_ctx_free):
- * count; VAR params first (TEX_VAL_I64); then per tensor: kind, device
+ * count; VAR params first (a size: TEX_VAL_I64; any other var: I64 or F64
+ * converted to its dtype and range-checked by texi_eval_scalar_arg, so a
+ * value the var cannot hold is TEX_EINVAL naming the parameter); then per
+ * tensor: kind, device
  * (kDLCPU for the CPU backends; kDLCUDA or kDLCUDAManaged memory of device 0
  * for "cuda" kernels, which are built for and launched on device 0), dtype
  * (TEX_ETYPE; compared as tex_dtype_to_dlpack, so bool is
@@ -273,7 +276,7 @@ static int64_t floordiv64(int64_t a, int64_t c)
 }
 
 /* Runs a derived dimension's program; false when it cannot be evaluated. */
-static bool eval_dim(const derived_dim *d, const int64_t *table, int64_t *out)
+static bool eval_dim(const derived_dim *d, const texi_eval_value *table, int64_t *out)
 {
     int64_t st[STACK];
     int sp = 0;
@@ -282,7 +285,7 @@ static bool eval_dim(const derived_dim *d, const int64_t *table, int64_t *out)
         if (op == OP_FAIL || sp == STACK)
             return false;
         if (op == OP_CONST || op == OP_SIZE) {
-            st[sp++] = op == OP_CONST ? arg : table[arg];
+            st[sp++] = op == OP_CONST ? arg : table[arg].i;
             continue;
         }
         int64_t y = st[--sp], x = st[--sp];
@@ -342,7 +345,8 @@ static bool copy_param(kernel_full *kf, int i, const texi_param *p, tex_expr *co
     kp->kind = p->kind;
     if (p->kind == TEX_ARG_VAR) {
         kp->name = strdup(p->var->u.var.name);
-        kp->dtype = TEX_I64;
+        kp->dtype = p->var->dtype;
+        kp->size = p->size;
         return kp->name != NULL;
     }
     const tex_tensor *t = p->tensor;
@@ -462,9 +466,10 @@ tex_kernel *tex_build(tex_func *f, const char *target)
 
 /* ------------------------------------------------------------ calls */
 
-/* The size table of one call and which entries are bound. */
+/* The size table of one call (VAR params' values then size variables; sizes
+ * in .i) and which entries are bound. */
 typedef struct {
-    int64_t *v;
+    texi_eval_value *v;
     bool *bound;
 } size_table;
 
@@ -547,14 +552,14 @@ static int bind_dims(tex_kernel *k, int i, const texi_kernel_param *p, const DLT
             continue;
         int s = (int)(-1 - want);
         if (!st->bound[s]) {
-            st->v[s] = got;
+            st->v[s].i = got;
             st->bound[s] = true;
-        } else if (st->v[s] != got) {
+        } else if (st->v[s].i != got) {
             return texi_kernel_fail(
                 k, TEX_EINVAL,
                 "argument %d (tensor '%s'): dimension %d is %lld, but '%s' is %lld "
                 "(from an earlier argument)",
-                i, p->name, j, (long long)got, k->size_names[s], (long long)st->v[s]);
+                i, p->name, j, (long long)got, k->size_names[s], (long long)st->v[s].i);
         }
     }
     return 0;
@@ -585,13 +590,18 @@ static int check_derived(tex_kernel *k, const tex_value args[], const size_table
 static int check_args(tex_kernel *k, const tex_value args[], size_table *st)
 {
     for (int i = 0, v = 0; i < k->n_params; i++) {
-        if (k->params[i].kind != TEX_ARG_VAR)
+        const texi_kernel_param *p = &k->params[i];
+        char why[160];
+        if (p->kind != TEX_ARG_VAR)
             continue;
-        if (args[i].kind != TEX_VAL_I64)
+        if (p->size && args[i].kind != TEX_VAL_I64)
             return texi_kernel_fail(k, TEX_EINVAL,
                                     "argument %d ('%s') must be an integer scalar (TEX_VAL_I64)", i,
-                                    k->params[i].name);
-        st->v[v] = args[i].i;
+                                    p->name);
+        if (p->size)
+            st->v[v].i = args[i].i;
+        else if (texi_eval_scalar_arg(p->dtype, &args[i], &st->v[v], why, sizeof why) != 0)
+            return texi_kernel_fail(k, TEX_EINVAL, "argument %d ('%s'): %s", i, p->name, why);
         st->bound[v++] = true;
     }
     for (int i = 0; i < k->n_params; i++) {
@@ -617,20 +627,21 @@ static int check_args(tex_kernel *k, const tex_value args[], size_table *st)
 
 /* Flattens checked arguments as backend.h's call takes them and runs it. */
 static int dispatch(tex_kernel *k, const tex_value args[], const size_table *st, void **ptrs,
-                    int64_t *sizes)
+                    texi_eval_value *scalars)
 {
     int t = 0, s = 0;
     for (int i = 0; i < k->n_params; i++) {
         if (k->params[i].kind == TEX_ARG_VAR) {
-            sizes[s++] = args[i].i;
+            scalars[s] = st->v[s]; /* the VAR params open the size table */
+            s++;
             continue;
         }
         const DLTensor *d = args[i].t;
         ptrs[t++] = d->data ? (char *)d->data + d->byte_offset : NULL;
     }
     for (int j = 0; j < k->n_extra; j++)
-        sizes[s++] = st->v[k->extra_size_index[j]];
-    return k->backend->call(k, ptrs, sizes);
+        scalars[s++] = st->v[k->extra_size_index[j]];
+    return k->backend->call(k, ptrs, scalars);
 }
 
 int tex_kernel_call(tex_kernel *k, int n, const tex_value args[])
@@ -646,26 +657,26 @@ int tex_kernel_call(tex_kernel *k, int n, const tex_value args[])
     if (n > 0 && !args)
         return texi_kernel_fail(k, TEX_EMISUSE, "NULL argument array");
     int cap = k->n_sizes + k->n_params + 1;
-    int64_t small_v[SMALL], small_sizes[SMALL];
+    texi_eval_value small_v[SMALL], small_scalars[SMALL];
     bool small_b[SMALL] = {false};
     void *small_p[SMALL];
     bool heap = cap > SMALL;
-    size_table st = {heap ? calloc((size_t)cap, sizeof(int64_t)) : small_v,
+    size_table st = {heap ? calloc((size_t)cap, sizeof(texi_eval_value)) : small_v,
                      heap ? calloc((size_t)cap, sizeof(bool)) : small_b};
-    int64_t *sizes = heap ? calloc((size_t)cap, sizeof(int64_t)) : small_sizes;
+    texi_eval_value *scalars = heap ? calloc((size_t)cap, sizeof *scalars) : small_scalars;
     void **ptrs = heap ? calloc((size_t)cap, sizeof(void *)) : small_p;
     int rc = TEX_ENOMEM;
-    if (st.v && st.bound && sizes && ptrs) {
+    if (st.v && st.bound && scalars && ptrs) {
         rc = check_args(k, args, &st);
         if (rc == 0)
-            rc = dispatch(k, args, &st, ptrs, sizes);
+            rc = dispatch(k, args, &st, ptrs, scalars);
     } else {
         texi_kernel_fail(k, TEX_ENOMEM, "out of memory");
     }
     if (heap) {
         free(st.v);
         free(st.bound);
-        free(sizes);
+        free(scalars);
         free(ptrs);
     }
     return rc;

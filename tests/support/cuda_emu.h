@@ -23,15 +23,17 @@
  * (texi_cuda_kernel_plan: asserts, workspace sizes, extents), allocates the
  * workspace on the heap poisoned (NaN for floating types, 0xAB bytes
  * otherwise), and launches each plan kernel in order with the ABI of
- * src/backend_cuda/cuda.h (tensor pointers and int64_t VAR values in
- * parameter order, int64_t extra sizes, then one pointer per workspace
- * buffer), called through libffi from every emulated thread
+ * src/backend_cuda/cuda.h (tensor pointers and VAR values in parameter
+ * order: sizes as int64_t, other scalars converted and range-checked like
+ * tex_kernel_call does and passed in their own type; int64_t extra sizes,
+ * then one pointer per workspace buffer), called through libffi from every emulated thread
  * (tex_emu_launch of the module: one host thread per CUDA thread, blocks
  * one after another). Arrays are host DLTensors.
  */
 #ifndef TEX_TESTS_SUPPORT_CUDA_EMU_H
 #define TEX_TESTS_SUPPORT_CUDA_EMU_H
 
+#include "backend_cpu/jit.h"
 #include "backend_cuda/cuda.h"
 #include "lower/backend.h"
 #include "lower/device.h"
@@ -151,6 +153,19 @@ static inline int cuda_emu_spawn(char *const argv[], const char *log_path)
         if (errno != EINTR)
             return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Whether $CXX (default g++) runs here: the emulator needs it. Remembered. */
+static inline bool cuda_emu_have_cxx(void)
+{
+    static int have = -1;
+    if (have < 0) {
+        const char *cxx = getenv("CXX") && *getenv("CXX") ? getenv("CXX") : "g++";
+        char version[] = "--version", *argv[] = {NULL, version, NULL};
+        memcpy(&argv[0], &cxx, sizeof cxx); /* argv is char *const[] */
+        have = cuda_emu_spawn(argv, "/dev/null") == 0;
+    }
+    return have;
 }
 
 static inline void cuda_emu_free(cuda_emu *e)
@@ -288,9 +303,10 @@ static inline int cuda_emu_launch_raw(cuda_emu *e, const char *kernel, const uns
     return cuda_emu_launch_ffi(e, kernel, grid, block, nargs, types, values, err, n);
 }
 
-/* Binds k's size table from args like tex_kernel_call (see file comment). */
+/* Binds k's size table from args like tex_kernel_call (see file comment);
+ * scalars[v] receives the converted value of the v-th VAR parameter. */
 static inline int cuda_emu_bind(const tex_kernel *k, int n, const tex_value args[], int64_t *table,
-                                char *err, size_t en)
+                                texi_eval_value *scalars, char *err, size_t en)
 {
     bool bound[CUDA_EMU_MAX_ARGS * 4] = {false};
     if (n != k->n_params || k->n_sizes > CUDA_EMU_MAX_ARGS * 4) {
@@ -300,12 +316,16 @@ static inline int cuda_emu_bind(const tex_kernel *k, int n, const tex_value args
     for (int i = 0, v = 0; i < n; i++) {
         const texi_kernel_param *p = &k->params[i];
         if (p->kind == TEX_ARG_VAR) {
-            if (args[i].kind != TEX_VAL_I64) {
-                cuda_emu_errf(err, en, "cuda_emu: argument %d ('%s') must be TEX_VAL_I64", i,
-                              p->name);
+            char why[160] = "must be TEX_VAL_I64";
+            if (p->size
+                    ? args[i].kind != TEX_VAL_I64
+                    : texi_eval_scalar_arg(p->dtype, &args[i], &scalars[v], why, sizeof why) != 0) {
+                cuda_emu_errf(err, en, "cuda_emu: argument %d ('%s'): %s", i, p->name, why);
                 return -1;
             }
-            table[v] = args[i].i;
+            if (p->size)
+                scalars[v].i = args[i].i;
+            table[v] = scalars[v].i;
             bound[v++] = true;
             continue;
         }
@@ -339,14 +359,15 @@ static inline int cuda_emu_bind(const tex_kernel *k, int n, const tex_value args
     return 0;
 }
 
-/* The `sizes` array of backend.h's call: VAR values in order, then the extras. */
-static inline void cuda_emu_sizes(const tex_kernel *k, const tex_value args[], const int64_t *table,
-                                  int64_t *sizes)
+/* The launch plan's size table: VAR values in order, then the extras. */
+static inline void cuda_emu_sizes(const tex_kernel *k, const int64_t *table, int64_t *sizes)
 {
     int s = 0;
     for (int i = 0; i < k->n_params; i++)
-        if (k->params[i].kind == TEX_ARG_VAR)
-            sizes[s++] = args[i].i;
+        if (k->params[i].kind == TEX_ARG_VAR) {
+            sizes[s] = table[s];
+            s++;
+        }
     for (int j = 0; j < k->n_extra; j++)
         sizes[s++] = table[k->extra_size_index[j]];
 }
@@ -437,9 +458,10 @@ static inline int cuda_emu_run(cuda_emu *e, const tex_kernel *k, int n, const te
         return -1;
     }
     int64_t table[CUDA_EMU_MAX_ARGS * 4], sizes[CUDA_EMU_MAX_ARGS * 4];
-    if (cuda_emu_bind(k, n, args, table, err, en) != 0)
+    texi_eval_value scalars[CUDA_EMU_MAX_ARGS * 4];
+    if (cuda_emu_bind(k, n, args, table, scalars, err, en) != 0)
         return -1;
-    cuda_emu_sizes(k, args, table, sizes);
+    cuda_emu_sizes(k, table, sizes);
     int nargs = k->n_params + k->n_extra + plan->n_workspace;
     if (nargs > CUDA_EMU_MAX_ARGS) {
         cuda_emu_errf(err, en, "cuda_emu: too many kernel arguments (%d)", nargs);
@@ -449,13 +471,16 @@ static inline int cuda_emu_run(cuda_emu *e, const tex_kernel *k, int n, const te
     int64_t ints[CUDA_EMU_MAX_ARGS];
     ffi_type *types[CUDA_EMU_MAX_ARGS];
     int a = 0;
-    for (int i = 0; i < k->n_params; i++, a++) {
-        bool var = k->params[i].kind == TEX_ARG_VAR;
+    for (int i = 0, v = 0; i < k->n_params; i++, a++) {
+        const texi_kernel_param *p = &k->params[i];
+        bool var = p->kind == TEX_ARG_VAR;
         if (var)
-            ints[a] = args[i].i;
+            texi_kernel_scalar_store(p, scalars[v++], &ints[a]);
         else
             ptrs[a] = (char *)args[i].t->data + args[i].t->byte_offset;
-        types[a] = var ? &ffi_type_sint64 : &ffi_type_pointer;
+        types[a] = !var      ? &ffi_type_pointer
+                   : p->size ? &ffi_type_sint64
+                             : texi_cpu_ffi_type(p->dtype);
         values[a] = var ? (void *)&ints[a] : (void *)&ptrs[a];
     }
     for (int j = 0; j < k->n_extra; j++, a++) {

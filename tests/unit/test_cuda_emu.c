@@ -36,18 +36,6 @@
 
 static char errbuf[8192];
 
-static bool have_gxx(void)
-{
-    static int have = -1;
-    if (have < 0) {
-        const char *cxx = getenv("CXX") && *getenv("CXX") ? getenv("CXX") : "g++";
-        char version[] = "--version", *argv[] = {NULL, version, NULL};
-        memcpy(&argv[0], &cxx, sizeof cxx); /* argv is char *const[] */
-        have = cuda_emu_spawn(argv, "/dev/null") == 0;
-    }
-    return have;
-}
-
 static cuda_emu *build(const char *src)
 {
     cuda_emu *e = cuda_emu_build(src, errbuf, sizeof errbuf);
@@ -108,7 +96,7 @@ static const char barrier_src[] =
 
 static void test_barrier_shared(void)
 {
-    if (!have_gxx()) {
+    if (!cuda_emu_have_cxx()) {
         TT_SKIP("g++ not found");
         return;
     }
@@ -225,7 +213,7 @@ static void check_shuffles(cuda_emu *e, const char *name, int size, bool is_floa
 
 static void test_shuffles(void)
 {
-    if (!have_gxx()) {
+    if (!cuda_emu_have_cxx()) {
         TT_SKIP("g++ not found");
         return;
     }
@@ -280,7 +268,7 @@ static const char atomic_src[] =
 
 static void test_atomics(void)
 {
-    if (!have_gxx()) {
+    if (!cuda_emu_have_cxx()) {
         TT_SKIP("g++ not found");
         return;
     }
@@ -329,7 +317,7 @@ static const char half_src[] =
 
 static void test_fp16(void)
 {
-    if (!have_gxx()) {
+    if (!cuda_emu_have_cxx()) {
         TT_SKIP("g++ not found");
         return;
     }
@@ -400,7 +388,7 @@ static const char wmma_src[] =
 
 static void test_wmma(void)
 {
-    if (!have_gxx()) {
+    if (!cuda_emu_have_cxx()) {
         TT_SKIP("g++ not found");
         return;
     }
@@ -464,7 +452,7 @@ static const char math_src[] =
 
 static void test_math(void)
 {
-    if (!have_gxx()) {
+    if (!cuda_emu_have_cxx()) {
         TT_SKIP("g++ not found");
         return;
     }
@@ -493,7 +481,7 @@ static void test_math(void)
 
 static void test_compile_error(void)
 {
-    if (!have_gxx()) {
+    if (!cuda_emu_have_cxx()) {
         TT_SKIP("g++ not found");
         return;
     }
@@ -519,7 +507,7 @@ static void test_compile_error(void)
  * deadlock and aborts (in a child process). */
 static void test_deadlock(void)
 {
-    if (!have_gxx()) {
+    if (!cuda_emu_have_cxx()) {
         TT_SKIP("g++ not found");
         return;
     }
@@ -706,7 +694,7 @@ static DLTensor *arr(tex_dtype t, int ndim, const int64_t *shape)
 
 static void test_tex_vector_add(void)
 {
-    if (!have_gxx()) {
+    if (!cuda_emu_have_cxx()) {
         TT_SKIP("g++ not found");
         return;
     }
@@ -742,7 +730,7 @@ static void test_tex_vector_add(void)
 
 static void test_tex_matmul(void)
 {
-    if (!have_gxx()) {
+    if (!cuda_emu_have_cxx()) {
         TT_SKIP("g++ not found");
         return;
     }
@@ -782,7 +770,7 @@ static void test_tex_matmul(void)
 
 static void test_tex_f16(void)
 {
-    if (!have_gxx()) {
+    if (!cuda_emu_have_cxx()) {
         TT_SKIP("g++ not found");
         return;
     }
@@ -841,7 +829,7 @@ static void emulate_check(gc_case *c)
 #define GPU_CASE_TEST(name, id)                                                                    \
     static void test_gpu_##name(void)                                                              \
     {                                                                                              \
-        if (!have_gxx()) {                                                                         \
+        if (!cuda_emu_have_cxx()) {                                                                \
             TT_SKIP("g++ not found");                                                              \
             return;                                                                                \
         }                                                                                          \

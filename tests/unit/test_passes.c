@@ -86,8 +86,9 @@ static void test_flatten(void)
     ctx = tex_ctx_new();
     tex_tensor *A = tex_placeholder_c(ctx, "A", TEX_F32, 2, (int64_t[]){4, 8});
     tex_tensor *T = tex_placeholder_c(ctx, "T", TEX_F32, 2, (int64_t[]){4, 8});
-    texi_param p = {TEX_ARG_TENSOR, A,
-                    texi_buffer_new(ctx, "A", TEX_F32, TEXI_SCOPE_GLOBAL, 2, A->shape), NULL};
+    texi_param p = {.kind = TEX_ARG_TENSOR,
+                    .tensor = A,
+                    .buf = texi_buffer_new(ctx, "A", TEX_F32, TEXI_SCOPE_GLOBAL, 2, A->shape)};
     tex_func f = {.ctx = ctx, .name = "f", .n_params = 1, .params = &p};
     texi_lower lw = {ctx, NULL, &f};
     tex_expr *i = var("i"), *j = var("j");
@@ -383,8 +384,9 @@ static void test_verify(void)
 {
     ctx = tex_ctx_new();
     tex_tensor *A = tex_placeholder_c(ctx, "A", TEX_F32, 1, (int64_t[]){8});
-    texi_param p = {TEX_ARG_TENSOR, A,
-                    texi_buffer_new(ctx, "A", TEX_F32, TEXI_SCOPE_GLOBAL, 1, A->shape), NULL};
+    texi_param p = {.kind = TEX_ARG_TENSOR,
+                    .tensor = A,
+                    .buf = texi_buffer_new(ctx, "A", TEX_F32, TEXI_SCOPE_GLOBAL, 1, A->shape)};
     tex_func f = {.ctx = ctx, .name = "f", .n_params = 1, .params = &p};
     texi_lower lw = {ctx, NULL, &f};
     tex_expr *i = var("i"), *free_var = var("m");
