@@ -613,8 +613,8 @@ static inline int gc_run_compare(gc_case *c, const char *label, gc_runner run, v
     }
     if (run(ud, c->n, vals, err, sizeof err) != 0) {
         /* err is cut so that the message fits why (no truncation warning). */
-        snprintf(c->why, sizeof c->why, "%s (symbolic %d) %s: %.900s", c->name, c->symbolic,
-                 label, err);
+        snprintf(c->why, sizeof c->why, "%s (symbolic %d) %s: %.900s", c->name, c->symbolic, label,
+                 err);
         goto done;
     }
     if (tex_eval_reference(c->ctx, c->n, c->tensors, want) != 0) {
