@@ -200,8 +200,11 @@ static void set_rc(texi_cg *g, texi_sb *sb, int code)
 /* After a scope that may have failed: return where that is safe. */
 static void check_rc(texi_cg *g, texi_sb *sb)
 {
-    if (!g->par_depth && !g->heap_depth)
+    if (!g->par_depth && !g->heap_depth) {
+        g->rc_check_at[0] = sb->len;
         line(g, sb, "if (tex_rc != 0)\n%*sreturn tex_rc;", 4 * g->indent + 4, "");
+        g->rc_check_at[1] = sb->len;
+    }
 }
 
 static void emit_block(texi_cg *g, texi_sb *sb, const tex_stmt *s)
@@ -993,7 +996,12 @@ static void assemble(texi_cg *g, texi_sb *out, const char *proto, const char *bo
     param_prologue(g, out);
     if (g->uses_rc)
         line(g, out, "int tex_rc = 0;");
-    texi_sb_puts(out, body);
+    /* A check of tex_rc that ends the body would only precede `return tex_rc`. */
+    size_t len = strlen(body);
+    size_t from = g->rc_check_at[0];
+    bool check_last = g->uses_rc && g->rc_check_at[1] == len && from < len &&
+                      strncmp(body + from + strspn(body + from, " "), "if (tex_rc != 0)", 16) == 0;
+    texi_sb_printf(out, "%.*s", (int)(check_last ? from : len), body);
     line(g, out, g->uses_rc ? "return tex_rc;" : "return 0;");
     texi_sb_puts(out, "}\n");
 }

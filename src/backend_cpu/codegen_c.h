@@ -39,6 +39,7 @@ typedef struct {
     int heap_depth;          /* > 0 inside the scope of a heap temporary */
     int loop_depth;          /* enclosing loops */
     bool uses_rc;            /* the body sets tex_rc */
+    size_t rc_check_at[2];   /* body text [from, to) of the last tex_rc check, see assemble */
     bool stack_arrays;       /* some temporary is a stack array */
     const char *thread_loop; /* innermost thread-bound loop's variable, or NULL */
     int rc;                  /* first error (recorded in ctx), 0 when none */

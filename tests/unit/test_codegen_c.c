@@ -540,6 +540,9 @@ static void test_symbolic_heap(void)
     TT_CHECK(src && strstr(src, "tex_alloc(") && strstr(src, "free(B);"));
     TT_CHECK(src &&
              strstr(src, "int symheap(const float *restrict A, float *restrict C, int64_t n)"));
+    /* The heap scope ends the body: no check of tex_rc right before its return. */
+    TT_CHECK(src && strstr(src, "return tex_rc;\n}") &&
+             !strstr(src, "return tex_rc;\n    return tex_rc;"));
     if (fn) {
         int64_t len = 5003;
         DLTensor *a = array(1, &len, TEX_F32), *o = array(1, &len, TEX_F32),
