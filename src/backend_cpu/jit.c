@@ -23,6 +23,10 @@
  * the cache as cc-HASH.id, HASH covering the compiler file's path, inode,
  * size and mtime, so that a process whose kernels are all cached spawns
  * nothing (bench/jit's "cached" case).
+ * Compiler probe: before the first kernel of a process under a compiler and
+ * flags, a known miscompilation (PROBE_SRC) is compiled through the cache
+ * like a kernel and run; when its result is wrong, and right with PROBE_FIX,
+ * that flag joins the flags (and so the cache key) of every kernel.
  * A build writes the object and the sum under temporary names and renames
  * the object, then the sum, into place; concurrent processes building the
  * same kernel each write their own temporaries, and rename is atomic, so a
@@ -580,6 +584,90 @@ out:
     return rc;
 }
 
+/* ------------------------------------------------------------ compiler probe */
+
+/* A known miscompilation, checked once per compiler and flags: GCC 12 at -O3
+ * with AVX2 if-converts the conditional load of this loop (the zero padding
+ * of a convolution) into a masked load with a wrong mask, and P[8], P[9] come
+ * out 0 instead of X[6], X[7]. tex's kernels load unconditionally in select
+ * arms (guarded_loads.c) so they do not depend on it; the probe covers the
+ * forms that pass leaves (guards). The check computes the expected values
+ * without loads, so the same defect cannot hide in it. */
+static const char PROBE_SRC[] =
+    "#if defined(__GNUC__) && !defined(__clang__)\n"
+    "__attribute__((noipa))\n"
+    "#else\n"
+    "__attribute__((noinline))\n"
+    "#endif\n"
+    "void tex_probe_loop(const float *restrict X, float *restrict P)\n"
+    "{\n"
+    "    for (int py = 0; py < 13; ++py)\n"
+    "        for (int px = 0; px < 2; ++px)\n"
+    "            P[py * 2 + px] = py >= 1 && py < 12 ? X[py * 2 + px - 2] : 0.0f;\n"
+    "}\n"
+    "\n"
+    "int tex_probe(void)\n"
+    "{\n"
+    "    float X[22], P[26];\n"
+    "    int bad = 0;\n"
+    "    for (int i = 0; i < 22; ++i)\n"
+    "        X[i] = (float)(i + 1);\n"
+    "    tex_probe_loop(X, P);\n"
+    "    for (int i = 0; i < 26; ++i)\n"
+    "        bad += P[i] != (i >= 2 && i < 24 ? (float)(i - 1) : 0.0f);\n"
+    "    return bad;\n"
+    "}\n";
+
+/* Added to the flags of every kernel when the probe comes out wrong and is
+ * right with it. */
+#define PROBE_FIX "-fno-tree-loop-if-convert"
+
+static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
+static char probe_key[65]; /* the probe's cache key under the flags probed last */
+static bool probe_fix;     /* their verdict: add PROBE_FIX */
+
+/* Builds (or finds in the cache, like a kernel) and runs the probe under
+ * flags: 1 when its result is wrong, 0 when right, -1 when it cannot be built
+ * or loaded (the kernel's own build then reports the compiler). */
+static int run_probe(const char *dir, const argvec *flags, const char *ident)
+{
+    char key[65], so[PATH_CAP], sum[PATH_CAP], err[256];
+    void *h = NULL;
+    cache_key(PROBE_SRC, flags, ident, key);
+    snprintf(so, sizeof so, "%s/%s.so", dir, key);
+    snprintf(sum, sizeof sum, "%s/%s.sum", dir, key);
+    if (load_entry(so, sum, &h) != 1 &&
+        build_entry(dir, key, PROBE_SRC, flags, &h, err, sizeof err) != 0)
+        return -1;
+    void *sym = dlsym(h, "tex_probe");
+    int (*fn)(void) = NULL;
+    memcpy(&fn, &sym, sizeof sym); /* POSIX: object and function pointers convert */
+    int wrong = fn ? fn() != 0 : -1;
+    dlclose(h);
+    return wrong;
+}
+
+/* Whether kernels built with flags need PROBE_FIX: the probe is wrong
+ * without it and right with it. Remembered per process for the last flags. */
+static bool needs_probe_fix(const char *dir, const argvec *flags, const char *ident)
+{
+    char key[65];
+    cache_key(PROBE_SRC, flags, ident, key);
+    pthread_mutex_lock(&probe_lock);
+    if (strcmp(key, probe_key) != 0) {
+        probe_fix = false;
+        if (run_probe(dir, flags, ident) == 1) {
+            argvec fixed = *flags; /* shares the words; never freed */
+            argv_push(&fixed, PROBE_FIX);
+            probe_fix = run_probe(dir, &fixed, ident) == 0;
+        }
+        memcpy(probe_key, key, sizeof key);
+    }
+    bool fix = probe_fix;
+    pthread_mutex_unlock(&probe_lock);
+    return fix;
+}
+
 /* The compiler's words and every flag: the key's input and the command line. */
 static bool compile_flags(argvec *a)
 {
@@ -603,6 +691,8 @@ int texi_cpu_jit_load(const char *source, void **handle, char *err, size_t err_s
     argvec flags = {.n = 0};
     rc = TEX_ENOMEM;
     if (compile_flags(&flags)) {
+        if (needs_probe_fix(dir, &flags, ident))
+            argv_push(&flags, PROBE_FIX);
         cache_key(source, &flags, ident, key);
         snprintf(so, sizeof so, "%s/%s.so", dir, key);
         snprintf(sum, sizeof sum, "%s/%s.sum", dir, key);
