@@ -26,7 +26,9 @@
  * Compiler probe: before the first kernel of a process under a compiler and
  * flags, a known miscompilation (PROBE_SRC) is compiled through the cache
  * like a kernel and run; when its result is wrong, and right with PROBE_FIX,
- * that flag joins the flags (and so the cache key) of every kernel.
+ * that flag joins the flags (and so the cache key) of every kernel. The
+ * verdict is kept as KEY.probe ("fix" or "none"; anything else is removed
+ * and the probe runs again).
  * A build writes the object and the sum under temporary names and renames
  * the object, then the sum, into place; concurrent processes building the
  * same kernel each write their own temporaries, and rename is atomic, so a
@@ -647,20 +649,55 @@ static int run_probe(const char *dir, const argvec *flags, const char *ident)
     return wrong;
 }
 
+/* The verdict DIR/KEY.probe holds: 1 "fix", 0 "none", -1 none or anything
+ * else (then removed, to be written again). */
+static int read_verdict(const char *path)
+{
+    char *text = read_text(path, 8);
+    int v = !text ? -1 : strcmp(text, "fix\n") == 0 ? 1 : strcmp(text, "none\n") == 0 ? 0 : -1;
+    if (text && v < 0)
+        unlink(path);
+    free(text);
+    return v;
+}
+
+/* Publishes a verdict (temporary file, then rename); best effort. */
+static void write_verdict(const char *dir, const char *path, bool fix)
+{
+    char tmp[PATH_CAP];
+    if (!make_temp(tmp, sizeof tmp, dir, ".probe"))
+        return;
+    if (!write_file(tmp, fix ? "fix\n" : "none\n") || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
+/* The probe's verdict, computed: 1 wrong without PROBE_FIX and right with
+ * it, 0 otherwise, -1 when the probe could not be built or run. */
+static int probe_verdict(const char *dir, const argvec *flags, const char *ident)
+{
+    int wrong = run_probe(dir, flags, ident);
+    if (wrong != 1)
+        return wrong;
+    argvec fixed = *flags; /* shares the words; never freed */
+    argv_push(&fixed, PROBE_FIX);
+    int still = run_probe(dir, &fixed, ident);
+    return still < 0 ? -1 : still == 0;
+}
+
 /* Whether kernels built with flags need PROBE_FIX: the probe is wrong
- * without it and right with it. Remembered per process for the last flags. */
+ * without it and right with it. Remembered per process (for the last
+ * flags) and in the cache as KEY.probe, so a warm process runs nothing. */
 static bool needs_probe_fix(const char *dir, const argvec *flags, const char *ident)
 {
-    char key[65];
+    char key[65], path[PATH_CAP];
     cache_key(PROBE_SRC, flags, ident, key);
+    snprintf(path, sizeof path, "%s/%s.probe", dir, key);
     pthread_mutex_lock(&probe_lock);
     if (strcmp(key, probe_key) != 0) {
-        probe_fix = false;
-        if (run_probe(dir, flags, ident) == 1) {
-            argvec fixed = *flags; /* shares the words; never freed */
-            argv_push(&fixed, PROBE_FIX);
-            probe_fix = run_probe(dir, &fixed, ident) == 0;
-        }
+        int v = read_verdict(path);
+        if (v < 0 && (v = probe_verdict(dir, flags, ident)) >= 0)
+            write_verdict(dir, path, v == 1);
+        probe_fix = v == 1;
         memcpy(probe_key, key, sizeof key);
     }
     bool fix = probe_fix;

@@ -24,6 +24,7 @@
 #include "support/tmpdir.h"
 #include "support/ops.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -222,9 +223,10 @@ static void *compile_plain(const char *source, const char *name)
     return system(cmd) == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
 }
 
-/* The "c" target's source of a constant-shape convolution under schedule
- * `which`, compiled without the probe's help, called directly and compared
- * with the oracle: the emitted code itself must be right. */
+/* The "c" target's source of a convolution under schedule `which`, compiled
+ * without the probe's help, called directly (a symbolic H and W are the
+ * entry point's last two arguments) and compared with the oracle: the
+ * emitted code itself must be right. */
 static void check_plain(const conv_cfg *k, int which)
 {
     tex_ctx *c = tex_ctx_new();
@@ -236,9 +238,10 @@ static void check_plain(const conv_cfg *k, int which)
     tex_kernel *kn = f ? tex_build(f, "c") : NULL;
     void *h = kn ? compile_plain(tex_kernel_source(kn), k->name) : NULL;
     void *sym = h ? dlsym(h, k->name) : NULL;
-    int (*fn)(void *, void *, void *) = NULL;
-    memcpy(&fn, &sym, sizeof sym);
-    TT_CHECK(fn != NULL);
+    int (*fn3)(void *, void *, void *) = NULL;
+    int (*fn5)(void *, void *, void *, int64_t, int64_t) = NULL; /* then H, W */
+    memcpy(k->sym ? (void *)&fn5 : (void *)&fn3, &sym, sizeof sym);
+    TT_CHECK(sym != NULL);
     tex_tensor *ts[3] = {w.in[0], w.in[1], w.out};
     DLTensor *a[3], *ref = ops_array_for(&w, w.out);
     uint64_t rng = 5;
@@ -248,7 +251,10 @@ static void check_plain(const conv_cfg *k, int which)
             ops_fill_random(a[i], TEX_F32, &rng);
     }
     ops_poison(a[2], TEX_F32);
-    TT_EQ_INT(fn ? fn(a[0]->data, a[1]->data, a[2]->data) : -1, 0);
+    int rc = fn5   ? fn5(a[0]->data, a[1]->data, a[2]->data, k->h, k->wd)
+             : fn3 ? fn3(a[0]->data, a[1]->data, a[2]->data)
+                   : -1;
+    TT_EQ_INT(rc, 0);
     TT_EQ_INT(tex_eval_reference(c, 3, ts, (DLTensor *[]){a[0], a[1], ref}), 0);
     int64_t bad = ops_compare(a[2], ref, TEX_F32);
     if (bad >= 0)
@@ -263,14 +269,13 @@ static void check_plain(const conv_cfg *k, int which)
     tex_ctx_free(c);
 }
 
-/* The constant-shape convolutions' emitted C, compiled with -O3 -march=native
- * and nothing else, under every schedule. */
+/* Every convolution's emitted C, compiled with -O3 -march=native and
+ * nothing else, under every schedule. */
 static void test_source_without_probe(void)
 {
     for (size_t i = 0; i < sizeof CONVS / sizeof CONVS[0]; i++)
         for (int which = 0; which < SCHED_COUNT; which++)
-            if (!CONVS[i].sym)
-                check_plain(&CONVS[i], which);
+            check_plain(&CONVS[i], which);
 }
 
 /* ------------------------------------------------------ compiler probe */
@@ -296,6 +301,31 @@ static int count_lines(const char *path, const char *part)
     if (fp)
         fclose(fp);
     return n;
+}
+
+/* The content of the one *.probe file in dir ("" when there is none or more). */
+static void probe_file(const char *dir, char *text, size_t cap)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    text[0] = '\0';
+    while (d && (e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        char path[512];
+        if (len < 6 || strcmp(e->d_name + len - 6, ".probe") != 0 || n++)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *fp = fopen(path, "r");
+        size_t got = fp ? fread(text, 1, cap - 1, fp) : 0;
+        text[got] = '\0';
+        if (fp)
+            fclose(fp);
+    }
+    if (d)
+        closedir(d);
+    if (n != 1)
+        text[0] = '\0';
 }
 
 /* Builds the issue's convolution with TEX_CC=cc_path (in a fresh cache
@@ -351,9 +381,14 @@ static void test_compiler_probe(void)
               2);
     TT_CHECK(build_issue(bad_cc, cache)); /* remembered: nothing compiled */
     TT_EQ_INT(count_lines(log, "bad -std=c99"), 3);
+    char verdict[16];
+    probe_file(cache, verdict, sizeof verdict);
+    TT_EQ_STR(verdict, "fix\n");
     snprintf(cache, sizeof cache, "%s/good-cache", cache_dir);
     TT_CHECK(build_issue(good_cc, cache)); /* refuses the workaround, which it does not need */
     TT_EQ_INT(count_lines(log, "good -std=c99"), 2);
+    probe_file(cache, verdict, sizeof verdict);
+    TT_EQ_STR(verdict, "none\n");
     TT_EQ_INT(count_lines(log, "-fno-tree-loop-if-convert"), 2);
     if (old)
         setenv("TEX_CC", saved, 1);
