@@ -27,8 +27,9 @@
  * flags, a known miscompilation (PROBE_SRC) is compiled through the cache
  * like a kernel and run; when its result is wrong, and right with PROBE_FIX,
  * that flag joins the flags (and so the cache key) of every kernel. The
- * verdict is kept as KEY.probe ("fix" or "none"; anything else is removed
- * and the probe runs again).
+ * probe's entries live in the cache's probe/ subdirectory, with the verdict
+ * as KEY.probe ("fix" or "none"; anything else is removed and the probe
+ * runs again).
  * A build writes the object and the sum under temporary names and renames
  * the object, then the sum, into place; concurrent processes building the
  * same kernel each write their own temporaries, and rename is atomic, so a
@@ -686,17 +687,20 @@ static int probe_verdict(const char *dir, const argvec *flags, const char *ident
 
 /* Whether kernels built with flags need PROBE_FIX: the probe is wrong
  * without it and right with it. Remembered per process (for the last
- * flags) and in the cache as KEY.probe, so a warm process runs nothing. */
+ * flags) and in the cache's probe/ directory (its objects and KEY.probe),
+ * so a warm process runs nothing. */
 static bool needs_probe_fix(const char *dir, const argvec *flags, const char *ident)
 {
-    char key[65], path[PATH_CAP];
+    char key[65], sub[PATH_CAP], path[PATH_CAP];
     cache_key(PROBE_SRC, flags, ident, key);
-    snprintf(path, sizeof path, "%s/%s.probe", dir, key);
+    if ((size_t)snprintf(sub, sizeof sub, "%s/probe", dir) >= sizeof sub ||
+        (size_t)snprintf(path, sizeof path, "%s/%s.probe", sub, key) >= sizeof path)
+        return false; /* the caller keeps dir 100 bytes short of PATH_CAP */
     pthread_mutex_lock(&probe_lock);
     if (strcmp(key, probe_key) != 0) {
-        int v = read_verdict(path);
-        if (v < 0 && (v = probe_verdict(dir, flags, ident)) >= 0)
-            write_verdict(dir, path, v == 1);
+        int v = mkdir(sub, 0700) == 0 || errno == EEXIST ? read_verdict(path) : 0;
+        if (v < 0 && (v = probe_verdict(sub, flags, ident)) >= 0)
+            write_verdict(sub, path, v == 1);
         probe_fix = v == 1;
         memcpy(probe_key, key, sizeof key);
     }

@@ -203,11 +203,12 @@ static void test_padded_convs(void)
 
 /* --------------------------------------- the source without the JIT's flags */
 
-/* Compiles source with the JIT's fixed flags only (no probe workaround) into
- * DIR/NAME.so through the shell; the loaded handle or NULL. */
+/* Compiles source with the JIT's flags (jit.c's FIXED_FLAGS, $TEX_CFLAGS,
+ * $TEX_SANITIZE_FLAGS) but without the probe's workaround into DIR/NAME.so
+ * through the shell; the loaded handle or NULL. */
 static void *compile_plain(const char *source, const char *name)
 {
-    char src[256], so[256], cmd[1024];
+    char src[256], so[256], cmd[4096];
     snprintf(src, sizeof src, "%s/%s.c", cache_dir, name);
     snprintf(so, sizeof so, "%s/%s.so", cache_dir, name);
     FILE *fp = fopen(src, "w");
@@ -215,12 +216,15 @@ static void *compile_plain(const char *source, const char *name)
         return NULL;
     fputs(source, fp);
     fclose(fp);
-    const char *cc = getenv("TEX_CC");
-    snprintf(cmd, sizeof cmd,
-             "%s -std=c99 -O3 -march=native -ffp-contract=fast -fopenmp -fPIC -shared -o '%s' "
-             "'%s' -lm",
-             cc && *cc ? cc : "cc", so, src);
-    return system(cmd) == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
+    const char *cc = getenv("TEX_CC"), *fl = getenv("TEX_CFLAGS");
+    const char *san = getenv("TEX_SANITIZE_FLAGS");
+    int n = snprintf(cmd, sizeof cmd,
+                     "%s -std=c99 -O3 -march=native -ffp-contract=fast -fopenmp -fPIC -shared "
+                     "%s %s -o '%s' '%s' -lm",
+                     cc && *cc ? cc : "cc", fl ? fl : "", san ? san : "", so, src);
+    if (n < 0 || (size_t)n >= sizeof cmd || system(cmd) != 0)
+        return NULL;
+    return dlopen(so, RTLD_NOW | RTLD_LOCAL);
 }
 
 /* The "c" target's source of a convolution under schedule `which`, compiled
@@ -303,7 +307,8 @@ static int count_lines(const char *path, const char *part)
     return n;
 }
 
-/* The content of the one *.probe file in dir ("" when there is none or more). */
+/* The content of the one *.probe file in dir ("" when there is none or more);
+ * dir is a cache's probe/ subdirectory. */
 static void probe_file(const char *dir, char *text, size_t cap)
 {
     DIR *d = opendir(dir);
@@ -382,11 +387,13 @@ static void test_compiler_probe(void)
     TT_CHECK(build_issue(bad_cc, cache)); /* remembered: nothing compiled */
     TT_EQ_INT(count_lines(log, "bad -std=c99"), 3);
     char verdict[16];
+    strcat(cache, "/probe");
     probe_file(cache, verdict, sizeof verdict);
     TT_EQ_STR(verdict, "fix\n");
     snprintf(cache, sizeof cache, "%s/good-cache", cache_dir);
     TT_CHECK(build_issue(good_cc, cache)); /* refuses the workaround, which it does not need */
     TT_EQ_INT(count_lines(log, "good -std=c99"), 2);
+    strcat(cache, "/probe");
     probe_file(cache, verdict, sizeof verdict);
     TT_EQ_STR(verdict, "none\n");
     TT_EQ_INT(count_lines(log, "-fno-tree-loop-if-convert"), 2);
