@@ -11,25 +11,28 @@
  * a conditional load in a vectorized loop into a masked load and gets the
  * mask wrong for some loop shapes (zero padding of a convolution gives wrong
  * values), even when the index is clamped; an unconditional load followed by
- * a select is vectorized as a plain load and a blend, which every compiler
- * tried gets right. The clamp keeps the now unconditional load inside the
- * buffer: each side of it is added only when the interval analysis cannot
- * prove that side of 0 <= j < n under the ranges of the enclosing loops and
- * LETs, so in-range loads stay affine and vectorize as before. Size
- * variables get no range of their own: texi_prove is not sound with ranges
- * as wide as a type's (products of such bounds overflow), and a needless
- * clamp costs little where a wrong proof would read out of bounds. A buffer that may be empty (n
- * not provably >= 1) is read through select(n >= 1, load, 0): its condition is loop-invariant.
- * Loads nested in a hoisted load's index are hoisted first (outer LETs).
- * Equal loads of one statement share one LET.
+ * a select is vectorized as a plain load (or a gather) and a blend, which
+ * every compiler tried gets right.
+ *
+ * The clamp keeps the now unconditional load inside the buffer: each side of
+ * it is added only when the interval analysis cannot prove that side of
+ * 0 <= j < n under the ranges of the enclosing loops and LETs, so in-range
+ * loads stay affine. Size variables get no range of their own: texi_prove is
+ * not sound with ranges as wide as a type's (products of such bounds
+ * overflow), and a needless clamp costs less than a wrong proof. A buffer that
+ * may be empty (n not provably >= 1) is read through select(n >= 1, load, 0),
+ * whose condition is loop-invariant. Loads nested in a hoisted load's index
+ * are hoisted first (outer LETs); equal loads of one statement share a LET.
  *
  * Positions handled: the values and indices of STORE, the condition of IF,
  * the value of LET and EVALUATE; an "atomic" ATTR keeps its STORE as its
  * body (the LETs go around the ATTR). Loop bounds, ATTR values and tensor
  * intrinsics' offsets are left alone (evaluated outside the hot loop).
- * Guards (IF without else around a body) are not rewritten: GCC vectorizes
- * them with masked stores and loads that it gets right in our tests, and the
- * JIT's compiler probe (jit.c) is the second line of defence.
+ * Guards (IF without else around a body) are not rewritten: hoisting their
+ * loads would clamp every guarded tail, and GCC gets a guarded store right
+ * in our tests unless the same element is also stored unconditionally in the
+ * same iteration, which tex's guards do not produce in the schedules tried;
+ * the JIT's compiler probe (jit.c) is the second line of defence.
  *
  * Not in the pipeline: the CPU backend runs it on every function it emits
  * (backend.c). The interpreter and the oracle evaluate selects lazily and the
@@ -121,8 +124,7 @@ static tex_expr *safe_load(guard *g, texi_buffer *buf, tex_expr *index, tex_dtyp
     tex_expr *ld = j ? texi_load_new(buf, j) : NULL;
     if (!ld || (lo && hi) || proven(g, TEXI_EXPR_GE, n, one))
         return ld;
-    tex_expr *z =
-        t == TEX_BOOL || !texi_dtype_is_float(t) ? imm(g, t, 0) : texi_float_imm(g->ctx, t, 0.0);
+    tex_expr *z = texi_dtype_is_float(t) ? texi_float_imm(g->ctx, t, 0.0) : imm(g, t, 0);
     tex_expr *c = texi_binary(TEXI_EXPR_GE, n, one);
     return c && z ? texi_select_new(c, ld, z) : NULL;
 }
