@@ -2,7 +2,9 @@
  * texi_backend_cpu: the vtable behind the targets "cpu" and "c".
  *
  * build: barriers for GPU-style code (thread_sync.c) removed again by
- * barrier fission (gpu_to_cpu.c), then the C
+ * barrier fission (gpu_to_cpu.c), loads in select arms made unconditional
+ * (guarded_loads.c: the system compiler's vectorizer may miscompile
+ * conditional loads), then the C
  * source and the export header (codegen_c.c); for "c"
  * that is all (the kernel is not callable). For "cpu" the source goes
  * through the JIT cache (jit.c), the entry point is looked up by the
@@ -98,18 +100,20 @@ static int load(tex_kernel *k, const tex_func *f)
     return 0;
 }
 
-/* f itself, or a copy of GPU-style code made serial: thread_sync puts the
- * barriers a GPU would need where threads share data through shared
- * memory (a cooperative fetch read by other threads), then barrier fission
- * (gpu_to_cpu.c) removes them so the thread loops can run one thread after
- * another. Code without thread loops comes back unchanged from both. */
-static int serial_form(const tex_func *f, tex_func *copy, const tex_func **out)
+/* f itself, or the copy the C emitter needs: GPU-style code made serial
+ * (thread_sync puts the barriers a GPU would need where threads share data
+ * through shared memory, then barrier fission (gpu_to_cpu.c) removes them so
+ * the thread loops can run one thread after another), and no load evaluated
+ * conditionally (guarded_loads.c). Code without thread loops and selects
+ * over loads comes back unchanged. */
+static int cpu_form(const tex_func *f, tex_func *copy, const tex_func **out)
 {
     *copy = *f;
     texi_lower lw = {f->ctx, NULL, copy};
-    tex_stmt *synced = NULL;
+    tex_stmt *synced = NULL, *serial = NULL;
     TEXI_TRY(texi_lower_apply(&lw, "thread_sync", texi_pass_thread_sync, f->body, &synced));
-    TEXI_TRY(texi_lower_apply(&lw, "gpu_to_cpu", texi_pass_gpu_to_cpu, synced, &copy->body));
+    TEXI_TRY(texi_lower_apply(&lw, "gpu_to_cpu", texi_pass_gpu_to_cpu, synced, &serial));
+    TEXI_TRY(texi_lower_apply(&lw, "guarded_loads", texi_pass_guarded_loads, serial, &copy->body));
     *out = copy->body == f->body ? f : copy;
     return 0;
 }
@@ -118,7 +122,7 @@ static int cpu_build(tex_kernel *k, const tex_func *fn)
 {
     tex_func copy;
     const tex_func *f = NULL;
-    TEXI_TRY(serial_form(fn, &copy, &f));
+    TEXI_TRY(cpu_form(fn, &copy, &f));
     k->source = texi_cpu_emit(f, k->threads);
     if (!k->source)
         return tex_errcode(f->ctx) ? tex_errcode(f->ctx)

@@ -23,12 +23,16 @@
  * the cache as cc-HASH.id, HASH covering the compiler file's path, inode,
  * size and mtime, so that a process whose kernels are all cached spawns
  * nothing (bench/jit's "cached" case).
- * A build writes the object and the sum under temporary names and renames
- * the object, then the sum, into place; concurrent processes building the
- * same kernel each write their own temporaries, and rename is atomic, so a
- * reader sees a complete object or none. A lookup accepts an entry only when
- * the object's hash equals its sum (and dlopen succeeds); otherwise both
- * files are removed and the kernel is rebuilt. TEX_KEEP_SOURCE=1 keeps
+ * Compiler probe: before the first kernel of a process under a compiler and
+ * flags, the code forms around a known miscompilation (PROBE_SRC) are
+ * compiled through the cache like a kernel and run; when its result is wrong, and right with
+ * PROBE_FIX, that flag joins the flags (and so the cache key) of every kernel. The probe's entries
+ * live in the cache's probe/ subdirectory, with the verdict as KEY.probe ("fix" or "none"; anything
+ * else is removed and the probe runs again). A build writes the object and the sum under temporary
+ * names and renames the object, then the sum, into place; concurrent processes building the same
+ * kernel each write their own temporaries, and rename is atomic, so a reader sees a complete object
+ * or none. A lookup accepts an entry only when the object's hash equals its sum (and dlopen
+ * succeeds); otherwise both files are removed and the kernel is rebuilt. TEX_KEEP_SOURCE=1 keeps
  * KEY.c beside the object. Nothing here prints or touches a tex_ctx: errors
  * are written into the caller's buffer.
  */
@@ -583,6 +587,146 @@ out:
     return rc;
 }
 
+/* ------------------------------------------------------------ compiler probe */
+
+/* A known miscompilation, checked once per compiler and flags: GCC 12 at -O3
+ * with AVX2 if-converts a conditional load in a select arm (the zero padding
+ * of a convolution, `P[i] = c ? X[i - 2] : 0`) into a masked load with a
+ * wrong mask. tex never emits that form: guarded_loads.c loads
+ * unconditionally at a clamped index and then selects. The probe checks
+ * that the compiler gets the forms tex does emit for such code right: that
+ * load-then-select (loop 1) and a store under a guard without else, as split
+ * tails are (loop 2). The expected values are computed without loads, so the
+ * same defect cannot hide in the check. */
+static const char PROBE_SRC[] =
+    "#if defined(__GNUC__) && !defined(__clang__)\n"
+    "#define TEX_PROBE_NOINLINE __attribute__((noipa))\n"
+    "#else\n"
+    "#define TEX_PROBE_NOINLINE __attribute__((noinline))\n"
+    "#endif\n"
+    "TEX_PROBE_NOINLINE void tex_probe_select(const float *restrict X, float *restrict P)\n"
+    "{\n"
+    "    for (int py = 0; py < 13; ++py)\n"
+    "        for (int px = 0; px < 2; ++px) {\n"
+    "            int j = py * 2 + px - 2;\n"
+    "            float v = X[j < 0 ? 0 : j > 21 ? 21 : j];\n"
+    "            P[py * 2 + px] = py >= 1 && py < 12 ? v : 0.0f;\n"
+    "        }\n"
+    "}\n"
+    "\n"
+    "TEX_PROBE_NOINLINE void tex_probe_guard(const float *restrict X, float *restrict P)\n"
+    "{\n"
+    "    for (int py = 0; py < 13; ++py)\n"
+    "        for (int px = 0; px < 2; ++px)\n"
+    "            if (py >= 1 && py < 12)\n"
+    "                P[py * 2 + px] = X[py * 2 + px - 2];\n"
+    "}\n"
+    "\n"
+    "int tex_probe(void)\n"
+    "{\n"
+    "    float X[22], P[26], Q[26];\n"
+    "    int bad = 0;\n"
+    "    for (int i = 0; i < 22; ++i)\n"
+    "        X[i] = (float)(i + 1);\n"
+    "    for (int i = 0; i < 26; ++i)\n"
+    "        Q[i] = 0.0f;\n"
+    "    tex_probe_select(X, P);\n"
+    "    tex_probe_guard(X, Q);\n"
+    "    for (int i = 0; i < 26; ++i) {\n"
+    "        float want = i >= 2 && i < 24 ? (float)(i - 1) : 0.0f;\n"
+    "        bad += (P[i] != want) + (Q[i] != want);\n"
+    "    }\n"
+    "    return bad;\n"
+    "}\n";
+
+/* Added to the flags of every kernel when the probe comes out wrong and is
+ * right with it. */
+#define PROBE_FIX "-fno-tree-loop-if-convert"
+
+static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
+static char probe_key[65]; /* the probe's cache key under the flags probed last */
+static bool probe_fix;     /* their verdict: add PROBE_FIX */
+
+/* Builds (or finds in the cache, like a kernel) and runs the probe under
+ * flags: 1 when its result is wrong, 0 when right, -1 when it cannot be built
+ * or loaded (the kernel's own build then reports the compiler). */
+static int run_probe(const char *dir, const argvec *flags, const char *ident)
+{
+    char key[65], so[PATH_CAP], sum[PATH_CAP], err[256];
+    void *h = NULL;
+    cache_key(PROBE_SRC, flags, ident, key);
+    snprintf(so, sizeof so, "%s/%s.so", dir, key);
+    snprintf(sum, sizeof sum, "%s/%s.sum", dir, key);
+    if (load_entry(so, sum, &h) != 1 &&
+        build_entry(dir, key, PROBE_SRC, flags, &h, err, sizeof err) != 0)
+        return -1;
+    void *sym = dlsym(h, "tex_probe");
+    int (*fn)(void) = NULL;
+    memcpy(&fn, &sym, sizeof sym); /* POSIX: object and function pointers convert */
+    int wrong = fn ? fn() != 0 : -1;
+    dlclose(h);
+    return wrong;
+}
+
+/* The verdict DIR/KEY.probe holds: 1 "fix", 0 "none", -1 none or anything
+ * else (then removed, to be written again). */
+static int read_verdict(const char *path)
+{
+    char *text = read_text(path, 8);
+    int v = !text ? -1 : strcmp(text, "fix\n") == 0 ? 1 : strcmp(text, "none\n") == 0 ? 0 : -1;
+    if (text && v < 0)
+        unlink(path);
+    free(text);
+    return v;
+}
+
+/* Publishes a verdict (temporary file, then rename); best effort. */
+static void write_verdict(const char *dir, const char *path, bool fix)
+{
+    char tmp[PATH_CAP];
+    if (!make_temp(tmp, sizeof tmp, dir, ".probe"))
+        return;
+    if (!write_file(tmp, fix ? "fix\n" : "none\n") || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
+/* The probe's verdict, computed: 1 wrong without PROBE_FIX and right with
+ * it, 0 otherwise, -1 when the probe could not be built or run. */
+static int probe_verdict(const char *dir, const argvec *flags, const char *ident)
+{
+    int wrong = run_probe(dir, flags, ident);
+    if (wrong != 1)
+        return wrong;
+    argvec fixed = *flags; /* shares the words; never freed */
+    argv_push(&fixed, PROBE_FIX);
+    int still = run_probe(dir, &fixed, ident);
+    return still < 0 ? -1 : still == 0;
+}
+
+/* Whether kernels built with flags need PROBE_FIX: the probe is wrong
+ * without it and right with it. Remembered per process (for the last
+ * flags) and in the cache's probe/ directory (its objects and KEY.probe),
+ * so a warm process runs nothing. */
+static bool needs_probe_fix(const char *dir, const argvec *flags, const char *ident)
+{
+    char key[65], sub[PATH_CAP], path[PATH_CAP];
+    cache_key(PROBE_SRC, flags, ident, key);
+    if ((size_t)snprintf(sub, sizeof sub, "%s/probe", dir) >= sizeof sub ||
+        (size_t)snprintf(path, sizeof path, "%s/%s.probe", sub, key) >= sizeof path)
+        return false; /* the caller keeps dir 100 bytes short of PATH_CAP */
+    pthread_mutex_lock(&probe_lock);
+    if (strcmp(key, probe_key) != 0) {
+        int v = mkdir(sub, 0700) == 0 || errno == EEXIST ? read_verdict(path) : 0;
+        if (v < 0 && (v = probe_verdict(sub, flags, ident)) >= 0)
+            write_verdict(sub, path, v == 1);
+        probe_fix = v == 1;
+        memcpy(probe_key, key, sizeof key);
+    }
+    bool fix = probe_fix;
+    pthread_mutex_unlock(&probe_lock);
+    return fix;
+}
+
 /* The compiler's words and every flag: the key's input and the command line. */
 static bool compile_flags(argvec *a, bool strict_float)
 {
@@ -608,6 +752,8 @@ int texi_cpu_jit_load(const char *source, bool strict_float, void **handle, char
     argvec flags = {.n = 0};
     rc = TEX_ENOMEM;
     if (compile_flags(&flags, strict_float)) {
+        if (needs_probe_fix(dir, &flags, ident))
+            argv_push(&flags, PROBE_FIX);
         cache_key(source, &flags, ident, key);
         snprintf(so, sizeof so, "%s/%s.so", dir, key);
         snprintf(sum, sizeof sum, "%s/%s.sum", dir, key);

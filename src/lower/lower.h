@@ -71,6 +71,11 @@ int texi_pass_remove_noops(texi_lower *lw, tex_stmt *in, tex_stmt **out);
  * loops contain barriers (gpu_to_cpu.c: barrier fission). */
 int texi_pass_gpu_to_cpu(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
+/* Not in the pipeline: run by the CPU backend before emitting C. Loads in
+ * select arms and right operands of && / || become unconditional loads at a
+ * clamped index, bound by LETs around their statement (guarded_loads.c). */
+int texi_pass_guarded_loads(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+
 typedef int (*texi_pass_fn)(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
 /* Runs one pass the way the pipeline does: a failure without a message gets

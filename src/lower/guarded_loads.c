@@ -1,0 +1,355 @@
+/*
+ * Pass guarded_loads: no load of the C backend's output is evaluated
+ * conditionally inside an expression. A LOAD in a select arm or in the right
+ * operand of && / || becomes a LET-bound variable; the LET, placed around the
+ * statement the expression belongs to, loads unconditionally:
+ *
+ *     P[i] = select(c, X[j], 0)   ->   let X_ld = X[max(min(j, n - 1), 0)]
+ *                                       P[i] = select(c, X_ld, 0)
+ *
+ * (Halide's boundary-condition form). Why: GCC 12 at -O3 with AVX2 if-converts
+ * a conditional load in a vectorized loop into a masked load and gets the
+ * mask wrong for some loop shapes (zero padding of a convolution gives wrong
+ * values), even when the index is clamped; an unconditional load followed by
+ * a select is vectorized as a plain load (or a gather) and a blend, which
+ * every compiler tried gets right.
+ *
+ * The clamp keeps the now unconditional load inside the buffer: each side of
+ * it is added only when the interval analysis cannot prove that side of
+ * 0 <= j < n under the ranges of the enclosing loops and LETs, so in-range
+ * loads stay affine. Size variables get no range of their own: texi_prove is
+ * not sound with ranges as wide as a type's (products of such bounds
+ * overflow), and a needless clamp costs less than a wrong proof. A buffer that
+ * may be empty (n not provably >= 1) is read through select(n >= 1, load, 0),
+ * whose condition is loop-invariant. Loads nested in a hoisted load's index
+ * are hoisted first (outer LETs); equal loads of one statement share a LET.
+ *
+ * Positions handled: the values and indices of STORE, the condition of IF,
+ * the value of LET and EVALUATE; an "atomic" ATTR keeps its STORE as its
+ * body (the LETs go around the ATTR). Loop bounds, ATTR values and tensor
+ * intrinsics' offsets are left alone (evaluated outside the hot loop).
+ * Guards (IF without else around a body) are not rewritten: hoisting their
+ * loads would clamp every guarded tail, and GCC gets a guarded store right
+ * in our tests unless the same element is also stored unconditionally in the
+ * same iteration, which tex's guards do not produce in the schedules tried;
+ * the JIT's compiler probe (jit.c) is the second line of defence.
+ *
+ * Not in the pipeline: the CPU backend runs it on every function it emits
+ * (backend.c). The interpreter and the oracle evaluate selects lazily and the
+ * CUDA backend's device_split treats top-level LETs as host values, so the
+ * rewrite belongs to the C target only.
+ */
+#include "lower/lower.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    tex_expr *var, *value;
+} hoist;
+
+typedef struct {
+    tex_ctx *ctx;
+    texi_range *env; /* enclosing loops and integer LETs */
+    int n_env, cap_env;
+    hoist *lets; /* loads hoisted out of the current statement, outermost first */
+    int n_lets, cap_lets;
+    bool cond; /* the expression being rewritten is evaluated conditionally */
+    bool failed;
+} guard;
+
+/* Appends to a growable arena array (*arr, *n, *cap) of elem-sized items. */
+static bool grow(guard *g, void **arr, int n, int *cap, size_t elem)
+{
+    if (n < *cap)
+        return true;
+    int c = *cap ? 2 * *cap : 16;
+    void *p = texi_alloc(g->ctx, elem * (size_t)c, "guarded_loads");
+    if (!p)
+        return false;
+    if (n)
+        memcpy(p, *arr, elem * (size_t)n);
+    *arr = p;
+    *cap = c;
+    return true;
+}
+
+static bool push_range(guard *g, tex_expr *var, tex_expr *min, tex_expr *extent)
+{
+    if (!min || !extent || !grow(g, (void **)&g->env, g->n_env, &g->cap_env, sizeof *g->env))
+        return false;
+    g->env[g->n_env++] = (texi_range){var, min, extent};
+    return true;
+}
+
+static tex_expr *imm(guard *g, tex_dtype t, int64_t v)
+{
+    return texi_int_imm(g->ctx, t, v);
+}
+
+/* The element count of buf (flattened buffers are compact over their shape)
+ * in index type t. */
+static tex_expr *buffer_size(guard *g, const texi_buffer *buf, tex_dtype t)
+{
+    tex_expr *n = imm(g, t, 1);
+    for (int d = 0; d < buf->ndim && n; d++) {
+        tex_expr *ext = texi_convert(buf->shape[d], t);
+        n = ext ? (d ? texi_binary(TEXI_EXPR_MUL, n, ext) : ext) : NULL;
+    }
+    return n ? texi_simplify(n, 0, NULL) : NULL;
+}
+
+static bool proven(guard *g, enum texi_expr_kind k, tex_expr *a, tex_expr *b)
+{
+    tex_expr *c = a && b ? texi_binary(k, a, b) : NULL;
+    if (!c)
+        g->failed = true;
+    return c && texi_prove(c, g->n_env, g->env);
+}
+
+/* buf[index] made safe to evaluate unconditionally (see the file comment). */
+static tex_expr *safe_load(guard *g, texi_buffer *buf, tex_expr *index, tex_dtype t)
+{
+    tex_dtype it = index->dtype;
+    tex_expr *n = buffer_size(g, buf, it), *zero = imm(g, it, 0), *one = imm(g, it, 1);
+    bool lo = proven(g, TEXI_EXPR_GE, index, zero), hi = proven(g, TEXI_EXPR_LT, index, n);
+    if (g->failed)
+        return NULL;
+    tex_expr *j = index;
+    tex_expr *last = texi_binary(TEXI_EXPR_SUB, n, one);
+    if (!hi)
+        j = last ? texi_binary(TEXI_EXPR_MIN, j, texi_simplify(last, 0, NULL)) : NULL;
+    if (!lo && j)
+        j = texi_binary(TEXI_EXPR_MAX, j, zero);
+    tex_expr *ld = j ? texi_load_new(buf, j) : NULL;
+    if (!ld || (lo && hi) || proven(g, TEXI_EXPR_GE, n, one))
+        return ld;
+    tex_expr *z = texi_dtype_is_float(t) ? texi_float_imm(g->ctx, t, 0.0) : imm(g, t, 0);
+    tex_expr *c = texi_binary(TEXI_EXPR_GE, n, one);
+    return c && z ? texi_select_new(c, ld, z) : NULL;
+}
+
+/* The variable standing for the hoisted load buf[index] (an equal load
+ * hoisted before from this statement is reused). */
+static tex_expr *hoist_load(guard *g, tex_expr *load, tex_expr *index)
+{
+    texi_buffer *buf = load->u.load.buf;
+    tex_expr *value = safe_load(g, buf, index, load->dtype);
+    for (int i = 0; value && i < g->n_lets; i++)
+        if (texi_expr_equal(g->lets[i].value, value))
+            return g->lets[i].var;
+    char name[128];
+    snprintf(name, sizeof name, "%s_ld", buf->name);
+    tex_expr *var = value ? texi_var_new(g->ctx, name, load->dtype) : NULL;
+    if (!var || !grow(g, (void **)&g->lets, g->n_lets, &g->cap_lets, sizeof *g->lets)) {
+        g->failed = true;
+        return load;
+    }
+    g->lets[g->n_lets++] = (hoist){var, value};
+    return var;
+}
+
+static tex_expr *rewrite(tex_expr *e, void *ud);
+
+/* e rewritten with cond as the conditional flag. */
+static tex_expr *sub(guard *g, tex_expr *e, bool cond)
+{
+    bool saved = g->cond;
+    g->cond = g->cond || cond;
+    tex_expr *r = texi_expr_mutate(e, rewrite, g);
+    g->cond = saved;
+    if (!r)
+        g->failed = true;
+    return r ? r : e;
+}
+
+/* The texi_expr_mutate callback: selects, && / || and loads; NULL lets the
+ * walk rebuild every other node from its rewritten children. */
+static tex_expr *rewrite(tex_expr *e, void *ud)
+{
+    guard *g = ud;
+    tex_expr *a, *b, *c;
+    switch (e->kind) {
+    case TEXI_EXPR_SELECT:
+        c = sub(g, e->u.sel.cond, false);
+        a = sub(g, e->u.sel.t, true);
+        b = sub(g, e->u.sel.f, true);
+        if (c == e->u.sel.cond && a == e->u.sel.t && b == e->u.sel.f)
+            return e;
+        return (c = texi_select_new(c, a, b)) ? c : (g->failed = true, e);
+    case TEXI_EXPR_AND:
+    case TEXI_EXPR_OR:
+        a = sub(g, e->u.bin.a, false);
+        b = sub(g, e->u.bin.b, true);
+        if (a == e->u.bin.a && b == e->u.bin.b)
+            return e;
+        return (c = texi_binary(e->kind, a, b)) ? c : (g->failed = true, e);
+    case TEXI_EXPR_LOAD:
+        a = sub(g, e->u.load.index, false);
+        if (g->cond)
+            return hoist_load(g, e, a);
+        if (a == e->u.load.index)
+            return e;
+        return (c = texi_load_new(e->u.load.buf, a)) ? c : (g->failed = true, e);
+    default:
+        return NULL;
+    }
+}
+
+/* e rewritten at the top of a statement (not conditional). */
+static tex_expr *top(guard *g, tex_expr *e)
+{
+    return e ? sub(g, e, false) : NULL;
+}
+
+/* s inside the LETs hoisted from it since mark; the list is cut back. */
+static tex_stmt *wrap(guard *g, tex_stmt *s, int mark)
+{
+    for (int i = g->n_lets - 1; i >= mark && s; i--)
+        s = texi_let_new(g->ctx, g->lets[i].var, g->lets[i].value, s);
+    g->n_lets = mark;
+    if (!s)
+        g->failed = true;
+    return s;
+}
+
+static tex_stmt *walk(guard *g, tex_stmt *s);
+
+/* body under var in [min, min + extent); NULL on failure. */
+static tex_stmt *scoped(guard *g, tex_expr *var, tex_expr *min, tex_expr *extent, tex_stmt *body)
+{
+    int n0 = g->n_env;
+    if (!push_range(g, var, min, extent))
+        return NULL;
+    tex_stmt *r = walk(g, body);
+    g->n_env = n0;
+    return r;
+}
+
+static tex_stmt *walk_for(guard *g, tex_stmt *s)
+{
+    tex_stmt *body = scoped(g, s->u.loop.var, s->u.loop.min, s->u.loop.extent, s->u.loop.body);
+    if (!body || body == s->u.loop.body)
+        return body ? s : NULL;
+    return texi_for_new(g->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent, s->u.loop.for_kind,
+                        s->u.loop.thread_tag, body);
+}
+
+/* An integer LET variable ranges over its value (as the C emitter assumes). */
+static tex_stmt *walk_let(guard *g, tex_stmt *s)
+{
+    int mark = g->n_lets;
+    tex_expr *var = s->u.let.var, *value = top(g, s->u.let.value);
+    tex_stmt *body = texi_dtype_is_float(var->dtype)
+                         ? walk(g, s->u.let.body)
+                         : scoped(g, var, value, imm(g, var->dtype, 1), s->u.let.body);
+    if (!body)
+        return NULL;
+    if (value != s->u.let.value || body != s->u.let.body)
+        s = texi_let_new(g->ctx, var, value, body);
+    return wrap(g, s, mark);
+}
+
+static tex_stmt *walk_if(guard *g, tex_stmt *s)
+{
+    int mark = g->n_lets;
+    tex_expr *cond = top(g, s->u.ifs.cond);
+    /* the branches' statements wrap what they hoist themselves */
+    tex_stmt *t = walk(g, s->u.ifs.then_s);
+    tex_stmt *f = s->u.ifs.else_s ? walk(g, s->u.ifs.else_s) : NULL;
+    if (!t || (s->u.ifs.else_s && !f))
+        return NULL;
+    if (cond != s->u.ifs.cond || t != s->u.ifs.then_s || f != s->u.ifs.else_s)
+        s = texi_if_new(g->ctx, cond, t, f);
+    return wrap(g, s, mark);
+}
+
+static tex_stmt *walk_store(guard *g, tex_stmt *s)
+{
+    tex_expr *index = top(g, s->u.store.index), *value = top(g, s->u.store.value);
+    if (index == s->u.store.index && value == s->u.store.value)
+        return s;
+    return texi_store_new(g->ctx, s->u.store.buf, index, value);
+}
+
+static tex_stmt *walk_attr(guard *g, tex_stmt *s)
+{
+    int mark = g->n_lets;
+    bool atomic = strcmp(s->u.attr.key, "atomic") == 0 && s->u.attr.body->kind == TEXI_STMT_STORE;
+    tex_stmt *body = atomic ? walk_store(g, s->u.attr.body) : walk(g, s->u.attr.body);
+    if (!body)
+        return NULL;
+    if (body != s->u.attr.body)
+        s = texi_attr_new(g->ctx, s->u.attr.key, s->u.attr.value, body);
+    return wrap(g, s, mark);
+}
+
+static tex_stmt *walk_seq(guard *g, tex_stmt *s)
+{
+    int n = s->u.seq.n;
+    tex_stmt **items = texi_alloc(g->ctx, sizeof *items * (size_t)(n ? n : 1), "guarded_loads");
+    bool changed = false;
+    for (int i = 0; items && i < n; i++) {
+        if (!(items[i] = walk(g, s->u.seq.items[i])))
+            return NULL;
+        changed |= items[i] != s->u.seq.items[i];
+    }
+    return !items ? NULL : changed ? texi_seq_new(g->ctx, n, items) : s;
+}
+
+/* s rewritten; NULL on failure (g->failed, the error recorded in ctx). */
+static tex_stmt *walk(guard *g, tex_stmt *s)
+{
+    int mark = g->n_lets;
+    tex_stmt *r = s, *body;
+    switch (s->kind) {
+    case TEXI_STMT_FOR:
+        r = walk_for(g, s);
+        break;
+    case TEXI_STMT_LET:
+        r = walk_let(g, s);
+        break;
+    case TEXI_STMT_IF:
+        r = walk_if(g, s);
+        break;
+    case TEXI_STMT_STORE:
+        r = wrap(g, walk_store(g, s), mark);
+        break;
+    case TEXI_STMT_EVALUATE: {
+        tex_expr *v = top(g, s->u.eval.value);
+        r = wrap(g, v == s->u.eval.value ? s : texi_evaluate_new(g->ctx, v), mark);
+        break;
+    }
+    case TEXI_STMT_ATTR:
+        r = walk_attr(g, s);
+        break;
+    case TEXI_STMT_SEQ:
+        r = walk_seq(g, s);
+        break;
+    case TEXI_STMT_ALLOCATE:
+        body = walk(g, s->u.alloc.body);
+        r = !body || body == s->u.alloc.body ? (body ? s : NULL)
+                                             : texi_allocate_new(g->ctx, s->u.alloc.buf, body);
+        break;
+    case TEXI_STMT_REALIZE:
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_BARRIER:
+    case TEXI_STMT_INTRIN:
+    case TEXI_STMT_KIND_COUNT:
+        break;
+    }
+    if (!r || g->failed) {
+        g->failed = true;
+        return NULL;
+    }
+    return r;
+}
+
+int texi_pass_guarded_loads(texi_lower *lw, tex_stmt *in, tex_stmt **out)
+{
+    guard g = {.ctx = lw->ctx};
+    *out = walk(&g, in);
+    if (!*out)
+        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
+    return 0;
+}
