@@ -21,7 +21,7 @@
  * machine within noise of mb = 6, kf = 8 and of mb = 4, clearly ahead of
  * mb = 8, bn = 32 and of the tutorial's 32 × 32 tile).
  *
- * Each case also gets a "/tensorized" line: the schedule of issue 6, which
+ * Each case also gets a "/tensorized" line: a tensorized schedule, which
  * leaves the inner loops to a built-in micro-kernel (src/schedule/intrin_cpu.c:
  * cpu.gemm_f32_avx512, C[6, 64] += A[6, 256] . B[256, 64], where the CPU has
  * AVX-512, else cpu.gemm_f32_avx2, 6 x 16 x 256). B is cached per 64-column

@@ -1,7 +1,7 @@
 #!/bin/sh
 # check_deps.sh — fails when an #include points against tex's layer order.
 #
-# Dependencies point one way (docs: ARCHITECTURE.md, STYLE.md §1):
+# Dependencies point one way (docs/architecture.md, "Layers"):
 #
 #     util <- ir <- schedule <- lower <- backend_* <- runtime
 #

@@ -317,8 +317,8 @@ typedef struct tex_intrin tex_intrin; /* a tensor intrinsic (lives in its contex
 
 /* A user intrinsic: desc is a compute (usually over placeholders) that a
  * tensorized loop nest must match; c_source defines the functions named
- * body_fn, reset_fn and update_fn, which receive the buffers as API.md rule
- * 10 says (per tensor of desc, inputs in order of first use then the output:
+ * body_fn, reset_fn and update_fn, which receive the buffers as docs/api.md
+ * rule 10 says (per tensor of desc, inputs in order of first use then the output:
  * a pointer to the tile's first element and one int64_t stride in elements
  * per dimension; reset_fn only the output). body_fn may be NULL when
  * reset_fn and update_fn are given; both may be NULL when body_fn is. NULL

@@ -34,7 +34,7 @@
  * memory would leak), so they set tex_rc and skip the failed scope; the
  * function checks tex_rc where returning is safe and at its end.
  *
- * Tensor intrinsics (API.md rule 10): the c_source of each distinct
+ * Tensor intrinsics (docs/api.md, rule 10): the c_source of each distinct
  * intrinsic the body calls is pasted as-is before the entry point, once, in
  * order of first call (it may define static functions and include headers);
  * an INTRIN is the call `fn((const T *)(A + off), (int64_t)(s0), ..., C +

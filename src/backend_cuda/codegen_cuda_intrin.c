@@ -1,5 +1,5 @@
 /*
- * Tensor intrinsics in the CUDA emitter (API.md rule 10, issue 6).
+ * Tensor intrinsics in the CUDA emitter (docs/api.md, rule 10).
  *
  * texi_cu_emit_intrin_sources appends the c_source of every distinct
  * intrinsic the function calls, once each, in order of first call; it goes

@@ -1,6 +1,6 @@
 /*
  * Element types: names, sizes, classification and the promotion rule of
- * binary operators (API.md, precise rule 2):
+ * binary operators (docs/api.md, rule 2):
  *   int with int    -> the wider; equal widths of mixed signedness -> unsigned
  *   int with float  -> the float
  *   f16/bf16 with f32 -> f32; f16 with bf16 -> f32; f32 with f64 -> f64

@@ -4,7 +4,7 @@
  *
  * The value of every operator, cast and math call is computed by the shared
  * scalar semantics of eval_scalar.c (texi_eval_binary, texi_eval_math,
- * texi_eval_convert; API.md, precise rule 2), which the interpreter of
+ * texi_eval_convert; docs/api.md, rule 2), which the interpreter of
  * lowered functions uses too. This file adds what belongs to evaluation:
  *   - select, && and || evaluate only what C would, so guards such as
  *     select(i < n, A[i], 0) or `i < n && A[i] > 0` never trip the bounds check;

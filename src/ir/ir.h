@@ -293,7 +293,7 @@ enum texi_stmt_kind {
     TEXI_STMT_KIND_COUNT
 };
 
-/* The functions of a tensor intrinsic (API.md rule 10). */
+/* The functions of a tensor intrinsic (docs/api.md, rule 10). */
 enum texi_intrin_fn {
     TEXI_INTRIN_BODY,   /* the whole reduction (or a non-reduction) */
     TEXI_INTRIN_RESET,  /* the output tile set to the reduction's identity */

@@ -1,6 +1,6 @@
 /*
  * Argument binding: the values of one call checked against a lowered
- * function's parameters before anything runs (API.md rules 7 and 9), and the
+ * function's parameters before anything runs (docs/api.md, rules 7 and 9), and the
  * symbolic sizes bound from them.
  *
  * Order of checks, per argument: kind (an array for a tensor parameter, an

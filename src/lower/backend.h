@@ -1,6 +1,6 @@
 /*
  * Kernels and backends: what tex_build returns, and the interface each
- * backend implements (STYLE.md §1: one vtable per backend; the registry
+ * backend implements (docs/architecture.md, "Backends": one vtable per backend; the registry
  * table lives in src/runtime/kernel.c; adding a backend touches no other
  * backend). It sits in src/lower because both the backends (which implement
  * it) and the runtime (which calls it) may include lower/ headers.

@@ -3,7 +3,7 @@
  *
  * tex_lower validates the request, builds the tex_func shell (parameters with
  * their global buffers, the size variables) and hands it to the pipeline
- * (texi_lower_run), which fills in the body. Validation (API.md rule 7):
+ * (texi_lower_run), which fills in the body. Validation (docs/api.md, rule 7):
  *   - a function name that is a C identifier, at least one parameter;
  *   - a tensor parameter belongs to the schedule (has a stage) and is listed
  *     once; a VAR parameter is a free tex_var (of any dtype) listed once;

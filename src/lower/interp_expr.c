@@ -3,7 +3,7 @@
  *
  * Semantics are the reference evaluator's by construction: every operator,
  * cast, math call, element load and store is computed by the scalar functions
- * of ir/eval.h (src/ir/eval_scalar.c; API.md precise rule 2), the very ones
+ * of ir/eval.h (src/ir/eval_scalar.c; docs/api.md, rule 2), the very ones
  * the oracle runs. Integer results wrap to their dtype, float results are
  * rounded to it, floordiv/floormod round toward negative infinity, min/max
  * propagate NaN (a read of a poisoned, never written, float element is not

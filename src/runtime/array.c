@@ -1,6 +1,6 @@
 /*
  * Host arrays as DLPack DLTensors, and the dtype mapping between tex and
- * DLPack (API.md rule 9: bool is {kDLUInt, 8, 1}, f16 {kDLFloat, 16, 1},
+ * DLPack (docs/api.md, rule 9: bool is {kDLUInt, 8, 1}, f16 {kDLFloat, 16, 1},
  * bf16 {kDLBfloat, 16, 1}; the reverse mapping reads {kDLUInt, 8, 1} as u8).
  *
  * tex_array_new makes one allocation, 64-byte aligned: a header holding the

@@ -3,7 +3,7 @@
  * recorded in stage->attr) and the storage primitives set_scope,
  * storage_align and double_buffer (per stage).
  *
- * Legality decided here (API.md rule 5): a reduce axis may not be made
+ * Legality decided here (docs/api.md, rule 5): a reduce axis may not be made
  * parallel or vectorized, nor bound to a block index or a virtual thread (each
  * would race on the reduction's output), unless tex_atomic made the stage's
  * updates atomic (then parallel and block indices are fine); binding it to

@@ -6,7 +6,7 @@
  * fields change; the region computed at an attach point is bound
  * inference's business (bound.c).
  *
- * Legality decided here (API.md rule 5; TVM's rules where it has them):
+ * Legality decided here (docs/api.md, rule 5; TVM's rules where it has them):
  *   compute_at: neither stage is a placeholder, st is not an output (outputs
  *     are computed over their whole domain), st != parent, the parent is not
  *     inlined, parent_iv is a leaf of the parent, the parent reads st's tensor

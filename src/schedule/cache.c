@@ -1,6 +1,6 @@
 /*
  * Dataflow rewrites that add a cache stage: cache_read and cache_write
- * (TVM's CacheRead / CacheWrite, API.md rule 4).
+ * (TVM's CacheRead / CacheWrite, docs/api.md, rule 4).
  *
  * cache_read(A, scope, readers) makes `A.<scope>` = a copy of A over fresh
  * axes ax0, ax1, ... with A's shape, and gives each reader's stage a new op

@@ -16,8 +16,8 @@
 
 /* Validates and builds an intrinsic (tensorize.c): desc must be a compute
  * of ctx; its inputs are collected in order of first use; function names
- * must be C identifiers; body, or reset and update, are required (API.md
- * rule 10). `call` names the public function for messages. NULL with
+ * must be C identifiers; body, or reset and update, are required
+ * (docs/api.md, rule 10). `call` names the public function for messages. NULL with
  * TEX_EINVAL recorded on a bad argument. */
 tex_intrin *texi_intrin_make(tex_ctx *ctx, const char *call, const char *name, tex_tensor *desc,
                              const char *source, const char *body_fn, const char *reset_fn,

@@ -1,5 +1,5 @@
 /*
- * The CPU built-in intrinsics (API.md rule 10): "cpu.gemm_f32_avx512" and
+ * The CPU built-in intrinsics (docs/api.md, rule 10): "cpu.gemm_f32_avx512" and
  * "cpu.gemm_f32_avx2", fp32 GEMM micro-kernels for tex_tensorize.
  *
  * Each one is an ordinary intrinsic (texi_intrin_make) whose desc is

@@ -10,7 +10,7 @@
  * inside the sum) matches it.
  *
  * Source: CUDA C++ device functions (`__device__ __forceinline__`, after
- * `#include <mma.h>`), with API.md rule 10's signatures except for the
+ * `#include <mma.h>`), with docs/api.md rule 10's signatures except for the
  * element types: inputs are the CUDA emitter's storage types (`const __half
  * *` / `const __nv_bfloat16 *`, see texi_cu_storage_type), not uint16_t, and
  * the output is `float *`. Each pointer is followed by one int64_t stride per

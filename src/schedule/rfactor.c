@@ -1,5 +1,5 @@
 /*
- * rfactor (TVM's Rfactor, API.md rule 4): turns one reduce axis k of a
+ * rfactor (TVM's Rfactor, docs/api.md, rule 4): turns one reduce axis k of a
  * reduction C into a data axis of a new tensor CF, so the partial results
  * along k can be computed in parallel, then reduces CF over k into C.
  *

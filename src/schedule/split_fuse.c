@@ -15,7 +15,7 @@
  * ceildiv(e, f); by nparts p, outer = p and inner = ceildiv(e, p); fused =
  * product. Bound inference (bound.c) computes the true ranges.
  *
- * Legality decided here (API.md rules 5 and 6): the axis must be a leaf of
+ * Legality decided here (docs/api.md, rules 5 and 6): the axis must be a leaf of
  * this stage; a factor is a positive integer expression of constants and
  * symbolic sizes; SHIFT_INWARDS needs a stage without reduction and, for a
  * constant extent, extent >= factor; an axis that carries an annotation

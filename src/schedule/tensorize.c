@@ -5,7 +5,7 @@
  * use) and tex_tensorize.
  *
  * An intrinsic is a description compute (desc) plus the names of up to three
- * functions (API.md rule 10): body (the whole computation), or reset and
+ * functions (docs/api.md, rule 10): body (the whole computation), or reset and
  * update (a reduction split across calls). Validation here is about the
  * intrinsic alone: desc is a compute of the context, the names are C
  * identifiers, the needed functions are present. Whether a loop nest matches

@@ -1,6 +1,6 @@
 /*
- * cuda_emu.h: runs generated CUDA C on the CPU (ARCHITECTURE.md "Verifying
- * CUDA code without a GPU", check 3). Header-only (static inline
+ * cuda_emu.h: runs generated CUDA C on the CPU (docs/testing.md, "CUDA
+ * without a GPU", way 3). Header-only (static inline
  * functions); include it after tt.h. Needs g++ (or $CXX), -ldl -lffi
  * -lpthread (the test programs link them).
  *

@@ -1,6 +1,6 @@
 /*
- * Expression, axis, tensor and compute builders: dtype promotion (API.md rule
- * 2), constant conversion, the shape of the nodes built, and every error path
+ * Expression, axis, tensor and compute builders: dtype promotion (docs/api.md,
+ * rule 2), constant conversion, the shape of the nodes built, and every error path
  * of the builders (NULL operands, two contexts, wrong dtypes, misuse of axes
  * and reductions, reused names), plus allocation-failure injection.
  */

@@ -802,7 +802,7 @@ static void test_tex_f16(void)
     tex_ctx_free(ctx);
 }
 
-/* ------------------------------------------------ the GPU cases */
+/* ------------------------------------- the GPU cases of gpu_cases.h */
 
 /* One case of gpu_cases.h built for "cuda -emit-only", run in the emulator
  * and compared with the oracle. */

@@ -1,5 +1,5 @@
 /*
- * The six GPU schedules of the CUDA issue (tests/support/gpu_cases.h):
+ * The six GPU schedules of tests/support/gpu_cases.h:
  *
  *   interp_*  each case at small sizes (every size a non-multiple of its
  *             tiles), with constant and with symbolic sizes, lowers and runs

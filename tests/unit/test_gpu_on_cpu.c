@@ -1,6 +1,6 @@
 /*
- * GPU schedules built for the CPU (ARCHITECTURE.md, "Verifying CUDA code
- * without a GPU", way 2): the six cases of tests/support/gpu_cases.h -- blocks
+ * GPU schedules built for the CPU (docs/testing.md, "CUDA without a
+ * GPU", way 2): the six cases of tests/support/gpu_cases.h -- blocks
  * and threads bound, shared-memory fetches by cooperating threads, double
  * buffering, cross-thread and cross-block reductions -- go through
  * tex_build(f, "cpu"), which inserts the barriers a GPU would need and then

@@ -1,5 +1,5 @@
 /*
- * Every illegal schedule request the primitives decide (API.md rules 1, 5, 6):
+ * Every illegal schedule request the primitives decide (docs/api.md, rules 1, 5, 6):
  * each must return TEX_EINVAL (TEX_EMISUSE for NULL handles), record a message
  * naming the call, the stage and the axis, and leave the schedule exactly as
  * it was. "Exactly" is checked twice: a structural snapshot of every stage
