@@ -3,37 +3,13 @@
  * the kernels of a device module, their launch extents, the global
  * workspace shared between kernels and the call-time asserts (device.h).
  *
- * The top of the body is host code; walking down from it:
- *   - SEQ: each item in order.
- *   - ATTR "assert": its condition becomes a module assert; then its body.
- *     The entry_checks pass has put every one at the top of the body, so
- *     the asserts are checked before the first launch; one left inside a
- *     nest stays in the kernel, where the CUDA emitter rejects it.
- *   - Another ATTR whose body is a SEQ or a global ALLOCATE (one spanning
- *     several nests) is looked through and dropped;
- *     any other ATTR stays with its nest ("cross_thread_reduction" and
- *     "thread_allreduce" around a top-level thread loop, in particular).
- *   - LET whose value is an expression of the parameters and size variables
- *     ("host value"): its body; every kernel cut out of it that uses the
- *     variable gets the LET back around its body, and the launch extents
- *     and asserts have the value substituted.
- *   - ALLOCATE of global scope: the buffer becomes module workspace (the
- *     node is dropped; the runtime allocates product(shape) elements,
- *     zero-filled, per call, and passes it to every kernel), then its body.
- *     That is how a temporary written by one kernel and read by the next
- *     (the rfactor partials of a reduction across blocks) lives. Its shape
- *     must be a host value without the LETs' substitution.
- *   - Anything else is a nest and becomes the kernel "<func>_kernel<K>", K
- *     counting from 0 in execution order.
-
- * Launch extents of a kernel, per tag blockIdx.x/y/z, threadIdx.x/y/z: the
- * extents of the nest's FOR THREAD loops bound to it (virtual threads, tag
- * TEX_VTHREAD, are not launch dimensions). Two extents of one tag merge to
- * the one that provably bounds the other (equal expressions; the larger
- * constant; 32 over min(n, 32)); the emitter guards loops whose extent is
- * not the launch extent. Every extent must be a host value, else
- * TEX_EUNAVAILABLE naming the loop. A nest without bound loops is launched
- * <<<1, 1>>> (all extents NULL).
+ * Input: the body after the host pipeline, thread_allreduce and
+ * double_buffer, its runtime checks at the top (entry_checks).
+ * Output: a texi_device_module. The top of the body is host code (asserts,
+ * host-value LETs, global ALLOCATEs, SEQs); every other statement there is
+ * a nest and becomes a kernel (the walk in full: above split_top()); each
+ * kernel's launch extents come from its thread-bound loops (the launch
+ * extents section).
  *
  * Does not: run other passes, check that kernels are race free, fuse
  * consecutive nests into one kernel, or emit code. Nodes are built in the
@@ -178,6 +154,17 @@ static int add_workspace(splitter *sp, texi_buffer *b)
 
 /* ------------------------------------------------------- launch extents */
 
+/*
+ * Launch extents of a kernel, per tag blockIdx.x/y/z, threadIdx.x/y/z: the
+ * extents of the nest's FOR THREAD loops bound to it (virtual threads, tag
+ * TEX_VTHREAD, are not launch dimensions). Two extents of one tag merge to
+ * the one that provably bounds the other (equal expressions; the larger
+ * constant; 32 over min(n, 32)); the emitter guards loops whose extent is
+ * not the launch extent. Every extent must be a host value, else
+ * TEX_EUNAVAILABLE naming the loop. A nest without bound loops is launched
+ * <<<1, 1>>> (all extents NULL).
+ */
+
 /* Merges extent e of a loop bound to tag into the current kernel. */
 static void merge_extent(splitter *sp, const tex_stmt *loop, int tag, tex_expr *e)
 {
@@ -293,7 +280,7 @@ static int add_kernel(splitter *sp, tex_stmt *s)
     return 0;
 }
 
-/* ATTRs looked through at the top (file comment). */
+/* ATTRs looked through at the top (above split_top()). */
 static bool transparent_attr(const tex_stmt *s)
 {
     const tex_stmt *b = s->u.attr.body;
@@ -321,6 +308,30 @@ static int split_let(splitter *sp, tex_stmt *s)
     return rc;
 }
 
+/*
+ * The top of the body is host code; walking down from it:
+ *   - SEQ: each item in order.
+ *   - ATTR "assert": its condition becomes a module assert; then its body.
+ *     The entry_checks pass has put every one at the top of the body, so
+ *     the asserts are checked before the first launch; one left inside a
+ *     nest stays in the kernel, where the CUDA emitter rejects it.
+ *   - Another ATTR whose body is a SEQ or a global ALLOCATE (one spanning
+ *     several nests) is looked through and dropped;
+ *     any other ATTR stays with its nest ("cross_thread_reduction" and
+ *     "thread_allreduce" around a top-level thread loop, in particular).
+ *   - LET whose value is an expression of the parameters and size variables
+ *     ("host value"): its body; every kernel cut out of it that uses the
+ *     variable gets the LET back around its body, and the launch extents
+ *     and asserts have the value substituted.
+ *   - ALLOCATE of global scope: the buffer becomes module workspace (the
+ *     node is dropped; the runtime allocates product(shape) elements,
+ *     zero-filled, per call, and passes it to every kernel), then its body.
+ *     That is how a temporary written by one kernel and read by the next
+ *     (the rfactor partials of a reduction across blocks) lives. Its shape
+ *     must be a host value without the LETs' substitution.
+ *   - Anything else is a nest and becomes the kernel "<func>_kernel<K>", K
+ *     counting from 0 in execution order.
+ */
 static int split_top(splitter *sp, tex_stmt *s)
 {
     switch (s->kind) {

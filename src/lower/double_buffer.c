@@ -2,43 +2,20 @@
  * double_buffer (device.h): software pipelining of shared-memory fetches
  * (TVM's InjectDoubleBuffer). The buffer of a stage given tex_double_buffer
  * is marked by flatten with an ATTR "double_buffer" (value: the buffer's
- * data variable) directly inside its ALLOCATE; that allocation sits in the
- * body of the serial loop the stage is attached at (cache_read ...
- * compute_at(consumer, k.outer)).
+ * data variable) directly inside its ALLOCATE, in the body of the serial
+ * loop the stage is attached at (cache_read ... compute_at(consumer, k.outer)).
  *
- * Pattern (anything else is left unchanged, attribute included: double
+ * Input pattern (anything else is left unchanged, attribute included: double
  * buffering is an optimization, never needed for correctness):
  *   for (k, m, E) {                                      // serial
  *     allocate S1 shared { attr double_buffer = S1 {     // one or more layers
  *       [allocate S2 shared { attr double_buffer = S2 {] //   of marked shared
  *         FETCH...  COMPUTE...                           //   buffers; a SEQ
  *   }}}}                                                 //   at some layer
- * The layers are peeled outside in. At each SEQ the leading items that store
- * to a marked buffer and read none are FETCH; if what remains is one more
- * marked layer, peeling continues there, otherwise it is COMPUTE. Every
- * marked buffer must be written by FETCH and never by COMPUTE.
- *
- * Output (each marked S of n elements becomes S' of 2n; S[i] is read as
- * S'[h*n + i] and written likewise, h the half):
- *   allocate S1' { allocate S2' {
- *     [if (0 < E)] { FETCH[k := m], halves 0 }                 // prologue
- *     for (k, m, E) {
- *       attr double_buffer_write {
- *         if (k + 1 < m + E) { FETCH[k := k + 1], half (k - m + 1) mod 2 }
- *       }
- *       COMPUTE, half (k - m) mod 2
- *     }
- *   }}
- * The copies' indices and conditions are simplified (k := 0 leaves 0*16 + t).
- * Barriers are thread_sync's (it runs after this pass): the prologue's
- * writes against the loop's reads give one barrier before the loop; within
- * an iteration the write under ATTR "double_buffer_write" does not conflict
- * with the later read (it fills the other half); between iterations it
- * does (the fetch of step k+2 overwrites the half step k read, and step
- * k+1 reads what step k fetched), which gives one barrier at the top of the
- * loop body: fetch(k+1) then overlaps compute(k) with one __syncthreads()
- * per step, instead of two. The result is correct for any later barrier
- * placement that respects those conflicts; it has none of its own.
+ * Output: each marked buffer doubled, a prologue fetching step m, and a loop
+ * whose body fetches step k+1 into one half (ATTR "double_buffer_write")
+ * while it computes step k from the other (the form in full: above
+ * pipeline()). Not done: barriers, which are thread_sync's (it runs after).
  */
 #include "lower/device.h"
 
@@ -122,7 +99,13 @@ static texi_buffer *marked_layer(const tex_stmt *s, tex_stmt **inner)
     return b;
 }
 
-/* Peels the layers of the file comment; false when s does not match. */
+/*
+ * Peels the layers of the input pattern (file comment); false when s does
+ * not match. The layers are peeled outside in. At each SEQ the leading items that store
+ * to a marked buffer and read none are FETCH; if what remains is one more
+ * marked layer, peeling continues there, otherwise it is COMPUTE. Every
+ * marked buffer must be written by FETCH and never by COMPUTE.
+ */
 static bool peel(db_pass *p, tex_stmt *s)
 {
     texi_buffer *layer;
@@ -337,7 +320,29 @@ static tex_stmt *pipelined_loop(db_pass *p, const tex_stmt *loop)
                 : NULL;
 }
 
-/* The output of the file comment for a matched loop. */
+/*
+ * The output for a matched loop (each marked S of n elements becomes S' of 2n; S[i] is read as
+ * S'[h*n + i] and written likewise, h the half):
+ *   allocate S1' { allocate S2' {
+ *     [if (0 < E)] { FETCH[k := m], halves 0 }                 // prologue
+ *     for (k, m, E) {
+ *       attr double_buffer_write {
+ *         if (k + 1 < m + E) { FETCH[k := k + 1], half (k - m + 1) mod 2 }
+ *       }
+ *       COMPUTE, half (k - m) mod 2
+ *     }
+ *   }}
+ * The copies' indices and conditions are simplified (k := 0 leaves 0*16 + t).
+ * Barriers are thread_sync's (it runs after this pass): the prologue's
+ * writes against the loop's reads give one barrier before the loop; within
+ * an iteration the write under ATTR "double_buffer_write" does not conflict
+ * with the later read (it fills the other half); between iterations it
+ * does (the fetch of step k+2 overwrites the half step k read, and step
+ * k+1 reads what step k fetched), which gives one barrier at the top of the
+ * loop body: fetch(k+1) then overlaps compute(k) with one __syncthreads()
+ * per step, instead of two. The result is correct for any later barrier
+ * placement that respects those conflicts; it has none of its own.
+ */
 static tex_stmt *pipeline(db_pass *p, const tex_stmt *loop)
 {
     tex_ctx *ctx = p->lw->ctx;

@@ -6,38 +6,17 @@
  * stage's nest), a failing check would stop only that stage: the others would
  * still run, read the temporaries it never wrote, and store the output.
  *
- * The runtime checks are the ATTR "assert" statements (the only ones today:
- * a SHIFT_INWARDS split of an extent that is not provably >= its factor,
- * schedule_ops.c). Output form:
+ * Input: schedule_ops' tensor-level AST (this pass runs first); the checks
+ * are its ATTR "assert" statements (today only a SHIFT_INWARDS split of an
+ * extent not provably >= its factor). Output form:
  *     attr assert = c1 { attr assert = c2 { ... the body without asserts } }
- * with the checks in the order they appear in the body; duplicates and checks
- * that are provably true are dropped. Every condition reads only parameters
- * and size variables. A check inside LETs, IFs and loops is replaced by its
- * quantified form, taking the enclosing statements from the innermost out:
- *   LET v = e          v replaced by e;
- *   IF c               !c || check (c || check in the else branch);
- *   FOR v in [m, m+n)  "check holds for every v in the range", that is
- *       - a conjunction: each side; a disjunction: the side free of v ||
- *         the other side quantified, or (v in both) both sides quantified;
- *         a negation is pushed into the comparisons (De Morgan);
- *       - an integer comparison a >= b (>, <=, < likewise; == as >= and
- *         <=): lower_bound(a - b) >= 0 with the symbolic lower bound over
- *         the range (texi_expr_bound), exact where a - b is monotone in v.
- *         Bound inference makes extents loop-invariant, so a check that
- *         reads a loop variable at all is rare;
- *       - unless n >= 1 is provable over the loops around this one:
- *         n <= 0 || the above (an empty loop checks nothing).
- * A quantified check is never weaker than the checks it replaces (a call that
- * passes it passes all of them); it is stronger where a bound is not tight or
- * a disjunction reads v on both sides. A condition of another form (!=, a
- * non-integer comparison, ...) that reads a loop variable cannot be hoisted:
- * tex_lower fails with TEX_EINVAL naming the check and the loop.
- *
- * Runs first, on schedule_ops' tensor-level AST. The verifier checks after
- * every later pass that the checks are still at the top, which the backends
+ * in body order, without duplicates and provably true checks; every
+ * condition reads only parameters and size variables (a check under LETs,
+ * IFs and loops is quantified over them: above quantify()). The verifier
+ * keeps the checks at the top after every later pass, which the backends
  * rely on: the C emitter returns before the first statement, device_split
- * turns them into the launch plan's checks, evaluated before the first
- * launch, and the interpreter evaluates them before the rest.
+ * turns them into the launch plan's checks, the interpreter evaluates them
+ * first.
  */
 #include "lower/lower.h"
 #include "schedule/bound.h"
@@ -114,7 +93,7 @@ static tex_expr *gap_at_least(hoister *h, const tex_stmt *loop, tex_expr *a, tex
 }
 
 /* c for every value of the loop's variable, assuming the loop runs at least
- * once (file comment); NULL with the error recorded. */
+ * once (quantify() below: FOR); NULL with the error recorded. */
 static tex_expr *for_every(hoister *h, tex_expr *c, const tex_stmt *loop)
 {
     const tex_expr *v = loop->u.loop.var;
@@ -151,7 +130,29 @@ static tex_expr *for_every(hoister *h, tex_expr *c, const tex_stmt *loop)
     }
 }
 
-/* c quantified over the enclosing statement scopes[k] (file comment). */
+/*
+ * c quantified over the enclosing statement scopes[k]. A check inside LETs,
+ * IFs and loops is replaced by its quantified form, taking the enclosing
+ * statements from the innermost out:
+ *   LET v = e          v replaced by e;
+ *   IF c               !c || check (c || check in the else branch);
+ *   FOR v in [m, m+n)  "check holds for every v in the range", that is
+ *       - a conjunction: each side; a disjunction: the side free of v ||
+ *         the other side quantified, or (v in both) both sides quantified;
+ *         a negation is pushed into the comparisons (De Morgan);
+ *       - an integer comparison a >= b (>, <=, < likewise; == as >= and
+ *         <=): lower_bound(a - b) >= 0 with the symbolic lower bound over
+ *         the range (texi_expr_bound), exact where a - b is monotone in v.
+ *         Bound inference makes extents loop-invariant, so a check that
+ *         reads a loop variable at all is rare;
+ *       - unless n >= 1 is provable over the loops around this one:
+ *         n <= 0 || the above (an empty loop checks nothing).
+ * A quantified check is never weaker than the checks it replaces (a call that
+ * passes it passes all of them); it is stronger where a bound is not tight or
+ * a disjunction reads v on both sides. A condition of another form (!=, a
+ * non-integer comparison, ...) that reads a loop variable cannot be hoisted:
+ * tex_lower fails with TEX_EINVAL naming the check and the loop.
+ */
 static tex_expr *quantify(hoister *h, tex_expr *c, int k)
 {
     const scope *sc = &h->scopes[k];

@@ -6,7 +6,6 @@
  *
  *     P[i] = select(c, X[j], 0)   ->   let X_ld = X[max(min(j, n - 1), 0)]
  *                                       P[i] = select(c, X_ld, 0)
- *
  * (Halide's boundary-condition form). Why: GCC 12 at -O3 with AVX2 if-converts
  * a conditional load in a vectorized loop into a masked load and gets the
  * mask wrong for some loop shapes (zero padding of a convolution gives wrong
@@ -14,30 +13,11 @@
  * a select is vectorized as a plain load (or a gather) and a blend, which
  * every compiler tried gets right.
  *
- * The clamp keeps the now unconditional load inside the buffer: each side of
- * it is added only when the interval analysis cannot prove that side of
- * 0 <= j < n under the ranges of the enclosing loops and LETs, so in-range
- * loads stay affine. Size variables get no range of their own: texi_prove is
- * not sound with ranges as wide as a type's (products of such bounds
- * overflow), and a needless clamp costs less than a wrong proof. A buffer that
- * may be empty (n not provably >= 1) is read through select(n >= 1, load, 0),
- * whose condition is loop-invariant. Loads nested in a hoisted load's index
- * are hoisted first (outer LETs); equal loads of one statement share a LET.
- *
- * Positions handled: the values and indices of STORE, the condition of IF,
- * the value of LET and EVALUATE; an "atomic" ATTR keeps its STORE as its
- * body (the LETs go around the ATTR). Loop bounds, ATTR values and tensor
- * intrinsics' offsets are left alone (evaluated outside the hot loop).
- * Guards (IF without else around a body) are not rewritten: hoisting their
- * loads would clamp every guarded tail, and GCC gets a guarded store right
- * in our tests unless the same element is also stored unconditionally in the
- * same iteration, which tex's guards do not produce in the schedules tried;
- * the JIT's compiler probe (jit.c) is the second line of defence.
- *
  * Not in the pipeline: the CPU backend runs it on every function it emits
- * (backend.c). The interpreter and the oracle evaluate selects lazily and the
- * CUDA backend's device_split treats top-level LETs as host values, so the
- * rewrite belongs to the C target only.
+ * (backend.c). The interpreter and the oracle evaluate selects lazily and
+ * device_split treats top-level LETs as host values, so the rewrite belongs
+ * to the C target only. Clamping: above safe_load(); the positions handled
+ * (guards are not): above walk().
  */
 #include "lower/lower.h"
 
@@ -107,7 +87,18 @@ static bool proven(guard *g, enum texi_expr_kind k, tex_expr *a, tex_expr *b)
     return c && texi_prove(c, g->n_env, g->env);
 }
 
-/* buf[index] made safe to evaluate unconditionally (see the file comment). */
+/*
+ * buf[index] made safe to evaluate unconditionally.
+ * The clamp keeps the now unconditional load inside the buffer: each side of
+ * it is added only when the interval analysis cannot prove that side of
+ * 0 <= j < n under the ranges of the enclosing loops and LETs, so in-range
+ * loads stay affine. Size variables get no range of their own: texi_prove is
+ * not sound with ranges as wide as a type's (products of such bounds
+ * overflow), and a needless clamp costs less than a wrong proof. A buffer that
+ * may be empty (n not provably >= 1) is read through select(n >= 1, load, 0),
+ * whose condition is loop-invariant. Loads nested in a hoisted load's index
+ * are hoisted first (outer LETs); equal loads of one statement share a LET.
+ */
 static tex_expr *safe_load(guard *g, texi_buffer *buf, tex_expr *index, tex_dtype t)
 {
     tex_dtype it = index->dtype;
@@ -297,7 +288,18 @@ static tex_stmt *walk_seq(guard *g, tex_stmt *s)
     return !items ? NULL : changed ? texi_seq_new(g->ctx, n, items) : s;
 }
 
-/* s rewritten; NULL on failure (g->failed, the error recorded in ctx). */
+/*
+ * s rewritten; NULL on failure (g->failed, the error recorded in ctx).
+ * Positions handled: the values and indices of STORE, the condition of IF,
+ * the value of LET and EVALUATE; an "atomic" ATTR keeps its STORE as its
+ * body (the LETs go around the ATTR). Loop bounds, ATTR values and tensor
+ * intrinsics' offsets are left alone (evaluated outside the hot loop).
+ * Guards (IF without else around a body) are not rewritten: hoisting their
+ * loads would clamp every guarded tail, and GCC gets a guarded store right
+ * in our tests unless the same element is also stored unconditionally in the
+ * same iteration, which tex's guards do not produce in the schedules tried;
+ * the JIT's compiler probe (jit.c) is the second line of defence.
+ */
 static tex_stmt *walk(guard *g, tex_stmt *s)
 {
     int mark = g->n_lets;

@@ -2,70 +2,16 @@
  * ScheduleOps: the loop nest of a whole schedule (stage 1 of lower.h), from
  * the stages' leaf iters, attach points and the results of bound inference.
  *
- * Output form (tensor level):
- *   - Every computed stage that is not inlined gets one nest, emitted once:
- *     stages at root in s->stages order (producers first); a stage computed at
- *     (C, iv) at the start of the body of C's loop over iv, before C's inner
- *     loops, in stage order. Its leaf loops, outer to inner, are
- *     FOR v in [0, range.extent) over the variables of bound inference
- *     (bound.h), with for_kind/thread_tag from the stage's attributes; a leaf
- *     of extent 1 not bound to a thread gets no loop (its value is 0). Root
- *     values are PassUp of the loop variables plus the root range's min and
- *     are substituted into the body (inlined stages already substituted).
- *   - Intermediates are REALIZEd over their inferred region: those at root
- *     around the whole body (first stage outermost), attached ones around
- *     (their nest; the rest of the consumer's loop body). Function parameters
- *     (outputs included) are the params' buffers: no REALIZE, and bound
- *     inference computes them over their whole domain.
- *   - Guards: one IF around the innermost statement whose condition is a
- *     conjunction (&&) of `value < bound` comparisons (rarely `value >= min`)
- *     that are not provable over the enclosing loops: for every split with a
- *     guarded tail, its parent's value against the parent's range (inner
- *     splits too: an overshooting inner part would repeat the next tile's
- *     values), and every root value whose inferred range may leave the axis's
- *     domain (the last tile of an attached producer) against the domain. A
- *     reduction's init nest gets the data conditions only. Tails (resolved by
- *     bound inference):
- *     GUARD guards; PREDICATE guards, and when the split's inner loop is
- *     vectorized the IF is wrapped in ATTR "predicate" for the vectorizer;
- *     ROUND_UP emits no guard for that axis (illegal ones are rejected here);
- *     SHIFT_INWARDS computes outer*f + inner as min(outer*f, E - f) + inner, and
- *     when E >= f is not provable the stage's nest is wrapped in
- *     ATTR "assert" (value: E >= f), which the runtime checks (the
- *     entry_checks pass moves it to the top of the function).
- *   - Reductions (TVM's decompose_reduction): the leaves before the first
- *     one derived from a reduce axis are common loops; inside them come an
- *     init nest (loops over the remaining data leaves, fresh variables named
- *     "<iter>.init", T[..] = identity) and the update nest (all remaining
- *     leaves, T[..] = T[..] op body, op: sum add, prod mul, max max, min min)
- *     whose where-condition is an IF inside the guards.
- *   - Thread binding: a leaf bound to a thread tag that an enclosing loop
- *     already binds (cooperative fetching into shared memory) gets no loop of
- *     its own: it runs on the enclosing loop's variable (a smaller extent is
- *     guarded; a larger one is an error), as in TVM where both stages use
- *     the same threadIdx.
- *   - A reduce leaf bound to a thread (a requested cross-thread reduction)
- *     is emitted as a FOR THREAD loop around the serial update, wrapped in
- *     ATTR "cross_thread_reduction". This is correct for the interpreter
- *     (threads of a block run one after another between barriers) but would
- *     race on a GPU; the CUDA issue replaces it by a real allreduce.
- *   - Placeholders read but not passed as parameters, inlined parameters and
- *     illegal tails are TEX_EINVAL from here ("tex_lower: ...").
- *   - Atomic stages (tex_atomic): the init nest comes before the whole
- *     nest (level 0), and the update PROVIDE sits in ATTR "atomic" whose
- *     value is the reduction's op (enum texi_reduce_op as an i32 INT): the
- *     backends emit it as one atomic read-modify-write; everything else may
- *     treat the ATTR as transparent.
- *   - Tensorize (tex_tensorize at leaf tz): setup matches the nest under tz
- *     against the intrinsic (tensorize_match.c), which gives each tile's
- *     origin over the outer loop variables. At level tz the nest becomes
- *     INTRIN calls: BODY, or RESET then UPDATE when the intrinsic has no body
- *     and the whole reduction is inside; when a reduce leaf is outside tz,
- *     the init nest's copy of the tile is RESET and the update's is UPDATE.
- *     A tile is whole when the guards hold at its first and last points
- *     (guards are monotone in the leaf offsets); unless that is provable the
- *     call sits in IF (whole) ELSE (the ordinary nest, built with
- *     sops.fallback set so it is not tensorized again).
+ * Input: a schedule with inferred bounds (bound.h) and the parameters.
+ * Output (tensor level): one nest per computed, non-inlined stage, at root
+ * or at its attach point; leaf loops FOR v in [0, extent) with the stage's
+ * loop kinds and thread tags; intermediates REALIZEd over their inferred
+ * regions; PROVIDE / ACCESS in global coordinates; IF guards for split tails
+ * and partial tiles; reductions as an init and an update nest; ATTRs
+ * "predicate", "assert", "atomic" and "cross_thread_reduction" for the
+ * passes after; INTRIN calls for tensorized stages. Each section below says
+ * how in detail: checks, bodies (guards, tails, reductions, atomics), loops
+ * (nests, REALIZE, thread binding), tensorize.
  *
  * Not done here: flattening, loop partitioning, simplification beyond
  * folding constants in indices, storage scopes' placement (passes).
@@ -190,6 +136,9 @@ static tex_expr *and_also(tex_expr *a, tex_expr *b)
 }
 
 /* ------------------------------------------------------------- checks */
+
+/* Refused here: placeholders read but not passed as parameters, inlined
+ * parameters and illegal tails (TEX_EINVAL, "tex_lower: ..."). */
 
 static bool reads_tensor(tex_expr *e, void *ud)
 {
@@ -365,6 +314,37 @@ static int setup_stage(sops *o, int si, stage_emit *se)
 }
 
 /* ------------------------------------------------------------- bodies */
+
+/*
+ * Statement bodies:
+ *   - Guards: one IF around the innermost statement whose condition is a
+ *     conjunction (&&) of `value < bound` comparisons (rarely `value >= min`)
+ *     that are not provable over the enclosing loops: for every split with a
+ *     guarded tail, its parent's value against the parent's range (inner
+ *     splits too: an overshooting inner part would repeat the next tile's
+ *     values), and every root value whose inferred range may leave the axis's
+ *     domain (the last tile of an attached producer) against the domain. A
+ *     reduction's init nest gets the data conditions only. Tails (resolved by
+ *     bound inference):
+ *     GUARD guards; PREDICATE guards, and when the split's inner loop is
+ *     vectorized the IF is wrapped in ATTR "predicate" for the vectorizer;
+ *     ROUND_UP emits no guard for that axis (illegal ones are rejected here);
+ *     SHIFT_INWARDS computes outer*f + inner as min(outer*f, E - f) + inner, and
+ *     when E >= f is not provable the stage's nest is wrapped in
+ *     ATTR "assert" (value: E >= f), which the runtime checks (the
+ *     entry_checks pass moves it to the top of the function).
+ *   - Reductions (TVM's decompose_reduction): the leaves before the first
+ *     one derived from a reduce axis are common loops; inside them come an
+ *     init nest (loops over the remaining data leaves, fresh variables named
+ *     "<iter>.init", T[..] = identity) and the update nest (all remaining
+ *     leaves, T[..] = T[..] op body, op: sum add, prod mul, max max, min min)
+ *     whose where-condition is an IF inside the guards.
+ *   - Atomic stages (tex_atomic): the init nest comes before the whole
+ *     nest (level 0), and the update PROVIDE sits in ATTR "atomic" whose
+ *     value is the reduction's op (enum texi_reduce_op as an i32 INT): the
+ *     backends emit it as one atomic read-modify-write; everything else may
+ *     treat the ATTR as transparent.
+ */
 
 /* Values of every iter of the stage from leaf offsets off[0..n_leaf). */
 static tex_expr **values(sops *o, const stage_emit *se, tex_expr **off)
@@ -548,6 +528,35 @@ static int build_body(sops *o, const stage_emit *se, tex_stmt **out)
 
 /* ------------------------------------------------------------- loops */
 
+/*
+ * Nests and loops:
+ *   - Every computed stage that is not inlined gets one nest, emitted once:
+ *     stages at root in s->stages order (producers first); a stage computed at
+ *     (C, iv) at the start of the body of C's loop over iv, before C's inner
+ *     loops, in stage order. Its leaf loops, outer to inner, are
+ *     FOR v in [0, range.extent) over the variables of bound inference
+ *     (bound.h), with for_kind/thread_tag from the stage's attributes; a leaf
+ *     of extent 1 not bound to a thread gets no loop (its value is 0). Root
+ *     values are PassUp of the loop variables plus the root range's min and
+ *     are substituted into the body (inlined stages already substituted).
+ *   - Intermediates are REALIZEd over their inferred region: those at root
+ *     around the whole body (first stage outermost), attached ones around
+ *     (their nest; the rest of the consumer's loop body). Function parameters
+ *     (outputs included) are the params' buffers: no REALIZE, and bound
+ *     inference computes them over their whole domain.
+ *   - Thread binding: a leaf bound to a thread tag that an enclosing loop
+ *     already binds (cooperative fetching into shared memory) gets no loop of
+ *     its own: it runs on the enclosing loop's variable (a smaller extent is
+ *     guarded; a larger one is an error), as in TVM where both stages use
+ *     the same threadIdx.
+ *   - A reduce leaf bound to a thread (a requested cross-thread reduction)
+ *     is emitted as a FOR THREAD loop around the serial update, wrapped in
+ *     ATTR "cross_thread_reduction". This is correct for the interpreter
+ *     (threads of a block run one after another between barriers) but would
+ *     race on a GPU; for CUDA the thread_allreduce pass replaces it by a
+ *     real allreduce.
+ */
+
 static tex_stmt *make_loop(sops *o, const tex_stage *st, int a, tex_expr *var, tex_stmt *body)
 {
     const texi_iter_attr *at = &st->attr[a];
@@ -559,6 +568,20 @@ static tex_stmt *make_loop(sops *o, const tex_stage *st, int a, tex_expr *var, t
 }
 
 /* ------------------------------------------------------------- tensorize */
+
+/*
+ * Tensorized stages:
+ *   - Tensorize (tex_tensorize at leaf tz): setup matches the nest under tz
+ *     against the intrinsic (tensorize_match.c), which gives each tile's
+ *     origin over the outer loop variables. At level tz the nest becomes
+ *     INTRIN calls: BODY, or RESET then UPDATE when the intrinsic has no body
+ *     and the whole reduction is inside; when a reduce leaf is outside tz,
+ *     the init nest's copy of the tile is RESET and the update's is UPDATE.
+ *     A tile is whole when the guards hold at its first and last points
+ *     (guards are monotone in the leaf offsets); unless that is provable the
+ *     call sits in IF (whole) ELSE (the ordinary nest, built with
+ *     sops.fallback set so it is not tensorized again).
+ */
 
 /* A stage attached at leaf k of st. */
 static const tex_stage *attached_at(const sops *o, const tex_stage *st, int k)

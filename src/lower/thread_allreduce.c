@@ -3,60 +3,13 @@
  * (schedule_ops.c: a reduce leaf bound to a thread) into an explicit
  * per-thread partial, a block-wide allreduce and one write of the result.
  *
- * Input form (after the host pipeline):
- *   attr cross_thread_reduction {
- *     for (t, m, E) bind threadIdx.x {
- *       ... IF guards, LETs, serial loops, local allocations (the rfactor'ed
- *           partial and its own update) ...
- *           buf[idx] = op(buf[idx], v)      // THE update: op is + * max min
- *     }
- *   }
- * The update is the one STORE in the loop whose value is op(LOAD buf[idx], v)
- * (either operand order) for a buffer allocated outside the attribute, with
- * idx using no variable bound inside it (the thread variable, inner loops,
- * LETs). buf must not be read or written anywhere else in the loop, and v
- * must not read it.
- *
- * Output form:
- *   allocate buf.red: T[1] local {             // T = buf's dtype
- *     buf.red[0] = identity(op)                // outside every thread loop: all threads
- *     for (t, m, E) bind threadIdx.x {         // the same loop, the update replaced by
- *       ...  buf.red[0] = op(buf.red[0], v)    // the per-thread partial
- *     }
- *     attr thread_allreduce = OP {             // OP: enum texi_reduce_op as an i32 INT
- *       for (t.red, m, E) bind threadIdx.x {   // names the tag and the participants
- *         buf.red[0] = buf.red[0]
- *       }
- *     }
- *     W                                        // the write of the result
- *     barrier(shared)                          // see below
- *   }
- * The ATTR means: every thread of the block arrives; afterwards buf.red[0] of
- * each thread holds op over buf.red[0] of the threads of the loop (the
- * threads with the same other thread indices and threadIdx.x in [0, E);
- * threads outside it contribute nothing, their partials are the identity
- * anyway), and, like a barrier, every memory access before it is visible
- * after it. The inner FOR carries the tag and the extent and is otherwise
- * inert (a thread loop over a no-op store), so passes, the verifier, the
- * interpreter and the CPU backend may treat the ATTR as transparent.
- * W is `buf[idx] = op(buf[idx], buf.red[0])` (in ATTR "atomic" when the
- * update was: tex_atomic, e.g. the reduction is split across blocks too;
- * the per-thread partial is then a plain local update) under the update's
- * guards that
- * use no variable bound inside the attribute (conjuncts of && split; the
- * others only decided whether a thread contributed). When buf is LOCAL
- * every thread runs W (each owns its copy); otherwise W sits in
- * `for (t.w, 0, 1) bind threadIdx.x` so only thread 0 of the tag writes.
- * The BARRIER follows when buf is SHARED or GLOBAL and is read anywhere
- * else in the innermost enclosing block-bound loop (the whole body when
- * there is none): other threads may read what thread 0 wrote.
- *
- * Why the interpreter still computes the right value: it runs the thread
- * loop's iterations one after another and the local accumulator allocated
- * outside the loop is one storage for all of them, so the partial loop
- * already accumulates over every thread and the (transparent) allreduce
- * changes nothing. On a GPU each thread has its own accumulator and the
- * ATTR is the shuffle/shared-memory allreduce (codegen_cuda_allreduce.c).
+ * Input (after the host pipeline): the ATTR around one threadIdx.x loop with
+ * exactly one update `buf[idx] = op(buf[idx], v)` of a buffer allocated
+ * outside it (the pattern in full: above match()).
+ * Output: a local accumulator, the thread loop updating it, ATTR
+ * "thread_allreduce" (every thread arrives; then each holds op over the
+ * participants) and the write of the result, with a barrier where other
+ * threads read it (the form in full: above rewrite()).
  *
  * Refused with TEX_EUNAVAILABLE (naming the buffer): a reduction along
  * another tag than threadIdx.x, an attribute body that is not one thread
@@ -335,7 +288,23 @@ static const char *some_store(const tex_stmt *s)
     return NULL;
 }
 
-/* Checks the pattern of the file comment on thread loop `loop`. */
+/*
+ * Input form (after the host pipeline):
+ *   attr cross_thread_reduction {
+ *     for (t, m, E) bind threadIdx.x {
+ *       ... IF guards, LETs, serial loops, local allocations (the rfactor'ed
+ *           partial and its own update) ...
+ *           buf[idx] = op(buf[idx], v)      // THE update: op is + * max min
+ *     }
+ *   }
+ * The update is the one STORE in the loop whose value is op(LOAD buf[idx], v)
+ * (either operand order) for a buffer allocated outside the attribute, with
+ * idx using no variable bound inside it (the thread variable, inner loops,
+ * LETs). buf must not be read or written anywhere else in the loop, and v
+ * must not read it.
+ *
+ * match checks this pattern on thread loop `loop`.
+ */
 static int match(ar_pass *p, tex_stmt *loop, ar_match *m)
 {
     const void *inner[MAX_BOUND];
@@ -403,7 +372,7 @@ static tex_stmt *thread_loop(tex_ctx *ctx, const tex_stmt *like, const char *suf
                : NULL;
 }
 
-/* W of the file comment. */
+/* W of the output form (above rewrite()). */
 static tex_stmt *result_write(ar_pass *p, const ar_match *m, texi_buffer *acc, tex_stmt *loop)
 {
     tex_ctx *ctx = p->lw->ctx;
@@ -421,7 +390,50 @@ static tex_stmt *result_write(ar_pass *p, const ar_match *m, texi_buffer *acc, t
     return w;
 }
 
-/* The output form of the file comment for thread loop `loop`. */
+/*
+ * Output form:
+ *   allocate buf.red: T[1] local {             // T = buf's dtype
+ *     buf.red[0] = identity(op)                // outside every thread loop: all threads
+ *     for (t, m, E) bind threadIdx.x {         // the same loop, the update replaced by
+ *       ...  buf.red[0] = op(buf.red[0], v)    // the per-thread partial
+ *     }
+ *     attr thread_allreduce = OP {             // OP: enum texi_reduce_op as an i32 INT
+ *       for (t.red, m, E) bind threadIdx.x {   // names the tag and the participants
+ *         buf.red[0] = buf.red[0]
+ *       }
+ *     }
+ *     W                                        // the write of the result
+ *     barrier(shared)                          // see below
+ *   }
+ * The ATTR means: every thread of the block arrives; afterwards buf.red[0] of
+ * each thread holds op over buf.red[0] of the threads of the loop (the
+ * threads with the same other thread indices and threadIdx.x in [0, E);
+ * threads outside it contribute nothing, their partials are the identity
+ * anyway), and, like a barrier, every memory access before it is visible
+ * after it. The inner FOR carries the tag and the extent and is otherwise
+ * inert (a thread loop over a no-op store), so passes, the verifier, the
+ * interpreter and the CPU backend may treat the ATTR as transparent.
+ * W is `buf[idx] = op(buf[idx], buf.red[0])` (in ATTR "atomic" when the
+ * update was: tex_atomic, e.g. the reduction is split across blocks too;
+ * the per-thread partial is then a plain local update) under the update's
+ * guards that
+ * use no variable bound inside the attribute (conjuncts of && split; the
+ * others only decided whether a thread contributed). When buf is LOCAL
+ * every thread runs W (each owns its copy); otherwise W sits in
+ * `for (t.w, 0, 1) bind threadIdx.x` so only thread 0 of the tag writes.
+ * The BARRIER follows when buf is SHARED or GLOBAL and is read anywhere
+ * else in the innermost enclosing block-bound loop (the whole body when
+ * there is none): other threads may read what thread 0 wrote.
+ *
+ * Why the interpreter still computes the right value: it runs the thread
+ * loop's iterations one after another and the local accumulator allocated
+ * outside the loop is one storage for all of them, so the partial loop
+ * already accumulates over every thread and the (transparent) allreduce
+ * changes nothing. On a GPU each thread has its own accumulator and the
+ * ATTR is the shuffle/shared-memory allreduce (codegen_cuda_allreduce.c).
+ *
+ * rewrite builds this output form for thread loop `loop`.
+ */
 static tex_stmt *rewrite(ar_pass *p, const ar_match *m, tex_stmt *attr, tex_stmt *loop)
 {
     tex_ctx *ctx = p->lw->ctx;

@@ -2,75 +2,21 @@
  * thread_sync (device.h): inserts BARRIER(shared) into one kernel body
  * wherever shared memory written by one thread may be read or overwritten
  * by another thread of the block without a barrier in between (TVM's
- * StorageSync planner, on tex's structured loop AST). Only SHARED buffers
- * are analysed: local memory is private, and global memory shared between
- * threads of a block is the cross-thread reduction's business (its pass
- * inserts the barrier it needs). An ATTR "thread_allreduce" counts as a
- * barrier (codegen_cuda_allreduce.c: every thread arrives, it ends with
+ * StorageSync planner, on tex's structured loop AST).
+ *
+ * Input: a kernel body (or, for the CPU, a whole function) with thread-bound
+ * loops and SHARED buffers. Only SHARED buffers are analysed: local memory
+ * is private, and global memory shared between threads of a block is the
+ * cross-thread reduction's business (its pass inserts the barrier it
+ * needs). An ATTR "thread_allreduce" counts as a barrier
+ * (codegen_cuda_allreduce.c: every thread arrives, it ends with
  * __syncthreads()).
+ * Output: the same body with BARRIERs only where all threads of the block
+ * arrive. When two accesses conflict: the comment opening the accesses
+ * section below; where the barriers go: the one opening the planning section.
  *
- * Accesses. Each LOAD / STORE of a shared buffer is an access (buffer,
- * index, read or write). Indices are compared after canonicalization: the
- * variable of a loop bound to threadIdx.t becomes min + T_t (one variable
- * per tag, so different nests bound to the same tag agree) and a LET
- * variable its value. Two accesses of one buffer, at least one a write,
- * conflict unless
- *   - both indices are the same expression using only T_t of every tag the
- *     kernel spreads over (extent not 1), block indices and parameters (no
- *     serial-loop variable): then each element is touched by one thread
- *     only, which orders its own accesses (conservative where the index is
- *     not one-to-one in the threads, e.g. T_x / 2: that is treated the same,
- *     as TVM does); or
- *   - both indices split, as canonical sums, into rest + h with the same
- *     h: h the terms over thread indices, linear with distinct tags and
- *     mixed-radix coefficients (each at least the span of the smaller ones,
- *     so one-to-one in the threads), over every active T_t and no serial
- *     variable, with 0 <= h < G over the threads' launch ranges; rest the
- *     other terms, each (constant included) a multiple of G, one G for
- *     both accesses (the gcd of theirs). Equal
- *     elements then have equal h, hence one thread: a cooperative fetch
- *     S[o*256 + T_y*16 + T_x] in a serial loop over o, or the two halves
- *     of a double buffer, need no barrier between a thread's own accesses;
- *   - the earlier one is a write inside ATTR "double_buffer_write"
- *     (double_buffer.c: the fetch of step k+1 into the other half) and the
- *     later one a read in the same loop iteration (TVM's rule: it reads the
- *     other half; the loop-carried pair is a conflict).
- * An access inside a loop over a serial variable therefore always conflicts
- * with another access of the buffer by a different statement or iteration,
- * unless its index avoids the variable: conservative, never unsafe.
- *
- * Planning. A list of statements (a SEQ, or one statement) is scanned in
- * order with the set of accesses done since the last barrier ("pending").
- * A leaf's accesses are checked against the pending set; a conflict puts a
- * BARRIER before it and empties the set; then its accesses are added. A
- * loop (serial or thread-bound) or an IF is checked the same way with its
- * "head" (the accesses it may make before passing a barrier of its own; all
- * of them when some execution passes none), so that a conflict with what
- * precedes it gets one unconditional barrier before it, at the level of the
- * thread loops' parent where possible, rather than one per iteration or
- * per branch; then it is planned inside. Other containers (SEQ, ALLOCATE,
- * LET, ATTR, block loops) run once and are entered directly with the
- * pending set, so the barrier lands right before the first conflicting
- * statement inside. Containers: SEQ, ALLOCATE, LET,
- * ATTR, thread and block loops, serial/unrolled loops with
- * thread-independent bounds, IFs with thread-independent conditions.
- * Anything else (a thread-dependent IF or loop bound, a vectorized loop,
- * STORE, EVALUATE, INTRIN) is a leaf and never gets a barrier inside, so
- * every barrier lies where all threads of the block arrive: inside
- * thread-bound loops only at the level of their bodies' statements (the
- * CUDA emitter then defers a narrower loop's guard to the statements
- * without barriers, and the interpreter runs the loop's threads in
- * lock-step).
- * Loops: a serial loop's body is planned twice, the second time starting
- * from the accesses pending at the end of the first iteration (marked
- * loop-carried), which finds the conflicts between iterations (e.g. the
- * fetch of step k+1 overwriting what step k computed from: the barrier at
- * the top of the body). Thread and block loops are not repeated per thread
- * or block: they are planned once. An IF plans both branches from the same
- * set and continues with their union.
- *
- * Not done: proving disjointness of index ranges (beyond the rules above),
- * removing existing barriers, or moving barriers out of loops.
+ * Not done: proving disjointness of index ranges (beyond the ownership
+ * rules), removing existing barriers, or moving barriers out of loops.
  */
 #include "ir/arith.h"
 #include "lower/device.h"
@@ -86,7 +32,7 @@ typedef struct {
     tex_expr *idx;   /* canonical index; NULL: unknown (conflicts with everything) */
     bool write;
     bool pure;          /* idx uses only every active T_t, block indices and parameters */
-    tex_expr *owner;    /* h of the ownership rule (file comment), or NULL */
+    tex_expr *owner;    /* h of the ownership rule (accesses section), or NULL */
     int64_t owner_g;    /* G: every other term is a multiple of it (0: there is none) */
     int64_t owner_span; /* largest h + 1 */
     bool db;            /* a write under ATTR "double_buffer_write" */
@@ -261,6 +207,38 @@ static bool uniform(sync_pass *p, tex_expr *e)
 
 /* ------------------------------------------------------------ accesses */
 
+/*
+ * Accesses. Each LOAD / STORE of a shared buffer is an access (buffer,
+ * index, read or write). Indices are compared after canonicalization: the
+ * variable of a loop bound to threadIdx.t becomes min + T_t (one variable
+ * per tag, so different nests bound to the same tag agree) and a LET
+ * variable its value. Two accesses of one buffer, at least one a write,
+ * conflict unless
+ *   - both indices are the same expression using only T_t of every tag the
+ *     kernel spreads over (extent not 1), block indices and parameters (no
+ *     serial-loop variable): then each element is touched by one thread
+ *     only, which orders its own accesses (conservative where the index is
+ *     not one-to-one in the threads, e.g. T_x / 2: that is treated the same,
+ *     as TVM does); or
+ *   - both indices split, as canonical sums, into rest + h with the same
+ *     h: h the terms over thread indices, linear with distinct tags and
+ *     mixed-radix coefficients (each at least the span of the smaller ones,
+ *     so one-to-one in the threads), over every active T_t and no serial
+ *     variable, with 0 <= h < G over the threads' launch ranges; rest the
+ *     other terms, each (constant included) a multiple of G, one G for
+ *     both accesses (the gcd of theirs). Equal
+ *     elements then have equal h, hence one thread: a cooperative fetch
+ *     S[o*256 + T_y*16 + T_x] in a serial loop over o, or the two halves
+ *     of a double buffer, need no barrier between a thread's own accesses;
+ *   - the earlier one is a write inside ATTR "double_buffer_write"
+ *     (double_buffer.c: the fetch of step k+1 into the other half) and the
+ *     later one a read in the same loop iteration (TVM's rule: it reads the
+ *     other half; the loop-carried pair is a conflict).
+ * An access inside a loop over a serial variable therefore always conflicts
+ * with another access of the buffer by a different statement or iteration,
+ * unless its index avoids the variable: conservative, never unsafe.
+ */
+
 static int64_t gcd64(int64_t a, int64_t b)
 {
     a = a < 0 ? -a : a;
@@ -320,7 +298,7 @@ static bool owner_terms_ok(const sync_pass *p, const texi_term *th, int n, int64
     return true;
 }
 
-/* Sets a->owner (file comment: the ownership rule) for canonical index idx. */
+/* Sets a->owner (the ownership rule above) for canonical index idx. */
 static void find_owner(sync_pass *p, access *a, tex_expr *idx)
 {
     texi_simp s;
@@ -574,9 +552,41 @@ static bool conflicts(const access_set *pending, const access_set *item)
 
 /* ------------------------------------------------------------ planning */
 
+/*
+ * Planning. A list of statements (a SEQ, or one statement) is scanned in
+ * order with the set of accesses done since the last barrier ("pending").
+ * A leaf's accesses are checked against the pending set; a conflict puts a
+ * BARRIER before it and empties the set; then its accesses are added. A
+ * loop (serial or thread-bound) or an IF is checked the same way with its
+ * "head" (the accesses it may make before passing a barrier of its own; all
+ * of them when some execution passes none), so that a conflict with what
+ * precedes it gets one unconditional barrier before it, at the level of the
+ * thread loops' parent where possible, rather than one per iteration or
+ * per branch; then it is planned inside. Other containers (SEQ, ALLOCATE,
+ * LET, ATTR, block loops) run once and are entered directly with the
+ * pending set, so the barrier lands right before the first conflicting
+ * statement inside. Containers: SEQ, ALLOCATE, LET,
+ * ATTR, thread and block loops, serial/unrolled loops with
+ * thread-independent bounds, IFs with thread-independent conditions.
+ * Anything else (a thread-dependent IF or loop bound, a vectorized loop,
+ * STORE, EVALUATE, INTRIN) is a leaf and never gets a barrier inside, so
+ * every barrier lies where all threads of the block arrive: inside
+ * thread-bound loops only at the level of their bodies' statements (the
+ * CUDA emitter then defers a narrower loop's guard to the statements
+ * without barriers, and the interpreter runs the loop's threads in
+ * lock-step).
+ * Loops: a serial loop's body is planned twice, the second time starting
+ * from the accesses pending at the end of the first iteration (marked
+ * loop-carried), which finds the conflicts between iterations (e.g. the
+ * fetch of step k+1 overwriting what step k computed from: the barrier at
+ * the top of the body). Thread and block loops are not repeated per thread
+ * or block: they are planned once. An IF plans both branches from the same
+ * set and continues with their union.
+ */
+
 static tex_stmt *plan_list(sync_pass *p, tex_stmt *s, access_set *st);
 
-/* Whether barriers may go inside s (file comment: containers). */
+/* Whether barriers may go inside s (planning section: containers). */
 static bool is_container(sync_pass *p, const tex_stmt *s)
 {
     switch (s->kind) {
@@ -643,7 +653,7 @@ static void clear_carried(access_set *s, const access_set *before)
     }
 }
 
-/* A serial loop's body planned twice (file comment). */
+/* A serial loop's body planned twice (planning section). */
 static tex_stmt *plan_serial_body(sync_pass *p, const tex_stmt *s, access_set *st)
 {
     access_set in, carry;
@@ -753,7 +763,7 @@ static tex_stmt *plan_container(sync_pass *p, tex_stmt *s, access_set *st)
     return s;
 }
 
-/* Containers whose head is checked before them (file comment): IFs and
+/* Containers whose head is checked before them (planning section): IFs and
  * loops other than block loops. */
 static bool is_hoisting(const tex_stmt *s)
 {
