@@ -14,16 +14,8 @@
  * are the region's mins (so an attached producer's buffer is indexed
  * relative to the tile it holds). The scope comes from the REALIZE.
  *
- * storage_align (TVM semantics): when the stage of a realized tensor asks
- * for alignment of dimension d, stride_d is padded up so that
- * stride_d mod factor == offset; such a buffer is allocated flat (one
- * dimension holding stride_0 * extent_0 elements), since its rows are no
- * longer compact. Alignment of a tensor parameter is not applied (the
- * caller owns its layout) and is silently ignored.
- *
- * double_buffer: the body of the ALLOCATE of a stage that asked for it is
- * wrapped in ATTR "double_buffer" whose value is the buffer's data variable
- * (texi_buffer_key), which the GPU pass of that name looks for.
+ * storage_align padding: above make_strides(); the "double_buffer" mark:
+ * above flatten_realize().
  *
  * Indices are simplified (no ranges) so dumps stay readable; the simplify
  * pass does the rest. Realized tensors are found innermost first, so a
@@ -78,7 +70,14 @@ static int push_binding(flattener *fl, binding b)
 
 /* Compact row-major strides over shape, padded per storage_align when
  * align_factor is given (NULL: no alignment). The last entry, strides[n],
- * receives the total element count. */
+ * receives the total element count.
+ * storage_align (TVM semantics): when the stage of a realized tensor asks
+ * for alignment of dimension d, stride_d is padded up so that
+ * stride_d mod factor == offset; such a buffer is allocated flat (one
+ * dimension holding stride_0 * extent_0 elements), since its rows are no
+ * longer compact. Alignment of a tensor parameter is not applied (the
+ * caller owns its layout) and is silently ignored.
+ */
 static tex_expr **make_strides(tex_ctx *ctx, int n, tex_expr *const shape[],
                                const int *align_factor, const int *align_offset)
 {
@@ -251,6 +250,10 @@ static tex_stmt *flatten_intrin(flattener *fl, tex_stmt *s)
     return r ? r : failed_at(fl, s);
 }
 
+/* REALIZE to ALLOCATE.
+ * double_buffer: the body of the ALLOCATE of a stage that asked for it is
+ * wrapped in ATTR "double_buffer" whose value is the buffer's data variable
+ * (texi_buffer_key), which the GPU pass of that name looks for. */
 static tex_stmt *flatten_realize(flattener *fl, tex_stmt *s)
 {
     tex_tensor *t = s->u.realize.tensor;

@@ -8,22 +8,9 @@
  * pass rewrites every thread loop (THREAD_X/Y/Z) whose body has a BARRIER
  * so that the barriers disappear and each barrier-free segment runs for all
  * threads before the next segment starts, exactly the lock-step semantics
- * of the interpreter (interp.c):
- *   - the thread loops met on the way down form the "thread nest" L;
- *   - a statement without a barrier becomes L around it (one copy of the
- *     thread loops per segment, reusing the loop variables);
- *   - SEQ: consecutive barrier-free items form one segment; BARRIER items
- *     end a segment and vanish;
- *   - a serial/unrolled loop, IF or LET with a barrier inside moves outside
- *     L (interchange); its bounds, condition or value must not depend on a
- *     thread variable (a barrier under thread-divergent control flow is
- *     undefined in CUDA too): otherwise TEX_EUNAVAILABLE naming the loop;
- *   - ATTR stays around the rewritten body;
- *   - ALLOCATE of shared or global scope moves outside L (one buffer per
- *     block, as on the GPU); a LOCAL buffer is per thread, so it is
- *     expanded: one slice per thread of L, indexed by the linear thread id,
- *     since its values live across segments;
- *   - a thread loop nested inside joins L.
+ * of the interpreter (interp.c); how each kind of statement is rewritten:
+ * above split(). A barrier under thread-divergent control flow is
+ * TEX_EUNAVAILABLE (it is undefined in CUDA too).
  * Blocks (BLOCK_* loops) are untouched: each block runs after the previous.
  * Code without barriers is returned unchanged, so CPU builds of ordinary
  * schedules are not affected.
@@ -192,7 +179,24 @@ static tex_stmt *expand_local(fission *fs, tex_stmt *s)
     return body ? texi_allocate_new(ctx, to, body) : NULL;
 }
 
-/* s (inside the thread nest) rewritten without barriers. */
+/*
+ * s (inside the thread nest) rewritten without barriers:
+ *   - the thread loops met on the way down form the "thread nest" L;
+ *   - a statement without a barrier becomes L around it (one copy of the
+ *     thread loops per segment, reusing the loop variables);
+ *   - SEQ: consecutive barrier-free items form one segment; BARRIER items
+ *     end a segment and vanish;
+ *   - a serial/unrolled loop, IF or LET with a barrier inside moves outside
+ *     L (interchange); its bounds, condition or value must not depend on a
+ *     thread variable (a barrier under thread-divergent control flow is
+ *     undefined in CUDA too): otherwise TEX_EUNAVAILABLE naming the loop;
+ *   - ATTR stays around the rewritten body;
+ *   - ALLOCATE of shared or global scope moves outside L (one buffer per
+ *     block, as on the GPU); a LOCAL buffer is per thread, so it is
+ *     expanded: one slice per thread of L, indexed by the linear thread id,
+ *     since its values live across segments;
+ *   - a thread loop nested inside joins L.
+ */
 static tex_stmt *split(fission *fs, tex_stmt *s)
 {
     if (fs->rc)

@@ -10,23 +10,9 @@
  *     ->  for v in [lo, m)  { .. if (rest) S .. }     main: c provably true
  *         for v in [m, hi)  { .. if (c && rest) S .. } tail: guard kept
  *
- * Candidates: the conjuncts of IF conditions (IFs without else) anywhere in
- * the loop's body that are integer comparisons; each is normalized to d < 0
- * and must be linear in v with a positive constant coefficient f
- * (d = f*v + r, found by finite differences: f = d(v+1) - d(v)) and linear in
- * each inner loop variable with a constant coefficient, whose worst value is
- * then taken (its range's end or start). What remains, rhi, may only
- * mention symbolic sizes: a bound over enclosing loop variables would not
- * pay. Then c holds for all v < floordiv(f - 1 - rhi, f); m is the smallest
- * such bound over the candidates, clamped to [lo, hi].
- *
- * When m provably equals hi the guards are just dropped; when it provably
- * equals lo nothing is done. A tail of extent 1 becomes its body with v
- * replaced by m, so that its own inner loops can be partitioned in turn
- * (the tail of a tile's tail, whose guard simplify then decides). Loops are
- * visited outermost first; the parts' bodies are visited again (not the
- * parts themselves). Thread-bound loops are never partitioned. Variables and
- * buffers of the body appear in both parts, in sibling scopes.
+ * Which conditions qualify and where m lies: above consider(); what becomes
+ * of the parts: above try_partition(). Thread-bound loops are never
+ * partitioned.
  */
 #include "lower/lower.h"
 
@@ -199,7 +185,18 @@ static bool mentions_bound(const part *p, const scan *sc, tex_expr *e)
     return false;
 }
 
-/* Records conjunct c when it holds on a prefix of v's range. */
+/*
+ * Records conjunct c when it holds on a prefix of v's range.
+ * Candidates: the conjuncts of IF conditions (IFs without else) anywhere in
+ * the loop's body that are integer comparisons; each is normalized to d < 0
+ * and must be linear in v with a positive constant coefficient f
+ * (d = f*v + r, found by finite differences: f = d(v+1) - d(v)) and linear in
+ * each inner loop variable with a constant coefficient, whose worst value is
+ * then taken (its range's end or start). What remains, rhi, may only
+ * mention symbolic sizes: a bound over enclosing loop variables would not
+ * pay. Then c holds for all v < floordiv(f - 1 - rhi, f); m is the smallest
+ * such bound over the candidates, clamped to [lo, hi].
+ */
 static void consider(part *p, scan *sc, tex_expr *c)
 {
     int64_t f;
@@ -383,7 +380,16 @@ static tex_stmt *split_at(part *p, tex_stmt *s, const scan *sc, tex_expr *m)
     return items[0] && items[1] ? texi_seq_new(p->ctx, 2, items) : NULL;
 }
 
-/* Partitions loop s when its body has prefix guards; NULL when it has none. */
+/*
+ * Partitions loop s when its body has prefix guards; NULL when it has none.
+ * When m provably equals hi the guards are just dropped; when it provably
+ * equals lo nothing is done. A tail of extent 1 becomes its body with v
+ * replaced by m, so that its own inner loops can be partitioned in turn
+ * (the tail of a tile's tail, whose guard simplify then decides). Loops are
+ * visited outermost first; the parts' bodies are visited again (not the
+ * parts themselves). Thread-bound loops are never partitioned. Variables and
+ * buffers of the body appear in both parts, in sibling scopes.
+ */
 static tex_stmt *try_partition(part *p, tex_stmt *s)
 {
     if (s->u.loop.for_kind == TEXI_FOR_THREAD)

@@ -3,30 +3,12 @@
  * of a stage under its tensorized leaf computes exactly what the intrinsic's
  * description compute (desc) computes, and if so where each tile lies.
  *
- * Algorithm:
- *   1. Leaves to axes: the leaves from the tensorized one inward map, in
- *      order, onto desc's data axes (data leaves) and reduce axes (reduce
- *      leaves); counts and constant extents must be equal. Each desc axis
- *      variable then stands for its leaf's loop variable (or 0 for a leaf
- *      without a loop).
- *   2. The stage body (its roots bound to the leaf values, so indices are
- *      expressions over outer and inner loop variables) and desc's body are
- *      walked in parallel: same kinds, dtypes, constants, operators, math
- *      functions, reduction op and where-condition. Desc's axis variables
- *      may appear only inside accesses.
- *   3. An access of desc tensor D (an input, or the output with index =
- *      desc's axes) met against an access of real tensor T with index e[]:
- *      D's dimension j runs along T's dimension dim_map[j]: the first free
- *      dimension d (d = j first when the ranks agree) with e[d] - D's index
- *      j free of inner variables, so a transposed operand (BT[j, k] for
- *      B[k, j]) is a tile with permuted strides; when that finds none, the
- *      identity if the ranks agree, else T's dimensions whose index depends
- *      on an inner variable, in order. The tile origin is mins[d] = e[d] at inner
- *      variables 0, minus D's index at desc axes 0 where mapped; then
- *      e[d] == mins[d] + (D's index j with desc variables replaced) must be
- *      provable, and an unmapped dimension must not depend on the inner
- *      variables. The first access of D fixes T, mins and dim_map; later
- *      accesses must agree with them.
+ * Input: the nest of the tensorized stage (texi_tz_nest: leaves, body) and
+ * the intrinsic. Output: per desc tensor, the real tensor, the tile origin
+ * over the outer loop variables and the dimension map (texi_intrin_arg).
+ * Three steps, each described at the top of its section below: leaves to
+ * desc axes (leaves), the two bodies walked in parallel (bodies), accesses
+ * to tiles (tiles).
  * A mismatch is TEX_EINVAL naming the stage, the axis and the intrinsic,
  * saying what differs, and printing both definitions. Nothing here builds
  * statements or decides about tails (schedule_ops.c does).
@@ -112,6 +94,14 @@ static tex_expr **new_exprs(matcher *m, int n)
 }
 
 /* ------------------------------------------------------------- leaves */
+
+/*
+ *Step 1. Leaves to axes: the leaves from the tensorized one inward map, in
+ *      order, onto desc's data axes (data leaves) and reduce axes (reduce
+ *      leaves); counts and constant extents must be equal. Each desc axis
+ *      variable then stands for its leaf's loop variable (or 0 for a leaf
+ *      without a loop).
+ */
 
 /* Step 1: desc axis variables to inner leaf variables. */
 static int map_leaves(matcher *m)
@@ -199,6 +189,22 @@ static bool uses_inner(const matcher *m, tex_expr *e)
 
 /* ------------------------------------------------------------- tiles */
 
+/*
+ *Step 3. An access of desc tensor D (an input, or the output with index =
+ *      desc's axes) met against an access of real tensor T with index e[]:
+ *      D's dimension j runs along T's dimension dim_map[j]: the first free
+ *      dimension d (d = j first when the ranks agree) with e[d] - D's index
+ *      j free of inner variables, so a transposed operand (BT[j, k] for
+ *      B[k, j]) is a tile with permuted strides; when that finds none, the
+ *      identity if the ranks agree, else T's dimensions whose index depends
+ *      on an inner variable, in order. The tile origin is mins[d] = e[d] at inner
+ *      variables 0, minus D's index at desc axes 0 where mapped; then
+ *      e[d] == mins[d] + (D's index j with desc variables replaced) must be
+ *      provable, and an unmapped dimension must not depend on the inner
+ *      variables. The first access of D fixes T, mins and dim_map; later
+ *      accesses must agree with them.
+ */
+
 static bool provably_equal(const matcher *m, tex_expr *a, tex_expr *b)
 {
     tex_expr *eq = ARITH(EQ, a, b);
@@ -217,7 +223,7 @@ static bool runs_along(const matcher *m, tex_expr *e, tex_expr *g)
 
 /* dim_map: desc dimension j runs along the first free tensor dimension
  * (dimension j itself first when the ranks agree) whose index it explains
- * (runs_along). When some j finds none, the fallback of the file comment
+ * (runs_along). When some j finds none, the fallback of step 3 (tiles section)
  * (identity, or the dimensions indexed by inner variables in order) is
  * taken and match_tile reports the difference. */
 static void map_dims(const matcher *m, texi_intrin_arg *arg, tex_expr *const e[],
@@ -313,6 +319,14 @@ static int match_tile(matcher *m, texi_intrin_arg *arg, tex_tensor *t, tex_expr 
 }
 
 /* ------------------------------------------------------------- bodies */
+
+/*
+ *Step 2. The stage body (its roots bound to the leaf values, so indices are
+ *      expressions over outer and inner loop variables) and desc's body are
+ *      walked in parallel: same kinds, dtypes, constants, operators, math
+ *      functions, reduction op and where-condition. Desc's axis variables
+ *      may appear only inside accesses.
+ */
 
 static int cmp(matcher *m, tex_expr *a, tex_expr *b);
 

@@ -23,7 +23,7 @@ typedef struct {
     const texi_range *env;
 } texi_tz_nest;
 
-/* Matches nest against its intrinsic's desc (issue6 semantics: leaves map
+/* Matches nest against its intrinsic's desc (tensorize_match.c: leaves map
  * one-to-one onto desc's axes in order, data to data and reduce to reduce,
  * with equal constant extents; accesses are desc's shifted by a tile origin;
  * the expressions agree structurally). On success fills args[0..n_inputs]

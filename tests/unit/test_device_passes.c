@@ -627,7 +627,7 @@ static void test_double_buffer_no_match(void)
     tex_ctx_free(ctx);
 }
 
-/* The matmul (gpu_cases.h): A and B tiles double-buffered. */
+/* The matmul of gpu_cases.h: A and B tiles double-buffered. */
 static void test_double_buffer_matmul(void)
 {
     tex_ctx *ctx = tex_ctx_new();

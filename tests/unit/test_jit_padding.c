@@ -14,9 +14,9 @@
  * turned into 8 wrong outputs of 48 when the load sat in the select arm.
  * Then padding on all sides, strides, symbolic sizes (from the shapes and
  * as VAR parameters) and a wide row, each under several schedules (none,
- * the issue's, P inlined, P vectorized at root, P computed at a row of Out).
+ * the reported one, P inlined, P vectorized at root, P computed at a row of Out).
  * Every case runs with the default compiler and, when clang is installed,
- * again with TEX_CC=clang; the issue's case also on two threads.
+ * again with TEX_CC=clang; the reported case ("issue") also on two threads.
  *
  * Every build goes through a fresh temporary TEX_CACHE_DIR.
  */
@@ -47,7 +47,7 @@ static tex_expr *within(tex_expr *x, tex_expr *lo, tex_expr *hi)
 }
 
 /* The padded convolution of cfg in w (see the file comment); conditions only
- * for the padded dimensions, as the issue's P has none for pw = 0. */
+ * for the padded dimensions, as the reported case's P has none for pw = 0. */
 static tex_tensor *pad_conv(ops_wl *w, tex_ctx *c, const conv_cfg *k)
 {
     ops_init(w, c, k->name);
@@ -333,7 +333,7 @@ static void probe_file(const char *dir, char *text, size_t cap)
         text[0] = '\0';
 }
 
-/* Builds the issue's convolution with TEX_CC=cc_path (in a fresh cache
+/* Builds the reported case's convolution with TEX_CC=cc_path (in a fresh cache
  * directory `cache`); true when it matches the oracle. */
 static bool build_issue(const char *cc_path, const char *cache)
 {
