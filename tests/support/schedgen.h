@@ -1,7 +1,7 @@
 /*
  * schedgen.h: the pieces the random-schedule tests share (test_lower_random,
- * test_jit_random, test_cpu_schedules, test_gpu_random). Header-only (static inline functions);
- * include it after tt.h and support/ops.h.
+ * test_cpu_schedules). Header-only (static inline functions); include it
+ * after tt.h and support/ops.h.
  *
  * - Hand-written schedules: a `hand` holds one workload, its schedule and
  *   the log of steps; OK(call) applies one primitive that must succeed
@@ -11,13 +11,11 @@
  * - Random schedules: a workload (sg_workload) names a builder with shape
  *   variants, the last n_sym of them symbolic. sg_rng seeds a generator's
  *   stream, sg_build picks and builds a variant from it, and sg_run tries
- *   `trials` consecutive seeds (or the one in TEX_RANDOM_SEED; sg_run_seeds
- *   any arithmetic run of seeds) and fails the test when any schedule fails,
- *   reporting only the first few.
+ *   `trials` consecutive seeds (or the one in TEX_RANDOM_SEED) and fails the
+ *   test when any schedule fails, reporting only the first few.
  *
  * What each test's generator does with the schedule (which primitives, how
- * often) stays in that test or its own header (randsched.h): the
- * generators differ on purpose.
+ * often) stays in that test: the two generators differ on purpose.
  */
 #ifndef TEX_TESTS_SUPPORT_SCHEDGEN_H
 #define TEX_TESTS_SUPPORT_SCHEDGEN_H
@@ -133,26 +131,6 @@ static inline int64_t sg_extent_of(const tex_iter *iv, int64_t symbolic)
     return iv && iv->extent && texi_expr_is_int_const(iv->extent, &v) ? v : symbolic;
 }
 
-/* Runs `trials` schedules of wl, from seed `first` in steps of `stride`,
- * reporting the first max_reports failures; counts into *n_tried and
- * *n_failed. */
-static inline void sg_run_seeds(const sg_workload *wl, sg_one_fn one, uint64_t first,
-                                uint64_t stride, int trials, int max_reports, long *n_tried,
-                                long *n_failed)
-{
-    int failed = 0;
-    for (int t = 0; t < trials; t++) {
-        (*n_tried)++;
-        if (!one(wl, first + (uint64_t)t * stride, failed < max_reports)) {
-            failed++;
-            (*n_failed)++;
-        }
-    }
-    if (failed)
-        TT_FAILF("%s: %d of %d random schedules failed (the first %d reported above)", wl->name,
-                 failed, trials, max_reports);
-}
-
 /* Runs wl->trials schedules from seed 1 (one, from TEX_RANDOM_SEED when set),
  * reporting the first max_reports failures; counts into *n_tried and
  * *n_failed. */
@@ -161,7 +139,17 @@ static inline void sg_run(const sg_workload *wl, sg_one_fn one, int max_reports,
 {
     const char *env = getenv("TEX_RANDOM_SEED");
     uint64_t first = env ? strtoull(env, NULL, 10) : 1;
-    sg_run_seeds(wl, one, first, 1, env ? 1 : wl->trials, max_reports, n_tried, n_failed);
+    int trials = env ? 1 : wl->trials, failed = 0;
+    for (int t = 0; t < trials; t++) {
+        (*n_tried)++;
+        if (!one(wl, first + (uint64_t)t, failed < max_reports)) {
+            failed++;
+            (*n_failed)++;
+        }
+    }
+    if (failed)
+        TT_FAILF("%s: %d of %d random schedules failed (the first %d reported above)", wl->name,
+                 failed, trials, max_reports);
 }
 
 /* ------------------------------------------- the standard workloads' shapes */

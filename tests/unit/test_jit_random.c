@@ -17,9 +17,11 @@
  *
  * How many: TEX_JIT_TRIALS schedules in all (default 1000, 300 under make
  * asan, where each build costs several times more), shared among the
- * workloads in proportion to their interpreter seeds, rounding up.
- * TEX_JIT_SHARD=k/n runs only the seeds s with (s - 1) % n == k, so that n
- * processes share one long run (make test-long). Every build goes through a
+ * workloads in proportion to their interpreter seeds, rounding up. The run
+ * goes seed by seed over all workloads, so a prefix of a long run covers
+ * each of them; a progress line every 500 schedules. TEX_JIT_SHARD=k/n runs
+ * only the seeds s with (s - 1) % n == k, so that n processes share one long
+ * run (make test-long). Every build goes through a
  * private temporary TEX_CACHE_DIR, removed at the end: a run compiles for
  * real, and identical kernels within it (schedules the generator repeats)
  * are built once; the summary counts the distinct kernels and the time per
@@ -134,34 +136,72 @@ static bool one_jit(const sg_workload *wl, uint64_t seed, bool report)
     return ok;
 }
 
-/* Runs this shard's share of the total_trials schedules (wl->trials of them
- * in all), or the TEX_RANDOM_SEED one. */
-static void run_workload(const sg_workload *wl)
+/* The workloads, their seeds (trials: this run's share) and results. */
+#define WL_ENTRY(fn, nv, ns, tr) {#fn, rs_wl_##fn, nv, ns, tr},
+static sg_workload workloads[] = {RS_WORKLOADS(WL_ENTRY)};
+#define N_WL ((int)(sizeof workloads / sizeof workloads[0]))
+static long wl_tried[N_WL], wl_failed[N_WL];
+
+#define MAX_REPORTS 3      /* failures reported in full per workload */
+#define PROGRESS_EVERY 500 /* schedules between progress lines */
+
+static void run_one(int w, uint64_t seed)
 {
-    if (getenv("TEX_RANDOM_SEED")) {
-        sg_run(wl, one_jit, 3, &n_schedules, &n_failed);
-        return;
+    n_schedules++;
+    wl_tried[w]++;
+    if (!one_jit(&workloads[w], seed, wl_failed[w] < MAX_REPORTS)) {
+        n_failed++;
+        wl_failed[w]++;
+        fflush(stdout);
     }
-    int mine = wl->trials > shard_k ? (int)((wl->trials - shard_k + shard_n - 1) / shard_n) : 0;
-    sg_run_seeds(wl, one_jit, 1 + (uint64_t)shard_k, (uint64_t)shard_n, mine, 3, &n_schedules,
-                 &n_failed);
 }
 
-/* Sum of the interpreter seeds of all workloads (the weights of the share). */
-#define ADD_SEEDS(fn, nv, ns, tr) +(tr)
-static const long all_seeds = 0 RS_WORKLOADS(ADD_SEEDS);
-
-/* This workload's share of total_trials, rounded up so the shares add up to at least it. */
-static int share(long seeds)
+/* Seed by seed, every workload that still has seeds left (so that any prefix of a
+ * long run covers them all): this shard's seeds, or the TEX_RANDOM_SEED one. */
+static void run_all(void)
 {
-    return (int)((total_trials * seeds + all_seeds - 1) / all_seeds);
+    const char *env = getenv("TEX_RANDOM_SEED");
+    long next_progress = PROGRESS_EVERY;
+    for (int w = 0; env && w < N_WL; w++)
+        run_one(w, strtoull(env, NULL, 10));
+    for (uint64_t seed = 1 + (uint64_t)shard_k; !env; seed += (uint64_t)shard_n) {
+        bool any = false;
+        for (int w = 0; w < N_WL; w++)
+            if (seed <= (uint64_t)workloads[w].trials) {
+                run_one(w, seed);
+                any = true;
+            }
+        if (!any)
+            break;
+        if (n_schedules >= next_progress) {
+            printf("  progress: %ld schedules, %ld failed\n", n_schedules, n_failed);
+            fflush(stdout);
+            next_progress += PROGRESS_EVERY;
+        }
+    }
 }
 
+/* Each workload's share of total_trials in proportion to its interpreter
+ * seeds, rounded up so that the shares add up to at least total_trials. */
+static void share_trials(void)
+{
+    long all = 0;
+    for (int w = 0; w < N_WL; w++)
+        all += workloads[w].trials;
+    for (int w = 0; w < N_WL; w++)
+        workloads[w].trials = (int)((total_trials * workloads[w].trials + all - 1) / all);
+}
+
+/* One PASS/FAIL line per workload. */
 #define WORKLOAD(fn, nv, ns, tr)                                                                   \
     static void test_##fn(void)                                                                    \
     {                                                                                              \
-        sg_workload wl = {#fn, rs_wl_##fn, nv, ns, share(tr)};                                     \
-        run_workload(&wl);                                                                         \
+        int w = 0;                                                                                 \
+        while (strcmp(workloads[w].name, #fn) != 0)                                                \
+            w++;                                                                                   \
+        if (wl_failed[w])                                                                          \
+            TT_FAILF("%s: %ld of %ld random schedules failed (the first %d reported above)", #fn,  \
+                     wl_failed[w], wl_tried[w], MAX_REPORTS);                                      \
     }
 
 RS_WORKLOADS(WORKLOAD)
@@ -229,6 +269,9 @@ int main(void)
 {
     const char *cc = getenv("TEX_CC");
     snprintf(first_cc, sizeof first_cc, "%s", cc ? cc : "");
+    /* Idle OpenMP workers sleep instead of spinning (clang's libomp spins 200 ms after
+     * every parallel region): the kernels are tiny, the compilers need the cores. */
+    setenv("OMP_WAIT_POLICY", "passive", 0);
     if (!read_counts()) {
         printf("test_jit_random: TEX_JIT_TRIALS must be a positive count and TEX_JIT_SHARD k/n "
                "with 0 <= k < n\n");
@@ -244,6 +287,8 @@ int main(void)
         return 0;
     }
     have_second_cc = second_cc_usable();
+    share_trials();
+    run_all();
     RS_WORKLOADS(RUN_WORKLOAD)
     print_summary();
     tt_remove_tree(cache_dir);
