@@ -96,11 +96,13 @@ static void diagnose(ops_wl *w, tex_func *f, int k, const char *target, uint64_t
 {
     char why[2048];
     int interp = ops_run_compare(w, f, seed, why, sizeof why);
-    printf("  diagnosis: interpreter %s%s\n", interp ? "fails too: " : "right", interp ? why : "");
+    printf("  diagnosis: the interpreter %s%s\n", interp ? "fails too: " : "gets it right",
+           interp ? why : "");
     if (k == 1 || have_second_cc) {
         int other = jit_with(w, f, 1 - k, target, seed, why, sizeof why);
-        printf("  diagnosis: TEX_CC=%s %s%s\n", cc_name(1 - k), other ? "fails too: " : "right",
-               other ? why : "");
+        printf("  diagnosis: %s%s%s\n",
+               other ? "fails too: " : "TEX_CC=", other ? why : cc_name(1 - k),
+               other ? "" : " gets it right");
     }
 }
 
@@ -139,7 +141,8 @@ static bool one_jit(const sg_workload *wl, uint64_t seed, bool report)
 /* The workloads, their seeds (trials: this run's share) and results. */
 #define WL_ENTRY(fn, nv, ns, tr) {#fn, rs_wl_##fn, nv, ns, tr},
 static sg_workload workloads[] = {RS_WORKLOADS(WL_ENTRY)};
-#define N_WL ((int)(sizeof workloads / sizeof workloads[0]))
+#define WL_INDEX(fn, nv, ns, tr) WL_##fn,
+enum { RS_WORKLOADS(WL_INDEX) N_WL };
 static long wl_tried[N_WL], wl_failed[N_WL];
 
 #define MAX_REPORTS 3      /* failures reported in full per workload */
@@ -196,12 +199,9 @@ static void share_trials(void)
 #define WORKLOAD(fn, nv, ns, tr)                                                                   \
     static void test_##fn(void)                                                                    \
     {                                                                                              \
-        int w = 0;                                                                                 \
-        while (strcmp(workloads[w].name, #fn) != 0)                                                \
-            w++;                                                                                   \
-        if (wl_failed[w])                                                                          \
+        if (wl_failed[WL_##fn])                                                                    \
             TT_FAILF("%s: %ld of %ld random schedules failed (the first %d reported above)", #fn,  \
-                     wl_failed[w], wl_tried[w], MAX_REPORTS);                                      \
+                     wl_failed[WL_##fn], wl_tried[WL_##fn], MAX_REPORTS);                          \
     }
 
 RS_WORKLOADS(WORKLOAD)
@@ -249,20 +249,31 @@ static void print_summary(void)
             printf("  TEX_CC=%s: %ld builds and calls, %.3f s each\n", cc_name(k), n_builds[k],
                    build_secs[k] / (double)n_builds[k]);
     if (!have_second_cc)
-        printf("  no second compiler (%s is missing or the default)\n", SECOND_CC);
+        printf("  no second compiler (%s is the default or cannot build)\n", SECOND_CC);
     printf("  distinct kernels compiled: %ld\n", count_kernels());
     rs_print_summary();
 }
 
-/* Whether SECOND_CC can check the default compiler: installed and not the default. */
+/* Whether SECOND_CC can check the default compiler: not the default, and it
+ * builds a small OpenMP kernel (clang may lack its OpenMP runtime). */
 static bool second_cc_usable(void)
 {
     if (strcmp(cc_name(0), SECOND_CC) == 0)
         return false;
+    ops_wl w;
+    char why[512];
+    ops_init(&w, tex_ctx_new(), "probe");
+    ops_transpose(&w, 2, 3, false);
+    tex_func *f = ops_lower(&w, tex_schedule_new(w.ctx, 1, &w.out), why, sizeof why);
     use_cc(1);
-    bool ok = tex_target_available("cpu");
+    tex_kernel *k = f ? tex_build(f, "cpu -threads=2") : NULL;
     use_cc(0);
-    return ok;
+    if (!k)
+        printf("  note: TEX_CC=%s cannot build a kernel: %s\n", SECOND_CC,
+               f ? tex_errmsg(w.ctx) : why);
+    tex_kernel_free(k);
+    tex_ctx_free(w.ctx);
+    return k != NULL;
 }
 
 int main(void)
