@@ -15,8 +15,8 @@
  * on the same schedule and inputs (lowering bug, emitter bug or compiler
  * bug). TEX_RANDOM_SEED=<n> reruns one seed of every workload.
  *
- * How many: TEX_JIT_TRIALS schedules in all (default 1000, 300 under make
- * asan, where each build costs several times more), shared among the
+ * How many: TEX_JIT_TRIALS schedules in all (default 1000, 200 under make
+ * asan, where a build and call takes about five times longer), shared among the
  * workloads in proportion to their interpreter seeds, rounding up. The run
  * goes seed by seed over all workloads, so a prefix of a long run covers
  * each of them; a progress line every 500 schedules. TEX_JIT_SHARD=k/n runs
@@ -36,7 +36,7 @@
 #include <time.h>
 
 #define DEFAULT_TRIALS 1000
-#define SANITIZER_TRIALS 300
+#define SANITIZER_TRIALS 200
 #define SECOND_CC "clang"
 #define SECOND_CC_EVERY 4 /* seeds built with the second compiler too: one in this many */
 
