@@ -3,6 +3,8 @@
 #   make              lib/libtex.a and lib/libtex.so (soname libtex.so.0)
 #   make test         deps, check-deps, library, tests and examples (-Werror), then
 #                     tests/run_tests.sh: every test program, the install test, a summary line
+#   make test-long    20,000 random schedules through the JIT (tests/unit/test_jit_random.c,
+#                     gcc and clang) in $(JOBS) processes; LONG_TRIALS= changes the count
 #   make asan         the same programs built in build-asan/ under ASan + UBSan
 #   make valgrind     the test programs under valgrind --leak-check=full
 #   make demo         builds and runs examples/demo.c
@@ -93,8 +95,8 @@ SHARED_LIB  := $(OUT_LIB)/libtex.so
 # Rewritten only when the flags change, so that changing OPT or SANITIZE rebuilds.
 FLAGS_STAMP := $(BUILD)/flags.stamp
 
-.PHONY: all tests examples test asan valgrind demo bench install uninstall deps check-deps \
-        check-readme format format-check update-golden clean FORCE
+.PHONY: all tests examples test test-long asan valgrind demo bench install uninstall deps \
+        check-deps check-readme format format-check update-golden clean FORCE
 
 all: $(STATIC_LIB) $(SHARED_LIB)
 
@@ -160,6 +162,13 @@ examples: $(EXAMPLE_BIN)
 test: deps check-deps check-readme
 	$(Q)$(MAKE) --no-print-directory $(PAR) -k all tests examples || echo "$(BUILD_FAILED)"
 	$(Q)bash tests/run_tests.sh -j $(JOBS) $(TEST_BIN) $(TEST_EXAMPLES) tests/install_test.sh
+
+# test_jit_random at scale: LONG_TRIALS schedules (every fourth also built with clang), the
+# seeds shared among $(JOBS) processes, each logging to $(BUILD)/test-long.K.log.
+LONG_TRIALS ?= 20000
+test-long: deps
+	$(Q)$(MAKE) --no-print-directory $(PAR) $(BUILD)/tests/test_jit_random
+	$(Q)bash tests/run_long.sh $(BUILD)/tests/test_jit_random $(LONG_TRIALS) $(JOBS) $(BUILD)
 
 asan: deps check-deps
 	$(Q)$(MAKE) --no-print-directory $(PAR) -k BUILD=build-asan OPT="-O1 -g" \

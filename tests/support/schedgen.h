@@ -99,10 +99,14 @@ typedef struct {
 /* One random schedule of wl with this seed; true when it checks out. */
 typedef bool (*sg_one_fn)(const sg_workload *wl, uint64_t seed, bool report);
 
-/* The generator state for a seed, offset by salt (per test or workload). */
+/* The generator state for a seed, offset by salt (per test or workload). The
+ * seed goes through the generator's mixing function: ops_rand steps its state
+ * by the same constant, so a plain seed * 0x9E37... + salt would make the
+ * stream of seed s + 1 that of seed s shifted by one draw. */
 static inline uint64_t sg_rng(uint64_t seed, uint64_t salt)
 {
-    return seed * 0x9E3779B97F4A7C15u + salt;
+    uint64_t s = seed * 0x9E3779B97F4A7C15u + salt;
+    return ops_rand(&s);
 }
 
 /* FNV-1a of a name, a salt that makes each workload draw differently. */
