@@ -595,9 +595,9 @@ out:
  * wrong mask. tex never emits that form: guarded_loads.c loads
  * unconditionally at a clamped index and then selects. The probe checks
  * that the compiler gets the forms tex does emit for such code right: that
- * load-then-select (loop 1) and a store under a guard without else, as split
- * tails are (loop 2). The expected values are computed without loads, so the
- * same defect cannot hide in the check. */
+ * load-then-select (loop 1) and loads hoisted above a guarded store, as in a
+ * predicated reduction or a split tail (loop 2). The expected values are computed without loads, so
+ * the same defect cannot hide in the check. */
 static const char PROBE_SRC[] =
     "#if defined(__GNUC__) && !defined(__clang__)\n"
     "#define TEX_PROBE_NOINLINE __attribute__((noipa))\n"
@@ -617,9 +617,12 @@ static const char PROBE_SRC[] =
     "TEX_PROBE_NOINLINE void tex_probe_guard(const float *restrict X, float *restrict P)\n"
     "{\n"
     "    for (int py = 0; py < 13; ++py)\n"
-    "        for (int px = 0; px < 2; ++px)\n"
+    "        for (int px = 0; px < 2; ++px) {\n"
+    "            int j = py * 2 + px - 2;\n"
+    "            float v = X[j < 0 ? 0 : j > 21 ? 21 : j], o = P[py * 2 + px];\n"
     "            if (py >= 1 && py < 12)\n"
-    "                P[py * 2 + px] = X[py * 2 + px - 2];\n"
+    "                P[py * 2 + px] = o + v;\n"
+    "        }\n"
     "}\n"
     "\n"
     "int tex_probe(void)\n"

@@ -1,23 +1,26 @@
 /*
  * Pass guarded_loads: no load of the C backend's output is evaluated
- * conditionally inside an expression. A LOAD in a select arm or in the right
- * operand of && / || becomes a LET-bound variable; the LET, placed around the
- * statement the expression belongs to, loads unconditionally:
+ * conditionally. A LOAD in a select arm, in the right operand of && / ||, or
+ * in a store under a guard (an IF without else around the STORE) becomes a
+ * LET-bound variable; the LET, placed around the statement the expression
+ * belongs to (around the IF for a guarded store), loads unconditionally:
  *
  *     P[i] = select(c, X[j], 0)   ->   let X_ld = X[max(min(j, n - 1), 0)]
  *                                       P[i] = select(c, X_ld, 0)
  * (Halide's boundary-condition form). Why: GCC 12 at -O3 with AVX2 if-converts
  * a conditional load in a vectorized loop into a masked load and gets the
  * mask wrong for some loop shapes (zero padding of a convolution gives wrong
- * values), even when the index is clamped; an unconditional load followed by
- * a select is vectorized as a plain load (or a gather) and a blend, which
- * every compiler tried gets right.
+ * values), even when the index is clamped, and its SLP vectorizer does the
+ * same to a guarded accumulate (a predicated reduction); an unconditional
+ * load followed by a select or a guarded store is vectorized as a plain load
+ * (or a gather) and a blend or masked store, which every compiler tried gets
+ * right.
  *
  * Not in the pipeline: the CPU backend runs it on every function it emits
  * (backend.c). The interpreter and the oracle evaluate selects lazily and
  * device_split treats top-level LETs as host values, so the rewrite belongs
- * to the C target only. Clamping: above safe_load(); the positions handled
- * (guards are not): above walk().
+ * to the C target only. Clamping: above safe_load(); the positions handled:
+ * above walk().
  */
 #include "lower/lower.h"
 
@@ -241,12 +244,16 @@ static tex_stmt *walk_let(guard *g, tex_stmt *s)
     return wrap(g, s, mark);
 }
 
+static tex_stmt *guarded_store(guard *g, tex_stmt *s);
+
 static tex_stmt *walk_if(guard *g, tex_stmt *s)
 {
     int mark = g->n_lets;
     tex_expr *cond = top(g, s->u.ifs.cond);
-    /* the branches' statements wrap what they hoist themselves */
-    tex_stmt *t = walk(g, s->u.ifs.then_s);
+    /* A guard around one store hoists that store's loads before the IF;
+     * other branches' statements wrap what they hoist themselves. */
+    bool guard_store = !s->u.ifs.else_s && s->u.ifs.then_s->kind == TEXI_STMT_STORE;
+    tex_stmt *t = guard_store ? guarded_store(g, s->u.ifs.then_s) : walk(g, s->u.ifs.then_s);
     tex_stmt *f = s->u.ifs.else_s ? walk(g, s->u.ifs.else_s) : NULL;
     if (!t || (s->u.ifs.else_s && !f))
         return NULL;
@@ -258,6 +265,19 @@ static tex_stmt *walk_if(guard *g, tex_stmt *s)
 static tex_stmt *walk_store(guard *g, tex_stmt *s)
 {
     tex_expr *index = top(g, s->u.store.index), *value = top(g, s->u.store.value);
+    if (index == s->u.store.index && value == s->u.store.value)
+        return s;
+    return texi_store_new(g->ctx, s->u.store.buf, index, value);
+}
+
+/* The store under a guard (IF without else): every load of its index and
+ * value is conditional, so it is hoisted like a select arm's (the LETs go
+ * around the IF). GCC 12's SLP vectorizer miscompiles a guarded accumulate
+ * `if (c) S[i] = S[i] + X[j]` (a predicated reduction), also without
+ * -march; an unconditional load then a guarded store it gets right. */
+static tex_stmt *guarded_store(guard *g, tex_stmt *s)
+{
+    tex_expr *index = sub(g, s->u.store.index, true), *value = sub(g, s->u.store.value, true);
     if (index == s->u.store.index && value == s->u.store.value)
         return s;
     return texi_store_new(g->ctx, s->u.store.buf, index, value);
@@ -294,11 +314,11 @@ static tex_stmt *walk_seq(guard *g, tex_stmt *s)
  * the value of LET and EVALUATE; an "atomic" ATTR keeps its STORE as its
  * body (the LETs go around the ATTR). Loop bounds, ATTR values and tensor
  * intrinsics' offsets are left alone (evaluated outside the hot loop).
- * Guards (IF without else around a body) are not rewritten: hoisting their
- * loads would clamp every guarded tail, and GCC gets a guarded store right
- * in our tests unless the same element is also stored unconditionally in the
- * same iteration, which tex's guards do not produce in the schedules tried;
- * the JIT's compiler probe (jit.c) is the second line of defence.
+ * A guard (IF without else) around one STORE: that store's loads are
+ * conditional too and are hoisted before the IF (guarded_store). A guard
+ * around anything else (a loop nest, several statements) is walked as it is:
+ * the compiler does not if-convert across a loop. The JIT's compiler probe
+ * (jit.c) is the second line of defence.
  */
 static tex_stmt *walk(guard *g, tex_stmt *s)
 {

@@ -15,6 +15,8 @@
  * Then padding on all sides, strides, symbolic sizes (from the shapes and
  * as VAR parameters) and a wide row, each under several schedules (none,
  * the reported one, P inlined, P vectorized at root, P computed at a row of Out).
+ * Then a predicated reduction whose guarded update GCC's SLP vectorizer
+ * miscompiled while its loads sat under the guard.
  * Every case runs with the default compiler and, when clang is installed,
  * again with TEX_CC=clang; the reported case ("issue") also on two threads.
  *
@@ -423,6 +425,37 @@ static bool has(const char *text, const char *part)
     return ok;
 }
 
+/* A predicated reduction under the schedule that GCC 12's SLP vectorizer
+ * miscompiled (2 of 7 sums wrong) while its update sat under a guard with
+ * the loads inside: `if ((i + j) % 3 != 1) Sum[i] = Sum[i] + X[i, j]`. */
+static void guarded_accumulate(const char *cc)
+{
+    tex_ctx *c = tex_ctx_new();
+    ops_wl w;
+    ops_init(&w, c, "sum_where");
+    tex_tensor *S = ops_reduce(&w, 0, true, false, 7, 13, 1, false);
+    tex_schedule *s = tex_schedule_new(c, 1, &S);
+    tex_stage *st = tex_stage_of(s, S);
+    tex_iter *io, *jo, *ii, *ji, *iio, *iii, *jio, *jii;
+    TT_EQ_INT(tex_tile(st, tex_op_axis(st, 0), tex_op_reduce_axis(st, 0), tex_int(c, 7),
+                       tex_int(c, 15), &io, &jo, &ii, &ji),
+              0);
+    TT_EQ_INT(tex_reorder(st, 4, (tex_iter *[]){jo, ii, ji, io}), 0);
+    TT_EQ_INT(tex_split(st, ii, tex_int(c, 4), &iio, &iii), 0);
+    TT_EQ_INT(tex_reorder(st, 5, (tex_iter *[]){ji, io, jo, iio, iii}), 0);
+    TT_EQ_INT(tex_split(st, ji, tex_int(c, 5), &jio, &jii), 0);
+    char why[2048];
+    tex_func *f = ops_lower(&w, s, why, sizeof why);
+    if (!f || ops_jit_compare(&w, f, "cpu", 465, why, sizeof why) != 0)
+        TT_FAILF("%s: %s", cc ? cc : "default compiler", why);
+    tex_ctx_free(c);
+}
+
+static void test_guarded_accumulate(void)
+{
+    each_compiler(guarded_accumulate);
+}
+
 /* The issue's P: the load leaves the select arm, clamped on both sides; the
  * lowered function itself keeps the select over the load (the interpreter
  * and CUDA see it unchanged). */
@@ -502,6 +535,7 @@ int main(void)
     if (tex_target_available("cpu")) {
         TT_RUN(test_issue_conv);
         TT_RUN(test_padded_convs);
+        TT_RUN(test_guarded_accumulate);
         TT_RUN(test_source_without_probe);
         TT_RUN(test_compiler_probe);
     } else {
