@@ -15,8 +15,6 @@
  */
 #include "lower/device.h"
 
-#include <string.h>
-
 /* The module as one statement (file comment), handed through unchanged. */
 static int module_view(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
@@ -41,7 +39,7 @@ int texi_device_split_step(texi_lower *lw, const char *name, tex_stmt *body, tex
     for (int i = m->n_workspace - 1; view && i >= 0; i--)
         view = texi_allocate_new(lw->ctx, m->workspace[i], view);
     for (int i = m->n_asserts - 1; view && i >= 0; i--)
-        view = texi_attr_new(lw->ctx, "assert", m->asserts[i], view);
+        view = texi_attr_named(lw->ctx, TEXI_ATTR_ASSERT, m->asserts[i], view);
     if (!view)
         return TEX_ENOMEM;
     return texi_lower_apply(lw, name, module_view, view, &view);

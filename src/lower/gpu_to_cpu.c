@@ -41,12 +41,6 @@ typedef struct {
     int rc;
 } fission;
 
-static bool is_thread_loop(const tex_stmt *s)
-{
-    return s->kind == TEXI_STMT_FOR && s->u.loop.for_kind == TEXI_FOR_THREAD &&
-           s->u.loop.thread_tag >= TEX_THREAD_X && s->u.loop.thread_tag <= TEX_THREAD_Z;
-}
-
 static int fail(fission *fs, const char *what, const char *name)
 {
     if (!fs->rc)
@@ -207,7 +201,7 @@ static tex_stmt *split(fission *fs, tex_stmt *s)
     case TEXI_STMT_BARRIER:
         return texi_seq_new(ctx, 0, NULL);
     case TEXI_STMT_FOR:
-        if (is_thread_loop(s)) {
+        if (texi_stmt_is_thread_loop(s, false)) {
             if (fs->n_loops == MAX_THREAD_LOOPS)
                 return fail(fs, "a fourth nested thread loop", s->u.loop.var->u.var.name), NULL;
             fs->loops[fs->n_loops++] = s;
@@ -262,7 +256,7 @@ static tex_stmt *visit(tex_stmt *s, void *ud)
     fission *fs = ud;
     if (!fs->rc && s->kind == TEXI_STMT_BARRIER)
         return texi_seq_new(fs->ctx, 0, NULL);
-    if (fs->rc || !is_thread_loop(s) || !texi_stmt_has_barrier(s))
+    if (fs->rc || !texi_stmt_is_thread_loop(s, false) || !texi_stmt_has_barrier(s))
         return NULL;
     tex_stmt *r = split(fs, s);
     if (!r && !fs->rc)
