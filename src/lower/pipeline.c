@@ -54,7 +54,7 @@
 
 /* Which functions a row runs on: every one at tex_lower, or the copy a
  * backend builds for its target (texi_lower_tail). */
-enum pass_targets { AT_LOWER, FOR_CPU = 1 + TEXI_TAIL_CPU, FOR_GPU = 1 + TEXI_TAIL_GPU };
+enum { AT_LOWER = -1, FOR_CPU = TEXI_TAIL_CPU, FOR_GPU = TEXI_TAIL_GPU };
 
 /* What a row applies to: the function's body, the body split into the
  * device module (device_split), or each kernel of that module. */
@@ -62,7 +62,7 @@ enum pass_scope { ON_BODY, SPLIT, ON_KERNELS };
 
 static const struct {
     const char *name;
-    enum pass_targets targets;
+    int targets; /* AT_LOWER, FOR_CPU, FOR_GPU */
     enum pass_scope scope;
     texi_pass_fn fn; /* NULL for SPLIT */
 } passes[] = {
@@ -146,14 +146,16 @@ int texi_lower_run(texi_lower *lw, tex_stmt **out)
 int texi_lower_tail(const tex_func *f, enum texi_tail target, tex_func *copy,
                     texi_device_module *module)
 {
-    if (!f || !f->ctx || !f->body || (target == TEXI_TAIL_GPU && !module))
+    if (!f || !f->ctx || (target == TEXI_TAIL_GPU && !module))
         return TEX_EINTERNAL;
+    if (!f->body)
+        return texi_error(f->ctx, TEX_EINTERNAL, "tex_build: function '%s' has no body", f->name);
     *copy = *f;
     if (module)
         memset(module, 0, sizeof *module);
     texi_lower lw = {.ctx = f->ctx, .sch = NULL, .func = copy};
     for (size_t i = 0; i < N_PASSES; i++) {
-        if (passes[i].targets != (enum pass_targets)(1 + target))
+        if (passes[i].targets != (int)target)
             continue;
         if (passes[i].scope == ON_BODY)
             TEXI_TRY(texi_lower_apply(&lw, passes[i].name, passes[i].fn, copy->body, &copy->body));
