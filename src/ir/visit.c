@@ -546,7 +546,8 @@ bool texi_stmt_has_sync(const tex_stmt *s)
 
 bool texi_stmt_is_thread_loop(const tex_stmt *s, bool vthread)
 {
+    if (s->kind != TEXI_STMT_FOR || s->u.loop.for_kind != TEXI_FOR_THREAD)
+        return false;
     int tag = s->u.loop.thread_tag;
-    return s->kind == TEXI_STMT_FOR && s->u.loop.for_kind == TEXI_FOR_THREAD &&
-           tag >= (int)TEX_THREAD_X && tag <= (int)(vthread ? TEX_VTHREAD : TEX_THREAD_Z);
+    return tag >= (int)TEX_THREAD_X && tag <= (int)(vthread ? TEX_VTHREAD : TEX_THREAD_Z);
 }

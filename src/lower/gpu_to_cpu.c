@@ -52,23 +52,12 @@ static int fail(fission *fs, const char *what, const char *name)
     return fs->rc;
 }
 
-static bool uses_var_cb(tex_expr *e, void *ud)
-{
-    const tex_expr **target = ud;
-    if (e == *target)
-        *target = NULL;
-    return *target != NULL;
-}
-
 /* Whether e mentions the variable of a loop of the thread nest. */
 static bool thread_dependent(const fission *fs, tex_expr *e)
 {
-    for (int i = 0; e && i < fs->n_loops; i++) {
-        const tex_expr *target = fs->loops[i]->u.loop.var;
-        texi_expr_visit(e, uses_var_cb, &target);
-        if (!target)
+    for (int i = 0; e && i < fs->n_loops; i++)
+        if (texi_expr_uses_var(e, fs->loops[i]->u.loop.var))
             return true;
-    }
     return false;
 }
 
