@@ -144,19 +144,19 @@ static int loads_of(tex_ctx *ctx, tex_stmt *s, const void *key)
     return q.count;
 }
 
-static tex_stmt *count_store(tex_stmt *s, void *ud)
+static bool count_store(const tex_stmt *s, void *ud)
 {
     expr_query *q = ud;
     if (s->kind == TEXI_STMT_STORE && texi_buffer_key(s->u.store.buf) == q->key)
         q->count++;
-    return NULL;
+    return true;
 }
 
 /* STOREs to the storage `key` in s. */
-static int stores_of(tex_ctx *ctx, tex_stmt *s, const void *key)
+static int stores_of(const tex_stmt *s, const void *key)
 {
     expr_query q = {.key = key};
-    texi_stmt_mutate(ctx, s, count_store, NULL, &q);
+    texi_stmt_visit(s, count_store, &q);
     return q.count;
 }
 
@@ -355,7 +355,7 @@ static int match(ar_pass *p, tex_stmt *loop, ar_match *m)
                     "writes an element that depends on the thread index or an "
                     "inner loop");
     if (loads_of(p->lw->ctx, loop, texi_buffer_key(buf)) != 1 ||
-        stores_of(p->lw->ctx, loop, texi_buffer_key(buf)) != 1)
+        stores_of(loop, texi_buffer_key(buf)) != 1)
         return fail(p, buf->name, "reads or writes the reduced buffer outside its update");
     return p->rc;
 }
