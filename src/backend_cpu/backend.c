@@ -1,9 +1,9 @@
 /*
  * texi_backend_cpu: the vtable behind the targets "cpu" and "c".
  *
- * build: barriers for GPU-style code (thread_sync.c) removed again by
- * barrier fission (gpu_to_cpu.c), loads in select arms made unconditional
- * (guarded_loads.c: the system compiler's vectorizer may miscompile
+ * build: the pipeline's CPU tail (texi_lower_tail: barriers for GPU-style
+ * code removed again by barrier fission, loads in select arms made
+ * unconditional, since the system compiler's vectorizer may miscompile
  * conditional loads), then the C
  * source and the export header (codegen_c.c); for "c"
  * that is all (the kernel is not callable). For "cpu" the source goes
@@ -100,20 +100,13 @@ static int load(tex_kernel *k, const tex_func *f)
     return 0;
 }
 
-/* f itself, or the copy the C emitter needs: GPU-style code made serial
- * (thread_sync puts the barriers a GPU would need where threads share data
- * through shared memory, then barrier fission (gpu_to_cpu.c) removes them so
- * the thread loops can run one thread after another), and no load evaluated
- * conditionally (guarded_loads.c). Code without thread loops and selects
- * over loads comes back unchanged. */
+/* f itself, or the copy the C emitter needs: f after the pipeline's CPU
+ * tail (GPU-style barriers removed by barrier fission so thread loops run
+ * one thread after another, no load evaluated conditionally). Code without
+ * thread loops and selects over loads comes back unchanged. */
 static int cpu_form(const tex_func *f, tex_func *copy, const tex_func **out)
 {
-    *copy = *f;
-    texi_lower lw = {f->ctx, NULL, copy};
-    tex_stmt *synced = NULL, *serial = NULL;
-    TEXI_TRY(texi_lower_apply(&lw, "thread_sync", texi_pass_thread_sync, f->body, &synced));
-    TEXI_TRY(texi_lower_apply(&lw, "gpu_to_cpu", texi_pass_gpu_to_cpu, synced, &serial));
-    TEXI_TRY(texi_lower_apply(&lw, "guarded_loads", texi_pass_guarded_loads, serial, &copy->body));
+    TEXI_TRY(texi_lower_tail(f, TEXI_TAIL_CPU, copy, NULL));
     *out = copy->body == f->body ? f : copy;
     return 0;
 }

@@ -643,25 +643,31 @@ static void emit_atomic(texi_cg *g, texi_sb *sb, const tex_stmt *s)
 
 static void emit_attr(texi_cg *g, texi_sb *sb, const tex_stmt *s)
 {
-    const char *key = s->u.attr.key;
+    enum texi_attr_key key = s->u.attr.id;
     int64_t n;
-    if (strcmp(key, "atomic") == 0) {
+    if (key == TEXI_ATTR_ATOMIC) {
         emit_atomic(g, sb, s);
         return;
     }
-    if (strcmp(key, "assert") == 0 && s->u.attr.value) {
+    if (key == TEXI_ATTR_ASSERT && s->u.attr.value) {
         emit_assert(g, sb, s);
         return;
     }
-    if (strcmp(key, "pragma_unroll") == 0 && s->u.attr.value &&
+    if (key == TEXI_ATTR_PRAGMA_UNROLL && s->u.attr.value &&
         texi_expr_is_int_const(s->u.attr.value, &n) && n >= 1 && n <= UNROLL_MAX) {
         emit_stmt(g, sb, s->u.attr.body, (int)n);
         return;
     }
-    if (strncmp(key, "vectorize_failed", 16) == 0 || strcmp(key, "cross_thread_reduction") == 0) {
+    if (key == TEXI_ATTR_VECTORIZE_FAILED || key == TEXI_ATTR_CROSS_THREAD_REDUCTION) {
+        const char *why = texi_vector_reason_text(s);
         indent(g, sb);
         texi_sb_puts(sb, "/* ");
-        comment_text(sb, key);
+        comment_text(sb, s->u.attr.key);
+        if (why) {
+            texi_sb_putc(sb, '(');
+            comment_text(sb, why);
+            texi_sb_putc(sb, ')');
+        }
         texi_sb_puts(sb, " */\n");
     }
     emit_stmt(g, sb, s->u.attr.body, 0);

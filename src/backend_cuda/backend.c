@@ -2,10 +2,10 @@
  * The "cuda" backend's vtable: build, call and free for the targets "cuda",
  * "cuda -arch=sm_NN" and "cuda -emit-only" (kernel.c checks the options).
  *
- * Build: the lowered function goes through texi_device_lower (kernels,
- * launch extents, workspace, asserts), codegen_cuda.c prints the CUDA C, and
- * texi_launch_plan_build turns the module's host side into a plan the
- * kernel owns (texi_cuda_kernel in k->impl; nothing points into the arena).
+ * Build: the lowered function goes through the pipeline's GPU tail
+ * (texi_lower_tail: kernels, launch extents, workspace, asserts), codegen_cuda.c prints the CUDA C,
+ * and texi_launch_plan_build turns the module's host side into a plan the kernel owns
+ * (texi_cuda_kernel in k->impl; nothing points into the arena).
  *   - "cuda -emit-only" never touches a device: it keeps the source and,
  *     when NVRTC is present, the PTX for -arch (default sm_80); NVRTC's
  *     rejection is TEX_ECOMPILE with its log. The kernel is not callable.
@@ -177,8 +177,8 @@ static int cuda_build(tex_kernel *k, const tex_func *f)
         return build_fail(k, f, TEX_ENOMEM, "out of memory");
     k->impl = im;
     texi_device_module m;
-    memset(&m, 0, sizeof m);
-    if (texi_device_lower(f, &m) != 0)
+    tex_func copy;
+    if (texi_lower_tail(f, TEXI_TAIL_GPU, &copy, &m) != 0)
         return recorded(f);
     k->source = texi_cuda_emit(f, &m);
     if (!k->source)

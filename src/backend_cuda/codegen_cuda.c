@@ -155,18 +155,6 @@ static void emit_block(texi_cu *g, texi_sb *sb, const tex_stmt *s)
     g->indent--;
 }
 
-static bool is_sync(const tex_stmt *s)
-{
-    return s->kind == TEXI_STMT_BARRIER ||
-           (s->kind == TEXI_STMT_ATTR && strcmp(s->u.attr.key, "thread_allreduce") == 0);
-}
-
-/* Whether s holds a BARRIER or an ATTR "thread_allreduce". */
-static bool has_sync(const tex_stmt *s)
-{
-    return texi_stmt_any(s, is_sync);
-}
-
 static void push_range(texi_cu *g, const tex_stmt *loop)
 {
     if (g->n_ranges < TEXI_CU_MAX_RANGES)
@@ -232,7 +220,7 @@ static void emit_thread_loop(texi_cu *g, texi_sb *sb, const tex_stmt *s)
         texi_sb_printf(sb, " + (%s)%s;\n", vt, tag_index[tag]);
     }
     bool guard = !texi_expr_equal(s->u.loop.extent, g->launch[tag]);
-    bool defer = guard && has_sync(s->u.loop.body);
+    bool defer = guard && texi_stmt_has_sync(s->u.loop.body);
     if (defer && g->n_deferred == TEXI_CU_MAX_DEFERRED) {
         texi_cu_fail(g, TEX_EUNAVAILABLE, "more than %d nested guarded thread loops hold barriers",
                      TEXI_CU_MAX_DEFERRED);
@@ -290,14 +278,15 @@ static void emit_for(texi_cu *g, texi_sb *sb, const tex_stmt *s)
     texi_cu_line(g, sb, "}");
 }
 
-static bool is_thread_loop(const tex_stmt *s)
+/* A loop bound to a block or thread index. */
+static bool is_bound_loop(const tex_stmt *s)
 {
     return s->kind == TEXI_STMT_FOR && s->u.loop.for_kind == TEXI_FOR_THREAD;
 }
 
-static bool has_thread_loop(const tex_stmt *s)
+static bool has_bound_loop(const tex_stmt *s)
 {
-    return texi_stmt_any(s, is_thread_loop);
+    return texi_stmt_any(s, is_bound_loop);
 }
 
 /* The constant element count of b, or -1. */
@@ -357,7 +346,7 @@ static void emit_allocate(texi_cu *g, texi_sb *sb, const tex_stmt *s)
                      b->name, MAX_ARRAY_BYTES);
         return;
     }
-    if (b->scope == TEXI_SCOPE_GLOBAL && has_thread_loop(s->u.alloc.body)) {
+    if (b->scope == TEXI_SCOPE_GLOBAL && has_bound_loop(s->u.alloc.body)) {
         texi_cu_fail(g, TEX_EUNAVAILABLE,
                      "global buffer '%s' is allocated inside a kernel, outside a thread-bound "
                      "loop that uses it: use cache_read/cache_write with shared scope",
@@ -420,15 +409,15 @@ static void emit_store(texi_cu *g, texi_sb *sb, const tex_stmt *s)
 
 static void emit_attr(texi_cu *g, texi_sb *sb, const tex_stmt *s)
 {
-    if (strcmp(s->u.attr.key, "thread_allreduce") == 0) {
+    if (s->u.attr.id == TEXI_ATTR_THREAD_ALLREDUCE) {
         texi_cu_emit_allreduce(g, sb, s);
         return;
     }
-    if (strcmp(s->u.attr.key, "assert") == 0) {
+    if (s->u.attr.id == TEXI_ATTR_ASSERT) {
         texi_cu_fail(g, TEX_EINTERNAL, "a runtime check ('assert') was left inside a kernel");
         return;
     }
-    if (strcmp(s->u.attr.key, "atomic") == 0) {
+    if (s->u.attr.id == TEXI_ATTR_ATOMIC) {
         texi_cu_emit_atomic(g, sb, s);
         return;
     }
@@ -439,7 +428,7 @@ void texi_cu_stmt(texi_cu *g, texi_sb *sb, const tex_stmt *s)
 {
     if (g->rc)
         return;
-    if (g->n_deferred > 0 && !g->guard_applied && !has_sync(s)) {
+    if (g->n_deferred > 0 && !g->guard_applied && !texi_stmt_has_sync(s)) {
         emit_under_deferred(g, sb, s);
         return;
     }

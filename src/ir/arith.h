@@ -33,6 +33,8 @@ typedef struct {
 /* Floor division and modulo; b != 0 and not (INT64_MIN, -1). */
 int64_t texi_arith_floordiv(int64_t a, int64_t b);
 int64_t texi_arith_floormod(int64_t a, int64_t b);
+/* Greatest common divisor of |a| and |b| (0 when both are 0). */
+int64_t texi_arith_gcd(int64_t a, int64_t b);
 
 /* Saturating arithmetic on interval ends (infinities absorb). */
 int64_t texi_arith_sat_add(int64_t a, int64_t b);

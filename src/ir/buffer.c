@@ -31,45 +31,29 @@ const void *texi_buffer_key(const texi_buffer *b)
     return b->data ? (const void *)b->data : (const void *)b;
 }
 
-static bool stores_to_key(const tex_stmt *s, const void *key)
+typedef struct {
+    const void *key;
+    bool found;
+} store_search;
+
+/* Visitor: a STORE to the key, or an INTRIN whose last argument (the
+ * output tile) is the key's buffer. */
+static bool store_step(const tex_stmt *s, void *ud)
 {
-    if (!s)
-        return false;
-    switch (s->kind) {
-    case TEXI_STMT_STORE:
-        return texi_buffer_key(s->u.store.buf) == key;
-    case TEXI_STMT_FOR:
-        return stores_to_key(s->u.loop.body, key);
-    case TEXI_STMT_ALLOCATE:
-        return stores_to_key(s->u.alloc.body, key);
-    case TEXI_STMT_REALIZE:
-        return stores_to_key(s->u.realize.body, key);
-    case TEXI_STMT_IF:
-        return stores_to_key(s->u.ifs.then_s, key) || stores_to_key(s->u.ifs.else_s, key);
-    case TEXI_STMT_LET:
-        return stores_to_key(s->u.let.body, key);
-    case TEXI_STMT_ATTR:
-        return stores_to_key(s->u.attr.body, key);
-    case TEXI_STMT_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            if (stores_to_key(s->u.seq.items[i], key))
-                return true;
-        return false;
-    case TEXI_STMT_INTRIN: { /* the last argument is the output tile */
+    store_search *ss = ud;
+    if (s->kind == TEXI_STMT_STORE)
+        ss->found = ss->found || texi_buffer_key(s->u.store.buf) == ss->key;
+    if (s->kind == TEXI_STMT_INTRIN) {
         int n = s->u.intrin.n_args;
         const texi_buffer *out = n ? s->u.intrin.args[n - 1].buf : NULL;
-        return out && texi_buffer_key(out) == key;
+        ss->found = ss->found || (out && texi_buffer_key(out) == ss->key);
     }
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_KIND_COUNT:
-        return false;
-    }
-    return false;
+    return !ss->found;
 }
 
 bool texi_stmt_stores_to(const tex_stmt *s, const texi_buffer *b)
 {
-    return stores_to_key(s, texi_buffer_key(b));
+    store_search ss = {texi_buffer_key(b), false};
+    texi_stmt_visit(s, store_step, &ss);
+    return ss.found;
 }

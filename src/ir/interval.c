@@ -47,6 +47,17 @@ int64_t texi_arith_floormod(int64_t a, int64_t b)
     return r;
 }
 
+int64_t texi_arith_gcd(int64_t a, int64_t b)
+{
+    uint64_t x = a < 0 ? 0 - (uint64_t)a : (uint64_t)a, y = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
+    while (y) {
+        uint64_t r = x % y;
+        x = y;
+        y = r;
+    }
+    return (int64_t)x;
+}
+
 static bool is_inf(int64_t v)
 {
     return v == TEXI_NEG_INF || v == TEXI_POS_INF;

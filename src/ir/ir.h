@@ -286,6 +286,22 @@ bool texi_stmt_stores_to(const tex_stmt *s, const texi_buffer *b);
 
 /* ---------------------------------------------------------------- statements */
 
+/* ATTR keys, named (attr_keys.def); TEXI_ATTR_OTHER for any other key. */
+enum texi_attr_key {
+#define X(NAME, spelling) TEXI_ATTR_##NAME,
+#include "ir/attr_keys.def"
+#undef X
+    TEXI_ATTR_OTHER
+};
+
+/* The value of ATTR "vectorize_failed" (vector_reasons.def). */
+enum texi_vector_reason {
+#define X(NAME, text) TEXI_VECTOR_##NAME,
+#include "ir/vector_reasons.def"
+#undef X
+    TEXI_VECTOR_REASON_COUNT
+};
+
 enum texi_stmt_kind {
 #define X(name, spelling, member) TEXI_STMT_##name,
 #include "ir/stmt_kinds.def"
@@ -391,7 +407,8 @@ struct tex_stmt {
         } barrier;                 /* BARRIER */
         struct {
             const char *key;
-            tex_expr *value; /* may be NULL */
+            enum texi_attr_key id; /* key's entry in attr_keys.def */
+            tex_expr *value;       /* may be NULL */
             tex_stmt *body;
         } attr; /* ATTR */
         struct {
@@ -420,6 +437,13 @@ tex_stmt *texi_seq_new(tex_ctx *ctx, int n, tex_stmt *const items[]); /* flatten
 tex_stmt *texi_evaluate_new(tex_ctx *ctx, tex_expr *value);
 tex_stmt *texi_barrier_new(tex_ctx *ctx, enum texi_scope scope);
 tex_stmt *texi_attr_new(tex_ctx *ctx, const char *key, tex_expr *value, tex_stmt *body);
+/* An ATTR with a named key; texi_attr_is: s is an ATTR with that key. */
+tex_stmt *texi_attr_named(tex_ctx *ctx, enum texi_attr_key key, tex_expr *value, tex_stmt *body);
+bool texi_attr_is(const tex_stmt *s, enum texi_attr_key key);
+/* ATTR "vectorize_failed" with reason `why` (its value) around body. */
+tex_stmt *texi_attr_vector_failed(tex_ctx *ctx, enum texi_vector_reason why, tex_stmt *body);
+/* The reason's text when s is ATTR "vectorize_failed", else NULL. */
+const char *texi_vector_reason_text(const tex_stmt *s);
 /* Copies args (and their arrays). */
 tex_stmt *texi_intrin_new(tex_ctx *ctx, tex_intrin *intrin, enum texi_intrin_fn fn, int n_args,
                           const texi_intrin_arg args[]);
@@ -446,6 +470,13 @@ tex_stmt *texi_stmt_mutate(tex_ctx *ctx, tex_stmt *s, texi_stmt_rewrite_fn stmt_
 typedef bool (*texi_expr_visit_fn)(tex_expr *e, void *ud);
 void texi_expr_visit(tex_expr *e, texi_expr_visit_fn fn, void *ud);
 
+/* Read-only statement walk: fn(s, ud) on s and the statements nested in it
+ * (loop and LET bodies, branches, sequence items, ALLOCATE / REALIZE / ATTR
+ * bodies), parents first, in program order; returning false skips that
+ * statement's children. */
+typedef bool (*texi_stmt_visit_fn)(const tex_stmt *s, void *ud);
+void texi_stmt_visit(const tex_stmt *s, texi_stmt_visit_fn fn, void *ud);
+
 /* Whether s or a statement nested in it (loop and LET bodies, branches,
  * sequence items, ALLOCATE / REALIZE / ATTR bodies) satisfies pred. */
 typedef bool (*texi_stmt_pred)(const tex_stmt *s);
@@ -453,6 +484,15 @@ bool texi_stmt_any(const tex_stmt *s, texi_stmt_pred pred);
 
 /* Whether s holds a BARRIER. */
 bool texi_stmt_has_barrier(const tex_stmt *s);
+
+/* A synchronization of the threads of a block: a BARRIER or an ATTR
+ * "thread_allreduce"; texi_stmt_has_sync: s holds one. */
+bool texi_stmt_is_sync(const tex_stmt *s);
+bool texi_stmt_has_sync(const tex_stmt *s);
+
+/* A loop over the threads of a block (threadIdx.x/y/z; also a virtual
+ * thread when `vthread`), not over blocks, which run in turn. */
+bool texi_stmt_is_thread_loop(const tex_stmt *s, bool vthread);
 
 /* The distinct intrinsics INTRIN statements of s call, in order of first
  * call, stored in list[0 .. cap); their count, or -1 when there are more. */

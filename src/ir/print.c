@@ -408,7 +408,9 @@ void texi_stmt_print(texi_sb *sb, const tex_stmt *s, int indent)
         return;
     case TEXI_STMT_ATTR:
         texi_sb_printf(sb, "attr %s", s->u.attr.key);
-        if (s->u.attr.value) {
+        if (texi_vector_reason_text(s))
+            texi_sb_printf(sb, "(%s)", texi_vector_reason_text(s));
+        else if (s->u.attr.value) {
             texi_sb_puts(sb, " = ");
             texi_expr_print(sb, s->u.attr.value);
         }

@@ -84,17 +84,6 @@ static bool is_inf(int64_t v)
     return v == TEXI_NEG_INF || v == TEXI_POS_INF;
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    uint64_t x = a < 0 ? 0 - (uint64_t)a : (uint64_t)a, y = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
-    while (y) {
-        uint64_t r = x % y;
-        x = y;
-        y = r;
-    }
-    return (int64_t)x;
-}
-
 /* ------------------------------------------------------ constant folding */
 
 static bool fold_compare(enum texi_expr_kind kind, bool u64, int64_t a, int64_t b, int64_t *out)
@@ -332,9 +321,9 @@ static texi_form *form_div_exact(texi_simp *s, const texi_form *f, int64_t g)
 
 static int64_t form_gcd(const texi_form *f, int64_t c)
 {
-    int64_t g = gcd64(c, f->k);
+    int64_t g = texi_arith_gcd(c, f->k);
     for (int i = 0; i < f->n && g > 1; i++)
-        g = gcd64(g, f->terms[i].coef);
+        g = texi_arith_gcd(g, f->terms[i].coef);
     return g;
 }
 
@@ -656,7 +645,7 @@ static tex_expr *normalize(texi_simp *s, enum texi_expr_kind kind, texi_form *d)
         return NULL;
     int64_t g = 0, k = -d->k, kk;
     for (int i = 0; i < d->n; i++)
-        g = gcd64(g, d->terms[i].coef);
+        g = texi_arith_gcd(g, d->terms[i].coef);
     switch (kind) {
     case TEXI_EXPR_LT:
     case TEXI_EXPR_GE:

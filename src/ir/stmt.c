@@ -245,6 +245,18 @@ tex_stmt *texi_barrier_new(tex_ctx *ctx, enum texi_scope scope)
     return s;
 }
 
+static const char *const attr_names[TEXI_ATTR_OTHER] = {
+#define X(NAME, spelling) spelling,
+#include "ir/attr_keys.def"
+#undef X
+};
+
+static const char *const vector_reasons[TEXI_VECTOR_REASON_COUNT] = {
+#define X(NAME, text) text,
+#include "ir/vector_reasons.def"
+#undef X
+};
+
 tex_stmt *texi_attr_new(tex_ctx *ctx, const char *key, tex_expr *value, tex_stmt *body)
 {
     const void *const ops[] = {key, body};
@@ -255,10 +267,40 @@ tex_stmt *texi_attr_new(tex_ctx *ctx, const char *key, tex_expr *value, tex_stmt
     tex_stmt *s = k ? stmt_new(ctx, TEXI_STMT_ATTR) : NULL;
     if (s) {
         s->u.attr.key = k;
+        s->u.attr.id = TEXI_ATTR_OTHER;
+        for (int i = 0; i < TEXI_ATTR_OTHER; i++)
+            if (strcmp(k, attr_names[i]) == 0)
+                s->u.attr.id = (enum texi_attr_key)i;
         s->u.attr.value = value;
         s->u.attr.body = body;
     }
     return s;
+}
+
+tex_stmt *texi_attr_named(tex_ctx *ctx, enum texi_attr_key key, tex_expr *value, tex_stmt *body)
+{
+    return texi_attr_new(ctx, attr_names[key], value, body);
+}
+
+bool texi_attr_is(const tex_stmt *s, enum texi_attr_key key)
+{
+    return s && s->kind == TEXI_STMT_ATTR && s->u.attr.id == key;
+}
+
+tex_stmt *texi_attr_vector_failed(tex_ctx *ctx, enum texi_vector_reason why, tex_stmt *body)
+{
+    tex_expr *v = texi_int_imm(ctx, TEX_I32, (int64_t)why);
+    return v ? texi_attr_named(ctx, TEXI_ATTR_VECTORIZE_FAILED, v, body) : NULL;
+}
+
+const char *texi_vector_reason_text(const tex_stmt *s)
+{
+    int64_t why;
+    if (!texi_attr_is(s, TEXI_ATTR_VECTORIZE_FAILED) ||
+        !texi_expr_is_int_const(s->u.attr.value, &why) || why < 0 ||
+        why >= TEXI_VECTOR_REASON_COUNT)
+        return NULL;
+    return vector_reasons[why];
 }
 
 /* Copies n entries of src (each `size` bytes) into the arena; NULL src gives NULL. */

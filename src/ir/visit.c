@@ -466,39 +466,62 @@ int texi_stmt_intrins(const tex_stmt *s, const tex_intrin **list, int cap)
     return collect_intrins(s, list, &n, cap) ? n : -1;
 }
 
-bool texi_stmt_any(const tex_stmt *s, texi_stmt_pred pred)
+void texi_stmt_visit(const tex_stmt *s, texi_stmt_visit_fn fn, void *ud)
 {
-    if (!s)
-        return false;
-    if (pred(s))
-        return true;
+    if (!s || !fn(s, ud))
+        return;
     switch (s->kind) {
     case TEXI_STMT_FOR:
-        return texi_stmt_any(s->u.loop.body, pred);
+        texi_stmt_visit(s->u.loop.body, fn, ud);
+        return;
     case TEXI_STMT_ALLOCATE:
-        return texi_stmt_any(s->u.alloc.body, pred);
+        texi_stmt_visit(s->u.alloc.body, fn, ud);
+        return;
     case TEXI_STMT_REALIZE:
-        return texi_stmt_any(s->u.realize.body, pred);
+        texi_stmt_visit(s->u.realize.body, fn, ud);
+        return;
     case TEXI_STMT_LET:
-        return texi_stmt_any(s->u.let.body, pred);
+        texi_stmt_visit(s->u.let.body, fn, ud);
+        return;
     case TEXI_STMT_ATTR:
-        return texi_stmt_any(s->u.attr.body, pred);
+        texi_stmt_visit(s->u.attr.body, fn, ud);
+        return;
     case TEXI_STMT_IF:
-        return texi_stmt_any(s->u.ifs.then_s, pred) || texi_stmt_any(s->u.ifs.else_s, pred);
+        texi_stmt_visit(s->u.ifs.then_s, fn, ud);
+        texi_stmt_visit(s->u.ifs.else_s, fn, ud);
+        return;
     case TEXI_STMT_SEQ:
         for (int i = 0; i < s->u.seq.n; i++)
-            if (texi_stmt_any(s->u.seq.items[i], pred))
-                return true;
-        return false;
+            texi_stmt_visit(s->u.seq.items[i], fn, ud);
+        return;
     case TEXI_STMT_PROVIDE:
     case TEXI_STMT_STORE:
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_BARRIER:
     case TEXI_STMT_INTRIN:
     case TEXI_STMT_KIND_COUNT:
-        break;
+        return;
     }
-    return false;
+}
+
+typedef struct {
+    texi_stmt_pred pred;
+    bool found;
+} any_search;
+
+/* Visitor of texi_stmt_any: stops descending everywhere once found. */
+static bool any_step(const tex_stmt *s, void *ud)
+{
+    any_search *a = ud;
+    a->found = a->found || a->pred(s);
+    return !a->found;
+}
+
+bool texi_stmt_any(const tex_stmt *s, texi_stmt_pred pred)
+{
+    any_search a = {pred, false};
+    texi_stmt_visit(s, any_step, &a);
+    return a.found;
 }
 
 static bool is_barrier(const tex_stmt *s)
@@ -509,4 +532,22 @@ static bool is_barrier(const tex_stmt *s)
 bool texi_stmt_has_barrier(const tex_stmt *s)
 {
     return texi_stmt_any(s, is_barrier);
+}
+
+bool texi_stmt_is_sync(const tex_stmt *s)
+{
+    return s->kind == TEXI_STMT_BARRIER || texi_attr_is(s, TEXI_ATTR_THREAD_ALLREDUCE);
+}
+
+bool texi_stmt_has_sync(const tex_stmt *s)
+{
+    return texi_stmt_any(s, texi_stmt_is_sync);
+}
+
+bool texi_stmt_is_thread_loop(const tex_stmt *s, bool vthread)
+{
+    if (s->kind != TEXI_STMT_FOR || s->u.loop.for_kind != TEXI_FOR_THREAD)
+        return false;
+    int tag = s->u.loop.thread_tag;
+    return tag >= (int)TEX_THREAD_X && tag <= (int)(vthread ? TEX_VTHREAD : TEX_THREAD_Z);
 }

@@ -12,8 +12,6 @@
  */
 #include "lower/lower.h"
 
-#include <string.h>
-
 static const enum texi_expr_kind combiner[TEXI_REDUCE_COUNT] = {TEXI_EXPR_ADD, TEXI_EXPR_MUL,
                                                                 TEXI_EXPR_MAX, TEXI_EXPR_MIN};
 
@@ -55,7 +53,7 @@ int texi_atomic_parts(tex_ctx *ctx, const tex_stmt *s, texi_atomic_update *out)
 {
     int64_t op;
     const tex_stmt *st = s->u.attr.body;
-    if (strcmp(s->u.attr.key, "atomic") != 0 || !s->u.attr.value ||
+    if (s->u.attr.id != TEXI_ATTR_ATOMIC || !s->u.attr.value ||
         !texi_expr_is_int_const(s->u.attr.value, &op) || op < 0 || op >= TEXI_REDUCE_COUNT || !st ||
         st->kind != TEXI_STMT_STORE)
         return texi_error(ctx, TEX_EINTERNAL, "tex_build: malformed ATTR \"atomic\"");

@@ -4,23 +4,17 @@
  * the global workspace buffers that live between kernels, and the call-time
  * checks. Private to src/lower and the GPU backends.
  *
- * texi_device_lower runs, in order, on f->body (each result is printable
- * with TEX_DUMP like the host passes: "thread_allreduce", "double_buffer",
- * "device_split", "thread_sync"):
- *   1. thread_allreduce (thread_allreduce.c): every ATTR
- *      "cross_thread_reduction" becomes an explicit per-thread partial, an
- *      ATTR "thread_allreduce" (the block-wide allreduce the emitter prints as
- *      warp shuffles + a shared-memory step) and the write of the result.
- *   2. double_buffer (double_buffer.c): shared buffers under ATTR
- *      "double_buffer" get two copies and the fetch of step k+1 overlaps the
- *      compute of step k.
- *   3. device_split (device_split.c): top-level nests become kernels; their
- *      launch extents are expressions of the parameters and size variables;
- *      global temporaries shared between kernels become workspace; top-level
- *      ATTR "assert" become call-time checks.
- *   4. thread_sync (thread_sync.c), per kernel: a BARRIER wherever shared
- *      memory written by one thread is later read (or overwritten) by
- *      another, and nowhere else.
+ * The GPU tail of the pipeline (pipeline.c lists it; texi_lower_tail with
+ * TEXI_TAIL_GPU) builds the module: thread_allreduce (ATTR
+ * "cross_thread_reduction" -> per-thread partial + ATTR "thread_allreduce",
+ * printed as warp shuffles + a shared-memory step), double_buffer (shared
+ * buffers under ATTR "double_buffer": two copies, fetch of step k+1
+ * overlapping compute of step k), device_split (top-level nests become
+ * kernels with launch extents over parameters and size variables; global
+ * temporaries between kernels become workspace; top-level ATTR "assert"
+ * become call-time checks) and, per kernel, thread_sync (a BARRIER wherever
+ * shared memory written by one thread is later read or overwritten by
+ * another, and nowhere else).
  *
  * The launch plan (launch_plan.c) is the module's host side compiled into a
  * form the runtime owns (malloc'ed, no arena pointers), so a kernel can be
@@ -43,7 +37,7 @@ typedef struct {
     tex_expr *extent[TEXI_N_LAUNCH_TAGS]; /* launch extent per tag; NULL = 1 */
 } texi_device_kernel;
 
-typedef struct {
+typedef struct texi_device_module {
     int n_kernels;
     texi_device_kernel *kernels; /* launched in order on one stream */
     int n_workspace;
@@ -54,16 +48,18 @@ typedef struct {
     tex_expr **asserts; /* conditions over params/sizes checked before launching */
 } texi_device_module;
 
-/* Runs the device passes and the split above on f (arena of f->ctx).
- * 0, or an error recorded in f->ctx ("tex_build: ..."; TEX_EUNAVAILABLE for
- * a construct the GPU path does not support, naming it). */
-int texi_device_lower(const tex_func *f, texi_device_module *out);
-
 /* The device passes (texi_lower: ctx and func set, sch NULL). */
 int texi_pass_thread_allreduce(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_double_buffer(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_thread_sync(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_device_split(texi_lower *lw, tex_stmt *body, texi_device_module *out);
+
+/* Pipeline steps on the module (device_lower.c): device_split into m, shown
+ * to the verifier and TEX_DUMP as one statement under `name`; and pass fn
+ * run as step `name` on kernel k's body (with m's workspace in scope). */
+int texi_device_split_step(texi_lower *lw, const char *name, tex_stmt *body, texi_device_module *m);
+int texi_device_kernel_step(texi_lower *lw, const char *name, texi_pass_fn fn,
+                            const texi_device_module *m, texi_device_kernel *k);
 
 /* ---------------------------------------------------- launch plan (host) */
 

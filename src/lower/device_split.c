@@ -284,8 +284,8 @@ static int add_kernel(splitter *sp, tex_stmt *s)
 static bool transparent_attr(const tex_stmt *s)
 {
     const tex_stmt *b = s->u.attr.body;
-    if (strcmp(s->u.attr.key, "thread_allreduce") == 0 ||
-        strcmp(s->u.attr.key, "cross_thread_reduction") == 0)
+    if (s->u.attr.id == TEXI_ATTR_THREAD_ALLREDUCE ||
+        s->u.attr.id == TEXI_ATTR_CROSS_THREAD_REDUCTION)
         return false;
     return b->kind == TEXI_STMT_SEQ ||
            (b->kind == TEXI_STMT_ALLOCATE && b->u.alloc.buf->scope == TEXI_SCOPE_GLOBAL);
@@ -340,7 +340,7 @@ static int split_top(splitter *sp, tex_stmt *s)
             TEXI_TRY(split_top(sp, s->u.seq.items[i]));
         return 0;
     case TEXI_STMT_ATTR:
-        if (strcmp(s->u.attr.key, "assert") == 0) {
+        if (s->u.attr.id == TEXI_ATTR_ASSERT) {
             TEXI_TRY(add_assert(sp, s->u.attr.value));
             return split_top(sp, s->u.attr.body);
         }

@@ -19,8 +19,6 @@
  */
 #include "lower/device.h"
 
-#include <string.h>
-
 #define MAX_DB 8     /* double-buffered buffers of one loop */
 #define MAX_FETCH 32 /* fetch statements of one loop */
 
@@ -92,8 +90,7 @@ static texi_buffer *marked_layer(const tex_stmt *s, tex_stmt **inner)
         return NULL;
     texi_buffer *b = s->u.alloc.buf;
     const tex_stmt *a = s->u.alloc.body;
-    if (a->kind != TEXI_STMT_ATTR || strcmp(a->u.attr.key, "double_buffer") != 0 ||
-        a->u.attr.value != b->data)
+    if (!texi_attr_is(a, TEXI_ATTR_DOUBLE_BUFFER) || a->u.attr.value != b->data)
         return NULL;
     *inner = a->u.attr.body;
     return b;
@@ -313,7 +310,7 @@ static tex_stmt *pipelined_loop(db_pass *p, const tex_stmt *loop)
     tex_stmt *f = next && h_next ? fetches(p, next, h_next) : NULL;
     cond = cond ? texi_simplify(cond, 0, NULL) : NULL;
     f = f && cond ? texi_if_new(ctx, cond, f, NULL) : NULL;
-    f = f ? texi_attr_new(ctx, "double_buffer_write", NULL, f) : NULL;
+    f = f ? texi_attr_named(ctx, TEXI_ATTR_DOUBLE_BUFFER_WRITE, NULL, f) : NULL;
     tex_stmt *c = h_cur ? instance(p, p->compute, NULL, h_cur) : NULL;
     tex_stmt *body = f && c ? texi_seq_new(ctx, 2, (tex_stmt *[]){f, c}) : NULL;
     return body ? texi_for_new(ctx, k, m, e, loop->u.loop.for_kind, loop->u.loop.thread_tag, body)

@@ -45,7 +45,7 @@ typedef struct {
 
 static bool is_check(const tex_stmt *s)
 {
-    return s->kind == TEXI_STMT_ATTR && strcmp(s->u.attr.key, "assert") == 0 && s->u.attr.value;
+    return texi_attr_is(s, TEXI_ATTR_ASSERT) && s->u.attr.value;
 }
 
 /* TEX_EINVAL: check c reads loop variable v in a form that cannot be hoisted. */
@@ -286,7 +286,7 @@ int texi_pass_entry_checks(texi_lower *lw, tex_stmt *in, tex_stmt **out)
     if (tex_errcode(lw->ctx))
         return tex_errcode(lw->ctx);
     for (int i = h.n_checks - 1; i >= 0 && body; i--)
-        body = texi_attr_new(lw->ctx, "assert", h.checks[i], body);
+        body = texi_attr_named(lw->ctx, TEXI_ATTR_ASSERT, h.checks[i], body);
     *out = body;
     return body ? 0 : TEX_ENOMEM;
 }

@@ -276,7 +276,7 @@ static tex_stmt *flatten_realize(flattener *fl, tex_stmt *s)
     tex_stmt *body = flatten_body(fl, s->u.realize.body);
     fl->n_binds = n0;
     if (body && st && st->double_buffer)
-        body = texi_attr_new(fl->ctx, "double_buffer", buf->data, body);
+        body = texi_attr_named(fl->ctx, TEXI_ATTR_DOUBLE_BUFFER, buf->data, body);
     tex_stmt *alloc = body ? texi_allocate_new(fl->ctx, buf, body) : NULL;
     return alloc ? alloc : failed_at(fl, s);
 }

@@ -28,12 +28,6 @@ typedef struct {
     int rc;
 } fission;
 
-static bool is_thread_loop(const tex_stmt *s)
-{
-    return s->kind == TEXI_STMT_FOR && s->u.loop.for_kind == TEXI_FOR_THREAD &&
-           s->u.loop.thread_tag >= TEX_THREAD_X && s->u.loop.thread_tag <= TEX_THREAD_Z;
-}
-
 static int fail(fission *fs, const char *what, const char *name)
 {
     if (!fs->rc)
@@ -45,23 +39,12 @@ static int fail(fission *fs, const char *what, const char *name)
     return fs->rc;
 }
 
-static bool uses_var_cb(tex_expr *e, void *ud)
-{
-    const tex_expr **target = ud;
-    if (e == *target)
-        *target = NULL;
-    return *target != NULL;
-}
-
 /* Whether e mentions the variable of a loop of the thread nest. */
 static bool thread_dependent(const fission *fs, tex_expr *e)
 {
-    for (int i = 0; e && i < fs->n_loops; i++) {
-        const tex_expr *target = fs->loops[i]->u.loop.var;
-        texi_expr_visit(e, uses_var_cb, &target);
-        if (!target)
+    for (int i = 0; e && i < fs->n_loops; i++)
+        if (texi_expr_uses_var(e, fs->loops[i]->u.loop.var))
             return true;
-    }
     return false;
 }
 
@@ -211,7 +194,7 @@ static tex_stmt *split(fission *fs, tex_stmt *s)
     case TEXI_STMT_BARRIER:
         return texi_seq_new(ctx, 0, NULL);
     case TEXI_STMT_FOR:
-        if (is_thread_loop(s)) {
+        if (texi_stmt_is_thread_loop(s, false)) {
             if (fs->n_loops == MAX_THREAD_LOOPS)
                 return fail(fs, "a fourth nested thread loop", s->u.loop.var->u.var.name), NULL;
             fs->loops[fs->n_loops++] = s;
@@ -266,7 +249,7 @@ static tex_stmt *visit(tex_stmt *s, void *ud)
     fission *fs = ud;
     if (!fs->rc && s->kind == TEXI_STMT_BARRIER)
         return texi_seq_new(fs->ctx, 0, NULL);
-    if (fs->rc || !is_thread_loop(s) || !texi_stmt_has_barrier(s))
+    if (fs->rc || !texi_stmt_is_thread_loop(s, false) || !texi_stmt_has_barrier(s))
         return NULL;
     tex_stmt *r = split(fs, s);
     if (!r && !fs->rc)

@@ -286,7 +286,7 @@ static tex_stmt *guarded_store(guard *g, tex_stmt *s)
 static tex_stmt *walk_attr(guard *g, tex_stmt *s)
 {
     int mark = g->n_lets;
-    bool atomic = strcmp(s->u.attr.key, "atomic") == 0 && s->u.attr.body->kind == TEXI_STMT_STORE;
+    bool atomic = s->u.attr.id == TEXI_ATTR_ATOMIC && s->u.attr.body->kind == TEXI_STMT_STORE;
     tex_stmt *body = atomic ? walk_store(g, s->u.attr.body) : walk(g, s->u.attr.body);
     if (!body)
         return NULL;

@@ -286,17 +286,9 @@ static int loop_bounds(texi_interp *ip, texi_frame *fr, const tex_stmt *s, int64
     return texi_interp_int(ip, fr, s->u.loop.extent, ext);
 }
 
-/* A loop over the threads of a block (not over blocks, which run in turn). */
-static bool is_thread_loop(const tex_stmt *s)
-{
-    int tag = s->u.loop.thread_tag;
-    return s->u.loop.for_kind == TEXI_FOR_THREAD && tag >= (int)TEX_THREAD_X &&
-           tag <= (int)TEX_VTHREAD;
-}
-
 static int exec_for(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
 {
-    if (is_thread_loop(s) && texi_stmt_has_barrier(s->u.loop.body))
+    if (texi_stmt_is_thread_loop(s, true) && texi_stmt_has_barrier(s->u.loop.body))
         return gexec(ip, fr, 1, s); /* its iterations become a lock-step group */
     int64_t min, ext;
     TEXI_TRY(loop_bounds(ip, fr, s, &min, &ext));
@@ -329,7 +321,7 @@ static int exec_alloc(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
 
 static int check_assert(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
 {
-    if (strcmp(s->u.attr.key, "assert") != 0 || !s->u.attr.value)
+    if (s->u.attr.id != TEXI_ATTR_ASSERT || !s->u.attr.value)
         return 0;
     texi_eval_value c;
     TEXI_TRY(texi_interp_expr(ip, fr, s->u.attr.value, &c));
@@ -448,7 +440,7 @@ static int uniform(texi_interp *ip, texi_frame *frs, int n, const tex_expr *e, c
 
 static int gexec_for(texi_interp *ip, texi_frame *frs, int n, const tex_stmt *s)
 {
-    if (is_thread_loop(s))
+    if (texi_stmt_is_thread_loop(s, true))
         return gexec_threads(ip, frs, n, s);
     int64_t min = 0, ext = 0;
     TEXI_TRY(uniform(ip, frs, n, s->u.loop.min, "the loop start", &min));

@@ -88,31 +88,11 @@ static tex_expr *subst(part *p, tex_expr *e, tex_expr *var, tex_expr *value)
     return note(p, texi_substitute(e, 1, &var, &(tex_expr *){texi_convert(value, var->dtype)}));
 }
 
-typedef struct {
-    const tex_expr *var;
-    bool found;
-} find_var;
-
-static bool visit_find(tex_expr *e, void *ud)
-{
-    find_var *f = ud;
-    if (e == f->var)
-        f->found = true;
-    return !f->found;
-}
-
-static bool mentions(tex_expr *e, const tex_expr *var)
-{
-    find_var f = {var, false};
-    texi_expr_visit(e, visit_find, &f);
-    return f.found;
-}
-
 /* d = coef*var + *rest with an integer constant coef; false when d is not
  * linear in var (or on failure). */
 static bool linear_in(part *p, tex_expr *d, tex_expr *var, int64_t *coef, tex_expr **rest)
 {
-    if (!mentions(d, var)) {
+    if (!texi_expr_uses_var(d, var)) {
         *coef = 0;
         *rest = d;
         return true;
@@ -126,7 +106,8 @@ static bool linear_in(part *p, tex_expr *d, tex_expr *var, int64_t *coef, tex_ex
         arith(p, TEXI_EXPR_ADD, arith(p, TEXI_EXPR_MUL, imm(p, d->dtype, *coef), var), *rest);
     tex_expr *zero = note(p, texi_simplify(arith(p, TEXI_EXPR_SUB, d, back), 0, NULL));
     int64_t z;
-    return *rest && zero && texi_expr_is_int_const(zero, &z) && z == 0 && !mentions(*rest, var);
+    return *rest && zero && texi_expr_is_int_const(zero, &z) && z == 0 &&
+           !texi_expr_uses_var(*rest, var);
 }
 
 /* A comparison as d < 0 (integers only), or NULL. */
@@ -171,16 +152,16 @@ static tex_expr *worst_case(part *p, const scan *sc, tex_expr *r)
 /* Whether e mentions a variable bound inside or around the candidate loop. */
 static bool mentions_bound(const part *p, const scan *sc, tex_expr *e)
 {
-    if (mentions(e, sc->v))
+    if (texi_expr_uses_var(e, sc->v))
         return true;
     for (int i = 0; i < sc->n_inner; i++)
-        if (mentions(e, sc->inner[i].var))
+        if (texi_expr_uses_var(e, sc->inner[i].var))
             return true;
     for (int i = 0; i < sc->n_blocked; i++)
-        if (mentions(e, sc->blocked[i]))
+        if (texi_expr_uses_var(e, sc->blocked[i]))
             return true;
     for (int i = 0; i < p->n_env; i++)
-        if (mentions(e, p->env[i].var))
+        if (texi_expr_uses_var(e, p->env[i].var))
             return true;
     return false;
 }
@@ -201,7 +182,7 @@ static void consider(part *p, scan *sc, tex_expr *c)
 {
     int64_t f;
     tex_expr *r, *d = normalized(p, c);
-    if (!d || !mentions(d, sc->v) || !linear_in(p, d, sc->v, &f, &r) || f <= 0)
+    if (!d || !texi_expr_uses_var(d, sc->v) || !linear_in(p, d, sc->v, &f, &r) || f <= 0)
         return;
     tex_expr *rhi = worst_case(p, sc, r);
     if (!rhi || mentions_bound(p, sc, rhi))

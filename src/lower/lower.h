@@ -67,21 +67,20 @@ int texi_pass_vectorize(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_storage_rewrite(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_remove_noops(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
-/* Not in the pipeline: run by the CPU backend on a function whose thread
- * loops contain barriers (gpu_to_cpu.c: barrier fission). */
+/* The CPU tail (texi_lower_tail): barrier fission of thread loops that
+ * contain barriers (gpu_to_cpu.c), then loads in select arms and right
+ * operands of && / || made unconditional loads at a clamped index, bound by
+ * LETs around their statement (guarded_loads.c). */
 int texi_pass_gpu_to_cpu(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
-/* Not in the pipeline: run by the CPU backend before emitting C. Loads in
- * select arms and right operands of && / || become unconditional loads at a
- * clamped index, bound by LETs around their statement (guarded_loads.c). */
 int texi_pass_guarded_loads(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
 typedef int (*texi_pass_fn)(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
 /* Runs one pass the way the pipeline does: a failure without a message gets
  * "tex_lower: pass NAME failed"; the result is verified (debug builds,
- * TEX_VERIFY=1) and dumped when TEX_DUMP names it. Also used by the device
- * passes (device.h) and backends' passes (gpu_to_cpu). */
+ * TEX_VERIFY=1) and dumped when TEX_DUMP names it. Also used by the
+ * target tails' steps (device_lower.c) and by tests running one pass. */
 /* An atomic reduction update (atomic.c): STORE buf[index] = op(buf[index], delta). */
 typedef struct {
     enum texi_reduce_op op;
@@ -99,6 +98,19 @@ int texi_lower_apply(texi_lower *lw, const char *name, texi_pass_fn fn, tex_stmt
 /* Runs schedule_ops and every pass, dumping after the passes named in
  * TEX_DUMP ("all" or a comma-separated list) to stderr. */
 int texi_lower_run(texi_lower *lw, tex_stmt **out);
+
+/* The targets with build-time passes (pipeline.c's `targets` column). */
+enum texi_tail { TEXI_TAIL_CPU, TEXI_TAIL_GPU };
+
+typedef struct texi_device_module texi_device_module;
+
+/* Runs the passes listed for `target` on a copy of lowered function f
+ * (arena of f->ctx): *copy is f with the resulting body; for TEXI_TAIL_GPU
+ * the kernels, workspace and asserts go to *module (device.h). 0, or an
+ * error recorded in f->ctx ("tex_build: ..."; TEX_EUNAVAILABLE for a
+ * construct the GPU path does not support, naming it). */
+int texi_lower_tail(const tex_func *f, enum texi_tail target, tex_func *copy,
+                    texi_device_module *module);
 
 /* Values of a call, checked against the function's parameters (count, kind,
  * dtype, ndim, shape against constants and shared symbolic sizes, device,

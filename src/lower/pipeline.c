@@ -1,5 +1,6 @@
 /*
- * The lowering pipeline: the one place that lists the passes, in order.
+ * The lowering pipeline: the one place that lists the passes of every
+ * target, in order (the table `passes` below).
  *
  *   schedule + params
  *        |
@@ -21,7 +22,21 @@
  *        |
  *   remove_noops      empty loops / branches / sequences, unused allocations dropped
  *        |
- *   tex_func body
+ *   tex_func body     (target independent: tex_lower stops here)
+ *        |
+ *        +-- cpu (at tex_build)            +-- gpu (at tex_build)
+ *   thread_sync    barriers where threads  thread_allreduce  "cross_thread_reduction"
+ *                  share memory                              -> "thread_allreduce"
+ *   gpu_to_cpu     barrier fission: thread double_buffer     two copies of shared tiles
+ *                  loops run serially      device_split      kernels, launch extents,
+ *   guarded_loads  loads in select arms                      workspace, asserts
+ *                  made unconditional      thread_sync       per kernel: BARRIERs
+ *
+ * A tex_func is lowered once and may be built for several targets, so the
+ * rows for a target (the `targets` column) run when a backend asks for its
+ * tail (texi_lower_tail), on a copy of the function. guarded_loads is
+ * CPU-only: the interpreter evaluates selects lazily and device_split
+ * treats top-level LETs as host values.
  *
  * After ScheduleOps and after each pass the verifier (verify.c) runs in
  * debug builds (NDEBUG undefined) or when TEX_VERIFY=1; a failure is
@@ -30,26 +45,45 @@
  * AST to stderr after those passes. This file is the only one in src/lower
  * that reads the environment or prints; the passes only see texi_lower.
  */
-#include "lower/lower.h"
+#include "lower/device.h"
 #include "lower/verify.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Which functions a row runs on: every one at tex_lower, or the copy a
+ * backend builds for its target (texi_lower_tail). */
+enum { AT_LOWER = -1, FOR_CPU = TEXI_TAIL_CPU, FOR_GPU = TEXI_TAIL_GPU };
+
+/* What a row applies to: the function's body, the body split into the
+ * device module (device_split), or each kernel of that module. */
+enum pass_scope { ON_BODY, SPLIT, ON_KERNELS };
+
 static const struct {
     const char *name;
-    texi_pass_fn fn;
+    int targets; /* AT_LOWER, FOR_CPU, FOR_GPU */
+    enum pass_scope scope;
+    texi_pass_fn fn; /* NULL for SPLIT */
 } passes[] = {
-    {"entry_checks", texi_pass_entry_checks},
-    {"flatten", texi_pass_flatten},
-    {"loop_partition", texi_pass_loop_partition},
-    {"simplify", texi_pass_simplify},
-    {"unroll", texi_pass_unroll},
-    {"vectorize", texi_pass_vectorize},
-    {"storage_rewrite", texi_pass_storage_rewrite},
-    {"remove_noops", texi_pass_remove_noops},
+    {"entry_checks", AT_LOWER, ON_BODY, texi_pass_entry_checks},
+    {"flatten", AT_LOWER, ON_BODY, texi_pass_flatten},
+    {"loop_partition", AT_LOWER, ON_BODY, texi_pass_loop_partition},
+    {"simplify", AT_LOWER, ON_BODY, texi_pass_simplify},
+    {"unroll", AT_LOWER, ON_BODY, texi_pass_unroll},
+    {"vectorize", AT_LOWER, ON_BODY, texi_pass_vectorize},
+    {"storage_rewrite", AT_LOWER, ON_BODY, texi_pass_storage_rewrite},
+    {"remove_noops", AT_LOWER, ON_BODY, texi_pass_remove_noops},
+    {"thread_sync", FOR_CPU, ON_BODY, texi_pass_thread_sync},
+    {"gpu_to_cpu", FOR_CPU, ON_BODY, texi_pass_gpu_to_cpu},
+    {"guarded_loads", FOR_CPU, ON_BODY, texi_pass_guarded_loads},
+    {"thread_allreduce", FOR_GPU, ON_BODY, texi_pass_thread_allreduce},
+    {"double_buffer", FOR_GPU, ON_BODY, texi_pass_double_buffer},
+    {"device_split", FOR_GPU, SPLIT, NULL},
+    {"thread_sync", FOR_GPU, ON_KERNELS, texi_pass_thread_sync},
 };
+
+#define N_PASSES (sizeof passes / sizeof *passes)
 
 /* Whether `name` is listed in the comma-separated TEX_DUMP (or it is "all"). */
 static bool dump_wanted(const char *name)
@@ -102,9 +136,36 @@ int texi_lower_run(texi_lower *lw, tex_stmt **out)
     if (rc < 0 || !s)
         return failed(lw, "schedule_ops", rc < 0 ? rc : TEX_EINTERNAL);
     TEXI_TRY(after_pass(lw, "schedule_ops", s));
-    for (size_t i = 0; i < sizeof passes / sizeof *passes; i++)
-        TEXI_TRY(texi_lower_apply(lw, passes[i].name, passes[i].fn, s, &s));
+    for (size_t i = 0; i < N_PASSES; i++)
+        if (passes[i].targets == AT_LOWER)
+            TEXI_TRY(texi_lower_apply(lw, passes[i].name, passes[i].fn, s, &s));
     *out = s;
+    return 0;
+}
+
+int texi_lower_tail(const tex_func *f, enum texi_tail target, tex_func *copy,
+                    texi_device_module *module)
+{
+    if (!f || !f->ctx || (target == TEXI_TAIL_GPU && !module))
+        return TEX_EINTERNAL;
+    if (!f->body)
+        return texi_error(f->ctx, TEX_EINTERNAL, "tex_build: function '%s' has no body", f->name);
+    *copy = *f;
+    if (module)
+        memset(module, 0, sizeof *module);
+    texi_lower lw = {.ctx = f->ctx, .sch = NULL, .func = copy};
+    for (size_t i = 0; i < N_PASSES; i++) {
+        if (passes[i].targets != (int)target)
+            continue;
+        if (passes[i].scope == ON_BODY)
+            TEXI_TRY(texi_lower_apply(&lw, passes[i].name, passes[i].fn, copy->body, &copy->body));
+        else if (passes[i].scope == SPLIT)
+            TEXI_TRY(texi_device_split_step(&lw, passes[i].name, copy->body, module));
+        else
+            for (int k = 0; k < module->n_kernels; k++)
+                TEXI_TRY(texi_device_kernel_step(&lw, passes[i].name, passes[i].fn, module,
+                                                 &module->kernels[k]));
+    }
     return 0;
 }
 

@@ -451,7 +451,7 @@ static tex_stmt *guarded(sops *o, const stage_emit *se, tex_expr *conds, tex_stm
     if (!conds || !s)
         return s;
     s = texi_if_new(o->ctx, conds, s, NULL);
-    return s && predicated(se) ? texi_attr_new(o->ctx, "predicate", NULL, s) : s;
+    return s && predicated(se) ? texi_attr_named(o->ctx, TEXI_ATTR_PREDICATE, NULL, s) : s;
 }
 
 /* The data indices T[..] of the stage's output from the values. */
@@ -516,7 +516,7 @@ static int build_body(sops *o, const stage_emit *se, tex_stmt **out)
         tex_expr *upd = acc && v ? texi_binary(combiner(body->u.red.op), acc, v) : NULL;
         s = upd ? texi_provide_new(o->ctx, t, st->op->n_axes, idx, upd) : NULL;
         if (s && st->atomic)
-            s = texi_attr_new(o->ctx, "atomic", imm(o->ctx, TEX_I32, body->u.red.op), s);
+            s = texi_attr_named(o->ctx, TEXI_ATTR_ATOMIC, imm(o->ctx, TEX_I32, body->u.red.op), s);
         if (s && body->u.red.cond) {
             tex_expr *c = bind_roots(o, se, val, body->u.red.cond);
             s = c ? texi_if_new(o->ctx, c, s, NULL) : NULL;
@@ -890,7 +890,7 @@ static int build_loop(sops *o, const stage_emit *se, int m, bool after_init, tex
      * stage's (tex_atomic), whose updates need no cross-thread step */
     if (*out && thread && se->red_leaf[m] && at->thread_tag >= (int)TEX_THREAD_X &&
         at->thread_tag <= (int)TEX_THREAD_Z)
-        *out = texi_attr_new(o->ctx, "cross_thread_reduction", NULL, *out);
+        *out = texi_attr_named(o->ctx, TEXI_ATTR_CROSS_THREAD_REDUCTION, NULL, *out);
     return *out ? 0 : TEX_ENOMEM;
 }
 
@@ -931,7 +931,8 @@ static int shift_asserts(sops *o, const stage_emit *se, tex_stmt **s)
                               "tex_lower: stage '%s', axis '%s': tail strategy SHIFT_INWARDS needs "
                               "extent >= factor, but the axis's inferred extent is smaller",
                               st->tensor->name, st->rel[r].parent->name);
-        if (!texi_prove(c, o->n_env, o->env) && !(*s = texi_attr_new(o->ctx, "assert", c, *s)))
+        if (!texi_prove(c, o->n_env, o->env) &&
+            !(*s = texi_attr_named(o->ctx, TEXI_ATTR_ASSERT, c, *s)))
             return TEX_ENOMEM;
     }
     return 0;

@@ -97,19 +97,19 @@ static int loads_of(tex_ctx *ctx, tex_stmt *s, const void *key)
     return q.count;
 }
 
-static tex_stmt *count_store(tex_stmt *s, void *ud)
+static bool count_store(const tex_stmt *s, void *ud)
 {
     expr_query *q = ud;
     if (s->kind == TEXI_STMT_STORE && texi_buffer_key(s->u.store.buf) == q->key)
         q->count++;
-    return NULL;
+    return true;
 }
 
 /* STOREs to the storage `key` in s. */
-static int stores_of(tex_ctx *ctx, tex_stmt *s, const void *key)
+static int stores_of(const tex_stmt *s, const void *key)
 {
     expr_query q = {.key = key};
-    texi_stmt_mutate(ctx, s, count_store, NULL, &q);
+    texi_stmt_visit(s, count_store, &q);
     return q.count;
 }
 
@@ -205,7 +205,7 @@ static int find_update(ar_pass *p, ar_match *m, tex_stmt *s, tex_expr *guard, co
         return find_update(p, m, s->u.alloc.body, guard, inner, n_inner);
     case TEXI_STMT_ATTR:
         TEXI_TRY(find_update(p, m, s->u.attr.body, guard, inner, n_inner));
-        if (strcmp(s->u.attr.key, "atomic") == 0 && m->update == s->u.attr.body)
+        if (s->u.attr.id == TEXI_ATTR_ATOMIC && m->update == s->u.attr.body)
             m->atomic = s;
         return 0;
     case TEXI_STMT_IF: {
@@ -324,7 +324,7 @@ static int match(ar_pass *p, tex_stmt *loop, ar_match *m)
                     "writes an element that depends on the thread index or an "
                     "inner loop");
     if (loads_of(p->lw->ctx, loop, texi_buffer_key(buf)) != 1 ||
-        stores_of(p->lw->ctx, loop, texi_buffer_key(buf)) != 1)
+        stores_of(loop, texi_buffer_key(buf)) != 1)
         return fail(p, buf->name, "reads or writes the reduced buffer outside its update");
     return p->rc;
 }
@@ -382,7 +382,7 @@ static tex_stmt *result_write(ar_pass *p, const ar_match *m, texi_buffer *acc, t
     tex_expr *val = old && a ? texi_binary(kind_of(m->op), old, a) : NULL;
     tex_stmt *w = val ? texi_store_new(ctx, buf, u->u.store.index, val) : NULL;
     if (w && m->atomic)
-        w = texi_attr_new(ctx, "atomic", m->atomic->u.attr.value, w);
+        w = texi_attr_named(ctx, TEXI_ATTR_ATOMIC, m->atomic->u.attr.value, w);
     if (w && m->guard)
         w = texi_if_new(ctx, m->guard, w, NULL);
     if (w && buf->scope != TEXI_SCOPE_LOCAL)
@@ -455,7 +455,7 @@ static tex_stmt *rewrite(ar_pass *p, const ar_match *m, tex_stmt *attr, tex_stmt
     items[n++] = acc_store(ctx, acc, texi_reduce_identity(ctx, m->op, buf->dtype));
     items[n++] = sw.to ? texi_stmt_mutate(ctx, loop, swap_pre, NULL, &sw) : NULL;
     tex_stmt *red = thread_loop(ctx, loop, "red", loop->u.loop.extent, acc_store(ctx, acc, a));
-    items[n++] = red && opv ? texi_attr_new(ctx, "thread_allreduce", opv, red) : NULL;
+    items[n++] = red && opv ? texi_attr_named(ctx, TEXI_ATTR_THREAD_ALLREDUCE, opv, red) : NULL;
     items[n++] = result_write(p, m, acc, loop);
     int reads =
         loads_of(ctx, p->scope, texi_buffer_key(buf)) - loads_of(ctx, attr, texi_buffer_key(buf));
@@ -550,7 +550,7 @@ static tex_stmt *walk_pre(tex_stmt *s, void *ud)
         return walk_for(p, s);
     if (s->kind == TEXI_STMT_IF)
         return walk_if(p, s);
-    if (s->kind == TEXI_STMT_ATTR && strcmp(s->u.attr.key, "cross_thread_reduction") == 0)
+    if (texi_attr_is(s, TEXI_ATTR_CROSS_THREAD_REDUCTION))
         return reduction(p, s);
     return NULL;
 }

@@ -22,7 +22,6 @@
 #include "lower/device.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #define MAX_MAP 256 /* enclosing loops and LETs of one kernel */
 #define N_TTAGS 3   /* THREAD_X .. THREAD_Z */
@@ -239,18 +238,6 @@ static bool uniform(sync_pass *p, tex_expr *e)
  * unless its index avoids the variable: conservative, never unsafe.
  */
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    a = a < 0 ? -a : a;
-    b = b < 0 ? -b : b;
-    while (b) {
-        int64_t r = a % b;
-        a = b;
-        b = r;
-    }
-    return a;
-}
-
 /* The thread tag term t is linear in (coef * T_tag), or -1. */
 static int linear_tag(const sync_pass *p, const texi_term *t)
 {
@@ -318,7 +305,7 @@ static void find_owner(sync_pass *p, access *a, tex_expr *idx)
         if (thread)
             th[n_th++] = f->terms[i];
         else
-            g = gcd64(g, f->terms[i].coef);
+            g = texi_arith_gcd(g, f->terms[i].coef);
     }
     if (ok && owner_terms_ok(p, th, n_th, &span) && (g == 0 || g >= span)) {
         a->owner = texi_form_expr(&s, texi_form_make(&s, f->t, th, n_th, 0));
@@ -425,10 +412,10 @@ static int collect(sync_pass *p, const tex_stmt *s, access_set *out)
     case TEXI_STMT_EVALUATE:
         return reads(p, out, s->u.eval.value);
     case TEXI_STMT_ATTR: {
-        if (strcmp(s->u.attr.key, "thread_allreduce") == 0)
+        if (s->u.attr.id == TEXI_ATTR_THREAD_ALLREDUCE)
             return 0;
         bool db = p->db;
-        p->db |= strcmp(s->u.attr.key, "double_buffer_write") == 0;
+        p->db |= s->u.attr.id == TEXI_ATTR_DOUBLE_BUFFER_WRITE;
         int rc = reads(p, out, s->u.attr.value);
         if (rc == 0)
             rc = collect(p, s->u.attr.body, out);
@@ -446,7 +433,6 @@ static int collect(sync_pass *p, const tex_stmt *s, access_set *out)
     return 0;
 }
 
-static bool is_sync(const tex_stmt *s);
 static bool head(sync_pass *p, const tex_stmt *s, access_set *out, int *rc);
 
 static bool head_list(sync_pass *p, tex_stmt *const *items, int n, access_set *out, int *rc)
@@ -482,7 +468,7 @@ static bool head(sync_pass *p, const tex_stmt *s, access_set *out, int *rc)
 {
     if (!s || *rc)
         return false;
-    if (is_sync(s))
+    if (texi_stmt_is_sync(s))
         return true;
     switch (s->kind) {
     case TEXI_STMT_SEQ:
@@ -508,7 +494,7 @@ static bool head(sync_pass *p, const tex_stmt *s, access_set *out, int *rc)
     }
     case TEXI_STMT_ATTR: {
         bool db = p->db, r = false;
-        p->db |= strcmp(s->u.attr.key, "double_buffer_write") == 0;
+        p->db |= s->u.attr.id == TEXI_ATTR_DOUBLE_BUFFER_WRITE;
         if ((*rc = reads(p, out, s->u.attr.value)) == 0)
             r = head(p, s->u.attr.body, out, rc);
         p->db = db;
@@ -534,7 +520,7 @@ static bool conflict(const access *prev, const access *cur)
     if (prev->db && !cur->write && !prev->carried)
         return false;
     /* one G for both: rests that are multiples of 96 and of 64 can differ by 32 */
-    int64_t g = gcd64(prev->owner_g, cur->owner_g);
+    int64_t g = texi_arith_gcd(prev->owner_g, cur->owner_g);
     if (prev->owner && cur->owner && texi_expr_equal(prev->owner, cur->owner) &&
         (g == 0 || g >= cur->owner_span))
         return false;
@@ -598,7 +584,7 @@ static bool is_container(sync_pass *p, const tex_stmt *s)
     case TEXI_STMT_IF:
         return uniform(p, s->u.ifs.cond);
     case TEXI_STMT_ATTR:
-        return strcmp(s->u.attr.key, "thread_allreduce") != 0;
+        return s->u.attr.id != TEXI_ATTR_THREAD_ALLREDUCE;
     case TEXI_STMT_LET:
     case TEXI_STMT_ALLOCATE:
     case TEXI_STMT_SEQ:
@@ -613,12 +599,6 @@ static bool is_container(sync_pass *p, const tex_stmt *s)
         return false;
     }
     return false;
-}
-
-static bool is_sync(const tex_stmt *s)
-{
-    return s->kind == TEXI_STMT_BARRIER ||
-           (s->kind == TEXI_STMT_ATTR && strcmp(s->u.attr.key, "thread_allreduce") == 0);
 }
 
 static bool runs_once_per_block(const tex_stmt *s)
@@ -723,7 +703,7 @@ static tex_stmt *plan_let(sync_pass *p, tex_stmt *s, access_set *st)
 static tex_stmt *plan_attr(sync_pass *p, tex_stmt *s, access_set *st)
 {
     bool db = p->db;
-    p->db |= strcmp(s->u.attr.key, "double_buffer_write") == 0;
+    p->db |= s->u.attr.id == TEXI_ATTR_DOUBLE_BUFFER_WRITE;
     tex_stmt *body = reads(p, st, s->u.attr.value) < 0 ? NULL : plan_list(p, s->u.attr.body, st);
     p->db = db;
     if (!body || body == s->u.attr.body)
@@ -777,7 +757,7 @@ static bool is_hoisting(const tex_stmt *s)
 /* One item of a list: a barrier before it when needed, then the item. */
 static int plan_item(sync_pass *p, tex_stmt *item, access_set *st, tex_stmt **out, int *n_out)
 {
-    if (is_sync(item)) {
+    if (texi_stmt_is_sync(item)) {
         st->n = 0;
         out[(*n_out)++] = item;
         return 0;

@@ -24,38 +24,17 @@ typedef struct {
 } unroller;
 
 /* Statements in s (a size estimate for the unroll limit). */
+static bool count_step(const tex_stmt *s, void *ud)
+{
+    *(int64_t *)ud += s->kind != TEXI_STMT_SEQ;
+    return true;
+}
+
 static int64_t stmt_count(const tex_stmt *s)
 {
-    if (!s)
-        return 0;
-    switch (s->kind) {
-    case TEXI_STMT_FOR:
-        return 1 + stmt_count(s->u.loop.body);
-    case TEXI_STMT_REALIZE:
-        return 1 + stmt_count(s->u.realize.body);
-    case TEXI_STMT_ALLOCATE:
-        return 1 + stmt_count(s->u.alloc.body);
-    case TEXI_STMT_IF:
-        return 1 + stmt_count(s->u.ifs.then_s) + stmt_count(s->u.ifs.else_s);
-    case TEXI_STMT_LET:
-        return 1 + stmt_count(s->u.let.body);
-    case TEXI_STMT_ATTR:
-        return 1 + stmt_count(s->u.attr.body);
-    case TEXI_STMT_SEQ: {
-        int64_t n = 0;
-        for (int i = 0; i < s->u.seq.n; i++)
-            n += stmt_count(s->u.seq.items[i]);
-        return n;
-    }
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_STORE:
-    case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_INTRIN:
-    case TEXI_STMT_KIND_COUNT:
-        return 1;
-    }
-    return 1;
+    int64_t n = 0;
+    texi_stmt_visit(s, count_step, &n);
+    return n;
 }
 
 typedef struct {
@@ -110,7 +89,7 @@ static tex_stmt *unroll_loop(unroller *u, tex_stmt *s)
         return replicate(u, s, body, n);
     tex_stmt *loop = texi_for_new(u->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
                                   TEXI_FOR_SERIAL, -1, body);
-    return loop ? texi_attr_new(u->ctx, "pragma_unroll", s->u.loop.extent, loop) : NULL;
+    return loop ? texi_attr_named(u->ctx, TEXI_ATTR_PRAGMA_UNROLL, s->u.loop.extent, loop) : NULL;
 }
 
 static tex_stmt *unroll_stmt(tex_stmt *s, void *ud)

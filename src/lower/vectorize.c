@@ -13,55 +13,57 @@
  * Guards in the body are allowed: the loop stays vectorized with a guarded
  * (masked) body; loop_partition has usually split a guarded vector loop
  * into a guard-free vector main part and a tail before this pass.
- * Otherwise the loop becomes SERIAL, wrapped in an ATTR whose key is
- * "vectorize_failed(REASON)", so the result is always correct and the dump
- * says why it is not vectorized. Backends match the "vectorize_failed"
- * prefix. Nothing else changes.
+ * Otherwise the loop becomes SERIAL, wrapped in ATTR "vectorize_failed"
+ * whose value is the reason (texi_vector_reason, printed as
+ * "vectorize_failed(REASON)"), so the result is always correct and the dump
+ * says why it is not vectorized. Nothing else changes.
  */
 #include "lower/lower.h"
 
-#include <string.h>
+#define NO_PROBLEM TEXI_VECTOR_REASON_COUNT
 
-/* Why the body of a vector loop disqualifies it, or NULL. */
-static const char *body_problem(const tex_stmt *s)
+/* Why statement s itself (not its children) disqualifies the body of a
+ * vector loop, or NO_PROBLEM. */
+static enum texi_vector_reason own_problem(const tex_stmt *s)
 {
-    const char *why = NULL;
     switch (s->kind) {
     case TEXI_STMT_FOR:
-        return "vectorize_failed(loop is not innermost)";
+        return TEXI_VECTOR_NOT_INNERMOST;
     case TEXI_STMT_REALIZE:
     case TEXI_STMT_ALLOCATE:
-        return "vectorize_failed(body allocates a buffer)";
+        return TEXI_VECTOR_ALLOCATES;
     case TEXI_STMT_BARRIER:
-        return "vectorize_failed(body has a barrier)";
+        return TEXI_VECTOR_BARRIER;
     case TEXI_STMT_INTRIN:
-        return "vectorize_failed(body calls a tensor intrinsic)";
-    case TEXI_STMT_IF:
-        why = body_problem(s->u.ifs.then_s);
-        return why || !s->u.ifs.else_s ? why : body_problem(s->u.ifs.else_s);
-    case TEXI_STMT_LET:
-        return body_problem(s->u.let.body);
+        return TEXI_VECTOR_INTRINSIC;
     case TEXI_STMT_ATTR:
-        if (strcmp(s->u.attr.key, "atomic") == 0)
-            return "vectorize_failed(body has an atomic update)";
-        return body_problem(s->u.attr.body);
-    case TEXI_STMT_SEQ:
-        for (int i = 0; i < s->u.seq.n && !why; i++)
-            why = body_problem(s->u.seq.items[i]);
-        return why;
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_STORE:
-    case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_KIND_COUNT:
-        return NULL;
+        return s->u.attr.id == TEXI_ATTR_ATOMIC ? TEXI_VECTOR_ATOMIC : NO_PROBLEM;
+    default:
+        return NO_PROBLEM;
     }
-    return NULL;
 }
 
-static const char *loop_problem(const tex_stmt *s)
+/* Visitor: keeps the first problem met in program order. */
+static bool problem_step(const tex_stmt *s, void *ud)
+{
+    enum texi_vector_reason *why = ud;
+    if (*why == NO_PROBLEM)
+        *why = own_problem(s);
+    return *why == NO_PROBLEM;
+}
+
+/* Why the body of a vector loop disqualifies it, or NO_PROBLEM. */
+static enum texi_vector_reason body_problem(const tex_stmt *s)
+{
+    enum texi_vector_reason why = NO_PROBLEM;
+    texi_stmt_visit(s, problem_step, &why);
+    return why;
+}
+
+static enum texi_vector_reason loop_problem(const tex_stmt *s)
 {
     if (!texi_expr_is_int_const(s->u.loop.extent, NULL))
-        return "vectorize_failed(extent is not a constant)";
+        return TEXI_VECTOR_EXTENT;
     return body_problem(s->u.loop.body);
 }
 
@@ -77,13 +79,15 @@ static tex_stmt *check_loop(vectorizer *vz, tex_stmt *s)
     tex_stmt *body = texi_stmt_mutate(vz->ctx, s->u.loop.body, visit, NULL, vz);
     if (!body)
         return NULL;
-    const char *why = s->u.loop.for_kind == TEXI_FOR_VECTORIZED ? loop_problem(s) : NULL;
-    if (!why && body == s->u.loop.body)
+    enum texi_vector_reason why =
+        s->u.loop.for_kind == TEXI_FOR_VECTORIZED ? loop_problem(s) : NO_PROBLEM;
+    bool failed = why != NO_PROBLEM;
+    if (!failed && body == s->u.loop.body)
         return s;
     tex_stmt *loop = texi_for_new(vz->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
-                                  why ? TEXI_FOR_SERIAL : s->u.loop.for_kind,
-                                  why ? -1 : s->u.loop.thread_tag, body);
-    return loop && why ? texi_attr_new(vz->ctx, why, NULL, loop) : loop;
+                                  failed ? TEXI_FOR_SERIAL : s->u.loop.for_kind,
+                                  failed ? -1 : s->u.loop.thread_tag, body);
+    return loop && failed ? texi_attr_vector_failed(vz->ctx, why, loop) : loop;
 }
 
 static tex_stmt *visit(tex_stmt *s, void *ud)

@@ -284,7 +284,7 @@ static int check_stmt(verifier *v, const tex_stmt *s)
     if (!s)
         return fail(v, "missing statement in", "a body");
     bool top = v->at_top;
-    bool check = s->kind == TEXI_STMT_ATTR && strcmp(s->u.attr.key, "assert") == 0;
+    bool check = texi_attr_is(s, TEXI_ATTR_ASSERT);
     if (check && v->checks_first && !top)
         return fail(v, "a runtime check below the top of", v->lw->func->name);
     v->at_top = top && check;

@@ -1,8 +1,9 @@
 /*
  * Traversal (src/ir/visit.c) and the statement constructors (src/ir/stmt.c):
  * substitution, sharing of unchanged subtrees (the same pointers come back),
- * pre-callbacks that replace nodes and stop descent, the read-only walk's
- * order and pruning, statement rewriting of loop bounds and every statement
+ * pre-callbacks that replace nodes and stop descent, the read-only walks'
+ * order and pruning (expressions and statements), named ATTR keys,
+ * statement rewriting of loop bounds and every statement
  * kind, SEQ flattening, NULL operands, and allocation failure in the middle
  * of a rewrite (NULL result, TEX_ENOMEM recorded, no partial tree).
  */
@@ -364,6 +365,68 @@ static void test_seq_flattening(void)
     tex_ctx_free(ctx);
 }
 
+typedef struct {
+    const tex_stmt *seen[16];
+    int n;
+} stmt_log;
+
+/* Statement visitor: logs s; does not descend into ATTR "atomic". */
+static bool log_stmt(const tex_stmt *s, void *ud)
+{
+    stmt_log *w = ud;
+    if (w->n < 16)
+        w->seen[w->n] = s;
+    w->n++;
+    return !texi_attr_is(s, TEXI_ATTR_ATOMIC);
+}
+
+static void test_stmt_visit_and_attr_keys(void)
+{
+    fixture f = setup();
+    tex_ctx *ctx = f.ctx;
+    tex_stmt *store = texi_store_new(ctx, f.buf, f.i, f.a);
+    tex_stmt *atomic = texi_attr_named(ctx, TEXI_ATTR_ATOMIC, NULL, store);
+    tex_stmt *bar = texi_barrier_new(ctx, TEXI_SCOPE_SHARED);
+    tex_stmt *ev = texi_evaluate_new(ctx, f.i);
+    tex_stmt *branch = texi_if_new(ctx, tex_lt(f.i, f.j), bar, ev);
+    tex_stmt *other = texi_attr_new(ctx, "region", NULL, texi_evaluate_new(ctx, f.j));
+    tex_stmt *seq = texi_seq_new(ctx, 3, (tex_stmt *[]){atomic, branch, other});
+    tex_stmt *loop = texi_for_new(ctx, f.i, tex_int(ctx, 0), tex_int(ctx, 8), TEXI_FOR_THREAD,
+                                  TEX_THREAD_X, seq);
+    stmt_log w = {{NULL}, 0};
+    texi_stmt_visit(loop, log_stmt, &w);
+    TT_EQ_INT(w.n, 8); /* FOR SEQ ATTR(atomic, pruned) IF BARRIER EVALUATE ATTR EVALUATE */
+    TT_CHECK(w.seen[0] == loop && w.seen[1] == seq && w.seen[2] == atomic);
+    TT_CHECK(w.seen[3] == branch && w.seen[4] == bar && w.seen[5] == ev && w.seen[6] == other);
+    texi_stmt_visit(NULL, log_stmt, &w); /* a no-op */
+    TT_EQ_INT(w.n, 8);
+
+    /* named keys: the constructors and the lookup agree */
+    TT_EQ_STR(atomic->u.attr.key, "atomic");
+    TT_CHECK(texi_attr_is(atomic, TEXI_ATTR_ATOMIC) && !texi_attr_is(atomic, TEXI_ATTR_ASSERT));
+    TT_CHECK(
+        texi_attr_is(texi_attr_new(ctx, "thread_allreduce", NULL, ev), TEXI_ATTR_THREAD_ALLREDUCE));
+    TT_EQ_INT(other->u.attr.id, TEXI_ATTR_OTHER);
+    TT_CHECK(!texi_attr_is(store, TEXI_ATTR_ATOMIC));
+
+    /* synchronization and thread loops */
+    TT_CHECK(texi_stmt_has_sync(loop) && !texi_stmt_has_sync(other));
+    TT_CHECK(texi_stmt_has_sync(texi_attr_named(ctx, TEXI_ATTR_THREAD_ALLREDUCE, NULL, ev)));
+    TT_CHECK(texi_stmt_is_thread_loop(loop, false) && !texi_stmt_is_thread_loop(seq, true));
+    tex_stmt *vloop =
+        texi_for_new(ctx, f.i, tex_int(ctx, 0), tex_int(ctx, 8), TEXI_FOR_THREAD, TEX_VTHREAD, ev);
+    TT_CHECK(texi_stmt_is_thread_loop(vloop, true) && !texi_stmt_is_thread_loop(vloop, false));
+
+    /* the vectorizer's reason is the value, printed after the key */
+    tex_stmt *vf = texi_attr_vector_failed(ctx, TEXI_VECTOR_EXTENT, ev);
+    TT_CHECK(texi_attr_is(vf, TEXI_ATTR_VECTORIZE_FAILED));
+    TT_EQ_STR(texi_vector_reason_text(vf), "extent is not a constant");
+    TT_CHECK(texi_vector_reason_text(atomic) == NULL);
+    CHECK_STMT(vf, "attr vectorize_failed(extent is not a constant) {\n  i\n}\n");
+    TT_EQ_INT(tex_errcode(ctx), 0);
+    tex_ctx_free(ctx);
+}
+
 static void test_constructor_arrays_and_null_operands(void)
 {
     fixture f = setup();
@@ -473,6 +536,7 @@ int main(void)
     TT_RUN(test_stmt_pre_replacement);
     TT_RUN(test_stmt_mutate_every_kind);
     TT_RUN(test_seq_flattening);
+    TT_RUN(test_stmt_visit_and_attr_keys);
     TT_RUN(test_constructor_arrays_and_null_operands);
     TT_RUN(test_out_of_memory);
     return tt_finish();
