@@ -6,7 +6,7 @@
 #ifndef TEX_BACKEND_CUDA_CUDA_H
 #define TEX_BACKEND_CUDA_CUDA_H
 
-#include "lower/backend.h"
+#include "rt/backend.h"
 #include "lower/device.h"
 
 /* CUDA C source of the device module m of f: a launch-plan comment,

@@ -35,7 +35,7 @@
 
 #include "backend_cpu/jit.h"
 #include "backend_cuda/cuda.h"
-#include "lower/backend.h"
+#include "rt/backend.h"
 #include "lower/device.h"
 
 #include <dlfcn.h>

@@ -12,8 +12,8 @@
  * A frame is one thread's environment: a stack of variable bindings and a
  * stack of storage bindings (innermost last, searched from the top).
  */
-#ifndef TEX_LOWER_INTERP_H
-#define TEX_LOWER_INTERP_H
+#ifndef TEX_INTERP_INTERP_H
+#define TEX_INTERP_INTERP_H
 
 #include "ir/eval.h"
 #include "lower/lower.h"

@@ -46,7 +46,7 @@
  * transparent. INTRIN runs the intrinsic's description on its tiles
  * (interp_intrin.c). Arguments are bound and checked by texi_bind_args (args.c).
  */
-#include "lower/interp.h"
+#include "interp/interp.h"
 
 #include <math.h>
 #include <stdlib.h>

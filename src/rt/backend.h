@@ -2,8 +2,9 @@
  * Kernels and backends: what tex_build returns, and the interface each
  * backend implements (STYLE.md §1: one vtable per backend; the registry
  * table lives in src/runtime/kernel.c; adding a backend touches no other
- * backend). It sits in src/lower because both the backends (which implement
- * it) and the runtime (which calls it) may include lower/ headers.
+ * backend). It sits in src/rt, the layer between lowering and the backends,
+ * because both the backends (which implement it) and the runtime (which
+ * calls it) may include rt/ headers.
  *
  * A tex_kernel owns copies of everything it needs after tex_build returns
  * (its source, its signature) and never points into the context's arena, so
@@ -15,8 +16,8 @@
  * int64_t per size variable that is not a parameter (tex_func.size_vars
  * order); it returns int (0 = ok).
  */
-#ifndef TEX_LOWER_BACKEND_H
-#define TEX_LOWER_BACKEND_H
+#ifndef TEX_RT_BACKEND_H
+#define TEX_RT_BACKEND_H
 
 #include "lower/lower.h"
 
