@@ -7,7 +7,7 @@
 #define TEX_BACKEND_CUDA_CUDA_H
 
 #include "rt/backend.h"
-#include "lower/device.h"
+#include "rt/launch_plan.h"
 
 /* CUDA C source of the device module m of f: a launch-plan comment,
  * includes, device helpers and one `extern "C" __global__` kernel per

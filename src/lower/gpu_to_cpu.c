@@ -8,7 +8,7 @@
  * pass rewrites every thread loop (THREAD_X/Y/Z) whose body has a BARRIER
  * so that the barriers disappear and each barrier-free segment runs for all
  * threads before the next segment starts, exactly the lock-step semantics
- * of the interpreter (interp.c):
+ * of the interpreter (src/interp):
  *   - the thread loops met on the way down form the "thread nest" L;
  *   - a statement without a barrier becomes L around it (one copy of the
  *     thread loops per segment, reusing the loop variables);

@@ -36,7 +36,7 @@
 #include "backend_cpu/jit.h"
 #include "backend_cuda/cuda.h"
 #include "rt/backend.h"
-#include "lower/device.h"
+#include "rt/launch_plan.h"
 
 #include <dlfcn.h>
 #include <errno.h>

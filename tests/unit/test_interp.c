@@ -13,6 +13,7 @@
  *     floor division, casts, f16 rounding, u64 comparison); argument checks.
  */
 #include "lower/lower.h"
+#include "interp/interp.h"
 #include "tt.h"
 
 #include <math.h>

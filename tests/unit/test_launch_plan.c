@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower/device.h"
+#include "rt/launch_plan.h"
 #include "support/gpu_cases.h"
 
 /* B[i] = A[i] * 2 over a symbolic n (size table: n). */
