@@ -33,7 +33,7 @@ typedef struct {
     bool size;       /* VAR: a size (texi_param.size): int64_t, bound from I64 only */
     int ndim;
     int64_t *dims; /* per dimension: the constant size, -1 - (index into the call's size
-                      table) for a bare size variable, or INT64_MIN for a derived size
+                      table) for a bare size variable, or TEXI_DIM_DERIVED for a derived size
                       (n + 2, ...) that args.c checks once the sizes are bound */
 } texi_kernel_param;
 
