@@ -11,7 +11,8 @@
 #   make bench        builds and runs every bench/*.c program
 #   make install      PREFIX=/usr/local DESTDIR= : headers, libraries, tex.pc; make uninstall
 #   make deps         installs missing Debian packages (as root) or prints the command
-#   make check-deps   fails if an #include points against util <- ir <- schedule <- lower <- backends
+#   make check-deps   fails if an #include or a symbol (nm) points against util <- ir <- schedule
+#                     <- lower <- rt <- backends <- runtime <- interp
 #   make format       clang-format -i on the C sources; make format-check only checks
 #   make clean
 #
@@ -193,8 +194,10 @@ valgrind: deps
 deps:
 	$(Q)sh tools/deps.sh
 
+# The symbol check reads the library's objects, so they are built first.
 check-deps:
-	$(Q)sh tools/check_deps.sh
+	$(Q)$(MAKE) --no-print-directory $(PAR) $(LIB_OBJ)
+	$(Q)sh tools/check_deps.sh $(BUILD)
 
 # The README's C example must be examples/gemm.c, verbatim (make test builds and runs it).
 check-readme:

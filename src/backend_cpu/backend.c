@@ -179,4 +179,4 @@ static int cpu_call(tex_kernel *k, void *const *tensor_ptrs, const texi_eval_val
     }
 }
 
-const texi_backend texi_backend_cpu = {"cpu", cpu_available, cpu_build, cpu_call, cpu_free};
+const texi_backend texi_backend_cpu = {"cpu", cpu_available, cpu_build, cpu_call, cpu_free, false};

@@ -6,7 +6,7 @@
 #ifndef TEX_BACKEND_CPU_CPU_H
 #define TEX_BACKEND_CPU_CPU_H
 
-#include "lower/backend.h"
+#include "rt/backend.h"
 
 /* C99 + OpenMP source of f: standard includes, small helpers, and
  * `int NAME(...)` with the entry-point signature of backend.h. threads > 0

@@ -13,7 +13,7 @@
  *     is missing and why); it compiles for -arch, or for device 0's compute
  *     capability lowered to the newest architecture NVRTC knows, and loads
  *     the PTX with cuModuleLoadDataEx (the JIT's log joins a failure).
- * Call (device 0, its primary context; kernel.c has checked every argument
+ * Call (device 0, its primary context; rt/args.c has checked every argument
  * is CUDA memory): the plan's asserts and every kernel's grid and block
  * against CUDA's limits, all before anything is allocated or launched (a
  * refused call writes nothing), then per call a zero-filled workspace
@@ -26,7 +26,7 @@
  * from several threads.
  *
  * Not here: loading the driver / NVRTC (cuda_driver.c), device arrays
- * (runtime/array.c), argument checks (runtime/kernel.c), streams.
+ * (runtime/array.c), argument checks (rt/args.c), streams.
  */
 #include "backend_cuda/cuda.h"
 #include "backend_cuda/cuda_driver.h"
@@ -421,4 +421,5 @@ const texi_launch_plan *texi_cuda_kernel_plan(const tex_kernel *k)
     return &((const texi_cuda_kernel *)k->impl)->plan;
 }
 
-const texi_backend texi_backend_cuda = {"cuda", cuda_available, cuda_build, cuda_call, cuda_free};
+const texi_backend texi_backend_cuda = {"cuda",    cuda_available, cuda_build,
+                                        cuda_call, cuda_free,      true};

@@ -6,8 +6,8 @@
 #ifndef TEX_BACKEND_CUDA_CUDA_H
 #define TEX_BACKEND_CUDA_CUDA_H
 
-#include "lower/backend.h"
-#include "lower/device.h"
+#include "rt/backend.h"
+#include "rt/launch_plan.h"
 
 /* CUDA C source of the device module m of f: a launch-plan comment,
  * includes, device helpers and one `extern "C" __global__` kernel per

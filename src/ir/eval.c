@@ -32,6 +32,7 @@
  * Not done here: anything a schedule decides (layouts other than compact
  * row-major, caching, parallelism), device memory.
  */
+#include "ir/dlpack.h"
 #include "ir/eval.h"
 
 #include <stdio.h>
@@ -41,32 +42,6 @@
 #define CALL "tex_eval_reference"
 
 /* --------------------------------------------------------- step 1: checks */
-
-/* Number of elements; INT64_MAX when the product overflows (extents are >= 0). */
-static int64_t shape_elements(int ndim, const int64_t *shape)
-{
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) {
-        if (shape[d] == 0)
-            return 0;
-        n = n > INT64_MAX / shape[d] ? INT64_MAX : n * shape[d];
-    }
-    return n;
-}
-
-/* NULL strides, or the compact row-major ones (size-1 dimensions may carry any stride). */
-static bool strides_compact(const DLTensor *a)
-{
-    if (!a->strides || shape_elements(a->ndim, a->shape) == 0)
-        return true;
-    uint64_t expect = 1; /* wraps harmlessly for absurd shapes: then it cannot match */
-    for (int d = a->ndim - 1; d >= 0; d--) {
-        if (a->shape[d] != 1 && (uint64_t)a->strides[d] != expect)
-            return false;
-        expect *= (uint64_t)a->shape[d];
-    }
-    return true;
-}
 
 static void dlpack_name(DLDataType d, char *buf, size_t size)
 {
@@ -103,12 +78,12 @@ static int check_array(tex_ctx *ctx, const char *call, const tex_tensor *t, cons
                               "%s: the array of tensor '%s' has a negative "
                               "extent (%lld) in dimension %d",
                               call, t->name, (long long)a->shape[d], d);
-    if (!strides_compact(a))
+    if (!texi_array_is_compact(a))
         return texi_error(ctx, TEX_EINVAL,
                           "%s: the array of tensor '%s' has strides that are "
                           "not compact row-major (only those, or NULL, are accepted)",
                           call, t->name);
-    if (!a->data && shape_elements(a->ndim, a->shape) > 0)
+    if (!a->data && texi_array_numel(a->ndim, a->shape) != 0)
         return texi_error(ctx, TEX_EINVAL, "%s: the array of tensor '%s' has NULL data", call,
                           t->name);
     return 0;

@@ -3,7 +3,7 @@
  * checks, size binding, storage, the loops over each compute), eval_expr.c
  * (expressions compiled to a flat node array, and run) and eval_scalar.c (the
  * scalar semantics of every operator, cast, math function and reduction).
- * The scalar functions are also the interpreter's (lower/interp_expr.c): one
+ * The scalar functions are also the interpreter's (interp/interp_expr.c): one
  * implementation, so that the oracle and the interpreter agree by construction.
  *
  * An evaluation compiles every expression it needs (shapes, extents, bodies)

@@ -1,7 +1,7 @@
 /*
  * The scalar semantics of tex's operators, in one place: the reference
  * evaluator (eval_expr.c, eval.c) and the interpreter of lowered functions
- * (lower/interp_expr.c) both compute every value through these functions, so
+ * (interp/interp_expr.c) both compute every value through these functions, so
  * the oracle and the interpreter cannot drift apart (docs/api.md, rule 2).
  *
  * Values are texi_eval_value (eval.h); every result is rounded to its dtype:

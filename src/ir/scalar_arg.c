@@ -1,7 +1,7 @@
 /*
  * Scalar arguments: the value a caller gives a var parameter (a tex_value of
  * kind TEX_VAL_I64 or TEX_VAL_F64) converted to the var's dtype. Kernel calls
- * (runtime/kernel.c), the interpreter's argument binding (lower/args.c) and
+ * and the interpreter (both bound by rt/args.c) and
  * the oracle (tex_eval_reference_ex in eval.c) all convert through here, so
  * the three agree on every value and every refusal.
  *

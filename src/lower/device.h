@@ -16,12 +16,8 @@
  * shared memory written by one thread is later read or overwritten by
  * another, and nowhere else).
  *
- * The launch plan (launch_plan.c) is the module's host side compiled into a
- * form the runtime owns (malloc'ed, no arena pointers), so a kernel can be
- * launched after its context is freed: each extent, workspace size and
- * assert is a small stack program over the kernel's size table (the values
- * of the VAR parameters in order, then the size variables: exactly the
- * `sizes` array texi_backend.call receives).
+ * The launch plan (src/rt/launch_plan.h) compiles the module's host side
+ * into a form the runtime owns.
  */
 #ifndef TEX_LOWER_DEVICE_H
 #define TEX_LOWER_DEVICE_H
@@ -60,51 +56,5 @@ int texi_device_split(texi_lower *lw, tex_stmt *body, texi_device_module *out);
 int texi_device_split_step(texi_lower *lw, const char *name, tex_stmt *body, texi_device_module *m);
 int texi_device_kernel_step(texi_lower *lw, const char *name, texi_pass_fn fn,
                             const texi_device_module *m, texi_device_kernel *k);
-
-/* ---------------------------------------------------- launch plan (host) */
-
-/* One instruction of a launch program (a postfix integer expression). */
-typedef struct {
-    int op;      /* launch_plan.c's opcodes: constant, size-table load, + - * floordiv
-                    floormod min max, comparisons, && || ! select */
-    int64_t imm; /* constant, or size-table index */
-} texi_launch_insn;
-
-typedef struct {
-    int n;
-    texi_launch_insn *code; /* n == 0: the constant 1 */
-} texi_launch_prog;
-
-typedef struct {
-    char *name;                                  /* kernel symbol */
-    texi_launch_prog extent[TEXI_N_LAUNCH_TAGS]; /* grid x/y/z, block x/y/z */
-} texi_launch_kernel;
-
-typedef struct {
-    char *name;
-    tex_dtype dtype;
-    texi_launch_prog elems; /* element count */
-} texi_launch_workspace;
-
-typedef struct {
-    int n_kernels;
-    texi_launch_kernel *kernels;
-    int n_workspace;
-    texi_launch_workspace *workspace;
-    int n_asserts;
-    texi_launch_prog *asserts;
-    char **assert_text; /* the printed condition, for the error message */
-} texi_launch_plan;
-
-/* Compiles m's host side against f's size table. 0, or an error in f->ctx
- * (TEX_EUNAVAILABLE naming the expression when it uses anything but
- * parameters and size variables; TEX_ENOMEM). */
-int texi_launch_plan_build(const tex_func *f, const texi_device_module *m, texi_launch_plan *out);
-
-/* Evaluates p; 0, or TEX_EINVAL (division by zero, stack misuse). */
-int texi_launch_prog_eval(const texi_launch_prog *p, const int64_t *sizes, int64_t *value);
-
-/* Frees what texi_launch_plan_build allocated; a zeroed plan is fine. */
-void texi_launch_plan_free(texi_launch_plan *p);
 
 #endif

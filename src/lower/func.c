@@ -14,7 +14,7 @@
  *     parameter, so that a call can bind it.
  * Size variables are the free variables of the tensor parameters' shapes
  * that are not VAR parameters, in order of first appearance; a call binds
- * them from the arrays' shapes (args.c). A VAR parameter that is such a free
+ * them from the arrays' shapes (rt/args.c). A VAR parameter that is such a free
  * variable is a size too (texi_param.size: int64_t, bound like the others);
  * every other VAR parameter is a scalar passed in its own type.
  *

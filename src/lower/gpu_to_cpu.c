@@ -8,7 +8,7 @@
  * pass rewrites every thread loop (THREAD_X/Y/Z) whose body has a BARRIER
  * so that the barriers disappear and each barrier-free segment runs for all
  * threads before the next segment starts, exactly the lock-step semantics
- * of the interpreter (interp.c); how each kind of statement is rewritten:
+ * of the interpreter (src/interp); how each kind of statement is rewritten:
  * above split(). A barrier under thread-divergent control flow is
  * TEX_EUNAVAILABLE (it is undefined in CUDA too).
  * Blocks (BLOCK_* loops) are untouched: each block runs after the previous.

@@ -16,7 +16,7 @@
  *      moved to the top of the body), flatten (REALIZE/PROVIDE/ACCESS ->
  *      ALLOCATE/STORE/LOAD over texi_buffers with strides), loop partition,
  *      simplify, unroll, vectorize, storage rewrite, remove no-ops.
- * The interpreter (interp.c) runs either form on host arrays.
+ * The interpreter (src/interp) runs either form on host arrays.
  */
 #ifndef TEX_LOWER_LOWER_H
 #define TEX_LOWER_LOWER_H
@@ -111,23 +111,5 @@ typedef struct texi_device_module texi_device_module;
  * construct the GPU path does not support, naming it). */
 int texi_lower_tail(const tex_func *f, enum texi_tail target, tex_func *copy,
                     texi_device_module *module);
-
-/* Values of a call, checked against the function's parameters (count, kind,
- * dtype, ndim, shape against constants and shared symbolic sizes, device,
- * strides, scalar ranges). On success env[i] holds the value of vars[i] for
- * every param var and size var (n_vars of them, in params order then
- * size_vars order). Errors: TEX_EINVAL / TEX_ETYPE with a message in err
- * naming the argument. */
-typedef struct {
-    tex_expr *var;
-    texi_eval_value value; /* of var's dtype (sizes: .i) */
-} texi_binding;
-int texi_bind_args(const tex_func *f, int n, const tex_value args[], texi_binding *env, int env_cap,
-                   int *n_env, char *err, size_t err_size);
-
-/* Executes f on host arrays (serially; thread-bound loops of a block run in
- * lock-step between barriers, so GPU-style code with shared memory works).
- * Accepts both AST stages above. 0, or an error code with a message in err. */
-int texi_interp_run(const tex_func *f, int n, const tex_value args[], char *err, size_t err_size);
 
 #endif

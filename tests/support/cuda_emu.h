@@ -35,8 +35,8 @@
 
 #include "backend_cpu/jit.h"
 #include "backend_cuda/cuda.h"
-#include "lower/backend.h"
-#include "lower/device.h"
+#include "rt/backend.h"
+#include "rt/launch_plan.h"
 
 #include <dlfcn.h>
 #include <errno.h>

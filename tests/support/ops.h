@@ -27,6 +27,7 @@
 #define TEX_TESTS_SUPPORT_OPS_H
 
 #include "lower/lower.h"
+#include "interp/interp.h"
 
 #include <math.h>
 #include <stdarg.h>

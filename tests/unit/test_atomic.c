@@ -26,6 +26,7 @@
 #include "support/tmpdir.h"
 
 #include "lower/lower.h"
+#include "interp/interp.h"
 
 #include <unistd.h>
 

@@ -25,6 +25,7 @@
 #include "tt.h"
 
 #include "lower/device.h"
+#include "interp/interp.h"
 #include "support/gpu_cases.h"
 
 #include <fcntl.h>

@@ -15,6 +15,7 @@
 
 #include "backend_cuda/codegen_cuda.h"
 #include "lower/device.h"
+#include "interp/interp.h"
 #include "support/cuda_emu.h"
 
 #include "tex/tex.h"

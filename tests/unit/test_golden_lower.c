@@ -17,6 +17,7 @@
  * TEX_GOLDEN_DIR.
  */
 #include "lower/lower.h"
+#include "interp/interp.h"
 #include "tt.h"
 
 #include <math.h>

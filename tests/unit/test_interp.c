@@ -1,5 +1,5 @@
 /*
- * The interpreter of lowered functions (src/lower/interp.c) on hand-built
+ * The interpreter of lowered functions (src/interp/interp.c) on hand-built
  * ASTs, independent of the schedule and the lowering pipeline:
  *   - the tensor-level form (REALIZE with a region offset, PROVIDE, ACCESS)
  *     and the flat form (ALLOCATE, STORE, LOAD over parameter buffers);
@@ -13,6 +13,7 @@
  *     floor division, casts, f16 rounding, u64 comparison); argument checks.
  */
 #include "lower/lower.h"
+#include "interp/interp.h"
 #include "tt.h"
 
 #include <math.h>

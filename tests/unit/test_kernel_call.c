@@ -407,6 +407,14 @@ static void test_derived_dimension(void)
                     "argument 0 (tensor 'A'): dimension 0 is 6, expected 7") != NULL);
     TT_EQ_INT(tex_kernel_call_tensors(k, 2, (DLTensor *[]){a, c}), 0);
     TT_EQ_INT((int)((float *)c->data)[3], 8);
+    /* n + 2 overflows int64: refused, never compared with a wrapped value
+     * (nothing runs, so the huge array needs no memory behind it). */
+    int64_t huge = INT64_MAX;
+    DLTensor big = *c;
+    big.shape = &huge;
+    TT_EQ_INT(tex_kernel_call_tensors(k, 2, (DLTensor *[]){a, &big}), TEX_EINVAL);
+    TT_CHECK(strstr(tex_kernel_errmsg(k), "argument 0 (tensor 'A'): dimension 0 cannot be "
+                                          "evaluated from the other arguments") != NULL);
     tex_kernel_free(k);
     tex_array_free(a);
     tex_array_free(c);

@@ -1,6 +1,6 @@
 /*
  * Host/device split (src/lower/device_split.c) and launch plans
- * (src/lower/launch_plan.c), without a GPU:
+ * (src/rt/launch_plan.c), without a GPU:
  *   - programs: constants, size-table loads, every operator, floordiv and
  *     floormod of negatives, integer casts, division by zero and overflow
  *     (TEX_EINVAL), select and && / || that skip a poisoned operand, float
@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower/device.h"
+#include "rt/launch_plan.h"
 #include "support/gpu_cases.h"
 
 /* B[i] = A[i] * 2 over a symbolic n (size table: n). */

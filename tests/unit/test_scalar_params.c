@@ -30,6 +30,7 @@
 
 #include "ir/eval.h"
 #include "lower/lower.h"
+#include "interp/interp.h"
 #include "util/half.h"
 
 #include <stdbool.h>

@@ -17,6 +17,7 @@
  *     21, 233, 98, 220), run through the interpreter.
  */
 #include "lower/lower.h"
+#include "interp/interp.h"
 #include "schedule/bound.h"
 #include "tt.h"
 

@@ -1,5 +1,5 @@
 /*
- * The launch plan (device.h): a device module's host side compiled into
+ * The launch plan (launch_plan.h): a device module's host side compiled into
  * small stack programs the runtime evaluates at call time, after the
  * context that built the kernel may be gone. Everything here is malloc'ed
  * and owned by the plan; nothing points into an arena.
@@ -19,7 +19,7 @@
  * Not here: float expressions, loads or math calls (TEX_EUNAVAILABLE at
  * build time, naming the expression), launching, allocating.
  */
-#include "lower/device.h"
+#include "rt/launch_plan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -217,8 +217,8 @@ static int compile_error(const tex_func *f, const compiler *c, const char *what,
     return rc;
 }
 
-/* Compiles e (NULL: the empty program, value 1) into *p. */
-static int compile_prog(const tex_func *f, const tex_expr *e, const char *what, texi_launch_prog *p)
+int texi_size_prog_compile(const tex_func *f, const tex_expr *e, texi_launch_prog *p,
+                           const tex_expr **bad)
 {
     memset(p, 0, sizeof *p);
     if (!e)
@@ -227,13 +227,23 @@ static int compile_prog(const tex_func *f, const tex_expr *e, const char *what, 
     compile(&c, e);
     if (!c.rc && c.max_depth > MAX_STACK)
         c.rc = TEX_EUNAVAILABLE;
+    if (bad)
+        *bad = c.bad;
     if (c.rc) {
         free(c.code);
-        return compile_error(f, &c, what, e);
+        return c.rc;
     }
     p->n = c.n;
     p->code = c.code;
     return 0;
+}
+
+/* Compiles e into *p, recording a failure in f->ctx. */
+static int compile_prog(const tex_func *f, const tex_expr *e, const char *what, texi_launch_prog *p)
+{
+    compiler c = {.f = f};
+    c.rc = texi_size_prog_compile(f, e, p, &c.bad);
+    return c.rc ? compile_error(f, &c, what, e) : 0;
 }
 
 /* The product of b's shape, i64 (NULL on ENOMEM). */

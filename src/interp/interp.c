@@ -1,5 +1,5 @@
 /*
- * The interpreter of lowered functions (texi_interp_run, lower.h): the
+ * The interpreter of lowered functions (texi_interp_run, interp.h): the
  * second oracle of tex and the judge of lowering bugs. It runs either stage
  * of the AST on host arrays:
  *   - tensor level: a parameter tensor is its argument array (region = the
@@ -44,9 +44,9 @@
  *
  * ATTR "assert" checks its value (false: TEX_EINVAL); other attributes are
  * transparent. INTRIN runs the intrinsic's description on its tiles
- * (interp_intrin.c). Arguments are bound and checked by texi_bind_args (args.c).
+ * (interp_intrin.c). Arguments are bound and checked by texi_bind_args (rt/args.c).
  */
-#include "lower/interp.h"
+#include "interp/interp.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -17,7 +17,7 @@
  * context's error state is kept as it was: an oracle failure becomes the
  * interpreter's error.
  */
-#include "lower/interp.h"
+#include "interp/interp.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -18,7 +18,7 @@
  * Every read of storage is bounds-checked: ACCESS per dimension against the
  * realized region, LOAD against the buffer's size.
  */
-#include "lower/interp.h"
+#include "interp/interp.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -2,8 +2,9 @@
  * Kernels and backends: what tex_build returns, and the interface each
  * backend implements (docs/architecture.md, "Backends": one vtable per backend; the registry
  * table lives in src/runtime/kernel.c; adding a backend touches no other
- * backend). It sits in src/lower because both the backends (which implement
- * it) and the runtime (which calls it) may include lower/ headers.
+ * backend). It sits in src/rt, the layer between lowering and the backends,
+ * because both the backends (which implement it) and the runtime (which
+ * calls it) may include rt/ headers.
  *
  * A tex_kernel owns copies of everything it needs after tex_build returns
  * (its source, its signature) and never points into the context's arena, so
@@ -15,10 +16,10 @@
  * int64_t per size variable that is not a parameter (tex_func.size_vars
  * order); it returns int (0 = ok).
  */
-#ifndef TEX_LOWER_BACKEND_H
-#define TEX_LOWER_BACKEND_H
+#ifndef TEX_RT_BACKEND_H
+#define TEX_RT_BACKEND_H
 
-#include "lower/lower.h"
+#include "rt/launch_plan.h"
 
 #include <string.h>
 
@@ -32,9 +33,19 @@ typedef struct {
     bool size;       /* VAR: a size (texi_param.size): int64_t, bound from I64 only */
     int ndim;
     int64_t *dims; /* per dimension: the constant size, -1 - (index into the call's size
-                      table) for a bare size variable, or INT64_MIN for a derived size
-                      (n + 2, ...) that kernel.c checks once the sizes are bound */
+                      table) for a bare size variable, or TEXI_DIM_DERIVED for a derived size
+                      (n + 2, ...) that args.c checks once the sizes are bound */
 } texi_kernel_param;
+
+/* texi_kernel_param.dims of a derived dimension. */
+#define TEXI_DIM_DERIVED INT64_MIN
+
+/* A derived dimension: its size program over the size table. */
+typedef struct {
+    int param, dim;
+    bool ok;               /* false: it uses something the size table lacks */
+    texi_launch_prog prog; /* launch_plan.h's evaluator */
+} texi_derived_dim;
 
 typedef struct texi_backend texi_backend;
 
@@ -50,10 +61,12 @@ struct tex_kernel {
     char **size_names;
     int n_extra;           /* size vars that are not params: passed after the params */
     int *extra_size_index; /* per extra argument: its index in the size table */
-    int threads;           /* "cpu -threads=N"; 0 = default */
-    bool strict_float;     /* "-strict-float": no contraction or other value-changing flags */
-    bool callable;         /* false for "c" and "cuda -emit-only" */
-    void *impl;            /* the backend's state (dlopen handle, entry, ffi cif, ...) */
+    int n_derived;
+    texi_derived_dim *derived; /* in (param, dim) order */
+    int threads;               /* "cpu -threads=N"; 0 = default */
+    bool strict_float;         /* "-strict-float": no contraction or other value-changing flags */
+    bool callable;             /* false for "c" and "cuda -emit-only" */
+    void *impl;                /* the backend's state (dlopen handle, entry, ffi cif, ...) */
     char errmsg[TEXI_KERNEL_ERRMSG_MAX]; /* last failed call */
 };
 
@@ -74,6 +87,19 @@ static inline void texi_kernel_scalar_store(const texi_kernel_param *p, texi_eva
         texi_eval_store(p->dtype, slot, 0, v);
 }
 
+/* Copies f's signature into k (params, size table, derived dimensions);
+ * false when out of memory (texi_kernel_fini frees a partial copy). */
+bool texi_kernel_signature(tex_kernel *k, const tex_func *f);
+
+/* Releases k->impl (through its backend) and everything k owns, but not k. */
+void texi_kernel_fini(tex_kernel *k);
+
+/* Checks args (k->n_params of them, count already checked) against k's
+ * signature and binds the size table sizes[k->n_sizes] (bound[]: all
+ * false on entry). 0, or an error written to k->errmsg. */
+int texi_kernel_check_args(tex_kernel *k, const tex_value args[], texi_eval_value *sizes,
+                           bool *bound);
+
 /* A backend: one per target family, registered in kernel.c's table. */
 struct texi_backend {
     const char *name; /* "cpu", "c", "cuda" */
@@ -91,6 +117,8 @@ struct texi_backend {
     int (*call)(tex_kernel *k, void *const *tensor_ptrs, const texi_eval_value *scalars);
     /* Releases k->impl. */
     void (*free)(tex_kernel *k);
+    /* Tensor arguments live in CUDA memory of device 0 (else: host memory). */
+    bool device_memory;
 };
 
 #endif

@@ -1,7 +1,8 @@
 /*
- * The interpreter of lowered functions, private to interp.c (statements,
- * storage, thread lock-step) and interp_expr.c (scalar expressions, element
- * access). lower.h declares its only entry point, texi_interp_run.
+ * The interpreter of lowered functions, its entry point texi_interp_run and
+ * what interp.c (statements, storage, thread lock-step), interp_expr.c
+ * (scalar expressions, element access) and interp_intrin.c share. It sits
+ * above src/rt: arguments are checked by rt/args.c like a kernel's.
  *
  * Values are the reference evaluator's texi_eval_value (ir/eval.h: integers
  * wrapped to their dtype, floats rounded to theirs), and every scalar
@@ -12,11 +13,17 @@
  * A frame is one thread's environment: a stack of variable bindings and a
  * stack of storage bindings (innermost last, searched from the top).
  */
-#ifndef TEX_LOWER_INTERP_H
-#define TEX_LOWER_INTERP_H
+#ifndef TEX_INTERP_INTERP_H
+#define TEX_INTERP_INTERP_H
 
 #include "ir/eval.h"
-#include "lower/lower.h"
+#include "rt/args.h"
+
+/* Executes f on host arrays (serially; thread-bound loops of a block run in
+ * lock-step between barriers, so GPU-style code with shared memory works).
+ * Accepts both AST stages of lower.h. 0, or an error code with a message in
+ * err. */
+int texi_interp_run(const tex_func *f, int n, const tex_value args[], char *err, size_t err_size);
 
 /* Memory of a parameter or temporary. */
 typedef struct {

@@ -3,7 +3,7 @@
  * argument checks and the backends' call paths, so every message starts
  * with the kernel's name the same way.
  */
-#include "lower/backend.h"
+#include "rt/backend.h"
 
 #include <stdarg.h>
 #include <stdio.h>
