@@ -1,11 +1,13 @@
 /*
- * tmpdir.h: removing the temporary directories (kernel caches, exported
- * sources) that test programs make under /tmp. Header-only.
+ * tmpdir.h: the temporary files and directories (kernel caches, exported
+ * sources) that test programs make under /tmp: reading and removing them.
+ * Header-only.
  */
 #ifndef TEX_TESTS_SUPPORT_TMPDIR_H
 #define TEX_TESTS_SUPPORT_TMPDIR_H
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,6 +35,19 @@ static inline void tt_remove_tree(const char *path)
     if (d)
         closedir(d);
     rmdir(path);
+}
+
+/* Whether the file at path (its first 64 KiB) contains text. */
+static inline bool tt_file_has(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return false;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    buf[n] = '\0';
+    fclose(fp);
+    return strstr(buf, text) != NULL;
 }
 
 #endif

@@ -63,18 +63,6 @@ static tex_func *matmul(tex_ctx *ctx)
     return tex_lower_tensors(s, "mm", 3, (tex_tensor *[]){A, B, C});
 }
 
-static bool file_has(const char *path, const char *text)
-{
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return false;
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, fp);
-    buf[n] = '\0';
-    fclose(fp);
-    return strstr(buf, text) != NULL;
-}
-
 static void export_and_run(const char *target)
 {
     tex_ctx *ctx = tex_ctx_new();
@@ -90,9 +78,9 @@ static void export_and_run(const char *target)
     snprintf(prefix, sizeof prefix, "%s/mm", dir);
     TT_EQ_INT(tex_kernel_export(k, prefix), 0);
     snprintf(path, sizeof path, "%s.h", prefix);
-    TT_CHECK(file_has(path, "mm("));
+    TT_CHECK(tt_file_has(path, "mm("));
     snprintf(path, sizeof path, "%s.c", prefix);
-    TT_CHECK(file_has(path, tex_kernel_source(k)));
+    TT_CHECK(tt_file_has(path, tex_kernel_source(k)));
     snprintf(path, sizeof path, "%s/driver.c", dir);
     FILE *fp = fopen(path, "w");
     TT_CHECK(fp != NULL);
@@ -114,7 +102,7 @@ static void export_and_run(const char *target)
             printf("  (no logs)\n");
     }
     snprintf(path, sizeof path, "%s/run.log", dir);
-    TT_CHECK(file_has(path, "ok"));
+    TT_CHECK(tt_file_has(path, "ok"));
     tex_kernel_free(k);
 }
 

@@ -494,18 +494,6 @@ static void test_mixed_scalars(void)
         }
 }
 
-static bool file_has(const char *path, const char *text)
-{
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return false;
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, fp);
-    buf[n] = '\0';
-    fclose(fp);
-    return strstr(buf, text) != NULL;
-}
-
 /* Writes the driver that calls the exported mixed kernel: A and B from
  * in.bin, D to out.bin, the scalars as literals of the header's types. */
 static bool write_driver(const char *path, uint16_t hbits)
@@ -549,9 +537,9 @@ static void test_export(void)
         return;
     }
     snprintf(path, sizeof path, "%s.h", prefix);
-    TT_CHECK(file_has(path, "int mixed(const float *restrict A, const float *restrict B, "
-                            "float *restrict D, float alpha, uint16_t h_arg, uint8_t flag_arg, "
-                            "int8_t lo, int64_t n)"));
+    TT_CHECK(tt_file_has(path, "int mixed(const float *restrict A, const float *restrict B, "
+                               "float *restrict D, float alpha, uint16_t h_arg, uint8_t flag_arg, "
+                               "int8_t lo, int64_t n)"));
     /* Inputs and the oracle's answer. */
     DLTensor *A = array_for(&kc, kc.p[0].t), *B = array_for(&kc, kc.p[1].t);
     DLTensor *want = array_for(&kc, kc.p[2].t), *got = array_for(&kc, kc.p[2].t);
