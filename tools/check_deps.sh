@@ -4,10 +4,10 @@
 #
 # Dependencies point one way (docs/architecture.md, "Layers"):
 #
-#     util <- ir <- schedule <- lower <- rt <- backend_* <- runtime <- interp
+#     util <- ir <- schedule <- lower <- rt <- codegen_c <- backend_* <- runtime <- interp
 #
 # (rt: the kernel object, the backend interface, argument binding and launch
-# sizes. interp, the interpreter of lowered functions that tests use as an
+# sizes. codegen_c: the C-family printer both backends print with. interp, the interpreter of lowered functions that tests use as an
 # oracle, checks its arguments with rt and runs intrinsics on host arrays of
 # the runtime, so it sits on top: no library code calls it.)
 #
@@ -36,18 +36,19 @@ function rank(m) {
     if (m == "schedule") return 2
     if (m == "lower") return 3
     if (m == "rt") return 4
-    if (m ~ /^backend_/) return 5
-    if (m == "interp") return 7
-    return 6 # runtime, ops, sparse
+    if (m == "codegen_c") return 5
+    if (m ~ /^backend_/) return 6
+    if (m == "interp") return 8
+    return 7 # runtime, ops, sparse
 }
 function forbidden(from, to) {
     if (to == "" || to == from)
         return 0
     if (from == "util")
         return 1
-    return rank(to) > rank(from) || (rank(to) == 5 && rank(from) == 5) # backend_X, backend_Y
+    return rank(to) > rank(from) || (rank(to) == 6 && rank(from) == 6) # backend_X, backend_Y
 }
-BEGIN { ORDER = "util <- ir <- schedule <- lower <- rt <- backend_* <- runtime <- interp" }
+BEGIN { ORDER = "util <- ir <- schedule <- lower <- rt <- codegen_c <- backend_* <- runtime <- interp" }
 '
 
 files=$(find src include -type f \( -name '*.c' -o -name '*.h' -o -name '*.def' \) | sort)
@@ -76,7 +77,7 @@ function target_of(path, quoted, from,   n, parts) {
     return parts[1] in modules || parts[1] ~ /^backend_/ ? parts[1] : ""
 }
 BEGIN {
-    split("util ir schedule lower rt interp runtime ops sparse", m, " ")
+    split("util ir schedule lower rt codegen_c interp runtime ops sparse", m, " ")
     for (i in m)
         modules[m[i]] = 1
     bad = 0

@@ -50,8 +50,8 @@
 const char texi_cu_allreduce_helpers[] =
     "template <typename T, int OP> __device__ __forceinline__ T tex_red_apply(T a, T b)\n"
     "{\n"
-    "    return OP == 0 ? (T)(a + b) : OP == 1 ? (T)(a * b) : OP == 2 ? tex_max<T>(a, b)\n"
-    "                                                                 : tex_min<T>(a, b);\n"
+    "    return OP == 0 ? (T)(a + b) : OP == 1 ? (T)(a * b) : OP == 2 ? (a > b ? a : b)\n"
+    "                                                                 : (a < b ? a : b);\n"
     "}\n"
     "/* Shuffles move at least 32 bits: narrower types travel as int. */\n"
     "template <typename T, bool W = (sizeof(T) < 4)> struct tex_red_wide { typedef T type; };\n"
@@ -111,10 +111,7 @@ static int64_t scratch_slots(int64_t n, int64_t nt)
 /* "(conversion of the value type to acc's storage)(" */
 static const char *store_open(tex_dtype t)
 {
-    return t == TEX_F16    ? "__float2half_rn("
-           : t == TEX_BF16 ? "__float2bfloat16_rn("
-           : t == TEX_BOOL ? "(uint8_t)("
-                           : "(";
+    return t == TEX_F16 || t == TEX_BF16 ? texi_cu_target.encode[t == TEX_BF16] : "(";
 }
 
 /* The pieces of attr, checked: op, the tag loop and acc's store. */
@@ -125,11 +122,11 @@ static bool parts(texi_cu *g, const tex_stmt *attr, int64_t *op, const tex_stmt 
         *op >= TEXI_REDUCE_COUNT || !loop || loop->kind != TEXI_STMT_FOR ||
         loop->u.loop.for_kind != TEXI_FOR_THREAD || !loop->u.loop.body ||
         loop->u.loop.body->kind != TEXI_STMT_STORE) {
-        texi_cu_fail(g, TEX_EINTERNAL, "malformed ATTR \"thread_allreduce\"");
+        texi_cp_fail(&g->p, TEX_EINTERNAL, "malformed ATTR \"thread_allreduce\"");
         return false;
     }
     if (loop->u.loop.thread_tag != (int)TEX_THREAD_X) {
-        texi_cu_fail(g, TEX_EUNAVAILABLE,
+        texi_cp_fail(&g->p, TEX_EUNAVAILABLE,
                      "a cross-thread reduction along another index than threadIdx.x");
         return false;
     }
@@ -141,13 +138,13 @@ void texi_cu_emit_allreduce(texi_cu *g, texi_sb *sb, const tex_stmt *attr)
 {
     int64_t op;
     const tex_stmt *st;
-    if (g->rc || !parts(g, attr, &op, &st))
+    if (g->p.rc || !parts(g, attr, &op, &st))
         return;
     g->uses_allreduce = true;
     int64_t n = launch_const(g, TEX_THREAD_X), ny = launch_const(g, TEX_THREAD_Y),
             nz = launch_const(g, TEX_THREAD_Z);
     if (n < 1 || ny < 1 || nz < 1 || n * ny * nz > 1024) {
-        texi_cu_fail(g, TEX_EUNAVAILABLE,
+        texi_cp_fail(&g->p, TEX_EUNAVAILABLE,
                      "the cross-thread reduction into '%s' needs constant thread extents "
                      "(at most 1024 threads per block)",
                      st->u.store.buf->name);
@@ -156,29 +153,30 @@ void texi_cu_emit_allreduce(texi_cu *g, texi_sb *sb, const tex_stmt *attr)
     const texi_buffer *acc = st->u.store.buf;
     tex_dtype t = acc->dtype;
     const char *vt = texi_cu_value_type(t),
-               *name = texi_cu_lookup(g, texi_buffer_key(acc), acc->name);
-    tex_expr *id = texi_reduce_identity(g->ctx, (enum texi_reduce_op)op, t);
+               *name = texi_cp_lookup(&g->p, texi_buffer_key(acc), acc->name);
+    tex_expr *id = texi_reduce_identity(g->p.ctx, (enum texi_reduce_op)op, t);
     if (!id) {
-        texi_cu_fail(g, TEX_ENOMEM, "out of memory (allreduce)");
+        texi_cp_fail(&g->p, TEX_ENOMEM, "out of memory (allreduce)");
         return;
     }
-    texi_cu_line(g, sb, "{");
-    g->indent++;
-    texi_cu_line(g, sb, "__shared__ %s tex_red_scratch[%lld];", vt,
+    texi_cp_line(&g->p, sb, "{");
+    g->p.indent++;
+    texi_cp_line(&g->p, sb, "__shared__ %s tex_red_scratch[%lld];", vt,
                  (long long)scratch_slots(n, n * ny * nz));
     texi_sb part;
     texi_sb_init(&part);
     texi_cu_active_cond(g, &part);
     texi_sb_puts(&part, " ? ");
-    texi_cu_expr(g, &part, st->u.store.value);
+    texi_cp_expr(&g->p, &part, st->u.store.value, TEXI_CP_P_OR, false);
     texi_sb_puts(&part, " : ");
-    texi_cu_expr(g, &part, id);
+    texi_cp_expr(&g->p, &part, id, TEXI_CP_P_COND, false);
     if (part.oom)
-        texi_cu_fail(g, TEX_ENOMEM, "out of memory (source text)");
-    texi_cu_line(g, sb, "%s[0] = %stex_allreduce_x<%s, %d, %lld, %lld>((%s), tex_red_scratch));",
-                 name, store_open(t), vt, (int)op, (long long)n, (long long)(n * ny * nz),
+        texi_cp_fail(&g->p, TEX_ENOMEM, "out of memory (source text)");
+    texi_cp_line(&g->p, sb,
+                 "%s[0] = %stex_allreduce_x<%s, %d, %lld, %lld>((%s), tex_red_scratch));", name,
+                 store_open(t), vt, (int)op, (long long)n, (long long)(n * ny * nz),
                  part.buf ? part.buf : "0");
     texi_sb_fini(&part);
-    g->indent--;
-    texi_cu_line(g, sb, "}");
+    g->p.indent--;
+    texi_cp_line(&g->p, sb, "}");
 }

@@ -94,26 +94,25 @@ static void open_call(texi_cu *g, texi_sb *sb, const texi_atomic_update *u, tex_
 void texi_cu_emit_atomic(texi_cu *g, texi_sb *sb, const tex_stmt *attr)
 {
     texi_atomic_update u;
-    if (texi_atomic_parts(g->ctx, attr, &u) < 0) {
-        texi_cu_fail(g, TEX_EINTERNAL, "%s", tex_errmsg(g->ctx));
+    if (texi_atomic_parts(g->p.ctx, attr, &u) < 0) {
+        texi_cp_fail(&g->p, TEX_EINTERNAL, "%s", tex_errmsg(g->p.ctx));
         return;
     }
     const texi_buffer *b = u.store->u.store.buf;
     const char *type = atomic_type(b->dtype);
     if (!type) {
-        texi_cu_fail(g, TEX_EUNAVAILABLE,
+        texi_cp_fail(&g->p, TEX_EUNAVAILABLE,
                      "the atomic update of '%s' needs a 32- or 64-bit element type (it is %s)",
                      b->name, tex_dtype_name(b->dtype));
         return;
     }
     /* 64-bit sums go through unsigned long long (two's complement adds alike) */
     const char *ptr = u.op == TEXI_REDUCE_SUM && b->dtype == TEX_I64 ? "unsigned long long" : type;
-    for (int i = 0; i < g->indent; i++)
-        texi_sb_puts(sb, "    ");
+    texi_cp_indent(&g->p, sb);
     open_call(g, sb, &u, b->dtype);
-    texi_sb_printf(sb, "(%s *)&%s[", ptr, texi_cu_lookup(g, texi_buffer_key(b), b->name));
-    texi_cu_expr(g, sb, u.store->u.store.index);
+    texi_sb_printf(sb, "(%s *)&%s[", ptr, texi_cp_lookup(&g->p, texi_buffer_key(b), b->name));
+    texi_cp_expr(&g->p, sb, u.store->u.store.index, TEXI_CP_P_TOP, true);
     texi_sb_printf(sb, "], (%s)", ptr);
-    texi_cu_expr(g, sb, u.delta);
+    texi_cp_expr(&g->p, sb, u.delta, TEXI_CP_P_UNARY, false);
     texi_sb_puts(sb, ");\n");
 }

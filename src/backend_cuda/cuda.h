@@ -1,6 +1,6 @@
 /*
- * The CUDA backend: CUDA C code generation (codegen_cuda.c, expressions in
- * codegen_cuda_expr.c) and the backend vtable (backend.c). Private to
+ * The CUDA backend: CUDA C code generation (codegen_cuda*.c, the CUDA
+ * target of src/codegen_c) and the backend vtable (backend.c). Private to
  * src/backend_cuda and the runtime's registry.
  */
 #ifndef TEX_BACKEND_CUDA_CUDA_H

@@ -24,13 +24,13 @@ _Static_assert(sizeof texi_expr_kind_names / sizeof *texi_expr_kind_names == TEX
                "expression kind table");
 
 const char *const texi_math_names[TEXI_MATH_COUNT] = {
-#define X(name, spelling, arity) spelling,
+#define X(name, spelling, arity, c_spelling) spelling,
 #include "ir/math_funcs.def"
 #undef X
 };
 
 const int texi_math_arity[TEXI_MATH_COUNT] = {
-#define X(name, spelling, arity) arity,
+#define X(name, spelling, arity, c_spelling) arity,
 #include "ir/math_funcs.def"
 #undef X
 };

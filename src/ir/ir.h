@@ -107,7 +107,7 @@ enum texi_expr_kind {
     case TEXI_EXPR_OR
 
 enum texi_math {
-#define X(name, spelling, arity) TEXI_MATH_##name,
+#define X(name, spelling, arity, c_spelling) TEXI_MATH_##name,
 #include "ir/math_funcs.def"
 #undef X
     TEXI_MATH_COUNT

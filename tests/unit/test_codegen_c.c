@@ -1,5 +1,5 @@
 /*
- * The C emitter (src/backend_cpu/codegen_c.c, codegen_expr.c): functions
+ * The C emitter (src/backend_cpu/codegen_c.c over src/codegen_c): functions
  * lowered through the public API are emitted, compiled by the system C
  * compiler with -std=c99 -O3 -march=native -fopenmp -fPIC -Wall -Wextra
  * -Werror, loaded with dlopen and run on the same inputs as

@@ -445,8 +445,8 @@ static const char math_src[] =
     "           + __sinf(x) + __cosf(x) + __log2f(x) + __exp10f(x);\n"
     "    o[6] = (float)max(3, 4) + min(2.0f, 1.0f) + __saturatef(2.0f);\n"
     "    d[0] = rsqrt(16.0); d[1] = __longlong_as_double(0x3ff0000000000000LL) + "
-    "tex_floordiv<int64_t>(-7, 2)\n"
-    "           + tex_floormod<int>(-7, 3) + tex_max<double>(1.0, 2.0) + tex_abs<int>(-3);\n"
+    "tex_floordiv_i64(-7, 2)\n"
+    "           + tex_floormod_i32(-7, 3) + tex_max_f64(1.0, 2.0) + tex_abs_i32(-3);\n"
     "    d[2] = (double)tex_round_f16(1.0009765625f) + tex_round_bf16(1.00390625f);\n"
     "}\n";
 
@@ -456,9 +456,13 @@ static void test_math(void)
         TT_SKIP("g++ not found");
         return;
     }
-    char src[4096];
-    snprintf(src, sizeof src, "%s%s", texi_cu_helpers, math_src);
-    cuda_emu *e = build(src);
+    texi_sb src;
+    texi_sb_init(&src);
+    texi_sb_puts(&src, texi_cu_prelude);
+    texi_cp_helpers(&texi_cu_target, &src, ~0u); /* every helper the printer may call */
+    texi_sb_puts(&src, math_src);
+    cuda_emu *e = src.oom ? NULL : build(src.buf);
+    texi_sb_fini(&src);
     if (!e)
         return;
     float o[7];

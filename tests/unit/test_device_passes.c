@@ -279,7 +279,6 @@ static void test_allreduce_helper_emulated(void)
     texi_sb sb;
     texi_sb_init(&sb);
     texi_sb_puts(&sb, "#include <stdint.h>\n");
-    texi_sb_puts(&sb, texi_cu_helpers);
     texi_sb_puts(&sb, texi_cu_allreduce_helpers);
     for (int i = 0; i < n_shapes; i++)
         helper_kernel(&sb, shapes[i][0], shapes[i][1], shapes[i][2]);
