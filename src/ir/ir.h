@@ -464,6 +464,14 @@ typedef tex_stmt *(*texi_stmt_rewrite_fn)(tex_stmt *s, void *ud);
 tex_stmt *texi_stmt_mutate(tex_ctx *ctx, tex_stmt *s, texi_stmt_rewrite_fn stmt_pre,
                            texi_expr_rewrite_fn expr_pre, void *ud);
 
+/* Loop rewriting, innermost loops first: each FOR of s is replaced by
+ * fn(ctx, loop, body, ud), where body is the loop's body with its own loops
+ * already rewritten (loop->u.loop.body itself when none changed). fn
+ * returns NULL on failure (recorded in ctx); so does texi_stmt_map_loops,
+ * which otherwise rebuilds only the changed spine. */
+typedef tex_stmt *(*texi_loop_rewrite_fn)(tex_ctx *ctx, tex_stmt *loop, tex_stmt *body, void *ud);
+tex_stmt *texi_stmt_map_loops(tex_ctx *ctx, tex_stmt *s, texi_loop_rewrite_fn fn, void *ud);
+
 /* Read-only walk: fn(e, ud) on every node, parents first; returning false stops
  * descent into that node's children. (Non-const like every IR pointer, so a
  * walk can collect nodes to rebuild with.) */

@@ -384,6 +384,33 @@ tex_stmt *texi_stmt_mutate(tex_ctx *ctx, tex_stmt *s, texi_stmt_rewrite_fn stmt_
 }
 
 typedef struct {
+    tex_ctx *ctx;
+    texi_loop_rewrite_fn fn;
+    void *ud;
+    bool failed;
+} loop_map;
+
+/* Statement callback of texi_stmt_map_loops: a loop's body first, then the loop. */
+static tex_stmt *map_loop(tex_stmt *s, void *ud)
+{
+    loop_map *m = ud;
+    if (s->kind != TEXI_STMT_FOR || m->failed)
+        return NULL;
+    tex_stmt *body = texi_stmt_mutate(m->ctx, s->u.loop.body, map_loop, NULL, m);
+    tex_stmt *r = body ? m->fn(m->ctx, s, body, m->ud) : NULL;
+    if (!r)
+        m->failed = true;
+    return r ? r : s;
+}
+
+tex_stmt *texi_stmt_map_loops(tex_ctx *ctx, tex_stmt *s, texi_loop_rewrite_fn fn, void *ud)
+{
+    loop_map m = {ctx, fn, ud, false};
+    tex_stmt *r = texi_stmt_mutate(ctx, s, map_loop, NULL, &m);
+    return m.failed ? NULL : r;
+}
+
+typedef struct {
     const tex_expr *var;
     bool found;
 } var_probe;

@@ -311,8 +311,5 @@ int texi_pass_flatten(texi_lower *lw, tex_stmt *in, tex_stmt **out)
     flattener fl = {lw, lw->ctx, NULL, 0, 0, false};
     TEXI_TRY(bind_params(&fl));
     tex_stmt *s = flatten_body(&fl, in);
-    if (!s || fl.failed)
-        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
-    *out = s;
-    return 0;
+    return texi_pass_result(lw, fl.failed ? NULL : s, out);
 }

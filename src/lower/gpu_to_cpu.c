@@ -263,8 +263,5 @@ int texi_pass_gpu_to_cpu(texi_lower *lw, tex_stmt *in, tex_stmt **out)
     tex_stmt *r = texi_stmt_has_barrier(in) ? texi_stmt_mutate(lw->ctx, in, visit, NULL, &fs) : in;
     if (fs.rc)
         return fs.rc;
-    if (!r)
-        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
-    *out = r;
-    return 0;
+    return texi_pass_result(lw, r, out);
 }

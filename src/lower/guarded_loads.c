@@ -370,8 +370,5 @@ static tex_stmt *walk(guard *g, tex_stmt *s)
 int texi_pass_guarded_loads(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
     guard g = {.ctx = lw->ctx};
-    *out = walk(&g, in);
-    if (!*out)
-        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
-    return 0;
+    return texi_pass_result(lw, walk(&g, in), out);
 }

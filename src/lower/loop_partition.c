@@ -424,8 +424,5 @@ int texi_pass_loop_partition(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
     part p = {lw->ctx, NULL, 0, 0, false};
     tex_stmt *r = process(&p, in);
-    if (!r || p.failed)
-        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
-    *out = r;
-    return 0;
+    return texi_pass_result(lw, p.failed ? NULL : r, out);
 }

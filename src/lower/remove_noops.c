@@ -195,8 +195,5 @@ int texi_pass_remove_noops(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
     cleaner c = {lw->ctx, false};
     tex_stmt *r = clean(&c, in);
-    if (!r || c.failed)
-        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
-    *out = r;
-    return 0;
+    return texi_pass_result(lw, c.failed ? NULL : r, out);
 }

@@ -264,8 +264,5 @@ int texi_pass_simplify(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
     simp s = {lw->ctx, NULL, 0, 0, false};
     tex_stmt *r = simp_stmt(&s, in);
-    if (!r || s.failed)
-        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
-    *out = r;
-    return 0;
+    return texi_pass_result(lw, s.failed ? NULL : r, out);
 }

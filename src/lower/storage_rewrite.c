@@ -350,8 +350,5 @@ int texi_pass_storage_rewrite(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
     rewriter rw = {lw->ctx, false};
     tex_stmt *r = rewrite(&rw, in);
-    if (!r || rw.failed)
-        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
-    *out = r;
-    return 0;
+    return texi_pass_result(lw, rw.failed ? NULL : r, out);
 }
