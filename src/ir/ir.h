@@ -478,6 +478,18 @@ tex_stmt *texi_stmt_map_loops(tex_ctx *ctx, tex_stmt *s, texi_loop_rewrite_fn fn
 typedef bool (*texi_expr_visit_fn)(tex_expr *e, void *ud);
 void texi_expr_visit(tex_expr *e, texi_expr_visit_fn fn, void *ud);
 
+/* The body of a FOR, REALIZE, ALLOCATE, LET or ATTR; NULL for other kinds. */
+tex_stmt *texi_stmt_body(const tex_stmt *s);
+
+/* s (one of the kinds with a body) with its body replaced: s itself when body
+ * is its body, NULL when body is NULL (an earlier failure) or on ENOMEM. */
+tex_stmt *texi_stmt_with_body(tex_ctx *ctx, tex_stmt *s, tex_stmt *body);
+
+/* Read-only walk of the expressions of s itself, not of the statements nested
+ * in it: texi_expr_visit(e, fn, ud) on each loop bound, index, value,
+ * condition, REALIZE bound and intrinsic tile origin, stride and offset. */
+void texi_stmt_visit_exprs(const tex_stmt *s, texi_expr_visit_fn fn, void *ud);
+
 /* Read-only statement walk: fn(s, ud) on s and the statements nested in it
  * (loop and LET bodies, branches, sequence items, ALLOCATE / REALIZE / ATTR
  * bodies), parents first, in program order; returning false skips that
@@ -507,7 +519,7 @@ bool texi_stmt_is_thread_loop(const tex_stmt *s, bool vthread);
 int texi_stmt_intrins(const tex_stmt *s, const tex_intrin **list, int cap);
 
 /* Whether some expression of s (bounds, values, indices, conditions) reads
- * variable var. Allocates nothing and changes nothing. */
+ * variable var. Allocates nothing and changes nothing (ctx is not used). */
 bool texi_stmt_uses_var(tex_ctx *ctx, const tex_stmt *s, const tex_expr *var);
 
 /* Whether expression e reads variable var. */

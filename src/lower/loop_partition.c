@@ -27,6 +27,7 @@ typedef struct {
 
 /* The candidates of one loop. */
 typedef struct {
+    part *p;
     tex_expr *v;       /* the loop variable */
     texi_range *inner; /* loops between the candidate loop and the IF, outermost first */
     int n_inner, cap_inner;
@@ -208,52 +209,31 @@ static void scan_conds(part *p, scan *sc, tex_expr *cond)
     }
 }
 
-static void scan_stmt(part *p, scan *sc, tex_stmt *s)
+/* Visitor over the candidate loop's body: the conditions of IFs without
+ * else are considered; inner loops and lets are scopes. */
+static bool scan_stmt(const tex_stmt *s, void *ud)
 {
-    switch (s->kind) {
-    case TEXI_STMT_FOR: {
+    scan *sc = ud;
+    part *p = sc->p;
+    if (s->kind == TEXI_STMT_FOR) {
         if (!grow(p, (void **)&sc->inner, sc->n_inner, &sc->cap_inner, sizeof *sc->inner))
-            return;
+            return false;
         sc->inner[sc->n_inner++] = (texi_range){s->u.loop.var, s->u.loop.min, s->u.loop.extent};
-        scan_stmt(p, sc, s->u.loop.body);
+        texi_stmt_visit(s->u.loop.body, scan_stmt, sc);
         sc->n_inner--;
-        return;
+        return false;
     }
-    case TEXI_STMT_IF:
-        if (!s->u.ifs.else_s)
-            scan_conds(p, sc, s->u.ifs.cond);
-        scan_stmt(p, sc, s->u.ifs.then_s);
-        if (s->u.ifs.else_s)
-            scan_stmt(p, sc, s->u.ifs.else_s);
-        return;
-    case TEXI_STMT_LET:
+    if (s->kind == TEXI_STMT_LET) {
         if (!grow(p, (void **)&sc->blocked, sc->n_blocked, &sc->cap_blocked, sizeof *sc->blocked))
-            return;
+            return false;
         sc->blocked[sc->n_blocked++] = s->u.let.var;
-        scan_stmt(p, sc, s->u.let.body);
+        texi_stmt_visit(s->u.let.body, scan_stmt, sc);
         sc->n_blocked--;
-        return;
-    case TEXI_STMT_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            scan_stmt(p, sc, s->u.seq.items[i]);
-        return;
-    case TEXI_STMT_REALIZE:
-        scan_stmt(p, sc, s->u.realize.body);
-        return;
-    case TEXI_STMT_ALLOCATE:
-        scan_stmt(p, sc, s->u.alloc.body);
-        return;
-    case TEXI_STMT_ATTR:
-        scan_stmt(p, sc, s->u.attr.body);
-        return;
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_STORE:
-    case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_INTRIN:
-    case TEXI_STMT_KIND_COUNT:
-        return;
+        return false;
     }
+    if (s->kind == TEXI_STMT_IF && !s->u.ifs.else_s)
+        scan_conds(p, sc, s->u.ifs.cond);
+    return true;
 }
 
 /* ------------------------------------------------------------ rewriting */
@@ -375,8 +355,8 @@ static tex_stmt *try_partition(part *p, tex_stmt *s)
 {
     if (s->u.loop.for_kind == TEXI_FOR_THREAD)
         return NULL;
-    scan sc = {.v = s->u.loop.var};
-    scan_stmt(p, &sc, s->u.loop.body);
+    scan sc = {.p = p, .v = s->u.loop.var};
+    texi_stmt_visit(s->u.loop.body, scan_stmt, &sc);
     if (!sc.bound || p->failed)
         return NULL;
     tex_expr *lo = s->u.loop.min, *hi = arith(p, TEXI_EXPR_ADD, lo, s->u.loop.extent);

@@ -818,58 +818,22 @@ static tex_stmt *plan_list(sync_pass *p, tex_stmt *s, access_set *st)
 
 /* ------------------------------------------------------------ entry */
 
-static void find_active(sync_pass *p, const tex_stmt *s);
-
-static void find_active_list(sync_pass *p, tex_stmt *const *items, int n)
+/* Visitor: marks the thread tags with a loop of extent != 1. */
+static bool find_active(const tex_stmt *s, void *ud)
 {
-    for (int i = 0; i < n; i++)
-        find_active(p, items[i]);
-}
-
-/* Marks the thread tags with a loop of extent != 1 in s. */
-static void find_active(sync_pass *p, const tex_stmt *s)
-{
+    sync_pass *p = ud;
     int64_t ext;
-    if (!s)
-        return;
-    switch (s->kind) {
-    case TEXI_STMT_FOR:
-        if (s->u.loop.for_kind == TEXI_FOR_THREAD && is_thread_tag(s->u.loop.thread_tag)) {
-            int g = s->u.loop.thread_tag - (int)TEX_THREAD_X;
-            bool is_const = texi_expr_is_int_const(s->u.loop.extent, &ext);
-            p->active[g] |= !(is_const && ext == 1);
-            if (!is_const || ext < 0)
-                p->launch[g] = -1;
-            else if (p->launch[g] >= 0 && ext > p->launch[g])
-                p->launch[g] = ext;
-        }
-        find_active(p, s->u.loop.body);
-        return;
-    case TEXI_STMT_ALLOCATE:
-        find_active(p, s->u.alloc.body);
-        return;
-    case TEXI_STMT_IF:
-        find_active(p, s->u.ifs.then_s);
-        find_active(p, s->u.ifs.else_s);
-        return;
-    case TEXI_STMT_LET:
-        find_active(p, s->u.let.body);
-        return;
-    case TEXI_STMT_ATTR:
-        find_active(p, s->u.attr.body);
-        return;
-    case TEXI_STMT_SEQ:
-        find_active_list(p, s->u.seq.items, s->u.seq.n);
-        return;
-    case TEXI_STMT_STORE:
-    case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_INTRIN:
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_REALIZE:
-    case TEXI_STMT_KIND_COUNT:
-        return;
+    if (s->kind == TEXI_STMT_FOR && s->u.loop.for_kind == TEXI_FOR_THREAD &&
+        is_thread_tag(s->u.loop.thread_tag)) {
+        int g = s->u.loop.thread_tag - (int)TEX_THREAD_X;
+        bool is_const = texi_expr_is_int_const(s->u.loop.extent, &ext);
+        p->active[g] |= !(is_const && ext == 1);
+        if (!is_const || ext < 0)
+            p->launch[g] = -1;
+        else if (p->launch[g] >= 0 && ext > p->launch[g])
+            p->launch[g] = ext;
     }
+    return true;
 }
 
 int texi_pass_thread_sync(texi_lower *lw, tex_stmt *in, tex_stmt **out)
@@ -878,7 +842,7 @@ int texi_pass_thread_sync(texi_lower *lw, tex_stmt *in, tex_stmt **out)
     if (!p)
         return texi_error(lw->ctx, TEX_ENOMEM, "tex_build: thread_sync: out of memory");
     p->lw = lw;
-    find_active(p, in);
+    texi_stmt_visit(in, find_active, p);
     access_set st = {0};
     tex_stmt *r = plan_list(p, in, &st);
     set_free(&st);
