@@ -398,7 +398,7 @@ static tex_stmt *map_loop(tex_stmt *s, void *ud)
     if (s->kind != TEXI_STMT_FOR || m->failed)
         return NULL;
     tex_stmt *body = texi_stmt_mutate(m->ctx, s->u.loop.body, map_loop, NULL, m);
-    tex_stmt *r = body ? m->fn(m->ctx, s, body, m->ud) : NULL;
+    tex_stmt *r = body && !m->failed ? m->fn(m->ctx, s, body, m->ud) : NULL;
     if (!r)
         m->failed = true;
     return r ? r : s;

@@ -664,10 +664,7 @@ static tex_stmt *plan_for(sync_pass *p, tex_stmt *s, access_set *st)
         body =
             runs_once_per_block(s) ? plan_list(p, s->u.loop.body, st) : plan_serial_body(p, s, st);
     restore(p, m);
-    if (!body || body == s->u.loop.body)
-        return body ? s : NULL;
-    return texi_for_new(p->lw->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
-                        s->u.loop.for_kind, s->u.loop.thread_tag, body);
+    return texi_stmt_with_body(p->lw->ctx, s, body);
 }
 
 static tex_stmt *plan_if(sync_pass *p, tex_stmt *s, access_set *st)
@@ -695,9 +692,7 @@ static tex_stmt *plan_let(sync_pass *p, tex_stmt *s, access_set *st)
     if (push_map(p, s->u.let.var, canon(p, s->u.let.value)) == 0)
         body = plan_list(p, s->u.let.body, st);
     restore(p, m);
-    if (!body || body == s->u.let.body)
-        return body ? s : NULL;
-    return texi_let_new(p->lw->ctx, s->u.let.var, s->u.let.value, body);
+    return texi_stmt_with_body(p->lw->ctx, s, body);
 }
 
 static tex_stmt *plan_attr(sync_pass *p, tex_stmt *s, access_set *st)
@@ -706,9 +701,7 @@ static tex_stmt *plan_attr(sync_pass *p, tex_stmt *s, access_set *st)
     p->db |= s->u.attr.id == TEXI_ATTR_DOUBLE_BUFFER_WRITE;
     tex_stmt *body = reads(p, st, s->u.attr.value) < 0 ? NULL : plan_list(p, s->u.attr.body, st);
     p->db = db;
-    if (!body || body == s->u.attr.body)
-        return body ? s : NULL;
-    return texi_attr_new(p->lw->ctx, s->u.attr.key, s->u.attr.value, body);
+    return texi_stmt_with_body(p->lw->ctx, s, body);
 }
 
 /* Container s planned inside, its accesses added to st. */
@@ -723,12 +716,8 @@ static tex_stmt *plan_container(sync_pass *p, tex_stmt *s, access_set *st)
         return plan_let(p, s, st);
     case TEXI_STMT_ATTR:
         return plan_attr(p, s, st);
-    case TEXI_STMT_ALLOCATE: {
-        tex_stmt *body = plan_list(p, s->u.alloc.body, st);
-        if (!body || body == s->u.alloc.body)
-            return body ? s : NULL;
-        return texi_allocate_new(p->lw->ctx, s->u.alloc.buf, body);
-    }
+    case TEXI_STMT_ALLOCATE:
+        return texi_stmt_with_body(p->lw->ctx, s, plan_list(p, s->u.alloc.body, st));
     case TEXI_STMT_SEQ:
         return plan_list(p, s, st);
     case TEXI_STMT_STORE:

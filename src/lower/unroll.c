@@ -73,10 +73,7 @@ static tex_stmt *unroll_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud
     int64_t n;
     bool constant = texi_expr_is_int_const(s->u.loop.extent, &n);
     if (s->u.loop.for_kind != TEXI_FOR_UNROLLED)
-        return body == s->u.loop.body
-                   ? s
-                   : texi_for_new(ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
-                                  s->u.loop.for_kind, s->u.loop.thread_tag, body);
+        return texi_stmt_with_body(ctx, s, body);
     if (constant && n >= 0 && n <= MAX_UNROLL && n * stmt_count(body) <= MAX_UNROLLED_STMTS)
         return replicate(ctx, s, body, n);
     tex_stmt *loop = texi_for_new(ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,

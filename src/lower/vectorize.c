@@ -73,13 +73,11 @@ static tex_stmt *check_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
     (void)ud;
     enum texi_vector_reason why =
         s->u.loop.for_kind == TEXI_FOR_VECTORIZED ? loop_problem(s) : NO_PROBLEM;
-    bool failed = why != NO_PROBLEM;
-    if (!failed && body == s->u.loop.body)
-        return s;
+    if (why == NO_PROBLEM)
+        return texi_stmt_with_body(ctx, s, body);
     tex_stmt *loop = texi_for_new(ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
-                                  failed ? TEXI_FOR_SERIAL : s->u.loop.for_kind,
-                                  failed ? -1 : s->u.loop.thread_tag, body);
-    return loop && failed ? texi_attr_vector_failed(ctx, why, loop) : loop;
+                                  TEXI_FOR_SERIAL, -1, body);
+    return loop ? texi_attr_vector_failed(ctx, why, loop) : NULL;
 }
 
 int texi_pass_vectorize(texi_lower *lw, tex_stmt *in, tex_stmt **out)
