@@ -70,6 +70,10 @@ tex_dtype texi_dtype_promote(tex_dtype a, tex_dtype b);
  * zero, saturating out-of-range values (NaN gives 0); then wraps to t's width. */
 int64_t texi_float_to_int(tex_dtype t, double v);
 
+/* v wrapped to the width and signedness of integer type t (bool: 0 or 1);
+ * v itself for 64-bit and float types. */
+int64_t texi_wrap_int(tex_dtype t, uint64_t v);
+
 /* v rounded to the precision of float type t (f16/bf16 round to nearest even);
  * v itself for f64 and non-float types. */
 double texi_round_to_dtype(tex_dtype t, double v);
