@@ -52,6 +52,12 @@ int texi_error(tex_ctx *ctx, int code, const char *fmt, ...) __attribute__((form
 void *texi_alloc(tex_ctx *ctx, size_t size, const char *what);
 char *texi_strdup(tex_ctx *ctx, const char *s);
 
+/* Room for one more item in the arena array items of n items of elem bytes
+ * and capacity *cap: items itself while there is room, else a copy with
+ * twice the capacity (16 at first; *cap updated, the old block stays in the
+ * arena). NULL on ENOMEM (recorded, naming `what`), *cap unchanged. */
+void *texi_grow(tex_ctx *ctx, void *items, int n, int *cap, size_t elem, const char *what);
+
 /* Records "CALL: operand NAME is NULL (an earlier call failed: ...)" in ctx. */
 void texi_error_null_operand(tex_ctx *ctx, const char *call, const char *operand);
 

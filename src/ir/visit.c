@@ -194,6 +194,17 @@ static tex_expr *walk_expr(stmt_walk *w, tex_expr *e)
     return r;
 }
 
+/* Rewrites the n expressions of src into dst; true when one changed. */
+static bool walk_exprs(stmt_walk *w, tex_expr **dst, tex_expr *const *src, int n)
+{
+    bool changed = false;
+    for (int i = 0; i < n; i++) {
+        dst[i] = walk_expr(w, src[i]);
+        changed |= dst[i] != src[i];
+    }
+    return changed;
+}
+
 static tex_stmt *walk_stmt(stmt_walk *w, tex_stmt *s);
 
 /* Rewrites the expressions of one intrinsic argument into *out; true when one changed. */
@@ -211,10 +222,7 @@ static bool walk_intrin_arg(stmt_walk *w, const texi_intrin_arg *a, texi_intrin_
             w->failed = true;
             return false;
         }
-        for (int i = 0; i < lens[l]; i++) {
-            copies[l][i] = walk_expr(w, lists[l][i]);
-            changed |= copies[l][i] != lists[l][i];
-        }
+        changed |= walk_exprs(w, copies[l], lists[l], lens[l]);
     }
     out->mins = a->mins ? copies[0] : NULL;
     out->strides = a->strides ? copies[1] : NULL;
@@ -256,11 +264,7 @@ static tex_stmt *walk_children(stmt_walk *w, tex_stmt *s)
         tex_expr **idx = list_space(ctx, small, n, sizeof *idx);
         if (!idx)
             return NULL;
-        bool changed = false;
-        for (int i = 0; i < n; i++) {
-            idx[i] = walk_expr(w, s->u.provide.idx[i]);
-            changed |= idx[i] != s->u.provide.idx[i];
-        }
+        bool changed = walk_exprs(w, idx, s->u.provide.idx, n);
         tex_expr *value = walk_expr(w, s->u.provide.value);
         if (w->failed)
             return NULL;
@@ -474,33 +478,20 @@ tex_stmt *texi_stmt_body(const tex_stmt *s)
 
 tex_stmt *texi_stmt_with_body(tex_ctx *ctx, tex_stmt *s, tex_stmt *body)
 {
+    assert(texi_stmt_body(s) && "texi_stmt_with_body: a statement without a body");
     if (!body || body == texi_stmt_body(s))
         return body ? s : NULL;
-    switch (s->kind) {
-    case TEXI_STMT_FOR:
+    if (s->kind == TEXI_STMT_FOR)
         return texi_for_new(ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent, s->u.loop.for_kind,
                             s->u.loop.thread_tag, body);
-    case TEXI_STMT_REALIZE:
+    if (s->kind == TEXI_STMT_REALIZE)
         return texi_realize_new(ctx, s->u.realize.tensor, s->u.realize.ndim, s->u.realize.mins,
                                 s->u.realize.extents, s->u.realize.scope, body);
-    case TEXI_STMT_ALLOCATE:
+    if (s->kind == TEXI_STMT_ALLOCATE)
         return texi_allocate_new(ctx, s->u.alloc.buf, body);
-    case TEXI_STMT_LET:
+    if (s->kind == TEXI_STMT_LET)
         return texi_let_new(ctx, s->u.let.var, s->u.let.value, body);
-    case TEXI_STMT_ATTR:
-        return texi_attr_new(ctx, s->u.attr.key, s->u.attr.value, body);
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_STORE:
-    case TEXI_STMT_IF:
-    case TEXI_STMT_SEQ:
-    case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_INTRIN:
-    case TEXI_STMT_KIND_COUNT:
-        break;
-    }
-    assert(!"texi_stmt_with_body: a statement without a body");
-    return NULL;
+    return texi_attr_new(ctx, s->u.attr.key, s->u.attr.value, body); /* the last kind with a body */
 }
 
 void texi_stmt_visit(const tex_stmt *s, texi_stmt_visit_fn fn, void *ud)

@@ -22,7 +22,6 @@
 #include "schedule/bound.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #define MAX_SCOPES 256
 #define ARITH(k, a, b) texi_bounds_arith(TEXI_EXPR_##k, (a), (b))
@@ -197,16 +196,11 @@ static int add_check(hoister *h, tex_expr *c)
     for (int i = 0; i < h->n_checks; i++)
         if (texi_expr_equal(h->checks[i], c))
             return 0;
-    if (h->n_checks == h->cap_checks) {
-        int cap = h->cap_checks ? 2 * h->cap_checks : 8;
-        tex_expr **a = texi_alloc(h->ctx, sizeof *a * (size_t)cap, "entry_checks");
-        if (!a)
-            return TEX_ENOMEM;
-        if (h->n_checks)
-            memcpy(a, h->checks, sizeof *a * (size_t)h->n_checks);
-        h->checks = a;
-        h->cap_checks = cap;
-    }
+    tex_expr **a =
+        texi_grow(h->ctx, h->checks, h->n_checks, &h->cap_checks, sizeof *a, "entry_checks");
+    if (!a)
+        return TEX_ENOMEM;
+    h->checks = a;
     h->checks[h->n_checks++] = c;
     return 0;
 }

@@ -24,8 +24,6 @@
  */
 #include "lower/lower.h"
 
-#include <string.h>
-
 typedef struct {
     tex_tensor *tensor;
     texi_buffer *buf;
@@ -54,16 +52,10 @@ static tex_expr *arith(enum texi_expr_kind kind, tex_expr *a, tex_expr *b)
 
 static int push_binding(flattener *fl, binding b)
 {
-    if (fl->n_binds == fl->cap_binds) {
-        int cap = fl->cap_binds ? 2 * fl->cap_binds : 16;
-        binding *nb = texi_alloc(fl->ctx, sizeof *nb * (size_t)cap, "flatten");
-        if (!nb)
-            return TEX_ENOMEM;
-        if (fl->n_binds)
-            memcpy(nb, fl->binds, sizeof *nb * (size_t)fl->n_binds);
-        fl->binds = nb;
-        fl->cap_binds = cap;
-    }
+    binding *nb = texi_grow(fl->ctx, fl->binds, fl->n_binds, &fl->cap_binds, sizeof *nb, "flatten");
+    if (!nb)
+        return TEX_ENOMEM;
+    fl->binds = nb;
     fl->binds[fl->n_binds++] = b;
     return 0;
 }

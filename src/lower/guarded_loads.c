@@ -25,7 +25,6 @@
 #include "lower/lower.h"
 
 #include <stdio.h>
-#include <string.h>
 
 typedef struct {
     tex_expr *var, *value;
@@ -41,26 +40,14 @@ typedef struct {
     bool failed;
 } guard;
 
-/* Appends to a growable arena array (*arr, *n, *cap) of elem-sized items. */
-static bool grow(guard *g, void **arr, int n, int *cap, size_t elem)
-{
-    if (n < *cap)
-        return true;
-    int c = *cap ? 2 * *cap : 16;
-    void *p = texi_alloc(g->ctx, elem * (size_t)c, "guarded_loads");
-    if (!p)
-        return false;
-    if (n)
-        memcpy(p, *arr, elem * (size_t)n);
-    *arr = p;
-    *cap = c;
-    return true;
-}
-
 static bool push_range(guard *g, tex_expr *var, tex_expr *min, tex_expr *extent)
 {
-    if (!min || !extent || !grow(g, (void **)&g->env, g->n_env, &g->cap_env, sizeof *g->env))
+    texi_range *env = min && extent ? texi_grow(g->ctx, g->env, g->n_env, &g->cap_env, sizeof *env,
+                                                "guarded_loads")
+                                    : NULL;
+    if (!env)
         return false;
+    g->env = env;
     g->env[g->n_env++] = (texi_range){var, min, extent};
     return true;
 }
@@ -135,10 +122,14 @@ static tex_expr *hoist_load(guard *g, tex_expr *load, tex_expr *index)
     char name[128];
     snprintf(name, sizeof name, "%s_ld", buf->name);
     tex_expr *var = value ? texi_var_new(g->ctx, name, load->dtype) : NULL;
-    if (!var || !grow(g, (void **)&g->lets, g->n_lets, &g->cap_lets, sizeof *g->lets)) {
+    hoist *lets =
+        var ? texi_grow(g->ctx, g->lets, g->n_lets, &g->cap_lets, sizeof *lets, "guarded_loads")
+            : NULL;
+    if (!lets) {
         g->failed = true;
         return load;
     }
+    g->lets = lets;
     g->lets[g->n_lets++] = (hoist){var, value};
     return var;
 }

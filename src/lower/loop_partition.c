@@ -16,8 +16,6 @@
  */
 #include "lower/lower.h"
 
-#include <string.h>
-
 typedef struct {
     tex_ctx *ctx;
     texi_range *env; /* enclosing loops of the current statement, outermost first */
@@ -38,21 +36,13 @@ typedef struct {
     tex_expr *bound; /* min of their bounds, or NULL */
 } scan;
 
-static bool grow(part *p, void **arr, int n, int *cap, size_t size)
+/* texi_grow for this pass: NULL sets p->failed. */
+static void *grow(part *p, void *arr, int n, int *cap, size_t size)
 {
-    if (n < *cap)
-        return true;
-    int ncap = *cap ? 2 * *cap : 8;
-    void *a = texi_alloc(p->ctx, size * (size_t)ncap, "loop_partition");
-    if (!a) {
+    void *a = texi_grow(p->ctx, arr, n, cap, size, "loop_partition");
+    if (!a)
         p->failed = true;
-        return false;
-    }
-    if (n)
-        memcpy(a, *arr, size * (size_t)n);
-    *arr = a;
-    *cap = ncap;
-    return true;
+    return a;
 }
 
 static tex_expr *note(part *p, tex_expr *e)
@@ -193,8 +183,10 @@ static void consider(part *p, scan *sc, tex_expr *c)
         arith(p, TEXI_EXPR_FLOORDIV,
               arith(p, TEXI_EXPR_SUB, arith(p, TEXI_EXPR_SUB, fe, imm(p, rhi->dtype, 1)), rhi), fe);
     b = note(p, texi_convert(b, sc->v->dtype));
-    if (!b || !grow(p, (void **)&sc->conds, sc->n_conds, &sc->cap_conds, sizeof *sc->conds))
+    tex_expr **conds = b ? grow(p, sc->conds, sc->n_conds, &sc->cap_conds, sizeof *conds) : NULL;
+    if (!conds)
         return;
+    sc->conds = conds;
     sc->conds[sc->n_conds++] = c;
     sc->bound = sc->bound ? arith(p, TEXI_EXPR_MIN, sc->bound, b) : b;
 }
@@ -216,16 +208,20 @@ static bool scan_stmt(const tex_stmt *s, void *ud)
     scan *sc = ud;
     part *p = sc->p;
     if (s->kind == TEXI_STMT_FOR) {
-        if (!grow(p, (void **)&sc->inner, sc->n_inner, &sc->cap_inner, sizeof *sc->inner))
+        texi_range *inner = grow(p, sc->inner, sc->n_inner, &sc->cap_inner, sizeof *inner);
+        if (!inner)
             return false;
+        sc->inner = inner;
         sc->inner[sc->n_inner++] = (texi_range){s->u.loop.var, s->u.loop.min, s->u.loop.extent};
         texi_stmt_visit(s->u.loop.body, scan_stmt, sc);
         sc->n_inner--;
         return false;
     }
     if (s->kind == TEXI_STMT_LET) {
-        if (!grow(p, (void **)&sc->blocked, sc->n_blocked, &sc->cap_blocked, sizeof *sc->blocked))
+        tex_expr **blocked = grow(p, sc->blocked, sc->n_blocked, &sc->cap_blocked, sizeof *blocked);
+        if (!blocked)
             return false;
+        sc->blocked = blocked;
         sc->blocked[sc->n_blocked++] = s->u.let.var;
         texi_stmt_visit(s->u.let.body, scan_stmt, sc);
         sc->n_blocked--;
@@ -287,8 +283,10 @@ static tex_stmt *process(part *p, tex_stmt *s);
 
 static int push_env(part *p, tex_expr *var, tex_expr *min, tex_expr *extent)
 {
-    if (!grow(p, (void **)&p->env, p->n_env, &p->cap_env, sizeof *p->env))
+    texi_range *env = grow(p, p->env, p->n_env, &p->cap_env, sizeof *env);
+    if (!env)
         return TEX_ENOMEM;
+    p->env = env;
     p->env[p->n_env++] = (texi_range){var, min, extent};
     return 0;
 }

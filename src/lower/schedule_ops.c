@@ -21,7 +21,6 @@
 #include "schedule/bound.h"
 
 #include <stdio.h>
-#include <string.h>
 
 #define N_TAGS ((int)TEX_VTHREAD + 1)
 #define ARITH(k, a, b) texi_bounds_arith(TEXI_EXPR_##k, (a), (b))
@@ -68,27 +67,15 @@ static tex_expr *imm(tex_ctx *ctx, tex_dtype t, int64_t v)
     return texi_int_imm(ctx, t, v);
 }
 
-static int grow(tex_ctx *ctx, void **arr, int n, int *cap, size_t size)
-{
-    if (n < *cap)
-        return 0;
-    int ncap = *cap ? 2 * *cap : 16;
-    char *a = texi_alloc(ctx, size * (size_t)ncap, "schedule_ops");
-    if (!a)
-        return TEX_ENOMEM;
-    if (n)
-        memcpy(a, *arr, size * (size_t)n);
-    *arr = a;
-    *cap = ncap;
-    return 0;
-}
-
 static int push_env(sops *o, tex_expr *var, tex_expr *extent)
 {
     tex_expr *zero = imm(o->ctx, var->dtype, 0);
     if (!zero || !extent)
         return TEX_ENOMEM;
-    TEXI_TRY(grow(o->ctx, (void **)&o->env, o->n_env, &o->cap_env, sizeof *o->env));
+    texi_range *env = texi_grow(o->ctx, o->env, o->n_env, &o->cap_env, sizeof *env, "schedule_ops");
+    if (!env)
+        return TEX_ENOMEM;
+    o->env = env;
     o->env[o->n_env++] = (texi_range){var, zero, extent};
     return 0;
 }
@@ -96,8 +83,13 @@ static int push_env(sops *o, tex_expr *var, tex_expr *extent)
 static int push_sub(sops *o, tex_expr *from, tex_expr *to)
 {
     int cap = o->cap_sub;
-    TEXI_TRY(grow(o->ctx, (void **)&o->sub_from, o->n_sub, &cap, sizeof *o->sub_from));
-    TEXI_TRY(grow(o->ctx, (void **)&o->sub_to, o->n_sub, &o->cap_sub, sizeof *o->sub_to));
+    tex_expr **f = texi_grow(o->ctx, o->sub_from, o->n_sub, &cap, sizeof *f, "schedule_ops");
+    tex_expr **t =
+        f ? texi_grow(o->ctx, o->sub_to, o->n_sub, &o->cap_sub, sizeof *t, "schedule_ops") : NULL;
+    if (!t)
+        return TEX_ENOMEM;
+    o->sub_from = f;
+    o->sub_to = t;
     o->sub_from[o->n_sub] = from;
     o->sub_to[o->n_sub++] = to;
     return 0;

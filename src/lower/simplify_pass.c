@@ -15,8 +15,6 @@
  */
 #include "lower/lower.h"
 
-#include <string.h>
-
 typedef struct {
     tex_ctx *ctx;
     texi_range *env; /* enclosing loop (and let) variables, outermost first */
@@ -36,16 +34,10 @@ static tex_expr *sx(simp *s, tex_expr *e)
 
 static int push_range(simp *s, tex_expr *var, tex_expr *min, tex_expr *extent)
 {
-    if (s->n_env == s->cap_env) {
-        int cap = s->cap_env ? 2 * s->cap_env : 16;
-        texi_range *env = texi_alloc(s->ctx, sizeof *env * (size_t)cap, "simplify");
-        if (!env)
-            return TEX_ENOMEM;
-        if (s->n_env)
-            memcpy(env, s->env, sizeof *env * (size_t)s->n_env);
-        s->env = env;
-        s->cap_env = cap;
-    }
+    texi_range *env = texi_grow(s->ctx, s->env, s->n_env, &s->cap_env, sizeof *env, "simplify");
+    if (!env)
+        return TEX_ENOMEM;
+    s->env = env;
     s->env[s->n_env++] = (texi_range){var, min, extent};
     return 0;
 }
