@@ -180,23 +180,6 @@ static int check_params(sops *o)
     return 0;
 }
 
-static const char *tail_name(tex_tail t)
-{
-    switch (t) {
-    case TEX_TAIL_AUTO:
-        return "AUTO";
-    case TEX_TAIL_GUARD:
-        return "GUARD";
-    case TEX_TAIL_ROUND_UP:
-        return "ROUND_UP";
-    case TEX_TAIL_SHIFT_INWARDS:
-        return "SHIFT_INWARDS";
-    case TEX_TAIL_PREDICATE:
-        return "PREDICATE";
-    }
-    return "?";
-}
-
 /* Illegal tails and reductions that cannot be decomposed. */
 static int check_stage(sops *o, const stage_emit *se)
 {
@@ -212,10 +195,9 @@ static int check_stage(sops *o, const stage_emit *se)
     for (int r = 0; r < st->n_rel; r++)
         if (se->sb->tail[r] == TEX_TAIL_SHIFT_INWARDS && se->is_reduce)
             return texi_error(o->ctx, TEX_EINVAL,
-                              "tex_lower: stage '%s', axis '%s': tail strategy %s needs a pure "
-                              "data-parallel stage, but the stage is a reduction",
-                              st->tensor->name, st->rel[r].parent->name,
-                              tail_name(TEX_TAIL_SHIFT_INWARDS));
+                              "tex_lower: stage '%s', axis '%s': tail strategy SHIFT_INWARDS "
+                              "needs a pure data-parallel stage, but the stage is a reduction",
+                              st->tensor->name, st->rel[r].parent->name);
     for (int k = 0; k < st->n_leaf; k++)
         for (int j = 0; j < k; j++) {
             const texi_iter_attr *ak = &st->attr[leaf_all(st, k)], *aj = &st->attr[leaf_all(st, j)];
