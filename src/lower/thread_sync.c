@@ -378,59 +378,50 @@ static int collect_intrin(sync_pass *p, const tex_stmt *s, access_set *out)
     return 0;
 }
 
+/* Visitor of collect(): the accesses of one statement. Loops, LETs and
+ * ATTRs collect their bodies themselves, under the loop's or LET's mapping
+ * and the double-buffer flag; "thread_allreduce" is not looked into. Stops
+ * at the first error (p->rc). */
+static bool collect_step(const tex_stmt *s, void *ud)
+{
+    load_walk *w = ud;
+    sync_pass *p = w->p;
+    if (p->rc)
+        return false;
+    if (s->kind == TEXI_STMT_FOR) {
+        collect_for(p, s, w->s);
+        return false;
+    }
+    if (s->kind == TEXI_STMT_LET) {
+        mark m = save(p);
+        if (reads(p, w->s, s->u.let.value) == 0 &&
+            push_map(p, s->u.let.var, canon(p, s->u.let.value)) == 0)
+            collect(p, s->u.let.body, w->s);
+        restore(p, m);
+        return false;
+    }
+    if (s->kind == TEXI_STMT_ATTR) {
+        bool db = p->db;
+        p->db |= s->u.attr.id == TEXI_ATTR_DOUBLE_BUFFER_WRITE;
+        if (s->u.attr.id != TEXI_ATTR_THREAD_ALLREDUCE && reads(p, w->s, s->u.attr.value) == 0)
+            collect(p, s->u.attr.body, w->s);
+        p->db = db;
+        return false;
+    }
+    if (s->kind == TEXI_STMT_INTRIN)
+        return collect_intrin(p, s, w->s) == 0;
+    texi_stmt_visit_exprs(s, note_load, w); /* STORE, IF, EVALUATE */
+    if (s->kind == TEXI_STMT_STORE && p->rc == 0)
+        add_access(p, w->s, s->u.store.buf, s->u.store.index, true);
+    return p->rc == 0;
+}
+
 /* Every shared access of s, in any order. */
 static int collect(sync_pass *p, const tex_stmt *s, access_set *out)
 {
-    if (!s)
-        return 0;
-    switch (s->kind) {
-    case TEXI_STMT_FOR:
-        return collect_for(p, s, out);
-    case TEXI_STMT_STORE:
-        TEXI_TRY(reads(p, out, s->u.store.index));
-        TEXI_TRY(reads(p, out, s->u.store.value));
-        return add_access(p, out, s->u.store.buf, s->u.store.index, true);
-    case TEXI_STMT_ALLOCATE:
-        return collect(p, s->u.alloc.body, out);
-    case TEXI_STMT_IF:
-        TEXI_TRY(reads(p, out, s->u.ifs.cond));
-        TEXI_TRY(collect(p, s->u.ifs.then_s, out));
-        return collect(p, s->u.ifs.else_s, out);
-    case TEXI_STMT_LET: {
-        TEXI_TRY(reads(p, out, s->u.let.value));
-        mark m = save(p);
-        int rc = push_map(p, s->u.let.var, canon(p, s->u.let.value));
-        if (rc == 0)
-            rc = collect(p, s->u.let.body, out);
-        restore(p, m);
-        return rc;
-    }
-    case TEXI_STMT_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            TEXI_TRY(collect(p, s->u.seq.items[i], out));
-        return 0;
-    case TEXI_STMT_EVALUATE:
-        return reads(p, out, s->u.eval.value);
-    case TEXI_STMT_ATTR: {
-        if (s->u.attr.id == TEXI_ATTR_THREAD_ALLREDUCE)
-            return 0;
-        bool db = p->db;
-        p->db |= s->u.attr.id == TEXI_ATTR_DOUBLE_BUFFER_WRITE;
-        int rc = reads(p, out, s->u.attr.value);
-        if (rc == 0)
-            rc = collect(p, s->u.attr.body, out);
-        p->db = db;
-        return rc;
-    }
-    case TEXI_STMT_INTRIN:
-        return collect_intrin(p, s, out);
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_REALIZE:
-    case TEXI_STMT_KIND_COUNT:
-        return 0;
-    }
-    return 0;
+    load_walk w = {p, out};
+    texi_stmt_visit(s, collect_step, &w);
+    return p->rc;
 }
 
 static bool head(sync_pass *p, const tex_stmt *s, access_set *out, int *rc);
