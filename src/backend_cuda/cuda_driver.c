@@ -61,6 +61,22 @@ static bool bind_symbol(void *lib, const char *name, void *slot)
     return sym != NULL;
 }
 
+/* An entry point of a loaded library and its slot in the function table. */
+typedef struct {
+    const char *name;
+    size_t offset;
+} symbol_slot;
+
+/* Binds the n symbols of lib into table at their offsets; the name of the
+ * first one lib lacks, or NULL when all are bound. */
+static const char *bind_symbols(void *lib, const symbol_slot *syms, size_t n, void *table)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!bind_symbol(lib, syms[i].name, (char *)table + syms[i].offset))
+            return syms[i].name;
+    return NULL;
+}
+
 /* True when the library lib (through one of its symbols) was loaded from a
  * "stubs" directory: the toolkit's link-time stub, never a real library. */
 static bool is_stub(void *sym)
@@ -79,10 +95,7 @@ static char drv_why[512];
 static pthread_once_t drv_open_once = PTHREAD_ONCE_INIT;
 static pthread_once_t drv_init_once = PTHREAD_ONCE_INIT;
 
-static const struct {
-    const char *name;
-    size_t offset;
-} drv_symbols[] = {
+static const symbol_slot drv_symbols[] = {
     {"cuInit", offsetof(texi_cuda_api, cuInit)},
     {"cuDriverGetVersion", offsetof(texi_cuda_api, cuDriverGetVersion)},
     {"cuDeviceGetCount", offsetof(texi_cuda_api, cuDeviceGetCount)},
@@ -115,14 +128,15 @@ static void open_driver(void)
                  e ? e : "dlopen failed");
         return;
     }
-    for (size_t i = 0; i < sizeof drv_symbols / sizeof drv_symbols[0]; i++)
-        if (!bind_symbol(lib, drv_symbols[i].name, (char *)&drv + drv_symbols[i].offset)) {
-            snprintf(drv_why, sizeof drv_why,
-                     "libcuda.so.1 lacks %s: the CUDA driver is too old (CUDA 12 or newer needed)",
-                     drv_symbols[i].name);
-            dlclose(lib);
-            return;
-        }
+    const char *missing =
+        bind_symbols(lib, drv_symbols, sizeof drv_symbols / sizeof drv_symbols[0], &drv);
+    if (missing) {
+        snprintf(drv_why, sizeof drv_why,
+                 "libcuda.so.1 lacks %s: the CUDA driver is too old (CUDA 12 or newer needed)",
+                 missing);
+        dlclose(lib);
+        return;
+    }
     void *init;
     memcpy(&init, &drv.cuInit, sizeof init);
     if (is_stub(init)) {
@@ -276,10 +290,7 @@ static char rtc_why[1024];
 static char rtc_include[PATH_MAX + 16]; /* "-I<dir>", or "" */
 static pthread_once_t rtc_once = PTHREAD_ONCE_INIT;
 
-static const struct {
-    const char *name;
-    size_t offset;
-} rtc_symbols[] = {
+static const symbol_slot rtc_symbols[] = {
     {"nvrtcGetErrorString", offsetof(nvrtc_api, nvrtcGetErrorString)},
     {"nvrtcCreateProgram", offsetof(nvrtc_api, nvrtcCreateProgram)},
     {"nvrtcDestroyProgram", offsetof(nvrtc_api, nvrtcDestroyProgram)},
@@ -336,9 +347,8 @@ int texi_nvrtc_candidates(const char *cuda_home, int driver_major, char **out, i
 /* Binds every NVRTC symbol of lib into rtc; false when one is missing. */
 static bool bind_nvrtc(void *lib)
 {
-    for (size_t i = 0; i < sizeof rtc_symbols / sizeof rtc_symbols[0]; i++)
-        if (!bind_symbol(lib, rtc_symbols[i].name, (char *)&rtc + rtc_symbols[i].offset))
-            return false;
+    if (bind_symbols(lib, rtc_symbols, sizeof rtc_symbols / sizeof rtc_symbols[0], &rtc))
+        return false;
     if (!bind_symbol(lib, "nvrtcGetNumSupportedArchs", &rtc.nvrtcGetNumSupportedArchs) ||
         !bind_symbol(lib, "nvrtcGetSupportedArchs", &rtc.nvrtcGetSupportedArchs))
         rtc.nvrtcGetNumSupportedArchs = NULL;

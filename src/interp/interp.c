@@ -261,17 +261,9 @@ static int exec_provide(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
 
 static int exec_store(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
 {
-    const texi_buffer *b = s->u.store.buf;
-    texi_storage *st = texi_interp_find_buffer(fr, b);
-    if (!st)
-        return texi_interp_fail(ip, TEX_EINTERNAL, "store to buffer '%s', which is not allocated",
-                                b->name);
+    texi_storage *st;
     int64_t i;
-    TEXI_TRY(texi_interp_int(ip, fr, s->u.store.index, &i));
-    if (i < 0 || i >= st->size)
-        return texi_interp_fail(ip, TEX_EINTERNAL,
-                                "out-of-bounds store to buffer '%s': index %lld, size %lld",
-                                b->name, (long long)i, (long long)st->size);
+    TEXI_TRY(texi_interp_buffer_index(ip, fr, s->u.store.buf, s->u.store.index, true, &st, &i));
     texi_eval_value v;
     TEXI_TRY(texi_interp_expr(ip, fr, s->u.store.value, &v));
     texi_eval_store(st->dtype, st->data, i,

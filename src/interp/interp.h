@@ -83,6 +83,12 @@ int texi_interp_int(texi_interp *ip, texi_frame *fr, const tex_expr *e, int64_t 
 texi_storage *texi_interp_find_tensor(texi_frame *fr, const tex_tensor *t);
 texi_storage *texi_interp_find_buffer(texi_frame *fr, const texi_buffer *b);
 
+/* The storage of buffer b in fr (*st) and the element index evaluated from
+ * index (*i); an error naming the buffer when it is not allocated or the
+ * index lies outside it, for a store or a load. */
+int texi_interp_buffer_index(texi_interp *ip, texi_frame *fr, const texi_buffer *b,
+                             const tex_expr *index, bool store, texi_storage **st, int64_t *i);
+
 /* The flat element index of tensor coordinates idx[0..n) in st (translated by
  * the region's mins, row-major); an error naming the tensor when a coordinate
  * lies outside the region. `what` is "read" or "write". */

@@ -79,6 +79,21 @@ texi_storage *texi_interp_find_buffer(texi_frame *fr, const texi_buffer *b)
     return NULL;
 }
 
+int texi_interp_buffer_index(texi_interp *ip, texi_frame *fr, const texi_buffer *b,
+                             const tex_expr *index, bool store, texi_storage **st, int64_t *i)
+{
+    *st = texi_interp_find_buffer(fr, b);
+    if (!*st)
+        return texi_interp_fail(ip, TEX_EINTERNAL, "%s buffer '%s', which is not allocated",
+                                store ? "store to" : "load from", b->name);
+    TEXI_TRY(texi_interp_int(ip, fr, index, i));
+    if (*i < 0 || *i >= (*st)->size)
+        return texi_interp_fail(
+            ip, TEX_EINTERNAL, "out-of-bounds %s buffer '%s': index %lld, size %lld",
+            store ? "store to" : "load of", b->name, (long long)*i, (long long)(*st)->size);
+    return 0;
+}
+
 int texi_interp_tensor_index(texi_interp *ip, const texi_storage *st, int n, const int64_t idx[],
                              const char *what, int64_t *flat)
 {
@@ -180,17 +195,9 @@ static int eval_access(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_
 
 static int eval_load(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
 {
-    const texi_buffer *b = e->u.load.buf;
-    texi_storage *st = texi_interp_find_buffer(fr, b);
-    if (!st)
-        return texi_interp_fail(ip, TEX_EINTERNAL, "load from buffer '%s', which is not allocated",
-                                b->name);
+    texi_storage *st;
     int64_t i;
-    TEXI_TRY(texi_interp_int(ip, fr, e->u.load.index, &i));
-    if (i < 0 || i >= st->size)
-        return texi_interp_fail(ip, TEX_EINTERNAL,
-                                "out-of-bounds load of buffer '%s': index %lld, size %lld", b->name,
-                                (long long)i, (long long)st->size);
+    TEXI_TRY(texi_interp_buffer_index(ip, fr, e->u.load.buf, e->u.load.index, false, &st, &i));
     *out = texi_eval_convert(st->dtype, e->dtype, texi_eval_load(st->dtype, st->data, i));
     return 0;
 }

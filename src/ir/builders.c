@@ -141,40 +141,20 @@ static tex_expr *arith(const char *call, enum texi_expr_kind kind, tex_expr *a, 
     return texi_binary(kind, a, b);
 }
 
-tex_expr *tex_add(tex_expr *a, tex_expr *b)
-{
-    return arith("tex_add", TEXI_EXPR_ADD, a, b);
-}
-tex_expr *tex_sub(tex_expr *a, tex_expr *b)
-{
-    return arith("tex_sub", TEXI_EXPR_SUB, a, b);
-}
-tex_expr *tex_mul(tex_expr *a, tex_expr *b)
-{
-    return arith("tex_mul", TEXI_EXPR_MUL, a, b);
-}
-tex_expr *tex_div(tex_expr *a, tex_expr *b)
-{
-    return arith("tex_div", TEXI_EXPR_DIV, a, b);
-}
-tex_expr *tex_min(tex_expr *a, tex_expr *b)
-{
-    return arith("tex_min", TEXI_EXPR_MIN, a, b);
-}
-tex_expr *tex_max(tex_expr *a, tex_expr *b)
-{
-    return arith("tex_max", TEXI_EXPR_MAX, a, b);
-}
-
-tex_expr *tex_floordiv(tex_expr *a, tex_expr *b)
-{
-    return arith("tex_floordiv", TEXI_EXPR_FLOORDIV, a, b);
-}
-
-tex_expr *tex_floormod(tex_expr *a, tex_expr *b)
-{
-    return arith("tex_floormod", TEXI_EXPR_FLOORMOD, a, b);
-}
+/* tex_FN(a, b): binary operator OP built by `build` (arith or compare). */
+#define TEXI_BINARY_BUILDER(fn, build, OP)                                                         \
+    tex_expr *tex_##fn(tex_expr *a, tex_expr *b)                                                   \
+    {                                                                                              \
+        return build("tex_" #fn, TEXI_EXPR_##OP, a, b);                                            \
+    }
+TEXI_BINARY_BUILDER(add, arith, ADD)
+TEXI_BINARY_BUILDER(sub, arith, SUB)
+TEXI_BINARY_BUILDER(mul, arith, MUL)
+TEXI_BINARY_BUILDER(div, arith, DIV)
+TEXI_BINARY_BUILDER(min, arith, MIN)
+TEXI_BINARY_BUILDER(max, arith, MAX)
+TEXI_BINARY_BUILDER(floordiv, arith, FLOORDIV)
+TEXI_BINARY_BUILDER(floormod, arith, FLOORMOD)
 
 tex_expr *tex_neg(tex_expr *a)
 {
@@ -201,30 +181,13 @@ static tex_expr *compare(const char *call, enum texi_expr_kind kind, tex_expr *a
     return texi_binary(kind, a, b);
 }
 
-tex_expr *tex_eq(tex_expr *a, tex_expr *b)
-{
-    return compare("tex_eq", TEXI_EXPR_EQ, a, b);
-}
-tex_expr *tex_ne(tex_expr *a, tex_expr *b)
-{
-    return compare("tex_ne", TEXI_EXPR_NE, a, b);
-}
-tex_expr *tex_lt(tex_expr *a, tex_expr *b)
-{
-    return compare("tex_lt", TEXI_EXPR_LT, a, b);
-}
-tex_expr *tex_le(tex_expr *a, tex_expr *b)
-{
-    return compare("tex_le", TEXI_EXPR_LE, a, b);
-}
-tex_expr *tex_gt(tex_expr *a, tex_expr *b)
-{
-    return compare("tex_gt", TEXI_EXPR_GT, a, b);
-}
-tex_expr *tex_ge(tex_expr *a, tex_expr *b)
-{
-    return compare("tex_ge", TEXI_EXPR_GE, a, b);
-}
+TEXI_BINARY_BUILDER(eq, compare, EQ)
+TEXI_BINARY_BUILDER(ne, compare, NE)
+TEXI_BINARY_BUILDER(lt, compare, LT)
+TEXI_BINARY_BUILDER(le, compare, LE)
+TEXI_BINARY_BUILDER(gt, compare, GT)
+TEXI_BINARY_BUILDER(ge, compare, GE)
+#undef TEXI_BINARY_BUILDER
 
 /* Logical operator: every operand must already be bool. */
 static tex_expr *logical(const char *call, enum texi_expr_kind kind, int n, tex_expr *const ops[])

@@ -104,6 +104,20 @@ void *texi_alloc(tex_ctx *ctx, size_t size, const char *what)
     return p;
 }
 
+void *texi_grow(tex_ctx *ctx, void *items, int n, int *cap, size_t elem, const char *what)
+{
+    if (n < *cap)
+        return items;
+    int grown = *cap ? 2 * *cap : 16;
+    void *p = texi_alloc(ctx, elem * (size_t)grown, what);
+    if (!p)
+        return NULL;
+    if (n)
+        memcpy(p, items, elem * (size_t)n);
+    *cap = grown;
+    return p;
+}
+
 char *texi_strdup(tex_ctx *ctx, const char *s)
 {
     char *p = texi_arena_strdup(&ctx->arena, s);

@@ -104,6 +104,34 @@ int64_t texi_float_to_int(tex_dtype t, double v)
     return (int64_t)v;
 }
 
+int64_t texi_wrap_int(tex_dtype t, uint64_t v)
+{
+    switch (t) {
+    case TEX_BOOL:
+        return v != 0;
+    case TEX_I8:
+        return (int8_t)(uint8_t)v;
+    case TEX_I16:
+        return (int16_t)(uint16_t)v;
+    case TEX_I32:
+        return (int32_t)(uint32_t)v;
+    case TEX_U8:
+        return (uint8_t)v;
+    case TEX_U16:
+        return (uint16_t)v;
+    case TEX_U32:
+        return (uint32_t)v;
+    case TEX_I64:
+    case TEX_U64:
+    case TEX_F16:
+    case TEX_BF16:
+    case TEX_F32:
+    case TEX_F64:
+        break;
+    }
+    return (int64_t)v;
+}
+
 double texi_round_to_dtype(tex_dtype t, double v)
 {
     switch (t) {

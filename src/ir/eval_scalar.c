@@ -38,35 +38,6 @@
 
 /* ------------------------------------------------------------- conversions */
 
-/* v wrapped to the width and signedness of integer type t (bool: 0 or 1). */
-static int64_t wrap(tex_dtype t, uint64_t v)
-{
-    switch (t) {
-    case TEX_BOOL:
-        return v != 0;
-    case TEX_I8:
-        return (int8_t)(uint8_t)v;
-    case TEX_I16:
-        return (int16_t)(uint16_t)v;
-    case TEX_I32:
-        return (int32_t)(uint32_t)v;
-    case TEX_U8:
-        return (uint8_t)v;
-    case TEX_U16:
-        return (uint16_t)v;
-    case TEX_U32:
-        return (uint32_t)v;
-    case TEX_I64:
-    case TEX_U64:
-    case TEX_F16:
-    case TEX_BF16:
-    case TEX_F32:
-    case TEX_F64:
-        break;
-    }
-    return (int64_t)v;
-}
-
 static double int_to_double(tex_dtype t, int64_t v)
 {
     return t == TEX_U64 ? (double)(uint64_t)v : (double)v;
@@ -101,7 +72,7 @@ texi_eval_value texi_eval_convert(tex_dtype from, tex_dtype to, texi_eval_value 
     else if (to == TEX_BOOL)
         r.i = ff ? v.f != 0.0 : v.i != 0;
     else
-        r.i = wrap(to, (uint64_t)(ff ? texi_float_to_int(to, v.f) : v.i));
+        r.i = texi_wrap_int(to, (uint64_t)(ff ? texi_float_to_int(to, v.f) : v.i));
     return r;
 }
 
@@ -229,13 +200,13 @@ static __attribute__((noinline)) bool int_binary(enum texi_expr_kind k, tex_dtyp
     uint64_t x = (uint64_t)a.i, y = (uint64_t)b.i;
     switch (k) {
     case TEXI_EXPR_ADD:
-        r->i = wrap(t, x + y);
+        r->i = texi_wrap_int(t, x + y);
         break;
     case TEXI_EXPR_SUB:
-        r->i = wrap(t, x - y);
+        r->i = texi_wrap_int(t, x - y);
         break;
     case TEXI_EXPR_MUL:
-        r->i = wrap(t, x * y);
+        r->i = texi_wrap_int(t, x * y);
         break;
     case TEXI_EXPR_MIN:
         *r = int_lt(t, b.i, a.i) ? b : a;
@@ -248,7 +219,7 @@ static __attribute__((noinline)) bool int_binary(enum texi_expr_kind k, tex_dtyp
     case TEXI_EXPR_FLOORMOD:
         if (b.i == 0)
             return false;
-        r->i = wrap(t, (uint64_t)int_floordiv(t, a.i, b.i, k == TEXI_EXPR_FLOORMOD));
+        r->i = texi_wrap_int(t, (uint64_t)int_floordiv(t, a.i, b.i, k == TEXI_EXPR_FLOORMOD));
         break;
     default:
         r->i = 0;
@@ -384,7 +355,7 @@ texi_eval_value texi_eval_math(enum texi_math op, tex_dtype t, int n, const tex_
         switch (op) {
         case TEXI_MATH_ABS:
             if (texi_dtype_is_signed(t) && v.i < 0)
-                v.i = wrap(t, 0 - (uint64_t)v.i);
+                v.i = texi_wrap_int(t, 0 - (uint64_t)v.i);
             return v;
         case TEXI_MATH_FLOOR:
         case TEXI_MATH_CEIL:
@@ -417,7 +388,7 @@ texi_eval_value texi_eval_identity(enum texi_reduce_op op, tex_dtype t)
         if (fl)
             r.f = -INFINITY;
         else if (sg)
-            r.i = wrap(t, (uint64_t)1 << (bits - 1));
+            r.i = texi_wrap_int(t, (uint64_t)1 << (bits - 1));
         break;
     case TEXI_REDUCE_MIN: /* the largest value of t */
         if (fl)
@@ -425,7 +396,7 @@ texi_eval_value texi_eval_identity(enum texi_reduce_op op, tex_dtype t)
         else if (t == TEX_BOOL)
             r.i = 1;
         else
-            r.i = wrap(t, sg ? ((uint64_t)1 << (bits - 1)) - 1 : ~(uint64_t)0);
+            r.i = texi_wrap_int(t, sg ? ((uint64_t)1 << (bits - 1)) - 1 : ~(uint64_t)0);
         break;
     case TEXI_REDUCE_COUNT:
         break;

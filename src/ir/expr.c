@@ -51,40 +51,11 @@ static tex_expr *node_new(tex_ctx *ctx, enum texi_expr_kind kind, tex_dtype t)
     return e;
 }
 
-/* v wrapped to the width and signedness of integer type t (bool: 0 or 1). */
-static int64_t wrap_int(tex_dtype t, int64_t v)
-{
-    switch (t) {
-    case TEX_BOOL:
-        return v != 0;
-    case TEX_I8:
-        return (int8_t)(uint8_t)(uint64_t)v;
-    case TEX_I16:
-        return (int16_t)(uint16_t)(uint64_t)v;
-    case TEX_I32:
-        return (int32_t)(uint32_t)(uint64_t)v;
-    case TEX_U8:
-        return (uint8_t)(uint64_t)v;
-    case TEX_U16:
-        return (uint16_t)(uint64_t)v;
-    case TEX_U32:
-        return (uint32_t)(uint64_t)v;
-    case TEX_I64:
-    case TEX_U64:
-    case TEX_F16:
-    case TEX_BF16:
-    case TEX_F32:
-    case TEX_F64:
-        return v;
-    }
-    return v;
-}
-
 tex_expr *texi_int_imm(tex_ctx *ctx, tex_dtype t, int64_t v)
 {
     tex_expr *e = node_new(ctx, TEXI_EXPR_INT, t);
     if (e)
-        e->u.i = wrap_int(t, v);
+        e->u.i = texi_wrap_int(t, (uint64_t)v);
     return e;
 }
 

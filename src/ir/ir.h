@@ -52,6 +52,12 @@ int texi_error(tex_ctx *ctx, int code, const char *fmt, ...) __attribute__((form
 void *texi_alloc(tex_ctx *ctx, size_t size, const char *what);
 char *texi_strdup(tex_ctx *ctx, const char *s);
 
+/* Room for one more item in the arena array items of n items of elem bytes
+ * and capacity *cap: items itself while there is room, else a copy with
+ * twice the capacity (16 at first; *cap updated, the old block stays in the
+ * arena). NULL on ENOMEM (recorded, naming `what`), *cap unchanged. */
+void *texi_grow(tex_ctx *ctx, void *items, int n, int *cap, size_t elem, const char *what);
+
 /* Records "CALL: operand NAME is NULL (an earlier call failed: ...)" in ctx. */
 void texi_error_null_operand(tex_ctx *ctx, const char *call, const char *operand);
 
@@ -69,6 +75,10 @@ tex_dtype texi_dtype_promote(tex_dtype a, tex_dtype b);
 /* v converted to t as a constant would be: float to integer truncates toward
  * zero, saturating out-of-range values (NaN gives 0); then wraps to t's width. */
 int64_t texi_float_to_int(tex_dtype t, double v);
+
+/* v wrapped to the width and signedness of integer type t (bool: 0 or 1);
+ * v itself for 64-bit and float types. */
+int64_t texi_wrap_int(tex_dtype t, uint64_t v);
 
 /* v rounded to the precision of float type t (f16/bf16 round to nearest even);
  * v itself for f64 and non-float types. */
@@ -464,11 +474,31 @@ typedef tex_stmt *(*texi_stmt_rewrite_fn)(tex_stmt *s, void *ud);
 tex_stmt *texi_stmt_mutate(tex_ctx *ctx, tex_stmt *s, texi_stmt_rewrite_fn stmt_pre,
                            texi_expr_rewrite_fn expr_pre, void *ud);
 
+/* Loop rewriting, innermost loops first: each FOR of s is replaced by
+ * fn(ctx, loop, body, ud), where body is the loop's body with its own loops
+ * already rewritten (loop->u.loop.body itself when none changed). fn
+ * returns NULL on failure (recorded in ctx); so does texi_stmt_map_loops,
+ * which otherwise rebuilds only the changed spine. */
+typedef tex_stmt *(*texi_loop_rewrite_fn)(tex_ctx *ctx, tex_stmt *loop, tex_stmt *body, void *ud);
+tex_stmt *texi_stmt_map_loops(tex_ctx *ctx, tex_stmt *s, texi_loop_rewrite_fn fn, void *ud);
+
 /* Read-only walk: fn(e, ud) on every node, parents first; returning false stops
  * descent into that node's children. (Non-const like every IR pointer, so a
  * walk can collect nodes to rebuild with.) */
 typedef bool (*texi_expr_visit_fn)(tex_expr *e, void *ud);
 void texi_expr_visit(tex_expr *e, texi_expr_visit_fn fn, void *ud);
+
+/* The body of a FOR, REALIZE, ALLOCATE, LET or ATTR; NULL for other kinds. */
+tex_stmt *texi_stmt_body(const tex_stmt *s);
+
+/* s (one of the kinds with a body) with its body replaced: s itself when body
+ * is its body, NULL when body is NULL (an earlier failure) or on ENOMEM. */
+tex_stmt *texi_stmt_with_body(tex_ctx *ctx, tex_stmt *s, tex_stmt *body);
+
+/* Read-only walk of the expressions of s itself, not of the statements nested
+ * in it: texi_expr_visit(e, fn, ud) on each loop bound, index, value,
+ * condition, REALIZE bound and intrinsic tile origin, stride and offset. */
+void texi_stmt_visit_exprs(const tex_stmt *s, texi_expr_visit_fn fn, void *ud);
 
 /* Read-only statement walk: fn(s, ud) on s and the statements nested in it
  * (loop and LET bodies, branches, sequence items, ALLOCATE / REALIZE / ATTR
@@ -499,7 +529,7 @@ bool texi_stmt_is_thread_loop(const tex_stmt *s, bool vthread);
 int texi_stmt_intrins(const tex_stmt *s, const tex_intrin **list, int cap);
 
 /* Whether some expression of s (bounds, values, indices, conditions) reads
- * variable var. Allocates nothing and changes nothing. */
+ * variable var. Allocates nothing and changes nothing (ctx is not used). */
 bool texi_stmt_uses_var(tex_ctx *ctx, const tex_stmt *s, const tex_expr *var);
 
 /* Whether expression e reads variable var. */

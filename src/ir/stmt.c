@@ -28,21 +28,27 @@ const char *const texi_stmt_kind_names[TEXI_STMT_KIND_COUNT] = {
 _Static_assert(sizeof texi_stmt_kind_names / sizeof *texi_stmt_kind_names == TEXI_STMT_KIND_COUNT,
                "statement kind table");
 
-static tex_stmt *stmt_new(tex_ctx *ctx, enum texi_stmt_kind kind)
+/* An arena copy of node; NULL on ENOMEM (recorded). */
+static tex_stmt *stmt_new(tex_ctx *ctx, tex_stmt node)
 {
     tex_stmt *s = texi_alloc(ctx, sizeof *s, "a statement");
     if (s)
-        s->kind = kind;
+        *s = node;
     return s;
 }
 
+/* A required operand of a constructor and its name in messages. */
+typedef struct {
+    const void *value;
+    const char *name;
+} operand;
+
 /* False (recording the failure) when any of the n required operands is NULL. */
-static bool operands_ok(tex_ctx *ctx, const char *call, int n, const void *const ops[],
-                        const char *const names[])
+static bool operands_ok(tex_ctx *ctx, const char *call, int n, const operand ops[])
 {
     for (int i = 0; i < n; i++) {
-        if (!ops[i]) {
-            texi_error_null_operand(ctx, call, names[i]);
+        if (!ops[i].value) {
+            texi_error_null_operand(ctx, call, ops[i].name);
             return false;
         }
     }
@@ -68,118 +74,63 @@ static tex_expr **copy_exprs(tex_ctx *ctx, const char *call, int n, tex_expr *co
 tex_stmt *texi_for_new(tex_ctx *ctx, tex_expr *var, tex_expr *min, tex_expr *extent,
                        enum texi_for_kind kind, int thread_tag, tex_stmt *body)
 {
-    const void *const ops[] = {var, min, extent, body};
-    const char *const names[] = {"var", "min", "extent", "body"};
-    if (!operands_ok(ctx, "texi_for_new", 4, ops, names))
+    if (!operands_ok(ctx, "texi_for_new", 4,
+                     (operand[]){{var, "var"}, {min, "min"}, {extent, "extent"}, {body, "body"}}))
         return NULL;
-    tex_stmt *s = stmt_new(ctx, TEXI_STMT_FOR);
-    if (s) {
-        s->u.loop.var = var;
-        s->u.loop.min = min;
-        s->u.loop.extent = extent;
-        s->u.loop.for_kind = kind;
-        s->u.loop.thread_tag = kind == TEXI_FOR_THREAD ? thread_tag : -1;
-        s->u.loop.body = body;
-    }
-    return s;
+    int tag = kind == TEXI_FOR_THREAD ? thread_tag : -1;
+    return stmt_new(ctx, (tex_stmt){TEXI_STMT_FOR, .u.loop = {var, min, extent, kind, tag, body}});
 }
 
 tex_stmt *texi_provide_new(tex_ctx *ctx, tex_tensor *t, int n, tex_expr *const idx[],
                            tex_expr *value)
 {
-    const void *const ops[] = {t, value};
-    const char *const names[] = {"tensor", "value"};
-    if (!operands_ok(ctx, "texi_provide_new", 2, ops, names))
+    if (!operands_ok(ctx, "texi_provide_new", 2, (operand[]){{t, "tensor"}, {value, "value"}}))
         return NULL;
     tex_expr **copy = copy_exprs(ctx, "texi_provide_new", n, idx);
-    tex_stmt *s = copy ? stmt_new(ctx, TEXI_STMT_PROVIDE) : NULL;
-    if (s) {
-        s->u.provide.tensor = t;
-        s->u.provide.n_idx = n;
-        s->u.provide.idx = copy;
-        s->u.provide.value = value;
-    }
-    return s;
+    return copy ? stmt_new(ctx, (tex_stmt){TEXI_STMT_PROVIDE, .u.provide = {t, n, copy, value}})
+                : NULL;
 }
 
 tex_stmt *texi_realize_new(tex_ctx *ctx, tex_tensor *t, int ndim, tex_expr *const mins[],
                            tex_expr *const extents[], enum texi_scope scope, tex_stmt *body)
 {
-    const void *const ops[] = {t, body};
-    const char *const names[] = {"tensor", "body"};
-    if (!operands_ok(ctx, "texi_realize_new", 2, ops, names))
+    if (!operands_ok(ctx, "texi_realize_new", 2, (operand[]){{t, "tensor"}, {body, "body"}}))
         return NULL;
     tex_expr **m = copy_exprs(ctx, "texi_realize_new", ndim, mins);
     tex_expr **e = m ? copy_exprs(ctx, "texi_realize_new", ndim, extents) : NULL;
-    tex_stmt *s = e ? stmt_new(ctx, TEXI_STMT_REALIZE) : NULL;
-    if (s) {
-        s->u.realize.tensor = t;
-        s->u.realize.ndim = ndim;
-        s->u.realize.mins = m;
-        s->u.realize.extents = e;
-        s->u.realize.scope = scope;
-        s->u.realize.body = body;
-    }
-    return s;
+    return e ? stmt_new(ctx,
+                        (tex_stmt){TEXI_STMT_REALIZE, .u.realize = {t, ndim, m, e, scope, body}})
+             : NULL;
 }
 
 tex_stmt *texi_store_new(tex_ctx *ctx, texi_buffer *buf, tex_expr *index, tex_expr *value)
 {
-    const void *const ops[] = {buf, index, value};
-    const char *const names[] = {"buffer", "index", "value"};
-    if (!operands_ok(ctx, "texi_store_new", 3, ops, names))
+    if (!operands_ok(ctx, "texi_store_new", 3,
+                     (operand[]){{buf, "buffer"}, {index, "index"}, {value, "value"}}))
         return NULL;
-    tex_stmt *s = stmt_new(ctx, TEXI_STMT_STORE);
-    if (s) {
-        s->u.store.buf = buf;
-        s->u.store.index = index;
-        s->u.store.value = value;
-    }
-    return s;
+    return stmt_new(ctx, (tex_stmt){TEXI_STMT_STORE, .u.store = {buf, index, value}});
 }
 
 tex_stmt *texi_allocate_new(tex_ctx *ctx, texi_buffer *buf, tex_stmt *body)
 {
-    const void *const ops[] = {buf, body};
-    const char *const names[] = {"buffer", "body"};
-    if (!operands_ok(ctx, "texi_allocate_new", 2, ops, names))
+    if (!operands_ok(ctx, "texi_allocate_new", 2, (operand[]){{buf, "buffer"}, {body, "body"}}))
         return NULL;
-    tex_stmt *s = stmt_new(ctx, TEXI_STMT_ALLOCATE);
-    if (s) {
-        s->u.alloc.buf = buf;
-        s->u.alloc.body = body;
-    }
-    return s;
+    return stmt_new(ctx, (tex_stmt){TEXI_STMT_ALLOCATE, .u.alloc = {buf, body}});
 }
 
 tex_stmt *texi_if_new(tex_ctx *ctx, tex_expr *cond, tex_stmt *then_s, tex_stmt *else_s)
 {
-    const void *const ops[] = {cond, then_s};
-    const char *const names[] = {"cond", "then"};
-    if (!operands_ok(ctx, "texi_if_new", 2, ops, names))
+    if (!operands_ok(ctx, "texi_if_new", 2, (operand[]){{cond, "cond"}, {then_s, "then"}}))
         return NULL;
-    tex_stmt *s = stmt_new(ctx, TEXI_STMT_IF);
-    if (s) {
-        s->u.ifs.cond = cond;
-        s->u.ifs.then_s = then_s;
-        s->u.ifs.else_s = else_s;
-    }
-    return s;
+    return stmt_new(ctx, (tex_stmt){TEXI_STMT_IF, .u.ifs = {cond, then_s, else_s}});
 }
 
 tex_stmt *texi_let_new(tex_ctx *ctx, tex_expr *var, tex_expr *value, tex_stmt *body)
 {
-    const void *const ops[] = {var, value, body};
-    const char *const names[] = {"var", "value", "body"};
-    if (!operands_ok(ctx, "texi_let_new", 3, ops, names))
+    if (!operands_ok(ctx, "texi_let_new", 3,
+                     (operand[]){{var, "var"}, {value, "value"}, {body, "body"}}))
         return NULL;
-    tex_stmt *s = stmt_new(ctx, TEXI_STMT_LET);
-    if (s) {
-        s->u.let.var = var;
-        s->u.let.value = value;
-        s->u.let.body = body;
-    }
-    return s;
+    return stmt_new(ctx, (tex_stmt){TEXI_STMT_LET, .u.let = {var, value, body}});
 }
 
 /* The number of statements items[0..n) hold once nested SEQs are flattened;
@@ -217,32 +168,19 @@ tex_stmt *texi_seq_new(tex_ctx *ctx, int n, tex_stmt *const items[])
     }
     if (total == 1)
         return flat[0];
-    tex_stmt *s = stmt_new(ctx, TEXI_STMT_SEQ);
-    if (s) {
-        s->u.seq.n = total;
-        s->u.seq.items = flat;
-    }
-    return s;
+    return stmt_new(ctx, (tex_stmt){TEXI_STMT_SEQ, .u.seq = {total, flat}});
 }
 
 tex_stmt *texi_evaluate_new(tex_ctx *ctx, tex_expr *value)
 {
-    const void *const ops[] = {value};
-    const char *const names[] = {"value"};
-    if (!operands_ok(ctx, "texi_evaluate_new", 1, ops, names))
+    if (!operands_ok(ctx, "texi_evaluate_new", 1, (operand[]){{value, "value"}}))
         return NULL;
-    tex_stmt *s = stmt_new(ctx, TEXI_STMT_EVALUATE);
-    if (s)
-        s->u.eval.value = value;
-    return s;
+    return stmt_new(ctx, (tex_stmt){TEXI_STMT_EVALUATE, .u.eval = {value}});
 }
 
 tex_stmt *texi_barrier_new(tex_ctx *ctx, enum texi_scope scope)
 {
-    tex_stmt *s = stmt_new(ctx, TEXI_STMT_BARRIER);
-    if (s)
-        s->u.barrier.scope = scope;
-    return s;
+    return stmt_new(ctx, (tex_stmt){TEXI_STMT_BARRIER, .u.barrier = {scope}});
 }
 
 static const char *const attr_names[TEXI_ATTR_OTHER] = {
@@ -259,22 +197,16 @@ static const char *const vector_reasons[TEXI_VECTOR_REASON_COUNT] = {
 
 tex_stmt *texi_attr_new(tex_ctx *ctx, const char *key, tex_expr *value, tex_stmt *body)
 {
-    const void *const ops[] = {key, body};
-    const char *const names[] = {"key", "body"};
-    if (!operands_ok(ctx, "texi_attr_new", 2, ops, names))
+    if (!operands_ok(ctx, "texi_attr_new", 2, (operand[]){{key, "key"}, {body, "body"}}))
         return NULL;
     const char *k = texi_strdup(ctx, key);
-    tex_stmt *s = k ? stmt_new(ctx, TEXI_STMT_ATTR) : NULL;
-    if (s) {
-        s->u.attr.key = k;
-        s->u.attr.id = TEXI_ATTR_OTHER;
-        for (int i = 0; i < TEXI_ATTR_OTHER; i++)
-            if (strcmp(k, attr_names[i]) == 0)
-                s->u.attr.id = (enum texi_attr_key)i;
-        s->u.attr.value = value;
-        s->u.attr.body = body;
-    }
-    return s;
+    if (!k)
+        return NULL;
+    enum texi_attr_key id = TEXI_ATTR_OTHER;
+    for (int i = 0; i < TEXI_ATTR_OTHER; i++)
+        if (strcmp(k, attr_names[i]) == 0)
+            id = (enum texi_attr_key)i;
+    return stmt_new(ctx, (tex_stmt){TEXI_STMT_ATTR, .u.attr = {k, id, value, body}});
 }
 
 tex_stmt *texi_attr_named(tex_ctx *ctx, enum texi_attr_key key, tex_expr *value, tex_stmt *body)
@@ -319,9 +251,7 @@ static void *copy_array(tex_ctx *ctx, const void *src, int n, size_t size, bool 
 tex_stmt *texi_intrin_new(tex_ctx *ctx, tex_intrin *intrin, enum texi_intrin_fn fn, int n_args,
                           const texi_intrin_arg args[])
 {
-    const void *const ops[] = {intrin, args};
-    const char *const names[] = {"intrin", "args"};
-    if (!operands_ok(ctx, "texi_intrin_new", 2, ops, names))
+    if (!operands_ok(ctx, "texi_intrin_new", 2, (operand[]){{intrin, "intrin"}, {args, "args"}}))
         return NULL;
     bool ok = true;
     texi_intrin_arg *copy = copy_array(ctx, args, n_args, sizeof *args, &ok);
@@ -331,12 +261,6 @@ tex_stmt *texi_intrin_new(tex_ctx *ctx, tex_intrin *intrin, enum texi_intrin_fn 
         a->dim_map = copy_array(ctx, args[i].dim_map, a->ndim, sizeof *a->dim_map, &ok);
         a->strides = copy_array(ctx, args[i].strides, a->ndim, sizeof *a->strides, &ok);
     }
-    tex_stmt *s = ok ? stmt_new(ctx, TEXI_STMT_INTRIN) : NULL;
-    if (s) {
-        s->u.intrin.intrin = intrin;
-        s->u.intrin.fn = fn;
-        s->u.intrin.n_args = n_args;
-        s->u.intrin.args = copy;
-    }
-    return s;
+    return ok ? stmt_new(ctx, (tex_stmt){TEXI_STMT_INTRIN, .u.intrin = {intrin, fn, n_args, copy}})
+              : NULL;
 }

@@ -260,18 +260,12 @@ static void post_order_visit(post_order_walk *w, tex_tensor *t)
         return;
     for (int i = 0; i < t->op->n_inputs; i++)
         post_order_visit(w, t->op->inputs[i]);
-    if (w->n == w->cap) {
-        int cap = w->cap ? 2 * w->cap : 16;
-        tex_tensor **grown = texi_alloc(w->ctx, sizeof *grown * (size_t)cap, "a tensor list");
-        if (!grown) {
-            w->oom = true;
-            return;
-        }
-        if (w->n)
-            memcpy(grown, w->order, sizeof *grown * (size_t)w->n);
-        w->order = grown;
-        w->cap = cap;
+    tex_tensor **grown = texi_grow(w->ctx, w->order, w->n, &w->cap, sizeof *grown, "a tensor list");
+    if (!grown) {
+        w->oom = true;
+        return;
     }
+    w->order = grown;
     w->order[w->n++] = t;
 }
 

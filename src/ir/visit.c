@@ -11,6 +11,7 @@
  */
 #include "ir/ir.h"
 
+#include <assert.h>
 #include <stdint.h>
 
 #include <string.h>
@@ -193,6 +194,17 @@ static tex_expr *walk_expr(stmt_walk *w, tex_expr *e)
     return r;
 }
 
+/* Rewrites the n expressions of src into dst; true when one changed. */
+static bool walk_exprs(stmt_walk *w, tex_expr **dst, tex_expr *const *src, int n)
+{
+    bool changed = false;
+    for (int i = 0; i < n; i++) {
+        dst[i] = walk_expr(w, src[i]);
+        changed |= dst[i] != src[i];
+    }
+    return changed;
+}
+
 static tex_stmt *walk_stmt(stmt_walk *w, tex_stmt *s);
 
 /* Rewrites the expressions of one intrinsic argument into *out; true when one changed. */
@@ -210,10 +222,7 @@ static bool walk_intrin_arg(stmt_walk *w, const texi_intrin_arg *a, texi_intrin_
             w->failed = true;
             return false;
         }
-        for (int i = 0; i < lens[l]; i++) {
-            copies[l][i] = walk_expr(w, lists[l][i]);
-            changed |= copies[l][i] != lists[l][i];
-        }
+        changed |= walk_exprs(w, copies[l], lists[l], lens[l]);
     }
     out->mins = a->mins ? copies[0] : NULL;
     out->strides = a->strides ? copies[1] : NULL;
@@ -255,11 +264,7 @@ static tex_stmt *walk_children(stmt_walk *w, tex_stmt *s)
         tex_expr **idx = list_space(ctx, small, n, sizeof *idx);
         if (!idx)
             return NULL;
-        bool changed = false;
-        for (int i = 0; i < n; i++) {
-            idx[i] = walk_expr(w, s->u.provide.idx[i]);
-            changed |= idx[i] != s->u.provide.idx[i];
-        }
+        bool changed = walk_exprs(w, idx, s->u.provide.idx, n);
         tex_expr *value = walk_expr(w, s->u.provide.value);
         if (w->failed)
             return NULL;
@@ -384,6 +389,33 @@ tex_stmt *texi_stmt_mutate(tex_ctx *ctx, tex_stmt *s, texi_stmt_rewrite_fn stmt_
 }
 
 typedef struct {
+    tex_ctx *ctx;
+    texi_loop_rewrite_fn fn;
+    void *ud;
+    bool failed;
+} loop_map;
+
+/* Statement callback of texi_stmt_map_loops: a loop's body first, then the loop. */
+static tex_stmt *map_loop(tex_stmt *s, void *ud)
+{
+    loop_map *m = ud;
+    if (s->kind != TEXI_STMT_FOR || m->failed)
+        return NULL;
+    tex_stmt *body = texi_stmt_mutate(m->ctx, s->u.loop.body, map_loop, NULL, m);
+    tex_stmt *r = body && !m->failed ? m->fn(m->ctx, s, body, m->ud) : NULL;
+    if (!r)
+        m->failed = true;
+    return r ? r : s;
+}
+
+tex_stmt *texi_stmt_map_loops(tex_ctx *ctx, tex_stmt *s, texi_loop_rewrite_fn fn, void *ud)
+{
+    loop_map m = {ctx, fn, ud, false};
+    tex_stmt *r = texi_stmt_mutate(ctx, s, map_loop, NULL, &m);
+    return m.failed ? NULL : r;
+}
+
+typedef struct {
     const tex_expr *var;
     bool found;
 } var_probe;
@@ -395,11 +427,12 @@ static bool probe_var(tex_expr *e, void *ud)
     return !p->found;
 }
 
-/* Visits e and keeps it: the statement walk rebuilds nothing. */
-static tex_expr *scan_var(tex_expr *e, void *ud)
+/* Statement visitor of texi_stmt_uses_var. */
+static bool scan_var(const tex_stmt *s, void *ud)
 {
-    texi_expr_visit(e, probe_var, ud);
-    return e;
+    var_probe *p = ud;
+    texi_stmt_visit_exprs(s, probe_var, p);
+    return !p->found;
 }
 
 bool texi_expr_uses_var(const tex_expr *e, const tex_expr *var)
@@ -411,97 +444,153 @@ bool texi_expr_uses_var(const tex_expr *e, const tex_expr *var)
 
 bool texi_stmt_uses_var(tex_ctx *ctx, const tex_stmt *s, const tex_expr *var)
 {
+    (void)ctx;
     var_probe p = {var, false};
-    /* the walk rebuilds nothing (scan_var keeps every expression), so s is
-     * only read; the cast through uintptr_t fits the walker's signature */
-    texi_stmt_mutate(ctx, (tex_stmt *)(uintptr_t)s, NULL, scan_var, &p);
+    texi_stmt_visit(s, scan_var, &p);
     return p.found;
 }
 
-/* texi_stmt_intrins over s, adding to list[*n]; false when cap is exceeded. */
-static bool collect_intrins(const tex_stmt *s, const tex_intrin **list, int *n, int cap)
+tex_stmt *texi_stmt_body(const tex_stmt *s)
 {
-    if (!s)
-        return true;
     switch (s->kind) {
-    case TEXI_STMT_INTRIN:
-        for (int i = 0; i < *n; i++)
-            if (list[i] == s->u.intrin.intrin)
-                return true;
-        if (*n == cap)
-            return false;
-        list[(*n)++] = s->u.intrin.intrin;
-        return true;
     case TEXI_STMT_FOR:
-        return collect_intrins(s->u.loop.body, list, n, cap);
-    case TEXI_STMT_ALLOCATE:
-        return collect_intrins(s->u.alloc.body, list, n, cap);
+        return s->u.loop.body;
     case TEXI_STMT_REALIZE:
-        return collect_intrins(s->u.realize.body, list, n, cap);
+        return s->u.realize.body;
+    case TEXI_STMT_ALLOCATE:
+        return s->u.alloc.body;
     case TEXI_STMT_LET:
-        return collect_intrins(s->u.let.body, list, n, cap);
+        return s->u.let.body;
     case TEXI_STMT_ATTR:
-        return collect_intrins(s->u.attr.body, list, n, cap);
-    case TEXI_STMT_IF:
-        return collect_intrins(s->u.ifs.then_s, list, n, cap) &&
-               collect_intrins(s->u.ifs.else_s, list, n, cap);
-    case TEXI_STMT_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            if (!collect_intrins(s->u.seq.items[i], list, n, cap))
-                return false;
-        return true;
+        return s->u.attr.body;
     case TEXI_STMT_PROVIDE:
     case TEXI_STMT_STORE:
+    case TEXI_STMT_IF:
+    case TEXI_STMT_SEQ:
     case TEXI_STMT_EVALUATE:
     case TEXI_STMT_BARRIER:
+    case TEXI_STMT_INTRIN:
     case TEXI_STMT_KIND_COUNT:
         break;
     }
-    return true;
+    return NULL;
 }
 
-int texi_stmt_intrins(const tex_stmt *s, const tex_intrin **list, int cap)
+tex_stmt *texi_stmt_with_body(tex_ctx *ctx, tex_stmt *s, tex_stmt *body)
 {
-    int n = 0;
-    return collect_intrins(s, list, &n, cap) ? n : -1;
+    assert(texi_stmt_body(s) && "texi_stmt_with_body: a statement without a body");
+    if (!body || body == texi_stmt_body(s))
+        return body ? s : NULL;
+    if (s->kind == TEXI_STMT_FOR)
+        return texi_for_new(ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent, s->u.loop.for_kind,
+                            s->u.loop.thread_tag, body);
+    if (s->kind == TEXI_STMT_REALIZE)
+        return texi_realize_new(ctx, s->u.realize.tensor, s->u.realize.ndim, s->u.realize.mins,
+                                s->u.realize.extents, s->u.realize.scope, body);
+    if (s->kind == TEXI_STMT_ALLOCATE)
+        return texi_allocate_new(ctx, s->u.alloc.buf, body);
+    if (s->kind == TEXI_STMT_LET)
+        return texi_let_new(ctx, s->u.let.var, s->u.let.value, body);
+    return texi_attr_new(ctx, s->u.attr.key, s->u.attr.value, body); /* the last kind with a body */
 }
 
 void texi_stmt_visit(const tex_stmt *s, texi_stmt_visit_fn fn, void *ud)
 {
     if (!s || !fn(s, ud))
         return;
-    switch (s->kind) {
-    case TEXI_STMT_FOR:
-        texi_stmt_visit(s->u.loop.body, fn, ud);
-        return;
-    case TEXI_STMT_ALLOCATE:
-        texi_stmt_visit(s->u.alloc.body, fn, ud);
-        return;
-    case TEXI_STMT_REALIZE:
-        texi_stmt_visit(s->u.realize.body, fn, ud);
-        return;
-    case TEXI_STMT_LET:
-        texi_stmt_visit(s->u.let.body, fn, ud);
-        return;
-    case TEXI_STMT_ATTR:
-        texi_stmt_visit(s->u.attr.body, fn, ud);
-        return;
-    case TEXI_STMT_IF:
+    if (s->kind == TEXI_STMT_IF) {
         texi_stmt_visit(s->u.ifs.then_s, fn, ud);
         texi_stmt_visit(s->u.ifs.else_s, fn, ud);
-        return;
-    case TEXI_STMT_SEQ:
+    } else if (s->kind == TEXI_STMT_SEQ) {
         for (int i = 0; i < s->u.seq.n; i++)
             texi_stmt_visit(s->u.seq.items[i], fn, ud);
+    } else {
+        texi_stmt_visit(texi_stmt_body(s), fn, ud);
+    }
+}
+
+static void visit_list(tex_expr *const *es, int n, texi_expr_visit_fn fn, void *ud)
+{
+    for (int i = 0; es && i < n; i++)
+        texi_expr_visit(es[i], fn, ud);
+}
+
+void texi_stmt_visit_exprs(const tex_stmt *s, texi_expr_visit_fn fn, void *ud)
+{
+    switch (s->kind) {
+    case TEXI_STMT_FOR:
+        texi_expr_visit(s->u.loop.min, fn, ud);
+        texi_expr_visit(s->u.loop.extent, fn, ud);
         return;
     case TEXI_STMT_PROVIDE:
+        visit_list(s->u.provide.idx, s->u.provide.n_idx, fn, ud);
+        texi_expr_visit(s->u.provide.value, fn, ud);
+        return;
+    case TEXI_STMT_REALIZE:
+        for (int i = 0; i < s->u.realize.ndim; i++) {
+            texi_expr_visit(s->u.realize.mins[i], fn, ud);
+            texi_expr_visit(s->u.realize.extents[i], fn, ud);
+        }
+        return;
     case TEXI_STMT_STORE:
+        texi_expr_visit(s->u.store.index, fn, ud);
+        texi_expr_visit(s->u.store.value, fn, ud);
+        return;
+    case TEXI_STMT_IF:
+        texi_expr_visit(s->u.ifs.cond, fn, ud);
+        return;
+    case TEXI_STMT_LET:
+        texi_expr_visit(s->u.let.value, fn, ud);
+        return;
     case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_BARRIER:
+        texi_expr_visit(s->u.eval.value, fn, ud);
+        return;
+    case TEXI_STMT_ATTR:
+        texi_expr_visit(s->u.attr.value, fn, ud);
+        return;
     case TEXI_STMT_INTRIN:
+        for (int i = 0; i < s->u.intrin.n_args; i++) {
+            const texi_intrin_arg *a = &s->u.intrin.args[i];
+            visit_list(a->mins, a->tensor_ndim, fn, ud);
+            visit_list(a->strides, a->ndim, fn, ud);
+            texi_expr_visit(a->offset, fn, ud);
+        }
+        return;
+    case TEXI_STMT_ALLOCATE:
+    case TEXI_STMT_SEQ:
+    case TEXI_STMT_BARRIER:
     case TEXI_STMT_KIND_COUNT:
         return;
     }
+}
+
+typedef struct {
+    const tex_intrin **list;
+    int n, cap;
+    bool full;
+} intrin_list;
+
+/* Visitor of texi_stmt_intrins: adds each INTRIN's intrinsic once. */
+static bool add_intrin(const tex_stmt *s, void *ud)
+{
+    intrin_list *l = ud;
+    if (l->full || s->kind != TEXI_STMT_INTRIN)
+        return !l->full;
+    for (int i = 0; i < l->n; i++)
+        if (l->list[i] == s->u.intrin.intrin)
+            return true;
+    if (l->n == l->cap)
+        l->full = true;
+    else
+        l->list[l->n++] = s->u.intrin.intrin;
+    return !l->full;
+}
+
+int texi_stmt_intrins(const tex_stmt *s, const tex_intrin **list, int cap)
+{
+    intrin_list l = {list, 0, cap, false};
+    texi_stmt_visit(s, add_intrin, &l);
+    return l.full ? -1 : l.n;
 }
 
 typedef struct {

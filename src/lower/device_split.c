@@ -99,21 +99,6 @@ static tex_expr *host_value(splitter *sp, tex_expr *e, const char **bad)
     return hc.bad ? NULL : v;
 }
 
-/* Arena arrays grow by copying (the old block stays in the arena). */
-static void *grow(splitter *sp, void *arr, int n, int *cap, size_t elem)
-{
-    if (n < *cap)
-        return arr;
-    int nc = *cap ? *cap * 2 : 8;
-    void *na = texi_alloc(sp->ctx, elem * (size_t)nc, "the device module");
-    if (!na)
-        return NULL;
-    if (n)
-        memcpy(na, arr, elem * (size_t)n);
-    *cap = nc;
-    return na;
-}
-
 static int add_assert(splitter *sp, tex_expr *cond)
 {
     const char *bad = NULL;
@@ -122,7 +107,8 @@ static int add_assert(splitter *sp, tex_expr *cond)
         return sp->rc ? sp->rc
                       : fail(sp, TEX_EUNAVAILABLE,
                              "a runtime check uses '%s', which is not a parameter or size", bad);
-    tex_expr **a = grow(sp, sp->m->asserts, sp->m->n_asserts, &sp->cap_asserts, sizeof *a);
+    tex_expr **a = texi_grow(sp->ctx, sp->m->asserts, sp->m->n_asserts, &sp->cap_asserts, sizeof *a,
+                             "the device module");
     if (!a)
         return TEX_ENOMEM;
     sp->m->asserts = a;
@@ -144,7 +130,8 @@ static int add_workspace(splitter *sp, texi_buffer *b)
                         "or size",
                         b->name, hc.bad);
     }
-    texi_buffer **ws = grow(sp, sp->m->workspace, sp->m->n_workspace, &sp->cap_ws, sizeof *ws);
+    texi_buffer **ws = texi_grow(sp->ctx, sp->m->workspace, sp->m->n_workspace, &sp->cap_ws,
+                                 sizeof *ws, "the device module");
     if (!ws)
         return TEX_ENOMEM;
     sp->m->workspace = ws;
@@ -251,7 +238,8 @@ static bool stmt_uses(tex_ctx *ctx, tex_stmt *s, const tex_expr *var)
 static int add_kernel(splitter *sp, tex_stmt *s)
 {
     texi_device_module *m = sp->m;
-    texi_device_kernel *ks = grow(sp, m->kernels, m->n_kernels, &sp->cap_kernels, sizeof *ks);
+    texi_device_kernel *ks = texi_grow(sp->ctx, m->kernels, m->n_kernels, &sp->cap_kernels,
+                                       sizeof *ks, "the device module");
     if (!ks)
         return TEX_ENOMEM;
     m->kernels = ks;

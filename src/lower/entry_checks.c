@@ -22,7 +22,6 @@
 #include "schedule/bound.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #define MAX_SCOPES 256
 #define ARITH(k, a, b) texi_bounds_arith(TEXI_EXPR_##k, (a), (b))
@@ -41,6 +40,7 @@ typedef struct {
     int n_checks, cap_checks;
     tex_expr **checks; /* quantified conditions, in body order */
     int n_found;       /* ATTR "assert" statements met */
+    int rc;            /* the walk's error, 0 when none */
 } hoister;
 
 static bool is_check(const tex_stmt *s)
@@ -196,72 +196,52 @@ static int add_check(hoister *h, tex_expr *c)
     for (int i = 0; i < h->n_checks; i++)
         if (texi_expr_equal(h->checks[i], c))
             return 0;
-    if (h->n_checks == h->cap_checks) {
-        int cap = h->cap_checks ? 2 * h->cap_checks : 8;
-        tex_expr **a = texi_alloc(h->ctx, sizeof *a * (size_t)cap, "entry_checks");
-        if (!a)
-            return TEX_ENOMEM;
-        if (h->n_checks)
-            memcpy(a, h->checks, sizeof *a * (size_t)h->n_checks);
-        h->checks = a;
-        h->cap_checks = cap;
-    }
+    tex_expr **a =
+        texi_grow(h->ctx, h->checks, h->n_checks, &h->cap_checks, sizeof *a, "entry_checks");
+    if (!a)
+        return TEX_ENOMEM;
+    h->checks = a;
     h->checks[h->n_checks++] = c;
     return 0;
 }
 
-static int walk(hoister *h, const tex_stmt *s);
+static bool collect(const tex_stmt *s, void *ud);
 
-/* Walks body inside scope s (a FOR, LET or IF). */
-static int walk_in(hoister *h, const tex_stmt *s, bool in_else, const tex_stmt *body)
+/* Collects the checks of body inside scope s (a FOR, LET or IF). */
+static void collect_in(hoister *h, const tex_stmt *s, bool in_else, const tex_stmt *body)
 {
-    if (!body)
-        return 0;
-    if (h->n_scopes == MAX_SCOPES)
-        return texi_error(h->ctx, TEX_EINVAL,
-                          "tex_lower: a runtime check is nested in more than %d loops, lets "
-                          "and conditions",
-                          MAX_SCOPES);
+    if (!body || h->rc)
+        return;
+    if (h->n_scopes == MAX_SCOPES) {
+        h->rc = texi_error(h->ctx, TEX_EINVAL,
+                           "tex_lower: a runtime check is nested in more than %d loops, lets "
+                           "and conditions",
+                           MAX_SCOPES);
+        return;
+    }
     h->scopes[h->n_scopes++] = (scope){s, in_else};
-    int rc = walk(h, body);
+    texi_stmt_visit(body, collect, h);
     h->n_scopes--;
-    return rc;
 }
 
-/* Collects the checks of s in body order. */
-static int walk(hoister *h, const tex_stmt *s)
+/* Visitor: collects the checks in body order (the first error in h->rc). */
+static bool collect(const tex_stmt *s, void *ud)
 {
-    if (!s)
-        return 0;
-    switch (s->kind) {
-    case TEXI_STMT_FOR:
-        return walk_in(h, s, false, s->u.loop.body);
-    case TEXI_STMT_LET:
-        return walk_in(h, s, false, s->u.let.body);
-    case TEXI_STMT_IF:
-        TEXI_TRY(walk_in(h, s, false, s->u.ifs.then_s));
-        return walk_in(h, s, true, s->u.ifs.else_s);
-    case TEXI_STMT_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            TEXI_TRY(walk(h, s->u.seq.items[i]));
-        return 0;
-    case TEXI_STMT_ATTR:
-        if (is_check(s))
-            TEXI_TRY(add_check(h, s->u.attr.value));
-        return walk(h, s->u.attr.body);
-    case TEXI_STMT_ALLOCATE:
-        return walk(h, s->u.alloc.body);
-    case TEXI_STMT_REALIZE:
-        return walk(h, s->u.realize.body);
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_STORE:
-    case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_INTRIN:
-    case TEXI_STMT_KIND_COUNT:
-        break;
+    hoister *h = ud;
+    if (h->rc)
+        return false;
+    if (s->kind == TEXI_STMT_FOR || s->kind == TEXI_STMT_LET) {
+        collect_in(h, s, false, texi_stmt_body(s));
+        return false;
     }
-    return 0;
+    if (s->kind == TEXI_STMT_IF) {
+        collect_in(h, s, false, s->u.ifs.then_s);
+        collect_in(h, s, true, s->u.ifs.else_s);
+        return false;
+    }
+    if (is_check(s))
+        h->rc = add_check(h, s->u.attr.value);
+    return h->rc == 0;
 }
 
 /* Rewrite callback: an assert becomes its body (with its own asserts gone). */
@@ -277,7 +257,8 @@ static tex_stmt *strip(tex_stmt *s, void *ud)
 int texi_pass_entry_checks(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
     hoister h = {.lw = lw, .ctx = lw->ctx};
-    TEXI_TRY(walk(&h, in));
+    texi_stmt_visit(in, collect, &h);
+    TEXI_TRY(h.rc);
     if (h.n_found == 0) {
         *out = in;
         return 0;

@@ -24,8 +24,6 @@
  */
 #include "lower/lower.h"
 
-#include <string.h>
-
 typedef struct {
     tex_tensor *tensor;
     texi_buffer *buf;
@@ -54,16 +52,10 @@ static tex_expr *arith(enum texi_expr_kind kind, tex_expr *a, tex_expr *b)
 
 static int push_binding(flattener *fl, binding b)
 {
-    if (fl->n_binds == fl->cap_binds) {
-        int cap = fl->cap_binds ? 2 * fl->cap_binds : 16;
-        binding *nb = texi_alloc(fl->ctx, sizeof *nb * (size_t)cap, "flatten");
-        if (!nb)
-            return TEX_ENOMEM;
-        if (fl->n_binds)
-            memcpy(nb, fl->binds, sizeof *nb * (size_t)fl->n_binds);
-        fl->binds = nb;
-        fl->cap_binds = cap;
-    }
+    binding *nb = texi_grow(fl->ctx, fl->binds, fl->n_binds, &fl->cap_binds, sizeof *nb, "flatten");
+    if (!nb)
+        return TEX_ENOMEM;
+    fl->binds = nb;
     fl->binds[fl->n_binds++] = b;
     return 0;
 }
@@ -311,8 +303,5 @@ int texi_pass_flatten(texi_lower *lw, tex_stmt *in, tex_stmt **out)
     flattener fl = {lw, lw->ctx, NULL, 0, 0, false};
     TEXI_TRY(bind_params(&fl));
     tex_stmt *s = flatten_body(&fl, in);
-    if (!s || fl.failed)
-        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
-    *out = s;
-    return 0;
+    return texi_pass_result(lw, fl.failed ? NULL : s, out);
 }

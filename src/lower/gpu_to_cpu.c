@@ -219,16 +219,13 @@ static tex_stmt *split(fission *fs, tex_stmt *s)
     case TEXI_STMT_LET:
         if (thread_dependent(fs, s->u.let.value))
             return fail(fs, "let", s->u.let.var->u.var.name), NULL;
-        a = split(fs, s->u.let.body);
-        return a ? texi_let_new(ctx, s->u.let.var, s->u.let.value, a) : NULL;
+        return texi_stmt_with_body(ctx, s, split(fs, s->u.let.body));
     case TEXI_STMT_ATTR:
-        a = split(fs, s->u.attr.body);
-        return a ? texi_attr_new(ctx, s->u.attr.key, s->u.attr.value, a) : NULL;
+        return texi_stmt_with_body(ctx, s, split(fs, s->u.attr.body));
     case TEXI_STMT_ALLOCATE:
         if (s->u.alloc.buf->scope == TEXI_SCOPE_LOCAL && fs->n_loops)
             return expand_local(fs, s);
-        a = split(fs, s->u.alloc.body);
-        return a ? texi_allocate_new(ctx, s->u.alloc.buf, a) : NULL;
+        return texi_stmt_with_body(ctx, s, split(fs, s->u.alloc.body));
     case TEXI_STMT_REALIZE:
     case TEXI_STMT_PROVIDE:
     case TEXI_STMT_STORE:
@@ -263,8 +260,5 @@ int texi_pass_gpu_to_cpu(texi_lower *lw, tex_stmt *in, tex_stmt **out)
     tex_stmt *r = texi_stmt_has_barrier(in) ? texi_stmt_mutate(lw->ctx, in, visit, NULL, &fs) : in;
     if (fs.rc)
         return fs.rc;
-    if (!r)
-        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
-    *out = r;
-    return 0;
+    return texi_pass_result(lw, r, out);
 }

@@ -20,12 +20,11 @@
  * (backend.c). The interpreter and the oracle evaluate selects lazily and
  * device_split treats top-level LETs as host values, so the rewrite belongs
  * to the C target only. Clamping: above safe_load(); the positions handled:
- * above walk().
+ * above rewrite_stmt().
  */
 #include "lower/lower.h"
 
 #include <stdio.h>
-#include <string.h>
 
 typedef struct {
     tex_expr *var, *value;
@@ -41,26 +40,14 @@ typedef struct {
     bool failed;
 } guard;
 
-/* Appends to a growable arena array (*arr, *n, *cap) of elem-sized items. */
-static bool grow(guard *g, void **arr, int n, int *cap, size_t elem)
-{
-    if (n < *cap)
-        return true;
-    int c = *cap ? 2 * *cap : 16;
-    void *p = texi_alloc(g->ctx, elem * (size_t)c, "guarded_loads");
-    if (!p)
-        return false;
-    if (n)
-        memcpy(p, *arr, elem * (size_t)n);
-    *arr = p;
-    *cap = c;
-    return true;
-}
-
 static bool push_range(guard *g, tex_expr *var, tex_expr *min, tex_expr *extent)
 {
-    if (!min || !extent || !grow(g, (void **)&g->env, g->n_env, &g->cap_env, sizeof *g->env))
+    texi_range *env = min && extent ? texi_grow(g->ctx, g->env, g->n_env, &g->cap_env, sizeof *env,
+                                                "guarded_loads")
+                                    : NULL;
+    if (!env)
         return false;
+    g->env = env;
     g->env[g->n_env++] = (texi_range){var, min, extent};
     return true;
 }
@@ -135,10 +122,14 @@ static tex_expr *hoist_load(guard *g, tex_expr *load, tex_expr *index)
     char name[128];
     snprintf(name, sizeof name, "%s_ld", buf->name);
     tex_expr *var = value ? texi_var_new(g->ctx, name, load->dtype) : NULL;
-    if (!var || !grow(g, (void **)&g->lets, g->n_lets, &g->cap_lets, sizeof *g->lets)) {
+    hoist *lets =
+        var ? texi_grow(g->ctx, g->lets, g->n_lets, &g->cap_lets, sizeof *lets, "guarded_loads")
+            : NULL;
+    if (!lets) {
         g->failed = true;
         return load;
     }
+    g->lets = lets;
     g->lets[g->n_lets++] = (hoist){var, value};
     return var;
 }
@@ -222,11 +213,8 @@ static tex_stmt *scoped(guard *g, tex_expr *var, tex_expr *min, tex_expr *extent
 
 static tex_stmt *walk_for(guard *g, tex_stmt *s)
 {
-    tex_stmt *body = scoped(g, s->u.loop.var, s->u.loop.min, s->u.loop.extent, s->u.loop.body);
-    if (!body || body == s->u.loop.body)
-        return body ? s : NULL;
-    return texi_for_new(g->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent, s->u.loop.for_kind,
-                        s->u.loop.thread_tag, body);
+    return texi_stmt_with_body(
+        g->ctx, s, scoped(g, s->u.loop.var, s->u.loop.min, s->u.loop.extent, s->u.loop.body));
 }
 
 /* An integer LET variable ranges over its value (as the C emitter assumes). */
@@ -288,28 +276,13 @@ static tex_stmt *walk_attr(guard *g, tex_stmt *s)
     int mark = g->n_lets;
     bool atomic = s->u.attr.id == TEXI_ATTR_ATOMIC && s->u.attr.body->kind == TEXI_STMT_STORE;
     tex_stmt *body = atomic ? walk_store(g, s->u.attr.body) : walk(g, s->u.attr.body);
-    if (!body)
-        return NULL;
-    if (body != s->u.attr.body)
-        s = texi_attr_new(g->ctx, s->u.attr.key, s->u.attr.value, body);
-    return wrap(g, s, mark);
-}
-
-static tex_stmt *walk_seq(guard *g, tex_stmt *s)
-{
-    int n = s->u.seq.n;
-    tex_stmt **items = texi_alloc(g->ctx, sizeof *items * (size_t)(n ? n : 1), "guarded_loads");
-    bool changed = false;
-    for (int i = 0; items && i < n; i++) {
-        if (!(items[i] = walk(g, s->u.seq.items[i])))
-            return NULL;
-        changed |= items[i] != s->u.seq.items[i];
-    }
-    return !items ? NULL : changed ? texi_seq_new(g->ctx, n, items) : s;
+    return body ? wrap(g, texi_stmt_with_body(g->ctx, s, body), mark) : NULL;
 }
 
 /*
- * s rewritten; NULL on failure (g->failed, the error recorded in ctx).
+ * Statement callback of walk(): s rewritten (s itself once g->failed, the
+ * error recorded in ctx), or NULL for SEQ and ALLOCATE, which the traversal
+ * rebuilds around their rewritten statements.
  * Positions handled: the values and indices of STORE, the condition of IF,
  * the value of LET and EVALUATE; an "atomic" ATTR keeps its STORE as its
  * body (the LETs go around the ATTR). Loop bounds, ATTR values and tensor
@@ -320,10 +293,13 @@ static tex_stmt *walk_seq(guard *g, tex_stmt *s)
  * the compiler does not if-convert across a loop. The JIT's compiler probe
  * (jit.c) is the second line of defence.
  */
-static tex_stmt *walk(guard *g, tex_stmt *s)
+static tex_stmt *rewrite_stmt(tex_stmt *s, void *ud)
 {
+    guard *g = ud;
     int mark = g->n_lets;
-    tex_stmt *r = s, *body;
+    tex_stmt *r = s;
+    if (g->failed)
+        return s;
     switch (s->kind) {
     case TEXI_STMT_FOR:
         r = walk_for(g, s);
@@ -346,13 +322,8 @@ static tex_stmt *walk(guard *g, tex_stmt *s)
         r = walk_attr(g, s);
         break;
     case TEXI_STMT_SEQ:
-        r = walk_seq(g, s);
-        break;
     case TEXI_STMT_ALLOCATE:
-        body = walk(g, s->u.alloc.body);
-        r = !body || body == s->u.alloc.body ? (body ? s : NULL)
-                                             : texi_allocate_new(g->ctx, s->u.alloc.buf, body);
-        break;
+        return NULL;
     case TEXI_STMT_REALIZE:
     case TEXI_STMT_PROVIDE:
     case TEXI_STMT_BARRIER:
@@ -360,18 +331,22 @@ static tex_stmt *walk(guard *g, tex_stmt *s)
     case TEXI_STMT_KIND_COUNT:
         break;
     }
-    if (!r || g->failed) {
+    if (!r)
         g->failed = true;
-        return NULL;
-    }
-    return r;
+    return r ? r : s;
+}
+
+/* s rewritten; NULL on failure (g->failed, the error recorded in ctx). */
+static tex_stmt *walk(guard *g, tex_stmt *s)
+{
+    tex_stmt *r = texi_stmt_mutate(g->ctx, s, rewrite_stmt, NULL, g);
+    if (!r)
+        g->failed = true;
+    return g->failed ? NULL : r;
 }
 
 int texi_pass_guarded_loads(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
     guard g = {.ctx = lw->ctx};
-    *out = walk(&g, in);
-    if (!*out)
-        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
-    return 0;
+    return texi_pass_result(lw, walk(&g, in), out);
 }

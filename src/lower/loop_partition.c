@@ -16,8 +16,6 @@
  */
 #include "lower/lower.h"
 
-#include <string.h>
-
 typedef struct {
     tex_ctx *ctx;
     texi_range *env; /* enclosing loops of the current statement, outermost first */
@@ -27,6 +25,7 @@ typedef struct {
 
 /* The candidates of one loop. */
 typedef struct {
+    part *p;
     tex_expr *v;       /* the loop variable */
     texi_range *inner; /* loops between the candidate loop and the IF, outermost first */
     int n_inner, cap_inner;
@@ -37,21 +36,13 @@ typedef struct {
     tex_expr *bound; /* min of their bounds, or NULL */
 } scan;
 
-static bool grow(part *p, void **arr, int n, int *cap, size_t size)
+/* texi_grow for this pass: NULL sets p->failed. */
+static void *grow(part *p, void *arr, int n, int *cap, size_t size)
 {
-    if (n < *cap)
-        return true;
-    int ncap = *cap ? 2 * *cap : 8;
-    void *a = texi_alloc(p->ctx, size * (size_t)ncap, "loop_partition");
-    if (!a) {
+    void *a = texi_grow(p->ctx, arr, n, cap, size, "loop_partition");
+    if (!a)
         p->failed = true;
-        return false;
-    }
-    if (n)
-        memcpy(a, *arr, size * (size_t)n);
-    *arr = a;
-    *cap = ncap;
-    return true;
+    return a;
 }
 
 static tex_expr *note(part *p, tex_expr *e)
@@ -192,8 +183,10 @@ static void consider(part *p, scan *sc, tex_expr *c)
         arith(p, TEXI_EXPR_FLOORDIV,
               arith(p, TEXI_EXPR_SUB, arith(p, TEXI_EXPR_SUB, fe, imm(p, rhi->dtype, 1)), rhi), fe);
     b = note(p, texi_convert(b, sc->v->dtype));
-    if (!b || !grow(p, (void **)&sc->conds, sc->n_conds, &sc->cap_conds, sizeof *sc->conds))
+    tex_expr **conds = b ? grow(p, sc->conds, sc->n_conds, &sc->cap_conds, sizeof *conds) : NULL;
+    if (!conds)
         return;
+    sc->conds = conds;
     sc->conds[sc->n_conds++] = c;
     sc->bound = sc->bound ? arith(p, TEXI_EXPR_MIN, sc->bound, b) : b;
 }
@@ -208,52 +201,35 @@ static void scan_conds(part *p, scan *sc, tex_expr *cond)
     }
 }
 
-static void scan_stmt(part *p, scan *sc, tex_stmt *s)
+/* Visitor over the candidate loop's body: the conditions of IFs without
+ * else are considered; inner loops and lets are scopes. */
+static bool scan_stmt(const tex_stmt *s, void *ud)
 {
-    switch (s->kind) {
-    case TEXI_STMT_FOR: {
-        if (!grow(p, (void **)&sc->inner, sc->n_inner, &sc->cap_inner, sizeof *sc->inner))
-            return;
+    scan *sc = ud;
+    part *p = sc->p;
+    if (s->kind == TEXI_STMT_FOR) {
+        texi_range *inner = grow(p, sc->inner, sc->n_inner, &sc->cap_inner, sizeof *inner);
+        if (!inner)
+            return false;
+        sc->inner = inner;
         sc->inner[sc->n_inner++] = (texi_range){s->u.loop.var, s->u.loop.min, s->u.loop.extent};
-        scan_stmt(p, sc, s->u.loop.body);
+        texi_stmt_visit(s->u.loop.body, scan_stmt, sc);
         sc->n_inner--;
-        return;
+        return false;
     }
-    case TEXI_STMT_IF:
-        if (!s->u.ifs.else_s)
-            scan_conds(p, sc, s->u.ifs.cond);
-        scan_stmt(p, sc, s->u.ifs.then_s);
-        if (s->u.ifs.else_s)
-            scan_stmt(p, sc, s->u.ifs.else_s);
-        return;
-    case TEXI_STMT_LET:
-        if (!grow(p, (void **)&sc->blocked, sc->n_blocked, &sc->cap_blocked, sizeof *sc->blocked))
-            return;
+    if (s->kind == TEXI_STMT_LET) {
+        tex_expr **blocked = grow(p, sc->blocked, sc->n_blocked, &sc->cap_blocked, sizeof *blocked);
+        if (!blocked)
+            return false;
+        sc->blocked = blocked;
         sc->blocked[sc->n_blocked++] = s->u.let.var;
-        scan_stmt(p, sc, s->u.let.body);
+        texi_stmt_visit(s->u.let.body, scan_stmt, sc);
         sc->n_blocked--;
-        return;
-    case TEXI_STMT_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            scan_stmt(p, sc, s->u.seq.items[i]);
-        return;
-    case TEXI_STMT_REALIZE:
-        scan_stmt(p, sc, s->u.realize.body);
-        return;
-    case TEXI_STMT_ALLOCATE:
-        scan_stmt(p, sc, s->u.alloc.body);
-        return;
-    case TEXI_STMT_ATTR:
-        scan_stmt(p, sc, s->u.attr.body);
-        return;
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_STORE:
-    case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_INTRIN:
-    case TEXI_STMT_KIND_COUNT:
-        return;
+        return false;
     }
+    if (s->kind == TEXI_STMT_IF && !s->u.ifs.else_s)
+        scan_conds(p, sc, s->u.ifs.cond);
+    return true;
 }
 
 /* ------------------------------------------------------------ rewriting */
@@ -307,8 +283,10 @@ static tex_stmt *process(part *p, tex_stmt *s);
 
 static int push_env(part *p, tex_expr *var, tex_expr *min, tex_expr *extent)
 {
-    if (!grow(p, (void **)&p->env, p->n_env, &p->cap_env, sizeof *p->env))
+    texi_range *env = grow(p, p->env, p->n_env, &p->cap_env, sizeof *env);
+    if (!env)
         return TEX_ENOMEM;
+    p->env = env;
     p->env[p->n_env++] = (texi_range){var, min, extent};
     return 0;
 }
@@ -375,8 +353,8 @@ static tex_stmt *try_partition(part *p, tex_stmt *s)
 {
     if (s->u.loop.for_kind == TEXI_FOR_THREAD)
         return NULL;
-    scan sc = {.v = s->u.loop.var};
-    scan_stmt(p, &sc, s->u.loop.body);
+    scan sc = {.p = p, .v = s->u.loop.var};
+    texi_stmt_visit(s->u.loop.body, scan_stmt, &sc);
     if (!sc.bound || p->failed)
         return NULL;
     tex_expr *lo = s->u.loop.min, *hi = arith(p, TEXI_EXPR_ADD, lo, s->u.loop.extent);
@@ -424,8 +402,5 @@ int texi_pass_loop_partition(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
     part p = {lw->ctx, NULL, 0, 0, false};
     tex_stmt *r = process(&p, in);
-    if (!r || p.failed)
-        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
-    *out = r;
-    return 0;
+    return texi_pass_result(lw, p.failed ? NULL : r, out);
 }

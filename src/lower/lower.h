@@ -77,10 +77,10 @@ int texi_pass_guarded_loads(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
 typedef int (*texi_pass_fn)(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
-/* Runs one pass the way the pipeline does: a failure without a message gets
- * "tex_lower: pass NAME failed"; the result is verified (debug builds,
- * TEX_VERIFY=1) and dumped when TEX_DUMP names it. Also used by the
- * target tails' steps (device_lower.c) and by tests running one pass. */
+/* A pass's return: 0 with *out = r, or when r is NULL (a failed walk) the
+ * error recorded in lw's context, TEX_ENOMEM when none is. */
+int texi_pass_result(texi_lower *lw, tex_stmt *r, tex_stmt **out);
+
 /* An atomic reduction update (atomic.c): STORE buf[index] = op(buf[index], delta). */
 typedef struct {
     enum texi_reduce_op op;
@@ -92,6 +92,10 @@ typedef struct {
  * TEX_EINTERNAL recorded in ctx when s is not of that form. */
 int texi_atomic_parts(tex_ctx *ctx, const tex_stmt *s, texi_atomic_update *out);
 
+/* Runs one pass the way the pipeline does: a failure without a message gets
+ * "tex_lower: pass NAME failed"; the result is verified (debug builds,
+ * TEX_VERIFY=1) and dumped when TEX_DUMP names it. Also used by the
+ * target tails' steps (device_lower.c) and by tests running one pass. */
 int texi_lower_apply(texi_lower *lw, const char *name, texi_pass_fn fn, tex_stmt *in,
                      tex_stmt **out);
 

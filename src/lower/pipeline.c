@@ -169,6 +169,14 @@ int texi_lower_tail(const tex_func *f, enum texi_tail target, tex_func *copy,
     return 0;
 }
 
+int texi_pass_result(texi_lower *lw, tex_stmt *r, tex_stmt **out)
+{
+    if (!r)
+        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
+    *out = r;
+    return 0;
+}
+
 int texi_lower_apply(texi_lower *lw, const char *name, texi_pass_fn fn, tex_stmt *in,
                      tex_stmt **out)
 {

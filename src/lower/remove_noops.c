@@ -42,26 +42,21 @@ static bool probe_expr(tex_expr *e, void *ud)
     return !u->found;
 }
 
-static tex_expr *probe_root(tex_expr *e, void *ud)
-{
-    texi_expr_visit(e, probe_expr, ud);
-    return e; /* no rewriting: the walk only looks */
-}
-
-static tex_stmt *probe_stmt(tex_stmt *s, void *ud)
+static bool probe_stmt(const tex_stmt *s, void *ud)
 {
     use_probe *u = ud;
     if (s->kind == TEXI_STMT_STORE && s->u.store.buf == u->buf)
         u->found = true;
-    return u->found ? s : NULL;
+    if (!u->found)
+        texi_stmt_visit_exprs(s, probe_expr, u);
+    return !u->found;
 }
 
-/* Whether s reads or writes b (a walk that rebuilds nothing). */
-static bool uses_buffer(cleaner *c, tex_stmt *s, const texi_buffer *b)
+/* Whether s reads or writes b: a STORE to it or a LOAD of it. */
+static bool uses_buffer(const tex_stmt *s, const texi_buffer *b)
 {
     use_probe u = {b, false};
-    if (!texi_stmt_mutate(c->ctx, s, probe_stmt, probe_root, &u))
-        c->failed = true;
+    texi_stmt_visit(s, probe_stmt, &u);
     return u.found;
 }
 
@@ -104,58 +99,20 @@ static tex_stmt *clean_seq(cleaner *c, tex_stmt *s)
     return changed ? texi_seq_new(c->ctx, m, items) : s;
 }
 
-/* The body-carrying kinds: dropped with an empty body, else rebuilt. */
+/* The kinds with a body (texi_stmt_body): dropped with an empty body (a FOR
+ * also with a constant extent <= 0), else rebuilt; an ALLOCATE whose body
+ * does not use its buffer becomes the body. */
 static tex_stmt *clean_scoped(cleaner *c, tex_stmt *s)
 {
     int64_t ext;
-    switch (s->kind) {
-    case TEXI_STMT_FOR: {
-        if (texi_expr_is_int_const(s->u.loop.extent, &ext) && ext <= 0)
-            return empty(c);
-        tex_stmt *b = clean(c, s->u.loop.body);
-        if (!b || is_empty(b) || b == s->u.loop.body)
-            return !b ? NULL : is_empty(b) ? empty(c) : s;
-        return texi_for_new(c->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
-                            s->u.loop.for_kind, s->u.loop.thread_tag, b);
-    }
-    case TEXI_STMT_LET: {
-        tex_stmt *b = clean(c, s->u.let.body);
-        if (!b || is_empty(b) || b == s->u.let.body)
-            return !b ? NULL : is_empty(b) ? empty(c) : s;
-        return texi_let_new(c->ctx, s->u.let.var, s->u.let.value, b);
-    }
-    case TEXI_STMT_ATTR: {
-        tex_stmt *b = clean(c, s->u.attr.body);
-        if (!b || is_empty(b) || b == s->u.attr.body)
-            return !b ? NULL : is_empty(b) ? empty(c) : s;
-        return texi_attr_new(c->ctx, s->u.attr.key, s->u.attr.value, b);
-    }
-    case TEXI_STMT_REALIZE: {
-        tex_stmt *b = clean(c, s->u.realize.body);
-        if (!b || is_empty(b) || b == s->u.realize.body)
-            return !b ? NULL : is_empty(b) ? empty(c) : s;
-        return texi_realize_new(c->ctx, s->u.realize.tensor, s->u.realize.ndim, s->u.realize.mins,
-                                s->u.realize.extents, s->u.realize.scope, b);
-    }
-    case TEXI_STMT_ALLOCATE: {
-        tex_stmt *b = clean(c, s->u.alloc.body);
-        if (!b || is_empty(b))
-            return !b ? NULL : empty(c);
-        if (!uses_buffer(c, b, s->u.alloc.buf))
-            return c->failed ? NULL : b;
-        return b == s->u.alloc.body ? s : texi_allocate_new(c->ctx, s->u.alloc.buf, b);
-    }
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_STORE:
-    case TEXI_STMT_IF:
-    case TEXI_STMT_SEQ:
-    case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_INTRIN:
-    case TEXI_STMT_KIND_COUNT:
-        break;
-    }
-    return s;
+    if (s->kind == TEXI_STMT_FOR && texi_expr_is_int_const(s->u.loop.extent, &ext) && ext <= 0)
+        return empty(c);
+    tex_stmt *b = clean(c, texi_stmt_body(s));
+    if (!b || is_empty(b))
+        return b ? empty(c) : NULL;
+    if (s->kind == TEXI_STMT_ALLOCATE && !uses_buffer(b, s->u.alloc.buf))
+        return b;
+    return texi_stmt_with_body(c->ctx, s, b);
 }
 
 static tex_stmt *clean(cleaner *c, tex_stmt *s)
@@ -195,8 +152,5 @@ int texi_pass_remove_noops(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
     cleaner c = {lw->ctx, false};
     tex_stmt *r = clean(&c, in);
-    if (!r || c.failed)
-        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
-    *out = r;
-    return 0;
+    return texi_pass_result(lw, c.failed ? NULL : r, out);
 }

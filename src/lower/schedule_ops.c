@@ -21,7 +21,6 @@
 #include "schedule/bound.h"
 
 #include <stdio.h>
-#include <string.h>
 
 #define N_TAGS ((int)TEX_VTHREAD + 1)
 #define ARITH(k, a, b) texi_bounds_arith(TEXI_EXPR_##k, (a), (b))
@@ -68,27 +67,15 @@ static tex_expr *imm(tex_ctx *ctx, tex_dtype t, int64_t v)
     return texi_int_imm(ctx, t, v);
 }
 
-static int grow(tex_ctx *ctx, void **arr, int n, int *cap, size_t size)
-{
-    if (n < *cap)
-        return 0;
-    int ncap = *cap ? 2 * *cap : 16;
-    char *a = texi_alloc(ctx, size * (size_t)ncap, "schedule_ops");
-    if (!a)
-        return TEX_ENOMEM;
-    if (n)
-        memcpy(a, *arr, size * (size_t)n);
-    *arr = a;
-    *cap = ncap;
-    return 0;
-}
-
 static int push_env(sops *o, tex_expr *var, tex_expr *extent)
 {
     tex_expr *zero = imm(o->ctx, var->dtype, 0);
     if (!zero || !extent)
         return TEX_ENOMEM;
-    TEXI_TRY(grow(o->ctx, (void **)&o->env, o->n_env, &o->cap_env, sizeof *o->env));
+    texi_range *env = texi_grow(o->ctx, o->env, o->n_env, &o->cap_env, sizeof *env, "schedule_ops");
+    if (!env)
+        return TEX_ENOMEM;
+    o->env = env;
     o->env[o->n_env++] = (texi_range){var, zero, extent};
     return 0;
 }
@@ -96,8 +83,13 @@ static int push_env(sops *o, tex_expr *var, tex_expr *extent)
 static int push_sub(sops *o, tex_expr *from, tex_expr *to)
 {
     int cap = o->cap_sub;
-    TEXI_TRY(grow(o->ctx, (void **)&o->sub_from, o->n_sub, &cap, sizeof *o->sub_from));
-    TEXI_TRY(grow(o->ctx, (void **)&o->sub_to, o->n_sub, &o->cap_sub, sizeof *o->sub_to));
+    tex_expr **f = texi_grow(o->ctx, o->sub_from, o->n_sub, &cap, sizeof *f, "schedule_ops");
+    tex_expr **t =
+        f ? texi_grow(o->ctx, o->sub_to, o->n_sub, &o->cap_sub, sizeof *t, "schedule_ops") : NULL;
+    if (!t)
+        return TEX_ENOMEM;
+    o->sub_from = f;
+    o->sub_to = t;
     o->sub_from[o->n_sub] = from;
     o->sub_to[o->n_sub++] = to;
     return 0;
@@ -188,23 +180,6 @@ static int check_params(sops *o)
     return 0;
 }
 
-static const char *tail_name(tex_tail t)
-{
-    switch (t) {
-    case TEX_TAIL_AUTO:
-        return "AUTO";
-    case TEX_TAIL_GUARD:
-        return "GUARD";
-    case TEX_TAIL_ROUND_UP:
-        return "ROUND_UP";
-    case TEX_TAIL_SHIFT_INWARDS:
-        return "SHIFT_INWARDS";
-    case TEX_TAIL_PREDICATE:
-        return "PREDICATE";
-    }
-    return "?";
-}
-
 /* Illegal tails and reductions that cannot be decomposed. */
 static int check_stage(sops *o, const stage_emit *se)
 {
@@ -220,10 +195,9 @@ static int check_stage(sops *o, const stage_emit *se)
     for (int r = 0; r < st->n_rel; r++)
         if (se->sb->tail[r] == TEX_TAIL_SHIFT_INWARDS && se->is_reduce)
             return texi_error(o->ctx, TEX_EINVAL,
-                              "tex_lower: stage '%s', axis '%s': tail strategy %s needs a pure "
-                              "data-parallel stage, but the stage is a reduction",
-                              st->tensor->name, st->rel[r].parent->name,
-                              tail_name(TEX_TAIL_SHIFT_INWARDS));
+                              "tex_lower: stage '%s', axis '%s': tail strategy SHIFT_INWARDS "
+                              "needs a pure data-parallel stage, but the stage is a reduction",
+                              st->tensor->name, st->rel[r].parent->name);
     for (int k = 0; k < st->n_leaf; k++)
         for (int j = 0; j < k; j++) {
             const texi_iter_attr *ak = &st->attr[leaf_all(st, k)], *aj = &st->attr[leaf_all(st, j)];

@@ -15,8 +15,6 @@
  */
 #include "lower/lower.h"
 
-#include <string.h>
-
 typedef struct {
     tex_ctx *ctx;
     texi_range *env; /* enclosing loop (and let) variables, outermost first */
@@ -36,16 +34,10 @@ static tex_expr *sx(simp *s, tex_expr *e)
 
 static int push_range(simp *s, tex_expr *var, tex_expr *min, tex_expr *extent)
 {
-    if (s->n_env == s->cap_env) {
-        int cap = s->cap_env ? 2 * s->cap_env : 16;
-        texi_range *env = texi_alloc(s->ctx, sizeof *env * (size_t)cap, "simplify");
-        if (!env)
-            return TEX_ENOMEM;
-        if (s->n_env)
-            memcpy(env, s->env, sizeof *env * (size_t)s->n_env);
-        s->env = env;
-        s->cap_env = cap;
-    }
+    texi_range *env = texi_grow(s->ctx, s->env, s->n_env, &s->cap_env, sizeof *env, "simplify");
+    if (!env)
+        return TEX_ENOMEM;
+    s->env = env;
     s->env[s->n_env++] = (texi_range){var, min, extent};
     return 0;
 }
@@ -68,6 +60,7 @@ static tex_expr *subst_var(tex_expr *e, void *ud)
     return e == sb->var ? sb->value : NULL;
 }
 
+/* st with every expression simplified; NULL on failure (s->failed). */
 static tex_stmt *simp_stmt(simp *s, tex_stmt *st);
 
 /* body under `var in [min, min + extent)`. */
@@ -145,127 +138,45 @@ static tex_stmt *simp_let(simp *s, tex_stmt *st)
     return body ? texi_let_new(s->ctx, st->u.let.var, value, body) : NULL;
 }
 
-static tex_expr **simp_list(simp *s, int n, tex_expr *const es[])
+/* Expression callback: each expression of a statement simplified whole. */
+static tex_expr *simp_expr(tex_expr *e, void *ud)
 {
-    tex_expr **out = texi_alloc(s->ctx, sizeof *out * (size_t)(n + 1), "simplify");
-    if (!out)
-        s->failed = true;
-    for (int i = 0; out && i < n; i++)
-        if (!(out[i] = sx(s, es[i])))
-            return NULL;
-    return out;
+    return sx(ud, e);
 }
 
-static tex_stmt *simp_realize(simp *s, tex_stmt *st)
+/* Statement callback: loops, conditions and lets get their own handling;
+ * tensor intrinsics are left as they are; every other statement is rebuilt
+ * around its simplified expressions and statements. */
+static tex_stmt *simp_pre(tex_stmt *st, void *ud)
 {
-    int n = st->u.realize.ndim;
-    tex_expr **mins = simp_list(s, n, st->u.realize.mins);
-    tex_expr **exts = simp_list(s, n, st->u.realize.extents);
-    tex_stmt *body = mins && exts ? simp_stmt(s, st->u.realize.body) : NULL;
-    return body ? texi_realize_new(s->ctx, st->u.realize.tensor, n, mins, exts, st->u.realize.scope,
-                                   body)
-                : NULL;
-}
-
-static tex_stmt *simp_seq(simp *s, tex_stmt *st)
-{
-    int n = st->u.seq.n;
-    tex_stmt **items = texi_alloc(s->ctx, sizeof *items * (size_t)(n + 1), "simplify");
-    if (!items)
+    simp *s = ud;
+    tex_stmt *r;
+    if (s->failed || st->kind == TEXI_STMT_INTRIN)
+        return st;
+    if (st->kind == TEXI_STMT_FOR)
+        r = simp_for(s, st);
+    else if (st->kind == TEXI_STMT_IF)
+        r = simp_if(s, st);
+    else if (st->kind == TEXI_STMT_LET)
+        r = simp_let(s, st);
+    else
         return NULL;
-    for (int i = 0; i < n; i++)
-        if (!(items[i] = simp_stmt(s, st->u.seq.items[i])))
-            return NULL;
-    return texi_seq_new(s->ctx, n, items);
-}
-
-static tex_stmt *simp_leaf(simp *s, tex_stmt *st)
-{
-    switch (st->kind) {
-    case TEXI_STMT_PROVIDE: {
-        tex_expr **idx = simp_list(s, st->u.provide.n_idx, st->u.provide.idx);
-        tex_expr *v = sx(s, st->u.provide.value);
-        return idx && v
-                   ? texi_provide_new(s->ctx, st->u.provide.tensor, st->u.provide.n_idx, idx, v)
-                   : NULL;
-    }
-    case TEXI_STMT_STORE: {
-        tex_expr *idx = sx(s, st->u.store.index), *v = sx(s, st->u.store.value);
-        return idx && v ? texi_store_new(s->ctx, st->u.store.buf, idx, v) : NULL;
-    }
-    case TEXI_STMT_EVALUATE: {
-        tex_expr *v = sx(s, st->u.eval.value);
-        return v ? texi_evaluate_new(s->ctx, v) : NULL;
-    }
-    case TEXI_STMT_FOR:
-    case TEXI_STMT_REALIZE:
-    case TEXI_STMT_ALLOCATE:
-    case TEXI_STMT_IF:
-    case TEXI_STMT_LET:
-    case TEXI_STMT_SEQ:
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_INTRIN:
-    case TEXI_STMT_ATTR:
-    case TEXI_STMT_KIND_COUNT:
-        break;
-    }
-    return st;
+    if (!r)
+        s->failed = true;
+    return r ? r : st;
 }
 
 static tex_stmt *simp_stmt(simp *s, tex_stmt *st)
 {
-    if (s->failed)
-        return NULL;
-    tex_stmt *r = NULL;
-    switch (st->kind) {
-    case TEXI_STMT_FOR:
-        r = simp_for(s, st);
-        break;
-    case TEXI_STMT_IF:
-        r = simp_if(s, st);
-        break;
-    case TEXI_STMT_LET:
-        r = simp_let(s, st);
-        break;
-    case TEXI_STMT_REALIZE:
-        r = simp_realize(s, st);
-        break;
-    case TEXI_STMT_SEQ:
-        r = simp_seq(s, st);
-        break;
-    case TEXI_STMT_ALLOCATE: {
-        tex_stmt *body = simp_stmt(s, st->u.alloc.body);
-        r = body ? texi_allocate_new(s->ctx, st->u.alloc.buf, body) : NULL;
-        break;
-    }
-    case TEXI_STMT_ATTR: {
-        tex_expr *v = st->u.attr.value ? sx(s, st->u.attr.value) : NULL;
-        tex_stmt *body = simp_stmt(s, st->u.attr.body);
-        r = body && (v || !st->u.attr.value) ? texi_attr_new(s->ctx, st->u.attr.key, v, body)
-                                             : NULL;
-        break;
-    }
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_STORE:
-    case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_INTRIN:
-        r = simp_leaf(s, st);
-        break;
-    case TEXI_STMT_KIND_COUNT:
-        break;
-    }
+    tex_stmt *r = s->failed ? NULL : texi_stmt_mutate(s->ctx, st, simp_pre, simp_expr, s);
     if (!r)
         s->failed = true;
-    return r;
+    return s->failed ? NULL : r;
 }
 
 int texi_pass_simplify(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
     simp s = {lw->ctx, NULL, 0, 0, false};
     tex_stmt *r = simp_stmt(&s, in);
-    if (!r || s.failed)
-        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
-    *out = r;
-    return 0;
+    return texi_pass_result(lw, s.failed ? NULL : r, out);
 }

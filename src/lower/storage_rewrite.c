@@ -51,62 +51,26 @@ static bool expr_uses(tex_expr *e, const texi_buffer *b)
     return u.found;
 }
 
-static bool intrin_uses(const tex_stmt *s, const texi_buffer *b)
+/* Visitor: whether a statement of s writes u->buf or one of its
+ * expressions reads it. */
+static bool probe_stmt(const tex_stmt *s, void *ud)
 {
-    for (int i = 0; i < s->u.intrin.n_args; i++) {
-        const texi_intrin_arg *a = &s->u.intrin.args[i];
-        if (a->buf == b || expr_uses(a->offset, b))
-            return true;
-        for (int d = 0; a->strides && d < a->ndim; d++)
-            if (expr_uses(a->strides[d], b))
-                return true;
-    }
-    return false;
+    use_probe *u = ud;
+    if (s->kind == TEXI_STMT_STORE && s->u.store.buf == u->buf)
+        u->found = true;
+    for (int i = 0; s->kind == TEXI_STMT_INTRIN && i < s->u.intrin.n_args; i++)
+        u->found |= s->u.intrin.args[i].buf == u->buf;
+    if (!u->found)
+        texi_stmt_visit_exprs(s, probe_expr, u);
+    return !u->found;
 }
 
 /* Whether s reads or writes buffer b. */
 static bool uses(const tex_stmt *s, const texi_buffer *b)
 {
-    if (!s)
-        return false;
-    switch (s->kind) {
-    case TEXI_STMT_FOR:
-        return expr_uses(s->u.loop.min, b) || expr_uses(s->u.loop.extent, b) ||
-               uses(s->u.loop.body, b);
-    case TEXI_STMT_STORE:
-        return s->u.store.buf == b || expr_uses(s->u.store.index, b) ||
-               expr_uses(s->u.store.value, b);
-    case TEXI_STMT_PROVIDE: {
-        bool u = expr_uses(s->u.provide.value, b);
-        for (int i = 0; i < s->u.provide.n_idx && !u; i++)
-            u = expr_uses(s->u.provide.idx[i], b);
-        return u;
-    }
-    case TEXI_STMT_REALIZE:
-        return uses(s->u.realize.body, b);
-    case TEXI_STMT_ALLOCATE:
-        return uses(s->u.alloc.body, b);
-    case TEXI_STMT_IF:
-        return expr_uses(s->u.ifs.cond, b) || uses(s->u.ifs.then_s, b) || uses(s->u.ifs.else_s, b);
-    case TEXI_STMT_LET:
-        return expr_uses(s->u.let.value, b) || uses(s->u.let.body, b);
-    case TEXI_STMT_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            if (uses(s->u.seq.items[i], b))
-                return true;
-        return false;
-    case TEXI_STMT_EVALUATE:
-        return expr_uses(s->u.eval.value, b);
-    case TEXI_STMT_BARRIER:
-        return false;
-    case TEXI_STMT_ATTR:
-        return expr_uses(s->u.attr.value, b) || uses(s->u.attr.body, b);
-    case TEXI_STMT_INTRIN:
-        return intrin_uses(s, b);
-    case TEXI_STMT_KIND_COUNT:
-        break;
-    }
-    return false;
+    use_probe u = {b, false};
+    texi_stmt_visit(s, probe_stmt, &u);
+    return u.found;
 }
 
 /* ---------------------------------------------------------------- sinking */
@@ -157,25 +121,18 @@ static tex_stmt *sink_if(rewriter *rw, texi_buffer *b, tex_stmt *s)
 /* s with ALLOCATE b placed at the smallest scope covering b's uses. */
 static tex_stmt *sink(rewriter *rw, texi_buffer *b, tex_stmt *s)
 {
-    tex_stmt *body;
     switch (s->kind) {
     case TEXI_STMT_SEQ:
         return sink_seq(rw, b, s);
     case TEXI_STMT_IF:
         return sink_if(rw, b, s);
     case TEXI_STMT_LET:
-        if (expr_uses(s->u.let.value, b))
-            break;
-        body = sink(rw, b, s->u.let.body);
-        return body ? texi_let_new(rw->ctx, s->u.let.var, s->u.let.value, body) : NULL;
     case TEXI_STMT_ATTR:
-        if (expr_uses(s->u.attr.value, b))
+        if (expr_uses(s->kind == TEXI_STMT_LET ? s->u.let.value : s->u.attr.value, b))
             break;
-        body = sink(rw, b, s->u.attr.body);
-        return body ? texi_attr_new(rw->ctx, s->u.attr.key, s->u.attr.value, body) : NULL;
+        return texi_stmt_with_body(rw->ctx, s, sink(rw, b, texi_stmt_body(s)));
     case TEXI_STMT_ALLOCATE:
-        body = sink(rw, b, s->u.alloc.body);
-        return body ? texi_allocate_new(rw->ctx, s->u.alloc.buf, body) : NULL;
+        return texi_stmt_with_body(rw->ctx, s, sink(rw, b, s->u.alloc.body));
     case TEXI_STMT_FOR:
     case TEXI_STMT_PROVIDE:
     case TEXI_STMT_REALIZE:
@@ -350,8 +307,5 @@ int texi_pass_storage_rewrite(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
     rewriter rw = {lw->ctx, false};
     tex_stmt *r = rewrite(&rw, in);
-    if (!r || rw.failed)
-        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
-    *out = r;
-    return 0;
+    return texi_pass_result(lw, rw.failed ? NULL : r, out);
 }

@@ -378,59 +378,50 @@ static int collect_intrin(sync_pass *p, const tex_stmt *s, access_set *out)
     return 0;
 }
 
+/* Visitor of collect(): the accesses of one statement. Loops, LETs and
+ * ATTRs collect their bodies themselves, under the loop's or LET's mapping
+ * and the double-buffer flag; "thread_allreduce" is not looked into. Stops
+ * at the first error (p->rc). */
+static bool collect_step(const tex_stmt *s, void *ud)
+{
+    load_walk *w = ud;
+    sync_pass *p = w->p;
+    if (p->rc)
+        return false;
+    if (s->kind == TEXI_STMT_FOR) {
+        collect_for(p, s, w->s);
+        return false;
+    }
+    if (s->kind == TEXI_STMT_LET) {
+        mark m = save(p);
+        if (reads(p, w->s, s->u.let.value) == 0 &&
+            push_map(p, s->u.let.var, canon(p, s->u.let.value)) == 0)
+            collect(p, s->u.let.body, w->s);
+        restore(p, m);
+        return false;
+    }
+    if (s->kind == TEXI_STMT_ATTR) {
+        bool db = p->db;
+        p->db |= s->u.attr.id == TEXI_ATTR_DOUBLE_BUFFER_WRITE;
+        if (s->u.attr.id != TEXI_ATTR_THREAD_ALLREDUCE && reads(p, w->s, s->u.attr.value) == 0)
+            collect(p, s->u.attr.body, w->s);
+        p->db = db;
+        return false;
+    }
+    if (s->kind == TEXI_STMT_INTRIN)
+        return collect_intrin(p, s, w->s) == 0;
+    texi_stmt_visit_exprs(s, note_load, w); /* STORE, IF, EVALUATE */
+    if (s->kind == TEXI_STMT_STORE && p->rc == 0)
+        add_access(p, w->s, s->u.store.buf, s->u.store.index, true);
+    return p->rc == 0;
+}
+
 /* Every shared access of s, in any order. */
 static int collect(sync_pass *p, const tex_stmt *s, access_set *out)
 {
-    if (!s)
-        return 0;
-    switch (s->kind) {
-    case TEXI_STMT_FOR:
-        return collect_for(p, s, out);
-    case TEXI_STMT_STORE:
-        TEXI_TRY(reads(p, out, s->u.store.index));
-        TEXI_TRY(reads(p, out, s->u.store.value));
-        return add_access(p, out, s->u.store.buf, s->u.store.index, true);
-    case TEXI_STMT_ALLOCATE:
-        return collect(p, s->u.alloc.body, out);
-    case TEXI_STMT_IF:
-        TEXI_TRY(reads(p, out, s->u.ifs.cond));
-        TEXI_TRY(collect(p, s->u.ifs.then_s, out));
-        return collect(p, s->u.ifs.else_s, out);
-    case TEXI_STMT_LET: {
-        TEXI_TRY(reads(p, out, s->u.let.value));
-        mark m = save(p);
-        int rc = push_map(p, s->u.let.var, canon(p, s->u.let.value));
-        if (rc == 0)
-            rc = collect(p, s->u.let.body, out);
-        restore(p, m);
-        return rc;
-    }
-    case TEXI_STMT_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            TEXI_TRY(collect(p, s->u.seq.items[i], out));
-        return 0;
-    case TEXI_STMT_EVALUATE:
-        return reads(p, out, s->u.eval.value);
-    case TEXI_STMT_ATTR: {
-        if (s->u.attr.id == TEXI_ATTR_THREAD_ALLREDUCE)
-            return 0;
-        bool db = p->db;
-        p->db |= s->u.attr.id == TEXI_ATTR_DOUBLE_BUFFER_WRITE;
-        int rc = reads(p, out, s->u.attr.value);
-        if (rc == 0)
-            rc = collect(p, s->u.attr.body, out);
-        p->db = db;
-        return rc;
-    }
-    case TEXI_STMT_INTRIN:
-        return collect_intrin(p, s, out);
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_REALIZE:
-    case TEXI_STMT_KIND_COUNT:
-        return 0;
-    }
-    return 0;
+    load_walk w = {p, out};
+    texi_stmt_visit(s, collect_step, &w);
+    return p->rc;
 }
 
 static bool head(sync_pass *p, const tex_stmt *s, access_set *out, int *rc);
@@ -664,10 +655,7 @@ static tex_stmt *plan_for(sync_pass *p, tex_stmt *s, access_set *st)
         body =
             runs_once_per_block(s) ? plan_list(p, s->u.loop.body, st) : plan_serial_body(p, s, st);
     restore(p, m);
-    if (!body || body == s->u.loop.body)
-        return body ? s : NULL;
-    return texi_for_new(p->lw->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
-                        s->u.loop.for_kind, s->u.loop.thread_tag, body);
+    return texi_stmt_with_body(p->lw->ctx, s, body);
 }
 
 static tex_stmt *plan_if(sync_pass *p, tex_stmt *s, access_set *st)
@@ -695,9 +683,7 @@ static tex_stmt *plan_let(sync_pass *p, tex_stmt *s, access_set *st)
     if (push_map(p, s->u.let.var, canon(p, s->u.let.value)) == 0)
         body = plan_list(p, s->u.let.body, st);
     restore(p, m);
-    if (!body || body == s->u.let.body)
-        return body ? s : NULL;
-    return texi_let_new(p->lw->ctx, s->u.let.var, s->u.let.value, body);
+    return texi_stmt_with_body(p->lw->ctx, s, body);
 }
 
 static tex_stmt *plan_attr(sync_pass *p, tex_stmt *s, access_set *st)
@@ -706,9 +692,7 @@ static tex_stmt *plan_attr(sync_pass *p, tex_stmt *s, access_set *st)
     p->db |= s->u.attr.id == TEXI_ATTR_DOUBLE_BUFFER_WRITE;
     tex_stmt *body = reads(p, st, s->u.attr.value) < 0 ? NULL : plan_list(p, s->u.attr.body, st);
     p->db = db;
-    if (!body || body == s->u.attr.body)
-        return body ? s : NULL;
-    return texi_attr_new(p->lw->ctx, s->u.attr.key, s->u.attr.value, body);
+    return texi_stmt_with_body(p->lw->ctx, s, body);
 }
 
 /* Container s planned inside, its accesses added to st. */
@@ -723,12 +707,8 @@ static tex_stmt *plan_container(sync_pass *p, tex_stmt *s, access_set *st)
         return plan_let(p, s, st);
     case TEXI_STMT_ATTR:
         return plan_attr(p, s, st);
-    case TEXI_STMT_ALLOCATE: {
-        tex_stmt *body = plan_list(p, s->u.alloc.body, st);
-        if (!body || body == s->u.alloc.body)
-            return body ? s : NULL;
-        return texi_allocate_new(p->lw->ctx, s->u.alloc.buf, body);
-    }
+    case TEXI_STMT_ALLOCATE:
+        return texi_stmt_with_body(p->lw->ctx, s, plan_list(p, s->u.alloc.body, st));
     case TEXI_STMT_SEQ:
         return plan_list(p, s, st);
     case TEXI_STMT_STORE:
@@ -818,58 +798,22 @@ static tex_stmt *plan_list(sync_pass *p, tex_stmt *s, access_set *st)
 
 /* ------------------------------------------------------------ entry */
 
-static void find_active(sync_pass *p, const tex_stmt *s);
-
-static void find_active_list(sync_pass *p, tex_stmt *const *items, int n)
+/* Visitor: marks the thread tags with a loop of extent != 1. */
+static bool find_active(const tex_stmt *s, void *ud)
 {
-    for (int i = 0; i < n; i++)
-        find_active(p, items[i]);
-}
-
-/* Marks the thread tags with a loop of extent != 1 in s. */
-static void find_active(sync_pass *p, const tex_stmt *s)
-{
+    sync_pass *p = ud;
     int64_t ext;
-    if (!s)
-        return;
-    switch (s->kind) {
-    case TEXI_STMT_FOR:
-        if (s->u.loop.for_kind == TEXI_FOR_THREAD && is_thread_tag(s->u.loop.thread_tag)) {
-            int g = s->u.loop.thread_tag - (int)TEX_THREAD_X;
-            bool is_const = texi_expr_is_int_const(s->u.loop.extent, &ext);
-            p->active[g] |= !(is_const && ext == 1);
-            if (!is_const || ext < 0)
-                p->launch[g] = -1;
-            else if (p->launch[g] >= 0 && ext > p->launch[g])
-                p->launch[g] = ext;
-        }
-        find_active(p, s->u.loop.body);
-        return;
-    case TEXI_STMT_ALLOCATE:
-        find_active(p, s->u.alloc.body);
-        return;
-    case TEXI_STMT_IF:
-        find_active(p, s->u.ifs.then_s);
-        find_active(p, s->u.ifs.else_s);
-        return;
-    case TEXI_STMT_LET:
-        find_active(p, s->u.let.body);
-        return;
-    case TEXI_STMT_ATTR:
-        find_active(p, s->u.attr.body);
-        return;
-    case TEXI_STMT_SEQ:
-        find_active_list(p, s->u.seq.items, s->u.seq.n);
-        return;
-    case TEXI_STMT_STORE:
-    case TEXI_STMT_EVALUATE:
-    case TEXI_STMT_INTRIN:
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_REALIZE:
-    case TEXI_STMT_KIND_COUNT:
-        return;
+    if (s->kind == TEXI_STMT_FOR && s->u.loop.for_kind == TEXI_FOR_THREAD &&
+        is_thread_tag(s->u.loop.thread_tag)) {
+        int g = s->u.loop.thread_tag - (int)TEX_THREAD_X;
+        bool is_const = texi_expr_is_int_const(s->u.loop.extent, &ext);
+        p->active[g] |= !(is_const && ext == 1);
+        if (!is_const || ext < 0)
+            p->launch[g] = -1;
+        else if (p->launch[g] >= 0 && ext > p->launch[g])
+            p->launch[g] = ext;
     }
+    return true;
 }
 
 int texi_pass_thread_sync(texi_lower *lw, tex_stmt *in, tex_stmt **out)
@@ -878,7 +822,7 @@ int texi_pass_thread_sync(texi_lower *lw, tex_stmt *in, tex_stmt **out)
     if (!p)
         return texi_error(lw->ctx, TEX_ENOMEM, "tex_build: thread_sync: out of memory");
     p->lw = lw;
-    find_active(p, in);
+    texi_stmt_visit(in, find_active, p);
     access_set st = {0};
     tex_stmt *r = plan_list(p, in, &st);
     set_free(&st);

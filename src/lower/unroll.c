@@ -18,11 +18,6 @@
 #define MAX_UNROLL 64
 #define MAX_UNROLLED_STMTS 4096
 
-typedef struct {
-    tex_ctx *ctx;
-    bool failed;
-} unroller;
-
 /* Statements in s (a size estimate for the unroll limit). */
 static bool count_step(const tex_stmt *s, void *ud)
 {
@@ -54,61 +49,39 @@ static tex_expr *subst_root(tex_expr *e, void *ud)
 }
 
 /* The n copies of body, var = min + i in copy i. */
-static tex_stmt *replicate(unroller *u, const tex_stmt *loop, tex_stmt *body, int64_t n)
+static tex_stmt *replicate(tex_ctx *ctx, const tex_stmt *loop, tex_stmt *body, int64_t n)
 {
     tex_expr *var = loop->u.loop.var, *min = texi_convert(loop->u.loop.min, var->dtype);
-    tex_stmt **items = texi_alloc(u->ctx, sizeof *items * (size_t)(n + 1), "unroll");
+    tex_stmt **items = texi_alloc(ctx, sizeof *items * (size_t)(n + 1), "unroll");
     if (!items || !min)
         return NULL;
+    bool failed = false;
     for (int64_t i = 0; i < n; i++) {
-        tex_expr *off = texi_int_imm(u->ctx, var->dtype, i);
+        tex_expr *off = texi_int_imm(ctx, var->dtype, i);
         subst sb = {var, off ? texi_simplify(texi_binary(TEXI_EXPR_ADD, min, off), 0, NULL) : NULL,
-                    &u->failed};
-        if (!sb.value || !(items[i] = texi_stmt_mutate(u->ctx, body, NULL, subst_root, &sb)) ||
-            u->failed)
+                    &failed};
+        if (!sb.value || !(items[i] = texi_stmt_mutate(ctx, body, NULL, subst_root, &sb)) || failed)
             return NULL;
     }
-    return texi_seq_new(u->ctx, (int)n, items);
+    return texi_seq_new(ctx, (int)n, items);
 }
 
-static tex_stmt *unroll_stmt(tex_stmt *s, void *ud);
-
-static tex_stmt *unroll_loop(unroller *u, tex_stmt *s)
+/* Loop s with its body already unrolled (texi_stmt_map_loops). */
+static tex_stmt *unroll_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
 {
-    tex_stmt *body = texi_stmt_mutate(u->ctx, s->u.loop.body, unroll_stmt, NULL, u);
-    if (!body)
-        return NULL;
+    (void)ud;
     int64_t n;
     bool constant = texi_expr_is_int_const(s->u.loop.extent, &n);
     if (s->u.loop.for_kind != TEXI_FOR_UNROLLED)
-        return body == s->u.loop.body
-                   ? s
-                   : texi_for_new(u->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
-                                  s->u.loop.for_kind, s->u.loop.thread_tag, body);
+        return texi_stmt_with_body(ctx, s, body);
     if (constant && n >= 0 && n <= MAX_UNROLL && n * stmt_count(body) <= MAX_UNROLLED_STMTS)
-        return replicate(u, s, body, n);
-    tex_stmt *loop = texi_for_new(u->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
+        return replicate(ctx, s, body, n);
+    tex_stmt *loop = texi_for_new(ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
                                   TEXI_FOR_SERIAL, -1, body);
-    return loop ? texi_attr_named(u->ctx, TEXI_ATTR_PRAGMA_UNROLL, s->u.loop.extent, loop) : NULL;
-}
-
-static tex_stmt *unroll_stmt(tex_stmt *s, void *ud)
-{
-    unroller *u = ud;
-    if (s->kind != TEXI_STMT_FOR || u->failed)
-        return NULL;
-    tex_stmt *r = unroll_loop(u, s);
-    if (!r)
-        u->failed = true;
-    return r ? r : s;
+    return loop ? texi_attr_named(ctx, TEXI_ATTR_PRAGMA_UNROLL, s->u.loop.extent, loop) : NULL;
 }
 
 int texi_pass_unroll(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
-    unroller u = {lw->ctx, false};
-    tex_stmt *r = texi_stmt_mutate(lw->ctx, in, unroll_stmt, NULL, &u);
-    if (!r || u.failed)
-        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
-    *out = r;
-    return 0;
+    return texi_pass_result(lw, texi_stmt_map_loops(lw->ctx, in, unroll_loop, NULL), out);
 }

@@ -67,46 +67,20 @@ static enum texi_vector_reason loop_problem(const tex_stmt *s)
     return body_problem(s->u.loop.body);
 }
 
-typedef struct {
-    tex_ctx *ctx;
-    bool failed;
-} vectorizer;
-
-static tex_stmt *visit(tex_stmt *s, void *ud);
-
-static tex_stmt *check_loop(vectorizer *vz, tex_stmt *s)
+/* Loop s with its body already checked (texi_stmt_map_loops). */
+static tex_stmt *check_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
 {
-    tex_stmt *body = texi_stmt_mutate(vz->ctx, s->u.loop.body, visit, NULL, vz);
-    if (!body)
-        return NULL;
+    (void)ud;
     enum texi_vector_reason why =
         s->u.loop.for_kind == TEXI_FOR_VECTORIZED ? loop_problem(s) : NO_PROBLEM;
-    bool failed = why != NO_PROBLEM;
-    if (!failed && body == s->u.loop.body)
-        return s;
-    tex_stmt *loop = texi_for_new(vz->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
-                                  failed ? TEXI_FOR_SERIAL : s->u.loop.for_kind,
-                                  failed ? -1 : s->u.loop.thread_tag, body);
-    return loop && failed ? texi_attr_vector_failed(vz->ctx, why, loop) : loop;
-}
-
-static tex_stmt *visit(tex_stmt *s, void *ud)
-{
-    vectorizer *vz = ud;
-    if (s->kind != TEXI_STMT_FOR || vz->failed)
-        return NULL;
-    tex_stmt *r = check_loop(vz, s);
-    if (!r)
-        vz->failed = true;
-    return r ? r : s;
+    if (why == NO_PROBLEM)
+        return texi_stmt_with_body(ctx, s, body);
+    tex_stmt *loop = texi_for_new(ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
+                                  TEXI_FOR_SERIAL, -1, body);
+    return loop ? texi_attr_vector_failed(ctx, why, loop) : NULL;
 }
 
 int texi_pass_vectorize(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
-    vectorizer vz = {lw->ctx, false};
-    tex_stmt *r = texi_stmt_mutate(lw->ctx, in, visit, NULL, &vz);
-    if (!r || vz.failed)
-        return tex_errcode(lw->ctx) ? tex_errcode(lw->ctx) : TEX_ENOMEM;
-    *out = r;
-    return 0;
+    return texi_pass_result(lw, texi_stmt_map_loops(lw->ctx, in, check_loop, NULL), out);
 }

@@ -20,6 +20,7 @@
  * build time, naming the expression), launching, allocating.
  */
 #include "rt/launch_plan.h"
+#include "ir/arith.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -381,18 +382,6 @@ typedef struct {
     bool bad;
 } slot;
 
-static int64_t floordiv(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-static int64_t floormod(int64_t a, int64_t b)
-{
-    int64_t r = a % b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-
 /* a op b for the arithmetic ops; *bad on division by zero or overflow. */
 static int64_t arith(int op, int64_t a, int64_t b, bool *bad)
 {
@@ -413,7 +402,7 @@ static int64_t arith(int op, int64_t a, int64_t b, bool *bad)
             *bad = true;
             return 0;
         }
-        return op == OP_FLOORDIV ? floordiv(a, b) : floormod(a, b);
+        return op == OP_FLOORDIV ? texi_arith_floordiv(a, b) : texi_arith_floormod(a, b);
     case OP_MIN:
         return a < b ? a : b;
     case OP_MAX:
@@ -433,30 +422,6 @@ static int64_t arith(int op, int64_t a, int64_t b, bool *bad)
     }
 }
 
-/* x wrapped to the width of integer dtype t. */
-static int64_t wrap(int64_t x, int64_t t)
-{
-    uint64_t u = (uint64_t)x;
-    switch (t) {
-    case TEX_BOOL:
-        return x != 0;
-    case TEX_I8:
-        return (int8_t)(u & 0xff);
-    case TEX_I16:
-        return (int16_t)(u & 0xffff);
-    case TEX_I32:
-        return (int32_t)(u & 0xffffffffu);
-    case TEX_U8:
-        return (int64_t)(u & 0xff);
-    case TEX_U16:
-        return (int64_t)(u & 0xffff);
-    case TEX_U32:
-        return (int64_t)(u & 0xffffffffu);
-    default:
-        return x;
-    }
-}
-
 /* Applies one operator instruction to the stack (top at st[*sp - 1]). */
 static int apply(int op, int64_t imm, slot *st, int *sp)
 {
@@ -465,7 +430,7 @@ static int apply(int op, int64_t imm, slot *st, int *sp)
         return TEX_EINVAL;
     slot *a = &st[*sp - need];
     if (op == OP_NOT || op == OP_CAST) {
-        a->v = op == OP_NOT ? !a->v : wrap(a->v, imm);
+        a->v = op == OP_NOT ? !a->v : texi_wrap_int((tex_dtype)imm, (uint64_t)a->v);
         return 0;
     }
     slot *b = a + 1;

@@ -536,18 +536,12 @@ static bool collect_access(tex_expr *e, void *ud)
     access_walk *w = ud;
     if (e->kind != TEXI_EXPR_ACCESS || (w->t && e->u.access.tensor != w->t))
         return true;
-    if (w->n == w->cap) {
-        int cap = w->cap ? 2 * w->cap : 8;
-        tex_expr **a = texi_alloc(w->ctx, sizeof *a * (size_t)cap, "bound inference");
-        if (!a) {
-            w->oom = true;
-            return false;
-        }
-        for (int i = 0; i < w->n; i++)
-            a[i] = w->acc[i];
-        w->acc = a;
-        w->cap = cap;
+    tex_expr **a = texi_grow(w->ctx, w->acc, w->n, &w->cap, sizeof *a, "bound inference");
+    if (!a) {
+        w->oom = true;
+        return false;
     }
+    w->acc = a;
     w->acc[w->n++] = e;
     return true;
 }

@@ -4,7 +4,8 @@
  * pre-callbacks that replace nodes and stop descent, the read-only walks'
  * order and pruning (expressions and statements), named ATTR keys,
  * statement rewriting of loop bounds and every statement
- * kind, SEQ flattening, NULL operands, and allocation failure in the middle
+ * kind, innermost-first loop rewriting, the body of a statement and its own
+ * expressions, SEQ flattening, NULL operands, and allocation failure in the middle
  * of a rewrite (NULL result, TEX_ENOMEM recorded, no partial tree).
  */
 #include "ir/ir.h"
@@ -427,6 +428,116 @@ static void test_stmt_visit_and_attr_keys(void)
     tex_ctx_free(ctx);
 }
 
+typedef struct {
+    const tex_expr *vars[8]; /* the loop variables met, in order */
+    int n;
+    bool fail;      /* fn fails (returns NULL) */
+    bool body_seen; /* some loop got a body other than its own */
+} loop_log;
+
+/* Loop callback: logs the loop and makes it serial. */
+static tex_stmt *serialize(tex_ctx *ctx, tex_stmt *loop, tex_stmt *body, void *ud)
+{
+    loop_log *l = ud;
+    if (l->n < 8)
+        l->vars[l->n++] = loop->u.loop.var;
+    l->body_seen |= body != loop->u.loop.body;
+    if (l->fail)
+        return NULL;
+    if (loop->u.loop.for_kind == TEXI_FOR_SERIAL)
+        return texi_stmt_with_body(ctx, loop, body);
+    return texi_for_new(ctx, loop->u.loop.var, loop->u.loop.min, loop->u.loop.extent,
+                        TEXI_FOR_SERIAL, -1, body);
+}
+
+/* texi_stmt_map_loops: innermost loops first, each given its rewritten body;
+ * nothing rebuilt when nothing changes; a failure is a NULL result. */
+static void test_map_loops(void)
+{
+    fixture f = setup();
+    tex_ctx *ctx = f.ctx;
+    tex_expr *c0 = tex_int(ctx, 0), *c8 = tex_int(ctx, 8);
+    tex_stmt *st = texi_store_new(ctx, f.buf, tex_add(tex_mul(f.i, c8), f.j), f.a);
+    tex_stmt *inner = texi_for_new(ctx, f.j, c0, c8, TEXI_FOR_VECTORIZED, -1, st);
+    tex_stmt *ev = texi_evaluate_new(ctx, f.i);
+    tex_stmt *outer = texi_for_new(ctx, f.i, c0, c8, TEXI_FOR_SERIAL, -1,
+                                   texi_seq_new(ctx, 2, (tex_stmt *[]){inner, ev}));
+    loop_log l = {{NULL}, 0, false, false};
+    tex_stmt *r = texi_stmt_map_loops(ctx, outer, serialize, &l);
+    TT_EQ_INT(l.n, 2);
+    TT_CHECK(l.vars[0] == f.j && l.vars[1] == f.i);
+    TT_CHECK(l.body_seen); /* the outer loop got the rewritten inner one */
+    CHECK_STMT(r, "for (i, 0, 8) {\n  for (j, 0, 8) {\n    buf[i*8 + j] = a\n  }\n  i\n}\n");
+    TT_CHECK(r != outer && r->u.loop.body->u.seq.items[1] == ev);
+
+    loop_log again = {{NULL}, 0, false, false};
+    TT_CHECK(texi_stmt_map_loops(ctx, r, serialize, &again) == r); /* nothing to do */
+    TT_CHECK(!again.body_seen && again.n == 2);
+    TT_CHECK(texi_stmt_map_loops(ctx, ev, serialize, &again) == ev); /* no loop at all */
+
+    loop_log failing = {{NULL}, 0, true, false};
+    TT_CHECK(texi_stmt_map_loops(ctx, outer, serialize, &failing) == NULL);
+    TT_EQ_INT(failing.n, 1); /* the walk stops at the first failure */
+    tex_ctx_free(ctx);
+}
+
+/* Expression visitor: logs the root it is given and stops there. */
+static bool log_root(tex_expr *e, void *ud)
+{
+    walk_log *w = ud;
+    if (w->n < 32)
+        w->seen[w->n++] = e;
+    return false;
+}
+
+/* texi_stmt_body / texi_stmt_with_body on every kind with a body, and
+ * texi_stmt_visit_exprs on a statement's own expressions only. */
+static void test_bodies_and_own_exprs(void)
+{
+    fixture f = setup();
+    tex_ctx *ctx = f.ctx;
+    tex_tensor *T = tex_placeholder_c(ctx, "T", TEX_F32, 1, (int64_t[]){64});
+    tex_expr *c0 = tex_int(ctx, 0), *c8 = tex_int(ctx, 8);
+    tex_stmt *st = texi_store_new(ctx, f.buf, f.i, f.a);
+    tex_stmt *ev = texi_evaluate_new(ctx, f.j);
+    tex_stmt *with_body[] = {
+        texi_for_new(ctx, f.i, c0, c8, TEXI_FOR_THREAD, TEX_THREAD_Y, st),
+        texi_realize_new(ctx, T, 1, &c0, &c8, TEXI_SCOPE_SHARED, st),
+        texi_allocate_new(ctx, f.buf, st),
+        texi_let_new(ctx, f.i, f.j, st),
+        texi_attr_new(ctx, "hint", f.j, st),
+    };
+    for (size_t k = 0; k < sizeof with_body / sizeof *with_body; k++) {
+        tex_stmt *s = with_body[k];
+        TT_CHECK(texi_stmt_body(s) == st);
+        TT_CHECK(texi_stmt_with_body(ctx, s, st) == s);
+        TT_CHECK(texi_stmt_with_body(ctx, s, NULL) == NULL);
+        tex_stmt *r = texi_stmt_with_body(ctx, s, ev);
+        TT_CHECK(r && r != s && r->kind == s->kind && texi_stmt_body(r) == ev);
+        TT_CHECK(r && texi_stmt_equal(texi_stmt_with_body(ctx, r, st), s));
+    }
+    TT_CHECK(texi_stmt_body(st) == NULL && texi_stmt_body(ev) == NULL);
+    TT_CHECK(texi_stmt_body(texi_if_new(ctx, tex_lt(f.i, f.j), st, NULL)) == NULL);
+
+    walk_log w = {{NULL}, 0, TEXI_EXPR_KIND_COUNT};
+    texi_stmt_visit_exprs(with_body[0], log_root, &w); /* bounds, not the body */
+    TT_CHECK(w.n == 2 && w.seen[0] == c0 && w.seen[1] == c8);
+    w.n = 0;
+    texi_stmt_visit_exprs(st, log_root, &w);
+    TT_CHECK(w.n == 2 && w.seen[0] == f.i && w.seen[1] == f.a);
+    w.n = 0;
+    texi_stmt_visit_exprs(texi_if_new(ctx, tex_lt(f.i, f.j), st, ev), log_root, &w);
+    TT_CHECK(w.n == 1 && w.seen[0]->kind == TEXI_EXPR_LT);
+    w.n = 0;
+    texi_stmt_visit_exprs(with_body[4], log_root, &w);
+    TT_CHECK(w.n == 1 && w.seen[0] == f.j);
+    w.n = 0;
+    texi_stmt_visit_exprs(texi_barrier_new(ctx, TEXI_SCOPE_SHARED), log_root, &w);
+    TT_EQ_INT(w.n, 0);
+    TT_EQ_INT(tex_errcode(ctx), 0);
+    tex_ctx_free(ctx);
+}
+
 static void test_constructor_arrays_and_null_operands(void)
 {
     fixture f = setup();
@@ -537,6 +648,8 @@ int main(void)
     TT_RUN(test_stmt_mutate_every_kind);
     TT_RUN(test_seq_flattening);
     TT_RUN(test_stmt_visit_and_attr_keys);
+    TT_RUN(test_map_loops);
+    TT_RUN(test_bodies_and_own_exprs);
     TT_RUN(test_constructor_arrays_and_null_operands);
     TT_RUN(test_out_of_memory);
     return tt_finish();
