@@ -12,8 +12,8 @@
  * tex's times and dlopen's are measured inside the child process (from
  * before tex_ctx_new to after tex_build returns, or around dlopen), so
  * process start-up is not counted; cc's is the parent's wall time around
- * the spawned compiler. Each case runs its two sides interleaved, the
- * minimum count of bench/common.h (a cold build takes about a second).
+ * the spawned compiler. Each case runs its two sides interleaved
+ * (bench/common.h), the minimum number of rounds: every cold run compiles.
  * The children are this program itself, spawned with an argument:
  *   jit --build     prints the build time in ms (TEX_CACHE_DIR from the parent)
  *   jit --dlopen P  prints the time of dlopen(P) in ms
@@ -225,13 +225,13 @@ static int run_child(void *arg)
     return j->ms < 0 ? -1 : 0;
 }
 
-/* The compiler on the generated source, as tex's JIT runs it. */
+/* gemm/first's anchor: the compiler command and the files it reads and writes. */
 typedef struct {
     char src[4096], obj[4096];
     const char *argv[10];
 } cc_job;
 
-/* The anchor of gemm/first: one run of j's compiler command. */
+/* One run of j's compiler command. */
 static int run_cc(void *arg)
 {
     const cc_job *j = arg;
