@@ -126,9 +126,9 @@ static void run_case(const char *desc, bool inline_pad)
     if (run_tex(&cc) != 0)
         bench_fail("conv", desc, "call_failed");
     bench_check_close("conv", desc, cc.out->data, cc.want, F * OH * OW, 1e-3);
-    double tex_ms = bench_median_ms(run_tex, &cc, 400);
-    double c_ms = bench_median_ms(run_anchor, &cc, 400);
-    bench_print("conv", desc, tex_ms, "c", c_ms);
+    if (bench_compare("conv", desc, (bench_run){run_tex, &cc, NULL}, "c",
+                      (bench_run){run_anchor, &cc, NULL}, 800) != 0)
+        bench_fail("conv", desc, "call_failed");
     tex_kernel_free(cc.kernel);
     tex_array_free(cc.x);
     tex_array_free(cc.wt);

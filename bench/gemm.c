@@ -214,11 +214,10 @@ static void gemm_release(gemm_case *g)
     free(g->c_blas);
 }
 
-/* Builds, checks and times one case with variant v; tex's median in ms
- * (*blas_ms gets OpenBLAS's when non-NULL). Exits on a wrong result. */
-static double gemm_measure(gemm_case *g, const gemm_variant *v, const char *desc, double *blas_ms)
+/* Builds and checks one case with variant v, then times it interleaved with
+ * OpenBLAS and prints its line. Exits on a wrong result. */
+static void gemm_measure(gemm_case *g, const gemm_variant *v, const char *desc)
 {
-    double budget = 400;
     if (gemm_alloc(g) != 0 || gemm_build(g, v) != 0)
         bench_fail("gemm", desc, "setup_failed");
     openblas_set_num_threads(g->threads);
@@ -227,13 +226,10 @@ static double gemm_measure(gemm_case *g, const gemm_variant *v, const char *desc
     if (run_tex(g) != 0)
         bench_fail("gemm", desc, "call_failed");
     bench_check_close("gemm", desc, g->c->data, g->c_blas, g->m * g->n, 1e-3);
-    double tex_ms = bench_median_ms(run_tex, g, budget);
-    if (tex_ms < 0)
+    if (bench_compare("gemm", desc, (bench_run){run_tex, g, NULL}, "openblas",
+                      (bench_run){run_blas, g, NULL}, 800) != 0)
         bench_fail("gemm", desc, "call_failed");
-    if (blas_ms)
-        *blas_ms = bench_median_ms(run_blas, g, budget);
     gemm_release(g);
-    return tex_ms;
 }
 
 /* The tensorized variant for this CPU: AVX-512 when it has it, else AVX2. */
@@ -248,14 +244,11 @@ static void run_case(int64_t m, int64_t n, int64_t k, int threads)
     snprintf(desc, sizeof desc, "%lldx%lldx%lld/t%d", (long long)m, (long long)n, (long long)k,
              threads);
     gemm_case g = {.m = m, .n = n, .k = k, .threads = threads};
-    double blas_ms = 0, tex_ms = gemm_measure(&g, &variants[0], desc, &blas_ms);
-    bench_print("gemm", desc, tex_ms, "openblas", blas_ms);
-    const gemm_variant *tv = tensorized_variant();
+    gemm_measure(&g, &variants[0], desc);
     snprintf(desc, sizeof desc, "%lldx%lldx%lld/t%d/tensorized", (long long)m, (long long)n,
              (long long)k, threads);
     gemm_case gt = {.m = m, .n = n, .k = k, .threads = threads};
-    tex_ms = gemm_measure(&gt, tv, desc, &blas_ms);
-    bench_print("gemm", desc, tex_ms, "openblas", blas_ms);
+    gemm_measure(&gt, tensorized_variant(), desc);
 }
 
 /* Every variant on the sizes the goal names, 2 threads. */
@@ -267,8 +260,7 @@ static void tune(void)
             char desc[96];
             snprintf(desc, sizeof desc, "%lld^3/t2/%s", (long long)sizes[s], variants[v].name);
             gemm_case g = {.m = sizes[s], .n = sizes[s], .k = sizes[s], .threads = 2};
-            double blas_ms = 0, tex_ms = gemm_measure(&g, &variants[v], desc, &blas_ms);
-            bench_print("gemm", desc, tex_ms, "openblas", blas_ms);
+            gemm_measure(&g, &variants[v], desc);
         }
     }
 }

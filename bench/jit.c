@@ -9,9 +9,11 @@
  *   case=gemm/cached  a new process building the same kernel with the cache
  *                     warm (lowering + generation + hash + dlopen); anchor=
  *                     dlopen: a new process dlopen-ing the cached object alone.
- * Each time is measured inside the child process (from before tex_ctx_new to
- * after tex_build returns, or around dlopen), so process start-up is not
- * counted; each is the median of the children's times (common.h's counts).
+ * tex's times and dlopen's are measured inside the child process (from
+ * before tex_ctx_new to after tex_build returns, or around dlopen), so
+ * process start-up is not counted; cc's is the parent's wall time around
+ * the spawned compiler. Each case runs its two sides interleaved
+ * (bench/common.h), the minimum number of rounds: every cold run compiles.
  * The children are this program itself, spawned with an argument:
  *   jit --build     prints the build time in ms (TEX_CACHE_DIR from the parent)
  *   jit --dlopen P  prints the time of dlopen(P) in ms
@@ -31,6 +33,8 @@
 extern char **environ;
 
 enum { N = 1024, BN = 32, KF = 4 };
+
+#define BUDGET_MS 0.0 /* each case's timed runs: common.h's minimum count */
 
 /* The tutorial's final schedule on C = A·packedB; the lowered function or NULL. */
 static tex_func *tutorial_gemm(tex_ctx *ctx)
@@ -179,8 +183,8 @@ static int find_object(const char *dir, char *out, size_t size, int depth)
             continue;
         char sub[4096];
         struct stat st;
-        snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
-        if (lstat(sub, &st) != 0)
+        int n = snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
+        if (n < 0 || (size_t)n >= sizeof sub || lstat(sub, &st) != 0)
             continue;
         if (S_ISDIR(st.st_mode))
             rc = find_object(sub, out, size, depth + 1);
@@ -200,14 +204,13 @@ typedef struct {
     const char *const *argv;
     const char *cache_dir; /* NULL: a fresh directory per run */
     const char *tmp_base;  /* where the fresh ones go */
+    double ms;             /* the time the last child reported */
 } spawn_job;
 
-static double last_ms;
-
-/* One timed child; its own time goes to last_ms, collected by median_of. */
+/* One timed child; the time it reports goes to j->ms. */
 static int run_child(void *arg)
 {
-    const spawn_job *j = arg;
+    spawn_job *j = arg;
     char fresh[4096];
     const char *dir = j->cache_dir;
     if (!dir) {
@@ -216,42 +219,27 @@ static int run_child(void *arg)
             return -1;
         dir = fresh;
     }
-    last_ms = spawn_timed(j->argv, dir);
+    j->ms = spawn_timed(j->argv, dir);
     if (!j->cache_dir)
         remove_tree(fresh);
-    return last_ms < 0 ? -1 : 0;
+    return j->ms < 0 ? -1 : 0;
 }
 
-/* The median of the times the children report (warm-ups discarded). */
-static double median_of(int (*fn)(void *), void *arg)
-{
-    double t[BENCH_MIN_RUNS];
-    for (int w = 0; w < BENCH_WARMUP; w++)
-        if (fn(arg) != 0)
-            return -1;
-    for (int k = 0; k < BENCH_MIN_RUNS; k++) {
-        if (fn(arg) != 0)
-            return -1;
-        t[k] = last_ms;
-    }
-    return bench_median(t, BENCH_MIN_RUNS);
-}
-
+/* gemm/first's anchor: the compiler command and the files it reads and writes. */
 typedef struct {
-    const char *const *argv;
+    char src[4096], obj[4096];
+    const char *argv[10];
 } cc_job;
 
-/* The anchor of gemm/first: the compiler on the generated source. */
+/* One run of j's compiler command. */
 static int run_cc(void *arg)
 {
     const cc_job *j = arg;
-    double t0 = bench_now_ms();
     pid_t pid;
     int status = 0;
     if (spawn(j->argv, -1, -1, &pid) != 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
         WEXITSTATUS(status))
         return -1;
-    last_ms = bench_now_ms() - t0;
     return 0;
 }
 
@@ -272,18 +260,16 @@ static int write_source(const char *path)
     return rc;
 }
 
-static double measure_cc(const char *tmp)
+/* Writes the generated source under tmp and sets up j's command; 0 or -1. */
+static int cc_init(cc_job *j, const char *tmp)
 {
-    char src[4096], obj[4096];
-    snprintf(src, sizeof src, "%s/gemm.c", tmp);
-    snprintf(obj, sizeof obj, "%s/gemm.so", tmp);
-    if (write_source(src) != 0)
-        return -1;
+    snprintf(j->src, sizeof j->src, "%s/gemm.c", tmp);
+    snprintf(j->obj, sizeof j->obj, "%s/gemm.so", tmp);
     const char *cc = getenv("TEX_CC") ? getenv("TEX_CC") : "cc";
-    const char *argv[] = {cc,  "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-o", obj,
-                          src, NULL};
-    cc_job j = {argv};
-    return median_of(run_cc, &j);
+    const char *argv[] = {cc,        "-O3", "-march=native", "-fopenmp", "-fPIC",
+                          "-shared", "-o",  j->obj,          j->src,     NULL};
+    memcpy(j->argv, argv, sizeof argv);
+    return write_source(j->src);
 }
 
 int main(int argc, char **argv)
@@ -299,22 +285,23 @@ int main(int argc, char **argv)
         bench_fail("jit", "setup", "mkdtemp_failed");
     snprintf(warm, sizeof warm, "%s/warm", tmp);
     const char *build_argv[] = {self, "--build", NULL};
-    spawn_job cold = {build_argv, NULL, tmp}, hot = {build_argv, warm, tmp};
-    double first = median_of(run_child, &cold), cc = measure_cc(tmp);
-    if (first < 0 || cc < 0 || mkdir(warm, 0700) != 0 || run_child(&hot) != 0) {
+    spawn_job cold = {build_argv, NULL, tmp, 0}, hot = {build_argv, warm, tmp, 0};
+    cc_job cc;
+    if (cc_init(&cc, tmp) != 0 ||
+        bench_compare("jit", "gemm/first", (bench_run){run_child, &cold, &cold.ms}, "cc",
+                      (bench_run){run_cc, &cc, NULL}, BUDGET_MS) != 0 ||
+        mkdir(warm, 0700) != 0 || run_child(&hot) != 0) {
         remove_tree(tmp);
         bench_fail("jit", "gemm/first", "build_failed");
     }
-    bench_print("jit", "gemm/first", first, "cc", cc);
-    double cached = median_of(run_child, &hot), dl = -1;
-    if (cached >= 0 && find_object(warm, obj, sizeof obj, 0) == 0) {
-        const char *dl_argv[] = {self, "--dlopen", obj, NULL};
-        spawn_job j = {dl_argv, warm, tmp};
-        dl = median_of(run_child, &j);
-    }
+    const char *dl_argv[] = {self, "--dlopen", obj, NULL};
+    spawn_job dl = {dl_argv, warm, tmp, 0};
+    int found = find_object(warm, obj, sizeof obj, 0) == 0;
+    int rc = found ? bench_compare("jit", "gemm/cached", (bench_run){run_child, &hot, &hot.ms},
+                                   "dlopen", (bench_run){run_child, &dl, &dl.ms}, BUDGET_MS)
+                   : -1;
     remove_tree(tmp);
-    if (cached < 0 || dl < 0)
-        bench_fail("jit", "gemm/cached", cached < 0 ? "build_failed" : "no_cached_object");
-    bench_print("jit", "gemm/cached", cached, "dlopen", dl);
+    if (rc != 0)
+        bench_fail("jit", "gemm/cached", found ? "build_failed" : "no_cached_object");
     return 0;
 }

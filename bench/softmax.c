@@ -1,0 +1,213 @@
+/*
+ * bench/softmax: f32 softmax over the rows of a 4096x1024 matrix, on 1 and
+ * 2 threads, built with the public API only:
+ *   Mx[i] = max_k X[i, k]            E[i, j] = exp(X[i, j] - Mx[i])
+ *   Se[i] = sum_k E[i, k]            Y[i, j] = E[i, j] * (1 / Se[i])
+ * Schedule: one parallel loop over the rows of Y; Mx, E and Se computed at
+ * that row loop (E into a row-sized buffer), each over the row with its
+ * inner loop vectorized: E's and Y's columns split by VEC with the inner
+ * part vectorized, and each reduction split by VEC with the inner part
+ * rfactor'ed into VEC partials (one per vector lane) over a vectorized
+ * loop, which a short loop then combines.
+ *
+ * tex's result and the hand-fused anchor's are checked against a plain C
+ * reference (double precision, relative error <= 1e-5) before anything is
+ * timed. Two lines per case, each anchor interleaved with tex:
+ *   anchor=handfused  softmax_hand.c's fused OpenMP kernel, compiled with
+ *                     -ffast-math, so its expf is libmvec's vector one;
+ *                     tex's kernels keep IEEE semantics (tex.h, tex_build)
+ *                     and call the scalar expf in each lane;
+ *   anchor=bandwidth  the memory bound: a parallel row copy of the same
+ *                     bytes (16 MiB read, 16 MiB written), whose time is the
+ *                     least any softmax of this matrix can take; speedup =
+ *                     bound / tex, at most about 1.
+ *
+ * usage: softmax           the benchmark
+ *        softmax --source  prints the C that tex generates (2 threads)
+ */
+#include "common.h"
+
+#include <string.h>
+#include <tex/tex.h>
+
+#include "softmax_hand.h"
+
+enum { ROWS = 4096, COLS = 1024, VEC = 16 };
+
+typedef struct {
+    int threads;
+    tex_kernel *kernel;
+    DLTensor *x, *y; /* tex's arrays */
+    float *out;      /* the anchors' output */
+    float *want;     /* the reference */
+} softmax_case;
+
+/* Splits R's reduction over the row by VEC and rfactors the inner part into
+ * VEC partials, computed over a vectorized loop at Y's row loop, as R is. */
+static int vector_reduce(tex_ctx *c, tex_schedule *s, tex_tensor *R, tex_stage *sy, tex_iter *row)
+{
+    tex_stage *sr = tex_stage_of(s, R);
+    tex_iter *ko, *ki;
+    int rc = tex_split(sr, tex_op_reduce_axis(sr, 0), tex_int(c, VEC), &ko, &ki);
+    tex_tensor *rf = rc ? NULL : tex_rfactor(s, R, ki, 1);
+    if (!rf)
+        return -1;
+    tex_stage *sf = tex_stage_of(s, rf);
+    tex_iter *lane = tex_op_axis(sf, 1);
+    rc = tex_reorder(sf, 3, (tex_iter *[]){tex_op_axis(sf, 0), tex_op_reduce_axis(sf, 0), lane});
+    rc = rc ? rc : tex_vectorize(sf, lane);
+    rc = rc ? rc : tex_compute_at(sf, sy, row);
+    return rc ? rc : tex_compute_at(sr, sy, row);
+}
+
+/* The scheduled softmax (top comment); the lowered function or NULL. */
+static tex_func *softmax_define(tex_ctx *c)
+{
+    tex_expr *rows = tex_int(c, ROWS), *cols = tex_int(c, COLS);
+    tex_tensor *X = tex_placeholder_c(c, "X", TEX_F32, 2, (int64_t[]){ROWS, COLS});
+    tex_iter *i1 = tex_axis(c, "i", rows), *k1 = tex_reduce_axis(c, "k", cols);
+    tex_tensor *Mx =
+        tex_compute(c, "Mx", 1, &i1, tex_reduce_max(TEX_AT(X, tex_iv(i1), tex_iv(k1)), 1, &k1));
+    tex_iter *i2 = tex_axis(c, "i", rows), *j2 = tex_axis(c, "j", cols);
+    tex_tensor *E =
+        tex_compute(c, "E", 2, (tex_iter *[]){i2, j2},
+                    tex_exp(tex_sub(TEX_AT(X, tex_iv(i2), tex_iv(j2)), TEX_AT(Mx, tex_iv(i2)))));
+    tex_iter *i3 = tex_axis(c, "i", rows), *k3 = tex_reduce_axis(c, "k", cols);
+    tex_tensor *Se =
+        tex_compute(c, "Se", 1, &i3, tex_sum(TEX_AT(E, tex_iv(i3), tex_iv(k3)), 1, &k3));
+    tex_iter *i4 = tex_axis(c, "i", rows), *j4 = tex_axis(c, "j", cols);
+    tex_expr *inv = tex_div(tex_const(c, TEX_F32, 1), TEX_AT(Se, tex_iv(i4)));
+    tex_tensor *Y = tex_compute(c, "Y", 2, (tex_iter *[]){i4, j4},
+                                tex_mul(TEX_AT(E, tex_iv(i4), tex_iv(j4)), inv));
+    tex_schedule *s = tex_schedule_new(c, 1, &Y);
+    tex_stage *sy = tex_stage_of(s, Y), *se = tex_stage_of(s, E);
+    tex_iter *jo, *ji, *eo, *ei;
+    int rc = tex_parallel(sy, i4);
+    rc = rc ? rc : tex_split(sy, j4, tex_int(c, VEC), &jo, &ji);
+    rc = rc ? rc : tex_vectorize(sy, ji);
+    rc = rc ? rc : tex_split(se, tex_op_axis(se, 1), tex_int(c, VEC), &eo, &ei);
+    rc = rc ? rc : tex_vectorize(se, ei);
+    rc = rc ? rc : tex_compute_at(se, sy, i4);
+    rc = rc ? rc : vector_reduce(c, s, Mx, sy, i4);
+    rc = rc ? rc : vector_reduce(c, s, Se, sy, i4);
+    return rc ? NULL : tex_lower_tensors(s, "softmax", 2, (tex_tensor *[]){X, Y});
+}
+
+/* Builds sc->kernel for "cpu -threads=N"; 0 or -1 (message printed). */
+static int softmax_build(softmax_case *sc)
+{
+    char target[64];
+    snprintf(target, sizeof target, "cpu -threads=%d", sc->threads);
+    tex_ctx *c = tex_ctx_new();
+    tex_func *f = c ? softmax_define(c) : NULL;
+    sc->kernel = f ? tex_build(f, target) : NULL;
+    if (!sc->kernel)
+        fprintf(stderr, "softmax: %s\n", c ? tex_errmsg(c) : "out of memory");
+    tex_ctx_free(c);
+    return sc->kernel ? 0 : -1;
+}
+
+static int run_tex(void *arg)
+{
+    softmax_case *sc = arg;
+    return tex_kernel_call_tensors(sc->kernel, 2, (DLTensor *[]){sc->x, sc->y});
+}
+
+static int run_hand(void *arg)
+{
+    softmax_case *sc = arg;
+    softmax_hand(sc->x->data, sc->out, ROWS, COLS, sc->threads);
+    return 0;
+}
+
+static int run_copy(void *arg)
+{
+    softmax_case *sc = arg;
+    softmax_copy(sc->x->data, sc->out, ROWS, COLS, sc->threads);
+    return 0;
+}
+
+/* The plain C reference, row by row in double precision. */
+static void softmax_reference(const float *x, float *y)
+{
+    for (int i = 0; i < ROWS; i++) {
+        const float *xr = x + (size_t)i * COLS;
+        double mx = xr[0], sum = 0;
+        for (int j = 1; j < COLS; j++)
+            mx = xr[j] > mx ? xr[j] : mx;
+        for (int j = 0; j < COLS; j++)
+            sum += exp(xr[j] - mx);
+        for (int j = 0; j < COLS; j++)
+            y[(size_t)i * COLS + j] = (float)(exp(xr[j] - mx) / sum);
+    }
+}
+
+static int softmax_alloc(softmax_case *sc)
+{
+    DLDevice cpu = {kDLCPU, 0};
+    int64_t shape[2] = {ROWS, COLS};
+    sc->x = tex_array_new(2, shape, TEX_F32, cpu);
+    sc->y = tex_array_new(2, shape, TEX_F32, cpu);
+    sc->out = malloc(sizeof(float) * ROWS * COLS);
+    sc->want = malloc(sizeof(float) * ROWS * COLS);
+    if (!sc->x || !sc->y || !sc->out || !sc->want)
+        return -1;
+    bench_fill_random(sc->x->data, (int64_t)ROWS * COLS, 1);
+    softmax_reference(sc->x->data, sc->want);
+    return 0;
+}
+
+static void softmax_release(softmax_case *sc)
+{
+    tex_kernel_free(sc->kernel);
+    tex_array_free(sc->x);
+    tex_array_free(sc->y);
+    free(sc->out);
+    free(sc->want);
+}
+
+/* Checks tex and the hand-fused kernel against the reference (exits when
+ * either is wrong), then times tex interleaved with both anchors. */
+static void run_case(int threads)
+{
+    char desc[64];
+    snprintf(desc, sizeof desc, "%dx%d/t%d", ROWS, COLS, threads);
+    softmax_case sc = {.threads = threads};
+    if (softmax_alloc(&sc) != 0 || softmax_build(&sc) != 0)
+        bench_fail("softmax", desc, "setup_failed");
+    int64_t n = (int64_t)ROWS * COLS;
+    memset(sc.y->data, 0xff, sizeof(float) * (size_t)n); /* NaN: must be overwritten */
+    if (run_tex(&sc) != 0)
+        bench_fail("softmax", desc, "call_failed");
+    bench_check_close("softmax", desc, sc.y->data, sc.want, n, 1e-5);
+    run_hand(&sc);
+    if (!(bench_rel_error(sc.out, sc.want, n) <= 1e-5))
+        bench_fail("softmax", desc, "handfused_wrong_result");
+    bench_run runs[3] = {{run_tex, &sc, NULL}, {run_hand, &sc, NULL}, {run_copy, &sc, NULL}};
+    bench_stats st[3];
+    if (bench_interleave(3, runs, 1000, st) != 0)
+        bench_fail("softmax", desc, "call_failed");
+    bench_report("softmax", desc, &st[0], "handfused", &st[1]);
+    bench_report("softmax", desc, &st[0], "bandwidth", &st[2]);
+    softmax_release(&sc);
+}
+
+/* Prints the generated C of the 2-thread kernel; 0 or 1. */
+static int print_source(void)
+{
+    softmax_case sc = {.threads = 2};
+    int rc = softmax_build(&sc);
+    if (rc == 0)
+        fputs(tex_kernel_source(sc.kernel), stdout);
+    tex_kernel_free(sc.kernel);
+    return rc == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--source") == 0)
+        return print_source();
+    run_case(2);
+    run_case(1);
+    return 0;
+}
