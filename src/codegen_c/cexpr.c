@@ -299,6 +299,23 @@ static void emit_int_arith(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec,
     close_paren(sb, par);
 }
 
+/* A binary integer or float helper call tex_OP_FAM(a, b); a narrow
+ * (8/16-bit or bool) result is cast back from the 32-bit helper's. */
+static void emit_helper_call(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec, bool index,
+                             const char *op, const char *fam)
+{
+    bool narrow = is_narrow(e->dtype) || e->dtype == TEX_BOOL;
+    bool par = open_paren(sb, narrow ? TEXI_CP_P_UNARY : TEXI_CP_P_POSTFIX, prec);
+    if (narrow)
+        texi_sb_printf(sb, "(%s)", texi_dtype_ctype(e->dtype));
+    texi_sb_printf(sb, "tex_%s_%s(", op, fam);
+    texi_cp_expr(p, sb, e->u.bin.a, TEXI_CP_P_TOP, index);
+    texi_sb_puts(sb, ", ");
+    texi_cp_expr(p, sb, e->u.bin.b, TEXI_CP_P_TOP, index);
+    texi_sb_putc(sb, ')');
+    close_paren(sb, par);
+}
+
 /* Signed floordiv/floormod: plain / and % when both sides are provably
  * non-negative, else the floor helpers. */
 static void emit_int_floor(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec, bool index)
@@ -312,16 +329,8 @@ static void emit_int_floor(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec,
         return;
     }
     const char *fam = int_family(p, t, TEXI_CP_H_FLOOR_I32, TEXI_CP_H_FLOOR_I64, 0, 0);
-    bool narrow = is_narrow(t) || t == TEX_BOOL;
-    bool par = open_paren(sb, narrow ? TEXI_CP_P_UNARY : TEXI_CP_P_POSTFIX, prec);
-    if (narrow)
-        texi_sb_printf(sb, "(%s)", texi_dtype_ctype(t));
-    texi_sb_printf(sb, "tex_floor%s_%s(", e->kind == TEXI_EXPR_FLOORMOD ? "mod" : "div", fam);
-    texi_cp_expr(p, sb, e->u.bin.a, TEXI_CP_P_TOP, index);
-    texi_sb_puts(sb, ", ");
-    texi_cp_expr(p, sb, e->u.bin.b, TEXI_CP_P_TOP, index);
-    texi_sb_putc(sb, ')');
-    close_paren(sb, par);
+    emit_helper_call(p, sb, e, prec, index, e->kind == TEXI_EXPR_FLOORMOD ? "floormod" : "floordiv",
+                     fam);
 }
 
 /* The rounding wrapper of half type t ("tex_round_f16("), or "" otherwise. */
@@ -384,16 +393,7 @@ static void emit_minmax(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec, bo
         fam = int_family(p, t, TEXI_CP_H_MINMAX_I32, TEXI_CP_H_MINMAX_I64, TEXI_CP_H_MINMAX_U32,
                          TEXI_CP_H_MINMAX_U64);
     }
-    bool narrow = is_narrow(t);
-    bool par = open_paren(sb, narrow ? TEXI_CP_P_UNARY : TEXI_CP_P_POSTFIX, prec);
-    if (narrow)
-        texi_sb_printf(sb, "(%s)", texi_dtype_ctype(t));
-    texi_sb_printf(sb, "tex_%s_%s(", e->kind == TEXI_EXPR_MIN ? "min" : "max", fam);
-    texi_cp_expr(p, sb, e->u.bin.a, TEXI_CP_P_TOP, index);
-    texi_sb_puts(sb, ", ");
-    texi_cp_expr(p, sb, e->u.bin.b, TEXI_CP_P_TOP, index);
-    texi_sb_putc(sb, ')');
-    close_paren(sb, par);
+    emit_helper_call(p, sb, e, prec, index, e->kind == TEXI_EXPR_MIN ? "min" : "max", fam);
 }
 
 static void emit_binary(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec, bool index)
