@@ -273,7 +273,7 @@ static void loop_pragma(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll, 
             texi_cp_line(p, sb, "#pragma omp parallel for");
         break;
     case TEXI_FOR_VECTORIZED:
-        if (texi_cpu_simd_safe(s))
+        if (texi_simd_safe(s))
             texi_cp_line(p, sb, "#pragma omp simd");
         else
             texi_cp_line(p, sb,
@@ -509,7 +509,8 @@ static bool name_clashes(const texi_cg *g, const char *name)
             clash = true;
     }
     texi_sb_fini(&all);
-    return clash || strcmp(name, "tex_rc") == 0;
+    bool vector_type = strncmp(name, "tex_v", 5) == 0 && isdigit((unsigned char)name[5]);
+    return clash || vector_type || strcmp(name, "tex_rc") == 0;
 }
 
 static void cg_init(texi_cg *g, const tex_func *f, int threads)
@@ -535,6 +536,7 @@ static void assemble(texi_cg *g, texi_sb *out, const char *proto, const char *bo
     if (p->helpers & (TEXI_CP_H_F16 | TEXI_CP_H_BF16))
         texi_sb_puts(out, helper_bits);
     texi_cp_helpers(&cpu_target, out, p->helpers);
+    texi_cp_vector_typedefs(p, out);
     if (g->uses_alloc)
         texi_sb_puts(out, helper_alloc);
     texi_cp_intrin_sources(p, out);

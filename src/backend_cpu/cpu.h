@@ -16,9 +16,6 @@ char *texi_cpu_emit(const tex_func *f, int threads);
 /* The header of tex_kernel_export: the entry point's prototype. malloc'ed. */
 char *texi_cpu_emit_header(const tex_func *f);
 
-/* Whether the vectorized loop s may carry `#pragma omp simd` (simd_check.c). */
-bool texi_cpu_simd_safe(const tex_stmt *s);
-
 extern const texi_backend texi_backend_cpu; /* targets "cpu" and "c" */
 
 #endif

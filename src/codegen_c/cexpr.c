@@ -559,6 +559,12 @@ static void emit_select(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec, bo
 void texi_cp_expr(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec, bool index)
 {
     bool par;
+    if (e->lanes > 1 && p->lane < 0) {
+        texi_cp_vector(p, sb, e, prec);
+        return;
+    }
+    if (e->lanes > 1 && texi_cp_lane_expr(p, sb, e, prec))
+        return;
     if ((e->kind == TEXI_EXPR_VAR || e->kind == TEXI_EXPR_LOAD) && p->target->expr &&
         p->target->expr(p, sb, e, prec))
         return;
@@ -595,6 +601,8 @@ void texi_cp_expr(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec, bool ind
         return;
     case TEXI_EXPR_ACCESS:
     case TEXI_EXPR_REDUCE:
+    case TEXI_EXPR_RAMP: /* vectors: handled above */
+    case TEXI_EXPR_BROADCAST:
     case TEXI_EXPR_KIND_COUNT:
         break;
     }

@@ -24,6 +24,7 @@ void texi_cp_init(texi_cp *p, const tex_func *f, const texi_cp_target *target)
     p->ctx = f->ctx;
     p->f = f;
     p->target = target;
+    p->lane = -1;
     texi_cnames_init(&p->names, target->reserved, target->n_reserved);
 }
 
@@ -190,15 +191,17 @@ void texi_cp_loop(texi_cp *p, texi_sb *sb, const tex_stmt *s)
 static void emit_let(texi_cp *p, texi_sb *sb, const tex_stmt *s)
 {
     tex_expr *var = s->u.let.var;
-    bool intv = !texi_dtype_is_float(var->dtype);
+    bool intv = !texi_dtype_is_float(var->dtype) && var->lanes == 1;
     texi_cp_line(p, sb, "{");
     p->indent++;
     texi_sb tmp;
     texi_sb_init(&tmp); /* the value first: it may use an outer binding of var */
     texi_cp_expr(p, &tmp, s->u.let.value, TEXI_CP_P_TOP, intv);
     const char *name = texi_cp_bind(p, var, var->u.var.name);
-    texi_cp_line(p, sb, "const %s %s = %s;", p->target->value_type(var->dtype), name,
-                 tmp.buf ? tmp.buf : "0");
+    texi_cp_line(p, sb, "const %s %s = %s;",
+                 var->lanes > 1 ? texi_cp_vector_type(p, var->dtype, var->lanes, false)
+                                : p->target->value_type(var->dtype),
+                 name, tmp.buf ? tmp.buf : "0");
     if (tmp.oom)
         texi_cp_fail(p, TEX_ENOMEM, "out of memory (source text)");
     texi_sb_fini(&tmp);
@@ -229,6 +232,10 @@ static void emit_if(texi_cp *p, texi_sb *sb, const tex_stmt *s)
 static void emit_store(texi_cp *p, texi_sb *sb, const tex_stmt *s)
 {
     const texi_buffer *b = s->u.store.buf;
+    if (s->u.store.index->lanes > 1) {
+        texi_cp_vector_store(p, sb, s);
+        return;
+    }
     texi_cp_indent(p, sb);
     texi_sb_printf(sb, "%s[", texi_cp_lookup(p, texi_buffer_key(b), b->name));
     texi_cp_expr(p, sb, s->u.store.index, TEXI_CP_P_TOP, true);

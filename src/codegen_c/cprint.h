@@ -43,6 +43,9 @@ enum {
     TEXI_CP_H_ABS = 1 << 11  /* tex_abs_i32 / tex_abs_i64 */
 };
 
+/* Vector types: element dtypes (tex_dtype) and lanes up to 2^6. */
+enum { TEXI_CP_N_DTYPES = TEX_F64 + 1, TEXI_CP_MAX_LANES_LOG2 = 6 };
+
 /* What one C-family language changes in the shared printer. */
 typedef struct {
     const char *label;           /* after the function's name in errors: "" or " (target cuda)" */
@@ -82,7 +85,13 @@ struct texi_cp {
     int n_ranges, cap_ranges;
     int indent;
     unsigned helpers; /* TEXI_CP_H_* used so far */
-    int rc;           /* first error (recorded in ctx), 0 when none */
+    /* Vectors: the lane being printed (-1: whole vectors, cvector.c), the
+     * vector types used (bit k of [element dtype]: 2^k lanes), and the
+     * last vector type name. */
+    int lane;
+    unsigned vector_types[TEXI_CP_N_DTYPES];
+    char vector_name[32];
+    int rc; /* first error (recorded in ctx), 0 when none */
 };
 
 /* Precedence levels (C's, higher binds tighter). */
@@ -183,6 +192,22 @@ void texi_cp_store_value(texi_cp *p, texi_sb *sb, const tex_expr *e, tex_dtype t
 /* Appends `buf[index]` decoded from storage as a value of dtype t. */
 void texi_cp_load(texi_cp *p, texi_sb *sb, const texi_buffer *buf, const tex_expr *index,
                   tex_dtype t, int prec);
+
+/* ------------------------------------------------------------ cvector.c */
+
+/* Appends the vector e (lanes > 1) at p->lane -1: a vector value. */
+void texi_cp_vector(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec);
+/* In lane mode (p->lane >= 0): prints lane p->lane of a RAMP, BROADCAST or
+ * vector VAR and returns true; false for the nodes whose scalar form
+ * (over their operands' lanes) is their lane. */
+bool texi_cp_lane_expr(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec);
+/* A STORE whose index is a vector. */
+void texi_cp_vector_store(texi_cp *p, texi_sb *sb, const tex_stmt *s);
+/* The name of the vector type of `lanes` values of dtype t (the _u form:
+ * aligned to the element), recorded as used; valid until the next call. */
+const char *texi_cp_vector_type(texi_cp *p, tex_dtype t, int lanes, bool unaligned);
+/* The typedefs of the vector types used. */
+void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb);
 
 /* ---------------------------------------------------------- chelpers.c */
 

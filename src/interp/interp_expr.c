@@ -242,6 +242,8 @@ int texi_interp_expr(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_ev
         return eval_access(ip, fr, e, out);
     case TEXI_EXPR_LOAD:
         return eval_load(ip, fr, e, out);
+    case TEXI_EXPR_RAMP: /* vectors exist only in the CPU tail, which is compiled */
+    case TEXI_EXPR_BROADCAST:
     case TEXI_EXPR_REDUCE:
     case TEXI_EXPR_KIND_COUNT:
         break;

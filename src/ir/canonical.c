@@ -96,6 +96,8 @@ int texi_arith_cmp(const tex_expr *a, const tex_expr *b)
         return a->kind < b->kind ? -1 : 1;
     if (a->dtype != b->dtype)
         return a->dtype < b->dtype ? -1 : 1;
+    if (a->lanes != b->lanes)
+        return a->lanes < b->lanes ? -1 : 1;
     int c;
     switch (a->kind) {
     case TEXI_EXPR_INT:
@@ -109,7 +111,11 @@ int texi_arith_cmp(const tex_expr *a, const tex_expr *b)
         return c ? c : texi_arith_cmp(a->u.bin.b, b->u.bin.b);
     case TEXI_EXPR_NOT:
     case TEXI_EXPR_CAST:
+    case TEXI_EXPR_BROADCAST:
         return texi_arith_cmp(a->u.un.a, b->u.un.a);
+    case TEXI_EXPR_RAMP:
+        c = texi_arith_cmp(a->u.ramp.base, b->u.ramp.base);
+        return c ? c : texi_arith_cmp(a->u.ramp.stride, b->u.ramp.stride);
     case TEXI_EXPR_SELECT:
         if ((c = texi_arith_cmp(a->u.sel.cond, b->u.sel.cond)) ||
             (c = texi_arith_cmp(a->u.sel.t, b->u.sel.t)))

@@ -54,7 +54,7 @@ bool texi_expr_equal(const tex_expr *a, const tex_expr *b)
 {
     if (a == b)
         return true;
-    if (!a || !b || a->kind != b->kind || a->dtype != b->dtype)
+    if (!a || !b || a->kind != b->kind || a->dtype != b->dtype || a->lanes != b->lanes)
         return false;
     switch (a->kind) {
     case TEXI_EXPR_INT:
@@ -67,7 +67,11 @@ bool texi_expr_equal(const tex_expr *a, const tex_expr *b)
         return texi_expr_equal(a->u.bin.a, b->u.bin.a) && texi_expr_equal(a->u.bin.b, b->u.bin.b);
     case TEXI_EXPR_NOT:
     case TEXI_EXPR_CAST:
+    case TEXI_EXPR_BROADCAST:
         return texi_expr_equal(a->u.un.a, b->u.un.a);
+    case TEXI_EXPR_RAMP:
+        return texi_expr_equal(a->u.ramp.base, b->u.ramp.base) &&
+               texi_expr_equal(a->u.ramp.stride, b->u.ramp.stride);
     case TEXI_EXPR_SELECT:
         return texi_expr_equal(a->u.sel.cond, b->u.sel.cond) &&
                texi_expr_equal(a->u.sel.t, b->u.sel.t) && texi_expr_equal(a->u.sel.f, b->u.sel.f);
@@ -98,7 +102,7 @@ uint64_t texi_expr_hash(const tex_expr *e)
 {
     if (!e)
         return 0x51ed270b27a1f3c5u;
-    uint64_t h = mix((uint64_t)e->kind, (uint64_t)e->dtype);
+    uint64_t h = mix(mix((uint64_t)e->kind, (uint64_t)e->dtype), (uint64_t)e->lanes);
     switch (e->kind) {
     case TEXI_EXPR_INT:
         return mix(h, (uint64_t)e->u.i);
@@ -110,7 +114,10 @@ uint64_t texi_expr_hash(const tex_expr *e)
         return mix(mix(h, texi_expr_hash(e->u.bin.a)), texi_expr_hash(e->u.bin.b));
     case TEXI_EXPR_NOT:
     case TEXI_EXPR_CAST:
+    case TEXI_EXPR_BROADCAST:
         return mix(h, texi_expr_hash(e->u.un.a));
+    case TEXI_EXPR_RAMP:
+        return mix(mix(h, texi_expr_hash(e->u.ramp.base)), texi_expr_hash(e->u.ramp.stride));
     case TEXI_EXPR_SELECT:
         h = mix(h, texi_expr_hash(e->u.sel.cond));
         return mix(mix(h, texi_expr_hash(e->u.sel.t)), texi_expr_hash(e->u.sel.f));

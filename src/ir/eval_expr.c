@@ -149,6 +149,8 @@ texi_eval_value texi_eval_node_value(texi_eval *st, int32_t n)
     case TEXI_EXPR_ACCESS:
         return read_element(st, nd);
     case TEXI_EXPR_LOAD:
+    case TEXI_EXPR_RAMP:
+    case TEXI_EXPR_BROADCAST:
     case TEXI_EXPR_REDUCE:
     case TEXI_EXPR_KIND_COUNT:
         break; /* rejected by texi_eval_compile */
@@ -316,13 +318,16 @@ int32_t texi_eval_compile(texi_eval *st, tex_expr *e)
     case TEXI_EXPR_ACCESS:
         return compile_access(st, n, e);
     case TEXI_EXPR_LOAD:
+    case TEXI_EXPR_RAMP:
+    case TEXI_EXPR_BROADCAST:
     case TEXI_EXPR_REDUCE:
     case TEXI_EXPR_KIND_COUNT:
         break;
     }
     texi_eval_fail(st, TEX_EINVAL,
                    "tex_eval_reference: tensor '%s' contains a %s node, which only a compute "
-                   "definition's top level (reduce) or a lowered function (load) may hold",
+                   "definition's top level (reduce) or a lowered function (load, ramp, "
+                   "broadcast) may hold",
                    st->cur, e->kind < TEXI_EXPR_KIND_COUNT ? texi_expr_kind_names[e->kind] : "?");
     return -1;
 }

@@ -46,9 +46,16 @@ static tex_expr *node_new(tex_ctx *ctx, enum texi_expr_kind kind, tex_dtype t)
     if (e) {
         e->kind = kind;
         e->dtype = t;
+        e->lanes = 1;
         e->ctx = ctx;
     }
     return e;
+}
+
+/* The wider lane count of two operands (they agree, or one is scalar). */
+static int lanes_of(const tex_expr *a, const tex_expr *b)
+{
+    return a->lanes > b->lanes ? a->lanes : b->lanes;
 }
 
 tex_expr *texi_int_imm(tex_ctx *ctx, tex_dtype t, int64_t v)
@@ -84,6 +91,7 @@ tex_expr *texi_binary(enum texi_expr_kind kind, tex_expr *a, tex_expr *b)
         t = TEX_BOOL;
     tex_expr *e = node_new(a->ctx, kind, t);
     if (e) {
+        e->lanes = lanes_of(a, b);
         e->u.bin.a = a;
         e->u.bin.b = b;
     }
@@ -93,8 +101,10 @@ tex_expr *texi_binary(enum texi_expr_kind kind, tex_expr *a, tex_expr *b)
 tex_expr *texi_unary(enum texi_expr_kind kind, tex_dtype t, tex_expr *a)
 {
     tex_expr *e = node_new(a->ctx, kind, t);
-    if (e)
+    if (e) {
+        e->lanes = a->lanes;
         e->u.un.a = a;
+    }
     return e;
 }
 
@@ -102,6 +112,7 @@ tex_expr *texi_select_new(tex_expr *c, tex_expr *t, tex_expr *f)
 {
     tex_expr *e = node_new(c->ctx, TEXI_EXPR_SELECT, t->dtype);
     if (e) {
+        e->lanes = lanes_of(c, t) > f->lanes ? lanes_of(c, t) : f->lanes;
         e->u.sel.cond = c;
         e->u.sel.t = t;
         e->u.sel.f = f;
@@ -115,8 +126,10 @@ tex_expr *texi_call_new(enum texi_math op, tex_dtype t, int n, tex_expr *const a
     if (e) {
         e->u.call.op = op;
         e->u.call.n_args = n;
-        for (int i = 0; i < n && i < 3; i++)
+        for (int i = 0; i < n && i < 3; i++) {
             e->u.call.args[i] = args[i];
+            e->lanes = lanes_of(e, args[i]);
+        }
     }
     return e;
 }
@@ -141,8 +154,30 @@ tex_expr *texi_load_new(texi_buffer *buf, tex_expr *index)
 {
     tex_expr *e = node_new(index->ctx, TEXI_EXPR_LOAD, buf->dtype);
     if (e) {
+        e->lanes = index->lanes;
         e->u.load.buf = buf;
         e->u.load.index = index;
+    }
+    return e;
+}
+
+tex_expr *texi_ramp_new(tex_expr *base, tex_expr *stride, int lanes)
+{
+    tex_expr *e = node_new(base->ctx, TEXI_EXPR_RAMP, base->dtype);
+    if (e) {
+        e->lanes = lanes;
+        e->u.ramp.base = base;
+        e->u.ramp.stride = stride;
+    }
+    return e;
+}
+
+tex_expr *texi_broadcast_new(tex_expr *value, int lanes)
+{
+    tex_expr *e = node_new(value->ctx, TEXI_EXPR_BROADCAST, value->dtype);
+    if (e) {
+        e->lanes = lanes;
+        e->u.un.a = value;
     }
     return e;
 }

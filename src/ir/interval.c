@@ -354,6 +354,11 @@ static texi_ival ival_rec(const tex_expr *e, int n, const texi_range ranges[], i
     case TEXI_EXPR_NOT:
         c = ival_rec(e->u.un.a, n, ranges, depth);
         return c.lo > 0 || c.hi < 0 ? ival(0, 0) : c.lo == 0 && c.hi == 0 ? ival(1, 1) : ival(0, 1);
+    case TEXI_EXPR_BROADCAST: /* a vector's range covers every lane */
+        return ival_rec(e->u.un.a, n, ranges, depth);
+    case TEXI_EXPR_RAMP:
+        c = ival_mul(ival_rec(e->u.ramp.stride, n, ranges, depth), ival(0, e->lanes - 1));
+        return fit(texi_ival_add(ival_rec(e->u.ramp.base, n, ranges, depth), c), e->dtype);
     case TEXI_EXPR_FLOAT:
     case TEXI_EXPR_CALL:
     case TEXI_EXPR_ACCESS:
@@ -482,7 +487,11 @@ static bool mentions(const texi_simp *s, const tex_expr *e, bool want_ranged, in
         return false;
     case TEXI_EXPR_NOT:
     case TEXI_EXPR_CAST:
+    case TEXI_EXPR_BROADCAST:
         return mentions(s, e->u.un.a, want_ranged, depth);
+    case TEXI_EXPR_RAMP:
+        return mentions(s, e->u.ramp.base, want_ranged, depth) ||
+               mentions(s, e->u.ramp.stride, want_ranged, depth);
     case TEXI_EXPR_SELECT:
         return mentions(s, e->u.sel.cond, want_ranged, depth) ||
                mentions(s, e->u.sel.t, want_ranged, depth) ||

@@ -133,7 +133,8 @@ enum texi_reduce_op {
 
 struct tex_expr {
     enum texi_expr_kind kind;
-    tex_dtype dtype;
+    tex_dtype dtype; /* of each lane */
+    int lanes;       /* 1 for a scalar; > 1 for a vector (RAMP, BROADCAST, what uses them) */
     tex_ctx *ctx;
     union {
         int64_t i; /* INT: the value (u64 as bit pattern) */
@@ -148,7 +149,10 @@ struct tex_expr {
         } bin; /* ADD .. OR */
         struct {
             tex_expr *a;
-        } un; /* NOT, CAST */
+        } un; /* NOT, CAST, BROADCAST */
+        struct {
+            tex_expr *base, *stride; /* scalar integers */
+        } ramp;                      /* RAMP: base + i*stride in lane i */
         struct {
             tex_expr *cond, *t, *f;
         } sel; /* SELECT */
@@ -195,6 +199,11 @@ tex_expr *texi_access_new(tex_tensor *t, int n, tex_expr *const idx[]);
 tex_expr *texi_load_new(texi_buffer *buf, tex_expr *index);
 tex_expr *texi_reduce_new(enum texi_reduce_op op, tex_expr *body, int n, tex_iter *const axes[],
                           tex_expr *cond);
+/* Vectors (lanes > 1): composite nodes take the lanes of their vector
+ * operands, which must agree; scalar operands of a vector node are
+ * BROADCAST first (the simd pass builds them, docs/passes.md). */
+tex_expr *texi_ramp_new(tex_expr *base, tex_expr *stride, int lanes);
+tex_expr *texi_broadcast_new(tex_expr *value, int lanes);
 
 /* e converted to t: constants fold to a constant of t, other nodes get a CAST
  * (none when e already has dtype t). NULL on ENOMEM. */

@@ -215,6 +215,16 @@ void texi_expr_print(texi_sb *sb, const tex_expr *e)
         texi_expr_print(sb, e->u.load.index);
         texi_sb_putc(sb, ']');
         return;
+    case TEXI_EXPR_RAMP:
+        texi_sb_puts(sb, "ramp(");
+        print_list(sb, 2, (tex_expr *const[]){e->u.ramp.base, e->u.ramp.stride});
+        texi_sb_printf(sb, ", %d)", e->lanes);
+        return;
+    case TEXI_EXPR_BROADCAST:
+        texi_sb_puts(sb, "broadcast(");
+        texi_expr_print(sb, e->u.un.a);
+        texi_sb_printf(sb, ", %d)", e->lanes);
+        return;
     case TEXI_EXPR_REDUCE:
         print_reduce(sb, e);
         return;

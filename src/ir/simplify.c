@@ -872,10 +872,14 @@ tex_expr *texi_simp_expr(texi_simp *s, tex_expr *e)
 {
     if (s->failed)
         return NULL;
+    if (e->lanes > 1)
+        return e; /* vectors (the CPU tail's) are built simplified */
     switch (e->kind) {
     case TEXI_EXPR_INT:
     case TEXI_EXPR_FLOAT:
     case TEXI_EXPR_VAR:
+    case TEXI_EXPR_RAMP:
+    case TEXI_EXPR_BROADCAST:
         return e;
     TEXI_CASE_BINARY:
         return simp_binary(s, e);

@@ -59,6 +59,14 @@ static tex_expr *mutate_children(tex_expr *e, texi_expr_rewrite_fn pre, void *ud
         if (!mutate_list(k, &e->u.un.a, 1, pre, ud, &failed))
             return e;
         return failed ? NULL : texi_unary(e->kind, e->dtype, k[0]);
+    case TEXI_EXPR_BROADCAST:
+        if (!mutate_list(k, &e->u.un.a, 1, pre, ud, &failed))
+            return e;
+        return failed ? NULL : texi_broadcast_new(k[0], e->lanes);
+    case TEXI_EXPR_RAMP:
+        if (!mutate_list(k, (tex_expr *[]){e->u.ramp.base, e->u.ramp.stride}, 2, pre, ud, &failed))
+            return e;
+        return failed ? NULL : texi_ramp_new(k[0], k[1], e->lanes);
     case TEXI_EXPR_SELECT:
         if (!mutate_list(k, (tex_expr *[]){e->u.sel.cond, e->u.sel.t, e->u.sel.f}, 3, pre, ud,
                          &failed))
@@ -124,7 +132,12 @@ void texi_expr_visit(tex_expr *e, texi_expr_visit_fn fn, void *ud)
         return;
     case TEXI_EXPR_NOT:
     case TEXI_EXPR_CAST:
+    case TEXI_EXPR_BROADCAST:
         texi_expr_visit(e->u.un.a, fn, ud);
+        return;
+    case TEXI_EXPR_RAMP:
+        texi_expr_visit(e->u.ramp.base, fn, ud);
+        texi_expr_visit(e->u.ramp.stride, fn, ud);
         return;
     case TEXI_EXPR_SELECT:
         texi_expr_visit(e->u.sel.cond, fn, ud);

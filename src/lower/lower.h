@@ -74,6 +74,13 @@ int texi_pass_remove_noops(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_gpu_to_cpu(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
 int texi_pass_guarded_loads(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+/* Vectorized loops as vector statements (simd.c), last on the CPU. */
+int texi_pass_simd(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+
+/* Whether the iterations of the vectorized loop s are independent
+ * (simd_safe.c): one index per stored buffer, linear in the loop variable,
+ * and loads of stored buffers at that index only. */
+bool texi_simd_safe(const tex_stmt *s);
 
 typedef int (*texi_pass_fn)(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 

@@ -31,6 +31,8 @@
  *                  loops run serially      device_split      kernels, launch extents,
  *   guarded_loads  loads in select arms                      workspace, asserts
  *                  made unconditional      thread_sync       per kernel: BARRIERs
+ *   simd           vectorized loops as
+ *                  vector statements
  *
  * A tex_func is lowered once and may be built for several targets, so the
  * rows for a target (the `targets` column) run when a backend asks for its
@@ -77,6 +79,7 @@ static const struct {
     {"thread_sync", FOR_CPU, ON_BODY, texi_pass_thread_sync},
     {"gpu_to_cpu", FOR_CPU, ON_BODY, texi_pass_gpu_to_cpu},
     {"guarded_loads", FOR_CPU, ON_BODY, texi_pass_guarded_loads},
+    {"simd", FOR_CPU, ON_BODY, texi_pass_simd},
     {"thread_allreduce", FOR_GPU, ON_BODY, texi_pass_thread_allreduce},
     {"double_buffer", FOR_GPU, ON_BODY, texi_pass_double_buffer},
     {"device_split", FOR_GPU, SPLIT, NULL},

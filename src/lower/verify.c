@@ -128,8 +128,43 @@ static int check_access(verifier *v, const tex_expr *e)
     return 0;
 }
 
+/* Whether e's operands have the lanes e needs: its own for composite
+ * nodes and loads, one (scalars) under RAMP and BROADCAST. */
+static bool lanes_agree(const tex_expr *e)
+{
+    if (e->lanes < 1)
+        return false;
+    switch (e->kind) {
+    TEXI_CASE_BINARY:
+        return e->u.bin.a->lanes == e->lanes && e->u.bin.b->lanes == e->lanes;
+    case TEXI_EXPR_NOT:
+    case TEXI_EXPR_CAST:
+        return e->u.un.a->lanes == e->lanes;
+    case TEXI_EXPR_SELECT:
+        return e->u.sel.cond->lanes == e->lanes && e->u.sel.t->lanes == e->lanes &&
+               e->u.sel.f->lanes == e->lanes;
+    case TEXI_EXPR_CALL:
+        for (int i = 0; i < e->u.call.n_args; i++)
+            if (e->u.call.args[i]->lanes != e->lanes)
+                return false;
+        return true;
+    case TEXI_EXPR_LOAD:
+        return e->u.load.index->lanes == e->lanes;
+    case TEXI_EXPR_RAMP:
+        return e->lanes > 1 && e->u.ramp.base->lanes == 1 && e->u.ramp.stride->lanes == 1;
+    case TEXI_EXPR_BROADCAST:
+        return e->lanes > 1 && e->u.un.a->lanes == 1;
+    case TEXI_EXPR_VAR: /* a vector when a LET binds a vector */
+        return true;
+    default:
+        return e->lanes == 1;
+    }
+}
+
 static int check_expr(verifier *v, const tex_expr *e)
 {
+    if (!lanes_agree(e))
+        return fail(v, "operands of other lane counts in", texi_expr_kind_names[e->kind]);
     switch (e->kind) {
     case TEXI_EXPR_INT:
     case TEXI_EXPR_FLOAT:
@@ -167,6 +202,11 @@ static int check_expr(verifier *v, const tex_expr *e)
         if (e->dtype != e->u.load.buf->dtype)
             return fail(v, "load of a wrong dtype from buffer", e->u.load.buf->name);
         return check_index(v, e->u.load.index, "non-integer index loading", e->u.load.buf->name);
+    case TEXI_EXPR_RAMP:
+        TEXI_TRY(check_index(v, e->u.ramp.base, "non-integer base of", "ramp"));
+        return check_index(v, e->u.ramp.stride, "non-integer stride of", "ramp");
+    case TEXI_EXPR_BROADCAST:
+        return check_expr(v, e->u.un.a);
     case TEXI_EXPR_REDUCE:
         return fail(v, "reduction left in the body:", "reduce");
     case TEXI_EXPR_KIND_COUNT:
@@ -237,6 +277,8 @@ static int check_store(verifier *v, const tex_stmt *s)
         return fail(v, "store to a buffer that is neither a parameter nor allocated:", b->name);
     TEXI_TRY(check_index(v, s->u.store.index, "non-integer index storing", b->name));
     TEXI_TRY(check_expr(v, s->u.store.value));
+    if (s->u.store.value->lanes != s->u.store.index->lanes)
+        return fail(v, "value of other lanes than the index storing", b->name);
     return s->u.store.value->dtype == b->dtype ? 0 : fail(v, "value of a wrong dtype for", b->name);
 }
 
@@ -308,13 +350,14 @@ static int check_stmt_kind(verifier *v, const tex_stmt *s)
         return check_allocate(v, s);
     case TEXI_STMT_IF:
         TEXI_TRY(check_expr(v, s->u.ifs.cond));
-        if (s->u.ifs.cond->dtype != TEX_BOOL)
+        if (s->u.ifs.cond->dtype != TEX_BOOL || s->u.ifs.cond->lanes != 1)
             return fail(v, "non-bool condition of", "if");
         TEXI_TRY(check_stmt(v, s->u.ifs.then_s));
         return s->u.ifs.else_s ? check_stmt(v, s->u.ifs.else_s) : 0;
     case TEXI_STMT_LET:
         TEXI_TRY(check_expr(v, s->u.let.value));
-        if (s->u.let.var->dtype != s->u.let.value->dtype)
+        if (s->u.let.var->dtype != s->u.let.value->dtype ||
+            s->u.let.var->lanes != s->u.let.value->lanes)
             return fail(v, "value of a wrong dtype bound to", s->u.let.var->u.var.name);
         return bind_var(v, s->u.let.var, s->u.let.body, "let variable");
     case TEXI_STMT_SEQ:

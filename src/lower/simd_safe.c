@@ -1,11 +1,11 @@
 /*
- * Whether a vectorized loop may carry `#pragma omp simd` (codegen_c.c):
- * every store of the body writes one index per buffer, linear in the loop
+ * Whether the iterations of a vectorized loop are independent, so that it
+ * may run as vectors (the simd pass) or carry `#pragma omp simd`: every
+ * store of the body writes one index per buffer, linear in the loop
  * variable with a nonzero coefficient, and every load of a stored buffer
- * reads that same index. Otherwise a loop-carried dependence is possible
- * and the loop is left to the compiler's auto-vectorizer.
+ * reads that same index. Otherwise a loop-carried dependence is possible.
  */
-#include "backend_cpu/cpu.h"
+#include "lower/lower.h"
 
 typedef struct {
     const tex_expr *v;
@@ -171,7 +171,7 @@ static void check_loads(simd_check *sc, const tex_stmt *s)
     }
 }
 
-bool texi_cpu_simd_safe(const tex_stmt *s)
+bool texi_simd_safe(const tex_stmt *s)
 {
     simd_check sc = {.v = s->u.loop.var};
     collect_stores(&sc, s->u.loop.body);

@@ -1,0 +1,209 @@
+/*
+ * Vector expressions and stores of the C-family printer (lanes > 1, built
+ * by the CPU tail's simd pass, docs/passes.md), as GCC/Clang vector
+ * extensions: `typedef float tex_v8_f32 __attribute__((vector_size(32)))`.
+ *   - A dense load or store (index RAMP(base, 1, L)) of an integer or
+ *     f32/f64 buffer is one unaligned vector access through tex_vL_T_u
+ *     (aligned to the element, may_alias).
+ *   - + - * / of f32/f64 vectors are the vector operators (a BROADCAST
+ *     operand stays a scalar: the extension broadcasts it); the result per
+ *     lane is the scalar operator's, so the oracle's semantics hold.
+ *   - Everything else is a composite `(tex_vL_T){lane 0, ..., lane L-1}`,
+ *     each lane printed by the scalar printer in lane mode (p->lane = k:
+ *     RAMP prints base + k*stride, BROADCAST its scalar, a vector variable
+ *     name[k]), so every operator keeps its scalar semantics exactly; the C
+ *     compiler's SLP vectorizer may still combine the lanes.
+ *   - A store that is not dense is one scalar store per lane.
+ * f16/bf16 lanes compute in float and bool lanes in int32_t vectors.
+ */
+#include "codegen_c/cprint.h"
+
+#include <stdio.h>
+
+/* The element dtype of a vector of dtype t's values. */
+static tex_dtype vector_elem(tex_dtype t)
+{
+    if (t == TEX_F16 || t == TEX_BF16)
+        return TEX_F32;
+    return t == TEX_BOOL ? TEX_I32 : t;
+}
+
+/* log2 of lanes, or -1 when lanes is not a power of two in [2, 64]. */
+static int lanes_log2(int lanes)
+{
+    for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++)
+        if (lanes == 1 << k)
+            return k;
+    return -1;
+}
+
+const char *texi_cp_vector_type(texi_cp *p, tex_dtype t, int lanes, bool unaligned)
+{
+    tex_dtype et = vector_elem(t);
+    int k = lanes_log2(lanes);
+    if (k < 0) {
+        texi_cp_fail(p, TEX_EINTERNAL, "a vector of %d lanes (not a power of two up to 64)", lanes);
+        return "?";
+    }
+    p->vector_types[et] |= 1u << k;
+    snprintf(p->vector_name, sizeof p->vector_name, "tex_v%d_%s%s", lanes, tex_dtype_name(et),
+             unaligned ? "_u" : "");
+    return p->vector_name;
+}
+
+void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb)
+{
+    for (int t = 0; t < TEXI_CP_N_DTYPES; t++)
+        for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++) {
+            if (!(p->vector_types[t] & (1u << k)))
+                continue;
+            const char *et = texi_dtype_ctype((tex_dtype)t), *n = tex_dtype_name((tex_dtype)t);
+            int bytes = (1 << k) * texi_dtype_bits((tex_dtype)t) / 8;
+            texi_sb_printf(sb, "typedef %s tex_v%d_%s __attribute__((vector_size(%d)));\n", et,
+                           1 << k, n, bytes);
+            texi_sb_printf(sb,
+                           "typedef %s tex_v%d_%s_u __attribute__((vector_size(%d), aligned(%d), "
+                           "may_alias));\n",
+                           et, 1 << k, n, bytes, texi_dtype_bits((tex_dtype)t) / 8);
+        }
+}
+
+/* Whether a load or store of buffer storage dtype st at index is one
+ * vector access: a RAMP of stride 1 over storage that holds the values. */
+static bool dense_access(tex_dtype st, const tex_expr *index)
+{
+    int64_t stride;
+    return index->kind == TEXI_EXPR_RAMP && texi_expr_is_int_const(index->u.ramp.stride, &stride) &&
+           stride == 1 && vector_elem(st) == st;
+}
+
+/* `*(tex_vL_T_u *)&buf[base]`, the const form for loads. */
+static void emit_dense_access(texi_cp *p, texi_sb *sb, const texi_buffer *buf,
+                              const tex_expr *index, bool load)
+{
+    texi_sb_printf(sb, "*(%s%s *)&%s[", load ? "const " : "",
+                   texi_cp_vector_type(p, buf->dtype, index->lanes, true),
+                   texi_cp_lookup(p, texi_buffer_key(buf), buf->name));
+    texi_cp_expr(p, sb, index->u.ramp.base, TEXI_CP_P_TOP, true);
+    texi_sb_putc(sb, ']');
+}
+
+/* Lane k of the RAMP e: base + k*stride. */
+static void emit_ramp_lane(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
+{
+    tex_expr *base = e->u.ramp.base, *stride = e->u.ramp.stride;
+    tex_expr *lane = p->lane ? texi_int_imm(p->ctx, base->dtype, p->lane) : NULL;
+    tex_expr *step = lane ? texi_binary(TEXI_EXPR_MUL, stride, lane) : NULL;
+    tex_expr *sum = step ? texi_binary(TEXI_EXPR_ADD, base, step) : NULL;
+    if (p->lane && !sum) {
+        texi_cp_fail(p, TEX_ENOMEM, "out of memory (vector lane)");
+        return;
+    }
+    int saved = p->lane;
+    p->lane = -1; /* base and stride are scalars */
+    texi_cp_expr(p, sb, saved ? sum : base, prec, true);
+    p->lane = saved;
+}
+
+bool texi_cp_lane_expr(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
+{
+    switch (e->kind) {
+    case TEXI_EXPR_RAMP:
+        emit_ramp_lane(p, sb, e, prec);
+        return true;
+    case TEXI_EXPR_BROADCAST: {
+        int saved = p->lane;
+        p->lane = -1;
+        texi_cp_expr(p, sb, e->u.un.a, prec, !texi_dtype_is_float(e->dtype));
+        p->lane = saved;
+        return true;
+    }
+    case TEXI_EXPR_VAR:
+        texi_sb_printf(sb, "%s[%d]", texi_cp_lookup(p, e, e->u.var.name), p->lane);
+        return true;
+    default:
+        return false; /* the scalar form, its operands in lane mode */
+    }
+}
+
+/* (tex_vL_T){lane 0, ..., lane L-1}. */
+static void emit_composite(texi_cp *p, texi_sb *sb, const tex_expr *e)
+{
+    texi_sb_printf(sb, "(%s){", texi_cp_vector_type(p, e->dtype, e->lanes, false));
+    for (int k = 0; k < e->lanes; k++) {
+        texi_sb_puts(sb, k ? ", " : "");
+        p->lane = k;
+        texi_cp_expr(p, sb, e, TEXI_CP_P_COND, !texi_dtype_is_float(e->dtype));
+    }
+    p->lane = -1;
+    texi_sb_putc(sb, '}');
+}
+
+/* An operand of a vector operator: a BROADCAST as its scalar. */
+static void emit_operand(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
+{
+    texi_cp_expr(p, sb, e->kind == TEXI_EXPR_BROADCAST ? e->u.un.a : e, prec, false);
+}
+
+void texi_cp_vector(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
+{
+    bool native_float = e->dtype == TEX_F32 || e->dtype == TEX_F64;
+    switch (e->kind) {
+    case TEXI_EXPR_VAR:
+        texi_sb_puts(sb, texi_cp_lookup(p, e, e->u.var.name));
+        return;
+    case TEXI_EXPR_LOAD:
+        if (dense_access(e->u.load.buf->dtype, e->u.load.index)) {
+            bool par = TEXI_CP_P_UNARY < prec;
+            texi_sb_puts(sb, par ? "(" : "");
+            emit_dense_access(p, sb, e->u.load.buf, e->u.load.index, true);
+            texi_sb_puts(sb, par ? ")" : "");
+            return;
+        }
+        break;
+    case TEXI_EXPR_ADD:
+    case TEXI_EXPR_SUB:
+    case TEXI_EXPR_MUL:
+    case TEXI_EXPR_DIV:
+        if (native_float &&
+            (e->u.bin.a->kind != TEXI_EXPR_BROADCAST || e->u.bin.b->kind != TEXI_EXPR_BROADCAST)) {
+            int own = e->kind == TEXI_EXPR_ADD || e->kind == TEXI_EXPR_SUB ? TEXI_CP_P_ADD
+                                                                           : TEXI_CP_P_MUL;
+            bool par = own < prec;
+            texi_sb_puts(sb, par ? "(" : "");
+            emit_operand(p, sb, e->u.bin.a, own);
+            texi_sb_printf(sb, " %s ", texi_expr_kind_names[e->kind]);
+            emit_operand(p, sb, e->u.bin.b, own + 1);
+            texi_sb_puts(sb, par ? ")" : "");
+            return;
+        }
+        break;
+    default:
+        break;
+    }
+    emit_composite(p, sb, e);
+}
+
+void texi_cp_vector_store(texi_cp *p, texi_sb *sb, const tex_stmt *s)
+{
+    const texi_buffer *b = s->u.store.buf;
+    const tex_expr *index = s->u.store.index;
+    if (dense_access(b->dtype, index)) {
+        texi_cp_indent(p, sb);
+        emit_dense_access(p, sb, b, index, false);
+        texi_sb_puts(sb, " = ");
+        texi_cp_store_value(p, sb, s->u.store.value, b->dtype);
+        texi_sb_puts(sb, ";\n");
+        return;
+    }
+    for (int k = 0; k < index->lanes; k++) {
+        texi_cp_indent(p, sb);
+        p->lane = k;
+        texi_sb_printf(sb, "%s[", texi_cp_lookup(p, texi_buffer_key(b), b->name));
+        texi_cp_expr(p, sb, index, TEXI_CP_P_TOP, true);
+        texi_sb_puts(sb, "] = ");
+        texi_cp_store_value(p, sb, s->u.store.value, b->dtype);
+        texi_sb_puts(sb, ";\n");
+    }
+    p->lane = -1;
+}

@@ -1,0 +1,363 @@
+/*
+ * Pass simd (CPU tail, last): vectorized loops become vector statements.
+ *
+ * Input: a function after the CPU tail, whose FOR_VECTORIZED loops are
+ * innermost with a constant extent N (pass vectorize). Output: each such
+ * loop whose iterations are independent (texi_simd_safe) and whose body is
+ * straight-line (STORE, LET, SEQ) is replaced by that body over vectors:
+ * the loop variable becomes RAMP(min + offset, 1, L), scalar operands of
+ * vector nodes become BROADCASTs, and RAMP arithmetic folds (RAMP + s,
+ * RAMP * s, integer widening of a RAMP stay RAMPs), so a unit-stride
+ * access reads as one dense vector access (docs/passes.md).
+ *
+ * L is the native vector width (AVX-512: 64 bytes, AVX: 32, else 16) over
+ * the widest lane type of the body, at most N. N is cut into chunks: N / L
+ * chunks of L lanes, one after the other (up to MAX_UNROLLED_CHUNKS,
+ * otherwise a serial loop over them), then the rest in power-of-two chunks,
+ * a single lane as scalar statements. Running the body chunk after chunk,
+ * each statement for all lanes at once, is the loop's result because no
+ * iteration reads what another writes.
+ *
+ * Not done here: a loop that may carry a dependence becomes serial under
+ * ATTR vectorize_failed("iterations may depend on each other"); a body with
+ * a guard or other control flow keeps its vectorized loop (the C printer's
+ * `#pragma omp simd`) under ATTR vectorize_failed("body has a guard ...").
+ */
+#include "lower/lower.h"
+
+enum { MAX_UNROLLED_CHUNKS = 8, MAX_LETS = 32 };
+
+/* One chunk's rewriting: the loop variable's value, the LET variables
+ * that became vectors. */
+typedef struct {
+    tex_ctx *ctx;
+    const tex_expr *var;
+    tex_expr *value; /* RAMP of the chunk's lanes, or a scalar for one lane */
+    int n_lets;
+    const tex_expr *old_lets[MAX_LETS];
+    tex_expr *new_lets[MAX_LETS];
+} widener;
+
+/* The native vector width in bytes of the CPU the kernels run on. */
+static int native_bytes(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return 64;
+    if (__builtin_cpu_supports("avx"))
+        return 32;
+#endif
+    return 16;
+}
+
+/* Bytes of a lane of dtype t in a vector (f16/bf16 compute in float, bool in int32). */
+static int lane_bytes(tex_dtype t)
+{
+    int bits = texi_dtype_bits(t);
+    return t == TEX_F16 || t == TEX_BF16 || t == TEX_BOOL || bits < 8 ? 4 : bits / 8;
+}
+
+static bool widest_lane(tex_expr *e, void *ud)
+{
+    int *bytes = ud;
+    int b = lane_bytes(e->dtype);
+    if (b > *bytes)
+        *bytes = b;
+    return true;
+}
+
+static bool widest_in_stmt(const tex_stmt *s, void *ud)
+{
+    texi_stmt_visit_exprs(s, widest_lane, ud);
+    return true;
+}
+
+/* ----------------------------------------------------------- expressions */
+
+static tex_expr *widen(widener *w, tex_expr *e);
+
+static tex_expr *broadcast(tex_expr *e, int lanes)
+{
+    return e && e->lanes < lanes ? texi_broadcast_new(e, lanes) : e;
+}
+
+/* RAMP op scalar (or scalar op RAMP for + and *), kept a RAMP; NULL when
+ * the operation is not one of those. */
+static tex_expr *fold_ramp(enum texi_expr_kind kind, tex_expr *a, tex_expr *b)
+{
+    bool ramp_a = a->kind == TEXI_EXPR_RAMP && b->lanes == 1;
+    bool ramp_b = b->kind == TEXI_EXPR_RAMP && a->lanes == 1;
+    if ((!ramp_a && !ramp_b) || texi_dtype_is_float(a->dtype))
+        return NULL;
+    tex_expr *r = ramp_a ? a : b, *s = ramp_a ? b : a;
+    tex_expr *base, *stride = r->u.ramp.stride;
+    switch (kind) {
+    case TEXI_EXPR_ADD:
+        base = texi_binary(kind, r->u.ramp.base, s);
+        break;
+    case TEXI_EXPR_SUB:
+        if (!ramp_a)
+            return NULL;
+        base = texi_binary(kind, r->u.ramp.base, s);
+        break;
+    case TEXI_EXPR_MUL:
+        base = texi_binary(kind, r->u.ramp.base, s);
+        stride = texi_binary(kind, stride, s);
+        break;
+    default:
+        return NULL;
+    }
+    base = base ? texi_simplify(base, 0, NULL) : NULL;
+    stride = stride ? texi_simplify(stride, 0, NULL) : NULL;
+    return base && stride ? texi_ramp_new(base, stride, r->lanes) : NULL;
+}
+
+/* A binary node over widened operands. */
+static tex_expr *widen_binary(tex_expr *e, tex_expr *a, tex_expr *b)
+{
+    if (!a || !b)
+        return NULL;
+    if (a == e->u.bin.a && b == e->u.bin.b)
+        return e;
+    tex_expr *r = fold_ramp(e->kind, a, b);
+    if (r)
+        return r;
+    int lanes = a->lanes > b->lanes ? a->lanes : b->lanes;
+    a = broadcast(a, lanes);
+    b = broadcast(b, lanes);
+    return a && b ? texi_binary(e->kind, a, b) : NULL;
+}
+
+/* CAST of a widened operand: an integer RAMP widened to an integer type
+ * stays a RAMP (index arithmetic does not overflow, cexpr.c). */
+static tex_expr *widen_cast(tex_expr *e, tex_expr *a)
+{
+    if (!a || a == e->u.un.a)
+        return a ? e : NULL;
+    bool int_ramp = a->kind == TEXI_EXPR_RAMP && !texi_dtype_is_float(e->dtype) &&
+                    e->dtype != TEX_BOOL && texi_dtype_bits(e->dtype) >= texi_dtype_bits(a->dtype);
+    if (!int_ramp)
+        return texi_unary(e->kind, e->dtype, a);
+    tex_expr *base = texi_convert(a->u.ramp.base, e->dtype);
+    tex_expr *stride = texi_convert(a->u.ramp.stride, e->dtype);
+    return base && stride ? texi_ramp_new(base, stride, a->lanes) : NULL;
+}
+
+static tex_expr *widen_select(tex_expr *e, tex_expr *c, tex_expr *t, tex_expr *f)
+{
+    if (!c || !t || !f)
+        return NULL;
+    if (c == e->u.sel.cond && t == e->u.sel.t && f == e->u.sel.f)
+        return e;
+    int lanes = c->lanes > t->lanes ? c->lanes : t->lanes;
+    lanes = f->lanes > lanes ? f->lanes : lanes;
+    c = broadcast(c, lanes);
+    t = broadcast(t, lanes);
+    f = broadcast(f, lanes);
+    return c && t && f ? texi_select_new(c, t, f) : NULL;
+}
+
+static tex_expr *widen_call(widener *w, tex_expr *e)
+{
+    tex_expr *args[3];
+    int n = e->u.call.n_args, lanes = 1;
+    bool changed = false;
+    for (int i = 0; i < n; i++) {
+        if (!(args[i] = widen(w, e->u.call.args[i])))
+            return NULL;
+        changed |= args[i] != e->u.call.args[i];
+        lanes = args[i]->lanes > lanes ? args[i]->lanes : lanes;
+    }
+    if (!changed)
+        return e;
+    for (int i = 0; i < n; i++)
+        if (!(args[i] = broadcast(args[i], lanes)))
+            return NULL;
+    return texi_call_new(e->u.call.op, e->dtype, n, args);
+}
+
+/* e with the loop variable replaced by w->value, vector LET variables by
+ * their new variables; vector operands make their parents vectors. */
+static tex_expr *widen(widener *w, tex_expr *e)
+{
+    tex_expr *a;
+    switch (e->kind) {
+    case TEXI_EXPR_VAR:
+        if (e == w->var)
+            return w->value;
+        for (int i = 0; i < w->n_lets; i++)
+            if (w->old_lets[i] == e)
+                return w->new_lets[i];
+        return e;
+    TEXI_CASE_BINARY:
+        a = widen(w, e->u.bin.a);
+        return widen_binary(e, a, a ? widen(w, e->u.bin.b) : NULL);
+    case TEXI_EXPR_NOT:
+        a = widen(w, e->u.un.a);
+        return !a || a == e->u.un.a ? a ? e : NULL : texi_unary(e->kind, e->dtype, a);
+    case TEXI_EXPR_CAST:
+        return widen_cast(e, widen(w, e->u.un.a));
+    case TEXI_EXPR_SELECT: {
+        tex_expr *c = widen(w, e->u.sel.cond), *t = c ? widen(w, e->u.sel.t) : NULL;
+        return widen_select(e, c, t, t ? widen(w, e->u.sel.f) : NULL);
+    }
+    case TEXI_EXPR_CALL:
+        return widen_call(w, e);
+    case TEXI_EXPR_LOAD:
+        a = widen(w, e->u.load.index);
+        return !a || a == e->u.load.index ? a ? e : NULL : texi_load_new(e->u.load.buf, a);
+    default: /* constants; no other kind reaches the CPU tail's loop bodies */
+        return e;
+    }
+}
+
+/* ------------------------------------------------------------ statements */
+
+/* Whether body is straight-line: STOREs and LETs in SEQs. */
+static bool straight_line(const tex_stmt *s)
+{
+    switch (s->kind) {
+    case TEXI_STMT_STORE:
+        return true;
+    case TEXI_STMT_LET:
+        return straight_line(s->u.let.body);
+    case TEXI_STMT_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            if (!straight_line(s->u.seq.items[i]))
+                return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
+static tex_stmt *widen_stmt(widener *w, const tex_stmt *s);
+
+/* A LET whose value became a vector binds a new variable of its lanes. */
+static tex_stmt *widen_let(widener *w, const tex_stmt *s)
+{
+    tex_expr *value = widen(w, s->u.let.value), *var = s->u.let.var;
+    if (!value)
+        return NULL;
+    if (value->lanes > 1) {
+        if (w->n_lets == MAX_LETS) {
+            texi_error(w->ctx, TEX_EINTERNAL, "tex_lower: simd: more than %d LETs in a vector loop",
+                       MAX_LETS);
+            return NULL;
+        }
+        if (!(var = texi_var_new(w->ctx, var->u.var.name, var->dtype)))
+            return NULL;
+        var->lanes = value->lanes;
+        w->old_lets[w->n_lets] = s->u.let.var;
+        w->new_lets[w->n_lets++] = var;
+    }
+    tex_stmt *body = widen_stmt(w, s->u.let.body);
+    w->n_lets -= var != s->u.let.var;
+    return body ? texi_let_new(w->ctx, var, value, body) : NULL;
+}
+
+static tex_stmt *widen_stmt(widener *w, const tex_stmt *s)
+{
+    switch (s->kind) {
+    case TEXI_STMT_STORE: {
+        tex_expr *index = widen(w, s->u.store.index);
+        tex_expr *value = index ? broadcast(widen(w, s->u.store.value), index->lanes) : NULL;
+        return value ? texi_store_new(w->ctx, s->u.store.buf, index, value) : NULL;
+    }
+    case TEXI_STMT_LET:
+        return widen_let(w, s);
+    default: { /* SEQ (straight_line) */
+        tex_stmt **items = texi_alloc(w->ctx, sizeof *items * (size_t)s->u.seq.n, "a sequence");
+        for (int i = 0; items && i < s->u.seq.n; i++)
+            if (!(items[i] = widen_stmt(w, s->u.seq.items[i])))
+                return NULL;
+        return items ? texi_seq_new(w->ctx, s->u.seq.n, items) : NULL;
+    }
+    }
+}
+
+/* The body for lanes [offset, offset + lanes) of loop s: base is the
+ * first lane's variable value (min + offset, or an expression of a chunk
+ * loop's variable). */
+static tex_stmt *chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, int lanes)
+{
+    tex_expr *one = texi_int_imm(ctx, base->dtype, 1);
+    widener w = {.ctx = ctx, .var = s->u.loop.var};
+    w.value = lanes == 1 ? base : one ? texi_ramp_new(base, one, lanes) : NULL;
+    return w.value ? widen_stmt(&w, s->u.loop.body) : NULL;
+}
+
+static tex_expr *plus(tex_expr *a, int64_t k)
+{
+    tex_expr *c = texi_int_imm(a->ctx, a->dtype, k);
+    tex_expr *sum = c && k ? texi_binary(TEXI_EXPR_ADD, a, c) : c ? a : NULL;
+    return sum ? texi_simplify(sum, 0, NULL) : NULL;
+}
+
+/* Chunks of L lanes over [0, n_main * L): unrolled, or a serial loop. */
+static int main_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n_main, int lanes, tex_stmt **items,
+                       int n)
+{
+    tex_expr *min = s->u.loop.min;
+    if (n_main <= MAX_UNROLLED_CHUNKS) {
+        for (int64_t c = 0; c < n_main; c++) {
+            tex_expr *base = plus(min, c * lanes);
+            if (!base || !(items[n++] = chunk(ctx, s, base, lanes)))
+                return -1;
+        }
+        return n;
+    }
+    tex_expr *cv = texi_var_new(ctx, "chunk", min->dtype);
+    tex_expr *width = cv ? texi_int_imm(ctx, min->dtype, lanes) : NULL;
+    tex_expr *step = width ? texi_binary(TEXI_EXPR_MUL, cv, width) : NULL;
+    tex_expr *base = step ? texi_binary(TEXI_EXPR_ADD, min, step) : NULL;
+    tex_expr *zero = base ? texi_int_imm(ctx, min->dtype, 0) : NULL;
+    tex_expr *count = zero ? texi_int_imm(ctx, min->dtype, n_main) : NULL;
+    tex_stmt *body = count ? chunk(ctx, s, base, lanes) : NULL;
+    items[n] = body ? texi_for_new(ctx, cv, zero, count, TEXI_FOR_SERIAL, -1, body) : NULL;
+    return items[n] ? n + 1 : -1;
+}
+
+/* Loop s (vectorized, safe, straight-line body of extent n) as chunks. */
+static tex_stmt *vector_statements(tex_ctx *ctx, const tex_stmt *s, int64_t n)
+{
+    int widest = 1;
+    texi_stmt_visit(s->u.loop.body, widest_in_stmt, &widest);
+    int lanes = native_bytes() / widest;
+    while (lanes > n)
+        lanes /= 2;
+    int64_t n_main = n / lanes;
+    tex_stmt *items[MAX_UNROLLED_CHUNKS + 8];
+    int k = main_chunks(ctx, s, n_main, lanes, items, 0);
+    for (int64_t done = n_main * lanes; k >= 0 && done < n; done += lanes) {
+        while (done + lanes > n)
+            lanes /= 2;
+        tex_expr *base = plus(s->u.loop.min, done);
+        if (!base || !(items[k++] = chunk(ctx, s, base, lanes)))
+            k = -1;
+    }
+    return k < 0 ? NULL : k == 1 ? items[0] : texi_seq_new(ctx, k, items);
+}
+
+/* Loop s with its (already rewritten) body. */
+static tex_stmt *simd_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
+{
+    (void)ud;
+    int64_t n;
+    if (s->u.loop.for_kind != TEXI_FOR_VECTORIZED || !texi_expr_is_int_const(s->u.loop.extent, &n))
+        return texi_stmt_with_body(ctx, s, body);
+    if (!texi_simd_safe(s)) {
+        tex_stmt *loop = texi_for_new(ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
+                                      TEXI_FOR_SERIAL, -1, body);
+        return loop ? texi_attr_vector_failed(ctx, TEXI_VECTOR_DEPENDENCE, loop) : NULL;
+    }
+    if (!straight_line(body))
+        return texi_attr_vector_failed(ctx, TEXI_VECTOR_CONTROL, texi_stmt_with_body(ctx, s, body));
+    return vector_statements(ctx, s, n);
+}
+
+int texi_pass_simd(texi_lower *lw, tex_stmt *in, tex_stmt **out)
+{
+    return texi_pass_result(lw, texi_stmt_map_loops(lw->ctx, in, simd_loop, NULL), out);
+}
