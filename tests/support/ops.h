@@ -28,6 +28,7 @@
 
 #include "lower/lower.h"
 #include "interp/interp.h"
+#include "util/half.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -393,18 +394,47 @@ static inline void ops_fill_random(DLTensor *a, tex_dtype t, uint64_t *rng)
         uint64_t r = ops_rand(rng);
         double mag = 0.5 + (double)(r >> 11) / 9007199254740992.0;
         double v = (r & 1) ? -mag : mag;
+        int small = (int)((r & 1) ? -1 : 1) * (int)(1 + (r >> 40) % 3); /* non-zero, |x| <= 3 */
+        void *p = a->data;
         switch (t) {
         case TEX_F32:
-            ((float *)a->data)[k] = (float)v;
+            ((float *)p)[k] = (float)v;
             break;
         case TEX_F64:
-            ((double *)a->data)[k] = v;
+            ((double *)p)[k] = v;
+            break;
+        case TEX_F16:
+            ((uint16_t *)p)[k] = texi_f16_from_f32((float)v);
+            break;
+        case TEX_BF16:
+            ((uint16_t *)p)[k] = texi_bf16_from_f32((float)v);
+            break;
+        case TEX_I8:
+            ((int8_t *)p)[k] = (int8_t)small;
+            break;
+        case TEX_I16:
+            ((int16_t *)p)[k] = (int16_t)small;
             break;
         case TEX_I32:
-            ((int32_t *)a->data)[k] = (int32_t)((r & 1) ? -1 : 1) * (int32_t)(1 + (r >> 40) % 3);
+            ((int32_t *)p)[k] = small;
             break;
-        default:
-            memset((char *)a->data + k * tex_dtype_bytes(t), 1, (size_t)tex_dtype_bytes(t));
+        case TEX_I64:
+            ((int64_t *)p)[k] = small;
+            break;
+        case TEX_U8:
+            ((uint8_t *)p)[k] = (uint8_t)(1 + (r >> 40) % 3);
+            break;
+        case TEX_U16:
+            ((uint16_t *)p)[k] = (uint16_t)(1 + (r >> 40) % 3);
+            break;
+        case TEX_U32:
+            ((uint32_t *)p)[k] = (uint32_t)(1 + (r >> 40) % 3);
+            break;
+        case TEX_U64:
+            ((uint64_t *)p)[k] = 1 + (r >> 40) % 3;
+            break;
+        default: /* bool */
+            ((uint8_t *)p)[k] = (uint8_t)(r & 1);
             break;
         }
     }
@@ -426,17 +456,32 @@ static inline void ops_poison(DLTensor *a, tex_dtype t)
 
 static inline double ops_get(const DLTensor *a, tex_dtype t, int64_t k)
 {
+    const void *p = a->data;
     switch (t) {
     case TEX_F32:
-        return ((const float *)a->data)[k];
+        return ((const float *)p)[k];
     case TEX_F64:
-        return ((const double *)a->data)[k];
+        return ((const double *)p)[k];
+    case TEX_F16:
+        return texi_f16_to_f32(((const uint16_t *)p)[k]);
+    case TEX_BF16:
+        return texi_bf16_to_f32(((const uint16_t *)p)[k]);
+    case TEX_I8:
+        return ((const int8_t *)p)[k];
+    case TEX_I16:
+        return ((const int16_t *)p)[k];
     case TEX_I32:
-        return ((const int32_t *)a->data)[k];
+        return ((const int32_t *)p)[k];
     case TEX_I64:
-        return (double)((const int64_t *)a->data)[k];
-    default:
-        return ((const uint8_t *)a->data)[k];
+        return (double)((const int64_t *)p)[k];
+    case TEX_U16:
+        return ((const uint16_t *)p)[k];
+    case TEX_U32:
+        return ((const uint32_t *)p)[k];
+    case TEX_U64:
+        return (double)((const uint64_t *)p)[k];
+    default: /* u8, bool */
+        return ((const uint8_t *)p)[k];
     }
 }
 
