@@ -21,6 +21,11 @@
  * machine within noise of mb = 6, kf = 8 and of mb = 4, clearly ahead of
  * mb = 8, bn = 32 and of the tutorial's 32 × 32 tile).
  *
+ * Two more lines, "tutorial1024/t1" and "/t2", time the tutorial's own
+ * schedule, untuned, as make demo runs it (variant "tutorial": a 32 x 32 tile,
+ * cache_write to a global buffer, loop order (ko, mc, ki, nc), ki unrolled,
+ * nc vectorized, the row-tile loop parallel).
+ *
  * Each case also gets a "/tensorized" line: a tensorized schedule, which
  * leaves the inner loops to a built-in micro-kernel (src/schedule/intrin_cpu.c:
  * cpu.gemm_f32_avx512, C[6, 64] += A[6, 256] . B[256, 64], where the CPU has
@@ -38,9 +43,9 @@
  * OPENBLAS_CORETYPE=SkylakeX (AVX-512) or Haswell (AVX2), so that tex is
  * compared with OpenBLAS at its best (noted on stderr).
  *
- * usage: gemm            the benchmark
- *        gemm --tune     every variant (the tensorized ones too) on 1024³ and
- *                        2048³, 2 threads
+ * usage: gemm              the benchmark
+ *        gemm --tune [S]   every variant (the tensorized ones too; only those
+ *                          whose name contains S) on 1024³ and 2048³, 2 threads
  */
 #include "common.h"
 
@@ -57,20 +62,28 @@ typedef struct {
     int kf;             /* unroll factor of k; tensorized: the intrinsic's k depth */
     bool panel_outer;   /* loop order (panel, row block) rather than (row block, panel) */
     const char *intrin; /* tensorized with this built-in (bn, mb, kf: its extents), or NULL */
+    bool tutorial;      /* the tutorial's own schedule (make demo's), untuned */
 } gemm_variant;
 
 static const gemm_variant variants[] = {
-    {"bn64_mb6_kf4_panel", 64, 6, 4, true, NULL},
-    {"bn64_mb6_kf8_panel", 64, 6, 8, true, NULL},
-    {"bn64_mb8_kf4_panel", 64, 8, 4, true, NULL},
-    {"bn64_mb4_kf4_panel", 64, 4, 4, true, NULL},
-    {"bn32_mb8_kf4_panel", 32, 8, 4, true, NULL},
-    {"bn64_mb6_kf4_rows", 64, 6, 4, false, NULL},
-    {"bn32_mb32_kf4_tvm", 32, 32, 4, false, NULL},
-    {"tensorized_avx512", 64, 6, 256, true, "cpu.gemm_f32_avx512"},
-    {"tensorized_avx2", 16, 6, 256, true, "cpu.gemm_f32_avx2"},
+    {"bn64_mb6_kf4_panel", 64, 6, 4, true, NULL, false},
+    {"bn64_mb6_kf8_panel", 64, 6, 8, true, NULL, false},
+    {"bn64_mb8_kf4_panel", 64, 8, 4, true, NULL, false},
+    {"bn64_mb4_kf4_panel", 64, 4, 4, true, NULL, false},
+    {"bn32_mb8_kf4_panel", 32, 8, 4, true, NULL, false},
+    {"bn64_mb6_kf4_rows", 64, 6, 4, false, NULL, false},
+    {"bn32_mb32_kf4_tvm", 32, 32, 4, false, NULL, false},
+    {"bn16_mb6_kf4_panel", 16, 6, 4, true, NULL, false},
+    {"tensorized_avx512", 64, 6, 256, true, "cpu.gemm_f32_avx512", false},
+    {"tensorized_avx2", 16, 6, 256, true, "cpu.gemm_f32_avx2", false},
+    {"tutorial", 32, 32, 4, false, NULL, true},
 };
-enum { N_VARIANTS = sizeof variants / sizeof variants[0], V_TENSOR_AVX512 = 7, V_TENSOR_AVX2 = 8 };
+enum {
+    N_VARIANTS = sizeof variants / sizeof variants[0],
+    V_TENSOR_AVX512 = 8,
+    V_TENSOR_AVX2 = 9,
+    V_TUTORIAL = 10
+};
 
 typedef struct {
     int64_t m, n, k;
@@ -97,13 +110,26 @@ static tex_func *gemm_define(tex_ctx *ctx, const gemm_case *g, const gemm_varian
     tex_tensor *C = tex_compute(ctx, "C", 2, (tex_iter *[]){i, j},
                                 tex_sum(tex_mul(TEX_AT(A, tex_iv(i), tex_iv(r)), pb), 1, &r));
     tex_schedule *s = tex_schedule_new(ctx, 1, &C);
-    tex_tensor *CC = tex_cache_write(s, C, TEX_SCOPE_LOCAL);
+    tex_tensor *CC = tex_cache_write(s, C, v->tutorial ? TEX_SCOPE_GLOBAL : TEX_SCOPE_LOCAL);
     if (!CC)
         return NULL;
     tex_stage *sc = tex_stage_of(s, C), *scc = tex_stage_of(s, CC), *sp = tex_stage_of(s, P);
     tex_iter *mo, *no, *mi, *ni, *ko, *ki;
     int rc = tex_tile(sc, tex_op_axis(sc, 0), tex_op_axis(sc, 1), tex_int(ctx, v->mb), bn, &mo, &no,
                       &mi, &ni);
+    if (v->tutorial) { /* examples/demo.c's schedule: (ko, mc, ki, nc), ki unrolled, nc vectorized
+                        */
+        tex_iter *mc = tex_op_axis(scc, 0), *nc = tex_op_axis(scc, 1);
+        rc = rc ? rc : tex_compute_at(scc, sc, no);
+        rc = rc ? rc : tex_split(scc, tex_op_reduce_axis(scc, 0), tex_int(ctx, v->kf), &ko, &ki);
+        rc = rc ? rc : tex_reorder(scc, 4, (tex_iter *[]){ko, mc, ki, nc});
+        rc = rc ? rc : tex_vectorize(scc, nc);
+        rc = rc ? rc : tex_unroll(scc, ki);
+        rc = rc ? rc : tex_vectorize(sp, tex_op_axis(sp, 2));
+        rc = rc ? rc : tex_parallel(sp, tex_op_axis(sp, 0));
+        rc = rc ? rc : tex_parallel(sc, mo);
+        return rc ? NULL : tex_lower_tensors(s, "gemm", 3, (tex_tensor *[]){A, B, C});
+    }
     if (rc == 0 && v->panel_outer)
         rc = tex_reorder(sc, 4, (tex_iter *[]){no, mo, mi, ni});
     tex_iter *outer = v->panel_outer ? no : mo, *inner = v->panel_outer ? mo : no;
@@ -251,12 +277,15 @@ static void run_case(int64_t m, int64_t n, int64_t k, int threads)
     gemm_measure(&gt, tensorized_variant(), desc);
 }
 
-/* Every variant on the sizes the goal names, 2 threads. */
-static void tune(void)
+/* Every variant (whose name contains `only`, when given) on the sizes the
+ * goal names, 2 threads. */
+static void tune(const char *only)
 {
     static const int64_t sizes[] = {1024, 2048};
     for (int s = 0; s < 2; s++) {
         for (size_t v = 0; v < N_VARIANTS; v++) {
+            if (only && !strstr(variants[v].name, only))
+                continue;
             char desc[96];
             snprintf(desc, sizeof desc, "%lld^3/t2/%s", (long long)sizes[s], variants[v].name);
             gemm_case g = {.m = sizes[s], .n = sizes[s], .k = sizes[s], .threads = 2};
@@ -287,7 +316,7 @@ int main(int argc, char **argv)
 {
     fix_openblas_core(argv);
     if (argc > 1 && strcmp(argv[1], "--tune") == 0) {
-        tune();
+        tune(argc > 2 ? argv[2] : NULL);
         return 0;
     }
     static const int64_t cases[][3] = {
@@ -295,5 +324,11 @@ int main(int argc, char **argv)
     for (int c = 0; c < 5; c++)
         for (int t = 1; t <= 2; t++)
             run_case(cases[c][0], cases[c][1], cases[c][2], t);
+    for (int t = 1; t <= 2; t++) { /* the tutorial's schedule as it is (make demo) */
+        char desc[32];
+        snprintf(desc, sizeof desc, "tutorial1024/t%d", t);
+        gemm_case g = {.m = 1024, .n = 1024, .k = 1024, .threads = t};
+        gemm_measure(&g, &variants[V_TUTORIAL], desc);
+    }
     return 0;
 }
