@@ -259,16 +259,28 @@ static int exec_provide(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
     return 0;
 }
 
+/* A STORE of lanes elements (1: scalar): every lane's index and value is
+ * evaluated before the first is stored, as a vector store does. */
 static int exec_store(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
 {
-    texi_storage *st;
-    int64_t i;
-    TEXI_TRY(texi_interp_buffer_index(ip, fr, s->u.store.buf, s->u.store.index, true, &st, &i));
-    texi_eval_value v;
-    TEXI_TRY(texi_interp_expr(ip, fr, s->u.store.value, &v));
-    texi_eval_store(st->dtype, st->data, i,
-                    texi_eval_convert(s->u.store.value->dtype, st->dtype, v));
-    return 0;
+    enum { MAX_LANES = 64 };
+    texi_storage *st[MAX_LANES];
+    int64_t idx[MAX_LANES];
+    texi_eval_value v[MAX_LANES];
+    int lanes = s->u.store.index->lanes, rc = 0;
+    if (lanes > MAX_LANES)
+        return texi_interp_fail(ip, TEX_EINTERNAL, "a store of %d lanes", lanes);
+    for (ip->lane = 0; ip->lane < lanes && rc == 0; ip->lane++) {
+        int k = ip->lane;
+        rc = texi_interp_buffer_index(ip, fr, s->u.store.buf, s->u.store.index, true, &st[k],
+                                      &idx[k]);
+        rc = rc ? rc : texi_interp_expr(ip, fr, s->u.store.value, &v[k]);
+    }
+    ip->lane = 0;
+    for (int k = 0; k < lanes && rc == 0; k++)
+        texi_eval_store(st[k]->dtype, st[k]->data, idx[k],
+                        texi_eval_convert(s->u.store.value->dtype, st[k]->dtype, v[k]));
+    return rc;
 }
 
 static int loop_bounds(texi_interp *ip, texi_frame *fr, const tex_stmt *s, int64_t *min,
@@ -325,14 +337,18 @@ static int check_assert(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
     return rc;
 }
 
+/* A LET of a scalar, or of a vector: one binding per lane. */
 static int exec_let(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
 {
-    texi_eval_value v;
-    TEXI_TRY(texi_interp_expr(ip, fr, s->u.let.value, &v));
-    v = texi_eval_convert(s->u.let.value->dtype, s->u.let.var->dtype, v);
-    int n_vars = fr->n_vars;
-    TEXI_TRY(texi_interp_push_var(ip, fr, s->u.let.var, v));
-    int rc = exec(ip, fr, s->u.let.body);
+    int n_vars = fr->n_vars, rc = 0;
+    for (ip->lane = 0; ip->lane < s->u.let.value->lanes && rc == 0; ip->lane++) {
+        texi_eval_value v;
+        rc = texi_interp_expr(ip, fr, s->u.let.value, &v);
+        v = texi_eval_convert(s->u.let.value->dtype, s->u.let.var->dtype, v);
+        rc = rc ? rc : texi_interp_push_var(ip, fr, s->u.let.var, v);
+    }
+    ip->lane = 0;
+    rc = rc ? rc : exec(ip, fr, s->u.let.body);
     fr->n_vars = n_vars;
     return rc;
 }
@@ -477,6 +493,8 @@ static int gexec_alloc(texi_interp *ip, texi_frame *frs, int n, const tex_stmt *
 
 static int gexec_let(texi_interp *ip, texi_frame *frs, int n, const tex_stmt *s)
 {
+    if (s->u.let.value->lanes > 1) /* vectors come after gpu_to_cpu */
+        return texi_interp_fail(ip, TEX_EINTERNAL, "a vector LET in a thread group");
     int rc = 0, pushed = 0;
     for (; pushed < n; pushed++) {
         texi_eval_value v;

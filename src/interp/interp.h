@@ -48,6 +48,7 @@ typedef struct {
 typedef struct {
     const tex_expr *var;
     texi_eval_value v;
+    int lane; /* which lane of a vector variable (one binding per lane) */
 } texi_var_bind;
 
 typedef struct {
@@ -63,13 +64,15 @@ typedef struct {
     char *err;
     size_t err_size;
     int code; /* 0 until the first error */
+    int lane; /* the lane a vector expression is evaluated at (vector statements) */
 } texi_interp;
 
 /* Records the first error ("tex interpreter: " + message) and returns code. */
 int texi_interp_fail(texi_interp *ip, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Pushes a binding of var (value wrapped/rounded to var's dtype). 0 or ENOMEM. */
+/* Pushes a binding of var (value wrapped/rounded to var's dtype) for lane
+ * ip->lane. 0 or ENOMEM. */
 int texi_interp_push_var(texi_interp *ip, texi_frame *fr, const tex_expr *var, texi_eval_value v);
 
 /* Evaluates e in fr into *out. 0 or an error (unbound variable, out-of-bounds

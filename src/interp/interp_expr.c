@@ -57,6 +57,7 @@ int texi_interp_push_var(texi_interp *ip, texi_frame *fr, const tex_expr *var, t
     }
     fr->vars[fr->n_vars].var = var;
     fr->vars[fr->n_vars].v = texi_eval_convert(var->dtype, var->dtype, v);
+    fr->vars[fr->n_vars].lane = ip->lane;
     fr->n_vars++;
     return 0;
 }
@@ -120,7 +121,7 @@ int texi_interp_tensor_index(texi_interp *ip, const texi_storage *st, int n, con
 static int eval_var(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
 {
     for (int k = fr->n_vars - 1; k >= 0; k--) {
-        if (fr->vars[k].var == e) {
+        if (fr->vars[k].var == e && (e->lanes == 1 || fr->vars[k].lane == ip->lane)) {
             *out = fr->vars[k].v;
             return 0;
         }
@@ -212,6 +213,17 @@ static int eval_select(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_
     return 0;
 }
 
+/* Lane ip->lane of RAMP e: base + lane * stride, wrapped to e's dtype. */
+static int eval_ramp_lane(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
+{
+    int64_t base, stride;
+    TEXI_TRY(texi_interp_int(ip, fr, e->u.ramp.base, &base));
+    TEXI_TRY(texi_interp_int(ip, fr, e->u.ramp.stride, &stride));
+    uint64_t lane = (uint64_t)base + (uint64_t)stride * (uint64_t)ip->lane;
+    *out = texi_eval_convert(TEX_I64, e->dtype, (texi_eval_value){.i = (int64_t)lane});
+    return 0;
+}
+
 int texi_interp_expr(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
 {
     texi_eval_value a;
@@ -242,8 +254,10 @@ int texi_interp_expr(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_ev
         return eval_access(ip, fr, e, out);
     case TEXI_EXPR_LOAD:
         return eval_load(ip, fr, e, out);
-    case TEXI_EXPR_RAMP: /* vectors exist only in the CPU tail, which is compiled */
+    case TEXI_EXPR_RAMP: /* vectors: their lane ip->lane (vector statements) */
+        return eval_ramp_lane(ip, fr, e, out);
     case TEXI_EXPR_BROADCAST:
+        return texi_interp_expr(ip, fr, e->u.un.a, out);
     case TEXI_EXPR_REDUCE:
     case TEXI_EXPR_KIND_COUNT:
         break;

@@ -8,7 +8,9 @@
  * output poisoned and compared with the reference evaluator. Shapes are not
  * multiples of the factors, so tails are exercised too. The generated source
  * is checked for what the case is about: dense vector accesses, per-lane
- * composites, vector LETs, and the reasons of the loops left alone.
+ * composites, vector LETs, and the reasons of the loops left alone. The
+ * interpreter runs the same vector statements lane by lane (the CPU tail's
+ * output) against the oracle too.
  */
 #include "tt.h"
 #include "support/ops.h"
@@ -59,6 +61,24 @@ static char *source_of(ops_wl *w, tex_schedule *s)
     return src;
 }
 
+/* Runs the interpreter on the CPU tail's output (vector statements
+ * included, lane by lane) and compares with the oracle. */
+static int interpret_tail(ops_wl *w, tex_schedule *s, uint64_t seed)
+{
+    char why[2048];
+    tex_func *f = ops_lower(w, s, why, sizeof why), tail;
+    if (!f || texi_lower_tail(f, TEXI_TAIL_CPU, &tail, NULL) != 0) {
+        printf("  %s: lowering failed: %s\n", w->name, tex_errmsg(w->ctx));
+        return -1;
+    }
+    if (ops_run_and_compare(w, &tail, NULL, "interpreter on the CPU tail: ", seed, why,
+                            sizeof why) != 0) {
+        printf("  %s: %s\n", w->name, why);
+        return -1;
+    }
+    return 0;
+}
+
 /* Builds workload fn at size n with every factor and compiler, compares
  * with the oracle; then checks that the source of the first factor holds
  * every string of `want`. */
@@ -87,6 +107,8 @@ static void check_workload(const char *name, workload_fn fn, int64_t n, const in
                 setenv("TEX_CC", first_cc, 1);
             else if (cc)
                 unsetenv("TEX_CC");
+            if (cc == 0 && s)
+                TT_CHECK(interpret_tail(&w, s, (uint64_t)f + 1) == 0);
             if (f == 0 && cc == 0 && s) {
                 char *src = source_of(&w, s);
                 TT_CHECK(src != NULL);
