@@ -90,6 +90,7 @@ struct texi_cp {
      * last vector type name. */
     int lane;
     unsigned vector_types[TEXI_CP_N_DTYPES];
+    unsigned vector_minmax[2]; /* [f64]: bit k, min/max helpers of 2^k lanes */
     char vector_name[32];
     int rc; /* first error (recorded in ctx), 0 when none */
 };
@@ -206,7 +207,7 @@ void texi_cp_vector_store(texi_cp *p, texi_sb *sb, const tex_stmt *s);
 /* The name of the vector type of `lanes` values of dtype t (the _u form:
  * aligned to the element), recorded as used; valid until the next call. */
 const char *texi_cp_vector_type(texi_cp *p, tex_dtype t, int lanes, bool unaligned);
-/* The typedefs of the vector types used. */
+/* The typedefs of the vector types used, then the vector helpers used. */
 void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb);
 
 /* ---------------------------------------------------------- chelpers.c */

@@ -7,7 +7,9 @@
  *     (aligned to the element, may_alias).
  *   - + - * / of f32/f64 vectors are the vector operators (a BROADCAST
  *     operand stays a scalar: the extension broadcasts it); the result per
- *     lane is the scalar operator's, so the oracle's semantics hold.
+ *     lane is the scalar operator's, so the oracle's semantics hold. min and
+ *     max of f32/f64 vectors call tex_vmin_/tex_vmax_ helpers that select
+ *     with comparison masks, with the scalar helpers' NaN rule.
  *   - Everything else is a composite `(tex_vL_T){lane 0, ..., lane L-1}`,
  *     each lane printed by the scalar printer in lane mode (p->lane = k:
  *     RAMP prints base + k*stride, BROADCAST its scalar, a vector variable
@@ -19,6 +21,7 @@
 #include "codegen_c/cprint.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* The element dtype of a vector of dtype t's values. */
 static tex_dtype vector_elem(tex_dtype t)
@@ -51,6 +54,28 @@ const char *texi_cp_vector_type(texi_cp *p, tex_dtype t, int lanes, bool unalign
     return p->vector_name;
 }
 
+/* tex_vmin_vL_T / tex_vmax_vL_T for the float vectors min/max used:
+ * b where b < a (max: a < b) or b is NaN, else a, as the scalar helpers. */
+static void minmax_helpers(const texi_cp *p, texi_sb *sb)
+{
+    for (int f64 = 0; f64 < 2; f64++)
+        for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++) {
+            if (!(p->vector_minmax[f64] & (1u << k)))
+                continue;
+            const char *et = f64 ? "f64" : "f32", *mt = f64 ? "i64" : "i32";
+            for (int max = 0; max < 2; max++)
+                texi_sb_printf(
+                    sb,
+                    "%s tex_v%d_%s tex_v%s_v%d_%s(tex_v%d_%s a, tex_v%d_%s b)\n{\n"
+                    "    tex_v%d_%s m = (%s) | (b != b);\n"
+                    "    return (tex_v%d_%s)(((tex_v%d_%s)b & m) | ((tex_v%d_%s)a & ~m));\n"
+                    "}\n\n",
+                    p->target->inline_kw, 1 << k, et, max ? "max" : "min", 1 << k, et, 1 << k, et,
+                    1 << k, et, 1 << k, mt, max ? "a < b" : "b < a", 1 << k, et, 1 << k, mt, 1 << k,
+                    mt);
+        }
+}
+
 void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb)
 {
     for (int t = 0; t < TEXI_CP_N_DTYPES; t++)
@@ -66,6 +91,7 @@ void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb)
                            "may_alias));\n",
                            et, 1 << k, n, bytes, texi_dtype_bits((tex_dtype)t) / 8);
         }
+    minmax_helpers(p, sb);
 }
 
 /* Whether a load or store of buffer storage dtype st at index is one
@@ -94,7 +120,7 @@ static void emit_ramp_lane(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
     tex_expr *base = e->u.ramp.base, *stride = e->u.ramp.stride;
     tex_expr *lane = p->lane ? texi_int_imm(p->ctx, base->dtype, p->lane) : NULL;
     tex_expr *step = lane ? texi_binary(TEXI_EXPR_MUL, stride, lane) : NULL;
-    tex_expr *sum = step ? texi_binary(TEXI_EXPR_ADD, base, step) : NULL;
+    tex_expr *sum = step ? texi_simplify(texi_binary(TEXI_EXPR_ADD, base, step), 0, NULL) : NULL;
     if (p->lane && !sum) {
         texi_cp_fail(p, TEX_ENOMEM, "out of memory (vector lane)");
         return;
@@ -139,6 +165,26 @@ static void emit_composite(texi_cp *p, texi_sb *sb, const tex_expr *e)
     texi_sb_putc(sb, '}');
 }
 
+/* The helper suffix of a vector of lanes values of dtype t: "v8_f32". */
+static const char *vector_suffix(texi_cp *p, tex_dtype t, int lanes)
+{
+    return texi_cp_vector_type(p, t, lanes, false) + strlen("tex_");
+}
+
+/* tex_vmin_v8_f32(a, b) / tex_vmax_...: the scalar helpers' NaN rule per lane. */
+static void emit_minmax(texi_cp *p, texi_sb *sb, const tex_expr *e)
+{
+    int k = lanes_log2(e->lanes);
+    p->vector_minmax[e->dtype == TEX_F64] |= 1u << k;
+    texi_cp_vector_type(p, e->dtype == TEX_F64 ? TEX_I64 : TEX_I32, e->lanes, false); /* masks */
+    texi_sb_printf(sb, "tex_v%s_%s(", e->kind == TEXI_EXPR_MIN ? "min" : "max",
+                   vector_suffix(p, e->dtype, e->lanes));
+    texi_cp_expr(p, sb, e->u.bin.a, TEXI_CP_P_TOP, false);
+    texi_sb_puts(sb, ", ");
+    texi_cp_expr(p, sb, e->u.bin.b, TEXI_CP_P_TOP, false);
+    texi_sb_putc(sb, ')');
+}
+
 /* An operand of a vector operator: a BROADCAST as its scalar. */
 static void emit_operand(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
 {
@@ -158,6 +204,13 @@ void texi_cp_vector(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
             texi_sb_puts(sb, par ? "(" : "");
             emit_dense_access(p, sb, e->u.load.buf, e->u.load.index, true);
             texi_sb_puts(sb, par ? ")" : "");
+            return;
+        }
+        break;
+    case TEXI_EXPR_MIN:
+    case TEXI_EXPR_MAX:
+        if (native_float) {
+            emit_minmax(p, sb, e);
             return;
         }
         break;
