@@ -1,0 +1,223 @@
+/*
+ * Vector math for the generated C: the source of exp, log, tanh, sigmoid and
+ * erf on f32 vectors of L lanes (tex_v{L}_f32), written in GCC/Clang vector
+ * extensions only (lane-wise arithmetic, bit casts between same-size vector
+ * types, __builtin_convertvector), so that each compiles to straight SIMD
+ * code: no libm, no intrinsics, no per-lane loop and no branch. Special
+ * cases are computed on every lane and picked with masks at the end.
+ *
+ * Every function is within 2 ulp of the correctly rounded result over the
+ * whole float range, with libm's special cases, with or without FMA
+ * contraction (docs/architecture.md, "Vector math"; tests/unit/test_vmath.c
+ * measures it). The polynomial coefficients are minimax fits (weighted as the
+ * comments say) with every coefficient rounded to float and the rest refitted.
+ *
+ * Masks are never vector comparisons: GCC 12 compiles a comparison of
+ * vectors wider than the machine's (64-byte ones without AVX-512, float or
+ * integer) into per-lane code. A mask is the sign of a difference of bit patterns, shifted
+ * across the lane: with ab = |x|'s bits (below 2^31, so the difference of two
+ * fits), `(I)(ab - C) >> 31` is all ones where |x| < the float whose bits are
+ * C, and NaN, whose bits are above infinity's, compares above everything.
+ *
+ * The templates below spell the vector types $F, $I, $U, the lane count $L
+ * and the functions' qualifiers $S; put_tmpl substitutes them. Integer
+ * arithmetic that may wrap and left shifts are done on the unsigned type,
+ * arithmetic right shifts on the signed one.
+ */
+#include "codegen_c/cvmath.h"
+
+/* The functions are static, so their by-value vector ABI never crosses a
+ * translation unit: GCC's and Clang's notes that a 32- or 64-byte vector
+ * argument's ABI depends on AVX / AVX-512 do not apply (and would otherwise
+ * fire for L = 16 without AVX-512, in the kernel's calls too). */
+static const char vm_prologue[] = "#pragma GCC diagnostic ignored \"-Wpsabi\"\n\n";
+
+/* The lane select every function uses. */
+static const char vm_sel[] = "/* m ? a : b in each lane (m: all ones or all zeros) */\n"
+                             "$S $F tex_vsel_f32x$L($I m, $F a, $F b)\n{\n"
+                             "    return ($F)((m & ($I)a) | (~m & ($I)b));\n}\n\n";
+
+/* exp(x) = 2^n e^r, n = round(x / ln2), r = x - n ln2 with ln2 split in a
+ * 15-bit head (n * head is exact for |n| <= 150) and a tail; e^r = 1 + t,
+ * t = r + r^2 q(r) on |r| <= ln2/2 (q: degree 4, fitted for e^r's relative
+ * error). 2^n is applied in two halves so that 2^128 and denormal results
+ * (one rounding, in the second multiplication) come out right. x is clamped
+ * to [-104, 89], beyond which the result is 0 or inf anyway. tex_vexpx also
+ * gives what rounding 1 + t lost, scaled alike (*lo), for callers that need
+ * more than the rounded result. */
+static const char vm_exp[] =
+    "$S $F tex_vexpx_f32x$L($F x, $F *lo)\n{\n"
+    "    $U ab = ($U)x & 0x7fffffffu;\n"
+    "    /* the bound of x's sign, 89 or -104, and whether |x| is above it */\n"
+    "    $U bound = 0x42b20000u ^ (($U)(($I)x >> 31) & (0x42b20000u ^ 0xc2d00000u));\n"
+    "    $F c = tex_vsel_f32x$L(($I)((bound & 0x7fffffffu) - ab) >> 31, ($F)bound, x);\n"
+    "    /* n = round(c / ln2): adding 1.5 * 2^23 rounds, and n is in the low bits */\n"
+    "    $F t = c * 0x1.715476p+0f + 0x1.8p23f;\n"
+    "    $F nf = t - 0x1.8p23f;\n"
+    "    $I n = ($I)(($U)t - 0x4b400000u);\n"
+    "    $F r = c - nf * 0x1.62e4p-1f;\n"
+    "    r = r - nf * 0x1.7f7d1cp-20f;\n"
+    "    $F q = r * 0x1.6a4eccp-10f + 0x1.12399cp-7f;\n"
+    "    q = q * r + 0x1.5558bp-5f;\n"
+    "    q = q * r + 0x1.555492p-3f;\n"
+    "    q = q * r + 0x1.fffffcp-2f;\n"
+    "    t = r + (r * r) * q;\n"
+    "    $F p = 1.0f + t;\n"
+    "    $F pl = (1.0f - p) + t;\n"
+    "    $I n1 = n >> 1;\n"
+    "    $F s1 = ($F)(($U)(n1 + 127) << 23), s2 = ($F)(($U)(n - n1 + 127) << 23);\n"
+    "    *lo = (pl * s1) * s2;\n"
+    "    return tex_vsel_f32x$L(($I)(0x7f800000u - ab) >> 31, x + x, (p * s1) * s2);\n}\n\n"
+    "$S $F tex_vexp_f32x$L($F x)\n{\n"
+    "    $F lo;\n"
+    "    return tex_vexpx_f32x$L(x, &lo);\n}\n\n";
+
+/* log(x) = k ln2 + log(m), m in [sqrt(1/2), sqrt(2)), f = m - 1 (exact):
+ * with s = f / (2 + f), log(m) = 2 atanh(s) = f - f^2/2 + s (f^2/2 + R),
+ * R = s^2 P(s^2) (P: degree 2, fitted for R's absolute error). Denormal
+ * inputs are scaled by 2^23 first. */
+static const char vm_log[] =
+    "$S $F tex_vlog_f32x$L($F x)\n{\n"
+    "    $U ab = ($U)x & 0x7fffffffu;\n"
+    "    $I neg = ($I)x >> 31;\n"
+    "    $I tiny = neg | ($I)(ab - 0x00800000u) >> 31; /* below 2^-126 */\n"
+    "    $U bits = ($U)tex_vsel_f32x$L(tiny, x * 0x1p23f, x);\n"
+    "    /* k: the exponent that puts the mantissa m in [sqrt(1/2), sqrt(2)) */\n"
+    "    $I k = ($I)(bits - 0x3f3504f3u) >> 23;\n"
+    "    $F m = ($F)(bits - (($U)k << 23));\n"
+    "    $F kf = __builtin_convertvector(k - (tiny & 23), $F);\n"
+    "    $F f = m - 1.0f;\n"
+    "    $F s = f / (2.0f + f);\n"
+    "    $F z = s * s;\n"
+    "    $F R = z * 0x1.31e132p-2f + 0x1.995ed2p-2f;\n"
+    "    R = R * z + 0x1.55557ap-1f;\n"
+    "    R = R * z;\n"
+    "    $F h = 0.5f * f * f;\n"
+    "    $F y = s * (h + R) + kf * 0x1.7f7d1cp-20f;\n"
+    "    y = (y - h + f) + kf * 0x1.62e4p-1f;\n"
+    "    $F inf = ($F)(($U){0} + 0x7f800000u);\n"
+    "    y = tex_vsel_f32x$L(($I)((ab ^ 0x7f800000u) - 1u) >> 31, inf, y);\n"
+    "    y = tex_vsel_f32x$L(neg | ($I)(0x7f800000u - ab) >> 31, ($F)(($U){0} + 0x7fc00000u), "
+    "y);\n"
+    "    return tex_vsel_f32x$L(($I)(ab - 1u) >> 31, -inf, y);\n}\n\n";
+
+/* tanh(x): for |x| < 0.625, |x| + |x|^3 P(x^2) (P: degree 5, fitted for the
+ * relative error); above, 1 - 2 / d, d = exp(2|x|) + 1, with |x| clamped to
+ * 9.5 (tanh rounds to 1 from 9.01 on) and 2 / d corrected to first order
+ * for what exp's rounding and d's lost. The sign is put back last. */
+static const char vm_tanh[] =
+    "$S $F tex_vtanh_f32x$L($F x)\n{\n"
+    "    $U ab = ($U)x & 0x7fffffffu;\n"
+    "    $F a = ($F)ab;\n"
+    "    $F z = a * a;\n"
+    "    $F p = z * 0x1.1a2816p-9f - 0x1.0c5edp-7f;\n"
+    "    p = p * z + 0x1.63a55p-6f;\n"
+    "    p = p * z - 0x1.b9f188p-5f;\n"
+    "    p = p * z + 0x1.11107ap-3f;\n"
+    "    p = p * z - 0x1.555554p-2f;\n"
+    "    $F small = a + (a * z) * p;\n"
+    "    $F lo, c = tex_vsel_f32x$L(($I)(0x41180000u - ab) >> 31, ($F){0} + 9.5f, a);\n"
+    "    $F e = tex_vexpx_f32x$L(2.0f * c, &lo);\n"
+    "    $F d = e + 1.0f;\n"
+    "    $F q = 2.0f / d;\n"
+    "    $F big = 1.0f - (q - (q * 0.5f) * (q * (((e - d) + 1.0f) + lo)));\n"
+    "    $F y = tex_vsel_f32x$L(($I)(ab - 0x3f200000u) >> 31, small, big); /* |x| < 0.625 */\n"
+    "    y = ($F)(($U)y | (($U)x & 0x80000000u));\n"
+    "    return tex_vsel_f32x$L(($I)(0x7f800000u - ab) >> 31, x + x, y);\n}\n\n";
+
+/* sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0, with
+ * e = exp(-|x|) <= 1: no overflow, and the small results of x < 0 keep
+ * their relative accuracy. The quotient y is corrected to first order for
+ * what e's rounding lost (lo) and what d = 1 + e's lost (`lost`, exact as
+ * e <= 1); 1 / d is 1 - y or y. */
+static const char vm_sigmoid[] =
+    "$S $F tex_vsigmoid_f32x$L($F x)\n{\n"
+    "    $F lo;\n"
+    "    $F e = tex_vexpx_f32x$L(($F)(($U)x | 0x80000000u), &lo);\n"
+    "    $F d = 1.0f + e;\n"
+    "    $F lost = (1.0f - d) + e;\n"
+    "    $I neg = ($I)x >> 31;\n"
+    "    $F y = tex_vsel_f32x$L(neg, e, ($F){0} + 1.0f) / d;\n"
+    "    $F w = tex_vsel_f32x$L(neg, 1.0f - y, y);\n"
+    "    return y + (tex_vsel_f32x$L(neg, w, -y) * lo - y * lost) * w;\n}\n\n";
+
+/* erf(x): for |x| < 0.875, |x| + |x| P(x^2) (P: degree 6, P(0) =
+ * 2/sqrt(pi) - 1, fitted for the relative error); above, 1 - exp(-x^2) Q(|x|
+ * - 2.4375) on [0.875, 4] (Q: degree 10, fitted for the absolute error of
+ * the product; erf rounds to 1 from 3.92 on), with exp's rounding error
+ * added back. The sign is put back last. */
+static const char vm_erf[] =
+    "$S $F tex_verf_f32x$L($F x)\n{\n"
+    "    $U ab = ($U)x & 0x7fffffffu;\n"
+    "    $F a = ($F)ab;\n"
+    "    $F z = a * a;\n"
+    "    $F p = z * 0x1.6b3ffcp-14f - 0x1.aed2aap-11f;\n"
+    "    p = p * z + 0x1.5554dp-8f;\n"
+    "    p = p * z - 0x1.b81e4p-6f;\n"
+    "    p = p * z + 0x1.ce2edp-4f;\n"
+    "    p = p * z - 0x1.812746p-2f;\n"
+    "    p = p * z + 0x1.06eba8p-3f;\n"
+    "    $F small = a + a * p;\n"
+    "    $F c = tex_vsel_f32x$L(($I)(0x40800000u - ab) >> 31, ($F){0} + 4.0f, a);\n"
+    "    $F t = c - 2.4375f;\n"
+    "    $F q = t * 0x1.4fbacp-17f + 0x1.a18a04p-16f;\n"
+    "    q = q * t + 0x1.b44a9ep-15f;\n"
+    "    q = q * t - 0x1.4a0afcp-14f;\n"
+    "    q = q * t + 0x1.80016ep-13f;\n"
+    "    q = q * t - 0x1.c13fccp-11f;\n"
+    "    q = q * t + 0x1.634b0ep-9f;\n"
+    "    q = q * t - 0x1.1afb3cp-7f;\n"
+    "    q = q * t + 0x1.b23556p-6f;\n"
+    "    q = q * t - 0x1.3db06ap-4f;\n"
+    "    q = q * t + 0x1.b97388p-3f;\n"
+    "    $F lo;\n"
+    "    $F e = tex_vexpx_f32x$L(-(c * c), &lo);\n"
+    "    $F big = 1.0f - (e * q + lo * q);\n"
+    "    $F y = tex_vsel_f32x$L(($I)(ab - 0x3f600000u) >> 31, small, big); /* |x| < 0.875 */\n"
+    "    y = ($F)(($U)y | (($U)x & 0x80000000u));\n"
+    "    return tex_vsel_f32x$L(($I)(0x7f800000u - ab) >> 31, x + x, y);\n}\n\n";
+
+/* Appends text with $F, $I, $U and $L replaced by the f32, i32 and u32
+ * vector types of `lanes` lanes and by the lane count, and $S by the
+ * functions' qualifiers: always inlined, so that no function with vector
+ * arguments is ever emitted (GCC warns about the ABI of one without a
+ * source location, which the pragma cannot silence). */
+static void put_tmpl(texi_sb *sb, const char *text, int lanes)
+{
+    for (const char *at = text; *at; at++) {
+        if (at[0] != '$' || !at[1]) {
+            texi_sb_putc(sb, *at);
+            continue;
+        }
+        at++;
+        if (*at == 'L')
+            texi_sb_printf(sb, "%d", lanes);
+        else if (*at == 'S')
+            texi_sb_puts(sb, "static inline __attribute__((always_inline))");
+        else if (*at == 'F' || *at == 'I' || *at == 'U')
+            texi_sb_printf(sb, "tex_v%d_%c32", lanes, *at == 'F' ? 'f' : *at == 'I' ? 'i' : 'u');
+        else
+            texi_sb_printf(sb, "$%c", *at);
+    }
+}
+
+void texi_vmath_source(texi_sb *sb, int lanes, unsigned which)
+{
+    if (which & (TEXI_VM_TANH | TEXI_VM_SIGMOID | TEXI_VM_ERF))
+        which |= TEXI_VM_EXP;
+    static const struct {
+        unsigned bit;
+        const char *text;
+    } fns[] = {{TEXI_VM_EXP, vm_exp},
+               {TEXI_VM_LOG, vm_log},
+               {TEXI_VM_TANH, vm_tanh},
+               {TEXI_VM_SIGMOID, vm_sigmoid},
+               {TEXI_VM_ERF, vm_erf}};
+    if (!which)
+        return;
+    put_tmpl(sb, vm_prologue, lanes);
+    put_tmpl(sb, vm_sel, lanes);
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
+        if (which & fns[i].bit)
+            put_tmpl(sb, fns[i].text, lanes);
+}
