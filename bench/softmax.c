@@ -16,7 +16,8 @@
  *   anchor=handfused  softmax_hand.c's fused OpenMP kernel, compiled with
  *                     -ffast-math, so its expf is libmvec's vector one;
  *                     tex's kernels keep IEEE semantics (tex.h, tex_build)
- *                     and call the scalar expf in each lane;
+ *                     and compute exp with tex's vector function (within
+ *                     2 ulp) in the vectorized loops;
  *   anchor=bandwidth  the memory bound: a parallel row copy of the same
  *                     bytes (16 MiB read, 16 MiB written), whose time is the
  *                     least any softmax of this matrix can take; speedup =

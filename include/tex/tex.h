@@ -411,6 +411,10 @@ TEX_API int tex_target_available(const char *target);
  * reassociation), so adds and multiplies round exactly as the reference
  * does. Source of "c" kernels and of tex_kernel_export: compile it without
  * contraction (gcc -std=c99 or -ffp-contract=off) to get the same.
+ * In vectorized loops on the CPU, f32 exp, log, tanh, sigmoid and erf use
+ * tex's vector functions, within 2 ulp of the correctly rounded result with
+ * libm's special cases (docs/architecture.md, "Vector math"); with
+ * "-strict-float" every lane calls libm instead.
  * Caller-owned; free with tex_kernel_free. NULL on error (recorded in f's context): TEX_EINVAL for
  * an unknown target, TEX_EUNAVAILABLE when its compiler/driver is missing, TEX_ECOMPILE with the
  * compiler's output when the generated code is rejected. */

@@ -116,7 +116,7 @@ static int cpu_build(tex_kernel *k, const tex_func *fn)
     tex_func copy;
     const tex_func *f = NULL;
     TEXI_TRY(cpu_form(fn, &copy, &f));
-    k->source = texi_cpu_emit(f, k->threads);
+    k->source = texi_cpu_emit(f, k->threads, k->strict_float);
     if (!k->source)
         return tex_errcode(f->ctx) ? tex_errcode(f->ctx)
                                    : texi_error(f->ctx, TEX_ENOMEM, "tex_build: out of memory");

@@ -509,8 +509,8 @@ static bool name_clashes(const texi_cg *g, const char *name)
             clash = true;
     }
     texi_sb_fini(&all);
-    bool vector_type = strncmp(name, "tex_v", 5) == 0 && isdigit((unsigned char)name[5]);
-    return clash || vector_type || strcmp(name, "tex_rc") == 0;
+    bool vector_name = strncmp(name, "tex_v", 5) == 0; /* types and helpers of cvector.c */
+    return clash || vector_name || strcmp(name, "tex_rc") == 0;
 }
 
 static void cg_init(texi_cg *g, const tex_func *f, int threads)
@@ -555,12 +555,13 @@ static void assemble(texi_cg *g, texi_sb *out, const char *proto, const char *bo
     texi_sb_puts(out, "}\n");
 }
 
-char *texi_cpu_emit(const tex_func *f, int threads)
+char *texi_cpu_emit(const tex_func *f, int threads, bool libm_math)
 {
     if (!f || !f->ctx || !f->body)
         return NULL;
     texi_cg g;
     cg_init(&g, f, threads);
+    g.p.libm_math = libm_math;
     if (name_clashes(&g, f->name))
         texi_cp_fail(&g.p, TEX_EINVAL, "the name is reserved in the generated C code");
     texi_sb proto, body, out;

@@ -10,8 +10,10 @@
 
 /* C99 + OpenMP source of f: standard includes, small helpers, and
  * `int NAME(...)` with the entry-point signature of backend.h. threads > 0
- * fixes the OpenMP thread count. malloc'ed; NULL with an error in f->ctx. */
-char *texi_cpu_emit(const tex_func *f, int threads);
+ * fixes the OpenMP thread count; libm_math: vector lanes call libm's math
+ * functions (-strict-float) rather than tex's vector math. malloc'ed; NULL
+ * with an error in f->ctx. */
+char *texi_cpu_emit(const tex_func *f, int threads, bool libm_math);
 
 /* The header of tex_kernel_export: the entry point's prototype. malloc'ed. */
 char *texi_cpu_emit_header(const tex_func *f);

@@ -91,6 +91,8 @@ struct texi_cp {
     int lane;
     unsigned vector_types[TEXI_CP_N_DTYPES];
     unsigned vector_minmax[2]; /* [f64]: bit k, min/max helpers of 2^k lanes */
+    unsigned vector_math[TEXI_CP_MAX_LANES_LOG2 + 1]; /* [k]: TEXI_VM_* of 2^k lanes */
+    bool libm_math; /* vector math calls libm per lane (-strict-float) */
     char vector_name[32];
     int rc; /* first error (recorded in ctx), 0 when none */
 };

@@ -10,6 +10,9 @@
  *     lane is the scalar operator's, so the oracle's semantics hold. min and
  *     max of f32/f64 vectors call tex_vmin_/tex_vmax_ helpers that select
  *     with comparison masks, with the scalar helpers' NaN rule.
+ *   - exp, log, tanh, sigmoid and erf of f32 vectors call cvmath.c's vector
+ *     functions (within 2 ulp, docs/architecture.md), unless the kernel is
+ *     built -strict-float (p->libm_math): then libm, lane by lane.
  *   - Everything else is a composite `(tex_vL_T){lane 0, ..., lane L-1}`,
  *     each lane printed by the scalar printer in lane mode (p->lane = k:
  *     RAMP prints base + k*stride, BROADCAST its scalar, a vector variable
@@ -19,6 +22,7 @@
  * f16/bf16 lanes compute in float and bool lanes in int32_t vectors.
  */
 #include "codegen_c/cprint.h"
+#include "codegen_c/cvmath.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -92,6 +96,8 @@ void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb)
                            et, 1 << k, n, bytes, texi_dtype_bits((tex_dtype)t) / 8);
         }
     minmax_helpers(p, sb);
+    for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++)
+        texi_vmath_source(sb, 1 << k, p->vector_math[k]);
 }
 
 /* Whether a load or store of buffer storage dtype st at index is one
@@ -185,6 +191,41 @@ static void emit_minmax(texi_cp *p, texi_sb *sb, const tex_expr *e)
     texi_sb_putc(sb, ')');
 }
 
+/* The cvmath.c function of math op, or 0. */
+static unsigned vector_math_fn(enum texi_math op)
+{
+    switch (op) {
+    case TEXI_MATH_EXP:
+        return TEXI_VM_EXP;
+    case TEXI_MATH_LOG:
+        return TEXI_VM_LOG;
+    case TEXI_MATH_TANH:
+        return TEXI_VM_TANH;
+    case TEXI_MATH_SIGMOID:
+        return TEXI_VM_SIGMOID;
+    case TEXI_MATH_ERF:
+        return TEXI_VM_ERF;
+    default:
+        return 0;
+    }
+}
+
+/* tex_vexp_f32x8(x) ... for an f32 vector call of a cvmath.c function;
+ * false when e is not one (or libm is asked for). */
+static bool emit_vector_math(texi_cp *p, texi_sb *sb, const tex_expr *e)
+{
+    unsigned fn = vector_math_fn(e->u.call.op);
+    if (!fn || p->libm_math || e->dtype != TEX_F32 || e->u.call.args[0]->dtype != TEX_F32)
+        return false;
+    p->vector_math[lanes_log2(e->lanes)] |= fn;
+    texi_cp_vector_type(p, TEX_I32, e->lanes, false); /* what cvmath.c's source uses */
+    texi_cp_vector_type(p, TEX_U32, e->lanes, false);
+    texi_sb_printf(sb, "tex_v%s_f32x%d(", texi_math_names[e->u.call.op], e->lanes);
+    texi_cp_expr(p, sb, e->u.call.args[0], TEXI_CP_P_TOP, false);
+    texi_sb_putc(sb, ')');
+    return true;
+}
+
 /* An operand of a vector operator: a BROADCAST as its scalar. */
 static void emit_operand(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
 {
@@ -206,6 +247,10 @@ void texi_cp_vector(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
             texi_sb_puts(sb, par ? ")" : "");
             return;
         }
+        break;
+    case TEXI_EXPR_CALL:
+        if (emit_vector_math(p, sb, e))
+            return;
         break;
     case TEXI_EXPR_MIN:
     case TEXI_EXPR_MAX:

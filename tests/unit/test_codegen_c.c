@@ -135,7 +135,7 @@ static any_fn load(const char *so, const char *sym, void **handle)
 static any_fn build(tex_func *f, int threads, const char *name, void **handle, char **src)
 {
     *handle = NULL;
-    *src = texi_cpu_emit(f, threads);
+    *src = texi_cpu_emit(f, threads, false);
     TT_CHECK(*src != NULL);
     if (!*src) {
         printf("  emit: %s\n", tex_errmsg(f->ctx));
@@ -239,7 +239,7 @@ static void test_prototype_and_header(void)
     mm_new(&m, 4, 5, 6);
     tex_func *f = tex_lower_tensors(m.s, "mm", 3, (tex_tensor *[]){m.A, m.B, m.C});
     TT_CHECK(f != NULL);
-    char *src = f ? texi_cpu_emit(f, 0) : NULL;
+    char *src = f ? texi_cpu_emit(f, 0, false) : NULL;
     char *hdr = f ? texi_cpu_emit_header(f) : NULL;
     const char *proto =
         "int mm(const float *restrict A, const float *restrict B, float *restrict C)";
@@ -268,7 +268,7 @@ static void test_symbolic_prototype(void)
     tex_schedule *s = tex_schedule_new(c, 1, &B);
     tex_func *f = tex_lower_tensors(s, "sym", 2, (tex_tensor *[]){A, B});
     TT_CHECK(f != NULL);
-    char *src = f ? texi_cpu_emit(f, 0) : NULL;
+    char *src = f ? texi_cpu_emit(f, 0, false) : NULL;
     char *hdr = f ? texi_cpu_emit_header(f) : NULL;
     TT_CHECK(src && strstr(src, "int sym(const float *restrict in_data, float *restrict int_, "
                                 "int64_t n, int64_t m_arg)"));
@@ -345,7 +345,7 @@ static void test_no_nested_parallel(void)
     TT_EQ_INT(tex_parallel(m.st, tex_op_axis(m.st, 0)), 0);
     TT_EQ_INT(tex_parallel(m.st, tex_op_axis(m.st, 1)), 0);
     tex_func *f = tex_lower_tensors(m.s, "mm_nested", 3, (tex_tensor *[]){m.A, m.B, m.C});
-    char *src = f ? texi_cpu_emit(f, 0) : NULL;
+    char *src = f ? texi_cpu_emit(f, 0, false) : NULL;
     TT_CHECK(src != NULL);
     TT_EQ_INT(src ? count(src, "#pragma omp parallel") : -1, 1);
     TT_CHECK(src && strstr(src, "parallel loop inside a parallel region: serial"));
@@ -966,7 +966,7 @@ static void test_fma_disassembly(void)
         0);
     TT_EQ_INT(tex_vectorize(m.st, ji), 0);
     tex_func *f = tex_lower_tensors(m.s, "gemm_vec", 3, (tex_tensor *[]){m.A, m.B, m.C});
-    char *src = f ? texi_cpu_emit(f, 0) : NULL;
+    char *src = f ? texi_cpu_emit(f, 0, false) : NULL;
     TT_CHECK(src && strstr(src, "#pragma omp simd"));
     char obj[256];
     if (src && compile(src, "gemm_vec", false, obj, sizeof obj) == 0) {
@@ -1009,7 +1009,7 @@ static void test_barrier_refused(void)
     tex_func g = *f;
     g.body = texi_for_new(c, tx, texi_int_imm(c, TEX_I32, 0), texi_int_imm(c, TEX_I32, 4),
                           TEXI_FOR_THREAD, TEX_THREAD_X, texi_seq_new(c, 2, items));
-    char *src = texi_cpu_emit(&g, 0);
+    char *src = texi_cpu_emit(&g, 0, false);
     TT_CHECK(src == NULL);
     TT_EQ_INT(tex_errcode(c), TEX_EINTERNAL);
     TT_CHECK(strstr(tex_errmsg(c), "threadIdx_x") && strstr(tex_errmsg(c), "barrier"));

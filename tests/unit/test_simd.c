@@ -50,12 +50,13 @@ static bool have_clang(void)
     return false;
 }
 
-/* The generated C of w's schedule for target "c". malloc'ed, or NULL. */
-static char *source_of(ops_wl *w, tex_schedule *s)
+/* The generated C of w's schedule for target ("c", "c -strict-float").
+ * malloc'ed, or NULL. */
+static char *source_of(ops_wl *w, tex_schedule *s, const char *target)
 {
     char why[2048];
     tex_func *f = ops_lower(w, s, why, sizeof why);
-    tex_kernel *k = f ? tex_build(f, "c") : NULL;
+    tex_kernel *k = f ? tex_build(f, target) : NULL;
     char *src = k ? strdup(tex_kernel_source(k)) : NULL;
     tex_kernel_free(k);
     return src;
@@ -110,7 +111,7 @@ static void check_workload(const char *name, workload_fn fn, int64_t n, const in
             if (cc == 0 && s)
                 TT_CHECK(interpret_tail(&w, s, (uint64_t)f + 1) == 0);
             if (f == 0 && cc == 0 && s) {
-                char *src = source_of(&w, s);
+                char *src = source_of(&w, s, "c");
                 TT_CHECK(src != NULL);
                 for (int k = 0; src && want[k]; k++)
                     if (!strstr(src, want[k]))
@@ -261,8 +262,24 @@ static void test_half(void)
 
 static void test_select_min_max_exp(void)
 {
-    const char *want[] = {"expf(", NULL};
+    const char *want[] = {"tex_vexp_f32x", "tex_vmax_v", "tex_vmin_v", NULL};
     check_workload("select_math", select_math, 45, FACTORS, N_FACTORS, want);
+}
+
+/* -strict-float: vector lanes call libm's expf, not tex's vector exp. */
+static void test_strict_float_libm(void)
+{
+    tex_ctx *c = tex_ctx_new();
+    ops_wl w;
+    ops_init(&w, c, "select_math");
+    TT_CHECK(select_math(&w, 40) != NULL);
+    tex_schedule *s = vector_schedule(&w, 8);
+    char *src = s ? source_of(&w, s, "c -strict-float") : NULL;
+    TT_CHECK(src && strstr(src, "expf(") && !strstr(src, "tex_vexp"));
+    free(src);
+    ops_log log = {0};
+    TT_CHECK(s && ops_check_jit(&w, s, "cpu -strict-float", 3, &log, true) == 0);
+    tex_ctx_free(c);
 }
 
 static void test_strided(void)
@@ -333,6 +350,7 @@ int main(void)
     TT_RUN(test_int_widening);
     TT_RUN(test_half);
     TT_RUN(test_select_min_max_exp);
+    TT_RUN(test_strict_float_libm);
     TT_RUN(test_strided);
     TT_RUN(test_gather_broadcast);
     TT_RUN(test_vector_let);
