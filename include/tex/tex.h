@@ -435,7 +435,8 @@ TEX_API const char *tex_kernel_ptx(const tex_kernel *k);
  * f16/bf16 as uint16_t bits, bool as uint8_t); then one int64_t per symbolic
  * size that is not a parameter, in order of first appearance. NAME returns 0,
  * -1 when a runtime check fails, -2 when out of memory. PREFIX.c needs only
- * the C standard headers and OpenMP. 0, TEX_EUNAVAILABLE for other targets,
+ * the C standard headers, OpenMP and, with vectorized loops, GCC's vector
+ * extensions (GCC or Clang). 0, TEX_EUNAVAILABLE for other targets,
  * TEX_EINVAL when a file cannot be written. */
 TEX_API int tex_kernel_export(const tex_kernel *k, const char *path_prefix);
 

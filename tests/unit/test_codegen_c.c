@@ -947,7 +947,35 @@ static bool cpu_has_fma(void)
     return fma;
 }
 
-/* The vectorized GEMM inner loop compiles to packed FMAs (or packed mul/add). */
+/* src compiles to packed FMAs on xmm/ymm/zmm registers (packed mul and add
+ * without FMA). */
+static void check_packed_fma(const char *src, const char *name)
+{
+    char obj[256], log[256];
+    if (compile(src, name, false, obj, sizeof obj) != 0)
+        return;
+    snprintf(log, sizeof log, "%s/%s.dis", tmpdir, name);
+    TT_EQ_INT(run_argv((const char *const[]){"objdump", "-d", obj, NULL}, log), 0);
+    FILE *d = fopen(log, "r");
+    char line[512];
+    bool fma = false, mul = false, add = false;
+    while (d && fgets(line, sizeof line, d)) {
+        bool vreg = strstr(line, "mm") != NULL;
+        fma |= vreg && strstr(line, "vfmadd") && strstr(line, "ps");
+        mul |= vreg && strstr(line, "vmulps") != NULL;
+        add |= vreg && strstr(line, "vaddps") != NULL;
+    }
+    if (d)
+        fclose(d);
+    if (cpu_has_fma())
+        TT_CHECK(fma);
+    else
+        TT_CHECK(mul && add);
+}
+
+/* The vectorized GEMM inner loop compiles to packed FMAs (or packed mul/add):
+ * as the `#pragma omp simd` loop the emitter writes for tex_lower's output,
+ * and as the explicit vector statements of the CPU tail (pass simd). */
 static void test_fma_disassembly(void)
 {
     if (!have_cc())
@@ -965,28 +993,17 @@ static void test_fma_disassembly(void)
                     (tex_iter *[]){tex_op_axis(m.st, 0), jo, tex_op_reduce_axis(m.st, 0), ji}),
         0);
     TT_EQ_INT(tex_vectorize(m.st, ji), 0);
-    tex_func *f = tex_lower_tensors(m.s, "gemm_vec", 3, (tex_tensor *[]){m.A, m.B, m.C});
+    tex_func *f = tex_lower_tensors(m.s, "gemm_vec", 3, (tex_tensor *[]){m.A, m.B, m.C}), tail;
     char *src = f ? texi_cpu_emit(f, 0, false) : NULL;
     TT_CHECK(src && strstr(src, "#pragma omp simd"));
-    char obj[256];
-    if (src && compile(src, "gemm_vec", false, obj, sizeof obj) == 0) {
-        snprintf(log, sizeof log, "%s/gemm_vec.dis", tmpdir);
-        TT_EQ_INT(run_argv((const char *const[]){"objdump", "-d", obj, NULL}, log), 0);
-        FILE *d = fopen(log, "r");
-        char line[512];
-        bool fma = false, mul = false, add = false;
-        while (d && fgets(line, sizeof line, d)) {
-            fma |= strstr(line, "vfmadd") && strstr(line, "ps");
-            mul |= strstr(line, "vmulps") != NULL;
-            add |= strstr(line, "vaddps") != NULL;
-        }
-        if (d)
-            fclose(d);
-        if (cpu_has_fma())
-            TT_CHECK(fma);
-        else
-            TT_CHECK(mul && add);
-    }
+    if (src)
+        check_packed_fma(src, "gemm_vec");
+    free(src);
+    src = f && texi_lower_tail(f, TEXI_TAIL_CPU, &tail, NULL) == 0 ? texi_cpu_emit(&tail, 0, false)
+                                                                   : NULL;
+    TT_CHECK(src && strstr(src, "vector_size(") && !strstr(src, "#pragma omp simd"));
+    if (src)
+        check_packed_fma(src, "gemm_simd");
     free(src);
     tex_ctx_free(m.ctx);
 }
