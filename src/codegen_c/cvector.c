@@ -13,6 +13,9 @@
  *   - exp, log, tanh, sigmoid and erf of f32 vectors call cvmath.c's vector
  *     functions (within 2 ulp, docs/architecture.md), unless the kernel is
  *     built -strict-float (p->libm_math): then libm, lane by lane.
+ *   - + - * of 32/64-bit integer vectors wrap through the unsigned vector
+ *     type; conversions that C performs exactly as the scalar printer does
+ *     (to f32/f64, integer widening) are __builtin_convertvector.
  *   - Everything else is a composite `(tex_vL_T){lane 0, ..., lane L-1}`,
  *     each lane printed by the scalar printer in lane mode (p->lane = k:
  *     RAMP prints base + k*stride, BROADCAST its scalar, a vector variable
@@ -226,6 +229,46 @@ static bool emit_vector_math(texi_cp *p, texi_sb *sb, const tex_expr *e)
     return true;
 }
 
+/* 32- and 64-bit integers: vector + - * wrap through the unsigned type. */
+static bool wide_int(tex_dtype t)
+{
+    return t == TEX_I32 || t == TEX_I64 || t == TEX_U32 || t == TEX_U64;
+}
+
+/* Whether C's conversion of a vector from dtype `from` to `to` gives the
+ * scalar printer's values: f32/f64 from any integer or float, integers
+ * widened (or of the same width) from integers. Not: halves and bool
+ * (other vector element types), float to integer (saturating), narrowing. */
+static bool exact_convert(tex_dtype from, tex_dtype to)
+{
+    bool plain_from = from != TEX_BOOL && from != TEX_F16 && from != TEX_BF16;
+    if (!plain_from)
+        return false;
+    if (to == TEX_F32 || to == TEX_F64)
+        return true;
+    return to != TEX_BOOL && !texi_dtype_is_float(to) && !texi_dtype_is_float(from) &&
+           texi_dtype_bits(to) >= texi_dtype_bits(from) && to != TEX_F16 && to != TEX_BF16;
+}
+
+/* (tex_v8_i32)((tex_v8_u32)a + (tex_v8_u32)b): wrapping integer arithmetic
+ * (the operands are vectors: a BROADCAST is a composite). */
+static void emit_int_arith(texi_cp *p, texi_sb *sb, const tex_expr *e)
+{
+    tex_dtype u = texi_dtype_bits(e->dtype) == 64 ? TEX_U64 : TEX_U32;
+    bool is_unsigned = e->dtype == u;
+    if (!is_unsigned)
+        texi_sb_printf(sb, "(%s)", texi_cp_vector_type(p, e->dtype, e->lanes, false));
+    texi_sb_putc(sb, '(');
+    for (int i = 0; i < 2; i++) {
+        if (!is_unsigned)
+            texi_sb_printf(sb, "(%s)", texi_cp_vector_type(p, u, e->lanes, false));
+        texi_cp_expr(p, sb, i ? e->u.bin.b : e->u.bin.a, TEXI_CP_P_UNARY, false);
+        if (!i)
+            texi_sb_printf(sb, " %s ", texi_expr_kind_names[e->kind]);
+    }
+    texi_sb_putc(sb, ')');
+}
+
 /* An operand of a vector operator: a BROADCAST as its scalar. */
 static void emit_operand(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
 {
@@ -273,6 +316,18 @@ void texi_cp_vector(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
             texi_sb_printf(sb, " %s ", texi_expr_kind_names[e->kind]);
             emit_operand(p, sb, e->u.bin.b, own + 1);
             texi_sb_puts(sb, par ? ")" : "");
+            return;
+        }
+        if (wide_int(e->dtype) && e->kind != TEXI_EXPR_DIV) {
+            emit_int_arith(p, sb, e);
+            return;
+        }
+        break;
+    case TEXI_EXPR_CAST:
+        if (exact_convert(e->u.un.a->dtype, e->dtype)) {
+            texi_sb_puts(sb, "__builtin_convertvector(");
+            texi_cp_expr(p, sb, e->u.un.a, TEXI_CP_P_COND, false);
+            texi_sb_printf(sb, ", %s)", texi_cp_vector_type(p, e->dtype, e->lanes, false));
             return;
         }
         break;

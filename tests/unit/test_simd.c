@@ -244,13 +244,13 @@ static void test_dense_f32(void)
 
 static void test_mixed_f64(void)
 {
-    const char *want[] = {"_f64 __attribute__((vector_size(", NULL};
+    const char *want[] = {"_f64 __attribute__((vector_size(", "__builtin_convertvector(", NULL};
     check_workload("mixed_f64", mixed_f64, 97, FACTORS, N_FACTORS, want);
 }
 
 static void test_int_widening(void)
 {
-    const char *want[] = {"tex_v", NULL};
+    const char *want[] = {"__builtin_convertvector(", "_u32)", NULL};
     check_workload("int_widen", int_widen, 301, FACTORS, N_FACTORS, want);
 }
 
