@@ -90,7 +90,8 @@ struct texi_cp {
      * last vector type name. */
     int lane;
     unsigned vector_types[TEXI_CP_N_DTYPES];
-    unsigned vector_minmax[2]; /* [f64]: bit k, min/max helpers of 2^k lanes */
+    unsigned vector_minmax[2];                /* [f64]: bit k, min/max helpers of 2^k lanes */
+    unsigned vector_select[TEXI_CP_N_DTYPES]; /* bit k: select helper of 2^k lanes */
     unsigned vector_math[TEXI_CP_MAX_LANES_LOG2 + 1]; /* [k]: TEXI_VM_* of 2^k lanes */
     bool libm_math; /* vector math calls libm per lane (-strict-float) */
     char vector_name[32];

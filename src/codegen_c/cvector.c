@@ -13,6 +13,9 @@
  *   - exp, log, tanh, sigmoid and erf of f32 vectors call cvmath.c's vector
  *     functions (within 2 ulp, docs/architecture.md), unless the kernel is
  *     built -strict-float (p->libm_math): then libm, lane by lane.
+ *   - select(a OP b, t, f) over a comparison of vectors as wide as the
+ *     result (32/64-bit integers, f32/f64) picks with the comparison's
+ *     mask (tex_vselect_ helpers).
  *   - + - * of 32/64-bit integer vectors wrap through the unsigned vector
  *     type; conversions that C performs exactly as the scalar printer does
  *     (to f32/f64, integer widening) are __builtin_convertvector.
@@ -83,6 +86,26 @@ static void minmax_helpers(const texi_cp *p, texi_sb *sb)
         }
 }
 
+/* tex_vselect_vL_T(m, a, b): a where the mask m (a vector comparison's
+ * result: all ones or zeros per lane) is set, else b. */
+static void select_helpers(const texi_cp *p, texi_sb *sb)
+{
+    for (int t = 0; t < TEXI_CP_N_DTYPES; t++)
+        for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++) {
+            if (!(p->vector_select[t] & (1u << k)))
+                continue;
+            const char *n = tex_dtype_name((tex_dtype)t);
+            const char *mt = texi_dtype_bits((tex_dtype)t) == 64 ? "i64" : "i32";
+            int l = 1 << k;
+            texi_sb_printf(sb,
+                           "%s tex_v%d_%s tex_vselect_v%d_%s(tex_v%d_%s m, tex_v%d_%s a, "
+                           "tex_v%d_%s b)\n{\n"
+                           "    return (tex_v%d_%s)(((tex_v%d_%s)a & m) | ((tex_v%d_%s)b & ~m));\n"
+                           "}\n\n",
+                           p->target->inline_kw, l, n, l, n, l, mt, l, n, l, n, l, n, l, mt, l, mt);
+        }
+}
+
 void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb)
 {
     for (int t = 0; t < TEXI_CP_N_DTYPES; t++)
@@ -99,6 +122,7 @@ void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb)
                            et, 1 << k, n, bytes, texi_dtype_bits((tex_dtype)t) / 8);
         }
     minmax_helpers(p, sb);
+    select_helpers(p, sb);
     for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++)
         texi_vmath_source(sb, 1 << k, p->vector_math[k]);
 }
@@ -269,6 +293,36 @@ static void emit_int_arith(texi_cp *p, texi_sb *sb, const tex_expr *e)
     texi_sb_putc(sb, ')');
 }
 
+/* 32/64-bit integers and f32/f64: what vector comparisons and masks handle. */
+static bool mask_type(tex_dtype t)
+{
+    return wide_int(t) || t == TEX_F32 || t == TEX_F64;
+}
+
+/* select(a OP b, t, f) with a comparison of vectors whose lanes are as wide
+ * as the result's: tex_vselect_vL_T(a OP b, t, f) (C's vector comparison
+ * gives the mask; NaN compares as in scalar C); false otherwise. */
+static bool emit_mask_select(texi_cp *p, texi_sb *sb, const tex_expr *e)
+{
+    const tex_expr *c = e->u.sel.cond;
+    if (!texi_expr_is_compare(c) || !mask_type(e->dtype) || !mask_type(c->u.bin.a->dtype) ||
+        texi_dtype_bits(c->u.bin.a->dtype) != texi_dtype_bits(e->dtype))
+        return false;
+    int k = lanes_log2(e->lanes);
+    p->vector_select[e->dtype] |= 1u << k;
+    texi_cp_vector_type(p, texi_dtype_bits(e->dtype) == 64 ? TEX_I64 : TEX_I32, e->lanes, false);
+    texi_sb_printf(sb, "tex_vselect_%s(", vector_suffix(p, e->dtype, e->lanes));
+    texi_cp_expr(p, sb, c->u.bin.a, TEXI_CP_P_REL + 1, false);
+    texi_sb_printf(sb, " %s ", texi_expr_kind_names[c->kind]);
+    texi_cp_expr(p, sb, c->u.bin.b, TEXI_CP_P_REL + 1, false);
+    for (int i = 0; i < 2; i++) {
+        texi_sb_puts(sb, ", ");
+        texi_cp_expr(p, sb, i ? e->u.sel.f : e->u.sel.t, TEXI_CP_P_COND, false);
+    }
+    texi_sb_putc(sb, ')');
+    return true;
+}
+
 /* An operand of a vector operator: a BROADCAST as its scalar. */
 static void emit_operand(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
 {
@@ -293,6 +347,10 @@ void texi_cp_vector(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
         break;
     case TEXI_EXPR_CALL:
         if (emit_vector_math(p, sb, e))
+            return;
+        break;
+    case TEXI_EXPR_SELECT:
+        if (emit_mask_select(p, sb, e))
             return;
         break;
     case TEXI_EXPR_MIN:

@@ -156,7 +156,8 @@ static tex_tensor *mixed_f64(ops_wl *w, int64_t n)
     return w->out = tex_compute(c, "Out", 1, (tex_iter *[]){j}, v);
 }
 
-/* Out[j] = i32(A8[j]) * 3 + i32(B8[j]) * A32[j] (wrapping ints, widening). */
+/* x = i32(A8[j]) * 3, y = i32(B8[j]) * D[j]; Out[j] = select(x > y, x, y)
+ * + (y - i32(A8[j])): widening, wrapping int arithmetic, an int mask select. */
 static tex_tensor *int_widen(ops_wl *w, int64_t n)
 {
     tex_ctx *c = w->ctx;
@@ -166,7 +167,8 @@ static tex_tensor *int_widen(ops_wl *w, int64_t n)
     tex_iter *j = tex_axis(c, "j", shape[0]);
     tex_expr *a = tex_cast(TEX_I32, TEX_AT(A, tex_iv(j)));
     tex_expr *b = tex_cast(TEX_I32, TEX_AT(B, tex_iv(j)));
-    tex_expr *v = tex_add(tex_mul(a, tex_int(c, 3)), tex_mul(b, TEX_AT(D, tex_iv(j))));
+    tex_expr *x = tex_mul(a, tex_int(c, 3)), *y = tex_mul(b, TEX_AT(D, tex_iv(j)));
+    tex_expr *v = tex_add(tex_select(tex_gt(x, y), x, y), tex_sub(y, a));
     return w->out = tex_compute(c, "Out", 1, (tex_iter *[]){j}, v);
 }
 
@@ -250,7 +252,7 @@ static void test_mixed_f64(void)
 
 static void test_int_widening(void)
 {
-    const char *want[] = {"__builtin_convertvector(", "_u32)", NULL};
+    const char *want[] = {"__builtin_convertvector(", "_u32)", "tex_vselect_v", NULL};
     check_workload("int_widen", int_widen, 301, FACTORS, N_FACTORS, want);
 }
 
@@ -262,7 +264,7 @@ static void test_half(void)
 
 static void test_select_min_max_exp(void)
 {
-    const char *want[] = {"tex_vexp_f32x", "tex_vmax_v", "tex_vmin_v", NULL};
+    const char *want[] = {"tex_vexp_f32x", "tex_vmax_v", "tex_vmin_v", "tex_vselect_v", NULL};
     check_workload("select_math", select_math, 45, FACTORS, N_FACTORS, want);
 }
 
