@@ -6,8 +6,10 @@
  * reference evaluator's scalar semantics (cexpr.c), the plain statements
  * (LET, IF, STORE, SEQ, EVALUATE, serial loops, intrinsic calls), the
  * entry point's parameter list and the scalar arguments' locals
- * (cprint.c), and the small helper functions the expressions call
- * (chelpers.c).
+ * (cprint.c), the small helper functions the expressions call
+ * (chelpers.c), and vectors (the CPU tail's, docs/passes.md): their
+ * expressions and stores (cvector.c), types and helpers (cvtypes.c) and
+ * vector math (cvmath.c).
  *
  * A target describes itself in a texi_cp_target: its types, the spellings
  * that differ (restrict, inline helpers, f16/bf16 conversions, a native
@@ -207,9 +209,16 @@ void texi_cp_vector(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec);
 bool texi_cp_lane_expr(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec);
 /* A STORE whose index is a vector. */
 void texi_cp_vector_store(texi_cp *p, texi_sb *sb, const tex_stmt *s);
+
+/* ------------------------------------------------------------ cvtypes.c */
+
 /* The name of the vector type of `lanes` values of dtype t (the _u form:
  * aligned to the element), recorded as used; valid until the next call. */
 const char *texi_cp_vector_type(texi_cp *p, tex_dtype t, int lanes, bool unaligned);
+/* The element dtype of a vector of dtype t's values (f16/bf16: f32, bool: i32). */
+tex_dtype texi_cp_vector_elem(tex_dtype t);
+/* log2 of lanes, or -1 when lanes is not a power of two in [2, 64]. */
+int texi_cp_lanes_log2(int lanes);
 /* The typedefs of the vector types used, then the vector helpers used. */
 void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb);
 

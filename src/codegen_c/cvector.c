@@ -33,107 +33,13 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The element dtype of a vector of dtype t's values. */
-static tex_dtype vector_elem(tex_dtype t)
-{
-    if (t == TEX_F16 || t == TEX_BF16)
-        return TEX_F32;
-    return t == TEX_BOOL ? TEX_I32 : t;
-}
-
-/* log2 of lanes, or -1 when lanes is not a power of two in [2, 64]. */
-static int lanes_log2(int lanes)
-{
-    for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++)
-        if (lanes == 1 << k)
-            return k;
-    return -1;
-}
-
-const char *texi_cp_vector_type(texi_cp *p, tex_dtype t, int lanes, bool unaligned)
-{
-    tex_dtype et = vector_elem(t);
-    int k = lanes_log2(lanes);
-    if (k < 0) {
-        texi_cp_fail(p, TEX_EINTERNAL, "a vector of %d lanes (not a power of two up to 64)", lanes);
-        return "?";
-    }
-    p->vector_types[et] |= 1u << k;
-    snprintf(p->vector_name, sizeof p->vector_name, "tex_v%d_%s%s", lanes, tex_dtype_name(et),
-             unaligned ? "_u" : "");
-    return p->vector_name;
-}
-
-/* tex_vmin_vL_T / tex_vmax_vL_T for the float vectors min/max used:
- * b where b < a (max: a < b) or b is NaN, else a, as the scalar helpers. */
-static void minmax_helpers(const texi_cp *p, texi_sb *sb)
-{
-    for (int f64 = 0; f64 < 2; f64++)
-        for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++) {
-            if (!(p->vector_minmax[f64] & (1u << k)))
-                continue;
-            const char *et = f64 ? "f64" : "f32", *mt = f64 ? "i64" : "i32";
-            for (int max = 0; max < 2; max++)
-                texi_sb_printf(
-                    sb,
-                    "%s tex_v%d_%s tex_v%s_v%d_%s(tex_v%d_%s a, tex_v%d_%s b)\n{\n"
-                    "    tex_v%d_%s m = (%s) | (b != b);\n"
-                    "    return (tex_v%d_%s)(((tex_v%d_%s)b & m) | ((tex_v%d_%s)a & ~m));\n"
-                    "}\n\n",
-                    p->target->inline_kw, 1 << k, et, max ? "max" : "min", 1 << k, et, 1 << k, et,
-                    1 << k, et, 1 << k, mt, max ? "a < b" : "b < a", 1 << k, et, 1 << k, mt, 1 << k,
-                    mt);
-        }
-}
-
-/* tex_vselect_vL_T(m, a, b): a where the mask m (a vector comparison's
- * result: all ones or zeros per lane) is set, else b. */
-static void select_helpers(const texi_cp *p, texi_sb *sb)
-{
-    for (int t = 0; t < TEXI_CP_N_DTYPES; t++)
-        for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++) {
-            if (!(p->vector_select[t] & (1u << k)))
-                continue;
-            const char *n = tex_dtype_name((tex_dtype)t);
-            const char *mt = texi_dtype_bits((tex_dtype)t) == 64 ? "i64" : "i32";
-            int l = 1 << k;
-            texi_sb_printf(sb,
-                           "%s tex_v%d_%s tex_vselect_v%d_%s(tex_v%d_%s m, tex_v%d_%s a, "
-                           "tex_v%d_%s b)\n{\n"
-                           "    return (tex_v%d_%s)(((tex_v%d_%s)a & m) | ((tex_v%d_%s)b & ~m));\n"
-                           "}\n\n",
-                           p->target->inline_kw, l, n, l, n, l, mt, l, n, l, n, l, n, l, mt, l, mt);
-        }
-}
-
-void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb)
-{
-    for (int t = 0; t < TEXI_CP_N_DTYPES; t++)
-        for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++) {
-            if (!(p->vector_types[t] & (1u << k)))
-                continue;
-            const char *et = texi_dtype_ctype((tex_dtype)t), *n = tex_dtype_name((tex_dtype)t);
-            int bytes = (1 << k) * texi_dtype_bits((tex_dtype)t) / 8;
-            texi_sb_printf(sb, "typedef %s tex_v%d_%s __attribute__((vector_size(%d)));\n", et,
-                           1 << k, n, bytes);
-            texi_sb_printf(sb,
-                           "typedef %s tex_v%d_%s_u __attribute__((vector_size(%d), aligned(%d), "
-                           "may_alias));\n",
-                           et, 1 << k, n, bytes, texi_dtype_bits((tex_dtype)t) / 8);
-        }
-    minmax_helpers(p, sb);
-    select_helpers(p, sb);
-    for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++)
-        texi_vmath_source(sb, 1 << k, p->vector_math[k]);
-}
-
 /* Whether a load or store of buffer storage dtype st at index is one
  * vector access: a RAMP of stride 1 over storage that holds the values. */
 static bool dense_access(tex_dtype st, const tex_expr *index)
 {
     int64_t stride;
     return index->kind == TEXI_EXPR_RAMP && texi_expr_is_int_const(index->u.ramp.stride, &stride) &&
-           stride == 1 && vector_elem(st) == st;
+           stride == 1 && texi_cp_vector_elem(st) == st;
 }
 
 /* `*(tex_vL_T_u *)&buf[base]`, the const form for loads. */
@@ -207,7 +113,7 @@ static const char *vector_suffix(texi_cp *p, tex_dtype t, int lanes)
 /* tex_vmin_v8_f32(a, b) / tex_vmax_...: the scalar helpers' NaN rule per lane. */
 static void emit_minmax(texi_cp *p, texi_sb *sb, const tex_expr *e)
 {
-    int k = lanes_log2(e->lanes);
+    int k = texi_cp_lanes_log2(e->lanes);
     p->vector_minmax[e->dtype == TEX_F64] |= 1u << k;
     texi_cp_vector_type(p, e->dtype == TEX_F64 ? TEX_I64 : TEX_I32, e->lanes, false); /* masks */
     texi_sb_printf(sb, "tex_v%s_%s(", e->kind == TEXI_EXPR_MIN ? "min" : "max",
@@ -244,7 +150,7 @@ static bool emit_vector_math(texi_cp *p, texi_sb *sb, const tex_expr *e)
     unsigned fn = vector_math_fn(e->u.call.op);
     if (!fn || p->libm_math || e->dtype != TEX_F32 || e->u.call.args[0]->dtype != TEX_F32)
         return false;
-    p->vector_math[lanes_log2(e->lanes)] |= fn;
+    p->vector_math[texi_cp_lanes_log2(e->lanes)] |= fn;
     texi_cp_vector_type(p, TEX_I32, e->lanes, false); /* what cvmath.c's source uses */
     texi_cp_vector_type(p, TEX_U32, e->lanes, false);
     texi_sb_printf(sb, "tex_v%s_f32x%d(", texi_math_names[e->u.call.op], e->lanes);
@@ -308,7 +214,7 @@ static bool emit_mask_select(texi_cp *p, texi_sb *sb, const tex_expr *e)
     if (!texi_expr_is_compare(c) || !mask_type(e->dtype) || !mask_type(c->u.bin.a->dtype) ||
         texi_dtype_bits(c->u.bin.a->dtype) != texi_dtype_bits(e->dtype))
         return false;
-    int k = lanes_log2(e->lanes);
+    int k = texi_cp_lanes_log2(e->lanes);
     p->vector_select[e->dtype] |= 1u << k;
     texi_cp_vector_type(p, texi_dtype_bits(e->dtype) == 64 ? TEX_I64 : TEX_I32, e->lanes, false);
     texi_sb_printf(sb, "tex_vselect_%s(", vector_suffix(p, e->dtype, e->lanes));

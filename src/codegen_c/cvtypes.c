@@ -1,0 +1,102 @@
+/*
+ * Vector types and vector helpers of the C-family printer (cvector.c prints
+ * the expressions): the typedefs tex_vL_T and tex_vL_T_u of the vector
+ * types a kernel used, then the helpers it called: tex_vmin_/tex_vmax_ of
+ * float vectors, tex_vselect_ and cvmath.c's math functions.
+ */
+#include "codegen_c/cprint.h"
+#include "codegen_c/cvmath.h"
+
+#include <stdio.h>
+
+tex_dtype texi_cp_vector_elem(tex_dtype t)
+{
+    if (t == TEX_F16 || t == TEX_BF16)
+        return TEX_F32;
+    return t == TEX_BOOL ? TEX_I32 : t;
+}
+
+int texi_cp_lanes_log2(int lanes)
+{
+    for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++)
+        if (lanes == 1 << k)
+            return k;
+    return -1;
+}
+
+const char *texi_cp_vector_type(texi_cp *p, tex_dtype t, int lanes, bool unaligned)
+{
+    tex_dtype et = texi_cp_vector_elem(t);
+    int k = texi_cp_lanes_log2(lanes);
+    if (k < 0) {
+        texi_cp_fail(p, TEX_EINTERNAL, "a vector of %d lanes (not a power of two up to 64)", lanes);
+        return "?";
+    }
+    p->vector_types[et] |= 1u << k;
+    snprintf(p->vector_name, sizeof p->vector_name, "tex_v%d_%s%s", lanes, tex_dtype_name(et),
+             unaligned ? "_u" : "");
+    return p->vector_name;
+}
+
+/* tex_vmin_vL_T / tex_vmax_vL_T for the float vectors min/max used:
+ * b where b < a (max: a < b) or b is NaN, else a, as the scalar helpers. */
+static void minmax_helpers(const texi_cp *p, texi_sb *sb)
+{
+    for (int f64 = 0; f64 < 2; f64++)
+        for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++) {
+            if (!(p->vector_minmax[f64] & (1u << k)))
+                continue;
+            const char *et = f64 ? "f64" : "f32", *mt = f64 ? "i64" : "i32";
+            for (int max = 0; max < 2; max++)
+                texi_sb_printf(
+                    sb,
+                    "%s tex_v%d_%s tex_v%s_v%d_%s(tex_v%d_%s a, tex_v%d_%s b)\n{\n"
+                    "    tex_v%d_%s m = (%s) | (b != b);\n"
+                    "    return (tex_v%d_%s)(((tex_v%d_%s)b & m) | ((tex_v%d_%s)a & ~m));\n"
+                    "}\n\n",
+                    p->target->inline_kw, 1 << k, et, max ? "max" : "min", 1 << k, et, 1 << k, et,
+                    1 << k, et, 1 << k, mt, max ? "a < b" : "b < a", 1 << k, et, 1 << k, mt, 1 << k,
+                    mt);
+        }
+}
+
+/* tex_vselect_vL_T(m, a, b): a where the mask m (a vector comparison's
+ * result: all ones or zeros per lane) is set, else b. */
+static void select_helpers(const texi_cp *p, texi_sb *sb)
+{
+    for (int t = 0; t < TEXI_CP_N_DTYPES; t++)
+        for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++) {
+            if (!(p->vector_select[t] & (1u << k)))
+                continue;
+            const char *n = tex_dtype_name((tex_dtype)t);
+            const char *mt = texi_dtype_bits((tex_dtype)t) == 64 ? "i64" : "i32";
+            int l = 1 << k;
+            texi_sb_printf(sb,
+                           "%s tex_v%d_%s tex_vselect_v%d_%s(tex_v%d_%s m, tex_v%d_%s a, "
+                           "tex_v%d_%s b)\n{\n"
+                           "    return (tex_v%d_%s)(((tex_v%d_%s)a & m) | ((tex_v%d_%s)b & ~m));\n"
+                           "}\n\n",
+                           p->target->inline_kw, l, n, l, n, l, mt, l, n, l, n, l, n, l, mt, l, mt);
+        }
+}
+
+void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb)
+{
+    for (int t = 0; t < TEXI_CP_N_DTYPES; t++)
+        for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++) {
+            if (!(p->vector_types[t] & (1u << k)))
+                continue;
+            const char *et = texi_dtype_ctype((tex_dtype)t), *n = tex_dtype_name((tex_dtype)t);
+            int bytes = (1 << k) * texi_dtype_bits((tex_dtype)t) / 8;
+            texi_sb_printf(sb, "typedef %s tex_v%d_%s __attribute__((vector_size(%d)));\n", et,
+                           1 << k, n, bytes);
+            texi_sb_printf(sb,
+                           "typedef %s tex_v%d_%s_u __attribute__((vector_size(%d), aligned(%d), "
+                           "may_alias));\n",
+                           et, 1 << k, n, bytes, texi_dtype_bits((tex_dtype)t) / 8);
+        }
+    minmax_helpers(p, sb);
+    select_helpers(p, sb);
+    for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++)
+        texi_vmath_source(sb, 1 << k, p->vector_math[k]);
+}
