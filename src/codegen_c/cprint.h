@@ -215,8 +215,6 @@ void texi_cp_vector_store(texi_cp *p, texi_sb *sb, const tex_stmt *s);
 /* The name of the vector type of `lanes` values of dtype t (the _u form:
  * aligned to the element), recorded as used; valid until the next call. */
 const char *texi_cp_vector_type(texi_cp *p, tex_dtype t, int lanes, bool unaligned);
-/* The element dtype of a vector of dtype t's values (f16/bf16: f32, bool: i32). */
-tex_dtype texi_cp_vector_elem(tex_dtype t);
 /* log2 of lanes, or -1 when lanes is not a power of two in [2, 64]. */
 int texi_cp_lanes_log2(int lanes);
 /* The typedefs of the vector types used, then the vector helpers used. */

@@ -39,7 +39,7 @@ static bool dense_access(tex_dtype st, const tex_expr *index)
 {
     int64_t stride;
     return index->kind == TEXI_EXPR_RAMP && texi_expr_is_int_const(index->u.ramp.stride, &stride) &&
-           stride == 1 && texi_cp_vector_elem(st) == st;
+           stride == 1 && texi_dtype_lane(st) == st;
 }
 
 /* `*(tex_vL_T_u *)&buf[base]`, the const form for loads. */
@@ -110,12 +110,18 @@ static const char *vector_suffix(texi_cp *p, tex_dtype t, int lanes)
     return texi_cp_vector_type(p, t, lanes, false) + strlen("tex_");
 }
 
+/* Records that e's vector type needs tex_vselect_ and its mask type. */
+static void use_select(texi_cp *p, const tex_expr *e)
+{
+    p->vector_select[e->dtype] |= 1u << texi_cp_lanes_log2(e->lanes);
+    texi_cp_vector_type(p, texi_dtype_bits(e->dtype) == 64 ? TEX_I64 : TEX_I32, e->lanes, false);
+}
+
 /* tex_vmin_v8_f32(a, b) / tex_vmax_...: the scalar helpers' NaN rule per lane. */
 static void emit_minmax(texi_cp *p, texi_sb *sb, const tex_expr *e)
 {
-    int k = texi_cp_lanes_log2(e->lanes);
-    p->vector_minmax[e->dtype == TEX_F64] |= 1u << k;
-    texi_cp_vector_type(p, e->dtype == TEX_F64 ? TEX_I64 : TEX_I32, e->lanes, false); /* masks */
+    p->vector_minmax[e->dtype == TEX_F64] |= 1u << texi_cp_lanes_log2(e->lanes);
+    use_select(p, e); /* what the min/max helpers use */
     texi_sb_printf(sb, "tex_v%s_%s(", e->kind == TEXI_EXPR_MIN ? "min" : "max",
                    vector_suffix(p, e->dtype, e->lanes));
     texi_cp_expr(p, sb, e->u.bin.a, TEXI_CP_P_TOP, false);
@@ -214,9 +220,7 @@ static bool emit_mask_select(texi_cp *p, texi_sb *sb, const tex_expr *e)
     if (!texi_expr_is_compare(c) || !mask_type(e->dtype) || !mask_type(c->u.bin.a->dtype) ||
         texi_dtype_bits(c->u.bin.a->dtype) != texi_dtype_bits(e->dtype))
         return false;
-    int k = texi_cp_lanes_log2(e->lanes);
-    p->vector_select[e->dtype] |= 1u << k;
-    texi_cp_vector_type(p, texi_dtype_bits(e->dtype) == 64 ? TEX_I64 : TEX_I32, e->lanes, false);
+    use_select(p, e);
     texi_sb_printf(sb, "tex_vselect_%s(", vector_suffix(p, e->dtype, e->lanes));
     texi_cp_expr(p, sb, c->u.bin.a, TEXI_CP_P_REL + 1, false);
     texi_sb_printf(sb, " %s ", texi_expr_kind_names[c->kind]);

@@ -9,13 +9,6 @@
 
 #include <stdio.h>
 
-tex_dtype texi_cp_vector_elem(tex_dtype t)
-{
-    if (t == TEX_F16 || t == TEX_BF16)
-        return TEX_F32;
-    return t == TEX_BOOL ? TEX_I32 : t;
-}
-
 int texi_cp_lanes_log2(int lanes)
 {
     for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++)
@@ -26,7 +19,7 @@ int texi_cp_lanes_log2(int lanes)
 
 const char *texi_cp_vector_type(texi_cp *p, tex_dtype t, int lanes, bool unaligned)
 {
-    tex_dtype et = texi_cp_vector_elem(t);
+    tex_dtype et = texi_dtype_lane(t);
     int k = texi_cp_lanes_log2(lanes);
     if (k < 0) {
         texi_cp_fail(p, TEX_EINTERNAL, "a vector of %d lanes (not a power of two up to 64)", lanes);
@@ -36,28 +29,6 @@ const char *texi_cp_vector_type(texi_cp *p, tex_dtype t, int lanes, bool unalign
     snprintf(p->vector_name, sizeof p->vector_name, "tex_v%d_%s%s", lanes, tex_dtype_name(et),
              unaligned ? "_u" : "");
     return p->vector_name;
-}
-
-/* tex_vmin_vL_T / tex_vmax_vL_T for the float vectors min/max used:
- * b where b < a (max: a < b) or b is NaN, else a, as the scalar helpers. */
-static void minmax_helpers(const texi_cp *p, texi_sb *sb)
-{
-    for (int f64 = 0; f64 < 2; f64++)
-        for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++) {
-            if (!(p->vector_minmax[f64] & (1u << k)))
-                continue;
-            const char *et = f64 ? "f64" : "f32", *mt = f64 ? "i64" : "i32";
-            for (int max = 0; max < 2; max++)
-                texi_sb_printf(
-                    sb,
-                    "%s tex_v%d_%s tex_v%s_v%d_%s(tex_v%d_%s a, tex_v%d_%s b)\n{\n"
-                    "    tex_v%d_%s m = (%s) | (b != b);\n"
-                    "    return (tex_v%d_%s)(((tex_v%d_%s)b & m) | ((tex_v%d_%s)a & ~m));\n"
-                    "}\n\n",
-                    p->target->inline_kw, 1 << k, et, max ? "max" : "min", 1 << k, et, 1 << k, et,
-                    1 << k, et, 1 << k, mt, max ? "a < b" : "b < a", 1 << k, et, 1 << k, mt, 1 << k,
-                    mt);
-        }
 }
 
 /* tex_vselect_vL_T(m, a, b): a where the mask m (a vector comparison's
@@ -80,6 +51,26 @@ static void select_helpers(const texi_cp *p, texi_sb *sb)
         }
 }
 
+/* tex_vmin_vL_T / tex_vmax_vL_T for the float vectors min/max used, over
+ * tex_vselect: b where b < a (max: a < b) or b is NaN, else a, as the
+ * scalar helpers. */
+static void minmax_helpers(const texi_cp *p, texi_sb *sb)
+{
+    for (int f64 = 0; f64 < 2; f64++)
+        for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++) {
+            if (!(p->vector_minmax[f64] & (1u << k)))
+                continue;
+            const char *et = f64 ? "f64" : "f32";
+            int l = 1 << k;
+            for (int max = 0; max < 2; max++)
+                texi_sb_printf(sb,
+                               "%s tex_v%d_%s tex_v%s_v%d_%s(tex_v%d_%s a, tex_v%d_%s b)\n{\n"
+                               "    return tex_vselect_v%d_%s((%s) | (b != b), b, a);\n}\n\n",
+                               p->target->inline_kw, l, et, max ? "max" : "min", l, et, l, et, l,
+                               et, l, et, max ? "a < b" : "b < a");
+        }
+}
+
 void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb)
 {
     for (int t = 0; t < TEXI_CP_N_DTYPES; t++)
@@ -95,8 +86,8 @@ void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb)
                            "may_alias));\n",
                            et, 1 << k, n, bytes, texi_dtype_bits((tex_dtype)t) / 8);
         }
-    minmax_helpers(p, sb);
     select_helpers(p, sb);
+    minmax_helpers(p, sb);
     for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++)
         texi_vmath_source(sb, 1 << k, p->vector_math[k]);
 }

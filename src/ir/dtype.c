@@ -48,6 +48,13 @@ int texi_dtype_bits(tex_dtype t)
     return texi_dtype_valid((int)t) ? dtype_info[t].bits : 0;
 }
 
+tex_dtype texi_dtype_lane(tex_dtype t)
+{
+    if (t == TEX_F16 || t == TEX_BF16)
+        return TEX_F32;
+    return t == TEX_BOOL ? TEX_I32 : t;
+}
+
 bool texi_dtype_is_float(tex_dtype t)
 {
     return t == TEX_F16 || t == TEX_BF16 || t == TEX_F32 || t == TEX_F64;

@@ -67,6 +67,9 @@ bool texi_dtype_is_float(tex_dtype t);  /* f16, bf16, f32, f64 */
 bool texi_dtype_is_int(tex_dtype t);    /* signed or unsigned integer, not bool */
 bool texi_dtype_is_signed(tex_dtype t); /* signed integers and floats */
 int texi_dtype_bits(tex_dtype t);
+/* The element type of a vector of dtype t's values: f16/bf16 lanes compute
+ * in f32, bool lanes are i32, others are t. */
+tex_dtype texi_dtype_lane(tex_dtype t);
 bool texi_dtype_valid(int t);
 
 /* The type both operands of a binary operator are converted to (README rules). */

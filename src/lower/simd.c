@@ -51,17 +51,10 @@ static int native_bytes(void)
     return 16;
 }
 
-/* Bytes of a lane of dtype t in a vector (f16/bf16 compute in float, bool in int32). */
-static int lane_bytes(tex_dtype t)
-{
-    int bits = texi_dtype_bits(t);
-    return t == TEX_F16 || t == TEX_BF16 || t == TEX_BOOL || bits < 8 ? 4 : bits / 8;
-}
-
 static bool widest_lane(tex_expr *e, void *ud)
 {
     int *bytes = ud;
-    int b = lane_bytes(e->dtype);
+    int b = texi_dtype_bits(texi_dtype_lane(e->dtype)) / 8;
     if (b > *bytes)
         *bytes = b;
     return true;
