@@ -16,10 +16,12 @@
  *   (ko, ki, mc, nc): ki and mc unrolled, nc (bn wide) vectorized; the panel
  *   loop parallel, so each thread owns its own packed panels.
  * The variants below are the shapes tried (gemm --tune prints them all on
- * 1024³ and 2048³, 2 threads); the first is the one the benchmark reports
- * (mb = 6 rows × 4 AVX-512 vectors = 24 accumulator registers; on this
- * machine within noise of mb = 6, kf = 8 and of mb = 4, clearly ahead of
- * mb = 8, bn = 32 and of the tutorial's 32 × 32 tile).
+ * 1024³ and 2048³, 2 threads); the benchmark reports the first on a CPU
+ * with AVX-512 (mb = 6 rows × 4 AVX-512 vectors = 24 accumulator registers;
+ * on an AVX-512 Xeon within noise of mb = 6, kf = 8 and of mb = 4, clearly
+ * ahead of mb = 8, bn = 32 and of the tutorial's 32 × 32 tile), and
+ * bn16_mb6_kf4_panel on one with AVX2 only (6 × 2 ymm = 12 accumulators of
+ * its 16 vector registers; the AVX-512 shape would spill).
  *
  * Two more lines, "tutorial1024/t1" and "/t2", time the tutorial's own
  * schedule, untuned, as make demo runs it (variant "tutorial": a 32 x 32 tile,
@@ -80,6 +82,7 @@ static const gemm_variant variants[] = {
 };
 enum {
     N_VARIANTS = sizeof variants / sizeof variants[0],
+    V_AVX2 = 7,
     V_TENSOR_AVX512 = 8,
     V_TENSOR_AVX2 = 9,
     V_TUTORIAL = 10
@@ -258,6 +261,14 @@ static void gemm_measure(gemm_case *g, const gemm_variant *v, const char *desc)
     gemm_release(g);
 }
 
+/* The loop-nest variant for this CPU: the first (4 AVX-512 vectors per row
+ * of the tile) when it has AVX-512, else bn16_mb6 (2 AVX2 vectors per row:
+ * 12 accumulators of the 16 ymm registers). */
+static const gemm_variant *loop_variant(void)
+{
+    return &variants[__builtin_cpu_supports("avx512f") ? 0 : V_AVX2];
+}
+
 /* The tensorized variant for this CPU: AVX-512 when it has it, else AVX2. */
 static const gemm_variant *tensorized_variant(void)
 {
@@ -270,7 +281,7 @@ static void run_case(int64_t m, int64_t n, int64_t k, int threads)
     snprintf(desc, sizeof desc, "%lldx%lldx%lld/t%d", (long long)m, (long long)n, (long long)k,
              threads);
     gemm_case g = {.m = m, .n = n, .k = k, .threads = threads};
-    gemm_measure(&g, &variants[0], desc);
+    gemm_measure(&g, loop_variant(), desc);
     snprintf(desc, sizeof desc, "%lldx%lldx%lld/t%d/tensorized", (long long)m, (long long)n,
              (long long)k, threads);
     gemm_case gt = {.m = m, .n = n, .k = k, .threads = threads};

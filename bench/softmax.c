@@ -4,11 +4,12 @@
  *   Mx[i] = max_k X[i, k]            E[i, j] = exp(X[i, j] - Mx[i])
  *   Se[i] = sum_k E[i, k]            Y[i, j] = E[i, j] * (1 / Se[i])
  * Schedule: one parallel loop over the rows of Y; Mx, E and Se computed at
- * that row loop (E into a row-sized buffer), each over the row with its
- * inner loop vectorized: E's and Y's columns split by VEC with the inner
- * part vectorized, and each reduction split by VEC with the inner part
- * rfactor'ed into VEC partials (one per vector lane) over a vectorized
- * loop, which a short loop then combines.
+ * that row loop (E into a row-sized buffer, which pass inplace puts in Y's
+ * row: the exp pass writes Y and the last pass rescales it in place), each
+ * over the row with its inner loop vectorized: E's and Y's columns split by
+ * VEC with the inner part vectorized, and each reduction split by VEC with
+ * the inner part rfactor'ed into VEC partials (one per vector lane) over a
+ * vectorized loop, which a short loop then combines.
  *
  * tex's result and the hand-fused anchor's are checked against a plain C
  * reference (double precision, relative error <= 1e-5) before anything is

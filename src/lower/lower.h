@@ -65,6 +65,7 @@ int texi_pass_simplify(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_unroll(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_vectorize(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_storage_rewrite(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+int texi_pass_inplace(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_remove_noops(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
 /* The CPU tail (texi_lower_tail): barrier fission of thread loops that
@@ -81,6 +82,10 @@ int texi_pass_simd(texi_lower *lw, tex_stmt *in, tex_stmt **out);
  * (simd_safe.c): one index per stored buffer, linear in the loop variable,
  * and loads of stored buffers at that index only. */
 bool texi_simd_safe(const tex_stmt *s);
+
+/* Whether e is linear in variable v (sums, products by constants, integer
+ * casts); *coef receives v's coefficient (simd_safe.c). */
+bool texi_linear_in(tex_expr *e, const tex_expr *v, int64_t *coef);
 
 typedef int (*texi_pass_fn)(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 

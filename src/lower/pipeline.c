@@ -20,6 +20,9 @@
  *        |
  *   storage_rewrite   allocations sunk to their uses; equal-size temporaries reused
  *        |
+ *   inplace           a temporary whose last reader is an elementwise store into
+ *        |            another buffer lives in that buffer's memory
+ *        |
  *   remove_noops      empty loops / branches / sequences, unused allocations dropped
  *        |
  *   tex_func body     (target independent: tex_lower stops here)
@@ -75,6 +78,7 @@ static const struct {
     {"unroll", AT_LOWER, ON_BODY, texi_pass_unroll},
     {"vectorize", AT_LOWER, ON_BODY, texi_pass_vectorize},
     {"storage_rewrite", AT_LOWER, ON_BODY, texi_pass_storage_rewrite},
+    {"inplace", AT_LOWER, ON_BODY, texi_pass_inplace},
     {"remove_noops", AT_LOWER, ON_BODY, texi_pass_remove_noops},
     {"thread_sync", FOR_CPU, ON_BODY, texi_pass_thread_sync},
     {"gpu_to_cpu", FOR_CPU, ON_BODY, texi_pass_gpu_to_cpu},

@@ -26,9 +26,7 @@ static bool mentions(tex_expr *e, const tex_expr *v)
     return p.found;
 }
 
-/* Whether e is linear in v (sums, products by constants, integer casts);
- * *coef receives v's coefficient. */
-static bool linear_in(tex_expr *e, const tex_expr *v, int64_t *coef)
+bool texi_linear_in(tex_expr *e, const tex_expr *v, int64_t *coef)
 {
     int64_t a, b, k;
     *coef = 0;
@@ -38,23 +36,23 @@ static bool linear_in(tex_expr *e, const tex_expr *v, int64_t *coef)
         return true;
     case TEXI_EXPR_ADD:
     case TEXI_EXPR_SUB:
-        if (!linear_in(e->u.bin.a, v, &a) || !linear_in(e->u.bin.b, v, &b))
+        if (!texi_linear_in(e->u.bin.a, v, &a) || !texi_linear_in(e->u.bin.b, v, &b))
             return false;
         *coef = e->kind == TEXI_EXPR_ADD ? a + b : a - b;
         return true;
     case TEXI_EXPR_MUL:
-        if (texi_expr_is_int_const(e->u.bin.b, &k) && linear_in(e->u.bin.a, v, &a)) {
+        if (texi_expr_is_int_const(e->u.bin.b, &k) && texi_linear_in(e->u.bin.a, v, &a)) {
             *coef = a * k;
             return true;
         }
-        if (texi_expr_is_int_const(e->u.bin.a, &k) && linear_in(e->u.bin.b, v, &b)) {
+        if (texi_expr_is_int_const(e->u.bin.a, &k) && texi_linear_in(e->u.bin.b, v, &b)) {
             *coef = b * k;
             return true;
         }
         break;
     case TEXI_EXPR_CAST:
         if (!texi_dtype_is_float(e->dtype))
-            return linear_in(e->u.un.a, v, coef);
+            return texi_linear_in(e->u.un.a, v, coef);
         break;
     default:
         break;
@@ -85,7 +83,7 @@ static void collect_stores(simd_check *sc, const tex_stmt *s)
     case TEXI_STMT_STORE: {
         int64_t c;
         int k = find_store(sc, s->u.store.buf);
-        if (!linear_in(s->u.store.index, sc->v, &c) || c == 0)
+        if (!texi_linear_in(s->u.store.index, sc->v, &c) || c == 0)
             sc->unsafe = true;
         else if (k >= 0 && !texi_expr_equal(sc->idx[k], s->u.store.index))
             sc->unsafe = true;
