@@ -65,20 +65,26 @@ typedef struct {
     bool panel_outer;   /* loop order (panel, row block) rather than (row block, panel) */
     const char *intrin; /* tensorized with this built-in (bn, mb, kf: its extents), or NULL */
     bool tutorial;      /* the tutorial's own schedule (make demo's), untuned */
+    int kc;             /* k blocked by kc outside the tiles, C accumulated in place; 0: no */
+    int mc;             /* with kc: rows of A per cache block (a multiple of mb) */
 } gemm_variant;
 
 static const gemm_variant variants[] = {
-    {"bn64_mb6_kf4_panel", 64, 6, 4, true, NULL, false},
-    {"bn64_mb6_kf8_panel", 64, 6, 8, true, NULL, false},
-    {"bn64_mb8_kf4_panel", 64, 8, 4, true, NULL, false},
-    {"bn64_mb4_kf4_panel", 64, 4, 4, true, NULL, false},
-    {"bn32_mb8_kf4_panel", 32, 8, 4, true, NULL, false},
-    {"bn64_mb6_kf4_rows", 64, 6, 4, false, NULL, false},
-    {"bn32_mb32_kf4_tvm", 32, 32, 4, false, NULL, false},
-    {"bn16_mb6_kf4_panel", 16, 6, 4, true, NULL, false},
-    {"tensorized_avx512", 64, 6, 256, true, "cpu.gemm_f32_avx512", false},
-    {"tensorized_avx2", 16, 6, 256, true, "cpu.gemm_f32_avx2", false},
-    {"tutorial", 32, 32, 4, false, NULL, true},
+    {"bn64_mb6_kf4_panel", 64, 6, 4, true, NULL, false, 0, 0},
+    {"bn64_mb6_kf8_panel", 64, 6, 8, true, NULL, false, 0, 0},
+    {"bn64_mb8_kf4_panel", 64, 8, 4, true, NULL, false, 0, 0},
+    {"bn64_mb4_kf4_panel", 64, 4, 4, true, NULL, false, 0, 0},
+    {"bn32_mb8_kf4_panel", 32, 8, 4, true, NULL, false, 0, 0},
+    {"bn64_mb6_kf4_rows", 64, 6, 4, false, NULL, false, 0, 0},
+    {"bn32_mb32_kf4_tvm", 32, 32, 4, false, NULL, false, 0, 0},
+    {"bn16_mb6_kf4_panel", 16, 6, 4, true, NULL, false, 0, 0},
+    {"tensorized_avx512", 64, 6, 256, true, "cpu.gemm_f32_avx512", false, 0, 0},
+    {"tensorized_avx2", 16, 6, 256, true, "cpu.gemm_f32_avx2", false, 0, 0},
+    {"tutorial", 32, 32, 4, false, NULL, true, 0, 0},
+    {"bn16_mb6_kf4_kc256_mc96", 16, 6, 4, true, NULL, false, 256, 96},
+    {"bn16_mb6_kf4_kc512_mc96", 16, 6, 4, true, NULL, false, 512, 96},
+    {"bn16_mb6_kf4_kc256_mc192", 16, 6, 4, true, NULL, false, 256, 192},
+    {"bn16_mb6_kf4_kc128_mc384", 16, 6, 4, true, NULL, false, 128, 384},
 };
 enum {
     N_VARIANTS = sizeof variants / sizeof variants[0],
@@ -95,6 +101,33 @@ typedef struct {
     DLTensor *a, *b, *c; /* tex's arrays */
     float *c_blas;       /* OpenBLAS's result */
 } gemm_case;
+
+/* The k-blocked schedule (Goto's): k split by kc outermost and the rows by
+ * mc, so that a thread's A block (mc x kc) stays in its L2 and a packed B
+ * panel slice (kc x bn) in L1 while C's mb x bn tiles accumulate in place
+ * across the k blocks (in registers within one: pass promote). Loop order
+ * (k block, row block, panel, row tile, k.outer, k.inner, rows, columns),
+ * k.inner (kf) and the rows unrolled, the columns vectorized, the row-block
+ * loop parallel. t: A, B, packedB, C. The lowered function or NULL. */
+static tex_func *gemm_schedule_kblocked(tex_ctx *ctx, tex_schedule *s, tex_tensor *const t[4],
+                                        const gemm_variant *v)
+{
+    tex_stage *sc = tex_stage_of(s, t[3]), *sp = tex_stage_of(s, t[2]);
+    tex_iter *mo, *no, *mi, *ni, *mb, *mt, *kb, *kr, *ko, *ki;
+    int rc = tex_tile(sc, tex_op_axis(sc, 0), tex_op_axis(sc, 1), tex_int(ctx, v->mb),
+                      tex_int(ctx, v->bn), &mo, &no, &mi, &ni);
+    rc = rc ? rc : tex_split(sc, mo, tex_int(ctx, v->mc / v->mb), &mb, &mt);
+    rc = rc ? rc : tex_split(sc, tex_op_reduce_axis(sc, 0), tex_int(ctx, v->kc), &kb, &kr);
+    rc = rc ? rc : tex_split(sc, kr, tex_int(ctx, v->kf), &ko, &ki);
+    rc = rc ? rc : tex_reorder(sc, 8, (tex_iter *[]){kb, mb, no, mt, ko, ki, mi, ni});
+    rc = rc ? rc : tex_unroll(sc, ki);
+    rc = rc ? rc : tex_unroll(sc, mi);
+    rc = rc ? rc : tex_vectorize(sc, ni);
+    rc = rc ? rc : tex_parallel(sc, mb);
+    rc = rc ? rc : tex_vectorize(sp, tex_op_axis(sp, 2));
+    rc = rc ? rc : tex_parallel(sp, tex_op_axis(sp, 0));
+    return rc ? NULL : tex_lower_tensors(s, "gemm", 3, (tex_tensor *[]){t[0], t[1], t[3]});
+}
 
 /* packedB and C over it, with v's schedule; the lowered function or NULL. */
 static tex_func *gemm_define(tex_ctx *ctx, const gemm_case *g, const gemm_variant *v)
@@ -113,6 +146,8 @@ static tex_func *gemm_define(tex_ctx *ctx, const gemm_case *g, const gemm_varian
     tex_tensor *C = tex_compute(ctx, "C", 2, (tex_iter *[]){i, j},
                                 tex_sum(tex_mul(TEX_AT(A, tex_iv(i), tex_iv(r)), pb), 1, &r));
     tex_schedule *s = tex_schedule_new(ctx, 1, &C);
+    if (v->kc)
+        return gemm_schedule_kblocked(ctx, s, (tex_tensor *[]){A, B, P, C}, v);
     tex_tensor *CC = tex_cache_write(s, C, v->tutorial ? TEX_SCOPE_GLOBAL : TEX_SCOPE_LOCAL);
     if (!CC)
         return NULL;

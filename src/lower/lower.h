@@ -77,6 +77,9 @@ int texi_pass_gpu_to_cpu(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_guarded_loads(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* Vectorized loops as vector statements (simd.c), last on the CPU. */
 int texi_pass_simd(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+/* Memory a serial loop updates at fixed addresses kept in a local buffer
+ * (registers) across it (promote.c), after simd. */
+int texi_pass_promote(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
 /* Whether the iterations of the vectorized loop s are independent
  * (simd_safe.c): one index per stored buffer, linear in the loop variable,

@@ -36,6 +36,9 @@
  *                  made unconditional      thread_sync       per kernel: BARRIERs
  *   simd           vectorized loops as
  *                  vector statements
+ *   promote        values updated at fixed
+ *                  addresses across a loop
+ *                  kept in registers
  *
  * A tex_func is lowered once and may be built for several targets, so the
  * rows for a target (the `targets` column) run when a backend asks for its
@@ -84,6 +87,7 @@ static const struct {
     {"gpu_to_cpu", FOR_CPU, ON_BODY, texi_pass_gpu_to_cpu},
     {"guarded_loads", FOR_CPU, ON_BODY, texi_pass_guarded_loads},
     {"simd", FOR_CPU, ON_BODY, texi_pass_simd},
+    {"promote", FOR_CPU, ON_BODY, texi_pass_promote},
     {"thread_allreduce", FOR_GPU, ON_BODY, texi_pass_thread_allreduce},
     {"double_buffer", FOR_GPU, ON_BODY, texi_pass_double_buffer},
     {"device_split", FOR_GPU, SPLIT, NULL},
