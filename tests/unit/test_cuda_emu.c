@@ -845,6 +845,7 @@ GPU_CASE_TEST(softmax, GC_SOFTMAX)
 GPU_CASE_TEST(layernorm, GC_LAYERNORM)
 GPU_CASE_TEST(conv2d, GC_CONV2D)
 GPU_CASE_TEST(sum, GC_SUM)
+GPU_CASE_TEST(vectile, GC_VECTILE)
 
 int main(void)
 {
@@ -865,5 +866,6 @@ int main(void)
     TT_RUN(test_gpu_layernorm);
     TT_RUN(test_gpu_conv2d);
     TT_RUN(test_gpu_sum);
+    TT_RUN(test_gpu_vectile);
     return tt_finish();
 }

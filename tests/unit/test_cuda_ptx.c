@@ -361,6 +361,7 @@ CASE_TESTS(GC_SOFTMAX, softmax)
 CASE_TESTS(GC_LAYERNORM, layernorm)
 CASE_TESTS(GC_CONV2D, conv2d)
 CASE_TESTS(GC_SUM, sum)
+CASE_TESTS(GC_VECTILE, vectile)
 
 int main(void)
 {
@@ -370,6 +371,7 @@ int main(void)
     TT_RUN(test_interp_layernorm);
     TT_RUN(test_interp_conv2d);
     TT_RUN(test_interp_sum);
+    TT_RUN(test_interp_vectile);
     TT_RUN(test_parse_ptxas);
     TT_RUN(test_ptx_matmul);
     TT_RUN(test_ptx_transpose);
@@ -377,5 +379,6 @@ int main(void)
     TT_RUN(test_ptx_layernorm);
     TT_RUN(test_ptx_conv2d);
     TT_RUN(test_ptx_sum);
+    TT_RUN(test_ptx_vectile);
     return tt_finish();
 }
