@@ -14,7 +14,7 @@
  * plan against the oracle (vector add with a symbolic size and a tail, a
  * tiled matmul bound to blocks and threads with non-dividing tiles,
  * vectorized rows of f32 and i32 on 4 and 2 lanes with aligned and
- * misaligned loads (tests/support/vec_cases.h), an f16 elementwise
+ * misaligned loads, f64 and i64 on 2 (tests/support/vec_cases.h), an f16 elementwise
  * expression), and every case of tests/support/gpu_cases.h at
  * its small sizes, with constant and with symbolic sizes. Skipped when g++
  * ($CXX) is missing.
@@ -735,22 +735,28 @@ static void test_tex_vector_add(void)
     tex_ctx_free(ctx);
 }
 
-/* vec_cases.h's rows (f32 and i32, 4 and 2 lanes, aligned and with X read
- * one column on, 3 rows of a symbolic count) against the oracle. */
+/* vec_cases.h's rows against the oracle: f32 and i32 on 4 and 2 lanes,
+ * aligned and with X read one column on; f64 and i64 on 2 lanes; 3 rows of
+ * a symbolic count. */
 static void test_tex_vector_rows(void)
 {
     if (!cuda_emu_have_cxx()) {
         TT_SKIP("g++ not found");
         return;
     }
-    static const tex_dtype types[] = {TEX_F32, TEX_I32};
-    for (int c = 0; c < 8; c++) {
+    static const struct {
+        tex_dtype t;
+        int lanes, shift;
+    } cases[] = {{TEX_F32, 4, 0}, {TEX_I32, 4, 0}, {TEX_F32, 2, 0}, {TEX_I32, 2, 0},
+                 {TEX_F32, 4, 1}, {TEX_I32, 4, 1}, {TEX_F32, 2, 1}, {TEX_I32, 2, 1},
+                 {TEX_F64, 2, 0}, {TEX_I64, 2, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         tex_ctx *ctx = tex_ctx_new();
-        tex_dtype t = types[c & 1];
-        int lanes = c & 2 ? 2 : 4, shift = c >> 2;
+        tex_dtype t = cases[c].t;
+        int shift = cases[c].shift;
         int64_t xshape[] = {3, 64 + shift}, yshape[] = {3, 64};
         vc_fn r = vc_rows(ctx, t, tex_var(ctx, "n", TEX_I64), tex_int(ctx, 64),
-                          tex_int(ctx, 64 + shift), shift, lanes);
+                          tex_int(ctx, 64 + shift), shift, cases[c].lanes);
         DLTensor *x = arr(t, 2, xshape), *y = arr(t, 2, yshape);
         tex_value v[] = {{.kind = TEX_VAL_TENSOR, .t = x}, {.kind = TEX_VAL_TENSOR, .t = y}};
         run_vs_oracle(ctx, r.f, 2, (tex_tensor *[]){r.x, r.y}, (DLTensor *[]){x, y}, v,
