@@ -13,11 +13,12 @@
  *
  * L is the target's vector width (texi_simd_rules; on the CPU the native
  * one, AVX-512: 64 bytes, AVX: 32, else 16) over the widest lane type of
- * the body (or of its loads and stores only, rules->data_lanes), at most N. N is cut into chunks: N
- * / L chunks of L lanes, one after the other (up to MAX_UNROLLED_CHUNKS, otherwise a serial loop
- * over them), then the rest in power-of-two chunks, a single lane as scalar statements. Running the
- * body chunk after chunk, each statement for all lanes at once, is the loop's result because no
- * iteration reads what another writes.
+ * the body (of its loads and stores only under rules->data_lanes), at most
+ * N. N is cut into chunks: N / L chunks of L lanes, one after the other
+ * (up to MAX_UNROLLED_CHUNKS, otherwise a serial loop over them), then the
+ * rest in power-of-two chunks, a single lane as scalar statements. Running
+ * the body chunk after chunk, each statement for all lanes at once, is the
+ * loop's result because no iteration reads what another writes.
  *
  * Not done here: a loop that may carry a dependence becomes serial under
  * ATTR vectorize_failed("iterations may depend on each other"); a body with
@@ -335,7 +336,6 @@ static tex_stmt *vector_statements(tex_ctx *ctx, const tex_stmt *s, int64_t n,
     widest w = {1, rules->data_lanes};
     texi_stmt_visit(s->u.loop.body, widest_in_stmt, &w);
     int lanes = (rules->max_bytes ? rules->max_bytes : native_bytes()) / w.bytes;
-    lanes = lanes > 0 ? lanes : 1;
     while (lanes > n)
         lanes /= 2;
     int64_t n_main = n / lanes;

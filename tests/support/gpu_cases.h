@@ -1,5 +1,5 @@
 /*
- * gpu_cases.h: the six GPU schedules of the CUDA issue, built with the
+ * gpu_cases.h: the GPU schedules shared by the CUDA tests, built with the
  * public API only (<tex/tex.h>), so that the interpreter check and the PTX
  * check (tests/unit/test_cuda_ptx.c), the emulator and the real-GPU runner
  * (tests/cuda/gpu_run.c) all use the same cases. Header-only (static
@@ -14,7 +14,8 @@
  * the case's sizes are tex_vars (read from the arrays' shapes at call time;
  * all but conv2d's channels and filters and the sum's block count).
  * gc_default_sizes gives the sizes of each scale: GC_SMALL (interpreter,
- * emulator: every size a non-multiple of the tile factors) and GC_LARGE (a
+ * emulator: every size a non-multiple of the tile factors, except
+ * vectile's, whose vectorized loops need guard-free tiles) and GC_LARGE (a
  * real GPU).
  *
  * The cases (threads per block in brackets):
