@@ -12,7 +12,7 @@
 #include "codegen_c/cprint.h"
 
 #define TEXI_CU_MAX_DEFERRED 8 /* thread loops with a deferred guard */
-#define TEXI_CU_MAX_VLOADS 16  /* vector loads of one vectorized store */
+#define TEXI_CU_MAX_VLOADS 16  /* vector loads of one vector statement */
 
 /* The CUDA printer's state: the shared C-family printer, then CUDA's own. */
 typedef struct {
