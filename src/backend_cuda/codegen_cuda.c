@@ -2,7 +2,7 @@
  * CUDA C source of a device module (texi_cuda_emit): the CUDA target of the
  * C-family printer (src/codegen_c), which prints expressions, the plain
  * statements, parameters and intrinsic calls; CUDA's types and prelude are
- * in codegen_cuda_types.c, float2/float4 accesses in codegen_cuda_vector.c,
+ * in codegen_cuda_types.c, vector statements in codegen_cuda_vector.c,
  * the block-wide allreduce in codegen_cuda_allreduce.c, atomics in
  * codegen_cuda_atomic.c. The split into kernels, their launch extents, the
  * workspace and the asserts come from lowering (src/lower/device_split.c);
@@ -39,9 +39,10 @@
  *     allocations, IFs, ATTRs), and each statement without one is wrapped
  *     in the guard. The allreduce sees the deferred guards through
  *     texi_cu_active_cond. Virtual-thread loops (TEX_VTHREAD) are serial.
- *   - A vectorized loop of 2 or 4 lanes may become one float2/float4
- *     store (codegen_cuda_vector.c). Other vectorized loops, serial and
- *     unrolled (#pragma unroll) loops are plain for loops.
+ *   - Vector STOREs and LETs (pass simd, run per kernel) are printed lane
+ *     by lane, aligned dense accesses as float4/int2 ... loads and stores
+ *     (codegen_cuda_vector.c). Vectorized loops simd left (a body with a
+ *     guard), serial and unrolled (#pragma unroll) loops are plain for loops.
  *   - BARRIER is __syncthreads(). ALLOCATE needs a constant size, or a
  *     symbolic one with a constant upper bound (over the enclosing loops,
  *     sizes taken in [0, 2^31)) of at most 48 KiB, allocated at the bound:
@@ -145,8 +146,7 @@ static void emit_thread_loop(texi_cu *g, texi_sb *sb, const tex_stmt *s)
     texi_cp_line(p, sb, "}");
 }
 
-/* Thread loops are indices, vectorized loops may be vector accesses;
- * false leaves a plain loop to the shared printer. */
+/* Thread loops are indices; false leaves a plain loop to the shared printer. */
 static bool emit_for(texi_cu *g, texi_sb *sb, const tex_stmt *s)
 {
     if (s->u.loop.for_kind == TEXI_FOR_THREAD && s->u.loop.thread_tag >= 0 &&
@@ -154,8 +154,6 @@ static bool emit_for(texi_cu *g, texi_sb *sb, const tex_stmt *s)
         emit_thread_loop(g, sb, s);
         return true;
     }
-    if (s->u.loop.for_kind == TEXI_FOR_VECTORIZED && texi_cu_emit_vector_loop(g, sb, s))
-        return true;
     if (s->u.loop.for_kind == TEXI_FOR_UNROLLED)
         texi_cp_line(&g->p, sb, "#pragma unroll");
     return false;
@@ -274,6 +272,9 @@ bool texi_cu_stmt(texi_cp *p, texi_sb *sb, const tex_stmt *s)
     case TEXI_STMT_BARRIER:
         texi_cp_line(p, sb, "__syncthreads();");
         return true;
+    case TEXI_STMT_STORE:
+    case TEXI_STMT_LET:
+        return texi_cu_emit_vector(g, sb, s);
     default:
         return false;
     }

@@ -2,7 +2,7 @@
  * The CUDA emitter's state, private to codegen_cuda.c (statements,
  * kernels, launch plan), codegen_cuda_types.c (the CUDA target of the
  * C-family printer: types, conversions, prelude), codegen_cuda_vector.c
- * (float2/float4 accesses), codegen_cuda_allreduce.c (block-wide allreduce)
+ * (vector statements: float2/float4 accesses), codegen_cuda_allreduce.c (block-wide allreduce)
  * and codegen_cuda_atomic.c (atomic updates).
  */
 #ifndef TEX_BACKEND_CUDA_CODEGEN_CUDA_H
@@ -12,7 +12,7 @@
 #include "codegen_c/cprint.h"
 
 #define TEXI_CU_MAX_DEFERRED 8 /* thread loops with a deferred guard */
-#define TEXI_CU_MAX_VLOADS 16  /* vector loads of one vectorized store */
+#define TEXI_CU_MAX_VLOADS 16  /* vector loads of one vector statement */
 
 /* The CUDA printer's state: the shared C-family printer, then CUDA's own. */
 typedef struct {
@@ -26,11 +26,9 @@ typedef struct {
     int n_deferred;
     const tex_stmt *deferred[TEXI_CU_MAX_DEFERRED];
     bool guard_applied; /* inside such a per-statement guard */
-    /* A vectorized store being emitted lane by lane (codegen_cuda_vector.c):
-     * the loop variable prints as (base + vec_lane), and each listed LOAD
-     * node as component vec_lane of its vector local. */
-    const tex_expr *vec_var;
-    int vec_lane;
+    /* The vector loads of the vector statement being emitted lane by lane
+     * (codegen_cuda_vector.c): each listed LOAD node prints as component
+     * p.lane of its vector local. */
     int n_vloads;
     const tex_expr *vload[TEXI_CU_MAX_VLOADS];
     const char *vload_name[TEXI_CU_MAX_VLOADS];
@@ -56,12 +54,12 @@ extern const char texi_cu_prelude[];
 /* The statements CUDA prints itself (the printer's stmt hook, codegen_cuda.c). */
 bool texi_cu_stmt(texi_cp *p, texi_sb *sb, const tex_stmt *s);
 
-/* A vectorized loop as one float2/float4 (int2/int4) store
- * (codegen_cuda_vector.c); false when it does not qualify. */
-bool texi_cu_emit_vector_loop(texi_cu *g, texi_sb *sb, const tex_stmt *s);
+/* A vector STORE or LET (pass simd's, codegen_cuda_vector.c): lane by lane,
+ * with float4/int2 ... accesses where aligned; false for other statements. */
+bool texi_cu_emit_vector(texi_cu *g, texi_sb *sb, const tex_stmt *s);
 
-/* The expressions CUDA prints itself: a vectorized store's lane of its loop
- * variable and of its vector loads (the printer's expr hook). */
+/* The expressions CUDA prints itself: a lane of a vector statement's vector
+ * load (the printer's expr hook). */
 bool texi_cu_expr_lane(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec);
 
 /* Appends the condition under which the current thread takes part in

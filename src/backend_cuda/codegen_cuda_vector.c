@@ -1,30 +1,49 @@
 /*
- * Vectorized accesses of the CUDA emitter: a vectorized loop of 2 or 4
- * lanes whose body is one STORE of f32 or i32 to a global (parameter or
- * workspace) or shared buffer, at an index contiguous in the loop variable
- * (index(v + k) - index(v) == k), whose first index is provably a multiple
- * of the lanes (texi_prove over the enclosing loops' ranges), becomes one
- * float2/float4 (int2/int4) store of the lanes computed one by one; each
- * LOAD of the value from such a buffer that meets the same conditions
- * becomes one vector load. While the lanes are printed, the loop variable
- * prints as (base + lane) and each vector load as its component
- * (texi_cu_expr_lane, the printer's expr hook).
+ * Vector statements of the CUDA emitter: pass simd's output (simd_gpu.c,
+ * docs/passes.md), a STORE whose index is a vector and a LET binding a
+ * vector. CUDA's vector types have no operators, so every vector value is
+ * printed lane by lane by the C-family printer's lane mode (p->lane = k:
+ * cvector.c prints a RAMP's lane k, a BROADCAST's scalar, a vector
+ * variable's element k; every other node its scalar form over its
+ * operands' lanes). Only memory accesses are vectors:
+ *   - a dense access (RAMP index of stride 1) of L elements with a CUDA
+ *     vector type of L lanes (vector_type: f32/i32/u32 of 2 or 4 lanes,
+ *     f64/i64/u64 of 2) to 16-byte aligned storage, whose first index is
+ *     provably a multiple of L (texi_prove over the enclosing ranges), is
+ *     one float4 / int2 ... access;
+ *   - the vector loads of a statement's value are declared first as
+ *     locals (`const float4 vl = *reinterpret_cast<const float4 *>(X + i);`)
+ *     and their lanes print as components (vl.x, texi_cu_expr_lane);
+ *   - a vector store is `float4 vs; vs.x = lane 0; ...; *reinterpret_cast
+ *     <float4 *>(Y + i) = vs;`, or one scalar store per lane when it is not
+ *     such an access;
+ *   - a vector LET is a const array of its lanes (`const float v[4] =
+ *     {...};`), which the lane mode reads as v[k].
  * Alignment assumption: tensor arguments and workspace buffers start at
  * least 16-byte aligned (the CUDA allocators give 256 bytes; the runtime
  * must not pass a byte_offset that breaks this), and shared arrays are
- * declared __align__(16).
+ * declared __align__(16). Local (per-thread) arrays are never accessed as
+ * vectors: they stay scalar, in registers.
  */
 #include "backend_cuda/codegen_cuda.h"
 
-/* "float4" ... for `lanes` elements of dtype t, or NULL when not vectorizable. */
-static const char *vector_type(tex_dtype t, int64_t lanes)
+/* "float4" ... for `lanes` elements of dtype t, or NULL when CUDA has no
+ * vector type of at most 16 bytes for them. */
+static const char *vector_type(tex_dtype t, int lanes)
 {
+    static const struct {
+        tex_dtype t;
+        const char *name[2]; /* 2 lanes, 4 lanes */
+    } types[] = {
+        {TEX_F32, {"float2", "float4"}}, {TEX_I32, {"int2", "int4"}},
+        {TEX_U32, {"uint2", "uint4"}},   {TEX_F64, {"double2", NULL}},
+        {TEX_I64, {"longlong2", NULL}},  {TEX_U64, {"ulonglong2", NULL}},
+    };
     if (lanes != 2 && lanes != 4)
         return NULL;
-    if (t == TEX_F32)
-        return lanes == 2 ? "float2" : "float4";
-    if (t == TEX_I32)
-        return lanes == 2 ? "int2" : "int4";
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+        if (types[i].t == t)
+            return types[i].name[lanes == 4];
     return NULL;
 }
 
@@ -50,7 +69,8 @@ static tex_expr *widen_cast(tex_expr *e, void *ud);
 /* e (a signed integer expression) rebuilt in i64: constants widened, + - *
  * min max floordiv floormod distributed, anything else cast as a whole.
  * Equal to e's value when the narrow arithmetic does not overflow, which
- * generated index code assumes anyway. */
+ * generated index code assumes anyway; it lets texi_prove see through the
+ * casts of i32 index arithmetic. */
 static tex_expr *widen(tex_ctx *ctx, tex_expr *e)
 {
     switch (e->kind) {
@@ -82,135 +102,148 @@ static tex_expr *widen_cast(tex_expr *e, void *ud)
     return widen(ud, e->u.un.a);
 }
 
-/* Whether buffer b at index idx, over loop s's variable, is a contiguous,
- * provably aligned run of `lanes` elements (file comment). */
-static bool vector_access(texi_cu *g, const tex_stmt *s, int64_t lanes, const texi_buffer *b,
-                          tex_expr *idx)
+/* The CUDA vector type of an access to b at index (file comment), or NULL
+ * when it is printed lane by lane. */
+static const char *vector_access(texi_cu *g, const texi_buffer *b, const tex_expr *index)
 {
-    if (!vector_type(b->dtype, lanes) || !aligned_storage(g, b))
-        return false;
-    tex_expr *v = s->u.loop.var, *mn = s->u.loop.min;
-    idx = texi_expr_mutate(idx, widen_cast, g->p.ctx);
-    tex_expr *base = idx ? texi_substitute(idx, 1, &v, &mn) : NULL;
-    if (!base)
-        return false;
-    for (int64_t k = 1; k < lanes; k++) {
-        tex_expr *at = texi_binary(TEXI_EXPR_ADD, mn, texi_int_imm(g->p.ctx, mn->dtype, k));
-        tex_expr *ik = at ? texi_substitute(idx, 1, &v, &at) : NULL;
-        tex_expr *d = ik ? texi_binary(TEXI_EXPR_SUB, ik, base) : NULL;
-        tex_expr *ds = d ? texi_simplify(d, g->p.n_ranges, g->p.ranges) : NULL;
-        int64_t dv;
-        if (!ds || !texi_expr_is_int_const(ds, &dv) || dv != k)
-            return false;
-    }
-    tex_expr *mod =
-        texi_binary(TEXI_EXPR_FLOORMOD, base, texi_int_imm(g->p.ctx, base->dtype, lanes));
-    tex_expr *eq =
-        mod ? texi_binary(TEXI_EXPR_EQ, mod, texi_int_imm(g->p.ctx, base->dtype, 0)) : NULL;
-    return eq && texi_prove(eq, g->p.n_ranges, g->p.ranges);
+    int64_t stride;
+    const char *vt = vector_type(b->dtype, index->lanes);
+    if (!vt || index->kind != TEXI_EXPR_RAMP ||
+        !texi_expr_is_int_const(index->u.ramp.stride, &stride) || stride != 1 ||
+        !aligned_storage(g, b))
+        return NULL;
+    tex_ctx *ctx = g->p.ctx;
+    tex_expr *base = texi_expr_mutate(index->u.ramp.base, widen_cast, ctx);
+    tex_expr *lanes = base ? texi_int_imm(ctx, base->dtype, index->lanes) : NULL;
+    tex_expr *mod = lanes ? texi_binary(TEXI_EXPR_FLOORMOD, base, lanes) : NULL;
+    tex_expr *zero = mod ? texi_int_imm(ctx, base->dtype, 0) : NULL;
+    tex_expr *eq = zero ? texi_binary(TEXI_EXPR_EQ, mod, zero) : NULL;
+    return eq && texi_prove(eq, g->p.n_ranges, g->p.ranges) ? vt : NULL;
 }
 
-typedef struct {
-    texi_cu *g;
-    const tex_stmt *loop;
-    int64_t lanes;
-    int n;
-    tex_expr *loads[TEXI_CU_MAX_VLOADS];
-} vload_scan;
+/* `*reinterpret_cast<const float4 *>(X + base)` (const for loads). */
+static void emit_access(texi_cu *g, texi_sb *sb, const char *vt, const texi_buffer *b,
+                        const tex_expr *index, bool load)
+{
+    texi_sb_printf(sb, "*reinterpret_cast<%s%s *>(%s + ", load ? "const " : "", vt,
+                   texi_cp_lookup(&g->p, texi_buffer_key(b), b->name));
+    texi_cp_expr(&g->p, sb, index->u.ramp.base, TEXI_CP_P_ADD + 1, true);
+    texi_sb_putc(sb, ')');
+}
 
-/* Collects the LOADs of a vectorized value that can be vector loads. */
+/* Collects the vector loads of a value (an index holding a load stays
+ * per lane) into g->vload. */
 static bool scan_load(tex_expr *e, void *ud)
 {
-    vload_scan *vs = ud;
-    if (e->kind != TEXI_EXPR_LOAD)
-        return true;
-    for (int i = 0; i < vs->n; i++)
-        if (vs->loads[i] == e)
+    texi_cu *g = ud;
+    if (e->kind != TEXI_EXPR_LOAD || e->lanes == 1)
+        return e->kind != TEXI_EXPR_LOAD;
+    for (int i = 0; i < g->n_vloads; i++)
+        if (g->vload[i] == e)
             return false;
-    if (vs->n < TEXI_CU_MAX_VLOADS &&
-        vector_access(vs->g, vs->loop, vs->lanes, e->u.load.buf, e->u.load.index))
-        vs->loads[vs->n++] = e;
-    return false; /* an index holding a load stays scalar */
+    if (g->n_vloads < TEXI_CU_MAX_VLOADS && vector_access(g, e->u.load.buf, e->u.load.index))
+        g->vload[g->n_vloads++] = e;
+    return false;
 }
 
-static const char *const lane_names = "xyzw";
-
-/* Declares the vector loads of vs (loop variable base already bound). */
-static void emit_vector_loads(texi_cu *g, texi_sb *sb, const vload_scan *vs)
+/* Declares the vector loads of value as locals (g->vload, g->vload_name). */
+static void emit_vector_loads(texi_cu *g, texi_sb *sb, tex_expr *value)
 {
-    g->vec_lane = 0;
-    for (int i = 0; i < vs->n; i++) {
-        const texi_buffer *b = vs->loads[i]->u.load.buf;
-        const char *vt = vector_type(b->dtype, vs->lanes);
-        const char *name = texi_cp_bind(&g->p, vs->loads[i], "vl");
+    g->n_vloads = 0;
+    texi_expr_visit(value, scan_load, g);
+    for (int i = 0; i < g->n_vloads; i++) {
+        const tex_expr *ld = g->vload[i];
+        const char *vt = vector_access(g, ld->u.load.buf, ld->u.load.index);
+        g->vload_name[i] = texi_cp_bind(&g->p, ld, "vl");
         texi_cp_indent(&g->p, sb);
-        texi_sb_printf(sb, "const %s %s = *reinterpret_cast<const %s *>(%s + ", vt, name, vt,
-                       texi_cp_lookup(&g->p, texi_buffer_key(b), b->name));
-        texi_cp_expr(&g->p, sb, vs->loads[i]->u.load.index, TEXI_CP_P_ADD + 1, true);
-        texi_sb_puts(sb, ");\n");
-        g->vload[i] = vs->loads[i];
-        g->vload_name[i] = name;
-    }
-    g->n_vloads = vs->n;
-}
-
-bool texi_cu_emit_vector_loop(texi_cu *g, texi_sb *sb, const tex_stmt *s)
-{
-    const tex_stmt *st = s->u.loop.body;
-    int64_t lanes = 0;
-    if (g->vec_var || !texi_expr_is_int_const(s->u.loop.extent, &lanes) ||
-        st->kind != TEXI_STMT_STORE || st->u.store.buf->dtype != st->u.store.value->dtype ||
-        !vector_access(g, s, lanes, st->u.store.buf, st->u.store.index))
-        return false;
-    const texi_buffer *b = st->u.store.buf;
-    const char *vt = vector_type(b->dtype, lanes);
-    vload_scan vs = {.g = g, .loop = s, .lanes = lanes};
-    texi_expr_visit(st->u.store.value, scan_load, &vs);
-    texi_cp_line(&g->p, sb, "{");
-    g->p.indent++;
-    const char *v = texi_cp_bind(&g->p, s->u.loop.var, s->u.loop.var->u.var.name);
-    texi_cp_indent(&g->p, sb);
-    texi_sb_printf(sb, "const %s %s = ", texi_cu_value_type(s->u.loop.var->dtype), v);
-    texi_cp_expr(&g->p, sb, s->u.loop.min, TEXI_CP_P_TOP, true);
-    texi_sb_puts(sb, ";\n");
-    g->vec_var = s->u.loop.var;
-    emit_vector_loads(g, sb, &vs);
-    const char *tmp = texi_cp_bind(&g->p, st, "vs");
-    texi_cp_line(&g->p, sb, "%s %s;", vt, tmp);
-    for (int k = 0; k < lanes; k++) {
-        g->vec_lane = k;
-        texi_cp_indent(&g->p, sb);
-        texi_sb_printf(sb, "%s.%c = ", tmp, lane_names[k]);
-        texi_cp_store_value(&g->p, sb, st->u.store.value, b->dtype);
+        texi_sb_printf(sb, "const %s %s = ", vt, g->vload_name[i]);
+        emit_access(g, sb, vt, ld->u.load.buf, ld->u.load.index, true);
         texi_sb_puts(sb, ";\n");
     }
-    g->vec_lane = 0;
-    texi_cp_indent(&g->p, sb);
-    texi_sb_printf(sb, "*reinterpret_cast<%s *>(%s + ", vt,
-                   texi_cp_lookup(&g->p, texi_buffer_key(b), b->name));
-    texi_cp_expr(&g->p, sb, st->u.store.index, TEXI_CP_P_ADD + 1, true);
-    texi_sb_printf(sb, ") = %s;\n", tmp);
-    g->vec_var = NULL;
+}
+
+static const char lane_names[] = "xyzw";
+
+/* A STORE of a vector (file comment), in its own block. */
+static void emit_vector_store(texi_cu *g, texi_sb *sb, const tex_stmt *s)
+{
+    texi_cp *p = &g->p;
+    const texi_buffer *b = s->u.store.buf;
+    const tex_expr *index = s->u.store.index;
+    const char *vt = vector_access(g, b, index);
+    texi_cp_line(p, sb, "{");
+    p->indent++;
+    emit_vector_loads(g, sb, s->u.store.value);
+    const char *tmp = vt ? texi_cp_bind(p, s, "vs") : NULL;
+    if (vt)
+        texi_cp_line(p, sb, "%s %s;", vt, tmp);
+    for (p->lane = 0; p->lane < index->lanes; p->lane++) {
+        texi_cp_indent(p, sb);
+        if (vt) {
+            texi_sb_printf(sb, "%s.%c = ", tmp, lane_names[p->lane]);
+        } else {
+            texi_sb_printf(sb, "%s[", texi_cp_lookup(p, texi_buffer_key(b), b->name));
+            texi_cp_expr(p, sb, index, TEXI_CP_P_TOP, true);
+            texi_sb_puts(sb, "] = ");
+        }
+        texi_cp_store_value(p, sb, s->u.store.value, b->dtype);
+        texi_sb_puts(sb, ";\n");
+    }
+    p->lane = -1;
     g->n_vloads = 0;
-    g->p.indent--;
-    texi_cp_line(&g->p, sb, "}");
+    if (vt) {
+        texi_cp_indent(p, sb);
+        emit_access(g, sb, vt, b, index, false);
+        texi_sb_printf(sb, " = %s;\n", tmp);
+    }
+    p->indent--;
+    texi_cp_line(p, sb, "}");
+}
+
+/* A LET of a vector: `const T v[L] = {lane 0, ...};` (file comment). */
+static void emit_vector_let(texi_cu *g, texi_sb *sb, const tex_stmt *s)
+{
+    texi_cp *p = &g->p;
+    tex_expr *var = s->u.let.var;
+    texi_cp_line(p, sb, "{");
+    p->indent++;
+    emit_vector_loads(g, sb, s->u.let.value);
+    texi_sb value;
+    texi_sb_init(&value); /* the lanes first: they may use an outer binding of var */
+    for (p->lane = 0; p->lane < var->lanes; p->lane++) {
+        texi_sb_puts(&value, p->lane ? ", " : "");
+        texi_cp_expr(p, &value, s->u.let.value, TEXI_CP_P_COND, !texi_dtype_is_float(var->dtype));
+    }
+    p->lane = -1;
+    g->n_vloads = 0;
+    texi_cp_line(p, sb, "const %s %s[%d] = {%s};", texi_cu_value_type(var->dtype),
+                 texi_cp_bind(p, var, var->u.var.name), var->lanes, value.buf ? value.buf : "");
+    if (value.oom)
+        texi_cp_fail(p, TEX_ENOMEM, "out of memory (source text)");
+    texi_sb_fini(&value);
+    texi_cp_stmt(p, sb, s->u.let.body);
+    p->indent--;
+    texi_cp_line(p, sb, "}");
+}
+
+bool texi_cu_emit_vector(texi_cu *g, texi_sb *sb, const tex_stmt *s)
+{
+    if (s->kind == TEXI_STMT_STORE && s->u.store.index->lanes > 1)
+        emit_vector_store(g, sb, s);
+    else if (s->kind == TEXI_STMT_LET && s->u.let.var->lanes > 1)
+        emit_vector_let(g, sb, s);
+    else
+        return false;
     return true;
 }
 
 bool texi_cu_expr_lane(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
 {
     texi_cu *g = (texi_cu *)p;
-    if (!g->vec_var)
-        return false;
-    if (e == g->vec_var) {
-        texi_sb_printf(sb, "%s%s + %d%s", prec > TEXI_CP_P_ADD ? "(" : "",
-                       texi_cp_lookup(p, e, e->u.var.name), g->vec_lane,
-                       prec > TEXI_CP_P_ADD ? ")" : "");
-        return true;
-    }
-    for (int i = 0; i < g->n_vloads; i++)
+    (void)prec;
+    for (int i = 0; p->lane >= 0 && i < g->n_vloads; i++)
         if (g->vload[i] == e) {
-            texi_sb_printf(sb, "%s.%c", g->vload_name[i], lane_names[g->vec_lane & 3]);
+            texi_sb_printf(sb, "%s.%c", g->vload_name[i], lane_names[p->lane & 3]);
             return true;
         }
     return false;

@@ -7,7 +7,7 @@
  * (LET, IF, STORE, SEQ, EVALUATE, serial loops, intrinsic calls), the
  * entry point's parameter list and the scalar arguments' locals
  * (cprint.c), the small helper functions the expressions call
- * (chelpers.c), and vectors (the CPU tail's, docs/passes.md): their
+ * (chelpers.c), and vectors (pass simd's, docs/passes.md): their
  * expressions and stores (cvector.c), types and helpers (cvtypes.c) and
  * vector math (cvmath.c).
  *

@@ -1,7 +1,9 @@
 /*
  * Vector expressions and stores of the C-family printer (lanes > 1, built
- * by the CPU tail's simd pass, docs/passes.md), as GCC/Clang vector
- * extensions: `typedef float tex_v8_f32 __attribute__((vector_size(32)))`.
+ * by pass simd, docs/passes.md), as GCC/Clang vector extensions:
+ * `typedef float tex_v8_f32 __attribute__((vector_size(32)))`. The lane
+ * mode below (texi_cp_lane_expr) is also how the CUDA printer prints every
+ * vector value (src/backend_cuda/codegen_cuda_vector.c).
  *   - A dense load or store (index RAMP(base, 1, L)) of an integer or
  *     f32/f64 buffer is one unaligned vector access through tex_vL_T_u
  *     (aligned to the element, may_alias).

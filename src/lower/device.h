@@ -14,7 +14,8 @@
  * temporaries between kernels become workspace; top-level ATTR "assert"
  * become call-time checks) and, per kernel, thread_sync (a BARRIER wherever
  * shared memory written by one thread is later read or overwritten by
- * another, and nowhere else).
+ * another, and nowhere else) and simd (vectorized loops as vector
+ * statements of at most 16 bytes, simd_gpu.c).
  *
  * The launch plan (src/rt/launch_plan.h) compiles the module's host side
  * into a form the runtime owns.

@@ -7,7 +7,7 @@
  * keeps the bare bodies): the asserts as ATTR "assert", around the
  * workspace buffers as global ALLOCATEs, around a SEQ of each kernel's body
  * under an ATTR keyed by the kernel's name.
- * A per-kernel pass (thread_sync) runs once per kernel (its dump appears
+ * A per-kernel pass (thread_sync, simd) runs once per kernel (its dump appears
  * once per kernel), on the body wrapped in the workspace's ALLOCATEs so that
  * the verifier sees every buffer defined; the wrappers are removed
  * afterwards.

@@ -81,6 +81,18 @@ int texi_pass_simd(texi_lower *lw, tex_stmt *in, tex_stmt **out);
  * (registers) across it (promote.c), after simd. */
 int texi_pass_promote(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
+/* How pass simd sizes a target's vectors. */
+typedef struct {
+    int max_bytes;   /* widest vector in bytes; 0: the host CPU's native width */
+    bool data_lanes; /* only loaded and stored elements count toward the width */
+} texi_simd_rules;
+
+/* Pass simd under a target's rules (texi_pass_simd: the host CPU's). */
+int texi_simd_rewrite(texi_lower *lw, const texi_simd_rules *rules, tex_stmt *in, tex_stmt **out);
+
+/* Pass simd for CUDA kernels (simd_gpu.c), last in the GPU tail. */
+int texi_pass_simd_gpu(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+
 /* Whether the iterations of the vectorized loop s are independent
  * (simd_safe.c): one index per stored buffer, linear in the loop variable,
  * and loads of stored buffers at that index only. */

@@ -34,9 +34,9 @@
  *                  loops run serially      device_split      kernels, launch extents,
  *   guarded_loads  loads in select arms                      workspace, asserts
  *                  made unconditional      thread_sync       per kernel: BARRIERs
- *   simd           vectorized loops as
- *                  vector statements
- *   promote        values updated at fixed
+ *   simd           vectorized loops as     simd              per kernel: vectorized
+ *                  vector statements                         loops as vector statements
+ *   promote        values updated at fixed                   (16 bytes at most)
  *                  addresses across a loop
  *                  kept in registers
  *
@@ -44,7 +44,12 @@
  * rows for a target (the `targets` column) run when a backend asks for its
  * tail (texi_lower_tail), on a copy of the function. guarded_loads is
  * CPU-only: the interpreter evaluates selects lazily and device_split
- * treats top-level LETs as host values.
+ * treats top-level LETs as host values. simd runs last on both targets:
+ * the passes before it (thread_sync, double_buffer, gpu_to_cpu) analyse
+ * scalar loops, and a vectorized body is straight-line, so no barrier falls
+ * between its lanes; on the GPU it runs per kernel, after device_split,
+ * under CUDA's rules (simd_gpu.c), and the CUDA printer prints its vector
+ * statements (src/backend_cuda/codegen_cuda_vector.c).
  *
  * After ScheduleOps and after each pass the verifier (verify.c) runs in
  * debug builds (NDEBUG undefined) or when TEX_VERIFY=1; a failure is
@@ -92,6 +97,7 @@ static const struct {
     {"double_buffer", FOR_GPU, ON_BODY, texi_pass_double_buffer},
     {"device_split", FOR_GPU, SPLIT, NULL},
     {"thread_sync", FOR_GPU, ON_KERNELS, texi_pass_thread_sync},
+    {"simd", FOR_GPU, ON_KERNELS, texi_pass_simd_gpu},
 };
 
 #define N_PASSES (sizeof passes / sizeof *passes)

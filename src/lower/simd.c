@@ -1,5 +1,6 @@
 /*
- * Pass simd (CPU tail, last): vectorized loops become vector statements.
+ * Pass simd (CPU tail, last; each CUDA kernel, simd_gpu.c): vectorized
+ * loops become vector statements.
  *
  * Input: a function after the CPU tail, whose FOR_VECTORIZED loops are
  * innermost with a constant extent N (pass vectorize). Output: each such
@@ -10,13 +11,14 @@
  * RAMP * s, integer widening of a RAMP stay RAMPs), so a unit-stride
  * access reads as one dense vector access (docs/passes.md).
  *
- * L is the native vector width (AVX-512: 64 bytes, AVX: 32, else 16) over
- * the widest lane type of the body, at most N. N is cut into chunks: N / L
- * chunks of L lanes, one after the other (up to MAX_UNROLLED_CHUNKS,
- * otherwise a serial loop over them), then the rest in power-of-two chunks,
- * a single lane as scalar statements. Running the body chunk after chunk,
- * each statement for all lanes at once, is the loop's result because no
- * iteration reads what another writes.
+ * L is the target's vector width (texi_simd_rules; on the CPU the native
+ * one, AVX-512: 64 bytes, AVX: 32, else 16) over the widest lane type of
+ * the body (of its loads and stores only under rules->data_lanes), at most
+ * N. N is cut into chunks: N / L chunks of L lanes, one after the other
+ * (up to MAX_UNROLLED_CHUNKS, otherwise a serial loop over them), then the
+ * rest in power-of-two chunks, a single lane as scalar statements. Running
+ * the body chunk after chunk, each statement for all lanes at once, is the
+ * loop's result because no iteration reads what another writes.
  *
  * Not done here: a loop that may carry a dependence becomes serial under
  * ATTR vectorize_failed("iterations may depend on each other"); a body with
@@ -51,17 +53,32 @@ static int native_bytes(void)
     return 16;
 }
 
+/* The widest lane in bytes so far, and whether only data counts. */
+typedef struct {
+    int bytes;
+    bool data_lanes;
+} widest;
+
+static void count_lane(widest *w, tex_dtype t)
+{
+    int b = texi_dtype_bits(texi_dtype_lane(t)) / 8;
+    if (b > w->bytes)
+        w->bytes = b;
+}
+
 static bool widest_lane(tex_expr *e, void *ud)
 {
-    int *bytes = ud;
-    int b = texi_dtype_bits(texi_dtype_lane(e->dtype)) / 8;
-    if (b > *bytes)
-        *bytes = b;
+    widest *w = ud;
+    if (!w->data_lanes || e->kind == TEXI_EXPR_LOAD)
+        count_lane(w, e->dtype);
     return true;
 }
 
 static bool widest_in_stmt(const tex_stmt *s, void *ud)
 {
+    widest *w = ud;
+    if (w->data_lanes && s->kind == TEXI_STMT_STORE)
+        count_lane(w, s->u.store.buf->dtype);
     texi_stmt_visit_exprs(s, widest_lane, ud);
     return true;
 }
@@ -313,11 +330,12 @@ static int main_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n_main, int lane
 }
 
 /* Loop s (vectorized, safe, straight-line body of extent n) as chunks. */
-static tex_stmt *vector_statements(tex_ctx *ctx, const tex_stmt *s, int64_t n)
+static tex_stmt *vector_statements(tex_ctx *ctx, const tex_stmt *s, int64_t n,
+                                   const texi_simd_rules *rules)
 {
-    int widest = 1;
-    texi_stmt_visit(s->u.loop.body, widest_in_stmt, &widest);
-    int lanes = native_bytes() / widest;
+    widest w = {1, rules->data_lanes};
+    texi_stmt_visit(s->u.loop.body, widest_in_stmt, &w);
+    int lanes = (rules->max_bytes ? rules->max_bytes : native_bytes()) / w.bytes;
     while (lanes > n)
         lanes /= 2;
     int64_t n_main = n / lanes;
@@ -336,7 +354,6 @@ static tex_stmt *vector_statements(tex_ctx *ctx, const tex_stmt *s, int64_t n)
 /* Loop s with its (already rewritten) body. */
 static tex_stmt *simd_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
 {
-    (void)ud;
     int64_t n;
     if (s->u.loop.for_kind != TEXI_FOR_VECTORIZED || !texi_expr_is_int_const(s->u.loop.extent, &n))
         return texi_stmt_with_body(ctx, s, body);
@@ -347,10 +364,17 @@ static tex_stmt *simd_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
     }
     if (!straight_line(body))
         return texi_attr_vector_failed(ctx, TEXI_VECTOR_CONTROL, texi_stmt_with_body(ctx, s, body));
-    return vector_statements(ctx, s, n);
+    return vector_statements(ctx, s, n, ud);
+}
+
+int texi_simd_rewrite(texi_lower *lw, const texi_simd_rules *rules, tex_stmt *in, tex_stmt **out)
+{
+    texi_simd_rules r = *rules; /* the walk's user data is not const */
+    return texi_pass_result(lw, texi_stmt_map_loops(lw->ctx, in, simd_loop, &r), out);
 }
 
 int texi_pass_simd(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
-    return texi_pass_result(lw, texi_stmt_map_loops(lw->ctx, in, simd_loop, NULL), out);
+    static const texi_simd_rules host = {0, false};
+    return texi_simd_rewrite(lw, &host, in, out);
 }

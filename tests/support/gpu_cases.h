@@ -1,5 +1,5 @@
 /*
- * gpu_cases.h: the six GPU schedules of the CUDA issue, built with the
+ * gpu_cases.h: the GPU schedules shared by the CUDA tests, built with the
  * public API only (<tex/tex.h>), so that the interpreter check and the PTX
  * check (tests/unit/test_cuda_ptx.c), the emulator and the real-GPU runner
  * (tests/cuda/gpu_run.c) all use the same cases. Header-only (static
@@ -14,7 +14,8 @@
  * the case's sizes are tex_vars (read from the arrays' shapes at call time;
  * all but conv2d's channels and filters and the sum's block count).
  * gc_default_sizes gives the sizes of each scale: GC_SMALL (interpreter,
- * emulator: every size a non-multiple of the tile factors) and GC_LARGE (a
+ * emulator: every size a non-multiple of the tile factors, except
+ * vectile's, whose vectorized loops need guard-free tiles) and GC_LARGE (a
  * real GPU).
  *
  * The cases (threads per block in brackets):
@@ -44,6 +45,11 @@
  *              block, itself reduced across 128 threads (rfactor + thread
  *              binding); a second kernel reduces the partials the same way.
  *              [128]
+ *   vectile    Y[i, j] = X[i, j] * 2 + B[j] by 16x64 block tiles; X's tile
+ *              cache_read into shared memory per block, fetched by 16x16
+ *              threads with 4 consecutive elements each (vectorized: float4
+ *              loads and stores where aligned); each thread computes 4
+ *              consecutive outputs (vectorized). [256]
  * Inputs from gc_fill are multiples of 1/4 in [-2, 2]: sums of their
  * products are exact in f32 at these sizes, so matmul, conv2d and sum
  * match the oracle whatever the order of accumulation.
@@ -70,6 +76,7 @@ typedef enum {
     GC_LAYERNORM,
     GC_CONV2D,
     GC_SUM,
+    GC_VECTILE,
     GC_N_CASES
 } gc_id;
 
@@ -93,18 +100,18 @@ typedef struct {
     char why[1024]; /* first failure: the schedule step and tex_errmsg */
 } gc_case;
 
-static const char *const gc_names[GC_N_CASES] = {"matmul",    "transpose", "softmax",
-                                                 "layernorm", "conv2d",    "sum"};
+static const char *const gc_names[GC_N_CASES] = {"matmul", "transpose", "softmax", "layernorm",
+                                                 "conv2d", "sum",       "vectile"};
 
 /* Sizes per case: matmul M N K; transpose M N; softmax, layernorm M N;
- * conv2d batch, channels, H, W, filters; sum L, blocks. */
+ * conv2d batch, channels, H, W, filters; sum L, blocks; vectile M N. */
 static inline void gc_default_sizes(gc_id id, gc_scale scale, int64_t sizes[GC_MAX_SIZES])
 {
     static const int64_t small[GC_N_CASES][GC_MAX_SIZES] = {
-        {80, 72, 20}, {70, 45}, {5, 300}, {4, 250}, {2, 3, 10, 19, 4}, {5000, 8}};
-    static const int64_t large[GC_N_CASES][GC_MAX_SIZES] = {{1024, 1024, 1024},  {4096, 4096},
-                                                            {4096, 4096},        {4096, 4096},
-                                                            {4, 32, 56, 56, 32}, {1 << 24, 512}};
+        {80, 72, 20}, {70, 45}, {5, 300}, {4, 250}, {2, 3, 10, 19, 4}, {5000, 8}, {48, 192}};
+    static const int64_t large[GC_N_CASES][GC_MAX_SIZES] = {
+        {1024, 1024, 1024},  {4096, 4096},   {4096, 4096}, {4096, 4096},
+        {4, 32, 56, 56, 32}, {1 << 24, 512}, {4096, 4096}};
     memcpy(sizes, scale == GC_SMALL ? small[id] : large[id], sizeof small[id]);
 }
 
@@ -484,11 +491,60 @@ static inline void gc_sum(gc_case *c, tex_schedule **sp)
 
 /* Builds, schedules and lowers case id at `sizes` in ctx. 0, or -1 with the
  * failing step and tex_errmsg in c->why (c->f NULL). */
+enum { GC_VT_ROWS = 16, GC_VT_COLS = 64, GC_VT_LANES = 4 };
+
+/* Splits the two axes of st into GC_VT_ROWS x GC_VT_COLS / GC_VT_LANES
+ * threads (threadIdx.y/x) of GC_VT_LANES vectorized columns each; with
+ * `xo`, the outer parts go to blockIdx.y/x and *xo is the outer column loop. */
+static inline bool gc_vector_threads(gc_case *c, tex_stage *st, tex_iter **xo_out)
+{
+    tex_iter *yo, *yi, *xo, *xi, *tx, *v;
+    bool blocks = xo_out != NULL;
+    tex_iter *y = tex_op_axis(st, 0), *x = tex_op_axis(st, 1);
+    bool ok = gc_ok(c, tex_split(st, y, gc_i(c, GC_VT_ROWS), &yo, &yi), "tex_split (rows)") &&
+              gc_ok(c, tex_split(st, x, gc_i(c, GC_VT_COLS), &xo, &xi), "tex_split (cols)") &&
+              gc_ok(c, tex_split(st, xi, gc_i(c, GC_VT_LANES), &tx, &v), "tex_split (lanes)") &&
+              gc_ok(c, tex_reorder(st, 5, (tex_iter *[]){yo, xo, yi, tx, v}), "tex_reorder") &&
+              gc_ok(c, tex_bind(st, yi, TEX_THREAD_Y), "tex_bind (threadIdx.y)") &&
+              gc_ok(c, tex_bind(st, tx, TEX_THREAD_X), "tex_bind (threadIdx.x)") &&
+              gc_ok(c, tex_vectorize(st, v), "tex_vectorize");
+    if (blocks)
+        *xo_out = xo;
+    return ok && (!blocks || (gc_ok(c, tex_bind(st, yo, TEX_BLOCK_Y), "tex_bind (blockIdx.y)") &&
+                              gc_ok(c, tex_bind(st, xo, TEX_BLOCK_X), "tex_bind (blockIdx.x)")));
+}
+
+static inline void gc_vectile(gc_case *c, tex_schedule **sp)
+{
+    const int64_t *z = c->sizes;
+    tex_ctx *x = c->ctx;
+    tex_expr *M = gc_dim(c, "M", z[0]), *N = gc_dim(c, "N", z[1]);
+    tex_tensor *X = gc_input(c, "X", 2, (tex_expr *[]){M, N}, (int64_t[]){z[0], z[1]});
+    tex_tensor *B = gc_input(c, "B", 1, (tex_expr *[]){N}, (int64_t[]){z[1]});
+    tex_iter *i = tex_axis(x, "i", M), *j = tex_axis(x, "j", N);
+    tex_expr *v =
+        tex_add(tex_mul(TEX_AT(X, tex_iv(i), tex_iv(j)), gc_f(c, 2)), TEX_AT(B, tex_iv(j)));
+    tex_tensor *Y;
+    GC_TRYP(c, Y, tex_compute(x, "Y", 2, (tex_iter *[]){i, j}, v));
+    gc_output(c, Y, 2, (int64_t[]){z[0], z[1]});
+    tex_schedule *s;
+    GC_TRYP(c, s, tex_schedule_new(x, 1, &Y));
+    *sp = s;
+    tex_tensor *XS;
+    GC_TRYP(c, XS, tex_cache_read(s, X, TEX_SCOPE_SHARED, 1, &Y));
+    tex_stage *sy = tex_stage_of(s, Y), *sx = tex_stage_of(s, XS);
+    tex_iter *xo = NULL;
+    if (!gc_vector_threads(c, sy, &xo))
+        return;
+    GC_TRY(c, tex_compute_at(sx, sy, xo));
+    gc_vector_threads(c, sx, NULL);
+}
+
 static inline int gc_build(tex_ctx *ctx, gc_id id, const int64_t sizes[GC_MAX_SIZES], bool symbolic,
                            gc_case *c)
 {
     static void (*const builders[GC_N_CASES])(gc_case *, tex_schedule **) = {
-        gc_matmul, gc_transpose, gc_softmax, gc_layernorm, gc_conv2d, gc_sum};
+        gc_matmul, gc_transpose, gc_softmax, gc_layernorm, gc_conv2d, gc_sum, gc_vectile};
     memset(c, 0, sizeof *c);
     c->name = gc_names[id];
     c->ctx = ctx;

@@ -3,15 +3,17 @@
  * API (vector add split and bound to blockIdx.x/threadIdx.x, a tiled matmul
  * bound to blockIdx.y/x and threadIdx.y/x, an elementwise f16 exp, a
  * function of two outputs giving two kernels, every math function in f32,
- * f64 and f16 and integer abs/floor, float4/float2 vectorized
- * global accesses and their plain-loop fallback when the alignment is not
- * provable), built for "cuda -emit-only"
+ * f64 and f16 and integer abs/floor, vectorized rows of f32, i32 and f64
+ * (tests/support/vec_cases.h) as float4/float2/int4/int2/double2 accesses
+ * where aligned and lane by lane where the alignment is not provable),
+ * built for "cuda -emit-only"
  * (and with -arch=sm_80 / sm_90), checked for __global__, the index mapping
  * and __launch_bounds__, and compiled to PTX with nvcc for sm_80 and sm_90
  * (skipped when /usr/local/cuda/bin/nvcc is absent). Also: "cuda" without a
  * driver fails with TEX_EUNAVAILABLE and is not available; bad options fail.
  * A hand-built kernel (through texi_device_split and texi_cuda_emit) checks
- * that a barrier inside a guarded thread loop stays outside the guard.
+ * that a barrier inside a guarded thread loop stays outside the guard;
+ * another, that a LET in a vectorized loop becomes an array of its lanes.
  */
 #include "tt.h"
 
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include "backend_cuda/cuda.h"
+#include "support/vec_cases.h"
 #include "tex/tex.h"
 
 #define NVCC "/usr/local/cuda/bin/nvcc"
@@ -193,46 +196,59 @@ static void test_two_kernels(void)
     tex_ctx_free(ctx);
 }
 
-/* Y[i, j] = X[i, j] * 2 + X[i, 0] over [rows, cols]; j split by 4 * lanes:
- * outer on blockIdx.x (i on blockIdx.y), middle on threadIdx.x, inner
- * (lanes) vectorized. */
-static tex_func *vec_fn(tex_ctx *ctx, tex_expr *rows, tex_expr *cols, int lanes)
+/* Builds f for "cuda -emit-only" and checks that its source lacks needle. */
+static void check_lacks(tex_ctx *ctx, tex_func *f, const char *needle)
 {
-    tex_tensor *X = tex_placeholder(ctx, "X", TEX_F32, 2, (tex_expr *[]){rows, cols});
-    tex_iter *i = tex_axis(ctx, "i", rows), *j = tex_axis(ctx, "j", cols);
-    tex_expr *v = tex_add(tex_mul(TEX_AT(X, tex_iv(i), tex_iv(j)), tex_const(ctx, TEX_F32, 2)),
-                          TEX_AT(X, tex_iv(i), tex_int(ctx, 0)));
-    tex_tensor *Y = tex_compute(ctx, "Y", 2, (tex_iter *[]){i, j}, v);
-    tex_schedule *s = tex_schedule_new(ctx, 1, (tex_tensor *[]){Y});
-    tex_stage *st = tex_stage_of(s, Y);
-    tex_iter *jo, *ji, *jm, *jv;
-    TT_EQ_INT(tex_split(st, j, tex_int(ctx, 4 * lanes), &jo, &ji), 0);
-    TT_EQ_INT(tex_split(st, ji, tex_int(ctx, lanes), &jm, &jv), 0);
-    TT_EQ_INT(tex_bind(st, i, TEX_BLOCK_Y), 0);
-    TT_EQ_INT(tex_bind(st, jo, TEX_BLOCK_X), 0);
-    TT_EQ_INT(tex_bind(st, jm, TEX_THREAD_X), 0);
-    TT_EQ_INT(tex_vectorize(st, jv), 0);
-    return tex_lower_tensors(s, "vec", 2, (tex_tensor *[]){X, Y});
-}
-
-static void test_vectorized(void)
-{
-    tex_ctx *ctx = tex_ctx_new();
-    /* rows symbolic, 64 columns: index i*64 + jo*16 + jm*4 + v, aligned */
-    tex_func *f = vec_fn(ctx, tex_var(ctx, "n", TEX_I64), tex_int(ctx, 64), 4);
-    check_emit(ctx, f,
-               (const char *[]){"float4 ", "*reinterpret_cast<const float4 *>(X + ",
-                                "*reinterpret_cast<float4 *>(Y + ", ".w = "},
-               4);
-    f = vec_fn(ctx, tex_int(ctx, 8), tex_int(ctx, 32), 2);
-    check_emit(ctx, f, (const char *[]){"float2 ", "reinterpret_cast<float2 *>(Y + "}, 2);
-    /* a symbolic row length: alignment not provable, plain loop */
-    f = vec_fn(ctx, tex_int(ctx, 8), tex_var(ctx, "m", TEX_I64), 4);
     tex_kernel *k = f ? tex_build(f, "cuda -emit-only") : NULL;
     TT_CHECK(k != NULL);
     const char *src = k ? tex_kernel_source(k) : NULL;
-    TT_CHECK(src && !strstr(src, "float4") && strstr(src, "for ("));
+    if (!k)
+        fprintf(stderr, "%s\n", tex_errmsg(ctx));
+    else if (src && strstr(src, needle)) {
+        fprintf(stderr, "unexpected '%s' in:\n%s\n", needle, src);
+        TT_CHECK(0);
+    }
     tex_kernel_free(k);
+}
+
+/* vec_cases.h's rows of f32, i32 and f64 on 4 and 2 lanes: vector loads
+ * and stores where aligned, lane by lane where not. */
+static void test_vectorized(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_expr *n = tex_var(ctx, "n", TEX_I64), *c64 = tex_int(ctx, 64);
+    /* rows symbolic, 64 columns: index i*64 + jo*16 + jm*4 + v, aligned */
+    check_emit(ctx, vc_rows(ctx, TEX_F32, n, c64, c64, 0, 4).f,
+               (const char *[]){"float4 ", "*reinterpret_cast<const float4 *>(X + ",
+                                "*reinterpret_cast<float4 *>(Y + ", ".w = "},
+               4);
+    tex_expr *c32 = tex_int(ctx, 32), *c8 = tex_int(ctx, 8);
+    check_emit(ctx, vc_rows(ctx, TEX_F32, c8, c32, c32, 0, 2).f,
+               (const char *[]){"float2 ", "reinterpret_cast<float2 *>(Y + "}, 2);
+    check_emit(
+        ctx, vc_rows(ctx, TEX_I32, n, c64, c64, 0, 4).f,
+        (const char *[]){"*reinterpret_cast<const int4 *>(X + ", "*reinterpret_cast<int4 *>(Y + "},
+        2);
+    check_emit(
+        ctx, vc_rows(ctx, TEX_I32, c8, c32, c32, 0, 2).f,
+        (const char *[]){"*reinterpret_cast<const int2 *>(X + ", "*reinterpret_cast<int2 *>(Y + "},
+        2);
+    check_emit(ctx, vc_rows(ctx, TEX_F64, c8, c32, c32, 0, 2).f,
+               (const char *[]){"*reinterpret_cast<const double2 *>(X + ",
+                                "*reinterpret_cast<double2 *>(Y + "},
+               2);
+    /* 8 lanes of f32: two float4 per thread */
+    check_emit(ctx, vc_rows(ctx, TEX_F32, c8, c64, c64, 0, 8).f,
+               (const char *[]){"*reinterpret_cast<float4 *>(Y + ", "+ 4))"}, 2);
+    /* X read one column on, rows of 65: aligned float4 stores, lane loads */
+    vc_fn shifted = vc_rows(ctx, TEX_F32, c8, c64, tex_int(ctx, 65), 1, 4);
+    check_emit(ctx, shifted.f, (const char *[]){"*reinterpret_cast<float4 *>(Y + ", " = X["}, 2);
+    check_lacks(ctx, shifted.f, "const float4");
+    /* a symbolic row length: no alignment provable, every access per lane */
+    tex_expr *m = tex_var(ctx, "m", TEX_I64);
+    vc_fn sym = vc_rows(ctx, TEX_F32, c8, m, m, 0, 4);
+    check_emit(ctx, sym.f, (const char *[]){"Y[", "X["}, 2);
+    check_lacks(ctx, sym.f, "float4");
     tex_ctx_free(ctx);
 }
 
@@ -287,11 +303,58 @@ static void test_math(void)
  *   for bx < 4 bind blockIdx.x: allocate S f32[128] shared {
  *     for t < 128 bind threadIdx.x: S[t] = A[bx*128 + t]
  *     for u < 100 bind threadIdx.x { S[u] = S[u] * 2; barrier; B[bx*100 + u] = S[u + 1] } } */
+static tex_expr *i64(tex_ctx *c, int64_t v)
+{
+    return texi_int_imm(c, TEX_I64, v);
+}
+
+/* A LET in a vectorized loop, hand-built (GPU kernels get none from the
+ * public API): after the GPU tail it is a const array of its lanes, the
+ * loop one float4 load and store; the source compiles. */
+static void test_vector_let(void)
+{
+    tex_ctx *c = tex_ctx_new();
+    tex_tensor *A = tex_placeholder_c(c, "A", TEX_F32, 1, (int64_t[]){256});
+    tex_iter *i = tex_axis(c, "i", i64(c, 256));
+    tex_tensor *B = tex_compute(c, "B", 1, (tex_iter *[]){i}, TEX_AT(A, tex_iv(i)));
+    tex_schedule *s = tex_schedule_new(c, 1, (tex_tensor *[]){B});
+    tex_func *f = tex_lower_tensors(s, "vlet", 2, (tex_tensor *[]){A, B});
+    TT_CHECK(f != NULL);
+    if (!f) {
+        tex_ctx_free(c);
+        return;
+    }
+    tex_expr *bx = texi_var_new(c, "bx", TEX_I64), *t = texi_var_new(c, "t", TEX_I64);
+    tex_expr *v = texi_var_new(c, "v", TEX_I64), *x = texi_var_new(c, "x", TEX_F32);
+    tex_expr *idx = tex_add(tex_add(tex_mul(bx, i64(c, 64)), tex_mul(t, i64(c, 4))), v);
+    tex_stmt *st = texi_store_new(c, f->params[1].buf, idx, tex_add(tex_mul(x, x), x));
+    tex_expr *val = tex_mul(texi_load_new(f->params[0].buf, idx), tex_const(c, TEX_F32, 2));
+    tex_stmt *body = texi_let_new(c, x, val, st);
+    body = texi_for_new(c, v, i64(c, 0), i64(c, 4), TEXI_FOR_VECTORIZED, -1, body);
+    body = texi_for_new(c, t, i64(c, 0), i64(c, 16), TEXI_FOR_THREAD, TEX_THREAD_X, body);
+    tex_func g = *f, tail;
+    g.body = texi_for_new(c, bx, i64(c, 0), i64(c, 4), TEXI_FOR_THREAD, TEX_BLOCK_X, body);
+    texi_device_module m;
+    TT_EQ_INT(texi_lower_tail(&g, TEXI_TAIL_GPU, &tail, &m), 0);
+    char *src = texi_cuda_emit(&tail, &m);
+    TT_CHECK(src != NULL);
+    const char *needles[] = {"const float x[4] = {", "*reinterpret_cast<const float4 *>(A + ",
+                             "*reinterpret_cast<float4 *>(B + ", "x[3] * x[3] + x[3]"};
+    for (int k = 0; src && k < 4; k++)
+        if (!strstr(src, needles[k])) {
+            fprintf(stderr, "missing '%s' in:\n%s\n", needles[k], src);
+            TT_CHECK(0);
+        }
+    TT_CHECK(!src || (nvcc_ptx(src, "sm_80") >= 0 && nvcc_ptx(src, "sm_90") >= 0));
+    free(src);
+    tex_ctx_free(c);
+}
+
 static void test_barrier_guard(void)
 {
     tex_ctx *c = tex_ctx_new();
     tex_tensor *A = tex_placeholder_c(c, "A", TEX_F32, 1, (int64_t[]){512});
-    tex_iter *i = tex_axis(c, "i", texi_int_imm(c, TEX_I64, 400));
+    tex_iter *i = tex_axis(c, "i", i64(c, 400));
     tex_tensor *B = tex_compute(c, "B", 1, (tex_iter *[]){i}, TEX_AT(A, tex_iv(i)));
     tex_schedule *s = tex_schedule_new(c, 1, (tex_tensor *[]){B});
     tex_func *f = tex_lower_tensors(s, "bar", 2, (tex_tensor *[]){A, B});
@@ -301,25 +364,23 @@ static void test_barrier_guard(void)
         return;
     }
     texi_buffer *ab = f->params[0].buf, *bb = f->params[1].buf;
-    texi_buffer *sh = texi_buffer_new(c, "S", TEX_F32, TEXI_SCOPE_SHARED, 1,
-                                      (tex_expr *[]){texi_int_imm(c, TEX_I64, 128)});
+    texi_buffer *sh =
+        texi_buffer_new(c, "S", TEX_F32, TEXI_SCOPE_SHARED, 1, (tex_expr *[]){i64(c, 128)});
     tex_expr *bx = texi_var_new(c, "bx", TEX_I64), *t = texi_var_new(c, "t", TEX_I64);
     tex_expr *u = texi_var_new(c, "u", TEX_I64);
-    tex_stmt *fetch = texi_store_new(
-        c, sh, t, texi_load_new(ab, tex_add(tex_mul(bx, texi_int_imm(c, TEX_I64, 128)), t)));
-    tex_stmt *l1 = texi_for_new(c, t, texi_int_imm(c, TEX_I64, 0), texi_int_imm(c, TEX_I64, 128),
-                                TEXI_FOR_THREAD, TEX_THREAD_X, fetch);
+    tex_stmt *fetch =
+        texi_store_new(c, sh, t, texi_load_new(ab, tex_add(tex_mul(bx, i64(c, 128)), t)));
+    tex_stmt *l1 = texi_for_new(c, t, i64(c, 0), i64(c, 128), TEXI_FOR_THREAD, TEX_THREAD_X, fetch);
     tex_stmt *body2[] = {
         texi_store_new(c, sh, u, tex_mul(texi_load_new(sh, u), tex_const(c, TEX_F32, 2))),
         texi_barrier_new(c, TEXI_SCOPE_SHARED),
-        texi_store_new(c, bb, tex_add(tex_mul(bx, texi_int_imm(c, TEX_I64, 100)), u),
-                       texi_load_new(sh, tex_add(u, texi_int_imm(c, TEX_I64, 1))))};
-    tex_stmt *l2 = texi_for_new(c, u, texi_int_imm(c, TEX_I64, 0), texi_int_imm(c, TEX_I64, 100),
-                                TEXI_FOR_THREAD, TEX_THREAD_X, texi_seq_new(c, 3, body2));
+        texi_store_new(c, bb, tex_add(tex_mul(bx, i64(c, 100)), u),
+                       texi_load_new(sh, tex_add(u, i64(c, 1))))};
+    tex_stmt *l2 = texi_for_new(c, u, i64(c, 0), i64(c, 100), TEXI_FOR_THREAD, TEX_THREAD_X,
+                                texi_seq_new(c, 3, body2));
     tex_stmt *al = texi_allocate_new(c, sh, texi_seq_new(c, 2, (tex_stmt *[]){l1, l2}));
     tex_func g = *f;
-    g.body = texi_for_new(c, bx, texi_int_imm(c, TEX_I64, 0), texi_int_imm(c, TEX_I64, 4),
-                          TEXI_FOR_THREAD, TEX_BLOCK_X, al);
+    g.body = texi_for_new(c, bx, i64(c, 0), i64(c, 4), TEXI_FOR_THREAD, TEX_BLOCK_X, al);
     texi_lower lw = {.ctx = c, .sch = NULL, .func = &g};
     texi_device_module m;
     TT_EQ_INT(texi_device_split(&lw, g.body, &m), 0);
@@ -390,6 +451,7 @@ int main(void)
     TT_RUN(test_two_kernels);
     TT_RUN(test_math);
     TT_RUN(test_vectorized);
+    TT_RUN(test_vector_let);
     TT_RUN(test_barrier_guard);
     TT_RUN(test_launch_limits);
     return tt_finish();

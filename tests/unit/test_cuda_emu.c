@@ -12,8 +12,10 @@
  * launches reported, a deadlock reported (in a child process). Then real
  * tex GPU schedules built for "cuda -emit-only" and run by their launch
  * plan against the oracle (vector add with a symbolic size and a tail, a
- * tiled matmul bound to blocks and threads with non-dividing tiles, an f16
- * elementwise expression), and every case of tests/support/gpu_cases.h at
+ * tiled matmul bound to blocks and threads with non-dividing tiles,
+ * vectorized rows of f32 and i32 on 4 and 2 lanes with aligned and
+ * misaligned loads, f64 and i64 on 2 (tests/support/vec_cases.h), an f16 elementwise
+ * expression), and every case of tests/support/gpu_cases.h at
  * its small sizes, with constant and with symbolic sizes. Skipped when g++
  * ($CXX) is missing.
  */
@@ -33,6 +35,7 @@
 #include "tex/tex.h"
 
 #include "support/gpu_cases.h"
+#include "support/vec_cases.h"
 
 static char errbuf[8192];
 
@@ -732,6 +735,38 @@ static void test_tex_vector_add(void)
     tex_ctx_free(ctx);
 }
 
+/* vec_cases.h's rows against the oracle: f32 and i32 on 4 and 2 lanes,
+ * aligned and with X read one column on; f64 and i64 on 2 lanes; 3 rows of
+ * a symbolic count. */
+static void test_tex_vector_rows(void)
+{
+    if (!cuda_emu_have_cxx()) {
+        TT_SKIP("g++ not found");
+        return;
+    }
+    static const struct {
+        tex_dtype t;
+        int lanes, shift;
+    } cases[] = {{TEX_F32, 4, 0}, {TEX_I32, 4, 0}, {TEX_F32, 2, 0}, {TEX_I32, 2, 0},
+                 {TEX_F32, 4, 1}, {TEX_I32, 4, 1}, {TEX_F32, 2, 1}, {TEX_I32, 2, 1},
+                 {TEX_F64, 2, 0}, {TEX_I64, 2, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tex_ctx *ctx = tex_ctx_new();
+        tex_dtype t = cases[c].t;
+        int shift = cases[c].shift;
+        int64_t xshape[] = {3, 64 + shift}, yshape[] = {3, 64};
+        vc_fn r = vc_rows(ctx, t, tex_var(ctx, "n", TEX_I64), tex_int(ctx, 64),
+                          tex_int(ctx, 64 + shift), shift, cases[c].lanes);
+        DLTensor *x = arr(t, 2, xshape), *y = arr(t, 2, yshape);
+        tex_value v[] = {{.kind = TEX_VAL_TENSOR, .t = x}, {.kind = TEX_VAL_TENSOR, .t = y}};
+        run_vs_oracle(ctx, r.f, 2, (tex_tensor *[]){r.x, r.y}, (DLTensor *[]){x, y}, v,
+                      (bool[]){false, true});
+        tex_array_free(x);
+        tex_array_free(y);
+        tex_ctx_free(ctx);
+    }
+}
+
 static void test_tex_matmul(void)
 {
     if (!cuda_emu_have_cxx()) {
@@ -845,6 +880,7 @@ GPU_CASE_TEST(softmax, GC_SOFTMAX)
 GPU_CASE_TEST(layernorm, GC_LAYERNORM)
 GPU_CASE_TEST(conv2d, GC_CONV2D)
 GPU_CASE_TEST(sum, GC_SUM)
+GPU_CASE_TEST(vectile, GC_VECTILE)
 
 int main(void)
 {
@@ -857,6 +893,7 @@ int main(void)
     TT_RUN(test_compile_error);
     TT_RUN(test_deadlock);
     TT_RUN(test_tex_vector_add);
+    TT_RUN(test_tex_vector_rows);
     TT_RUN(test_tex_matmul);
     TT_RUN(test_tex_f16);
     TT_RUN(test_gpu_matmul);
@@ -865,5 +902,6 @@ int main(void)
     TT_RUN(test_gpu_layernorm);
     TT_RUN(test_gpu_conv2d);
     TT_RUN(test_gpu_sum);
+    TT_RUN(test_gpu_vectile);
     return tt_finish();
 }

@@ -1,19 +1,22 @@
 /*
- * The six GPU schedules of tests/support/gpu_cases.h:
+ * The GPU schedules of tests/support/gpu_cases.h:
  *
  *   interp_*  each case at small sizes (every size a non-multiple of its
  *             tiles), with constant and with symbolic sizes, lowers and runs
  *             in the interpreter (texi_interp_run) with the same result as
  *             the oracle (tex_eval_reference). A case whose shared stage is
  *             fetched inside the consumer's thread loops (matmul) needs
- *             barriers first: it runs after the thread_sync pass.
+ *             barriers first: it runs after the thread_sync pass. vectile's
+ *             kernel also runs after the whole GPU tail (vector statements).
  *   ptx_*     each case at large sizes, constant and symbolic, built for
  *             "cuda -emit-only -arch=sm_80" and "-arch=sm_90"; its PTX (NVRTC
  *             through tex_kernel_ptx when the library gives one, else
  *             nvcc -ptx on the source) assembled by ptxas -v for that
  *             architecture: no kernel spills (0 bytes spill stores and
  *             loads) and each uses at most 48 KiB of static shared memory.
- *             The registers of each kernel are printed. Skipped when ptxas
+ *             The registers of each kernel are printed; vectile's PTX (constant
+ *             sizes) has 16-byte (v4.f32) global and shared loads and stores.
+ *             Skipped when ptxas
  *             (or, without NVRTC, nvcc) is absent, and while the emitter
  *             reports the case unsupported (TEX_EUNAVAILABLE, printed).
  *
@@ -77,6 +80,36 @@ static void interp_check(gc_case *c)
 static void interp_case(gc_id id)
 {
     gc_each_small(id, interp_check);
+}
+
+static bool is_vector_store(const tex_stmt *s)
+{
+    return s->kind == TEXI_STMT_STORE && s->u.store.index->lanes > 1;
+}
+
+/* A one-kernel case after the GPU tail (texi_lower_tail: pass simd's vector
+ * statements included) in the interpreter: the kernel's body as the
+ * function's. With constant sizes the kernel must hold vector stores. */
+static void tail_check(gc_case *c)
+{
+    tex_func copy;
+    texi_device_module m;
+    if (!c->f || texi_lower_tail(c->f, TEXI_TAIL_GPU, &copy, &m) != 0 || m.n_kernels != 1 ||
+        m.n_workspace != 0) {
+        TT_FAILF("%s (symbolic %d): GPU tail: %s", c->name, c->symbolic,
+                 c->f ? tex_errmsg(c->ctx) : c->why);
+        return;
+    }
+    copy.body = m.kernels[0].body;
+    if (!c->symbolic && !texi_stmt_any(copy.body, is_vector_store))
+        TT_FAILF("%s: no vector store in the kernel", c->name);
+    if (gc_run_compare(c, "interpreted kernel", interpret, &copy, 1) != 0)
+        TT_FAILF("%s", c->why);
+}
+
+static void test_interp_vectile_kernel(void)
+{
+    gc_each_small(GC_VECTILE, tail_check);
 }
 
 /* ------------------------------------------------------------- tools */
@@ -283,6 +316,12 @@ static void ptx_arch(gc_case *c, const char *arch, const char *dir, const char *
     }
     bool skipped = false;
     char *ptx = get_ptx(k, arch, dir, why, sizeof why, &skipped);
+    /* vectile's aligned tiles: 16-byte global and shared accesses */
+    bool wants_v4 = !c->symbolic && strcmp(c->name, "vectile") == 0;
+    if (ptx && wants_v4 &&
+        !(strstr(ptx, "ld.global.nc.v4.f32") && strstr(ptx, "st.shared.v4.f32") &&
+          strstr(ptx, "ld.shared.v4.f32") && strstr(ptx, "st.global.v4.f32")))
+        TT_FAILF("%s: no 16-byte global and shared loads and stores in its PTX", what);
     if (ptx)
         check_ptxas(what, ptx, arch, dir, ptxas);
     else if (skipped)
@@ -361,6 +400,7 @@ CASE_TESTS(GC_SOFTMAX, softmax)
 CASE_TESTS(GC_LAYERNORM, layernorm)
 CASE_TESTS(GC_CONV2D, conv2d)
 CASE_TESTS(GC_SUM, sum)
+CASE_TESTS(GC_VECTILE, vectile)
 
 int main(void)
 {
@@ -370,6 +410,8 @@ int main(void)
     TT_RUN(test_interp_layernorm);
     TT_RUN(test_interp_conv2d);
     TT_RUN(test_interp_sum);
+    TT_RUN(test_interp_vectile);
+    TT_RUN(test_interp_vectile_kernel);
     TT_RUN(test_parse_ptxas);
     TT_RUN(test_ptx_matmul);
     TT_RUN(test_ptx_transpose);
@@ -377,5 +419,6 @@ int main(void)
     TT_RUN(test_ptx_layernorm);
     TT_RUN(test_ptx_conv2d);
     TT_RUN(test_ptx_sum);
+    TT_RUN(test_ptx_vectile);
     return tt_finish();
 }

@@ -1,11 +1,11 @@
 /*
  * GPU schedules built for the CPU (docs/testing.md, "CUDA without a
- * GPU", way 2): the six cases of tests/support/gpu_cases.h -- blocks
- * and threads bound, shared-memory fetches by cooperating threads, double
- * buffering, cross-thread and cross-block reductions -- go through
- * tex_build(f, "cpu"), which inserts the barriers a GPU would need and then
- * removes them by barrier fission (gpu_to_cpu.c), and run as ordinary
- * compiled C. Each case runs at sizes that are not multiples of its tiles,
+ * GPU", way 2): the cases of tests/support/gpu_cases.h -- blocks and
+ * threads bound, shared-memory fetches by cooperating threads, double
+ * buffering, cross-thread and cross-block reductions, vectorized tiles --
+ * go through tex_build(f, "cpu"), which inserts the barriers a GPU would
+ * need and then removes them by barrier fission (gpu_to_cpu.c), and run as
+ * ordinary compiled C. Each case runs at its small sizes (gpu_cases.h),
  * with constant and with symbolic sizes, on 1 and 2 threads; outputs are
  * poisoned first and compared with the oracle.
  */
@@ -112,6 +112,11 @@ static void test_sum(void)
     cpu_case(GC_SUM);
 }
 
+static void test_vectile(void)
+{
+    cpu_case(GC_VECTILE);
+}
+
 int main(void)
 {
     if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
@@ -125,6 +130,7 @@ int main(void)
     TT_RUN(test_layernorm);
     TT_RUN(test_conv2d);
     TT_RUN(test_sum);
+    TT_RUN(test_vectile);
     tt_remove_tree(cache_dir);
     return tt_finish();
 }

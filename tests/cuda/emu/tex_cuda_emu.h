@@ -96,6 +96,7 @@ TEX_EMU_VEC4(int4, int, 16)
 TEX_EMU_VEC2(uint2, unsigned, 8)
 TEX_EMU_VEC4(uint4, unsigned, 16)
 TEX_EMU_VEC2(longlong2, long long, 16)
+TEX_EMU_VEC2(ulonglong2, unsigned long long, 16)
 struct float3 {
     float x, y, z;
 };
