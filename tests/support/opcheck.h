@@ -27,19 +27,21 @@
 
 typedef struct oc oc;
 
-/* Fills want[0 .. numel(out)) with what out must hold; out gives the shape. */
-typedef void (*oc_hand)(const oc *c, const DLTensor *out, double *want);
+/* Fills want[0 .. numel(out)) with what out must hold; out gives the shape,
+ * user is what oc_output_u was given. */
+typedef void (*oc_hand)(const oc *c, const void *user, const DLTensor *out, double *want);
 
 struct oc {
     ops_wl w; /* the context and the symbolic sizes (ops.h) */
     int n_in;
     tex_tensor *in[OC_MAX];
-    DLTensor *in_arr[OC_MAX]; /* set while oc_run runs */
-    bool positive[OC_MAX];    /* fill with |x| (e.g. pow's base) */
+    DLTensor *in_arr[OC_MAX];            /* set while oc_run runs */
+    void (*adjust[OC_MAX])(DLTensor *a); /* changes the random fill (oc_positive ...) */
     int n_out;
     tex_tensor *out[OC_MAX];
     oc_hand hand[OC_MAX];
-    double tol[OC_MAX]; /* factor on the dtype's tolerance */
+    const void *user[OC_MAX]; /* the hand-written loop's parameters */
+    double tol[OC_MAX];       /* factor on the dtype's tolerance */
     uint64_t seed;
 };
 
@@ -74,8 +76,9 @@ static inline tex_tensor *oc_input_c(oc *c, const char *name, tex_dtype t, int n
     return oc_input(c, name, t, ndim, s);
 }
 
-/* Adds operator result t (NULL fails the test with the context's message). */
-static inline void oc_output_tol(oc *c, tex_tensor *t, oc_hand hand, double tol)
+/* Adds operator result t, checked by hand(c, user, ...) within tol times the
+ * dtype's tolerance (a NULL t fails the test with the context's message). */
+static inline void oc_output_u(oc *c, tex_tensor *t, oc_hand hand, const void *user, double tol)
 {
     if (!t) {
         TT_FAILF("%s: an operator failed: %s", c->w.name, tex_errmsg(c->w.ctx));
@@ -84,13 +87,40 @@ static inline void oc_output_tol(oc *c, tex_tensor *t, oc_hand hand, double tol)
     if (c->n_out < OC_MAX) {
         c->out[c->n_out] = t;
         c->hand[c->n_out] = hand;
+        c->user[c->n_out] = user;
         c->tol[c->n_out++] = tol;
     }
 }
 
 static inline void oc_output(oc *c, tex_tensor *t, oc_hand hand)
 {
-    oc_output_tol(c, t, hand, 1.0);
+    oc_output_u(c, t, hand, NULL, 1.0);
+}
+
+/* An adjust hook: |x| for an f32 input (e.g. pow's base). */
+static inline void oc_positive(DLTensor *a)
+{
+    for (int64_t e = 0; e < ops_numel(a); e++)
+        ((float *)a->data)[e] = fabsf(((float *)a->data)[e]);
+}
+
+/* A schedule for oc_run: every output's last data-parallel axis split by
+ * 8, the inner part vectorized, the first leaf axis parallel. */
+static inline void oc_sched_vector(oc *c, tex_schedule *s)
+{
+    for (int o = 0; o < c->n_out; o++) {
+        tex_stage *st = tex_stage_of(s, c->out[o]);
+        int n = tex_tensor_ndim(c->out[o]);
+        tex_iter *outer, *inner;
+        if (n == 0)
+            continue;
+        int rc = tex_split(st, tex_op_axis(st, n - 1), tex_int(c->w.ctx, 8), &outer, &inner);
+        rc = rc ? rc : tex_vectorize(st, inner);
+        rc = rc ? rc : tex_parallel(st, tex_stage_axis(st, 0));
+        if (rc)
+            TT_FAILF("%s: scheduling '%s' failed: %s", c->w.name, tex_tensor_name(c->out[o]),
+                     tex_errmsg(c->w.ctx));
+    }
 }
 
 /* ---------------------------------------------- for hand-written loops */
@@ -160,8 +190,8 @@ static inline void oc_check_kernel(oc *c, tex_kernel *k)
         ok = arr[a] && ref[a];
         if (ok && a < c->n_in) {
             ops_fill_random(arr[a], t->dtype, &rng);
-            for (int64_t e = 0; c->positive[a] && t->dtype == TEX_F32 && e < ops_numel(arr[a]); e++)
-                ((float *)arr[a]->data)[e] = fabsf(((float *)arr[a]->data)[e]);
+            if (c->adjust[a])
+                c->adjust[a](arr[a]);
             c->in_arr[a] = arr[a];
         } else if (ok) {
             ops_poison(arr[a], t->dtype);
@@ -181,7 +211,7 @@ static inline void oc_check_kernel(oc *c, tex_kernel *k)
         for (int o = 0; o < c->n_out; o++) {
             DLTensor *got = arr[c->n_in + o];
             want = realloc(want, sizeof(double) * (size_t)(ops_numel(got) + 1));
-            c->hand[o](c, got, want);
+            c->hand[o](c, c->user[o], got, want);
             oc_compare(c, o, got, want, ref[c->n_in + o]);
         }
     free(want);

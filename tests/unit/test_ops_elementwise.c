@@ -14,9 +14,10 @@ static char cache_dir[] = "/tmp/tex-test-ops-elementwise-XXXXXX";
 /* A hand-written loop over the output for the binary op EXPR(a, b) of
  * inputs IA and IB, broadcast. */
 #define BIN_HAND(NAME, IA, IB, EXPR)                                                               \
-    static void hand_##NAME(const oc *c, const DLTensor *o, double *w)                             \
+    static void hand_##NAME(const oc *c, const void *u, const DLTensor *o, double *w)              \
     {                                                                                              \
         int64_t idx[8];                                                                            \
+        (void)u;                                                                                   \
         for (int64_t k = 0; k < ops_numel(o); k++) {                                               \
             oc_unravel(o, k, idx);                                                                 \
             double a = oc_get(oc_in(c, IA), o->ndim, idx), b = oc_get(oc_in(c, IB), o->ndim, idx); \
@@ -26,9 +27,10 @@ static char cache_dir[] = "/tmp/tex-test-ops-elementwise-XXXXXX";
 
 /* The same for a unary EXPR(x) of input IX. */
 #define UN_HAND(NAME, IX, EXPR)                                                                    \
-    static void hand_##NAME(const oc *c, const DLTensor *o, double *w)                             \
+    static void hand_##NAME(const oc *c, const void *u, const DLTensor *o, double *w)              \
     {                                                                                              \
         int64_t idx[8];                                                                            \
+        (void)u;                                                                                   \
         for (int64_t k = 0; k < ops_numel(o); k++) {                                               \
             oc_unravel(o, k, idx);                                                                 \
             double x = oc_get(oc_in(c, IX), o->ndim, idx);                                         \
@@ -55,7 +57,7 @@ static void test_binary_broadcast(void)
     tex_tensor *B = oc_input_c(&c, "B", TEX_F32, 2, (int64_t[]){4, 5});
     tex_tensor *P = oc_input_c(&c, "P", TEX_F32, 1, (int64_t[]){7});
     tex_tensor *E = oc_input_c(&c, "E", TEX_F32, 1, (int64_t[]){1});
-    c.positive[2] = true;
+    c.adjust[2] = oc_positive;
     oc_output(&c, tex_op_add(ctx, "Add", A, B), hand_add);
     oc_output(&c, tex_op_sub(ctx, "Sub", A, B), hand_sub);
     oc_output(&c, tex_op_mul(ctx, NULL, A, B), hand_mul);
@@ -110,8 +112,9 @@ UN_HAND(relu_int, 1, x > 0 ? x : 0)
 UN_HAND(gelu_int, 1, 0.5 * x * (1 + erf(x / sqrt(2.0))))
 
 /* bias B [5] along axis 1 of X [2, 5, 3] */
-static void hand_bias1(const oc *c, const DLTensor *o, double *w)
+static void hand_bias1(const oc *c, const void *u, const DLTensor *o, double *w)
 {
+    (void)u;
     int64_t idx[3];
     for (int64_t k = 0; k < ops_numel(o); k++) {
         oc_unravel(o, k, idx);
@@ -120,8 +123,9 @@ static void hand_bias1(const oc *c, const DLTensor *o, double *w)
 }
 
 /* bias C [3] along the last axis (-1) of X [2, 5, 3] */
-static void hand_bias_last(const oc *c, const DLTensor *o, double *w)
+static void hand_bias_last(const oc *c, const void *u, const DLTensor *o, double *w)
 {
+    (void)u;
     int64_t idx[3];
     for (int64_t k = 0; k < ops_numel(o); k++) {
         oc_unravel(o, k, idx);
@@ -160,21 +164,6 @@ static void test_activations(void)
     tex_ctx_free(ctx);
 }
 
-/* Splits the last axis of every output by 8, vectorizes the inner part and
- * parallelizes the first axis. */
-static void sched_vector(oc *c, tex_schedule *s)
-{
-    for (int o = 0; o < c->n_out; o++) {
-        tex_stage *st = tex_stage_of(s, c->out[o]);
-        int n = tex_stage_naxes(st);
-        tex_iter *outer, *inner;
-        int rc = tex_split(st, tex_stage_axis(st, n - 1), tex_int(c->w.ctx, 8), &outer, &inner);
-        rc = rc ? rc : tex_vectorize(st, inner);
-        rc = rc ? rc : tex_parallel(st, tex_stage_axis(st, 0));
-        TT_EQ_INT(rc, 0);
-    }
-}
-
 /* A scheduled kernel: add with broadcasting and gelu over [37, 29] (the
  * split leaves a tail), symbolic rows. */
 static void test_scheduled(void)
@@ -187,7 +176,7 @@ static void test_scheduled(void)
     tex_tensor *Y = oc_input_c(&c, "Y", TEX_F32, 1, (int64_t[]){29});
     oc_output(&c, tex_op_add(ctx, "Add", X, Y), hand_add);
     oc_output(&c, tex_op_gelu(ctx, "Gelu", X), hand_gelu);
-    oc_run(&c, sched_vector);
+    oc_run(&c, oc_sched_vector);
     tex_ctx_free(ctx);
 }
 
