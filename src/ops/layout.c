@@ -35,12 +35,13 @@ tex_tensor *tex_op_transpose(tex_ctx *ctx, const char *name, tex_tensor *x, cons
     return tex_compute(ctx, texi_ops_name(name, "transpose"), nd, axes, tex_at(x, nd, idx));
 }
 
-/* The number of elements of shape[0 .. n) as an i64 expression. */
+/* The number of elements of shape[0 .. n), in the dims' dtype (the
+ * simplifier sees through no cast, so N * M and M * N stay comparable). */
 static tex_expr *numel(tex_ctx *ctx, int n, tex_expr *const shape[])
 {
-    tex_expr *p = tex_cast(TEX_I64, tex_int(ctx, 1));
-    for (int d = 0; d < n; d++)
-        p = tex_mul(p, tex_cast(TEX_I64, shape[d]));
+    tex_expr *p = n ? shape[0] : tex_int(ctx, 1);
+    for (int d = 1; d < n; d++)
+        p = tex_mul(p, shape[d]);
     return p;
 }
 
