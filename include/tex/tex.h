@@ -662,6 +662,46 @@ TEX_API tex_tensor *tex_op_slice(tex_ctx *ctx, const char *name, tex_tensor *x,
                                  const int64_t begin[], const int64_t end[],
                                  const int64_t strides[]);
 
+/* 2-D pooling of x [N, C, H, W] (NCHW, floats) with a kernel[0] x kernel[1]
+ * window moved by stride[2] (NULL: 1), over x padded by padding[2] (NULL:
+ * 0; each side, top/bottom and left/right; padding < kernel). Out [N, C,
+ * OH, OW] with OH = (H + 2 padding[0] - kernel[0]) / stride[0] + 1 (floor),
+ * the same for OW. max_pool ignores the padding; avg_pool divides the
+ * window's sum by kernel[0] * kernel[1] when count_include_pad, else by the
+ * number of elements of x inside the window. Padding is a stage of its own
+ * (NAME_pad, see tex_op_pad) that a schedule may inline. */
+TEX_API tex_tensor *tex_op_max_pool2d(tex_ctx *ctx, const char *name, tex_tensor *x,
+                                      const int64_t kernel[2], const int64_t stride[2],
+                                      const int64_t padding[2]);
+TEX_API tex_tensor *tex_op_avg_pool2d(tex_ctx *ctx, const char *name, tex_tensor *x,
+                                      const int64_t kernel[2], const int64_t stride[2],
+                                      const int64_t padding[2], int count_include_pad);
+
+/* Global pooling of x [N, C, H, W]: the max (mean) over H and W, out
+ * [N, C, 1, 1]. Floats only. */
+TEX_API tex_tensor *tex_op_global_max_pool2d(tex_ctx *ctx, const char *name, tex_tensor *x);
+TEX_API tex_tensor *tex_op_global_avg_pool2d(tex_ctx *ctx, const char *name, tex_tensor *x);
+
+/* Data layouts of tex_op_conv2d. */
+typedef enum {
+    TEX_LAYOUT_NCHW, /* x [N, C, H, W], w [F, C / groups, KH, KW], out [N, F, OH, OW] */
+    TEX_LAYOUT_NHWC  /* x [N, H, W, C], w [KH, KW, C / groups, F], out [N, OH, OW, F] */
+} tex_layout;
+
+/* 2-D convolution (cross-correlation, as in deep learning frameworks):
+ * out[n, f, y, x] = sum over c < C / groups, ry, rx of
+ *   xpad[n, g * C / groups + c, y * stride[0] + ry * dilation[0],
+ *        x * stride[1] + rx * dilation[1]] * w[f, c, ry, rx]
+ * with g = f / (F / groups), xpad x padded with padding[0] zeros above and
+ * below and padding[1] left and right (a stage NAME_pad when padding > 0).
+ * OH = (H + 2 padding[0] - dilation[0] * (KH - 1) - 1) / stride[0] + 1,
+ * likewise OW. stride, padding, dilation may be NULL (1, 0, 1). groups >= 1
+ * divides C and F (groups = C, w's channel dim 1: depthwise). The shapes
+ * of x and w are checked against each other (C / groups) when known. */
+TEX_API tex_tensor *tex_op_conv2d(tex_ctx *ctx, const char *name, tex_tensor *x, tex_tensor *w,
+                                  const int64_t stride[2], const int64_t padding[2],
+                                  const int64_t dilation[2], int groups, tex_layout layout);
+
 #ifdef __cplusplus
 }
 #endif

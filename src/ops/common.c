@@ -242,3 +242,36 @@ tex_tensor *texi_ops_map(tex_ctx *ctx, const char *name, tex_tensor *x,
         return NULL;
     return tex_compute(ctx, name, nd, axes, body(ctx, tex_at(x, nd, ivs)));
 }
+
+tex_expr *texi_ops_window_len(tex_ctx *ctx, const char *op, const char *what, tex_expr *dim,
+                              int64_t k, int64_t stride, int64_t pad, int64_t dil)
+{
+    tex_expr *span = tex_add(dim, tex_int(ctx, 2 * pad - dil * (k - 1) - 1));
+    tex_expr *len = tex_add(tex_floordiv(span, tex_int(ctx, stride)), tex_int(ctx, 1));
+    int64_t v;
+    if (len && tex_expr_const_int(len, &v)) {
+        if (v < 1) {
+            char sd[64];
+            texi_ops_dim_str(dim, sd, sizeof sd);
+            tex_set_error(ctx, TEX_EINVAL,
+                          "%s: the window (%lld, dilation %lld) is larger than %s (%s) padded by "
+                          "%lld on each side",
+                          op, (long long)k, (long long)dil, what, sd, (long long)pad);
+            return NULL;
+        }
+        return tex_int(ctx, v);
+    }
+    return len;
+}
+
+int texi_ops_pair(tex_ctx *ctx, const char *op, const char *what, const int64_t p[2], int64_t dflt,
+                  int64_t lo, int64_t out[2])
+{
+    for (int i = 0; i < 2; i++) {
+        out[i] = p ? p[i] : dflt;
+        if (out[i] < lo)
+            return tex_set_error(ctx, TEX_EINVAL, "%s: %s[%d] = %lld (must be >= %lld)", op, what,
+                                 i, (long long)out[i], (long long)lo);
+    }
+    return 0;
+}

@@ -110,6 +110,17 @@ int texi_ops_trailing(tex_ctx *ctx, const char *op, const tex_tensor *x, int n_a
 int texi_ops_trailing_shape(tex_ctx *ctx, const char *op, const tex_tensor *x, int n,
                             const tex_tensor *p, const char *what);
 
+/* The output length of a sliding window over dim: (dim + 2 pad - dil (k -
+ * 1) - 1) / stride + 1 (floor). NULL with TEX_EINVAL naming op and `what`
+ * when it is a known constant below 1. */
+tex_expr *texi_ops_window_len(tex_ctx *ctx, const char *op, const char *what, tex_expr *dim,
+                              int64_t k, int64_t stride, int64_t pad, int64_t dil);
+
+/* The 2-element parameter p (NULL: dflt each) in out, each >= lo; 0 or
+ * TEX_EINVAL naming op and `what`. */
+int texi_ops_pair(tex_ctx *ctx, const char *op, const char *what, const int64_t p[2], int64_t dflt,
+                  int64_t lo, int64_t out[2]);
+
 /* The elementwise unary op body(x[ivs]) over x's shape. */
 tex_tensor *texi_ops_map(tex_ctx *ctx, const char *name, tex_tensor *x,
                          tex_expr *(*body)(tex_ctx *ctx, tex_expr *v));
