@@ -702,6 +702,14 @@ TEX_API tex_tensor *tex_op_conv2d(tex_ctx *ctx, const char *name, tex_tensor *x,
                                   const int64_t stride[2], const int64_t padding[2],
                                   const int64_t dilation[2], int groups, tex_layout layout);
 
+/* tex_op_conv2d as an implicit GEMM (im2col-free): the same result, the
+ * reduction one axis of C / groups * KH * KW elements ("rk", in w's memory
+ * order: channel-major for NCHW, channel-minor for NHWC) instead of three,
+ * so GEMM schedules (tile the output's pixels x filters, split rk) apply. */
+TEX_API tex_tensor *tex_op_conv2d_gemm(tex_ctx *ctx, const char *name, tex_tensor *x, tex_tensor *w,
+                                       const int64_t stride[2], const int64_t padding[2],
+                                       const int64_t dilation[2], int groups, tex_layout layout);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,9 @@
  * only when padding > 0, which a schedule may inline or attach). The
  * layouts differ only in where each dim sits: `conv_dims` maps the roles
  * (N, C, H, W of x; F, C / groups, KH, KW of w) to dim positions once.
+ * tex_op_conv2d_gemm computes the same values as an implicit GEMM: one
+ * reduce axis over C / groups * KH * KW (no im2col buffer), decomposed
+ * into channel and window position inside the body.
  */
 #include "ops/ops.h"
 
@@ -79,11 +82,42 @@ static tex_expr *conv_body(tex_ctx *ctx, tex_tensor *src, tex_tensor *w, const c
     return tex_mul(tex_at(src, 4, xi), tex_at(w, 4, wi));
 }
 
-tex_tensor *tex_op_conv2d(tex_ctx *ctx, const char *name, tex_tensor *x, tex_tensor *w,
-                          const int64_t stride[2], const int64_t padding[2],
-                          const int64_t dilation[2], int groups, tex_layout layout)
+/* The reduction axes and their expressions (channel, ry, rx): three axes,
+ * or for the implicit GEMM one axis over Cg * KH * KW in w's memory order
+ * (NCHW: channel, ry, rx; NHWC: ry, rx, channel) split by floordiv/mod. */
+static int reduce_axes(tex_ctx *ctx, tex_tensor *w, const conv_dims *L, const int64_t k[2],
+                       bool gemm, int *n, tex_iter *r[3], tex_expr *rv[3])
 {
-    const char *op = "tex_op_conv2d", *out = texi_ops_name(name, "conv2d");
+    tex_expr *Cg = tex_tensor_dim(w, L->wc), *KH = tex_int(ctx, k[0]), *KW = tex_int(ctx, k[1]);
+    if (!gemm) {
+        *n = 3;
+        r[0] = tex_reduce_axis(ctx, "rc", Cg);
+        r[1] = tex_reduce_axis(ctx, "ry", KH);
+        r[2] = tex_reduce_axis(ctx, "rx", KW);
+        for (int i = 0; i < 3; i++)
+            rv[i] = tex_iv(r[i]);
+        return rv[0] && rv[1] && rv[2] ? 0 : tex_errcode(ctx);
+    }
+    *n = 1;
+    r[0] = tex_reduce_axis(ctx, "rk", tex_mul(tex_mul(Cg, KH), KW));
+    tex_expr *t = tex_iv(r[0]);
+    if (L == &nchw) {
+        rv[0] = tex_floordiv(t, tex_int(ctx, k[0] * k[1]));
+        rv[1] = tex_floormod(tex_floordiv(t, KW), KH);
+        rv[2] = tex_floormod(t, KW);
+    } else {
+        rv[1] = tex_floordiv(t, tex_mul(KW, Cg));
+        rv[2] = tex_floormod(tex_floordiv(t, Cg), KW);
+        rv[0] = tex_floormod(t, Cg);
+    }
+    return rv[0] && rv[1] && rv[2] ? 0 : tex_errcode(ctx);
+}
+
+/* tex_op_conv2d, or with gemm its implicit-GEMM form. */
+static tex_tensor *conv2d(tex_ctx *ctx, const char *op, const char *out, tex_tensor *x,
+                          tex_tensor *w, const int64_t stride[2], const int64_t padding[2],
+                          const int64_t dilation[2], int groups, tex_layout layout, bool gemm)
+{
     if (texi_ops_check(ctx, op, 2, (tex_tensor *[]){x, w}, (const char *[]){"x", "w"}))
         return NULL;
     if (layout != TEX_LAYOUT_NCHW && layout != TEX_LAYOUT_NHWC)
@@ -122,10 +156,27 @@ tex_tensor *tex_op_conv2d(tex_ctx *ctx, const char *name, tex_tensor *x, tex_ten
     tex_expr *ivs[4];
     if (!src || !shape[L->xh] || !shape[L->xw] || texi_ops_axes(ctx, 4, shape, axes, ivs))
         return NULL;
-    tex_iter *r[3] = {tex_reduce_axis(ctx, "rc", tex_tensor_dim(w, L->wc)),
-                      tex_reduce_axis(ctx, "ry", tex_int(ctx, k[0])),
-                      tex_reduce_axis(ctx, "rx", tex_int(ctx, k[1]))};
-    tex_expr *rv[3] = {tex_iv(r[0]), tex_iv(r[1]), tex_iv(r[2])};
+    tex_iter *r[3];
+    tex_expr *rv[3];
+    int nr;
+    if (reduce_axes(ctx, w, L, k, gemm, &nr, r, rv))
+        return NULL;
     tex_expr *body = conv_body(ctx, src, w, L, ivs, rv, s, dil, groups);
-    return tex_compute(ctx, out, 4, axes, tex_sum(body, 3, r));
+    return tex_compute(ctx, out, 4, axes, tex_sum(body, nr, r));
+}
+
+tex_tensor *tex_op_conv2d(tex_ctx *ctx, const char *name, tex_tensor *x, tex_tensor *w,
+                          const int64_t stride[2], const int64_t padding[2],
+                          const int64_t dilation[2], int groups, tex_layout layout)
+{
+    return conv2d(ctx, "tex_op_conv2d", texi_ops_name(name, "conv2d"), x, w, stride, padding,
+                  dilation, groups, layout, false);
+}
+
+tex_tensor *tex_op_conv2d_gemm(tex_ctx *ctx, const char *name, tex_tensor *x, tex_tensor *w,
+                               const int64_t stride[2], const int64_t padding[2],
+                               const int64_t dilation[2], int groups, tex_layout layout)
+{
+    return conv2d(ctx, "tex_op_conv2d_gemm", texi_ops_name(name, "conv2d_gemm"), x, w, stride,
+                  padding, dilation, groups, layout, true);
 }

@@ -2,7 +2,8 @@
  * layernorm and rmsnorm (src/ops/nn_norm.c) over one and two trailing axes,
  * with and without gamma/beta, constant, 1-element and symbolic sizes, f32
  * and f64, against hand-written C loops and the oracle
- * (tests/support/opcheck.h); one scheduled case; the error paths.
+ * (tests/support/opcheck.h); one scheduled case; the error paths; a chain
+ * of operators under injected allocation failures.
  */
 #include "tt.h"
 #include "support/opcheck.h"
@@ -119,6 +120,54 @@ static void test_errors(void)
     tex_ctx_free(ctx);
 }
 
+/* An allocator that fails from the Nth call on. */
+typedef struct {
+    int calls, fail_at;
+} failing;
+
+static void *failing_alloc(void *user, size_t size)
+{
+    failing *f = user;
+    return ++f->calls >= f->fail_at ? NULL : malloc(size);
+}
+
+static void failing_free(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+
+/* A chain of operators (norms, softmax, matmul, conv, pooling, layout) in a
+ * context whose Nth allocation fails, N = 1, 2, ... until it succeeds:
+ * each failing run gives NULL and TEX_ENOMEM. */
+static void test_allocation_failures(void)
+{
+    for (int fail_at = 1; fail_at < 1000; fail_at++) {
+        failing f = {0, fail_at};
+        tex_allocator al = {sizeof al, failing_alloc, failing_free, &f};
+        tex_ctx *c = tex_ctx_new_ex(&al);
+        if (!c)
+            continue;
+        tex_tensor *X = tex_placeholder_c(c, "X", TEX_F32, 4, (int64_t[]){2, 3, 9, 9});
+        tex_tensor *W = tex_placeholder_c(c, "W", TEX_F32, 4, (int64_t[]){4, 3, 3, 3});
+        tex_tensor *t = tex_op_layernorm(c, "L", X, NULL, NULL, 2, 1e-5);
+        t = tex_op_conv2d(c, "C", tex_op_rmsnorm(c, "R", t, NULL, 1, 1e-5), W, (int64_t[]){1, 1},
+                          (int64_t[]){1, 1}, NULL, 1, TEX_LAYOUT_NCHW);
+        t = tex_op_avg_pool2d(c, "P", tex_op_softmax(c, "S", t, 1), (int64_t[]){3, 3}, NULL,
+                              (int64_t[]){1, 1}, 0);
+        t = tex_op_matmul(c, "M", t, tex_op_transpose(c, "T", t, (int[]){0, 1, 3, 2}), 0, 0);
+        t = tex_op_argmax(c, "A", tex_op_concat(c, "K", 2, (tex_tensor *[]){t, t}, -1), 3, 0);
+        if (t) {
+            TT_EQ_INT(tex_errcode(c), 0);
+            tex_ctx_free(c);
+            return;
+        }
+        TT_EQ_INT(tex_errcode(c), TEX_ENOMEM);
+        tex_ctx_free(c);
+    }
+    TT_FAILF("the chain never succeeded");
+}
+
 int main(void)
 {
     if (oc_setup(cache_dir) != 0) {
@@ -126,6 +175,7 @@ int main(void)
         return 1;
     }
     TT_RUN(test_errors);
+    TT_RUN(test_allocation_failures);
     if (!tex_target_available("cpu")) {
         printf("SKIP ops_nn_norm (no working C compiler for target \"cpu\")\n");
         tt_remove_tree(cache_dir);

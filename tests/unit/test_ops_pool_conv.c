@@ -2,9 +2,9 @@
  * Pooling and convolution (src/ops/pool.c, conv.c): max/avg pooling with
  * stride and padding (counting the padding or not), global pooling, conv2d
  * in NCHW and NHWC with stride, padding, dilation and groups (depthwise
- * included), over constant, prime and symbolic sizes, against hand-written
- * C loops and the oracle (tests/support/opcheck.h); the symbolic cases
- * under a vectorized, parallel schedule; then the error paths.
+ * included) and its implicit-GEMM form, over constant, prime and symbolic sizes, against
+ * hand-written C loops and the oracle (tests/support/opcheck.h); the symbolic cases under a
+ * vectorized, parallel schedule; then the error paths.
  */
 #include "tt.h"
 #include "support/opcheck.h"
@@ -138,6 +138,14 @@ static void test_conv(void)
                 &h, 1);
     oc_output_u(&c, tex_op_conv2d(ctx, "Hg", Xh, Whg, NULL, hg.p, NULL, 2, TEX_LAYOUT_NHWC),
                 hand_conv, &hg, 1);
+    /* the implicit-GEMM form of three of them */
+    oc_output_u(&c, tex_op_conv2d_gemm(ctx, "Bk", X, W, b.s, b.p, b.d, 1, TEX_LAYOUT_NCHW),
+                hand_conv, &b, 1);
+    oc_output_u(&c, tex_op_conv2d_gemm(ctx, "Dwk", X, Wd, dw.s, dw.p, NULL, 4, TEX_LAYOUT_NCHW),
+                hand_conv, &dw, 1);
+    oc_output_u(&c, tex_op_conv2d_gemm(ctx, "Hgk", Xh, Whg, NULL, hg.p, NULL, 2, TEX_LAYOUT_NHWC),
+                hand_conv, &hg, 1);
+    TT_EQ_INT(tex_tensor_ndim(c.out[6]), 4);
     oc_run(&c, NULL);
     tex_ctx_free(ctx);
 }
@@ -163,6 +171,8 @@ static void test_symbolic_scheduled(void)
     oc_output_u(&c, tex_op_conv2d(ctx, "H", Xh, Wh, h.s, h.p, NULL, 1, TEX_LAYOUT_NHWC), hand_conv,
                 &h, 1);
     oc_output_u(&c, tex_op_avg_pool2d(ctx, "Ae", X, ae.k, ae.s, ae.p, 0), hand_pool, &ae, 1);
+    oc_output_u(&c, tex_op_conv2d_gemm(ctx, "Hk", Xh, Wh, h.s, h.p, NULL, 1, TEX_LAYOUT_NHWC),
+                hand_conv, &h, 1);
     oc_run(&c, oc_sched_vector);
     tex_ctx_free(ctx);
 }
@@ -191,6 +201,8 @@ static void test_errors(void)
                     "tex_op_conv2d: 'X3' has 3 dims, not 4", NULL);
     oc_expect_error(ctx, tex_op_conv2d(ctx, "C", X, NULL, NULL, NULL, NULL, 1, 0), TEX_EMISUSE,
                     "tex_op_conv2d: operand w is NULL", NULL);
+    oc_expect_error(ctx, tex_op_conv2d_gemm(ctx, "C", X, W, NULL, NULL, NULL, 1, (tex_layout)7),
+                    TEX_EINVAL, "tex_op_conv2d_gemm: unknown layout 7", NULL);
     oc_expect_error(ctx, tex_op_max_pool2d(ctx, "P", X, (int64_t[]){2, 2}, NULL, (int64_t[]){0, 2}),
                     TEX_EINVAL, "tex_op_max_pool2d: padding[1] = 2 >= kernel[1] = 2", NULL);
     oc_expect_error(ctx, tex_op_avg_pool2d(ctx, "P", X3, (int64_t[]){2, 2}, NULL, NULL, 1),
