@@ -110,6 +110,7 @@ UN_HAND(cast_i32, 0, trunc(x * 1))
 UN_HAND(copy, 0, x)
 UN_HAND(relu_int, 1, x > 0 ? x : 0)
 UN_HAND(gelu_int, 1, 0.5 * x * (1 + erf(x / sqrt(2.0))))
+BIN_HAND(add_hf, 2, 3, a + b)
 
 /* bias B [5] along axis 1 of X [2, 5, 3] */
 static void hand_bias1(const oc *c, const void *u, const DLTensor *o, double *w)
@@ -160,6 +161,30 @@ static void test_activations(void)
     TT_EQ_INT(tex_tensor_dtype(c.out[8]), TEX_I32);
     TT_EQ_INT(tex_tensor_dtype(c.out[9]), TEX_F32);
     TT_EQ_INT(tex_tensor_dtype(c.out[6]), TEX_I32);
+    oc_run(&c, NULL);
+    tex_ctx_free(ctx);
+}
+
+/* f16 and bf16 operands (each operation rounds to the half type; the
+ * tolerance is the halves'): broadcast add and mul, relu, gelu, a cast to
+ * f32, bf16 plus f32 (promoted to f32). */
+static void test_half_types(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    oc c;
+    oc_init(&c, ctx, "halves", 6);
+    tex_tensor *A = oc_input_c(&c, "A", TEX_F16, 2, (int64_t[]){3, 5});
+    tex_tensor *B = oc_input_c(&c, "B", TEX_F16, 1, (int64_t[]){1});
+    tex_tensor *H = oc_input_c(&c, "H", TEX_BF16, 1, (int64_t[]){5});
+    tex_tensor *F = oc_input_c(&c, "F", TEX_F32, 2, (int64_t[]){3, 5});
+    oc_output(&c, tex_op_add(ctx, "Add", A, B), hand_add);
+    oc_output(&c, tex_op_mul(ctx, "Mul", A, B), hand_mul);
+    oc_output(&c, tex_op_relu(ctx, "Relu", A), hand_relu);
+    oc_output(&c, tex_op_gelu(ctx, "Gelu", A), hand_gelu);
+    oc_output(&c, tex_op_cast(ctx, "ToF32", A, TEX_F32), hand_copy);
+    oc_output_u(&c, tex_op_add(ctx, "Mixed", H, F), hand_add_hf, NULL, 1);
+    TT_EQ_INT(tex_tensor_dtype(c.out[3]), TEX_F16);
+    TT_EQ_INT(tex_tensor_dtype(c.out[5]), TEX_F32);
     oc_run(&c, NULL);
     tex_ctx_free(ctx);
 }
@@ -234,6 +259,7 @@ int main(void)
     TT_RUN(test_binary_broadcast);
     TT_RUN(test_binary_symbolic_and_int);
     TT_RUN(test_activations);
+    TT_RUN(test_half_types);
     TT_RUN(test_scheduled);
     tt_remove_tree(cache_dir);
     return tt_finish();
