@@ -633,7 +633,7 @@ TEX_API tex_tensor *tex_op_dense(tex_ctx *ctx, const char *name, tex_tensor *x, 
 /* Data movement. transpose: out dim d is x's dim perm[d] (perm a
  * permutation of 0..ndim-1; NULL reverses the dims). reshape: the same
  * elements in row-major order under a new shape (integer expressions) with
- * the same number of elements (provably, when symbolic). concat: n >= 1
+ * the same number of elements (provably, when symbolic). concat: 1 to 64
  * tensors of one dtype, equal in every dim but `axis`, joined along it. */
 TEX_API tex_tensor *tex_op_transpose(tex_ctx *ctx, const char *name, tex_tensor *x,
                                      const int perm[]);
@@ -642,10 +642,10 @@ TEX_API tex_tensor *tex_op_reshape(tex_ctx *ctx, const char *name, tex_tensor *x
 TEX_API tex_tensor *tex_op_concat(tex_ctx *ctx, const char *name, int n, tex_tensor *const xs[],
                                   int axis);
 
-/* Splits x along axis into n tensors of sizes[0..n) elements (NULL: n equal
- * parts, so the dim must be a constant multiple of n, or a symbolic one
- * that n = 1 keeps); the sizes must add up to the dim. outs[k] receives part
- * k, named NAME_k. 0, or the error code (outs unchanged). */
+/* Splits x along axis into n (1 to 64) tensors of sizes[0..n) elements
+ * (constants adding up to the dim). sizes NULL: n equal parts; the dim must
+ * then be a constant multiple of n, unless n = 1. outs[k] receives part k,
+ * named NAME_k. 0, or the error code (outs unchanged). */
 TEX_API int tex_op_split(tex_ctx *ctx, const char *name, tex_tensor *x, int axis, int n,
                          const int64_t sizes[], tex_tensor *outs[]);
 
