@@ -128,7 +128,7 @@ static tex_tensor *conv2d(tex_ctx *ctx, const char *op, const char *out, tex_ten
         if (tex_tensor_ndim(ops[i]) != 4)
             return TEXI_OPS_FAIL(ctx, TEX_EINVAL, "%s: '%s' has %d dims, not 4", op,
                                  tex_tensor_name(ops[i]), tex_tensor_ndim(ops[i]));
-    int64_t s[2], p[2], dil[2], k[2];
+    int64_t s[2] = {0}, p[2] = {0}, dil[2] = {0}, k[2] = {0};
     if (groups < 1)
         return TEXI_OPS_FAIL(ctx, TEX_EINVAL, "%s: %d groups (must be >= 1)", op, groups);
     if (texi_ops_pair(ctx, op, "stride", stride, 1, 1, s) ||

@@ -16,7 +16,7 @@ static tex_tensor *binary(tex_ctx *ctx, const char *op, const char *dflt, const 
 {
     if (texi_ops_check(ctx, op, 2, (tex_tensor *[]){a, b}, (const char *[]){"a", "b"}))
         return NULL;
-    tex_expr *sa[TEXI_OPS_MAX_NDIM], *sb[TEXI_OPS_MAX_NDIM], *shape[TEXI_OPS_MAX_NDIM];
+    tex_expr *sa[TEXI_OPS_MAX_NDIM], *sb[TEXI_OPS_MAX_NDIM], *shape[TEXI_OPS_MAX_NDIM] = {NULL};
     tex_expr *ivs[TEXI_OPS_MAX_NDIM];
     tex_iter *axes[TEXI_OPS_MAX_NDIM];
     int na = tex_tensor_ndim(a), nb = tex_tensor_ndim(b);

@@ -165,7 +165,7 @@ static int split_sizes(tex_ctx *ctx, const char *op, tex_tensor *x, int ax, int 
     tex_expr *dim = tex_tensor_dim(x, ax);
     char sd[64];
     texi_ops_dim_str(dim, sd, sizeof sd);
-    int64_t dv, total = 0;
+    int64_t dv = 0, total = 0;
     bool known = tex_expr_const_int(dim, &dv);
     if (!sizes) {
         if (n > 1 && !(known && dv % n == 0))

@@ -42,7 +42,7 @@ static tex_tensor *matmul(tex_ctx *ctx, const char *op, const char *name, tex_te
     int bk = mat_dim(b, tb ? 1 : 0), bn = mat_dim(b, tb ? 0 : 1);
     if (check_k(ctx, op, a, ak, b, bk))
         return NULL;
-    tex_expr *sa[TEXI_OPS_MAX_NDIM], *sb[TEXI_OPS_MAX_NDIM], *shape[TEXI_OPS_MAX_NDIM];
+    tex_expr *sa[TEXI_OPS_MAX_NDIM], *sb[TEXI_OPS_MAX_NDIM], *shape[TEXI_OPS_MAX_NDIM] = {NULL};
     texi_ops_shape(a, sa);
     texi_ops_shape(b, sb);
     int nbt = texi_ops_bcast_shape(ctx, op, tex_tensor_name(a), tex_tensor_ndim(a) - 2, sa,

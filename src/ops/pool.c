@@ -61,7 +61,7 @@ static tex_tensor *pool2d(tex_ctx *ctx, const char *op, const char *name, tex_te
                           const int64_t kernel[2], const int64_t stride[2],
                           const int64_t padding[2], pool_kind kind)
 {
-    int64_t k[2], s[2], p[2];
+    int64_t k[2] = {0}, s[2] = {0}, p[2] = {0};
     if (pool_args(ctx, op, x, kernel, stride, padding, k, s, p))
         return NULL;
     char nm[TEXI_OPS_NAME_MAX];
@@ -120,7 +120,7 @@ tex_tensor *tex_op_avg_pool2d(tex_ctx *ctx, const char *name, tex_tensor *x,
 static tex_tensor *global_pool(tex_ctx *ctx, const char *op, const char *name, tex_tensor *x,
                                bool max)
 {
-    int64_t k[2], s[2], p[2];
+    int64_t k[2] = {0}, s[2] = {0}, p[2] = {0};
     if (pool_args(ctx, op, x, (int64_t[]){1, 1}, NULL, NULL, k, s, p))
         return NULL;
     const int hw[2] = {2, 3};
