@@ -548,7 +548,10 @@ TEX_API int tex_eval_reference_ex(tex_ctx *ctx, int n, const tex_param params[],
  *     is the constant 1; other pairs are TEX_EINVAL (a symbolic size that
  *     is 1 at run time does not broadcast).
  *   - Dtypes: binary operators promote as tex_add does; reductions
- *     accumulate in the input's dtype. */
+ *     accumulate in the input's dtype.
+ *   - Ownership and threads: results and their stages live in ctx until
+ *     tex_ctx_free; like every builder, an operator uses ctx from one
+ *     thread at a time. */
 
 /* Elementwise binary operators with broadcasting: out = a OP b. maximum and
  * minimum are elementwise (NaN-propagating, as tex_max); div is tex_div
