@@ -92,6 +92,17 @@ TEX_API const char *tex_errmsg(const tex_ctx *ctx);
 /* Forgets the recorded error. NULL is a no-op. */
 TEX_API void tex_clear_error(tex_ctx *ctx);
 
+/* Records an error in ctx as tex's own calls do, for libraries built on this
+ * API (tex's operators, docs/ops.md): code (a negative TEX_E* code) and the
+ * printf-formatted message are kept unless an error is already recorded.
+ * Returns code; TEX_EMISUSE (recorded) for a code >= 0 or a NULL fmt, and
+ * TEX_EMISUSE without recording for a NULL ctx. */
+TEX_API int tex_set_error(tex_ctx *ctx, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* "MAJOR.MINOR.PATCH"; static. */
 TEX_API const char *tex_version(void);
 
@@ -184,6 +195,17 @@ TEX_API tex_dtype tex_expr_dtype(const tex_expr *e);
  * NULL for a NULL expression or when out of memory. */
 TEX_API char *tex_expr_str(const tex_expr *e);
 
+/* Size queries (used to check shapes when a compute is defined). They
+ * simplify e (arena memory of e's context) without knowing the values of
+ * symbolic sizes, record no error, and answer 0 when they cannot decide.
+ * tex_expr_const_int: 1 when integer expression e always has one value
+ * (2 * 3 + 1, N - N + 4), stored in *value unless value is NULL.
+ * tex_expr_equal: 1 when integer expressions a and b are equal for every
+ * value of their variables (N + 1 - 1 and N; variables compare by identity,
+ * so two different variables are never equal). 0 for NULL operands. */
+TEX_API int tex_expr_const_int(tex_expr *e, int64_t *value);
+TEX_API int tex_expr_equal(tex_expr *a, tex_expr *b);
+
 /* ------------------------------------------------- axes, tensors, computes */
 
 /* An axis iterating [0, extent); the extent is an integer expression (constant
@@ -227,6 +249,7 @@ TEX_API int tex_tensor_ndim(const tex_tensor *t);             /* -1 for NULL */
 TEX_API tex_expr *tex_tensor_dim(const tex_tensor *t, int i); /* NULL when out of range */
 TEX_API tex_dtype tex_tensor_dtype(const tex_tensor *t);      /* TEX_BOOL for NULL */
 TEX_API const char *tex_tensor_name(const tex_tensor *t);     /* borrowed; "" for NULL */
+TEX_API tex_ctx *tex_tensor_ctx(const tex_tensor *t);         /* its context; NULL for NULL */
 
 /* -------------------------------------------------------------- schedules */
 
@@ -499,6 +522,196 @@ TEX_API int tex_eval_reference(tex_ctx *ctx, int n, tex_tensor *const tensors[],
  * names the parameter; nothing is computed). Not thread-safe per context. */
 TEX_API int tex_eval_reference_ex(tex_ctx *ctx, int n, const tex_param params[],
                                   const tex_value values[]);
+
+/* -------------------------------------------------------------- operators */
+
+/* Operators (docs/ops.md): tensor-level functions in the style of TVM's topi,
+ * each built from tex_placeholder / tex_compute / tex_sum ... only, so every
+ * schedule primitive applies to what they return. Common rules:
+ *   - ctx must be the context of every operand. Each returns the output
+ *     tensor, named `name` (copied; NULL gives the operator's name, e.g.
+ *     "add"); internal stages are named after it ("Y_max", "Y_sum", ...).
+ *   - Errors return NULL and record the first error in ctx: TEX_EMISUSE for
+ *     a NULL ctx or operand (so a chain fails fast and keeps the first
+ *     message) or operands of another context; TEX_EINVAL naming the
+ *     operator, the operand and the dimensions for bad shapes and axes
+ *     ("tex_op_matmul: A's dim 1 (K = 7) != B's dim 0 (K = 9)"); TEX_ETYPE for
+ *     a dtype the operator does not take. Optional operands (a bias, gamma,
+ *     beta) may be NULL to leave them out, except when ctx already holds an
+ *     error: then a NULL is taken as the failed result of an earlier call.
+ *   - Axes are numbered from 0; a negative axis counts from the end (-1 is
+ *     the last).
+ *   - Shapes may be symbolic (tex_var). What can be decided when the operator
+ *     is defined is checked then (see tex_expr_equal); the rest is checked
+ *     by tex_kernel_call. Broadcasting (numpy's rule, shapes aligned at the
+ *     right): two dims broadcast when they are provably equal or one of them
+ *     is the constant 1; other pairs are TEX_EINVAL (a symbolic size that
+ *     is 1 at run time does not broadcast).
+ *   - Dtypes: binary operators promote as tex_add does; reductions
+ *     accumulate in the input's dtype.
+ *   - Ownership and threads: results and their stages live in ctx until
+ *     tex_ctx_free; like every builder, an operator uses ctx from one
+ *     thread at a time. */
+
+/* Elementwise binary operators with broadcasting: out = a OP b. maximum and
+ * minimum are elementwise (NaN-propagating, as tex_max); div is tex_div
+ * (floor division for integers). pow takes floats (integers become f32). */
+TEX_API tex_tensor *tex_op_add(tex_ctx *ctx, const char *name, tex_tensor *a, tex_tensor *b);
+TEX_API tex_tensor *tex_op_sub(tex_ctx *ctx, const char *name, tex_tensor *a, tex_tensor *b);
+TEX_API tex_tensor *tex_op_mul(tex_ctx *ctx, const char *name, tex_tensor *a, tex_tensor *b);
+TEX_API tex_tensor *tex_op_div(tex_ctx *ctx, const char *name, tex_tensor *a, tex_tensor *b);
+TEX_API tex_tensor *tex_op_maximum(tex_ctx *ctx, const char *name, tex_tensor *a, tex_tensor *b);
+TEX_API tex_tensor *tex_op_minimum(tex_ctx *ctx, const char *name, tex_tensor *a, tex_tensor *b);
+TEX_API tex_tensor *tex_op_pow(tex_ctx *ctx, const char *name, tex_tensor *a, tex_tensor *b);
+
+/* Elementwise activations, out shape = x's shape. relu: max(x, 0) in x's
+ * dtype. The others take floats (an integer x gives f32): gelu
+ * x/2 * (1 + erf(x/sqrt 2)); gelu_tanh x/2 * (1 + tanh(sqrt(2/pi) *
+ * (x + 0.044715 x^3))); silu x * sigmoid(x); sigmoid; tanh. */
+TEX_API tex_tensor *tex_op_relu(tex_ctx *ctx, const char *name, tex_tensor *x);
+TEX_API tex_tensor *tex_op_gelu(tex_ctx *ctx, const char *name, tex_tensor *x);
+TEX_API tex_tensor *tex_op_gelu_tanh(tex_ctx *ctx, const char *name, tex_tensor *x);
+TEX_API tex_tensor *tex_op_silu(tex_ctx *ctx, const char *name, tex_tensor *x);
+TEX_API tex_tensor *tex_op_sigmoid(tex_ctx *ctx, const char *name, tex_tensor *x);
+TEX_API tex_tensor *tex_op_tanh(tex_ctx *ctx, const char *name, tex_tensor *x);
+
+/* x converted to dtype t elementwise, as tex_cast converts. */
+TEX_API tex_tensor *tex_op_cast(tex_ctx *ctx, const char *name, tex_tensor *x, tex_dtype t);
+
+/* out = x + bias, the 1-D bias running along x's dimension `axis`
+ * (bias's length must equal that dim). */
+TEX_API tex_tensor *tex_op_bias_add(tex_ctx *ctx, const char *name, tex_tensor *x, tex_tensor *bias,
+                                    int axis);
+
+/* Reductions of x over the n_axes distinct axes listed (n_axes == 0: over
+ * every axis). keepdims != 0 keeps each reduced dim with size 1, else the
+ * output has the remaining dims (a full reduction gives a 0-d tensor).
+ * mean takes floats and is the sum divided by the number of elements
+ * reduced; max and min propagate NaN. */
+TEX_API tex_tensor *tex_op_sum(tex_ctx *ctx, const char *name, tex_tensor *x, int n_axes,
+                               const int axes[], int keepdims);
+TEX_API tex_tensor *tex_op_mean(tex_ctx *ctx, const char *name, tex_tensor *x, int n_axes,
+                                const int axes[], int keepdims);
+TEX_API tex_tensor *tex_op_max(tex_ctx *ctx, const char *name, tex_tensor *x, int n_axes,
+                               const int axes[], int keepdims);
+TEX_API tex_tensor *tex_op_min(tex_ctx *ctx, const char *name, tex_tensor *x, int n_axes,
+                               const int axes[], int keepdims);
+
+/* The TEX_I64 index along `axis` of the largest (smallest) element of x;
+ * ties give the first index, and for floats the first NaN wins (numpy's
+ * argmax). Two stages: the max (min), then the smallest index that reaches
+ * it. The axis must not be empty when run. */
+TEX_API tex_tensor *tex_op_argmax(tex_ctx *ctx, const char *name, tex_tensor *x, int axis,
+                                  int keepdims);
+TEX_API tex_tensor *tex_op_argmin(tex_ctx *ctx, const char *name, tex_tensor *x, int axis,
+                                  int keepdims);
+
+/* softmax(x) along axis, max-subtracted: e = exp(x - max), out = e / sum e.
+ * log_softmax: x - max - log(sum exp(x - max)). Floats only; out has x's
+ * shape and dtype. */
+TEX_API tex_tensor *tex_op_softmax(tex_ctx *ctx, const char *name, tex_tensor *x, int axis);
+TEX_API tex_tensor *tex_op_log_softmax(tex_ctx *ctx, const char *name, tex_tensor *x, int axis);
+
+/* Normalization over the last n_axes dims of x (1 <= n_axes <= ndim).
+ * layernorm: (x - mean) / sqrt(var + eps) * gamma + beta (var: the mean of
+ * squared differences). rmsnorm: x / sqrt(mean(x^2) + eps) * gamma. gamma
+ * and beta (optional) have exactly the normalized dims' shape. Floats only. */
+TEX_API tex_tensor *tex_op_layernorm(tex_ctx *ctx, const char *name, tex_tensor *x,
+                                     tex_tensor *gamma, tex_tensor *beta, int n_axes, double eps);
+TEX_API tex_tensor *tex_op_rmsnorm(tex_ctx *ctx, const char *name, tex_tensor *x, tex_tensor *gamma,
+                                   int n_axes, double eps);
+
+/* Matrix product of the last two dims: a is [..., M, K] ([..., K, M] when
+ * trans_a), b is [..., K, N] ([..., N, K] when trans_b), out [..., M, N];
+ * the leading (batch) dims broadcast. Both operands have ndim >= 2. */
+TEX_API tex_tensor *tex_op_matmul(tex_ctx *ctx, const char *name, tex_tensor *a, tex_tensor *b,
+                                  int trans_a, int trans_b);
+
+/* A fully connected layer: x [..., K], w [N, K], optional bias [N]:
+ * out[..., n] = sum_k x[..., k] * w[n, k] + bias[n] (matmul with trans_b,
+ * then bias_add). x has ndim >= 2. */
+TEX_API tex_tensor *tex_op_dense(tex_ctx *ctx, const char *name, tex_tensor *x, tex_tensor *w,
+                                 tex_tensor *bias);
+
+/* Data movement. transpose: out dim d is x's dim perm[d] (perm a
+ * permutation of 0..ndim-1; NULL reverses the dims). reshape: the same
+ * elements in row-major order under a new shape (integer expressions) with
+ * the same number of elements (provably, when symbolic). concat: 1 to 64
+ * tensors of one dtype, equal in every dim but `axis`, joined along it. */
+TEX_API tex_tensor *tex_op_transpose(tex_ctx *ctx, const char *name, tex_tensor *x,
+                                     const int perm[]);
+TEX_API tex_tensor *tex_op_reshape(tex_ctx *ctx, const char *name, tex_tensor *x, int ndim,
+                                   tex_expr *const shape[]);
+TEX_API tex_tensor *tex_op_concat(tex_ctx *ctx, const char *name, int n, tex_tensor *const xs[],
+                                  int axis);
+
+/* Splits x along axis into n (1 to 64) tensors of sizes[0..n) elements
+ * (constants adding up to the dim). sizes NULL: n equal parts; the dim must
+ * then be a constant multiple of n, unless n = 1. outs[k] receives part k,
+ * named NAME_k. 0, or the error code (outs unchanged). */
+TEX_API int tex_op_split(tex_ctx *ctx, const char *name, tex_tensor *x, int axis, int n,
+                         const int64_t sizes[], tex_tensor *outs[]);
+
+/* Constant padding: before[d] and after[d] (>= 0) elements of `value`
+ * (converted to x's dtype) around dim d. */
+TEX_API tex_tensor *tex_op_pad(tex_ctx *ctx, const char *name, tex_tensor *x,
+                               const int64_t before[], const int64_t after[], double value);
+
+/* x[begin[d] : end[d] : strides[d]] in each dim d, as Python slices with a
+ * positive stride (strides NULL: 1): a negative bound counts from the end,
+ * and for constant dims bounds are clipped to [0, dim] (an empty range gives
+ * size 0); INT64_MAX as end means the end of the dim. */
+TEX_API tex_tensor *tex_op_slice(tex_ctx *ctx, const char *name, tex_tensor *x,
+                                 const int64_t begin[], const int64_t end[],
+                                 const int64_t strides[]);
+
+/* 2-D pooling of x [N, C, H, W] (NCHW, floats) with a kernel[0] x kernel[1]
+ * window moved by stride[2] (NULL: 1), over x padded by padding[2] (NULL:
+ * 0; each side, top/bottom and left/right; padding < kernel). Out [N, C,
+ * OH, OW] with OH = (H + 2 padding[0] - kernel[0]) / stride[0] + 1 (floor),
+ * the same for OW. max_pool ignores the padding; avg_pool divides the
+ * window's sum by kernel[0] * kernel[1] when count_include_pad, else by the
+ * number of elements of x inside the window. Padding is a stage of its own
+ * (NAME_pad, see tex_op_pad) that a schedule may inline. */
+TEX_API tex_tensor *tex_op_max_pool2d(tex_ctx *ctx, const char *name, tex_tensor *x,
+                                      const int64_t kernel[2], const int64_t stride[2],
+                                      const int64_t padding[2]);
+TEX_API tex_tensor *tex_op_avg_pool2d(tex_ctx *ctx, const char *name, tex_tensor *x,
+                                      const int64_t kernel[2], const int64_t stride[2],
+                                      const int64_t padding[2], int count_include_pad);
+
+/* Global pooling of x [N, C, H, W]: the max (mean) over H and W, out
+ * [N, C, 1, 1]. Floats only. */
+TEX_API tex_tensor *tex_op_global_max_pool2d(tex_ctx *ctx, const char *name, tex_tensor *x);
+TEX_API tex_tensor *tex_op_global_avg_pool2d(tex_ctx *ctx, const char *name, tex_tensor *x);
+
+/* Data layouts of tex_op_conv2d. */
+typedef enum {
+    TEX_LAYOUT_NCHW, /* x [N, C, H, W], w [F, C / groups, KH, KW], out [N, F, OH, OW] */
+    TEX_LAYOUT_NHWC  /* x [N, H, W, C], w [KH, KW, C / groups, F], out [N, OH, OW, F] */
+} tex_layout;
+
+/* 2-D convolution (cross-correlation, as in deep learning frameworks):
+ * out[n, f, y, x] = sum over c < C / groups, ry, rx of
+ *   xpad[n, g * C / groups + c, y * stride[0] + ry * dilation[0],
+ *        x * stride[1] + rx * dilation[1]] * w[f, c, ry, rx]
+ * with g = f / (F / groups), xpad x padded with padding[0] zeros above and
+ * below and padding[1] left and right (a stage NAME_pad when padding > 0).
+ * OH = (H + 2 padding[0] - dilation[0] * (KH - 1) - 1) / stride[0] + 1,
+ * likewise OW. stride, padding, dilation may be NULL (1, 0, 1). groups >= 1
+ * divides C and F (groups = C, w's channel dim 1: depthwise). The shapes
+ * of x and w are checked against each other (C / groups) when known. */
+TEX_API tex_tensor *tex_op_conv2d(tex_ctx *ctx, const char *name, tex_tensor *x, tex_tensor *w,
+                                  const int64_t stride[2], const int64_t padding[2],
+                                  const int64_t dilation[2], int groups, tex_layout layout);
+
+/* tex_op_conv2d as an implicit GEMM (im2col-free): the same result, the
+ * reduction one axis of C / groups * KH * KW elements ("rk", in w's memory
+ * order: channel-major for NCHW, channel-minor for NHWC) instead of three,
+ * so GEMM schedules (tile the output's pixels x filters, split rk) apply. */
+TEX_API tex_tensor *tex_op_conv2d_gemm(tex_ctx *ctx, const char *name, tex_tensor *x, tex_tensor *w,
+                                       const int64_t stride[2], const int64_t padding[2],
+                                       const int64_t dilation[2], int groups, tex_layout layout);
 
 #ifdef __cplusplus
 }
