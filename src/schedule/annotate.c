@@ -4,10 +4,13 @@
  * storage_align and double_buffer (per stage).
  *
  * Legality decided here (docs/api.md, rule 5): a reduce axis may not be made
- * parallel or vectorized, nor bound to a block index or a virtual thread (each
- * would race on the reduction's output), unless tex_atomic made the stage's
- * updates atomic (then parallel and block indices are fine); binding it to
- * TEX_THREAD_* is a request for a cross-thread reduction and is recorded. A leaf carries at
+ * parallel, nor bound to a block index or a virtual thread (each would race
+ * on the reduction's output), unless tex_atomic made the stage's updates
+ * atomic (then parallel and block indices are fine); binding it to
+ * TEX_THREAD_* is a request for a cross-thread reduction and is recorded.
+ * Vectorizing it is legal: the CPU's simd pass turns the loop into vector
+ * partial results and one horizontal reduction (src/lower/simd_reduce.c),
+ * other targets run it serially. A leaf carries at
  * most one annotation: repeating the same one is a no-op, a different one is
  * an error. Within one stage a block/thread tag is bound at most once (other
  * stages may reuse it; virtual threads may repeat). Outputs keep the global
@@ -34,7 +37,7 @@ static int check_reduce_axis(const tex_stage *st, const tex_iter *iv, texi_iter_
         return 0;
     bool block = want.for_kind == TEXI_FOR_THREAD && want.thread_tag >= (int)TEX_BLOCK_X &&
                  want.thread_tag <= (int)TEX_BLOCK_Z;
-    bool bad = want.for_kind == TEXI_FOR_PARALLEL || want.for_kind == TEXI_FOR_VECTORIZED ||
+    bool bad = want.for_kind == TEXI_FOR_PARALLEL ||
                (want.for_kind == TEXI_FOR_THREAD &&
                 (want.thread_tag < (int)TEX_THREAD_X || want.thread_tag > (int)TEX_THREAD_Z));
     if (st->atomic && (want.for_kind == TEXI_FOR_PARALLEL || block))

@@ -308,7 +308,6 @@ static void test_annotation_errors(void)
     ctx = tex_ctx_new();
     graph g = make_graph();
     FAIL(g.s, tex_parallel(g.sc, g.k), TEX_EINVAL, "tex_parallel", "'C'", "'k'", "reduction");
-    FAIL(g.s, tex_vectorize(g.sc, g.k), TEX_EINVAL, "tex_vectorize", "'C'", "'k'", "reduction");
     FAIL(g.s, tex_bind(g.sc, g.k, TEX_BLOCK_X), TEX_EINVAL, "tex_bind", "'C'", "'k'", "blockIdx.x");
     FAIL(g.s, tex_bind(g.sc, g.k, TEX_VTHREAD), TEX_EINVAL, "tex_bind", "'C'", "'k'");
     FAIL(g.s, tex_bind(g.sb, g.i, (tex_thread_tag)17), TEX_EINVAL, "tex_bind", "'B'", "'i'");
@@ -326,9 +325,11 @@ static void test_annotation_errors(void)
     FAIL(g.s, tex_bind(g.sb, g.i, TEX_THREAD_Y), TEX_EINVAL, "'B'", "'i'", "already");
     TT_EQ_INT(tex_parallel(g.sd, g.x), 0);
     FAIL(g.s, tex_unroll(g.sd, g.x), TEX_EINVAL, "tex_unroll", "'D'", "'x'", "parallel");
-    // legal: the same tag in another stage; a reduce axis to threadIdx
+    // legal: the same tag in another stage; a reduce axis to threadIdx; a
+    // vectorized reduce axis (a vector reduction on the CPU, serial elsewhere)
     TT_EQ_INT(tex_bind(g.sc, g.i, TEX_THREAD_X), 0);
     TT_EQ_INT(tex_bind(g.sc, ki, TEX_THREAD_Y), 0);
+    TT_EQ_INT(tex_vectorize(g.sc, ko), 0);
     tex_ctx_free(ctx);
 }
 

@@ -68,7 +68,7 @@ static int interpret_tail(ops_wl *w, tex_schedule *s, uint64_t seed)
 {
     char why[2048];
     tex_func *f = ops_lower(w, s, why, sizeof why), tail;
-    if (!f || texi_lower_tail(f, TEXI_TAIL_CPU, &tail, NULL) != 0) {
+    if (!f || texi_lower_tail(f, TEXI_TAIL_CPU, false, &tail, NULL) != 0) {
         printf("  %s: lowering failed: %s\n", w->name, tex_errmsg(w->ctx));
         return -1;
     }
@@ -307,7 +307,7 @@ static void test_vector_let(void)
  * (with the reason); X[v] = Y[2 v] * 2 becomes vector statements. */
 static char *simd_of(tex_ctx *c, tex_stmt *body)
 {
-    texi_lower lw = {c, NULL, NULL};
+    texi_lower lw = {c, NULL, NULL, false};
     tex_stmt *out = NULL;
     return texi_pass_simd(&lw, body, &out) == 0 ? texi_stmt_str(out) : NULL;
 }
