@@ -6,8 +6,12 @@
  * is LETs around one STORE B[I] = B[I] op g(v) (or g(v) op B[I]), where op
  * is + * min or max of B's dtype, I does not depend on v, and neither I,
  * g nor the LET values read B (the only buffer the loop writes). The lanes
- * must be plain (no f16/bf16/bool). Output, with L = texi_simd_lanes, the
- * N / L main chunks and K = min(4, N / L) partial accumulators:
+ * must be plain (no f16/bf16/bool). The store may sit in `if (c)` (a
+ * where-condition or a split tail's guard, with guarded_loads' LETs, one of
+ * which may bind B[I]) when g neither loads nor divides integers: then
+ * g(v) becomes select(c, g(v), identity). Output, with L =
+ * texi_simd_lanes, the N / L main chunks and K = min(4, N / L) partial
+ * accumulators:
  *
  *   allocate acc[K * L] (local) {
  *     acc[ramp(j L, 1, L)] = broadcast(identity, L)          for j < K
@@ -29,27 +33,36 @@
 
 enum { MAX_PARTIALS = 4, MAX_VARS = 32 };
 
-/* The recognized update B[I] = load op delta (or delta op load). */
+/* The recognized update B[I] = acc op delta (or delta op acc), acc being
+ * B[I] or a LET variable bound to it, maybe under `if (cond)`. */
 typedef struct {
     const tex_stmt *store;
     enum texi_expr_kind kind; /* ADD, MUL, MIN, MAX */
     enum texi_reduce_op op;
-    bool load_first; /* B[I] is the left operand */
+    bool acc_first;        /* acc is the left operand */
+    tex_expr *delta;       /* g(v) */
+    tex_expr *cond;        /* the guard, or NULL */
+    const tex_expr *alias; /* the LET variable bound to B[I], or NULL */
+    bool plain;            /* the body is only LETs around the STORE */
 } reduction;
 
-/* A walk that looks for reads of buffer buf and for variables of vars. */
+/* A walk that looks for reads of buffer buf (any buffer when NULL) and
+ * for variables of vars; with `traps`, also for integer divisions. */
 typedef struct {
     const texi_buffer *buf;
     const tex_expr *const *vars;
     int n_vars;
+    bool traps;
     bool found;
 } probe;
 
 static bool probe_node(tex_expr *e, void *ud)
 {
     probe *p = ud;
-    if (e->kind == TEXI_EXPR_LOAD && texi_buffer_key(e->u.load.buf) == texi_buffer_key(p->buf))
+    if (e->kind == TEXI_EXPR_LOAD &&
+        (!p->buf || texi_buffer_key(e->u.load.buf) == texi_buffer_key(p->buf)))
         p->found = true;
+    p->found |= p->traps && (e->kind == TEXI_EXPR_FLOORDIV || e->kind == TEXI_EXPR_FLOORMOD);
     for (int i = 0; e->kind == TEXI_EXPR_VAR && i < p->n_vars; i++)
         p->found |= e == p->vars[i];
     return !p->found;
@@ -58,7 +71,16 @@ static bool probe_node(tex_expr *e, void *ud)
 /* Whether e reads buf or mentions one of vars. */
 static bool touches(tex_expr *e, const texi_buffer *buf, const tex_expr *const *vars, int n_vars)
 {
-    probe p = {buf, vars, n_vars, false};
+    probe p = {buf, vars, n_vars, false, false};
+    texi_expr_visit(e, probe_node, &p);
+    return p.found;
+}
+
+/* Whether e may not be evaluated where its guard is false: it loads (the
+ * load may be out of bounds there) or divides integers (by zero). */
+static bool unsafe_unguarded(tex_expr *e)
+{
+    probe p = {NULL, NULL, 0, true, false};
     texi_expr_visit(e, probe_node, &p);
     return p.found;
 }
@@ -83,6 +105,16 @@ static bool reduce_op_of(enum texi_expr_kind kind, enum texi_reduce_op *op)
     }
 }
 
+/* Whether e is the accumulator B[index] (a load, or r's alias). */
+static bool is_acc(const reduction *r, const tex_expr *e, const texi_buffer *b,
+                   const tex_expr *index)
+{
+    if (r->alias && e == r->alias)
+        return true;
+    return e->kind == TEXI_EXPR_LOAD && texi_buffer_key(e->u.load.buf) == texi_buffer_key(b) &&
+           texi_expr_equal(e->u.load.index, index);
+}
+
 /* Whether the update s (the STORE under the LETs, whose variables are
  * vars) is a reduction into one element (file comment); fills r. */
 static bool match_store(const tex_stmt *s, const tex_expr *const *vars, int n_vars, reduction *r)
@@ -92,37 +124,64 @@ static bool match_store(const tex_stmt *s, const tex_expr *const *vars, int n_va
     if (value->dtype != b->dtype || texi_dtype_lane(b->dtype) != b->dtype ||
         !reduce_op_of(value->kind, &r->op) || touches(index, b, vars, n_vars))
         return false;
-    tex_expr *a = value->u.bin.a, *c = value->u.bin.b;
-    r->load_first = a->kind == TEXI_EXPR_LOAD &&
-                    texi_buffer_key(a->u.load.buf) == texi_buffer_key(b) &&
-                    texi_expr_equal(a->u.load.index, index);
-    tex_expr *load = r->load_first ? a : c, *delta = r->load_first ? c : a;
-    if (load->kind != TEXI_EXPR_LOAD || texi_buffer_key(load->u.load.buf) != texi_buffer_key(b) ||
-        !texi_expr_equal(load->u.load.index, index) || touches(delta, b, NULL, 0))
+    r->acc_first = is_acc(r, value->u.bin.a, b, index);
+    tex_expr *acc = r->acc_first ? value->u.bin.a : value->u.bin.b;
+    r->delta = r->acc_first ? value->u.bin.b : value->u.bin.a;
+    if (!is_acc(r, acc, b, index) || touches(r->delta, b, &r->alias, r->alias != NULL) ||
+        (r->cond && unsafe_unguarded(r->delta)))
         return false;
     r->store = s;
     r->kind = value->kind;
     return true;
 }
 
-/* Whether loop s is a reduction into one element; fills r. */
+/* The statement after s in a reduction body's chain of LETs and ATTR
+ * predicate (the mark of a predicated split tail, whose guard is the IF
+ * inside it), or NULL when s is neither. */
+static const tex_stmt *chain_next(const tex_stmt *s)
+{
+    if (s->kind == TEXI_STMT_LET)
+        return s->u.let.body;
+    return texi_attr_is(s, TEXI_ATTR_PREDICATE) ? s->u.attr.body : NULL;
+}
+
+/* Whether loop s is a reduction into one element; fills r. The LETs may
+ * bind B[I] once (the guarded_loads form of a guarded update). */
 static bool match(const tex_stmt *s, reduction *r)
 {
     const tex_expr *vars[MAX_VARS];
     int n = 0;
     vars[n++] = s->u.loop.var;
-    const tex_stmt *b = s->u.loop.body;
-    for (; b->kind == TEXI_STMT_LET; b = b->u.let.body) {
-        if (n == MAX_VARS)
+    *r = (reduction){.plain = true};
+    const tex_stmt *b = s->u.loop.body, *update, *next;
+    for (; (next = chain_next(b)); b = next) {
+        r->plain &= b->kind == TEXI_STMT_LET;
+        if (b->kind == TEXI_STMT_LET && n == MAX_VARS)
             return false;
-        vars[n++] = b->u.let.var;
+        if (b->kind == TEXI_STMT_LET)
+            vars[n++] = b->u.let.var;
+    }
+    if (b->kind == TEXI_STMT_IF && !b->u.ifs.else_s) {
+        r->cond = b->u.ifs.cond;
+        r->plain = false;
+        b = b->u.ifs.then_s;
     }
     if (b->kind != TEXI_STMT_STORE)
         return false;
-    for (const tex_stmt *l = s->u.loop.body; l != b; l = l->u.let.body)
-        if (touches(l->u.let.value, b->u.store.buf, NULL, 0))
+    update = b;
+    for (const tex_stmt *l = s->u.loop.body; (next = chain_next(l)); l = next) {
+        if (l->kind != TEXI_STMT_LET)
+            continue;
+        tex_expr *v = l->u.let.value;
+        if (!touches(v, update->u.store.buf, &r->alias, r->alias != NULL))
+            continue;
+        if (r->alias || !is_acc(r, v, update->u.store.buf, update->u.store.index))
             return false;
-    return match_store(b, vars, n, r);
+        r->alias = l->u.let.var;
+    }
+    if (r->cond && touches(r->cond, update->u.store.buf, &r->alias, r->alias != NULL))
+        return false;
+    return match_store(update, vars, n, r);
 }
 
 /* ---------------------------------------------------------------- rewrite */
@@ -152,23 +211,31 @@ static tex_expr *partial(const rewriter *w, int j)
     return index ? texi_load_new(w->acc, index) : NULL;
 }
 
-/* load op delta, the operands in the order of the original update. */
-static tex_expr *combine(const rewriter *w, tex_expr *load, tex_expr *delta)
+/* acc op delta, the operands in the order of the original update. */
+static tex_expr *combine(const rewriter *w, tex_expr *acc, tex_expr *delta)
 {
-    return w->r->load_first ? texi_binary(w->r->kind, load, delta)
-                            : texi_binary(w->r->kind, delta, load);
+    return w->r->acc_first ? texi_binary(w->r->kind, acc, delta)
+                           : texi_binary(w->r->kind, delta, acc);
 }
 
-/* The loop body with its update redirected to acc[slot]. */
+/* The loop body with its update redirected to acc[slot] (a guarded update
+ * adds the identity where its guard is false); the LET of B[I] dropped. */
 static tex_stmt *update_template(rewriter *w, const tex_stmt *s)
 {
     if (s->kind == TEXI_STMT_LET) {
         tex_stmt *body = update_template(w, s->u.let.body);
-        return body ? texi_let_new(w->ctx, s->u.let.var, s->u.let.value, body) : NULL;
+        if (!body || s->u.let.var == w->r->alias)
+            return body;
+        return texi_let_new(w->ctx, s->u.let.var, s->u.let.value, body);
     }
-    tex_expr *value = s->u.store.value;
-    tex_expr *delta = w->r->load_first ? value->u.bin.b : value->u.bin.a;
-    tex_expr *load = texi_load_new(w->acc, w->slot);
+    if (s->kind == TEXI_STMT_ATTR)
+        return update_template(w, s->u.attr.body);
+    tex_expr *delta = w->r->delta, *cond = w->r->cond;
+    if (cond) {
+        tex_expr *identity = texi_reduce_identity(w->ctx, w->r->op, delta->dtype);
+        delta = identity ? texi_select_new(cond, delta, identity) : NULL;
+    }
+    tex_expr *load = delta ? texi_load_new(w->acc, w->slot) : NULL;
     tex_expr *sum = load ? combine(w, load, delta) : NULL;
     return sum ? texi_store_new(w->ctx, w->acc, w->slot, sum) : NULL;
 }
@@ -232,12 +299,12 @@ static tex_stmt *final_store(const rewriter *w, int k)
     return value ? texi_store_new(w->ctx, s->u.store.buf, s->u.store.index, value) : NULL;
 }
 
-/* Iterations [done, n) of loop s as scalar statements: the body at that
- * variable value, or a serial loop for several. */
-static tex_stmt *rest(tex_ctx *ctx, const tex_stmt *s, int64_t done, int64_t n)
+/* Iterations [done, n) of loop s as scalar statements: the plain body at
+ * that variable value, or a serial loop for several or a guarded body. */
+static tex_stmt *rest(tex_ctx *ctx, const tex_stmt *s, bool plain, int64_t done, int64_t n)
 {
     tex_expr *min = texi_simd_plus(s->u.loop.min, done);
-    if (!min || n - done == 1)
+    if (!min || (plain && n - done == 1))
         return min ? texi_simd_widen(ctx, s->u.loop.var, s->u.loop.body, min, 1, NULL, NULL) : NULL;
     tex_expr *extent = texi_int_imm(ctx, min->dtype, n - done);
     return extent
@@ -271,7 +338,7 @@ static tex_stmt *vector_reduction(tex_ctx *ctx, const tex_stmt *s, const reducti
     tex_stmt *vec = body ? texi_allocate_new(ctx, w.acc, body) : NULL;
     if (!vec || n_main * w.lanes == n)
         return vec;
-    tex_stmt *tail = rest(ctx, s, n_main * w.lanes, n);
+    tex_stmt *tail = rest(ctx, s, r->plain, n_main * w.lanes, n);
     return tail ? texi_seq_new(ctx, 2, (tex_stmt *[]){vec, tail}) : NULL;
 }
 

@@ -14,13 +14,14 @@
  *
  * Reductions (src/lower/simd_reduce.c): sum, product, max and min over f32,
  * f64, i32, i64 (and i16, u8) with the reduce axis vectorized at extents 1,
- * 3, 13, 37, 64, 100, split by a factor that does not divide it, or
- * rfactored with R's combine loop vectorized; the same comparisons, and the
+ * 3, 13, 37, 64, 100, split by a factor that does not divide it (also with
+ * a predicated tail), rfactored with R's combine loop vectorized, or with a
+ * where-condition; the same comparisons, and the
  * source must call the horizontal reduction. Under -strict-float float sums
  * and products stay serial with their reason. Hand-built loops check what
  * must not take this path (an accumulator index that depends on the loop
  * variable, the accumulator's buffer read elsewhere, a non-associative
- * combiner).
+ * combiner, a load under the guard).
  */
 #include "tt.h"
 #include "support/ops.h"
@@ -329,8 +330,8 @@ static void test_vector_let(void)
 /* ------------------------------------------------------------ reductions */
 
 /* R[i] = reduce_k X[i, k] over k < n of kind op (0 sum, 1 prod, 2 max,
- * 3 min) in dtype t; the reduce axis is returned in *k. */
-static tex_tensor *reduction(ops_wl *w, tex_dtype t, int op, int64_t n)
+ * 3 min) in dtype t, restricted to (k + i) % 3 != 1 when `where`. */
+static tex_tensor *reduction(ops_wl *w, tex_dtype t, int op, int64_t n, bool where)
 {
     tex_ctx *c = w->ctx;
     tex_expr *shape[2] = {tex_int(c, 3), tex_int(c, n)};
@@ -341,18 +342,24 @@ static tex_tensor *reduction(ops_wl *w, tex_dtype t, int op, int64_t n)
                     : op == 1 ? tex_reduce_prod(x, 1, &k)
                     : op == 2 ? tex_reduce_max(x, 1, &k)
                               : tex_reduce_min(x, 1, &k);
+    if (where)
+        red = tex_reduce_where(
+            red, tex_ne(tex_floormod(tex_add(tex_iv(k), tex_iv(i)), tex_int(c, 3)), tex_int(c, 1)));
     return w->out = tex_compute(c, "R", 1, &i, red);
 }
 
 /* How the reduce axis is scheduled: vectorized; split by a factor and the
  * inner part vectorized; split, rfactor of the inner part and the combine
- * loop (R's new reduce axis) vectorized. */
-enum red_sched { RED_VECTOR, RED_SPLIT, RED_RFACTOR };
+ * loop (R's new reduce axis) vectorized; a where-reduction's axis
+ * vectorized; split with a predicated tail and the inner part vectorized. */
+enum red_sched { RED_VECTOR, RED_SPLIT, RED_RFACTOR, RED_WHERE, RED_PREDICATE };
 
 static tex_schedule *reduce_schedule(ops_wl *w, enum red_sched how, int factor, ops_log *log)
 {
-    static const char *const names[3] = {"vectorize(k)", "split(k, %d), vectorize(inner)",
-                                         "split(k, %d), rfactor(inner), vectorize(R's k)"};
+    static const char *const names[5] = {"vectorize(k)", "split(k, %d), vectorize(inner)",
+                                         "split(k, %d), rfactor(inner), vectorize(R's k)",
+                                         "where, vectorize(k)",
+                                         "split_tail(k, %d, predicate), vectorize(inner)"};
     ops_logf(log, names[how], factor);
     ops_logf(log, "\n");
     tex_schedule *s = tex_schedule_new(w->ctx, 1, &w->out);
@@ -360,11 +367,12 @@ static tex_schedule *reduce_schedule(ops_wl *w, enum red_sched how, int factor, 
     tex_iter *k = st ? tex_op_reduce_axis(st, 0) : NULL, *ko, *ki;
     if (!k)
         return NULL;
-    if (how == RED_VECTOR)
+    if (how == RED_VECTOR || how == RED_WHERE)
         return tex_vectorize(st, k) == 0 ? s : NULL;
-    if (tex_split(st, k, tex_int(w->ctx, factor), &ko, &ki) != 0)
+    tex_tail tail = how == RED_PREDICATE ? TEX_TAIL_PREDICATE : TEX_TAIL_AUTO;
+    if (tex_split_tail(st, k, tex_int(w->ctx, factor), tail, &ko, &ki) != 0)
         return NULL;
-    if (how == RED_SPLIT)
+    if (how == RED_SPLIT || how == RED_PREDICATE)
         return tex_vectorize(st, ki) == 0 ? s : NULL;
     if (!tex_rfactor(s, w->out, ki, 0))
         return NULL;
@@ -389,11 +397,11 @@ static void check_reductions(tex_dtype t, enum red_sched how, int factor, const 
             tex_ctx *ctx = tex_ctx_new();
             ops_wl w;
             ops_init(&w, ctx, tex_dtype_name(t));
-            TT_CHECK(reduction(&w, t, op, extents[e]) != NULL);
+            TT_CHECK(reduction(&w, t, op, extents[e], how == RED_WHERE) != NULL);
             ops_log log = {0};
             ops_logf(&log, "op %d, extent %lld: ", op, (long long)extents[e]);
             tex_schedule *s = reduce_schedule(&w, how, factor, &log);
-            bool vector = how == RED_VECTOR ? extents[e] > 1 : factor > 1;
+            bool vector = how == RED_VECTOR || how == RED_WHERE ? extents[e] > 1 : factor > 1;
             check_schedule(&w, s, (uint64_t)(op * 100 + e + 1), clang && e >= clang_from,
                            vector ? RED_WANT[op] : NULL, &log);
             tex_ctx_free(ctx);
@@ -450,6 +458,17 @@ static void test_reduce_rfactor(void)
     check_reductions(TEX_I64, RED_RFACTOR, 8, ext, 2, 2);
 }
 
+/* Guarded updates: a where-condition, a predicated split tail (the guard
+ * becomes a select of the identity). */
+static void test_reduce_guarded(void)
+{
+    check_reductions(TEX_F32, RED_WHERE, 0, RED_EXTENTS, N_RED_EXTENTS, 4);
+    static const int64_t ext[] = {37, 100};
+    check_reductions(TEX_I32, RED_WHERE, 0, ext, 2, 1);
+    check_reductions(TEX_F64, RED_PREDICATE, 8, ext, 2, 1);
+    check_reductions(TEX_I64, RED_PREDICATE, 16, ext, 2, 2);
+}
+
 /* -strict-float: float sums and products stay serial (the reason in the
  * dump and the C), min/max still vectorize; the result is the oracle's bit
  * for bit for the sums. */
@@ -459,7 +478,7 @@ static void test_reduce_strict_float(void)
         tex_ctx *ctx = tex_ctx_new();
         ops_wl w;
         ops_init(&w, ctx, "strict");
-        TT_CHECK(reduction(&w, TEX_F32, op, 100) != NULL);
+        TT_CHECK(reduction(&w, TEX_F32, op, 100, false) != NULL);
         ops_log log = {0};
         tex_schedule *s = reduce_schedule(&w, RED_VECTOR, 0, &log);
         char *src = s ? source_of(&w, s, "c -strict-float") : NULL;
@@ -521,7 +540,9 @@ static void test_pass_forms(void)
  *   X[v / 2] = X[v / 2] + Y[v]   the accumulator depends on v: serial
  *   X[3] = X[3] + X[v]           the accumulator's buffer read elsewhere: serial
  *   let y = X[v] in X[3] = X[3] * y   the same through a LET: serial
- *   X[3] = X[3] - Y[v]           not an associative combiner: serial */
+ *   X[3] = X[3] - Y[v]           not an associative combiner: serial
+ *   if (v < 5) X[3] = X[3] + Y[v]   a load under the guard (may be out of
+ *                                   bounds where it is false): serial */
 static void test_reduce_pass_forms(void)
 {
     tex_ctx *c = tex_ctx_new();
@@ -531,17 +552,19 @@ static void test_reduce_pass_forms(void)
     tex_expr *v = texi_var_new(c, "v", TEX_I32), *y = texi_var_new(c, "y", TEX_F32);
     tex_expr *three = tex_int(c, 3), *half = texi_binary(TEXI_EXPR_FLOORDIV, v, tex_int(c, 2));
     tex_expr *acc = texi_load_new(X, three), *yv = texi_load_new(Y, v);
-    tex_stmt *bodies[6] = {
+    tex_stmt *bodies[7] = {
         texi_store_new(c, X, three, texi_binary(TEXI_EXPR_ADD, acc, yv)),
         texi_store_new(c, X, three, texi_binary(TEXI_EXPR_MAX, yv, acc)),
         texi_store_new(c, X, half, texi_binary(TEXI_EXPR_ADD, texi_load_new(X, half), yv)),
         texi_store_new(c, X, three, texi_binary(TEXI_EXPR_ADD, acc, texi_load_new(X, v))),
         texi_let_new(c, y, texi_load_new(X, v),
                      texi_store_new(c, X, three, texi_binary(TEXI_EXPR_MUL, acc, y))),
-        texi_store_new(c, X, three, texi_binary(TEXI_EXPR_SUB, acc, yv))};
-    const char *want[6] = {
-        "X[3] = X[3] + vreduce_add(", "X[3] = max(vreduce_max(", NULL, NULL, NULL, NULL};
-    for (int k = 0; k < 6; k++)
+        texi_store_new(c, X, three, texi_binary(TEXI_EXPR_SUB, acc, yv)),
+        texi_if_new(c, texi_binary(TEXI_EXPR_LT, v, tex_int(c, 5)),
+                    texi_store_new(c, X, three, texi_binary(TEXI_EXPR_ADD, acc, yv)), NULL)};
+    const char *want[7] = {
+        "X[3] = X[3] + vreduce_add(", "X[3] = max(vreduce_max(", NULL, NULL, NULL, NULL, NULL};
+    for (int k = 0; k < 7; k++)
         for (int strict = 0; strict < 2; strict++) {
             tex_stmt *loop = texi_for_new(c, v, tex_int(c, 0), tex_int(c, 16), TEXI_FOR_VECTORIZED,
                                           -1, bodies[k]);
@@ -578,6 +601,7 @@ int main(void)
     TT_RUN(test_reduce_narrow);
     TT_RUN(test_reduce_split);
     TT_RUN(test_reduce_rfactor);
+    TT_RUN(test_reduce_guarded);
     TT_RUN(test_reduce_strict_float);
     TT_RUN(test_pass_forms);
     TT_RUN(test_reduce_pass_forms);
