@@ -102,8 +102,10 @@ static int load(tex_kernel *k, const tex_func *f)
 
 /* f itself, or the copy the C emitter needs: f after the pipeline's CPU
  * tail (GPU-style barriers removed by barrier fission so thread loops run
- * one thread after another, no load evaluated conditionally). Code without
- * thread loops and selects over loads comes back unchanged. */
+ * one thread after another, no load evaluated conditionally, vectorized
+ * loops as vector statements; strict_float keeps float reductions in
+ * order). Code without thread loops, selects over loads and vectorized
+ * loops comes back unchanged. */
 static int cpu_form(const tex_func *f, bool strict_float, tex_func *copy, const tex_func **out)
 {
     TEXI_TRY(texi_lower_tail(f, TEXI_TAIL_CPU, strict_float, copy, NULL));

@@ -7,9 +7,10 @@
  * is + * min or max of B's dtype, I does not depend on v, and neither I,
  * g nor the LET values read B (the only buffer the loop writes). The lanes
  * must be plain (no f16/bf16/bool). The store may sit in `if (c)` (a
- * where-condition or a split tail's guard, with guarded_loads' LETs, one of
- * which may bind B[I]) when g neither loads nor divides integers: then
- * g(v) becomes select(c, g(v), identity). Output, with L =
+ * where-condition, or a split tail's guard under ATTR predicate, with
+ * guarded_loads' LETs, one of which may bind B[I]) when g neither loads nor
+ * divides integers: then g(v) becomes select(c, g(v), identity). Output,
+ * with L =
  * texi_simd_lanes, the N / L main chunks and K = min(4, N / L) partial
  * accumulators:
  *
