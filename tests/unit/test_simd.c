@@ -25,6 +25,8 @@
  */
 #include "tt.h"
 #include "support/ops.h"
+#include "ir/arith.h"
+#include "lower/verify.h"
 
 #include <unistd.h>
 
@@ -583,6 +585,42 @@ static void test_reduce_pass_forms(void)
     tex_ctx_free(c);
 }
 
+/* The VREDUCE node in the IR: printed as vreduce_OP(x), structural
+ * equality, hash and order tell ops and operands apart, substitution
+ * rebuilds it, the simplifier leaves it, and the verifier takes a scalar
+ * of a vector's dtype only. */
+static void test_vreduce_node(void)
+{
+    tex_ctx *c = tex_ctx_new();
+    tex_expr *n = tex_int(c, 64), *zero = tex_int(c, 0), *one = tex_int(c, 1);
+    texi_buffer *Y = texi_buffer_new(c, "Y", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
+    tex_expr *v = texi_var_new(c, "v", TEX_I32), *w = texi_var_new(c, "w", TEX_I32);
+    tex_expr *x = texi_load_new(Y, texi_ramp_new(v, one, 8));
+    tex_expr *add = texi_vreduce_new(TEXI_REDUCE_SUM, x),
+             *add2 = texi_vreduce_new(TEXI_REDUCE_SUM, x);
+    tex_expr *mx = texi_vreduce_new(TEXI_REDUCE_MAX, x);
+    TT_EQ_INT(add->lanes, 1);
+    char *text = tex_expr_str(mx);
+    TT_EQ_STR(text, "vreduce_max(Y[ramp(v, 1, 8)])");
+    free(text);
+    TT_CHECK(texi_expr_equal(add, add2) && texi_expr_hash(add) == texi_expr_hash(add2));
+    TT_CHECK(!texi_expr_equal(add, mx) && texi_arith_cmp(add, mx) != 0);
+    tex_expr *moved = texi_substitute(add, 1, &v, &w);
+    TT_CHECK(moved && moved != add && moved->kind == TEXI_EXPR_VREDUCE &&
+             moved->u.vred.a->u.load.index->u.ramp.base == w);
+    TT_CHECK(texi_simplify(add, 0, NULL) == add);
+    /* verified inside for (v, 0, 8): Y[0] = vreduce(...); a scalar operand is refused */
+    texi_lower lw = {c, NULL, NULL, false};
+    for (int bad = 0; bad < 2; bad++) {
+        tex_expr *value = bad ? texi_vreduce_new(TEXI_REDUCE_SUM, texi_load_new(Y, v)) : add;
+        tex_stmt *loop = texi_for_new(c, v, zero, tex_int(c, 8), TEXI_FOR_SERIAL, -1,
+                                      texi_store_new(c, Y, zero, value));
+        TT_EQ_INT(texi_verify(&lw, loop, "test") == 0, !bad);
+        tex_clear_error(c);
+    }
+    tex_ctx_free(c);
+}
+
 int main(void)
 {
     TT_RUN(test_dense_f32);
@@ -605,5 +643,6 @@ int main(void)
     TT_RUN(test_reduce_strict_float);
     TT_RUN(test_pass_forms);
     TT_RUN(test_reduce_pass_forms);
+    TT_RUN(test_vreduce_node);
     return tt_finish();
 }
