@@ -137,8 +137,7 @@ enum texi_reduce_op {
 struct tex_expr {
     enum texi_expr_kind kind;
     tex_dtype dtype; /* of each lane */
-    int lanes; /* 1 for a scalar (VREDUCE too); > 1 for a vector (RAMP, BROADCAST, what uses them)
-                */
+    int lanes;       /* 1: a scalar (VREDUCE too); > 1: a vector (RAMP, BROADCAST, their users) */
     tex_ctx *ctx;
     union {
         int64_t i; /* INT: the value (u64 as bit pattern) */
