@@ -287,7 +287,8 @@ TEX_API int tex_parallel(tex_stage *st, tex_iter *iv);
  * and for max/min the result is exact; a float sum or product is
  * reassociated, so it may differ from tex_eval_reference in the last bits;
  * built with "-strict-float" (tex_build) such a loop runs serially instead.
- * Other targets run a vectorized reduce axis serially. */
+ * Other targets run a vectorized reduce axis serially. A reduce axis of a
+ * stage made atomic (tex_atomic) cannot be vectorized (TEX_EINVAL). */
 TEX_API int tex_vectorize(tex_stage *st, tex_iter *iv);
 TEX_API int tex_unroll(tex_stage *st, tex_iter *iv);
 TEX_API int tex_compute_at(tex_stage *st, tex_stage *parent, tex_iter *parent_iv);

@@ -8,9 +8,9 @@
  * on the reduction's output), unless tex_atomic made the stage's updates
  * atomic (then parallel and block indices are fine); binding it to
  * TEX_THREAD_* is a request for a cross-thread reduction and is recorded.
- * Vectorizing it is legal: the CPU's simd pass turns the loop into vector
- * partial results and one horizontal reduction (src/lower/simd_reduce.c),
- * other targets run it serially. A leaf carries at
+ * Vectorizing it is legal (except in an atomic stage): the CPU's simd pass
+ * turns the loop into vector partial results and one horizontal reduction
+ * (src/lower/simd_reduce.c), other targets run it serially. A leaf carries at
  * most one annotation: repeating the same one is a no-op, a different one is
  * an error. Within one stage a block/thread tag is bound at most once (other
  * stages may reuse it; virtual threads may repeat). Outputs keep the global
@@ -29,7 +29,7 @@ static const char *kind_word(const tex_iter *iv)
 
 /* Rule 5: which annotations a reduce axis refuses. An atomic stage
  * (tex_atomic) accepts parallel and block indices too: its updates do not
- * race. */
+ * race; but not vectorize: its updates are atomic one by one. */
 static int check_reduce_axis(const tex_stage *st, const tex_iter *iv, texi_iter_attr want,
                              const char *call)
 {
@@ -42,6 +42,12 @@ static int check_reduce_axis(const tex_stage *st, const tex_iter *iv, texi_iter_
                 (want.thread_tag < (int)TEX_THREAD_X || want.thread_tag > (int)TEX_THREAD_Z));
     if (st->atomic && (want.for_kind == TEXI_FOR_PARALLEL || block))
         bad = false;
+    if (st->atomic && want.for_kind == TEXI_FOR_VECTORIZED)
+        return texi_error(st->sch->ctx, TEX_EINVAL,
+                          "%s: axis '%s' of stage '%s' is a reduction axis of an atomic stage "
+                          "(tex_atomic): its updates are atomic one at a time and cannot be "
+                          "vectorized",
+                          call, iv->name, st->tensor->name);
     if (!bad)
         return 0;
     return texi_error(st->sch->ctx, TEX_EINVAL,
