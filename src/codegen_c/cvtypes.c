@@ -73,8 +73,8 @@ static void minmax_helpers(const texi_cp *p, texi_sb *sb)
 }
 
 /* The scalar combination of r and x by op, as the scalar printer's helpers
- * compute it: integers wrap (r and x are uint64_t), float min/max
- * propagate NaN (tex_min_f32/tex_max_f32's rule). */
+ * compute it: integer sums and products wrap (r and x are uint64_t there),
+ * float min/max propagate NaN (tex_min_f32/tex_max_f32's rule). */
 static const char *combine_text(enum texi_reduce_op op, bool fl)
 {
     switch (op) {
