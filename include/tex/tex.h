@@ -304,7 +304,17 @@ TEX_API int tex_fuse(tex_stage *st, tex_iter *outer, tex_iter *inner, tex_iter *
 TEX_API int tex_reorder(tex_stage *st, int n, tex_iter *const order[]);
 TEX_API int tex_bind(tex_stage *st, tex_iter *iv, tex_thread_tag tag);
 TEX_API int tex_parallel(tex_stage *st, tex_iter *iv);
+/* tex_vectorize refuses a reduce axis (it would race on the result). */
 TEX_API int tex_vectorize(tex_stage *st, tex_iter *iv);
+/* Vectorizes a reduce axis (Halide's atomic().vectorize()): on the CPU, a
+ * loop `acc = acc op x(k)` over it accumulates into vector partial results
+ * that are combined once at its end (docs/passes.md, "Vectors"). For
+ * integers and for max/min the result is exact; a float sum or product is
+ * reassociated, so it may differ from tex_eval_reference in the last bits;
+ * built with "-strict-float" (tex_build) such a loop runs serially instead.
+ * Other targets run it serially. TEX_EINVAL for a data-parallel axis (use
+ * tex_vectorize) and for a reduce axis of a stage made atomic (tex_atomic). */
+TEX_API int tex_vectorize_reduce(tex_stage *st, tex_iter *iv);
 TEX_API int tex_unroll(tex_stage *st, tex_iter *iv);
 TEX_API int tex_compute_at(tex_stage *st, tex_stage *parent, tex_iter *parent_iv);
 TEX_API int tex_compute_inline(tex_stage *st);
@@ -431,8 +441,9 @@ TEX_API int tex_target_available(const char *target);
  * tex_eval_reference in the last bits. The option "-strict-float" (every
  * family) turns contraction off (-ffp-contract=off; NVRTC --fmad=false) and
  * no other value-changing optimisation is ever used (no -ffast-math, no
- * reassociation), so adds and multiplies round exactly as the reference
- * does. Source of "c" kernels and of tex_kernel_export: compile it without
+ * reassociation except the one tex_vectorize_reduce asks for, see
+ * there, which -strict-float also turns off), so adds and multiplies round
+ * exactly as the reference does. Source of "c" kernels and of tex_kernel_export: compile it without
  * contraction (gcc -std=c99 or -ffp-contract=off) to get the same.
  * In vectorized loops on the CPU, f32 exp, log, tanh, sigmoid and erf use
  * tex's vector functions, within 2 ulp of the correctly rounded result with

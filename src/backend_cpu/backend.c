@@ -102,11 +102,13 @@ static int load(tex_kernel *k, const tex_func *f)
 
 /* f itself, or the copy the C emitter needs: f after the pipeline's CPU
  * tail (GPU-style barriers removed by barrier fission so thread loops run
- * one thread after another, no load evaluated conditionally). Code without
- * thread loops and selects over loads comes back unchanged. */
-static int cpu_form(const tex_func *f, tex_func *copy, const tex_func **out)
+ * one thread after another, no load evaluated conditionally, vectorized
+ * loops as vector statements; strict_float keeps float reductions in
+ * order). Code without thread loops, selects over loads and vectorized
+ * loops comes back unchanged. */
+static int cpu_form(const tex_func *f, bool strict_float, tex_func *copy, const tex_func **out)
 {
-    TEXI_TRY(texi_lower_tail(f, TEXI_TAIL_CPU, copy, NULL));
+    TEXI_TRY(texi_lower_tail(f, TEXI_TAIL_CPU, strict_float, copy, NULL));
     *out = copy->body == f->body ? f : copy;
     return 0;
 }
@@ -115,7 +117,7 @@ static int cpu_build(tex_kernel *k, const tex_func *fn)
 {
     tex_func copy;
     const tex_func *f = NULL;
-    TEXI_TRY(cpu_form(fn, &copy, &f));
+    TEXI_TRY(cpu_form(fn, k->strict_float, &copy, &f));
     k->source = texi_cpu_emit(f, k->threads, k->strict_float);
     if (!k->source)
         return tex_errcode(f->ctx) ? tex_errcode(f->ctx)

@@ -188,6 +188,7 @@ static const texi_cp_target cpu_target = {
     .decode = {"tex_f16_to_f32(", "tex_bf16_to_f32("},
     .encode = {"tex_f16_from_f32(", "tex_bf16_from_f32("},
     .half_helpers = {helper_f16, helper_bf16},
+    .vectors = true,
     .intrin_source = intrin_source,
     .intrin_lang = "C ",
     .missing_intrin = " for the CPU (a CUDA intrinsic needs the \"cuda\" target)",

@@ -178,7 +178,7 @@ static int cuda_build(tex_kernel *k, const tex_func *f)
     k->impl = im;
     texi_device_module m;
     tex_func copy;
-    if (texi_lower_tail(f, TEXI_TAIL_GPU, &copy, &m) != 0)
+    if (texi_lower_tail(f, TEXI_TAIL_GPU, k->strict_float, &copy, &m) != 0)
         return recorded(f);
     k->source = texi_cuda_emit(f, &m);
     if (!k->source)

@@ -599,6 +599,9 @@ void texi_cp_expr(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec, bool ind
     case TEXI_EXPR_LOAD:
         texi_cp_load(p, sb, e->u.load.buf, e->u.load.index, e->dtype, prec);
         return;
+    case TEXI_EXPR_VREDUCE:
+        texi_cp_vreduce(p, sb, e);
+        return;
     case TEXI_EXPR_ACCESS:
     case TEXI_EXPR_REDUCE:
     case TEXI_EXPR_RAMP: /* vectors: handled above */

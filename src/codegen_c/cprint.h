@@ -66,6 +66,7 @@ typedef struct {
      * float rounded to f16) and whatever decode/encode call. */
     const char *half_helpers[2];
     bool native_rsqrt; /* rsqrtf/rsqrt exist; otherwise 1 / sqrt */
+    bool vectors;      /* GCC/Clang vector extensions: the CPU tail's vector nodes print */
     /* The tensor intrinsic's source for this target, or NULL when it has
      * none: then the call fails with "tensor intrinsic 'NAME' has no
      * <intrin_lang>source<missing_intrin>". */
@@ -95,6 +96,8 @@ struct texi_cp {
     unsigned vector_minmax[2];                /* [f64]: bit k, min/max helpers of 2^k lanes */
     unsigned vector_select[TEXI_CP_N_DTYPES]; /* bit k: select helper of 2^k lanes */
     unsigned vector_math[TEXI_CP_MAX_LANES_LOG2 + 1]; /* [k]: TEXI_VM_* of 2^k lanes */
+    /* [op][element dtype]: bit k, the tex_vreduce_ helper of 2^k lanes */
+    unsigned vector_reduce[TEXI_REDUCE_COUNT][TEXI_CP_N_DTYPES];
     bool libm_math; /* vector math calls libm per lane (-strict-float) */
     char vector_name[32];
     int rc; /* first error (recorded in ctx), 0 when none */
@@ -209,6 +212,10 @@ void texi_cp_vector(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec);
 bool texi_cp_lane_expr(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec);
 /* A STORE whose index is a vector. */
 void texi_cp_vector_store(texi_cp *p, texi_sb *sb, const tex_stmt *s);
+/* The horizontal reduction e (scalar VREDUCE of a vector): a call of its
+ * tex_vreduce_ helper; TEX_EUNAVAILABLE recorded for a target without
+ * vector extensions (CUDA). */
+void texi_cp_vreduce(texi_cp *p, texi_sb *sb, const tex_expr *e);
 
 /* ------------------------------------------------------------ cvtypes.c */
 

@@ -27,6 +27,9 @@
  *     name[k]), so every operator keeps its scalar semantics exactly; the C
  *     compiler's SLP vectorizer may still combine the lanes.
  *   - A store that is not dense is one scalar store per lane.
+ *   - A horizontal reduction (the scalar VREDUCE) calls its tex_vreduce_
+ *     helper (cvtypes.c), which combines the lanes in order with the scalar
+ *     operator's semantics; targets without vector extensions refuse it.
  * f16/bf16 lanes compute in float and bool lanes in int32_t vectors.
  */
 #include "codegen_c/cprint.h"
@@ -329,4 +332,26 @@ void texi_cp_vector_store(texi_cp *p, texi_sb *sb, const tex_stmt *s)
         texi_sb_puts(sb, ";\n");
     }
     p->lane = -1;
+}
+
+void texi_cp_vreduce(texi_cp *p, texi_sb *sb, const tex_expr *e)
+{
+    const tex_expr *a = e->u.vred.a;
+    if (!p->target->vectors) {
+        texi_cp_fail(p, TEX_EUNAVAILABLE,
+                     "a horizontal reduction (vreduce_%s of %d lanes) has no form on this target: "
+                     "vector statements come from the CPU tail's simd pass only",
+                     texi_vreduce_names[e->u.vred.op], a->lanes);
+        return;
+    }
+    int k = texi_cp_lanes_log2(a->lanes);
+    if (k > 0)
+        p->vector_reduce[e->u.vred.op][e->dtype] |= 1u << k;
+    texi_sb_printf(sb, "tex_vreduce_%s_%s(", texi_vreduce_names[e->u.vred.op],
+                   vector_suffix(p, e->dtype, a->lanes));
+    int saved = p->lane;
+    p->lane = -1; /* the operand is a whole vector */
+    texi_cp_expr(p, sb, a, TEXI_CP_P_TOP, false);
+    p->lane = saved;
+    texi_sb_putc(sb, ')');
 }

@@ -2,7 +2,8 @@
  * Vector types and vector helpers of the C-family printer (cvector.c prints
  * the expressions): the typedefs tex_vL_T and tex_vL_T_u of the vector
  * types a kernel used, then the helpers it called: tex_vmin_/tex_vmax_ of
- * float vectors, tex_vselect_ and cvmath.c's math functions.
+ * float vectors, tex_vselect_, the horizontal reductions tex_vreduce_ and
+ * cvmath.c's math functions.
  */
 #include "codegen_c/cprint.h"
 #include "codegen_c/cvmath.h"
@@ -71,6 +72,50 @@ static void minmax_helpers(const texi_cp *p, texi_sb *sb)
         }
 }
 
+/* The scalar combination of r and x by op, as the scalar printer's helpers
+ * compute it: integer sums and products wrap (r and x are uint64_t there),
+ * float min/max propagate NaN (tex_min_f32/tex_max_f32's rule). */
+static const char *combine_text(enum texi_reduce_op op, bool fl)
+{
+    switch (op) {
+    case TEXI_REDUCE_SUM:
+        return "r + x";
+    case TEXI_REDUCE_PROD:
+        return "r * x";
+    case TEXI_REDUCE_MAX:
+        return fl ? "(r < x || x != x) ? x : r" : "r < x ? x : r";
+    default: /* MIN */
+        return fl ? "(x < r || x != x) ? x : r" : "x < r ? x : r";
+    }
+}
+
+/* tex_vreduce_OP_vL_T(v): v's lanes combined in lane order, lane 0 first
+ * (the interpreter's order); integers accumulate in uint64_t, which wraps
+ * as every narrower type does, and convert back at the end. */
+static void reduce_helpers(const texi_cp *p, texi_sb *sb)
+{
+    for (int op = 0; op < TEXI_REDUCE_COUNT; op++)
+        for (int t = 0; t < TEXI_CP_N_DTYPES; t++)
+            for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++) {
+                if (!(p->vector_reduce[op][t] & (1u << k)))
+                    continue;
+                bool fl = texi_dtype_is_float((tex_dtype)t);
+                bool wrap = !fl && (op == TEXI_REDUCE_SUM || op == TEXI_REDUCE_PROD);
+                const char *n = tex_dtype_name((tex_dtype)t), *et = texi_dtype_ctype((tex_dtype)t);
+                const char *acc = wrap ? "uint64_t" : et;
+                int l = 1 << k;
+                texi_sb_printf(sb,
+                               "%s %s tex_vreduce_%s_v%d_%s(tex_v%d_%s v)\n{\n"
+                               "    %s r = (%s)v[0];\n"
+                               "    for (int k = 1; k < %d; k++) {\n"
+                               "        %s x = (%s)v[k];\n"
+                               "        r = %s;\n    }\n"
+                               "    return (%s)r;\n}\n\n",
+                               p->target->inline_kw, et, texi_vreduce_names[op], l, n, l, n, acc,
+                               acc, l, acc, acc, combine_text((enum texi_reduce_op)op, fl), et);
+            }
+}
+
 void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb)
 {
     for (int t = 0; t < TEXI_CP_N_DTYPES; t++)
@@ -88,6 +133,7 @@ void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb)
         }
     select_helpers(p, sb);
     minmax_helpers(p, sb);
+    reduce_helpers(p, sb);
     for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++)
         texi_vmath_source(sb, 1 << k, p->vector_math[k]);
 }

@@ -162,6 +162,21 @@ static int eval_binary(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_
     return 0;
 }
 
+/* A horizontal reduction: the operand at lanes 0, 1, ... combined in that
+ * order (the lane being evaluated, if any, is restored afterwards). */
+static int eval_vreduce(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
+{
+    int saved = ip->lane, rc = 0;
+    texi_eval_value v;
+    for (ip->lane = 0; ip->lane < e->u.vred.a->lanes; ip->lane++) {
+        if ((rc = texi_interp_expr(ip, fr, e->u.vred.a, &v)) != 0)
+            break;
+        *out = ip->lane == 0 ? v : texi_eval_combine(e->u.vred.op, e->dtype, *out, v);
+    }
+    ip->lane = saved;
+    return rc;
+}
+
 /* A math call: its operands evaluated, then texi_eval_math. */
 static int eval_call(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
 {
@@ -258,6 +273,8 @@ int texi_interp_expr(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_ev
         return eval_ramp_lane(ip, fr, e, out);
     case TEXI_EXPR_BROADCAST:
         return texi_interp_expr(ip, fr, e->u.un.a, out);
+    case TEXI_EXPR_VREDUCE:
+        return eval_vreduce(ip, fr, e, out);
     case TEXI_EXPR_REDUCE:
     case TEXI_EXPR_KIND_COUNT:
         break;

@@ -113,6 +113,9 @@ int texi_arith_cmp(const tex_expr *a, const tex_expr *b)
     case TEXI_EXPR_CAST:
     case TEXI_EXPR_BROADCAST:
         return texi_arith_cmp(a->u.un.a, b->u.un.a);
+    case TEXI_EXPR_VREDUCE:
+        c = cmp_i64(a->u.vred.op, b->u.vred.op);
+        return c ? c : texi_arith_cmp(a->u.vred.a, b->u.vred.a);
     case TEXI_EXPR_RAMP:
         c = texi_arith_cmp(a->u.ramp.base, b->u.ramp.base);
         return c ? c : texi_arith_cmp(a->u.ramp.stride, b->u.ramp.stride);

@@ -69,6 +69,8 @@ bool texi_expr_equal(const tex_expr *a, const tex_expr *b)
     case TEXI_EXPR_CAST:
     case TEXI_EXPR_BROADCAST:
         return texi_expr_equal(a->u.un.a, b->u.un.a);
+    case TEXI_EXPR_VREDUCE:
+        return a->u.vred.op == b->u.vred.op && texi_expr_equal(a->u.vred.a, b->u.vred.a);
     case TEXI_EXPR_RAMP:
         return texi_expr_equal(a->u.ramp.base, b->u.ramp.base) &&
                texi_expr_equal(a->u.ramp.stride, b->u.ramp.stride);
@@ -116,6 +118,8 @@ uint64_t texi_expr_hash(const tex_expr *e)
     case TEXI_EXPR_CAST:
     case TEXI_EXPR_BROADCAST:
         return mix(h, texi_expr_hash(e->u.un.a));
+    case TEXI_EXPR_VREDUCE:
+        return mix(mix(h, (uint64_t)e->u.vred.op), texi_expr_hash(e->u.vred.a));
     case TEXI_EXPR_RAMP:
         return mix(mix(h, texi_expr_hash(e->u.ramp.base)), texi_expr_hash(e->u.ramp.stride));
     case TEXI_EXPR_SELECT:

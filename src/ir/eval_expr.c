@@ -151,6 +151,7 @@ texi_eval_value texi_eval_node_value(texi_eval *st, int32_t n)
     case TEXI_EXPR_LOAD:
     case TEXI_EXPR_RAMP:
     case TEXI_EXPR_BROADCAST:
+    case TEXI_EXPR_VREDUCE:
     case TEXI_EXPR_REDUCE:
     case TEXI_EXPR_KIND_COUNT:
         break; /* rejected by texi_eval_compile */
@@ -320,6 +321,7 @@ int32_t texi_eval_compile(texi_eval *st, tex_expr *e)
     case TEXI_EXPR_LOAD:
     case TEXI_EXPR_RAMP:
     case TEXI_EXPR_BROADCAST:
+    case TEXI_EXPR_VREDUCE:
     case TEXI_EXPR_REDUCE:
     case TEXI_EXPR_KIND_COUNT:
         break;
@@ -327,7 +329,7 @@ int32_t texi_eval_compile(texi_eval *st, tex_expr *e)
     texi_eval_fail(st, TEX_EINVAL,
                    "tex_eval_reference: tensor '%s' contains a %s node, which only a compute "
                    "definition's top level (reduce) or a lowered function (load, ramp, "
-                   "broadcast) may hold",
+                   "broadcast, vreduce) may hold",
                    st->cur, e->kind < TEXI_EXPR_KIND_COUNT ? texi_expr_kind_names[e->kind] : "?");
     return -1;
 }

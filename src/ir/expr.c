@@ -38,6 +38,8 @@ const int texi_math_arity[TEXI_MATH_COUNT] = {
 const char *const texi_reduce_names[TEXI_REDUCE_COUNT] = {"sum", "prod", "reduce_max",
                                                           "reduce_min"};
 
+const char *const texi_vreduce_names[TEXI_REDUCE_COUNT] = {"add", "mul", "max", "min"};
+
 /* ------------------------------------------------------- raw constructors */
 
 static tex_expr *node_new(tex_ctx *ctx, enum texi_expr_kind kind, tex_dtype t)
@@ -178,6 +180,16 @@ tex_expr *texi_broadcast_new(tex_expr *value, int lanes)
     if (e) {
         e->lanes = lanes;
         e->u.un.a = value;
+    }
+    return e;
+}
+
+tex_expr *texi_vreduce_new(enum texi_reduce_op op, tex_expr *a)
+{
+    tex_expr *e = node_new(a->ctx, TEXI_EXPR_VREDUCE, a->dtype);
+    if (e) {
+        e->u.vred.op = op;
+        e->u.vred.a = a;
     }
     return e;
 }

@@ -363,6 +363,7 @@ static texi_ival ival_rec(const tex_expr *e, int n, const texi_range ranges[], i
     case TEXI_EXPR_CALL:
     case TEXI_EXPR_ACCESS:
     case TEXI_EXPR_LOAD:
+    case TEXI_EXPR_VREDUCE: /* sums and products leave the lanes' range */
     case TEXI_EXPR_REDUCE:
     case TEXI_EXPR_KIND_COUNT:
         return texi_ival_full(e->dtype);
@@ -489,6 +490,8 @@ static bool mentions(const texi_simp *s, const tex_expr *e, bool want_ranged, in
     case TEXI_EXPR_CAST:
     case TEXI_EXPR_BROADCAST:
         return mentions(s, e->u.un.a, want_ranged, depth);
+    case TEXI_EXPR_VREDUCE:
+        return mentions(s, e->u.vred.a, want_ranged, depth);
     case TEXI_EXPR_RAMP:
         return mentions(s, e->u.ramp.base, want_ranged, depth) ||
                mentions(s, e->u.ramp.stride, want_ranged, depth);

@@ -137,7 +137,7 @@ enum texi_reduce_op {
 struct tex_expr {
     enum texi_expr_kind kind;
     tex_dtype dtype; /* of each lane */
-    int lanes;       /* 1 for a scalar; > 1 for a vector (RAMP, BROADCAST, what uses them) */
+    int lanes;       /* 1: a scalar (VREDUCE too); > 1: a vector (RAMP, BROADCAST, their users) */
     tex_ctx *ctx;
     union {
         int64_t i; /* INT: the value (u64 as bit pattern) */
@@ -175,6 +175,10 @@ struct tex_expr {
         } load;              /* LOAD */
         struct {
             enum texi_reduce_op op;
+            tex_expr *a; /* a vector; the node is a scalar of its lane dtype */
+        } vred;          /* VREDUCE: a's lanes combined by op, lane 0 first */
+        struct {
+            enum texi_reduce_op op;
             tex_expr *body;
             int n_axes;
             tex_iter **axes;
@@ -187,6 +191,8 @@ extern const char *const texi_expr_kind_names[TEXI_EXPR_KIND_COUNT];
 extern const char *const texi_math_names[TEXI_MATH_COUNT];
 extern const int texi_math_arity[TEXI_MATH_COUNT];
 extern const char *const texi_reduce_names[TEXI_REDUCE_COUNT];
+/* The operator word of a horizontal reduction: "add", "mul", "max", "min". */
+extern const char *const texi_vreduce_names[TEXI_REDUCE_COUNT];
 
 /* Raw node constructors (expr.c). They check nothing beyond allocation: the
  * operands must already have the dtype the node needs. Passes use them; the
@@ -207,6 +213,9 @@ tex_expr *texi_reduce_new(enum texi_reduce_op op, tex_expr *body, int n, tex_ite
  * BROADCAST first (the simd pass builds them, docs/passes.md). */
 tex_expr *texi_ramp_new(tex_expr *base, tex_expr *stride, int lanes);
 tex_expr *texi_broadcast_new(tex_expr *value, int lanes);
+/* The scalar op(a[0], a[1], ..., a[lanes - 1]) of the vector a (lanes > 1),
+ * combined in lane order with the reduction's scalar semantics. */
+tex_expr *texi_vreduce_new(enum texi_reduce_op op, tex_expr *a);
 
 /* e converted to t: constants fold to a constant of t, other nodes get a CAST
  * (none when e already has dtype t). NULL on ENOMEM. */

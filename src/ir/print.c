@@ -225,6 +225,11 @@ void texi_expr_print(texi_sb *sb, const tex_expr *e)
         texi_expr_print(sb, e->u.un.a);
         texi_sb_printf(sb, ", %d)", e->lanes);
         return;
+    case TEXI_EXPR_VREDUCE:
+        texi_sb_printf(sb, "vreduce_%s(", texi_vreduce_names[e->u.vred.op]);
+        texi_expr_print(sb, e->u.vred.a);
+        texi_sb_putc(sb, ')');
+        return;
     case TEXI_EXPR_REDUCE:
         print_reduce(sb, e);
         return;

@@ -880,6 +880,7 @@ tex_expr *texi_simp_expr(texi_simp *s, tex_expr *e)
     case TEXI_EXPR_VAR:
     case TEXI_EXPR_RAMP:
     case TEXI_EXPR_BROADCAST:
+    case TEXI_EXPR_VREDUCE: /* of a vector, built simplified */
         return e;
     TEXI_CASE_BINARY:
         return simp_binary(s, e);

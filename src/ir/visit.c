@@ -63,6 +63,10 @@ static tex_expr *mutate_children(tex_expr *e, texi_expr_rewrite_fn pre, void *ud
         if (!mutate_list(k, &e->u.un.a, 1, pre, ud, &failed))
             return e;
         return failed ? NULL : texi_broadcast_new(k[0], e->lanes);
+    case TEXI_EXPR_VREDUCE:
+        if (!mutate_list(k, &e->u.vred.a, 1, pre, ud, &failed))
+            return e;
+        return failed ? NULL : texi_vreduce_new(e->u.vred.op, k[0]);
     case TEXI_EXPR_RAMP:
         if (!mutate_list(k, (tex_expr *[]){e->u.ramp.base, e->u.ramp.stride}, 2, pre, ud, &failed))
             return e;
@@ -134,6 +138,9 @@ void texi_expr_visit(tex_expr *e, texi_expr_visit_fn fn, void *ud)
     case TEXI_EXPR_CAST:
     case TEXI_EXPR_BROADCAST:
         texi_expr_visit(e->u.un.a, fn, ud);
+        return;
+    case TEXI_EXPR_VREDUCE:
+        texi_expr_visit(e->u.vred.a, fn, ud);
         return;
     case TEXI_EXPR_RAMP:
         texi_expr_visit(e->u.ramp.base, fn, ud);

@@ -284,7 +284,7 @@ static tex_func *lower(const request *r)
     tex_func *f = func_new(r);
     if (!f || setup_sizes(r, f) < 0)
         return NULL;
-    texi_lower lw = {r->ctx, r->sch, f};
+    texi_lower lw = {r->ctx, r->sch, f, false};
     int rc = texi_lower_run(&lw, &f->body);
     if (rc < 0 && tex_errcode(r->ctx) == 0)
         texi_error(r->ctx, rc, "%s: lowering '%s' failed", r->call, r->name);

@@ -49,7 +49,8 @@ struct tex_func {
 typedef struct {
     tex_ctx *ctx; /* arena for new nodes, error sink */
     tex_schedule *sch;
-    tex_func *func; /* params and buffers of the function being lowered */
+    tex_func *func;    /* params and buffers of the function being lowered */
+    bool strict_float; /* CPU tail: "-strict-float" (float sums keep their order) */
 } texi_lower;
 
 /* Builds the loop nest of the whole schedule (stage 1 above). Runs bound
@@ -85,6 +86,7 @@ int texi_pass_promote(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 typedef struct {
     int max_bytes;   /* widest vector in bytes; 0: the host CPU's native width */
     bool data_lanes; /* only loaded and stored elements count toward the width */
+    bool reductions; /* a reduction into one element may become a horizontal one */
 } texi_simd_rules;
 
 /* Pass simd under a target's rules (texi_pass_simd: the host CPU's). */
@@ -101,6 +103,28 @@ bool texi_simd_safe(const tex_stmt *s);
 /* Whether e is linear in variable v (sums, products by constants, integer
  * casts); *coef receives v's coefficient (simd_safe.c). */
 bool texi_linear_in(tex_expr *e, const tex_expr *v, int64_t *coef);
+
+/* What simd.c shares with simd_reduce.c. More chunks than this become a
+ * serial loop over chunks. */
+enum { TEXI_SIMD_MAX_UNROLLED_CHUNKS = 8 };
+/* The vector width of the host CPU for a loop of extent n over body: the
+ * native width over the body's widest lane type, halved until it is at
+ * most n. */
+int texi_simd_lanes(const tex_stmt *body, int64_t n);
+/* body over lanes [base, base + lanes) of loop variable var (a RAMP, or
+ * base itself for one lane), with variable slot replaced by slot_value
+ * too (slot NULL: none); NULL on failure (recorded in ctx). */
+tex_stmt *texi_simd_widen(tex_ctx *ctx, const tex_expr *var, const tex_stmt *body, tex_expr *base,
+                          int lanes, const tex_expr *slot, tex_expr *slot_value);
+/* a + k, simplified; min + cv * width (a chunk loop's first lane). */
+tex_expr *texi_simd_plus(tex_expr *a, int64_t k);
+tex_expr *texi_simd_chunk_base(tex_expr *min, tex_expr *cv, int64_t width);
+/* Vectorized loop s as a serial loop under ATTR vectorize_failed(why). */
+tex_stmt *texi_simd_serial(tex_ctx *ctx, const tex_stmt *s, enum texi_vector_reason why);
+/* Vectorized loop s of constant extent n whose iterations may depend on
+ * each other (simd_reduce.c): a reduction into one element as vector
+ * partial accumulators, else serial with the reason. */
+tex_stmt *texi_simd_reduce(tex_ctx *ctx, const tex_stmt *s, int64_t n, bool strict_float);
 
 typedef int (*texi_pass_fn)(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
@@ -137,10 +161,11 @@ typedef struct texi_device_module texi_device_module;
 
 /* Runs the passes listed for `target` on a copy of lowered function f
  * (arena of f->ctx): *copy is f with the resulting body; for TEXI_TAIL_GPU
- * the kernels, workspace and asserts go to *module (device.h). 0, or an
- * error recorded in f->ctx ("tex_build: ..."; TEX_EUNAVAILABLE for a
- * construct the GPU path does not support, naming it). */
-int texi_lower_tail(const tex_func *f, enum texi_tail target, tex_func *copy,
+ * the kernels, workspace and asserts go to *module (device.h). strict_float:
+ * the build's "-strict-float" (the simd pass keeps float sums and products
+ * in order). 0, or an error recorded in f->ctx ("tex_build: ...";
+ * TEX_EUNAVAILABLE for a construct the GPU path does not support, naming it). */
+int texi_lower_tail(const tex_func *f, enum texi_tail target, bool strict_float, tex_func *copy,
                     texi_device_module *module);
 
 #endif

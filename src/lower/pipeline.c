@@ -160,7 +160,7 @@ int texi_lower_run(texi_lower *lw, tex_stmt **out)
     return 0;
 }
 
-int texi_lower_tail(const tex_func *f, enum texi_tail target, tex_func *copy,
+int texi_lower_tail(const tex_func *f, enum texi_tail target, bool strict_float, tex_func *copy,
                     texi_device_module *module)
 {
     if (!f || !f->ctx || (target == TEXI_TAIL_GPU && !module))
@@ -170,7 +170,7 @@ int texi_lower_tail(const tex_func *f, enum texi_tail target, tex_func *copy,
     *copy = *f;
     if (module)
         memset(module, 0, sizeof *module);
-    texi_lower lw = {.ctx = f->ctx, .sch = NULL, .func = copy};
+    texi_lower lw = {.ctx = f->ctx, .sch = NULL, .func = copy, .strict_float = strict_float};
     for (size_t i = 0; i < N_PASSES; i++) {
         if (passes[i].targets != (int)target)
             continue;

@@ -20,17 +20,23 @@
  * the body chunk after chunk, each statement for all lanes at once, is the
  * loop's result because no iteration reads what another writes.
  *
- * Not done here: a loop that may carry a dependence becomes serial under
- * ATTR vectorize_failed("iterations may depend on each other"); a body with
- * a guard or other control flow keeps its vectorized loop (the C printer's
- * `#pragma omp simd`) under ATTR vectorize_failed("body has a guard ...").
+ * A loop whose only dependence is a reduction into one element (acc[I] =
+ * acc[I] op g(v), I invariant) becomes vector partial accumulators and one
+ * horizontal reduction (simd_reduce.c, which uses this file's chunks).
+ *
+ * Not done here: any other loop that may carry a dependence becomes serial
+ * under ATTR vectorize_failed("iterations may depend on each other"), as
+ * does a float sum or product under -strict-float (its own reason); a body
+ * with a guard or other control flow keeps its vectorized loop (the C
+ * printer's `#pragma omp simd`) under ATTR vectorize_failed("body has a
+ * guard ...").
  */
 #include "lower/lower.h"
 
-enum { MAX_UNROLLED_CHUNKS = 8, MAX_LETS = 32 };
+enum { MAX_UNROLLED_CHUNKS = TEXI_SIMD_MAX_UNROLLED_CHUNKS, MAX_LETS = 32 };
 
 /* One chunk's rewriting: the loop variable's value, the LET variables
- * that became vectors. */
+ * that became vectors (the first one may be a caller's substitution). */
 typedef struct {
     tex_ctx *ctx;
     const tex_expr *var;
@@ -287,22 +293,39 @@ static tex_stmt *widen_stmt(widener *w, const tex_stmt *s)
     }
 }
 
+tex_stmt *texi_simd_widen(tex_ctx *ctx, const tex_expr *var, const tex_stmt *body, tex_expr *base,
+                          int lanes, const tex_expr *slot, tex_expr *slot_value)
+{
+    tex_expr *one = texi_int_imm(ctx, base->dtype, 1);
+    widener w = {.ctx = ctx, .var = var};
+    w.value = lanes == 1 ? base : one ? texi_ramp_new(base, one, lanes) : NULL;
+    if (slot) {
+        w.old_lets[0] = slot;
+        w.new_lets[w.n_lets++] = slot_value;
+    }
+    return w.value ? widen_stmt(&w, body) : NULL;
+}
+
 /* The body for lanes [offset, offset + lanes) of loop s: base is the
  * first lane's variable value (min + offset, or an expression of a chunk
  * loop's variable). */
 static tex_stmt *chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, int lanes)
 {
-    tex_expr *one = texi_int_imm(ctx, base->dtype, 1);
-    widener w = {.ctx = ctx, .var = s->u.loop.var};
-    w.value = lanes == 1 ? base : one ? texi_ramp_new(base, one, lanes) : NULL;
-    return w.value ? widen_stmt(&w, s->u.loop.body) : NULL;
+    return texi_simd_widen(ctx, s->u.loop.var, s->u.loop.body, base, lanes, NULL, NULL);
 }
 
-static tex_expr *plus(tex_expr *a, int64_t k)
+tex_expr *texi_simd_plus(tex_expr *a, int64_t k)
 {
     tex_expr *c = texi_int_imm(a->ctx, a->dtype, k);
     tex_expr *sum = c && k ? texi_binary(TEXI_EXPR_ADD, a, c) : c ? a : NULL;
     return sum ? texi_simplify(sum, 0, NULL) : NULL;
+}
+
+tex_expr *texi_simd_chunk_base(tex_expr *min, tex_expr *cv, int64_t width)
+{
+    tex_expr *w = texi_int_imm(min->ctx, min->dtype, width);
+    tex_expr *step = w ? texi_binary(TEXI_EXPR_MUL, cv, w) : NULL;
+    return step ? texi_binary(TEXI_EXPR_ADD, min, step) : NULL;
 }
 
 /* Chunks of L lanes over [0, n_main * L): unrolled, or a serial loop. */
@@ -312,16 +335,14 @@ static int main_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n_main, int lane
     tex_expr *min = s->u.loop.min;
     if (n_main <= MAX_UNROLLED_CHUNKS) {
         for (int64_t c = 0; c < n_main; c++) {
-            tex_expr *base = plus(min, c * lanes);
+            tex_expr *base = texi_simd_plus(min, c * lanes);
             if (!base || !(items[n++] = chunk(ctx, s, base, lanes)))
                 return -1;
         }
         return n;
     }
     tex_expr *cv = texi_var_new(ctx, "chunk", min->dtype);
-    tex_expr *width = cv ? texi_int_imm(ctx, min->dtype, lanes) : NULL;
-    tex_expr *step = width ? texi_binary(TEXI_EXPR_MUL, cv, width) : NULL;
-    tex_expr *base = step ? texi_binary(TEXI_EXPR_ADD, min, step) : NULL;
+    tex_expr *base = cv ? texi_simd_chunk_base(min, cv, lanes) : NULL;
     tex_expr *zero = base ? texi_int_imm(ctx, min->dtype, 0) : NULL;
     tex_expr *count = zero ? texi_int_imm(ctx, min->dtype, n_main) : NULL;
     tex_stmt *body = count ? chunk(ctx, s, base, lanes) : NULL;
@@ -329,52 +350,81 @@ static int main_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n_main, int lane
     return items[n] ? n + 1 : -1;
 }
 
+/* The vector width under rules for a loop of extent n over body: the
+ * widest vector over the body's widest lane type, halved until at most n. */
+static int lanes_for(const tex_stmt *body, int64_t n, const texi_simd_rules *rules)
+{
+    widest w = {1, rules->data_lanes};
+    texi_stmt_visit(body, widest_in_stmt, &w);
+    int lanes = (rules->max_bytes ? rules->max_bytes : native_bytes()) / w.bytes;
+    while (lanes > n)
+        lanes /= 2;
+    return lanes;
+}
+
+/* The host CPU's rules: its native width, reductions allowed. */
+static const texi_simd_rules HOST_RULES = {0, false, true};
+
+int texi_simd_lanes(const tex_stmt *body, int64_t n)
+{
+    return lanes_for(body, n, &HOST_RULES);
+}
+
 /* Loop s (vectorized, safe, straight-line body of extent n) as chunks. */
 static tex_stmt *vector_statements(tex_ctx *ctx, const tex_stmt *s, int64_t n,
                                    const texi_simd_rules *rules)
 {
-    widest w = {1, rules->data_lanes};
-    texi_stmt_visit(s->u.loop.body, widest_in_stmt, &w);
-    int lanes = (rules->max_bytes ? rules->max_bytes : native_bytes()) / w.bytes;
-    while (lanes > n)
-        lanes /= 2;
+    int lanes = lanes_for(s->u.loop.body, n, rules);
     int64_t n_main = n / lanes;
     tex_stmt *items[MAX_UNROLLED_CHUNKS + 8];
     int k = main_chunks(ctx, s, n_main, lanes, items, 0);
     for (int64_t done = n_main * lanes; k >= 0 && done < n; done += lanes) {
         while (done + lanes > n)
             lanes /= 2;
-        tex_expr *base = plus(s->u.loop.min, done);
+        tex_expr *base = texi_simd_plus(s->u.loop.min, done);
         if (!base || !(items[k++] = chunk(ctx, s, base, lanes)))
             k = -1;
     }
     return k < 0 ? NULL : k == 1 ? items[0] : texi_seq_new(ctx, k, items);
 }
 
-/* Loop s with its (already rewritten) body. */
+tex_stmt *texi_simd_serial(tex_ctx *ctx, const tex_stmt *s, enum texi_vector_reason why)
+{
+    tex_stmt *loop = texi_for_new(ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
+                                  TEXI_FOR_SERIAL, -1, s->u.loop.body);
+    return loop ? texi_attr_vector_failed(ctx, why, loop) : NULL;
+}
+
+/* What the loop walk carries: the pass's context and the target's rules. */
+typedef struct {
+    const texi_lower *lw;
+    texi_simd_rules rules;
+} simd_walk;
+
+/* Loop s with its (already rewritten) body; ud: the simd_walk. */
 static tex_stmt *simd_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
 {
+    const simd_walk *sw = ud;
     int64_t n;
     if (s->u.loop.for_kind != TEXI_FOR_VECTORIZED || !texi_expr_is_int_const(s->u.loop.extent, &n))
         return texi_stmt_with_body(ctx, s, body);
-    if (!texi_simd_safe(s)) {
-        tex_stmt *loop = texi_for_new(ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
-                                      TEXI_FOR_SERIAL, -1, body);
-        return loop ? texi_attr_vector_failed(ctx, TEXI_VECTOR_DEPENDENCE, loop) : NULL;
-    }
+    if (!(s = texi_stmt_with_body(ctx, s, body)))
+        return NULL;
+    if (!texi_simd_safe(s))
+        return sw->rules.reductions ? texi_simd_reduce(ctx, s, n, sw->lw->strict_float)
+                                    : texi_simd_serial(ctx, s, TEXI_VECTOR_DEPENDENCE);
     if (!straight_line(body))
-        return texi_attr_vector_failed(ctx, TEXI_VECTOR_CONTROL, texi_stmt_with_body(ctx, s, body));
-    return vector_statements(ctx, s, n, ud);
+        return texi_attr_vector_failed(ctx, TEXI_VECTOR_CONTROL, s);
+    return vector_statements(ctx, s, n, &sw->rules);
 }
 
 int texi_simd_rewrite(texi_lower *lw, const texi_simd_rules *rules, tex_stmt *in, tex_stmt **out)
 {
-    texi_simd_rules r = *rules; /* the walk's user data is not const */
-    return texi_pass_result(lw, texi_stmt_map_loops(lw->ctx, in, simd_loop, &r), out);
+    simd_walk sw = {lw, *rules};
+    return texi_pass_result(lw, texi_stmt_map_loops(lw->ctx, in, simd_loop, &sw), out);
 }
 
 int texi_pass_simd(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
-    static const texi_simd_rules host = {0, false};
-    return texi_simd_rewrite(lw, &host, in, out);
+    return texi_simd_rewrite(lw, &HOST_RULES, in, out);
 }

@@ -403,6 +403,7 @@ static int cmp(matcher *m, tex_expr *a, tex_expr *b)
     case TEXI_EXPR_LOAD: /* none in compute bodies */
     case TEXI_EXPR_RAMP:
     case TEXI_EXPR_BROADCAST:
+    case TEXI_EXPR_VREDUCE:
     case TEXI_EXPR_REDUCE:
     case TEXI_EXPR_KIND_COUNT:
         break;

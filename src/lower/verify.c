@@ -129,7 +129,8 @@ static int check_access(verifier *v, const tex_expr *e)
 }
 
 /* Whether e's operands have the lanes e needs: its own for composite
- * nodes and loads, one (scalars) under RAMP and BROADCAST. */
+ * nodes and loads, one (scalars) under RAMP and BROADCAST, a vector under
+ * the scalar VREDUCE. */
 static bool lanes_agree(const tex_expr *e)
 {
     if (e->lanes < 1)
@@ -154,6 +155,8 @@ static bool lanes_agree(const tex_expr *e)
         return e->lanes > 1 && e->u.ramp.base->lanes == 1 && e->u.ramp.stride->lanes == 1;
     case TEXI_EXPR_BROADCAST:
         return e->lanes > 1 && e->u.un.a->lanes == 1;
+    case TEXI_EXPR_VREDUCE:
+        return e->lanes == 1 && e->u.vred.a->lanes > 1;
     case TEXI_EXPR_VAR: /* a vector when a LET binds a vector */
         return true;
     default:
@@ -207,6 +210,13 @@ static int check_expr(verifier *v, const tex_expr *e)
         return check_index(v, e->u.ramp.stride, "non-integer stride of", "ramp");
     case TEXI_EXPR_BROADCAST:
         return check_expr(v, e->u.un.a);
+    case TEXI_EXPR_VREDUCE:
+        TEXI_TRY(check_expr(v, e->u.vred.a));
+        if (e->u.vred.op >= TEXI_REDUCE_COUNT)
+            return fail(v, "unknown operator of", "vreduce");
+        if (e->u.vred.a->dtype != e->dtype || texi_dtype_lane(e->dtype) != e->dtype)
+            return fail(v, "operand of another dtype, or of f16/bf16/bool lanes, in", "vreduce");
+        return 0;
     case TEXI_EXPR_REDUCE:
         return fail(v, "reduction left in the body:", "reduce");
     case TEXI_EXPR_KIND_COUNT:

@@ -188,6 +188,7 @@ static void compile(compiler *c, const tex_expr *e)
     case TEXI_EXPR_LOAD:
     case TEXI_EXPR_RAMP:
     case TEXI_EXPR_BROADCAST:
+    case TEXI_EXPR_VREDUCE:
     case TEXI_EXPR_REDUCE:
     case TEXI_EXPR_KIND_COUNT:
         break;

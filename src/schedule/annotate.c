@@ -4,10 +4,14 @@
  * storage_align and double_buffer (per stage).
  *
  * Legality decided here (docs/api.md, rule 5): a reduce axis may not be made
- * parallel or vectorized, nor bound to a block index or a virtual thread (each
- * would race on the reduction's output), unless tex_atomic made the stage's
- * updates atomic (then parallel and block indices are fine); binding it to
- * TEX_THREAD_* is a request for a cross-thread reduction and is recorded. A leaf carries at
+ * parallel or vectorized, nor bound to a block index or a virtual thread
+ * (each would race on the reduction's output), unless tex_atomic made the
+ * stage's updates atomic (then parallel and block indices are fine);
+ * binding it to TEX_THREAD_* is a request for a cross-thread reduction and
+ * is recorded. tex_vectorize_reduce vectorizes a reduce axis (and only
+ * one, of a stage that is not atomic): the CPU's simd pass turns the loop
+ * into vector partial results and one horizontal reduction
+ * (src/lower/simd_reduce.c), other targets run it serially. A leaf carries at
  * most one annotation: repeating the same one is a no-op, a different one is
  * an error. Within one stage a block/thread tag is bound at most once (other
  * stages may reuse it; virtual threads may repeat). Outputs keep the global
@@ -19,9 +23,29 @@
  */
 #include "schedule/primitive.h"
 
+static const char VECTORIZE_REDUCE[] = "tex_vectorize_reduce";
+
 static const char *kind_word(const tex_iter *iv)
 {
     return iv->kind == TEXI_ITER_REDUCE ? "reduce" : "data";
+}
+
+/* tex_vectorize_reduce's axis: a reduce axis of a stage that is not atomic
+ * (its updates are atomic one at a time). */
+static int check_vectorize_reduce(const tex_stage *st, const tex_iter *iv)
+{
+    if (iv->kind != TEXI_ITER_REDUCE)
+        return texi_error(st->sch->ctx, TEX_EINVAL,
+                          "%s: axis '%s' of stage '%s' is a data-parallel axis (use "
+                          "tex_vectorize)",
+                          VECTORIZE_REDUCE, iv->name, st->tensor->name);
+    if (st->atomic)
+        return texi_error(st->sch->ctx, TEX_EINVAL,
+                          "%s: axis '%s' of stage '%s' is a reduction axis of an atomic stage "
+                          "(tex_atomic): its updates are atomic one at a time and cannot be "
+                          "vectorized",
+                          VECTORIZE_REDUCE, iv->name, st->tensor->name);
+    return 0;
 }
 
 /* Rule 5: which annotations a reduce axis refuses. An atomic stage
@@ -30,6 +54,8 @@ static const char *kind_word(const tex_iter *iv)
 static int check_reduce_axis(const tex_stage *st, const tex_iter *iv, texi_iter_attr want,
                              const char *call)
 {
+    if (call == VECTORIZE_REDUCE)
+        return check_vectorize_reduce(st, iv);
     if (iv->kind != TEXI_ITER_REDUCE)
         return 0;
     bool block = want.for_kind == TEXI_FOR_THREAD && want.thread_tag >= (int)TEX_BLOCK_X &&
@@ -103,6 +129,11 @@ int tex_parallel(tex_stage *st, tex_iter *iv)
 int tex_vectorize(tex_stage *st, tex_iter *iv)
 {
     return annotate(st, iv, (texi_iter_attr){TEXI_FOR_VECTORIZED, -1}, "tex_vectorize");
+}
+
+int tex_vectorize_reduce(tex_stage *st, tex_iter *iv)
+{
+    return annotate(st, iv, (texi_iter_attr){TEXI_FOR_VECTORIZED, -1}, VECTORIZE_REDUCE);
 }
 
 int tex_unroll(tex_stage *st, tex_iter *iv)

@@ -163,10 +163,12 @@ static inline int rs_do_annotate(rs_gen *g, tex_stage *st)
     if (!iv)
         return RS_SKIP;
     int which = (int)rs_rnd(g, 0, 2);
+    bool reduce = iv->kind == TEXI_ITER_REDUCE; /* vectorized as a reduction */
     static const char *const names[3] = {"parallel", "vectorize", "unroll"};
-    ops_logf(&g->log, "    %s(%s, %s)\n", names[which], tex_tensor_name(st->tensor), iv->name);
+    ops_logf(&g->log, "    %s%s(%s, %s)\n", names[which], which == 1 && reduce ? "_reduce" : "",
+             tex_tensor_name(st->tensor), iv->name);
     return which == 0   ? tex_parallel(st, iv)
-           : which == 1 ? tex_vectorize(st, iv)
+           : which == 1 ? (reduce ? tex_vectorize_reduce(st, iv) : tex_vectorize(st, iv))
                         : tex_unroll(st, iv);
 }
 

@@ -999,8 +999,9 @@ static void test_fma_disassembly(void)
     if (src)
         check_packed_fma(src, "gemm_vec");
     free(src);
-    src = f && texi_lower_tail(f, TEXI_TAIL_CPU, &tail, NULL) == 0 ? texi_cpu_emit(&tail, 0, false)
-                                                                   : NULL;
+    src = f && texi_lower_tail(f, TEXI_TAIL_CPU, false, &tail, NULL) == 0
+              ? texi_cpu_emit(&tail, 0, false)
+              : NULL;
     TT_CHECK(src && strstr(src, "vector_size(") && !strstr(src, "#pragma omp simd"));
     if (src)
         check_packed_fma(src, "gemm_simd");

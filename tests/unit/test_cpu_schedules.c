@@ -585,9 +585,11 @@ static void rs_annotate(gen *g, tex_stage *st)
         snprintf(what, sizeof what, "parallel(%s, %s)", name, leaf(st, 0)->name);
         note(g, tex_parallel(st, leaf(st, 0)), what);
     }
-    if (chance(g, 60)) {
-        snprintf(what, sizeof what, "vectorize(%s, %s)", name, leaf(st, n - 1)->name);
-        note(g, tex_vectorize(st, leaf(st, n - 1)), what);
+    if (chance(g, 60)) { /* an innermost reduce axis: as a vector reduction */
+        tex_iter *v = leaf(st, n - 1);
+        bool reduce = v->kind == TEXI_ITER_REDUCE;
+        snprintf(what, sizeof what, "vectorize%s(%s, %s)", reduce ? "_reduce" : "", name, v->name);
+        note(g, reduce ? tex_vectorize_reduce(st, v) : tex_vectorize(st, v), what);
     }
     tex_iter *u = leaf(st, (int)rnd(g, 0, n - 1));
     if (chance(g, 35) && u->extent && texi_expr_is_int_const(u->extent, NULL) &&

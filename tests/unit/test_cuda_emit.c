@@ -13,7 +13,9 @@
  * driver fails with TEX_EUNAVAILABLE and is not available; bad options fail.
  * A hand-built kernel (through texi_device_split and texi_cuda_emit) checks
  * that a barrier inside a guarded thread loop stays outside the guard;
- * another, that a LET in a vectorized loop becomes an array of its lanes.
+ * another, that a LET in a vectorized loop becomes an array of its lanes;
+ * another, holding a horizontal vector reduction (the CPU tail's), is
+ * refused with TEX_EUNAVAILABLE naming it.
  */
 #include "tt.h"
 
@@ -443,6 +445,39 @@ static void test_launch_limits(void)
     }
 }
 
+/* for bx < 4 bind blockIdx.x: B[bx] = vreduce_add(A[ramp(bx*4, 1, 4)]): the
+ * CUDA printer has no vectors and says so. */
+static void test_vreduce_refused(void)
+{
+    tex_ctx *c = tex_ctx_new();
+    tex_tensor *A = tex_placeholder_c(c, "A", TEX_F32, 1, (int64_t[]){16});
+    tex_iter *i = tex_axis(c, "i", texi_int_imm(c, TEX_I64, 4));
+    tex_tensor *B = tex_compute(c, "B", 1, (tex_iter *[]){i}, TEX_AT(A, tex_iv(i)));
+    tex_schedule *s = tex_schedule_new(c, 1, (tex_tensor *[]){B});
+    tex_func *f = tex_lower_tensors(s, "vred", 2, (tex_tensor *[]){A, B});
+    TT_CHECK(f != NULL);
+    if (!f) {
+        tex_ctx_free(c);
+        return;
+    }
+    tex_expr *bx = texi_var_new(c, "bx", TEX_I64);
+    tex_expr *base = tex_mul(bx, texi_int_imm(c, TEX_I64, 4));
+    tex_expr *lanes =
+        texi_load_new(f->params[0].buf, texi_ramp_new(base, texi_int_imm(c, TEX_I64, 1), 4));
+    tex_stmt *st =
+        texi_store_new(c, f->params[1].buf, bx, texi_vreduce_new(TEXI_REDUCE_SUM, lanes));
+    tex_func g = *f;
+    g.body = texi_for_new(c, bx, texi_int_imm(c, TEX_I64, 0), texi_int_imm(c, TEX_I64, 4),
+                          TEXI_FOR_THREAD, TEX_BLOCK_X, st);
+    texi_lower lw = {.ctx = c, .sch = NULL, .func = &g};
+    texi_device_module m;
+    TT_EQ_INT(texi_device_split(&lw, g.body, &m), 0);
+    TT_CHECK(texi_cuda_emit(&g, &m) == NULL);
+    TT_EQ_INT(tex_errcode(c), TEX_EUNAVAILABLE);
+    TT_CHECK(strstr(tex_errmsg(c), "vreduce_add") != NULL);
+    tex_ctx_free(c);
+}
+
 int main(void)
 {
     TT_RUN(test_vector_add);
@@ -453,6 +488,7 @@ int main(void)
     TT_RUN(test_vectorized);
     TT_RUN(test_vector_let);
     TT_RUN(test_barrier_guard);
+    TT_RUN(test_vreduce_refused);
     TT_RUN(test_launch_limits);
     return tt_finish();
 }

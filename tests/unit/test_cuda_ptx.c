@@ -46,7 +46,7 @@ static const tex_func *interp_func(gc_case *c, tex_func *copy)
 {
     if (!c->needs_sync)
         return c->f;
-    texi_lower lw = {c->ctx, NULL, c->f};
+    texi_lower lw = {c->ctx, NULL, c->f, false};
     tex_stmt *body = NULL;
     if (texi_lower_apply(&lw, "thread_sync", texi_pass_thread_sync, c->f->body, &body) != 0) {
         TT_FAILF("%s: thread_sync failed: %s", c->name, tex_errmsg(c->ctx));

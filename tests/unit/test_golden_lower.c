@@ -220,7 +220,7 @@ static char *block_text(lcase *k, const char *name)
 {
     if (strcmp(name, "func") == 0)
         return tex_func_str(k->f);
-    texi_lower lw = {k->ctx, k->s, k->f};
+    texi_lower lw = {k->ctx, k->s, k->f, false};
     int (*const fns[])(texi_lower *, tex_stmt *, tex_stmt **) = {
         texi_pass_flatten,   texi_pass_loop_partition,  texi_pass_simplify,    texi_pass_unroll,
         texi_pass_vectorize, texi_pass_storage_rewrite, texi_pass_remove_noops};

@@ -298,7 +298,7 @@ static void place_mid(gen *g, tex_tensor *t)
 /* The kernel function with thread_sync's barriers, for the interpreter. */
 static tex_func *synced(tex_func *f, tex_func *copy)
 {
-    texi_lower lw = {f->ctx, NULL, f};
+    texi_lower lw = {f->ctx, NULL, f, false};
     *copy = *f;
     return texi_lower_apply(&lw, "thread_sync", texi_pass_thread_sync, f->body, &copy->body) == 0
                ? copy

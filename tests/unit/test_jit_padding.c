@@ -410,7 +410,7 @@ static void test_compiler_probe(void)
 /* The AST of f's body after guarded_loads (malloc'ed). */
 static char *guarded(tex_func *f)
 {
-    texi_lower lw = {f->ctx, NULL, f};
+    texi_lower lw = {f->ctx, NULL, f, false};
     tex_stmt *out = NULL;
     if (texi_lower_apply(&lw, "guarded_loads", texi_pass_guarded_loads, f->body, &out) != 0)
         return NULL;

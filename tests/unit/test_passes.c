@@ -90,7 +90,7 @@ static void test_flatten(void)
                     .tensor = A,
                     .buf = texi_buffer_new(ctx, "A", TEX_F32, TEXI_SCOPE_GLOBAL, 2, A->shape)};
     tex_func f = {.ctx = ctx, .name = "f", .n_params = 1, .params = &p};
-    texi_lower lw = {ctx, NULL, &f};
+    texi_lower lw = {ctx, NULL, &f, false};
     tex_expr *i = var("i"), *j = var("j");
     tex_expr *at = texi_access_new(A, 2, (tex_expr *[]){i, ADD(j, I(2))});
     tex_stmt *prov =
@@ -134,7 +134,7 @@ static tex_stmt *guarded_nest(texi_buffer *b, tex_expr *io, tex_expr *ii, tex_ex
 static void test_loop_partition_const(void)
 {
     ctx = tex_ctx_new();
-    texi_lower lw = {ctx, NULL, NULL};
+    texi_lower lw = {ctx, NULL, NULL, false};
     tex_expr *io = var("io"), *ii = var("ii");
     tex_stmt *in = guarded_nest(buffer("B", 12), io, ii, I(10), I(3));
     char *s = run_pass(texi_pass_loop_partition, &lw, in);
@@ -165,7 +165,7 @@ static void test_loop_partition_const(void)
 static void test_loop_partition_symbolic(void)
 {
     ctx = tex_ctx_new();
-    texi_lower lw = {ctx, NULL, NULL};
+    texi_lower lw = {ctx, NULL, NULL, false};
     tex_expr *n = var("n"), *io = var("io"), *ii = var("ii");
     tex_expr *ext = bin(TEXI_EXPR_FLOORDIV, ADD(n, I(3)), I(4));
     tex_stmt *in = guarded_nest(buffer("B", 64), io, ii, n, ext);
@@ -193,7 +193,7 @@ static void test_loop_partition_symbolic(void)
 static void test_simplify(void)
 {
     ctx = tex_ctx_new();
-    texi_lower lw = {ctx, NULL, NULL};
+    texi_lower lw = {ctx, NULL, NULL, false};
     texi_buffer *b = buffer("B", 64);
     tex_expr *i = var("i"), *j = var("j"), *t = var("t"), *z = var("z");
     /* i in [0, 8): i < 8 is true, the IF goes; j has extent 1 and is replaced. */
@@ -223,7 +223,7 @@ static void test_simplify(void)
 static void test_unroll(void)
 {
     ctx = tex_ctx_new();
-    texi_lower lw = {ctx, NULL, NULL};
+    texi_lower lw = {ctx, NULL, NULL, false};
     texi_buffer *b = buffer("B", 256);
     tex_expr *i = var("i"), *j = var("j"), *n = var("n");
     tex_stmt *small =
@@ -262,7 +262,7 @@ static void test_unroll(void)
 static void test_vectorize(void)
 {
     ctx = tex_ctx_new();
-    texi_lower lw = {ctx, NULL, NULL};
+    texi_lower lw = {ctx, NULL, NULL, false};
     texi_buffer *b = buffer("B", 256);
     tex_expr *i = var("i"), *j = var("j"), *k = var("k"), *n = var("n");
     tex_stmt *inner = loop(j, 0, I(8), TEXI_FOR_VECTORIZED,
@@ -293,7 +293,7 @@ static void test_vectorize(void)
 static void test_storage_rewrite(void)
 {
     ctx = tex_ctx_new();
-    texi_lower lw = {ctx, NULL, NULL};
+    texi_lower lw = {ctx, NULL, NULL, false};
     texi_buffer *out = buffer("Out", 16), *t1 = buffer("T1", 16), *t2 = buffer("T2", 16);
     texi_buffer *t3 =
         texi_buffer_new(ctx, "T3", TEX_F32, TEXI_SCOPE_SHARED, 1, (tex_expr *[]){I(16)});
@@ -343,7 +343,7 @@ static void test_storage_rewrite(void)
 static void test_remove_noops(void)
 {
     ctx = tex_ctx_new();
-    texi_lower lw = {ctx, NULL, NULL};
+    texi_lower lw = {ctx, NULL, NULL, false};
     texi_buffer *b = buffer("B", 16), *unused = buffer("U", 16), *empty_buf = buffer("E", 4);
     tex_expr *i = var("i"), *j = var("j"), *c = LT(var("n"), I(3));
     tex_stmt *nothing = texi_seq_new(ctx, 0, NULL);
@@ -388,7 +388,7 @@ static void test_verify(void)
                     .tensor = A,
                     .buf = texi_buffer_new(ctx, "A", TEX_F32, TEXI_SCOPE_GLOBAL, 1, A->shape)};
     tex_func f = {.ctx = ctx, .name = "f", .n_params = 1, .params = &p};
-    texi_lower lw = {ctx, NULL, &f};
+    texi_lower lw = {ctx, NULL, &f, false};
     tex_expr *i = var("i"), *free_var = var("m");
     tex_stmt *ok = loop(i, 0, I(8), TEXI_FOR_SERIAL, texi_store_new(ctx, p.buf, i, F(1)));
     TT_EQ_INT(texi_verify(&lw, ok, "test"), 0);

@@ -309,6 +309,8 @@ static void test_annotation_errors(void)
     graph g = make_graph();
     FAIL(g.s, tex_parallel(g.sc, g.k), TEX_EINVAL, "tex_parallel", "'C'", "'k'", "reduction");
     FAIL(g.s, tex_vectorize(g.sc, g.k), TEX_EINVAL, "tex_vectorize", "'C'", "'k'", "reduction");
+    FAIL(g.s, tex_vectorize_reduce(g.sb, g.i), TEX_EINVAL, "tex_vectorize_reduce", "'B'", "'i'",
+         "data-parallel");
     FAIL(g.s, tex_bind(g.sc, g.k, TEX_BLOCK_X), TEX_EINVAL, "tex_bind", "'C'", "'k'", "blockIdx.x");
     FAIL(g.s, tex_bind(g.sc, g.k, TEX_VTHREAD), TEX_EINVAL, "tex_bind", "'C'", "'k'");
     FAIL(g.s, tex_bind(g.sb, g.i, (tex_thread_tag)17), TEX_EINVAL, "tex_bind", "'B'", "'i'");
@@ -326,9 +328,11 @@ static void test_annotation_errors(void)
     FAIL(g.s, tex_bind(g.sb, g.i, TEX_THREAD_Y), TEX_EINVAL, "'B'", "'i'", "already");
     TT_EQ_INT(tex_parallel(g.sd, g.x), 0);
     FAIL(g.s, tex_unroll(g.sd, g.x), TEX_EINVAL, "tex_unroll", "'D'", "'x'", "parallel");
-    // legal: the same tag in another stage; a reduce axis to threadIdx
+    // legal: the same tag in another stage; a reduce axis to threadIdx; a
+    // reduce axis to tex_vectorize_reduce (a vector reduction on the CPU)
     TT_EQ_INT(tex_bind(g.sc, g.i, TEX_THREAD_X), 0);
     TT_EQ_INT(tex_bind(g.sc, ki, TEX_THREAD_Y), 0);
+    TT_EQ_INT(tex_vectorize_reduce(g.sc, ko), 0);
     tex_ctx_free(ctx);
 }
 

@@ -265,7 +265,7 @@ static tex_stmt *ops(tex_schedule *s, int n, tex_tensor *const params[])
         for (int d = 0; d < params[i]->ndim; d++)
             TT_EQ_INT(texi_collect_free_vars(params[i]->shape[d], f->size_vars, &f->n_size_vars, 8),
                       0);
-    texi_lower lw = {ctx, s, f};
+    texi_lower lw = {ctx, s, f, false};
     tex_stmt *out = NULL;
     if (texi_schedule_ops(&lw, &out) < 0)
         return NULL;

@@ -11,9 +11,22 @@
  * composites, vector LETs, and the reasons of the loops left alone. The
  * interpreter runs the same vector statements lane by lane (the CPU tail's
  * output) against the oracle too.
+ *
+ * Reductions (src/lower/simd_reduce.c): sum, product, max and min over f32,
+ * f64, i32, i64 (and i16, u8) with the reduce axis vectorized at extents 1,
+ * 3, 13, 37, 64, 100, split by a factor that does not divide it (also with
+ * a predicated tail), rfactored with R's combine loop vectorized, or with a
+ * where-condition; the same comparisons, and the
+ * source must call the horizontal reduction. Under -strict-float float sums
+ * and products stay serial with their reason. Hand-built loops check what
+ * must not take this path (an accumulator index that depends on the loop
+ * variable, the accumulator's buffer read elsewhere, a non-associative
+ * combiner, a load under the guard).
  */
 #include "tt.h"
 #include "support/ops.h"
+#include "ir/arith.h"
+#include "lower/verify.h"
 
 #include <unistd.h>
 
@@ -22,12 +35,14 @@
 typedef tex_tensor *(*workload_fn)(ops_wl *w, int64_t n);
 
 /* Splits the output's last axis by factor and vectorizes the inner part. */
-static tex_schedule *vector_schedule(ops_wl *w, int factor)
+static tex_schedule *vector_schedule(ops_wl *w, int factor, ops_log *log)
 {
     tex_schedule *s = tex_schedule_new(w->ctx, 1, &w->out);
     tex_stage *st = tex_stage_of(s, w->out);
     int nd = tex_stage_naxes(st);
     tex_iter *o, *i;
+    if (log)
+        ops_logf(log, "split(last axis, %d), vectorize(inner)\n", factor);
     if (!s || tex_split(st, tex_stage_axis(st, nd - 1), tex_int(w->ctx, factor), &o, &i) != 0 ||
         tex_vectorize(st, i) != 0)
         return NULL;
@@ -68,7 +83,7 @@ static int interpret_tail(ops_wl *w, tex_schedule *s, uint64_t seed)
 {
     char why[2048];
     tex_func *f = ops_lower(w, s, why, sizeof why), tail;
-    if (!f || texi_lower_tail(f, TEXI_TAIL_CPU, &tail, NULL) != 0) {
+    if (!f || texi_lower_tail(f, TEXI_TAIL_CPU, false, &tail, NULL) != 0) {
         printf("  %s: lowering failed: %s\n", w->name, tex_errmsg(w->ctx));
         return -1;
     }
@@ -80,6 +95,41 @@ static int interpret_tail(ops_wl *w, tex_schedule *s, uint64_t seed)
     return 0;
 }
 
+/* Schedule s of w (steps in log) built for "cpu" with the default
+ * compiler and, when clang, with clang, compared with the oracle; the CPU
+ * tail interpreted and compared; then the "c" source checked for every
+ * string of want (NULL: no check). */
+static void check_schedule(ops_wl *w, tex_schedule *s, uint64_t seed, bool clang,
+                           const char *const *want, ops_log *log)
+{
+    TT_CHECK(s != NULL);
+    if (!s)
+        return;
+    const char *saved = getenv("TEX_CC");
+    char first_cc[256];
+    snprintf(first_cc, sizeof first_cc, "%s", saved ? saved : "");
+    for (int cc = 0; cc < 1 + clang; cc++) {
+        if (cc)
+            setenv("TEX_CC", "clang", 1);
+        size_t len = log->len;
+        ops_logf(log, "TEX_CC=%s\n", cc ? "clang" : first_cc);
+        TT_CHECK(ops_check_jit(w, s, "cpu", seed, log, true) == 0);
+        log->len = len;
+        log->text[len] = 0;
+        if (cc && *first_cc)
+            setenv("TEX_CC", first_cc, 1);
+        else if (cc)
+            unsetenv("TEX_CC");
+    }
+    TT_CHECK(interpret_tail(w, s, seed) == 0);
+    char *src = want ? source_of(w, s, "c") : NULL;
+    TT_CHECK(!want || src != NULL);
+    for (int k = 0; src && want[k]; k++)
+        if (!strstr(src, want[k]))
+            TT_FAILF("%s: the source lacks \"%s\":\n%s", w->name, want[k], src);
+    free(src);
+}
+
 /* Builds workload fn at size n with every factor and compiler, compares
  * with the oracle; then checks that the source of the first factor holds
  * every string of `want`. */
@@ -87,39 +137,16 @@ static void check_workload(const char *name, workload_fn fn, int64_t n, const in
                            int n_factors, const char *const *want)
 {
     bool clang = have_clang();
-    const char *saved = getenv("TEX_CC");
-    char first_cc[256];
-    snprintf(first_cc, sizeof first_cc, "%s", saved ? saved : "");
-    for (int f = 0; f < n_factors; f++)
-        for (int cc = 0; cc < 1 + clang; cc++) {
-            tex_ctx *ctx = tex_ctx_new();
-            ops_wl w;
-            ops_init(&w, ctx, name);
-            TT_CHECK(fn(&w, n) != NULL);
-            tex_schedule *s = vector_schedule(&w, factors[f]);
-            TT_CHECK(s != NULL);
-            if (cc)
-                setenv("TEX_CC", "clang", 1);
-            ops_log log = {0};
-            ops_logf(&log, "split(last axis, %d), vectorize(inner), TEX_CC=%s\n", factors[f],
-                     cc ? "clang" : first_cc);
-            TT_CHECK(s && ops_check_jit(&w, s, "cpu", (uint64_t)f + 1, &log, true) == 0);
-            if (cc && *first_cc)
-                setenv("TEX_CC", first_cc, 1);
-            else if (cc)
-                unsetenv("TEX_CC");
-            if (cc == 0 && s)
-                TT_CHECK(interpret_tail(&w, s, (uint64_t)f + 1) == 0);
-            if (f == 0 && cc == 0 && s) {
-                char *src = source_of(&w, s, "c");
-                TT_CHECK(src != NULL);
-                for (int k = 0; src && want[k]; k++)
-                    if (!strstr(src, want[k]))
-                        TT_FAILF("%s: the source lacks \"%s\":\n%s", name, want[k], src);
-                free(src);
-            }
-            tex_ctx_free(ctx);
-        }
+    for (int f = 0; f < n_factors; f++) {
+        tex_ctx *ctx = tex_ctx_new();
+        ops_wl w;
+        ops_init(&w, ctx, name);
+        TT_CHECK(fn(&w, n) != NULL);
+        ops_log log = {0};
+        tex_schedule *s = vector_schedule(&w, factors[f], &log);
+        check_schedule(&w, s, (uint64_t)f + 1, clang, f == 0 ? want : NULL, &log);
+        tex_ctx_free(ctx);
+    }
 }
 
 /* -------------------------------------------------------------- workloads */
@@ -275,7 +302,7 @@ static void test_strict_float_libm(void)
     ops_wl w;
     ops_init(&w, c, "select_math");
     TT_CHECK(select_math(&w, 40) != NULL);
-    tex_schedule *s = vector_schedule(&w, 8);
+    tex_schedule *s = vector_schedule(&w, 8, NULL);
     char *src = s ? source_of(&w, s, "c -strict-float") : NULL;
     TT_CHECK(src && strstr(src, "expf(") && !strstr(src, "tex_vexp"));
     free(src);
@@ -302,12 +329,176 @@ static void test_vector_let(void)
     check_workload("shifted", shifted, 37, FACTORS, N_FACTORS, want);
 }
 
+/* ------------------------------------------------------------ reductions */
+
+/* R[i] = reduce_k X[i, k] over k < n of kind op (0 sum, 1 prod, 2 max,
+ * 3 min) in dtype t, restricted to (k + i) % 3 != 1 when `where`. */
+static tex_tensor *reduction(ops_wl *w, tex_dtype t, int op, int64_t n, bool where)
+{
+    tex_ctx *c = w->ctx;
+    tex_expr *shape[2] = {tex_int(c, 3), tex_int(c, n)};
+    tex_tensor *X = input(w, "X", t, 2, shape);
+    tex_iter *i = tex_axis(c, "i", shape[0]), *k = tex_reduce_axis(c, "k", shape[1]);
+    tex_expr *x = TEX_AT(X, tex_iv(i), tex_iv(k));
+    tex_expr *red = op == 0   ? tex_sum(x, 1, &k)
+                    : op == 1 ? tex_reduce_prod(x, 1, &k)
+                    : op == 2 ? tex_reduce_max(x, 1, &k)
+                              : tex_reduce_min(x, 1, &k);
+    if (where)
+        red = tex_reduce_where(
+            red, tex_ne(tex_floormod(tex_add(tex_iv(k), tex_iv(i)), tex_int(c, 3)), tex_int(c, 1)));
+    return w->out = tex_compute(c, "R", 1, &i, red);
+}
+
+/* How the reduce axis is scheduled: vectorized; split by a factor and the
+ * inner part vectorized; split, rfactor of the inner part and the combine
+ * loop (R's new reduce axis) vectorized; a where-reduction's axis
+ * vectorized; split with a predicated tail and the inner part vectorized. */
+enum red_sched { RED_VECTOR, RED_SPLIT, RED_RFACTOR, RED_WHERE, RED_PREDICATE };
+
+static tex_schedule *reduce_schedule(ops_wl *w, enum red_sched how, int factor, ops_log *log)
+{
+    static const char *const names[5] = {"vectorize(k)", "split(k, %d), vectorize(inner)",
+                                         "split(k, %d), rfactor(inner), vectorize(R's k)",
+                                         "where, vectorize(k)",
+                                         "split_tail(k, %d, predicate), vectorize(inner)"};
+    ops_logf(log, names[how], factor);
+    ops_logf(log, "\n");
+    tex_schedule *s = tex_schedule_new(w->ctx, 1, &w->out);
+    tex_stage *st = tex_stage_of(s, w->out);
+    tex_iter *k = st ? tex_op_reduce_axis(st, 0) : NULL, *ko, *ki;
+    if (!k)
+        return NULL;
+    if (how == RED_VECTOR || how == RED_WHERE)
+        return tex_vectorize_reduce(st, k) == 0 ? s : NULL;
+    tex_tail tail = how == RED_PREDICATE ? TEX_TAIL_PREDICATE : TEX_TAIL_AUTO;
+    if (tex_split_tail(st, k, tex_int(w->ctx, factor), tail, &ko, &ki) != 0)
+        return NULL;
+    if (how == RED_SPLIT || how == RED_PREDICATE)
+        return tex_vectorize_reduce(st, ki) == 0 ? s : NULL;
+    if (!tex_rfactor(s, w->out, ki, 0))
+        return NULL;
+    return tex_vectorize_reduce(st, tex_op_reduce_axis(st, 0)) == 0 ? s : NULL;
+}
+
+static const char *const RED_WANT[4][2] = {{"tex_vreduce_add_v", NULL},
+                                           {"tex_vreduce_mul_v", NULL},
+                                           {"tex_vreduce_max_v", NULL},
+                                           {"tex_vreduce_min_v", NULL}};
+
+/* Every reduction kind in dtype t under schedule `how` at each extent
+ * (factor: the split's); the source must call the horizontal reduction
+ * wherever a vector loop remains (extent > 1). clang on the extents of
+ * clang_from on. */
+static void check_reductions(tex_dtype t, enum red_sched how, int factor, const int64_t *extents,
+                             int n_extents, int clang_from)
+{
+    bool clang = have_clang();
+    for (int op = 0; op < 4; op++)
+        for (int e = 0; e < n_extents; e++) {
+            tex_ctx *ctx = tex_ctx_new();
+            ops_wl w;
+            ops_init(&w, ctx, tex_dtype_name(t));
+            TT_CHECK(reduction(&w, t, op, extents[e], how == RED_WHERE) != NULL);
+            ops_log log = {0};
+            ops_logf(&log, "op %d, extent %lld: ", op, (long long)extents[e]);
+            tex_schedule *s = reduce_schedule(&w, how, factor, &log);
+            bool vector = how == RED_VECTOR || how == RED_WHERE ? extents[e] > 1 : factor > 1;
+            check_schedule(&w, s, (uint64_t)(op * 100 + e + 1), clang && e >= clang_from,
+                           vector ? RED_WANT[op] : NULL, &log);
+            tex_ctx_free(ctx);
+        }
+}
+
+static const int64_t RED_EXTENTS[] = {1, 3, 13, 37, 64, 100};
+#define N_RED_EXTENTS (int)(sizeof RED_EXTENTS / sizeof RED_EXTENTS[0])
+
+static void test_reduce_f32(void)
+{
+    check_reductions(TEX_F32, RED_VECTOR, 0, RED_EXTENTS, N_RED_EXTENTS, 3);
+}
+
+static void test_reduce_f64(void)
+{
+    check_reductions(TEX_F64, RED_VECTOR, 0, RED_EXTENTS, N_RED_EXTENTS, 4);
+}
+
+static void test_reduce_i32(void)
+{
+    check_reductions(TEX_I32, RED_VECTOR, 0, RED_EXTENTS, N_RED_EXTENTS, 4);
+}
+
+static void test_reduce_i64(void)
+{
+    check_reductions(TEX_I64, RED_VECTOR, 0, RED_EXTENTS, N_RED_EXTENTS, 4);
+}
+
+/* Narrow integers: per-lane composites, wrapping like the scalar code. */
+static void test_reduce_narrow(void)
+{
+    static const int64_t ext[] = {37, 100};
+    check_reductions(TEX_I16, RED_VECTOR, 0, ext, 2, 1);
+    check_reductions(TEX_U8, RED_VECTOR, 0, ext, 2, 2);
+}
+
+/* A split whose factor does not divide the extent: a vector main part and
+ * a guarded or partitioned tail, each reducing into R[i]. */
+static void test_reduce_split(void)
+{
+    static const int64_t ext[] = {37, 100};
+    check_reductions(TEX_F32, RED_SPLIT, 8, ext, 2, 1);
+    check_reductions(TEX_I32, RED_SPLIT, 16, ext, 2, 2);
+    check_reductions(TEX_F64, RED_SPLIT, 6, ext, 2, 2);
+}
+
+/* rfactor: the partial results per inner index, then R's combine loop
+ * over them vectorized. */
+static void test_reduce_rfactor(void)
+{
+    static const int64_t ext[] = {37, 100};
+    check_reductions(TEX_F32, RED_RFACTOR, 16, ext, 2, 1);
+    check_reductions(TEX_I64, RED_RFACTOR, 8, ext, 2, 2);
+}
+
+/* Guarded updates: a where-condition, a predicated split tail (the guard
+ * becomes a select of the identity). */
+static void test_reduce_guarded(void)
+{
+    check_reductions(TEX_F32, RED_WHERE, 0, RED_EXTENTS, N_RED_EXTENTS, 4);
+    static const int64_t ext[] = {37, 100};
+    check_reductions(TEX_I32, RED_WHERE, 0, ext, 2, 1);
+    check_reductions(TEX_F64, RED_PREDICATE, 8, ext, 2, 1);
+    check_reductions(TEX_I64, RED_PREDICATE, 16, ext, 2, 2);
+}
+
+/* -strict-float: float sums and products stay serial (the reason in the
+ * dump and the C), min/max still vectorize; the result is the oracle's bit
+ * for bit for the sums. */
+static void test_reduce_strict_float(void)
+{
+    for (int op = 0; op < 4; op++) {
+        tex_ctx *ctx = tex_ctx_new();
+        ops_wl w;
+        ops_init(&w, ctx, "strict");
+        TT_CHECK(reduction(&w, TEX_F32, op, 100, false) != NULL);
+        ops_log log = {0};
+        tex_schedule *s = reduce_schedule(&w, RED_VECTOR, 0, &log);
+        char *src = s ? source_of(&w, s, "c -strict-float") : NULL;
+        bool serial = op < 2;
+        TT_CHECK(src && (strstr(src, RED_WANT[op][0]) == NULL) == serial);
+        TT_CHECK(src && (strstr(src, "under -strict-float") != NULL) == serial);
+        free(src);
+        TT_CHECK(s && ops_check_jit(&w, s, "cpu -strict-float", 5, &log, true) == 0);
+        tex_ctx_free(ctx);
+    }
+}
+
 /* The pass on hand-built loops: X[v + 1] = X[v] + 1 carries a dependence
  * (serial, with the reason); a guarded body keeps its vectorized loop
  * (with the reason); X[v] = Y[2 v] * 2 becomes vector statements. */
-static char *simd_of(tex_ctx *c, tex_stmt *body)
+static char *simd_of(tex_ctx *c, tex_stmt *body, bool strict_float)
 {
-    texi_lower lw = {c, NULL, NULL};
+    texi_lower lw = {c, NULL, NULL, strict_float};
     tex_stmt *out = NULL;
     return texi_pass_simd(&lw, body, &out) == 0 ? texi_stmt_str(out) : NULL;
 }
@@ -334,13 +525,98 @@ static void test_pass_forms(void)
     const char *loop_kind[3] = {"for (v, 0, 8) {", "for (v, 0, 8) vectorized", NULL};
     for (int k = 0; k < 3; k++) {
         tex_stmt *loop = texi_for_new(c, v, zero, eight, TEXI_FOR_VECTORIZED, -1, bodies[k]);
-        char *text = simd_of(c, loop);
+        char *text = simd_of(c, loop, false);
         TT_CHECK(text && strstr(text, want[k]));
         TT_CHECK(text && (loop_kind[k] ? strstr(text, loop_kind[k]) != NULL
                                        : strstr(text, "for (") == NULL));
         if (text && !strstr(text, want[k]))
             printf("  case %d:\n%s", k, text);
         free(text);
+    }
+    tex_ctx_free(c);
+}
+
+/* Reductions on hand-built loops over v < 16 (f32 buffers X, Y):
+ *   X[3] = X[3] + Y[v]           a vector reduction (serial under -strict-float)
+ *   X[3] = max(Y[v], X[3])       the accumulator on the right: vectorized too
+ *   X[v / 2] = X[v / 2] + Y[v]   the accumulator depends on v: serial
+ *   X[3] = X[3] + X[v]           the accumulator's buffer read elsewhere: serial
+ *   let y = X[v] in X[3] = X[3] * y   the same through a LET: serial
+ *   X[3] = X[3] - Y[v]           not an associative combiner: serial
+ *   if (v < 5) X[3] = X[3] + Y[v]   a load under the guard (may be out of
+ *                                   bounds where it is false): serial */
+static void test_reduce_pass_forms(void)
+{
+    tex_ctx *c = tex_ctx_new();
+    tex_expr *n = tex_int(c, 64);
+    texi_buffer *X = texi_buffer_new(c, "X", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
+    texi_buffer *Y = texi_buffer_new(c, "Y", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
+    tex_expr *v = texi_var_new(c, "v", TEX_I32), *y = texi_var_new(c, "y", TEX_F32);
+    tex_expr *three = tex_int(c, 3), *half = texi_binary(TEXI_EXPR_FLOORDIV, v, tex_int(c, 2));
+    tex_expr *acc = texi_load_new(X, three), *yv = texi_load_new(Y, v);
+    tex_stmt *bodies[7] = {
+        texi_store_new(c, X, three, texi_binary(TEXI_EXPR_ADD, acc, yv)),
+        texi_store_new(c, X, three, texi_binary(TEXI_EXPR_MAX, yv, acc)),
+        texi_store_new(c, X, half, texi_binary(TEXI_EXPR_ADD, texi_load_new(X, half), yv)),
+        texi_store_new(c, X, three, texi_binary(TEXI_EXPR_ADD, acc, texi_load_new(X, v))),
+        texi_let_new(c, y, texi_load_new(X, v),
+                     texi_store_new(c, X, three, texi_binary(TEXI_EXPR_MUL, acc, y))),
+        texi_store_new(c, X, three, texi_binary(TEXI_EXPR_SUB, acc, yv)),
+        texi_if_new(c, texi_binary(TEXI_EXPR_LT, v, tex_int(c, 5)),
+                    texi_store_new(c, X, three, texi_binary(TEXI_EXPR_ADD, acc, yv)), NULL)};
+    const char *want[7] = {
+        "X[3] = X[3] + vreduce_add(", "X[3] = max(vreduce_max(", NULL, NULL, NULL, NULL, NULL};
+    for (int k = 0; k < 7; k++)
+        for (int strict = 0; strict < 2; strict++) {
+            tex_stmt *loop = texi_for_new(c, v, tex_int(c, 0), tex_int(c, 16), TEXI_FOR_VECTORIZED,
+                                          -1, bodies[k]);
+            char *text = simd_of(c, loop, strict);
+            const char *w = want[k] && !(strict && k == 0) ? want[k]
+                            : strict && k == 0 ? "vectorize_failed(float reduction keeps its "
+                                                 "order under -strict-float)"
+                                               : "vectorize_failed(iterations may depend on each "
+                                                 "other)";
+            TT_CHECK(text && strstr(text, w));
+            TT_CHECK(text && (strstr(text, "vreduce") != NULL) == (w == want[k]));
+            if (text && !strstr(text, w))
+                printf("  case %d (strict %d):\n%s", k, strict, text);
+            free(text);
+        }
+    tex_ctx_free(c);
+}
+
+/* The VREDUCE node in the IR: printed as vreduce_OP(x), structural
+ * equality, hash and order tell ops and operands apart, substitution
+ * rebuilds it, the simplifier leaves it, and the verifier takes a scalar
+ * of a vector's dtype only. */
+static void test_vreduce_node(void)
+{
+    tex_ctx *c = tex_ctx_new();
+    tex_expr *n = tex_int(c, 64), *zero = tex_int(c, 0), *one = tex_int(c, 1);
+    texi_buffer *Y = texi_buffer_new(c, "Y", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
+    tex_expr *v = texi_var_new(c, "v", TEX_I32), *w = texi_var_new(c, "w", TEX_I32);
+    tex_expr *x = texi_load_new(Y, texi_ramp_new(v, one, 8));
+    tex_expr *add = texi_vreduce_new(TEXI_REDUCE_SUM, x),
+             *add2 = texi_vreduce_new(TEXI_REDUCE_SUM, x);
+    tex_expr *mx = texi_vreduce_new(TEXI_REDUCE_MAX, x);
+    TT_EQ_INT(add->lanes, 1);
+    char *text = tex_expr_str(mx);
+    TT_EQ_STR(text, "vreduce_max(Y[ramp(v, 1, 8)])");
+    free(text);
+    TT_CHECK(texi_expr_equal(add, add2) && texi_expr_hash(add) == texi_expr_hash(add2));
+    TT_CHECK(!texi_expr_equal(add, mx) && texi_arith_cmp(add, mx) != 0);
+    tex_expr *moved = texi_substitute(add, 1, &v, &w);
+    TT_CHECK(moved && moved != add && moved->kind == TEXI_EXPR_VREDUCE &&
+             moved->u.vred.a->u.load.index->u.ramp.base == w);
+    TT_CHECK(texi_simplify(add, 0, NULL) == add);
+    /* verified inside for (v, 0, 8): Y[0] = vreduce(...); a scalar operand is refused */
+    texi_lower lw = {c, NULL, NULL, false};
+    for (int bad = 0; bad < 2; bad++) {
+        tex_expr *value = bad ? texi_vreduce_new(TEXI_REDUCE_SUM, texi_load_new(Y, v)) : add;
+        tex_stmt *loop = texi_for_new(c, v, zero, tex_int(c, 8), TEXI_FOR_SERIAL, -1,
+                                      texi_store_new(c, Y, zero, value));
+        TT_EQ_INT(texi_verify(&lw, loop, "test") == 0, !bad);
+        tex_clear_error(c);
     }
     tex_ctx_free(c);
 }
@@ -356,6 +632,17 @@ int main(void)
     TT_RUN(test_strided);
     TT_RUN(test_gather_broadcast);
     TT_RUN(test_vector_let);
+    TT_RUN(test_reduce_f32);
+    TT_RUN(test_reduce_f64);
+    TT_RUN(test_reduce_i32);
+    TT_RUN(test_reduce_i64);
+    TT_RUN(test_reduce_narrow);
+    TT_RUN(test_reduce_split);
+    TT_RUN(test_reduce_rfactor);
+    TT_RUN(test_reduce_guarded);
+    TT_RUN(test_reduce_strict_float);
     TT_RUN(test_pass_forms);
+    TT_RUN(test_reduce_pass_forms);
+    TT_RUN(test_vreduce_node);
     return tt_finish();
 }
