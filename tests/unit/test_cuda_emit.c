@@ -337,7 +337,7 @@ static void test_vector_let(void)
     tex_func g = *f, tail;
     g.body = texi_for_new(c, bx, i64(c, 0), i64(c, 4), TEXI_FOR_THREAD, TEX_BLOCK_X, body);
     texi_device_module m;
-    TT_EQ_INT(texi_lower_tail(&g, TEXI_TAIL_GPU, &tail, &m), 0);
+    TT_EQ_INT(texi_lower_tail(&g, TEXI_TAIL_GPU, false, &tail, &m), 0);
     char *src = texi_cuda_emit(&tail, &m);
     TT_CHECK(src != NULL);
     const char *needles[] = {"const float x[4] = {", "*reinterpret_cast<const float4 *>(A + ",

@@ -94,7 +94,7 @@ static void tail_check(gc_case *c)
 {
     tex_func copy;
     texi_device_module m;
-    if (!c->f || texi_lower_tail(c->f, TEXI_TAIL_GPU, &copy, &m) != 0 || m.n_kernels != 1 ||
+    if (!c->f || texi_lower_tail(c->f, TEXI_TAIL_GPU, false, &copy, &m) != 0 || m.n_kernels != 1 ||
         m.n_workspace != 0) {
         TT_FAILF("%s (symbolic %d): GPU tail: %s", c->name, c->symbolic,
                  c->f ? tex_errmsg(c->ctx) : c->why);

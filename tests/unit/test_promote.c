@@ -100,7 +100,7 @@ static tex_stmt *accumulate(tex_expr *index)
 /* The printed result of pass promote on `for (v, 0, extent) body`. */
 static char *promote_of(tex_expr *extent, tex_stmt *body)
 {
-    texi_lower lw = {c, NULL, NULL};
+    texi_lower lw = {c, NULL, NULL, false};
     tex_stmt *loop = texi_for_new(c, v, I32(0), extent, TEXI_FOR_SERIAL, -1, body), *out = NULL;
     return loop && texi_pass_promote(&lw, loop, &out) == 0 ? texi_stmt_str(out) : NULL;
 }
