@@ -29,8 +29,11 @@
  *                  share memory                              -> "thread_allreduce"
  *   gpu_to_cpu     barrier fission: thread double_buffer     two copies of shared tiles
  *                  loops run serially      device_split      kernels, launch extents,
- *   guarded_loads  loads in select arms                      workspace, asserts
- *                  made unconditional      thread_sync       per kernel: BARRIERs
+ *   simd_tail      guarded vector loops:                     workspace, asserts
+ *                  unguarded vector chunks thread_sync       per kernel: BARRIERs
+ *                  or lanes one by one
+ *   guarded_loads  loads in select arms
+ *                  made unconditional
  *   simd           vectorized loops as
  *                  vector statements
  *
@@ -78,6 +81,7 @@ static const struct {
     {"remove_noops", AT_LOWER, ON_BODY, texi_pass_remove_noops},
     {"thread_sync", FOR_CPU, ON_BODY, texi_pass_thread_sync},
     {"gpu_to_cpu", FOR_CPU, ON_BODY, texi_pass_gpu_to_cpu},
+    {"simd_tail", FOR_CPU, ON_BODY, texi_pass_simd_tail},
     {"guarded_loads", FOR_CPU, ON_BODY, texi_pass_guarded_loads},
     {"simd", FOR_CPU, ON_BODY, texi_pass_simd},
     {"thread_allreduce", FOR_GPU, ON_BODY, texi_pass_thread_allreduce},

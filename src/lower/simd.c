@@ -207,17 +207,16 @@ static tex_expr *widen(widener *w, tex_expr *e)
 
 /* ------------------------------------------------------------ statements */
 
-/* Whether body is straight-line: STOREs and LETs in SEQs. */
-static bool straight_line(const tex_stmt *s)
+bool texi_simd_straight_line(const tex_stmt *s)
 {
     switch (s->kind) {
     case TEXI_STMT_STORE:
         return true;
     case TEXI_STMT_LET:
-        return straight_line(s->u.let.body);
+        return texi_simd_straight_line(s->u.let.body);
     case TEXI_STMT_SEQ:
         for (int i = 0; i < s->u.seq.n; i++)
-            if (!straight_line(s->u.seq.items[i]))
+            if (!texi_simd_straight_line(s->u.seq.items[i]))
                 return false;
         return true;
     default:
@@ -270,18 +269,19 @@ static tex_stmt *widen_stmt(widener *w, const tex_stmt *s)
     }
 }
 
-/* The body for lanes [offset, offset + lanes) of loop s: base is the
- * first lane's variable value (min + offset, or an expression of a chunk
- * loop's variable). */
-static tex_stmt *chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, int lanes)
+/* The chunk builder of the loop's body: lanes [base, base + lanes) of it
+ * as vector statements; base is the first lane's variable value (min +
+ * offset, or an expression of a chunk loop's variable). */
+static tex_stmt *chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, int lanes, void *ud)
 {
+    (void)ud;
     tex_expr *one = texi_int_imm(ctx, base->dtype, 1);
     widener w = {.ctx = ctx, .var = s->u.loop.var};
     w.value = lanes == 1 ? base : one ? texi_ramp_new(base, one, lanes) : NULL;
     return w.value ? widen_stmt(&w, s->u.loop.body) : NULL;
 }
 
-static tex_expr *plus(tex_expr *a, int64_t k)
+tex_expr *texi_simd_plus(tex_expr *a, int64_t k)
 {
     tex_expr *c = texi_int_imm(a->ctx, a->dtype, k);
     tex_expr *sum = c && k ? texi_binary(TEXI_EXPR_ADD, a, c) : c ? a : NULL;
@@ -289,14 +289,14 @@ static tex_expr *plus(tex_expr *a, int64_t k)
 }
 
 /* Chunks of L lanes over [0, n_main * L): unrolled, or a serial loop. */
-static int main_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n_main, int lanes, tex_stmt **items,
-                       int n)
+static int main_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n_main, int lanes,
+                       texi_simd_chunk_fn fn, void *ud, tex_stmt **items, int n)
 {
     tex_expr *min = s->u.loop.min;
     if (n_main <= MAX_UNROLLED_CHUNKS) {
         for (int64_t c = 0; c < n_main; c++) {
-            tex_expr *base = plus(min, c * lanes);
-            if (!base || !(items[n++] = chunk(ctx, s, base, lanes)))
+            tex_expr *base = texi_simd_plus(min, c * lanes);
+            if (!base || !(items[n++] = fn(ctx, s, base, lanes, ud)))
                 return -1;
         }
         return n;
@@ -307,13 +307,13 @@ static int main_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n_main, int lane
     tex_expr *base = step ? texi_binary(TEXI_EXPR_ADD, min, step) : NULL;
     tex_expr *zero = base ? texi_int_imm(ctx, min->dtype, 0) : NULL;
     tex_expr *count = zero ? texi_int_imm(ctx, min->dtype, n_main) : NULL;
-    tex_stmt *body = count ? chunk(ctx, s, base, lanes) : NULL;
+    tex_stmt *body = count ? fn(ctx, s, base, lanes, ud) : NULL;
     items[n] = body ? texi_for_new(ctx, cv, zero, count, TEXI_FOR_SERIAL, -1, body) : NULL;
     return items[n] ? n + 1 : -1;
 }
 
-/* Loop s (vectorized, safe, straight-line body of extent n) as chunks. */
-static tex_stmt *vector_statements(tex_ctx *ctx, const tex_stmt *s, int64_t n)
+tex_stmt *texi_simd_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n, texi_simd_chunk_fn fn,
+                           void *ud)
 {
     int widest = 1;
     texi_stmt_visit(s->u.loop.body, widest_in_stmt, &widest);
@@ -322,12 +322,12 @@ static tex_stmt *vector_statements(tex_ctx *ctx, const tex_stmt *s, int64_t n)
         lanes /= 2;
     int64_t n_main = n / lanes;
     tex_stmt *items[MAX_UNROLLED_CHUNKS + 8];
-    int k = main_chunks(ctx, s, n_main, lanes, items, 0);
+    int k = main_chunks(ctx, s, n_main, lanes, fn, ud, items, 0);
     for (int64_t done = n_main * lanes; k >= 0 && done < n; done += lanes) {
         while (done + lanes > n)
             lanes /= 2;
-        tex_expr *base = plus(s->u.loop.min, done);
-        if (!base || !(items[k++] = chunk(ctx, s, base, lanes)))
+        tex_expr *base = texi_simd_plus(s->u.loop.min, done);
+        if (!base || !(items[k++] = fn(ctx, s, base, lanes, ud)))
             k = -1;
     }
     return k < 0 ? NULL : k == 1 ? items[0] : texi_seq_new(ctx, k, items);
@@ -345,9 +345,10 @@ static tex_stmt *simd_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
                                       TEXI_FOR_SERIAL, -1, body);
         return loop ? texi_attr_vector_failed(ctx, TEXI_VECTOR_DEPENDENCE, loop) : NULL;
     }
-    if (!straight_line(body))
-        return texi_attr_vector_failed(ctx, TEXI_VECTOR_CONTROL, texi_stmt_with_body(ctx, s, body));
-    return vector_statements(ctx, s, n);
+    if (!texi_simd_straight_line(body))
+        return texi_attr_vector_failed(ctx, texi_simd_guard_reason(s),
+                                       texi_stmt_with_body(ctx, s, body));
+    return texi_simd_chunks(ctx, s, n, chunk, NULL);
 }
 
 int texi_pass_simd(texi_lower *lw, tex_stmt *in, tex_stmt **out)
