@@ -18,10 +18,13 @@
  * each statement for all lanes at once, is the loop's result because no
  * iteration reads what another writes.
  *
+ * Guarded bodies come from pass simd_tail (simd_tail.c), which cut the
+ * loops it could into unguarded vector loops and serial per-lane ones.
  * Not done here: a loop that may carry a dependence becomes serial under
- * ATTR vectorize_failed("iterations may depend on each other"); a body with
- * a guard or other control flow keeps its vectorized loop (the C printer's
- * `#pragma omp simd`) under ATTR vectorize_failed("body has a guard ...").
+ * ATTR vectorize_failed("iterations may depend on each other"); a body
+ * with a guard simd_tail left or other control flow keeps its vectorized
+ * loop (the C printer's `#pragma omp simd`) under ATTR vectorize_failed
+ * with texi_simd_guard_reason's reason.
  */
 #include "lower/lower.h"
 

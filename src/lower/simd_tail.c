@@ -6,25 +6,30 @@
  * unguarded as vectors or runs its lanes one by one under the guard, so no
  * lane the guard excludes ever loads or stores.
  *
- * The conjuncts of c that do not read the loop variable v are hoisted:
- * `if (invariant) for (v, ...) vectorized { c' S }`. Every other conjunct
- * must compare two integer expressions whose difference is monotone in v
- * (direction() below; i32 and i64 arithmetic does not overflow,
- * src/ir/arith.h). Such a conjunct holds on every lane of a chunk when it
- * holds on one end lane: the last one for `<` and `<=` of a difference that
- * grows with v, the first one for `>` and `>=` (the other way round when it
- * falls). Each chunk of L lanes from base then reads
+ * The conjuncts of c that do not read the loop variable v are hoisted: the
+ * result sits in `if (invariant) ...`, and with no other conjunct it is the
+ * unguarded vectorized loop. Every other conjunct must compare two integer
+ * expressions whose difference is monotone in v (direction() below; i32 and
+ * i64 arithmetic does not overflow, src/ir/arith.h). Such a conjunct holds
+ * on every lane of a chunk when it holds on one end lane: the last one for
+ * `<` and `<=` of a difference that grows with v, the first one for `>` and
+ * `>=` (the other way round when it falls). Each chunk of L lanes from base
+ * then reads
  *
  *   if (c at those end lanes) for (v, base, L) vectorized { S }
  *   else for (v, base, L) { if (c) S }
  *
- * (a chunk of one lane is the serial loop alone); simd turns the first
- * loop into vector statements, and guarded_loads treats the second one's
- * guarded loads as in any serial loop. Loops whose iterations may depend on
- * each other are left to simd. Any other body (an else branch, a conjunct
- * of another form or reading a LET of the body, other control flow) keeps
- * its loop, and simd gives the reason (texi_simd_guard_reason,
- * src/ir/vector_reasons.def) under ATTR vectorize_failed.
+ * (a chunk of one lane is the serial loop alone; a check the simplifier
+ * decides leaves one of the two loops). simd turns the vectorized loop into
+ * vector statements, and guarded_loads treats the serial loop's guarded
+ * loads as in any serial loop. A conjunct that loads is refused: the check
+ * and the hoisted test would load where c's && might not.
+ *
+ * Loops whose iterations may depend on each other are left to simd. Any
+ * other body (an else branch, a conjunct of another form or reading a LET
+ * of the body, other control flow) keeps its loop, and simd gives the
+ * reason (texi_simd_guard_reason, src/ir/vector_reasons.def) under ATTR
+ * vectorize_failed: the C printer's `#pragma omp simd` loop.
  */
 #include "lower/lower.h"
 
