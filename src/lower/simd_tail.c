@@ -236,10 +236,10 @@ static tex_stmt *tail_loop(tex_ctx *ctx, tex_stmt *s, int64_t n)
     if (peel(&g, s->u.loop.var) != NO_PROBLEM)
         return s;
     chunker ch = {&g, unguarded(ctx, g.body)};
-    tex_stmt *r = !ch.plain ? NULL
-                  : g.n_var == 0
-                      ? lanes_loop(ctx, s, s->u.loop.min, (int)n, TEXI_FOR_VECTORIZED, ch.plain)
-                      : texi_simd_chunks(ctx, s, n, guarded_chunk, &ch);
+    if (!ch.plain)
+        return NULL;
+    tex_stmt *r = g.n_var ? texi_simd_chunks(ctx, s, n, guarded_chunk, &ch)
+                          : texi_stmt_with_body(ctx, s, ch.plain);
     tex_expr *invariant = NULL;
     for (int i = 0; r && i < g.n_inv; i++)
         if (!conjoin(&invariant, g.inv[i]))
