@@ -27,12 +27,27 @@ static const int64_t SIZES[] = {1, 3, 7, 13, 31, 33, 100};
 
 /* What the CPU tail must show: the vector form, or a fallback's reason. */
 typedef struct {
-    const char *has;   /* a string the tail holds with a symbolic size */
-    const char *hasnt; /* one it never holds, or NULL */
+    const char *has[3];   /* strings it holds (up to a NULL) */
+    const char *hasnt[2]; /* strings it does not hold (up to a NULL) */
 } tail_form;
 
-static const tail_form VECTOR = {"ramp(", "vectorize_failed"};
-static const tail_form NOT_MONOTONE = {"vectorize_failed(guard is not monotone", NULL};
+/* Vector chunks, some under a check with the lanes one by one in the else
+ * branch, and no loop left to the C compiler. */
+static const tail_form VECTOR = {{"ramp(", "} else {"}, {"vectorize_failed"}};
+static const tail_form NOT_MONOTONE = {{"vectorize_failed(guard is not monotone"}, {NULL}};
+
+/* Whether text holds the form's strings (`has` only when with_has) and
+ * none of its `hasnt`. */
+static bool matches(const char *text, const tail_form *form, bool with_has)
+{
+    for (int i = 0; text && with_has && i < 3 && form->has[i]; i++)
+        if (!strstr(text, form->has[i]))
+            return false;
+    for (int i = 0; text && i < 2 && form->hasnt[i]; i++)
+        if (strstr(text, form->hasnt[i]))
+            return false;
+    return text != NULL;
+}
 
 /* -------------------------------------------------------------- workloads */
 
@@ -156,18 +171,17 @@ static tex_tensor *plus_one(ops_wl *w, int64_t n, bool sym)
 /* ------------------------------------------------------------------ runs */
 
 /* Whether the CPU tail of f has the form (`has` only when sym: a
- * constant extent may leave no vector loop); prints it when not. */
+ * constant extent may leave no guard, or no vector loop); prints it when
+ * not. */
 static bool has_form(ops_wl *w, tex_func *f, const tail_form *form, bool sym)
 {
     tex_func tail;
     if (simd_tail_of(w, f, &tail) != 0)
         return false;
     char *text = tex_func_str(&tail);
-    bool ok =
-        text && (!sym || strstr(text, form->has)) && !(form->hasnt && strstr(text, form->hasnt));
+    bool ok = matches(text, form, sym);
     if (text && !ok)
-        printf("  %s: the CPU tail lacks \"%s\" or holds \"%s\":\n%s", w->name, form->has,
-               form->hasnt ? form->hasnt : "", text);
+        printf("  %s: the CPU tail does not have the form wanted:\n%s", w->name, text);
     free(text);
     return ok;
 }
@@ -288,7 +302,7 @@ static void test_not_monotone(void)
 typedef struct {
     const char *what;
     tex_stmt *body;
-    const char *has[3], *hasnt[2];
+    tail_form form;
 } pass_case;
 
 static void check_pass_case(tex_ctx *c, tex_expr *v, const pass_case *k)
@@ -300,12 +314,7 @@ static void check_pass_case(tex_ctx *c, tex_expr *v, const pass_case *k)
     TT_CHECK(loop && texi_pass_simd_tail(&lw, loop, &mid) == 0 &&
              texi_pass_simd(&lw, mid, &out) == 0);
     char *text = out ? texi_stmt_str(out) : NULL;
-    bool ok = text != NULL;
-    for (int i = 0; ok && i < 3 && k->has[i]; i++)
-        ok = strstr(text, k->has[i]) != NULL;
-    for (int i = 0; ok && i < 2 && k->hasnt[i]; i++)
-        ok = strstr(text, k->hasnt[i]) == NULL;
-    if (!ok)
+    if (!matches(text, &k->form, true))
         TT_FAILF("%s:\n%s", k->what, text ? text : "(no text)");
     free(text);
 }
@@ -326,40 +335,33 @@ static void test_pass_forms(void)
     const pass_case cases[] = {
         {"v < 9: vector chunks below 8, lanes one by one from 8",
          GUARD(CMP(LT, v, tex_int(c, 9)), S, NULL),
-         {"ramp(0, 1, ", "for (v, 8, "},
-         {"ramp(8, 1, ", "vectorize_failed"}},
+         {{"ramp(0, 1, ", "for (v, 8, "}, {"ramp(8, 1, ", "vectorize_failed"}}},
         {"12 - v > 3 (falling): the same",
          GUARD(CMP(GT, CMP(SUB, tex_int(c, 12), v), tex_int(c, 3)), S, NULL),
-         {"ramp(0, 1, ", "for (v, 8, "},
-         {"ramp(8, 1, ", "vectorize_failed"}},
+         {{"ramp(0, 1, ", "for (v, 8, "}, {"ramp(8, 1, ", "vectorize_failed"}}},
         {"v >= 7: lanes one by one below 8, vector chunks from 8",
          GUARD(CMP(GE, v, tex_int(c, 7)), S, NULL),
-         {"ramp(8, 1, ", "for (v, 0, "},
-         {"ramp(0, 1, ", "vectorize_failed"}},
+         {{"ramp(8, 1, ", "for (v, 0, "}, {"ramp(0, 1, ", "vectorize_failed"}}},
         {"m <= v < m + 5, nested: a check per chunk",
          GUARD(CMP(LE, m, v), GUARD(CMP(LT, v, CMP(ADD, m, tex_int(c, 5))), S, NULL), NULL),
-         {"ramp(0, 1, ", "} else {"},
-         {"vectorize_failed", NULL}},
+         {{"ramp(0, 1, ", "} else {"}, {"vectorize_failed", NULL}}},
         {"m > 2: hoisted",
          GUARD(CMP(GT, m, tex_int(c, 2)), S, NULL),
-         {"if (m > 2) {", "ramp(0, 1, "},
-         {"for (", "vectorize_failed"}},
+         {{"if (m > 2) {", "ramp(0, 1, "}, {"for (", "vectorize_failed"}}},
         {"else branch",
          GUARD(CMP(LT, v, m), S, S2),
-         {"vectorize_failed(guard has an else branch", "for (v, 0, 16) vectorized"},
-         {"ramp(", NULL}},
+         {{"vectorize_failed(guard has an else branch", "for (v, 0, 16) vectorized"},
+          {"ramp(", NULL}}},
         {"floormod",
          GUARD(CMP(LT, mod3, tex_int(c, 1)), S, NULL),
-         {"vectorize_failed(guard is not monotone", "for (v, 0, 16) vectorized"},
-         {"ramp(", NULL}},
+         {{"vectorize_failed(guard is not monotone", "for (v, 0, 16) vectorized"},
+          {"ramp(", NULL}}},
         {"a load in the guard",
          GUARD(CMP(GT, texi_load_new(Y, v), tex_const(c, TEX_F64, 0.0)), S2, NULL),
-         {"vectorize_failed(guard is not monotone"},
-         {"ramp(", NULL}},
+         {{"vectorize_failed(guard is not monotone"}, {"ramp(", NULL}}},
         {"a guard beside a store",
          texi_seq_new(c, 2, (tex_stmt *[]){GUARD(CMP(LT, v, m), S, NULL), S2}),
-         {"vectorize_failed(body is not one guard"},
-         {"ramp(", NULL}},
+         {{"vectorize_failed(body is not one guard"}, {"ramp(", NULL}}},
     };
 #undef CMP
 #undef GUARD
