@@ -1,16 +1,18 @@
 /*
  * Guarded vectorized loops as vector chunks with per-lane tails
- * (src/lower/simd_tail.c). Each workload's vectorized axis is split by 4,
- * 8, 16 and 32 over extents that no factor divides and over a symbolic
- * size bound at call time (one kernel run at every size, smaller than the
- * vector width too), built for "cpu" with the default compiler and with
- * clang when it is installed, run on random non-zero inputs with the
- * output poisoned and compared with the reference evaluator, and
- * interpreted on the CPU tail. Inputs and outputs are allocated with their
- * exact sizes (ops_exact), so a vector access past a buffer's end is an
- * AddressSanitizer error under `make asan`. The CPU tail is checked for the
- * vector form (or, for a guard that is not monotone, for the reason of the
- * fallback), and the pass itself on hand-built loops.
+ * (src/lower/simd_tail.c). Each workload (f32, f64 with broadcasts, i32,
+ * i8 / u8 / f16 / bf16 through f32, a compute_at producer) has its
+ * vectorized axis split by 4, 8, 16 and 32, over the extents of SIZES
+ * (constant) and over a symbolic size bound at call time (one kernel run at
+ * every size of SIZES, smaller than the vector width too); it is built for
+ * "cpu" with the default compiler (and with clang when it is installed, for
+ * the symbolic size), run on random non-zero inputs with the output
+ * poisoned and compared with the reference evaluator, and interpreted on
+ * the CPU tail. Arrays have their exact sizes (ops_exact), so a vector
+ * access past a buffer's end is an AddressSanitizer error under
+ * `make asan`. The CPU tail is checked for the vector form; a guard made
+ * non-monotone (always true, so results do not change) must fall back with
+ * its reason. The pass itself runs on hand-built loops too.
  */
 #include "tt.h"
 #include "support/simd_check.h"
