@@ -95,9 +95,11 @@ typedef tex_stmt *(*texi_simd_chunk_fn)(tex_ctx *ctx, const tex_stmt *s, tex_exp
                                         void *ud);
 
 /* Loop s (vectorized, safe, constant extent n) cut into chunks of the
- * native vector width, each built by fn; NULL on failure (recorded). */
-tex_stmt *texi_simd_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n, texi_simd_chunk_fn fn,
-                           void *ud);
+ * native vector width, each built by fn: the full chunks one after the
+ * other when there are at most max_unrolled of them (8 at most), else a
+ * serial loop over them, then the rest. NULL on failure (recorded). */
+tex_stmt *texi_simd_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n, int max_unrolled,
+                           texi_simd_chunk_fn fn, void *ud);
 
 /* Integer a + k, simplified; NULL on ENOMEM. */
 tex_expr *texi_simd_plus(tex_expr *a, int64_t k);

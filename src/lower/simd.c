@@ -291,12 +291,13 @@ tex_expr *texi_simd_plus(tex_expr *a, int64_t k)
     return sum ? texi_simplify(sum, 0, NULL) : NULL;
 }
 
-/* Chunks of L lanes over [0, n_main * L): unrolled, or a serial loop. */
-static int main_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n_main, int lanes,
+/* Chunks of L lanes over [0, n_main * L): unrolled (up to max_unrolled),
+ * or a serial loop. */
+static int main_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n_main, int lanes, int max_unrolled,
                        texi_simd_chunk_fn fn, void *ud, tex_stmt **items, int n)
 {
     tex_expr *min = s->u.loop.min;
-    if (n_main <= MAX_UNROLLED_CHUNKS) {
+    if (n_main <= max_unrolled) {
         for (int64_t c = 0; c < n_main; c++) {
             tex_expr *base = texi_simd_plus(min, c * lanes);
             if (!base || !(items[n++] = fn(ctx, s, base, lanes, ud)))
@@ -315,9 +316,10 @@ static int main_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n_main, int lane
     return items[n] ? n + 1 : -1;
 }
 
-tex_stmt *texi_simd_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n, texi_simd_chunk_fn fn,
-                           void *ud)
+tex_stmt *texi_simd_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n, int max_unrolled,
+                           texi_simd_chunk_fn fn, void *ud)
 {
+    max_unrolled = max_unrolled < MAX_UNROLLED_CHUNKS ? max_unrolled : MAX_UNROLLED_CHUNKS;
     int widest = 1;
     texi_stmt_visit(s->u.loop.body, widest_in_stmt, &widest);
     int lanes = native_bytes() / widest;
@@ -325,7 +327,7 @@ tex_stmt *texi_simd_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n, texi_simd
         lanes /= 2;
     int64_t n_main = n / lanes;
     tex_stmt *items[MAX_UNROLLED_CHUNKS + 8];
-    int k = main_chunks(ctx, s, n_main, lanes, fn, ud, items, 0);
+    int k = main_chunks(ctx, s, n_main, lanes, max_unrolled, fn, ud, items, 0);
     for (int64_t done = n_main * lanes; k >= 0 && done < n; done += lanes) {
         while (done + lanes > n)
             lanes /= 2;
@@ -351,7 +353,7 @@ static tex_stmt *simd_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
     if (!texi_simd_straight_line(body))
         return texi_attr_vector_failed(ctx, texi_simd_guard_reason(s),
                                        texi_stmt_with_body(ctx, s, body));
-    return texi_simd_chunks(ctx, s, n, chunk, NULL);
+    return texi_simd_chunks(ctx, s, n, MAX_UNROLLED_CHUNKS, chunk, NULL);
 }
 
 int texi_pass_simd(texi_lower *lw, tex_stmt *in, tex_stmt **out)

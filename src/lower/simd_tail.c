@@ -14,7 +14,8 @@
  * on every lane of a chunk when it holds on one end lane: the last one for
  * `<` and `<=` of a difference that grows with v, the first one for `>` and
  * `>=` (the other way round when it falls). Each chunk of L lanes from base
- * then reads
+ * (the full ones in a serial loop over them when there are two or more, so
+ * that the body is written twice, not twice per chunk) then reads
  *
  *   if (c at those end lanes) for (v, base, L) vectorized { S }
  *   else for (v, base, L) { if (c) S }
@@ -215,7 +216,8 @@ typedef struct {
 static tex_stmt *guarded_chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, int lanes, void *ud)
 {
     const chunker *ch = ud;
-    tex_stmt *serial = lanes_loop(ctx, s, base, lanes, TEXI_FOR_SERIAL, ch->g->body);
+    base = texi_simplify(base, 0, NULL);
+    tex_stmt *serial = base ? lanes_loop(ctx, s, base, lanes, TEXI_FOR_SERIAL, ch->g->body) : NULL;
     if (!serial || lanes == 1)
         return serial;
     tex_expr *check = every_lane(ch->g, s->u.loop.var, base, lanes);
@@ -238,7 +240,8 @@ static tex_stmt *tail_loop(tex_ctx *ctx, tex_stmt *s, int64_t n)
     chunker ch = {&g, unguarded(ctx, g.body)};
     if (!ch.plain)
         return NULL;
-    tex_stmt *r = g.n_var ? texi_simd_chunks(ctx, s, n, guarded_chunk, &ch)
+    // one copy of the checked chunk in a loop: each copy holds both versions
+    tex_stmt *r = g.n_var ? texi_simd_chunks(ctx, s, n, 1, guarded_chunk, &ch)
                           : texi_stmt_with_body(ctx, s, ch.plain);
     tex_expr *invariant = NULL;
     for (int i = 0; r && i < g.n_inv; i++)

@@ -298,11 +298,12 @@ static void test_not_monotone(void)
 
 /* ------------------------------------------------- the pass on hand-built loops */
 
-/* One hand-built vectorized loop v in [0, 16) over f64 buffers X, Y after
- * simd_tail and simd: the text must hold every string of has and none of
- * hasnt. */
+/* One hand-built vectorized loop v in [0, extent) over f64 buffers X, Y
+ * after simd_tail and simd: the text must have the form. An extent of 3 is
+ * a chunk of 2 lanes and one of 1 on every CPU. */
 typedef struct {
     const char *what;
+    int extent;
     tex_stmt *body;
     tail_form form;
 } pass_case;
@@ -311,7 +312,7 @@ static void check_pass_case(tex_ctx *c, tex_expr *v, const pass_case *k)
 {
     texi_lower lw = {c, NULL, NULL};
     tex_stmt *loop =
-        texi_for_new(c, v, tex_int(c, 0), tex_int(c, 16), TEXI_FOR_VECTORIZED, -1, k->body);
+        texi_for_new(c, v, tex_int(c, 0), tex_int(c, k->extent), TEXI_FOR_VECTORIZED, -1, k->body);
     tex_stmt *mid = NULL, *out = NULL;
     TT_CHECK(loop && texi_pass_simd_tail(&lw, loop, &mid) == 0 &&
              texi_pass_simd(&lw, mid, &out) == 0);
@@ -333,38 +334,50 @@ static void test_pass_forms(void)
     tex_stmt *S2 = texi_store_new(c, Y, v, tex_const(c, TEX_F64, 1.0));
 #define CMP(kind, a, b) texi_binary(TEXI_EXPR_##kind, a, b)
 #define GUARD(cond, then_s, else_s) texi_if_new(c, cond, then_s, else_s)
-    tex_expr *mod3 = CMP(FLOORMOD, v, tex_int(c, 3));
+#define I(k) tex_int(c, k)
+    tex_expr *mod3 = CMP(FLOORMOD, v, I(3));
+    /* a chunk [0, 2) that fails on one lane: checking the wrong end would vectorize it */
+    const tail_form per_lane = {{"for (v, 0, 2) {", "for (v, 2, 1) {"}, {"ramp("}};
     const pass_case cases[] = {
-        {"v < 9: vector chunks below 8, lanes one by one from 8",
-         GUARD(CMP(LT, v, tex_int(c, 9)), S, NULL),
-         {{"ramp(0, 1, ", "for (v, 8, "}, {"ramp(8, 1, ", "vectorize_failed"}}},
-        {"12 - v > 3 (falling): the same",
-         GUARD(CMP(GT, CMP(SUB, tex_int(c, 12), v), tex_int(c, 3)), S, NULL),
-         {{"ramp(0, 1, ", "for (v, 8, "}, {"ramp(8, 1, ", "vectorize_failed"}}},
-        {"v >= 7: lanes one by one below 8, vector chunks from 8",
-         GUARD(CMP(GE, v, tex_int(c, 7)), S, NULL),
-         {{"ramp(8, 1, ", "for (v, 0, "}, {"ramp(0, 1, ", "vectorize_failed"}}},
+        {"v < 2: a vector chunk, then one lane",
+         3,
+         GUARD(CMP(LT, v, I(2)), S, NULL),
+         {{"ramp(0, 1, 2)", "for (v, 2, 1) {"}, {"vectorize_failed"}}},
+        {"v < 1 (rising, checked on the last lane)", 3, GUARD(CMP(LT, v, I(1)), S, NULL), per_lane},
+        {"1 - v > 0 (falling, checked on the last lane)", 3,
+         GUARD(CMP(GT, CMP(SUB, I(1), v), I(0)), S, NULL), per_lane},
+        {"v >= 1 (rising, checked on the first lane)", 3, GUARD(CMP(GE, v, I(1)), S, NULL),
+         per_lane},
         {"m <= v < m + 5, nested: a check per chunk",
-         GUARD(CMP(LE, m, v), GUARD(CMP(LT, v, CMP(ADD, m, tex_int(c, 5))), S, NULL), NULL),
-         {{"ramp(0, 1, ", "} else {"}, {"vectorize_failed", NULL}}},
+         3,
+         GUARD(CMP(LE, m, v), GUARD(CMP(LT, v, CMP(ADD, m, I(5))), S, NULL), NULL),
+         {{"ramp(0, 1, 2)", "} else {"}, {"vectorize_failed"}}},
+        {"v < m over 64: a loop over the checked chunks",
+         64,
+         GUARD(CMP(LT, v, m), S, NULL),
+         {{"for (chunk, 0, ", "} else {", "ramp("}, {"vectorize_failed"}}},
         {"m > 2: hoisted",
-         GUARD(CMP(GT, m, tex_int(c, 2)), S, NULL),
-         {{"if (m > 2) {", "ramp(0, 1, "}, {"for (", "vectorize_failed"}}},
+         3,
+         GUARD(CMP(GT, m, I(2)), S, NULL),
+         {{"if (m > 2) {", "ramp(0, 1, 2)"}, {"for (", "vectorize_failed"}}},
         {"else branch",
+         3,
          GUARD(CMP(LT, v, m), S, S2),
-         {{"vectorize_failed(guard has an else branch", "for (v, 0, 16) vectorized"},
-          {"ramp(", NULL}}},
+         {{"vectorize_failed(guard has an else branch", "for (v, 0, 3) vectorized"}, {"ramp("}}},
         {"floormod",
-         GUARD(CMP(LT, mod3, tex_int(c, 1)), S, NULL),
-         {{"vectorize_failed(guard is not monotone", "for (v, 0, 16) vectorized"},
-          {"ramp(", NULL}}},
+         3,
+         GUARD(CMP(LT, mod3, I(1)), S, NULL),
+         {{"vectorize_failed(guard is not monotone", "for (v, 0, 3) vectorized"}, {"ramp("}}},
         {"a load in the guard",
+         3,
          GUARD(CMP(GT, texi_load_new(Y, v), tex_const(c, TEX_F64, 0.0)), S2, NULL),
-         {{"vectorize_failed(guard is not monotone"}, {"ramp(", NULL}}},
+         {{"vectorize_failed(guard is not monotone"}, {"ramp("}}},
         {"a guard beside a store",
+         3,
          texi_seq_new(c, 2, (tex_stmt *[]){GUARD(CMP(LT, v, m), S, NULL), S2}),
-         {{"vectorize_failed(body is not one guard"}, {"ramp(", NULL}}},
+         {{"vectorize_failed(body is not one guard"}, {"ramp("}}},
     };
+#undef I
 #undef CMP
 #undef GUARD
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
