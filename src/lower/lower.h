@@ -76,6 +76,9 @@ int texi_pass_remove_noops(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_gpu_to_cpu(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
 int texi_pass_guarded_loads(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+/* Guarded vectorized loops as chunks that are either unguarded vector
+ * loops or lanes one by one (simd_tail.c), before guarded_loads. */
+int texi_pass_simd_tail(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* Vectorized loops as vector statements (simd.c), last on the CPU. */
 int texi_pass_simd(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* Memory a serial loop updates at fixed addresses kept in a local buffer
@@ -125,6 +128,29 @@ tex_stmt *texi_simd_serial(tex_ctx *ctx, const tex_stmt *s, enum texi_vector_rea
  * each other (simd_reduce.c): a reduction into one element as vector
  * partial accumulators, else serial with the reason. */
 tex_stmt *texi_simd_reduce(tex_ctx *ctx, const tex_stmt *s, int64_t n, bool strict_float);
+
+/* The pieces of the simd pass (simd.c) that simd_tail.c builds on. */
+
+/* Whether s is straight-line: STOREs and LETs in SEQs. */
+bool texi_simd_straight_line(const tex_stmt *s);
+
+/* The statements for the lanes [base, base + lanes) of vector loop s. */
+typedef tex_stmt *(*texi_simd_chunk_fn)(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, int lanes,
+                                        void *ud);
+
+/* Loop s (vectorized, safe, constant extent n) cut into chunks of the
+ * native vector width, each built by fn: the full chunks one after the
+ * other when there are at most max_unrolled of them (8 at most), else a
+ * serial loop over them, then the rest. NULL on failure (recorded). */
+tex_stmt *texi_simd_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n, int max_unrolled,
+                           texi_simd_chunk_fn fn, void *ud);
+
+/* Integer a + k, simplified; NULL on ENOMEM. */
+tex_expr *texi_simd_plus(tex_expr *a, int64_t k);
+
+/* Why pass simd_tail (simd_tail.c) left the guarded body of vectorized
+ * loop s as it is. */
+enum texi_vector_reason texi_simd_guard_reason(const tex_stmt *s);
 
 typedef int (*texi_pass_fn)(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 

@@ -32,11 +32,14 @@
  *                  share memory                              -> "thread_allreduce"
  *   gpu_to_cpu     barrier fission: thread double_buffer     two copies of shared tiles
  *                  loops run serially      device_split      kernels, launch extents,
- *   guarded_loads  loads in select arms                      workspace, asserts
- *                  made unconditional      thread_sync       per kernel: BARRIERs
- *   simd           vectorized loops as     simd              per kernel: vectorized
- *                  vector statements                         loops as vector statements
- *   promote        values updated at fixed                   (16 bytes at most)
+ *   simd_tail      guarded vector loops:                     workspace, asserts
+ *                  unguarded vector chunks thread_sync       per kernel: BARRIERs
+ *                  or lanes one by one
+ *   guarded_loads  loads in select arms    simd              per kernel: vectorized
+ *                  made unconditional                        loops as vector statements
+ *   simd           vectorized loops as                       (16 bytes at most)
+ *                  vector statements
+ *   promote        values updated at fixed
  *                  addresses across a loop
  *                  kept in registers
  *
@@ -90,6 +93,7 @@ static const struct {
     {"remove_noops", AT_LOWER, ON_BODY, texi_pass_remove_noops},
     {"thread_sync", FOR_CPU, ON_BODY, texi_pass_thread_sync},
     {"gpu_to_cpu", FOR_CPU, ON_BODY, texi_pass_gpu_to_cpu},
+    {"simd_tail", FOR_CPU, ON_BODY, texi_pass_simd_tail},
     {"guarded_loads", FOR_CPU, ON_BODY, texi_pass_guarded_loads},
     {"simd", FOR_CPU, ON_BODY, texi_pass_simd},
     {"promote", FOR_CPU, ON_BODY, texi_pass_promote},

@@ -24,12 +24,15 @@
  * acc[I] op g(v), I invariant) becomes vector partial accumulators and one
  * horizontal reduction (simd_reduce.c, which uses this file's chunks).
  *
+ * Guarded bodies come from pass simd_tail (simd_tail.c), which cut the
+ * loops it could into unguarded vector loops and serial per-lane ones.
+ *
  * Not done here: any other loop that may carry a dependence becomes serial
  * under ATTR vectorize_failed("iterations may depend on each other"), as
  * does a float sum or product under -strict-float (its own reason); a body
- * with a guard or other control flow keeps its vectorized loop (the C
- * printer's `#pragma omp simd`) under ATTR vectorize_failed("body has a
- * guard ...").
+ * with a guard simd_tail left or other control flow keeps its vectorized
+ * loop (the C printer's `#pragma omp simd`) under ATTR vectorize_failed
+ * with texi_simd_guard_reason's reason.
  */
 #include "lower/lower.h"
 
@@ -230,17 +233,16 @@ static tex_expr *widen(widener *w, tex_expr *e)
 
 /* ------------------------------------------------------------ statements */
 
-/* Whether body is straight-line: STOREs and LETs in SEQs. */
-static bool straight_line(const tex_stmt *s)
+bool texi_simd_straight_line(const tex_stmt *s)
 {
     switch (s->kind) {
     case TEXI_STMT_STORE:
         return true;
     case TEXI_STMT_LET:
-        return straight_line(s->u.let.body);
+        return texi_simd_straight_line(s->u.let.body);
     case TEXI_STMT_SEQ:
         for (int i = 0; i < s->u.seq.n; i++)
-            if (!straight_line(s->u.seq.items[i]))
+            if (!texi_simd_straight_line(s->u.seq.items[i]))
                 return false;
         return true;
     default:
@@ -306,11 +308,12 @@ tex_stmt *texi_simd_widen(tex_ctx *ctx, const tex_expr *var, const tex_stmt *bod
     return w.value ? widen_stmt(&w, body) : NULL;
 }
 
-/* The body for lanes [offset, offset + lanes) of loop s: base is the
- * first lane's variable value (min + offset, or an expression of a chunk
- * loop's variable). */
-static tex_stmt *chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, int lanes)
+/* The chunk builder of the loop's body: lanes [base, base + lanes) of it
+ * as vector statements; base is the first lane's variable value (min +
+ * offset, or an expression of a chunk loop's variable). */
+static tex_stmt *chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, int lanes, void *ud)
 {
+    (void)ud;
     return texi_simd_widen(ctx, s->u.loop.var, s->u.loop.body, base, lanes, NULL, NULL);
 }
 
@@ -328,15 +331,16 @@ tex_expr *texi_simd_chunk_base(tex_expr *min, tex_expr *cv, int64_t width)
     return step ? texi_binary(TEXI_EXPR_ADD, min, step) : NULL;
 }
 
-/* Chunks of L lanes over [0, n_main * L): unrolled, or a serial loop. */
-static int main_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n_main, int lanes, tex_stmt **items,
-                       int n)
+/* Chunks of L lanes over [0, n_main * L): unrolled (up to max_unrolled),
+ * or a serial loop. */
+static int main_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n_main, int lanes, int max_unrolled,
+                       texi_simd_chunk_fn fn, void *ud, tex_stmt **items, int n)
 {
     tex_expr *min = s->u.loop.min;
-    if (n_main <= MAX_UNROLLED_CHUNKS) {
+    if (n_main <= max_unrolled) {
         for (int64_t c = 0; c < n_main; c++) {
             tex_expr *base = texi_simd_plus(min, c * lanes);
-            if (!base || !(items[n++] = chunk(ctx, s, base, lanes)))
+            if (!base || !(items[n++] = fn(ctx, s, base, lanes, ud)))
                 return -1;
         }
         return n;
@@ -345,7 +349,7 @@ static int main_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n_main, int lane
     tex_expr *base = cv ? texi_simd_chunk_base(min, cv, lanes) : NULL;
     tex_expr *zero = base ? texi_int_imm(ctx, min->dtype, 0) : NULL;
     tex_expr *count = zero ? texi_int_imm(ctx, min->dtype, n_main) : NULL;
-    tex_stmt *body = count ? chunk(ctx, s, base, lanes) : NULL;
+    tex_stmt *body = count ? fn(ctx, s, base, lanes, ud) : NULL;
     items[n] = body ? texi_for_new(ctx, cv, zero, count, TEXI_FOR_SERIAL, -1, body) : NULL;
     return items[n] ? n + 1 : -1;
 }
@@ -370,22 +374,30 @@ int texi_simd_lanes(const tex_stmt *body, int64_t n)
     return lanes_for(body, n, &HOST_RULES);
 }
 
-/* Loop s (vectorized, safe, straight-line body of extent n) as chunks. */
-static tex_stmt *vector_statements(tex_ctx *ctx, const tex_stmt *s, int64_t n,
-                                   const texi_simd_rules *rules)
+/* Loop s of extent n cut into chunks of `lanes` lanes, each built by fn:
+ * the full ones one after the other (at most max_unrolled of them, else a
+ * serial loop over them), then the rest in power-of-two chunks. */
+static tex_stmt *chunks_of(tex_ctx *ctx, const tex_stmt *s, int64_t n, int lanes, int max_unrolled,
+                           texi_simd_chunk_fn fn, void *ud)
 {
-    int lanes = lanes_for(s->u.loop.body, n, rules);
+    max_unrolled = max_unrolled < MAX_UNROLLED_CHUNKS ? max_unrolled : MAX_UNROLLED_CHUNKS;
     int64_t n_main = n / lanes;
     tex_stmt *items[MAX_UNROLLED_CHUNKS + 8];
-    int k = main_chunks(ctx, s, n_main, lanes, items, 0);
+    int k = main_chunks(ctx, s, n_main, lanes, max_unrolled, fn, ud, items, 0);
     for (int64_t done = n_main * lanes; k >= 0 && done < n; done += lanes) {
         while (done + lanes > n)
             lanes /= 2;
         tex_expr *base = texi_simd_plus(s->u.loop.min, done);
-        if (!base || !(items[k++] = chunk(ctx, s, base, lanes)))
+        if (!base || !(items[k++] = fn(ctx, s, base, lanes, ud)))
             k = -1;
     }
     return k < 0 ? NULL : k == 1 ? items[0] : texi_seq_new(ctx, k, items);
+}
+
+tex_stmt *texi_simd_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n, int max_unrolled,
+                           texi_simd_chunk_fn fn, void *ud)
+{
+    return chunks_of(ctx, s, n, texi_simd_lanes(s->u.loop.body, n), max_unrolled, fn, ud);
 }
 
 tex_stmt *texi_simd_serial(tex_ctx *ctx, const tex_stmt *s, enum texi_vector_reason why)
@@ -413,9 +425,9 @@ static tex_stmt *simd_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
     if (!texi_simd_safe(s))
         return sw->rules.reductions ? texi_simd_reduce(ctx, s, n, sw->lw->strict_float)
                                     : texi_simd_serial(ctx, s, TEXI_VECTOR_DEPENDENCE);
-    if (!straight_line(body))
-        return texi_attr_vector_failed(ctx, TEXI_VECTOR_CONTROL, s);
-    return vector_statements(ctx, s, n, &sw->rules);
+    if (!texi_simd_straight_line(body))
+        return texi_attr_vector_failed(ctx, texi_simd_guard_reason(s), s);
+    return chunks_of(ctx, s, n, lanes_for(body, n, &sw->rules), MAX_UNROLLED_CHUNKS, chunk, NULL);
 }
 
 int texi_simd_rewrite(texi_lower *lw, const texi_simd_rules *rules, tex_stmt *in, tex_stmt **out)

@@ -50,6 +50,7 @@ typedef struct {
     tex_expr *vars[OPS_MAX]; /* symbolic sizes */
     int64_t vals[OPS_MAX];   /* their values at call time */
     bool var_params;         /* lower with the sizes as TEX_ARG_VAR parameters */
+    bool exact;              /* run on arrays of exactly their size (ops_exact) */
 } ops_wl;
 
 /* A text log of the schedule steps applied (printed on failure). */
@@ -386,6 +387,35 @@ static inline int64_t ops_numel(const DLTensor *a)
     return n;
 }
 
+/* The bytes of a's data. */
+static inline size_t ops_bytes(const DLTensor *a)
+{
+    return (size_t)ops_numel(a) * ((size_t)(a->dtype.bits * a->dtype.lanes + 7) / 8);
+}
+
+/* Moves a's data into a malloc'ed block of exactly its size (tex_array_new
+ * rounds up to 64 bytes), so that AddressSanitizer flags an access past its
+ * end; *saved keeps the array's own data. False on ENOMEM. */
+static inline bool ops_exact(DLTensor *a, void **saved)
+{
+    size_t bytes = ops_bytes(a);
+    void *block = malloc(bytes ? bytes : 1);
+    if (!block)
+        return false;
+    memcpy(block, a->data, bytes);
+    *saved = a->data;
+    a->data = block;
+    return true;
+}
+
+/* Undoes ops_exact: the block's contents back into the array's own data. */
+static inline void ops_unexact(DLTensor *a, void *saved)
+{
+    memcpy(saved, a->data, ops_bytes(a));
+    free(a->data);
+    a->data = saved;
+}
+
 /* Random non-zero values with |x| in [0.5, 1.5] (floats) or in [1, 3] (ints). */
 static inline void ops_fill_random(DLTensor *a, tex_dtype t, uint64_t *rng)
 {
@@ -548,6 +578,7 @@ static inline int ops_run_and_compare(ops_wl *w, tex_func *f, tex_kernel *k, con
 {
     int n = w->n_in + 1, rc = -1;
     DLTensor *arrs[OPS_MAX + 1] = {0}, *ref = NULL;
+    void *saved[OPS_MAX + 1] = {0};
     tex_tensor *ts[OPS_MAX + 1];
     tex_value vals[2 * OPS_MAX + 1];
     uint64_t rng = seed * 7919 + 1;
@@ -562,6 +593,10 @@ static inline int ops_run_and_compare(ops_wl *w, tex_func *f, tex_kernel *k, con
             ops_fill_random(arrs[a], ts[a]->dtype, &rng);
         else
             ops_poison(arrs[a], ts[a]->dtype);
+        if (w->exact && !ops_exact(arrs[a], &saved[a])) {
+            snprintf(why, why_size, "cannot allocate the exact array of '%s'", ts[a]->name);
+            goto done;
+        }
         vals[a] = (tex_value){.kind = TEX_VAL_TENSOR, .t = arrs[a]};
     }
     int nv = n;
@@ -594,8 +629,11 @@ static inline int ops_run_and_compare(ops_wl *w, tex_func *f, tex_kernel *k, con
     }
     rc = 0;
 done:
-    for (int a = 0; a < n; a++)
+    for (int a = 0; a < n; a++) {
+        if (saved[a])
+            ops_unexact(arrs[a], saved[a]);
         tex_array_free(arrs[a]);
+    }
     tex_array_free(ref);
     return rc;
 }
