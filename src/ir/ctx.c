@@ -84,15 +84,21 @@ const char *tex_version(void)
     return TEX_STR(TEX_VERSION_MAJOR) "." TEX_STR(TEX_VERSION_MINOR) "." TEX_STR(TEX_VERSION_PATCH);
 }
 
-int texi_error(tex_ctx *ctx, int code, const char *fmt, ...)
+int texi_verror(tex_ctx *ctx, int code, const char *fmt, va_list ap)
 {
     if (ctx && ctx->errcode == 0) {
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
-        va_end(ap);
         ctx->errcode = code;
     }
+    return code;
+}
+
+int texi_error(tex_ctx *ctx, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    texi_verror(ctx, code, fmt, ap);
+    va_end(ap);
     return code;
 }
 

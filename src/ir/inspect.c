@@ -49,12 +49,9 @@ int tex_set_error(tex_ctx *ctx, int code, const char *fmt, ...)
     if (code >= 0 || !fmt)
         return texi_error(ctx, TEX_EMISUSE, "tex_set_error: code %d is not an error code%s", code,
                           fmt ? "" : " and the message is NULL");
-    if (ctx->errcode == 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
-        va_end(ap);
-        ctx->errcode = code;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    texi_verror(ctx, code, fmt, ap);
+    va_end(ap);
     return code;
 }

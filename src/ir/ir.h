@@ -16,6 +16,7 @@
 #ifndef TEX_IR_IR_H
 #define TEX_IR_IR_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -47,6 +48,9 @@ struct tex_ctx {
 
 /* Records the error (if none is recorded yet) and returns code. */
 int texi_error(tex_ctx *ctx, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* texi_error with the arguments in a va_list. */
+int texi_verror(tex_ctx *ctx, int code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* Zeroed arena memory; records TEX_ENOMEM (naming `what`) and returns NULL on failure. */
 void *texi_alloc(tex_ctx *ctx, size_t size, const char *what);
