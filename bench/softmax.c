@@ -7,9 +7,9 @@
  * that row loop (E into a row-sized buffer, which pass inplace puts in Y's
  * row: the exp pass writes Y and the last pass rescales it in place), each
  * over the row with its inner loop vectorized: E's and Y's columns split by
- * VEC with the inner part vectorized, and each reduction split by VEC with
- * the inner part rfactor'ed into VEC partials (one per vector lane) over a
- * vectorized loop, which a short loop then combines.
+ * VEC with the inner part vectorized, and each reduction's axis vectorized
+ * as a reduction (tex_vectorize_reduce: vector partial results, then one
+ * horizontal reduction).
  *
  * tex's result and the hand-fused anchor's are checked against a plain C
  * reference (double precision, relative error <= 1e-5) before anything is
@@ -44,21 +44,11 @@ typedef struct {
     float *want;     /* the reference */
 } softmax_case;
 
-/* Splits R's reduction over the row by VEC and rfactors the inner part into
- * VEC partials, computed over a vectorized loop at Y's row loop, as R is. */
-static int vector_reduce(tex_ctx *c, tex_schedule *s, tex_tensor *R, tex_stage *sy, tex_iter *row)
+/* R's reduce axis vectorized as a reduction, R computed at Y's row loop. */
+static int vector_reduce(tex_schedule *s, tex_tensor *R, tex_stage *sy, tex_iter *row)
 {
     tex_stage *sr = tex_stage_of(s, R);
-    tex_iter *ko, *ki;
-    int rc = tex_split(sr, tex_op_reduce_axis(sr, 0), tex_int(c, VEC), &ko, &ki);
-    tex_tensor *rf = rc ? NULL : tex_rfactor(s, R, ki, 1);
-    if (!rf)
-        return -1;
-    tex_stage *sf = tex_stage_of(s, rf);
-    tex_iter *lane = tex_op_axis(sf, 1);
-    rc = tex_reorder(sf, 3, (tex_iter *[]){tex_op_axis(sf, 0), tex_op_reduce_axis(sf, 0), lane});
-    rc = rc ? rc : tex_vectorize(sf, lane);
-    rc = rc ? rc : tex_compute_at(sf, sy, row);
+    int rc = tex_vectorize_reduce(sr, tex_op_reduce_axis(sr, 0));
     return rc ? rc : tex_compute_at(sr, sy, row);
 }
 
@@ -90,8 +80,8 @@ static tex_func *softmax_define(tex_ctx *c)
     rc = rc ? rc : tex_split(se, tex_op_axis(se, 1), tex_int(c, VEC), &eo, &ei);
     rc = rc ? rc : tex_vectorize(se, ei);
     rc = rc ? rc : tex_compute_at(se, sy, i4);
-    rc = rc ? rc : vector_reduce(c, s, Mx, sy, i4);
-    rc = rc ? rc : vector_reduce(c, s, Se, sy, i4);
+    rc = rc ? rc : vector_reduce(s, Mx, sy, i4);
+    rc = rc ? rc : vector_reduce(s, Se, sy, i4);
     return rc ? NULL : tex_lower_tensors(s, "softmax", 2, (tex_tensor *[]){X, Y});
 }
 
