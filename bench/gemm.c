@@ -54,6 +54,7 @@
  *                          whose name contains S) on 1024³ and 2048³, 2 threads
  */
 #include "common.h"
+#include "gemm_packed.h"
 
 #include <cblas.h>
 #include <stdbool.h>
@@ -134,42 +135,23 @@ static tex_func *gemm_schedule_kblocked(tex_ctx *ctx, tex_schedule *s, tex_tenso
 /* packedB and C over it, with v's schedule; the lowered function or NULL. */
 static tex_func *gemm_define(tex_ctx *ctx, const gemm_case *g, const gemm_variant *v)
 {
-    tex_expr *M = tex_int(ctx, g->m), *N = tex_int(ctx, g->n), *K = tex_int(ctx, g->k);
-    tex_expr *bn = tex_int(ctx, v->bn);
-    tex_tensor *A = tex_placeholder(ctx, "A", TEX_F32, 2, (tex_expr *[]){M, K});
-    tex_tensor *B = tex_placeholder(ctx, "B", TEX_F32, 2, (tex_expr *[]){K, N});
-    tex_iter *x = tex_axis(ctx, "x", tex_int(ctx, g->n / v->bn));
-    tex_iter *y = tex_axis(ctx, "y", K), *z = tex_axis(ctx, "z", bn);
-    tex_tensor *P = tex_compute(ctx, "packedB", 3, (tex_iter *[]){x, y, z},
-                                TEX_AT(B, tex_iv(y), tex_add(tex_mul(tex_iv(x), bn), tex_iv(z))));
-    tex_iter *i = tex_axis(ctx, "m", M), *j = tex_axis(ctx, "n", N);
-    tex_iter *r = tex_reduce_axis(ctx, "k", K);
-    tex_expr *pb = TEX_AT(P, tex_floordiv(tex_iv(j), bn), tex_iv(r), tex_floormod(tex_iv(j), bn));
-    tex_tensor *C = tex_compute(ctx, "C", 2, (tex_iter *[]){i, j},
-                                tex_sum(tex_mul(TEX_AT(A, tex_iv(i), tex_iv(r)), pb), 1, &r));
+    tex_tensor *t[4];
+    gemm_packed_define(ctx, g->m, g->n, g->k, v->bn, t);
+    tex_tensor *A = t[0], *B = t[1], *P = t[2], *C = t[3];
     tex_schedule *s = tex_schedule_new(ctx, 1, &C);
+    if (!s)
+        return NULL;
+    if (v->tutorial) /* examples/demo.c's schedule, as make demo runs it */
+        return gemm_packed_tutorial(ctx, s, t, v->bn, v->kf, "gemm");
     if (v->kc)
-        return gemm_schedule_kblocked(ctx, s, (tex_tensor *[]){A, B, P, C}, v);
-    tex_tensor *CC = tex_cache_write(s, C, v->tutorial ? TEX_SCOPE_GLOBAL : TEX_SCOPE_LOCAL);
+        return gemm_schedule_kblocked(ctx, s, t, v);
+    tex_tensor *CC = tex_cache_write(s, C, TEX_SCOPE_LOCAL);
     if (!CC)
         return NULL;
     tex_stage *sc = tex_stage_of(s, C), *scc = tex_stage_of(s, CC), *sp = tex_stage_of(s, P);
     tex_iter *mo, *no, *mi, *ni, *ko, *ki;
-    int rc = tex_tile(sc, tex_op_axis(sc, 0), tex_op_axis(sc, 1), tex_int(ctx, v->mb), bn, &mo, &no,
-                      &mi, &ni);
-    if (v->tutorial) { /* examples/demo.c's schedule: (ko, mc, ki, nc), ki unrolled, nc vectorized
-                        */
-        tex_iter *mc = tex_op_axis(scc, 0), *nc = tex_op_axis(scc, 1);
-        rc = rc ? rc : tex_compute_at(scc, sc, no);
-        rc = rc ? rc : tex_split(scc, tex_op_reduce_axis(scc, 0), tex_int(ctx, v->kf), &ko, &ki);
-        rc = rc ? rc : tex_reorder(scc, 4, (tex_iter *[]){ko, mc, ki, nc});
-        rc = rc ? rc : tex_vectorize(scc, nc);
-        rc = rc ? rc : tex_unroll(scc, ki);
-        rc = rc ? rc : tex_vectorize(sp, tex_op_axis(sp, 2));
-        rc = rc ? rc : tex_parallel(sp, tex_op_axis(sp, 0));
-        rc = rc ? rc : tex_parallel(sc, mo);
-        return rc ? NULL : tex_lower_tensors(s, "gemm", 3, (tex_tensor *[]){A, B, C});
-    }
+    int rc = tex_tile(sc, tex_op_axis(sc, 0), tex_op_axis(sc, 1), tex_int(ctx, v->mb),
+                      tex_int(ctx, v->bn), &mo, &no, &mi, &ni);
     if (rc == 0 && v->panel_outer)
         rc = tex_reorder(sc, 4, (tex_iter *[]){no, mo, mi, ni});
     tex_iter *outer = v->panel_outer ? no : mo, *inner = v->panel_outer ? mo : no;

@@ -20,6 +20,7 @@
  * The cache directories are fresh temporary ones, removed at the end.
  */
 #include "common.h"
+#include "gemm_packed.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -39,35 +40,10 @@ enum { N = 1024, BN = 32, KF = 4 };
 /* The tutorial's final schedule on C = A·packedB; the lowered function or NULL. */
 static tex_func *tutorial_gemm(tex_ctx *ctx)
 {
-    tex_expr *n = tex_int(ctx, N), *bn = tex_int(ctx, BN);
-    tex_tensor *A = tex_placeholder(ctx, "A", TEX_F32, 2, (tex_expr *[]){n, n});
-    tex_tensor *B = tex_placeholder(ctx, "B", TEX_F32, 2, (tex_expr *[]){n, n});
-    tex_iter *x = tex_axis(ctx, "bigN", tex_int(ctx, N / BN)), *y = tex_axis(ctx, "k", n);
-    tex_iter *z = tex_axis(ctx, "littleN", bn);
-    tex_tensor *P = tex_compute(ctx, "packedB", 3, (tex_iter *[]){x, y, z},
-                                TEX_AT(B, tex_iv(y), tex_add(tex_mul(tex_iv(x), bn), tex_iv(z))));
-    tex_iter *i = tex_axis(ctx, "m", n), *j = tex_axis(ctx, "n", n);
-    tex_iter *r = tex_reduce_axis(ctx, "k", n);
-    tex_expr *pb = TEX_AT(P, tex_floordiv(tex_iv(j), bn), tex_iv(r), tex_floormod(tex_iv(j), bn));
-    tex_tensor *C = tex_compute(ctx, "C", 2, (tex_iter *[]){i, j},
-                                tex_sum(tex_mul(TEX_AT(A, tex_iv(i), tex_iv(r)), pb), 1, &r));
-    tex_schedule *s = tex_schedule_new(ctx, 1, &C);
-    tex_tensor *CC = tex_cache_write(s, C, TEX_SCOPE_GLOBAL);
-    if (!CC)
-        return NULL;
-    tex_stage *sc = tex_stage_of(s, C), *scc = tex_stage_of(s, CC), *sp = tex_stage_of(s, P);
-    tex_iter *mo, *no, *mi, *ni, *ko, *ki;
-    int rc = tex_tile(sc, tex_op_axis(sc, 0), tex_op_axis(sc, 1), bn, bn, &mo, &no, &mi, &ni);
-    rc = rc ? rc : tex_compute_at(scc, sc, no);
-    tex_iter *mc = tex_op_axis(scc, 0), *nc = tex_op_axis(scc, 1);
-    rc = rc ? rc : tex_split(scc, tex_op_reduce_axis(scc, 0), tex_int(ctx, KF), &ko, &ki);
-    rc = rc ? rc : tex_reorder(scc, 4, (tex_iter *[]){ko, mc, ki, nc});
-    rc = rc ? rc : tex_vectorize(scc, nc);
-    rc = rc ? rc : tex_unroll(scc, ki);
-    rc = rc ? rc : tex_vectorize(sp, tex_op_axis(sp, 2));
-    rc = rc ? rc : tex_parallel(sp, tex_op_axis(sp, 0));
-    rc = rc ? rc : tex_parallel(sc, mo);
-    return rc ? NULL : tex_lower_tensors(s, "tutorial_gemm", 3, (tex_tensor *[]){A, B, C});
+    tex_tensor *t[4];
+    gemm_packed_define(ctx, N, N, N, BN, t);
+    tex_schedule *s = tex_schedule_new(ctx, 1, &t[3]);
+    return s ? gemm_packed_tutorial(ctx, s, t, BN, KF, "tutorial_gemm") : NULL;
 }
 
 /* Child: lower and build for target, print the elapsed ms. */

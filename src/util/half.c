@@ -7,14 +7,14 @@
 
 #include <string.h>
 
-static uint32_t bits_of(float v)
+uint32_t texi_f32_bits(float v)
 {
     uint32_t u;
     memcpy(&u, &v, sizeof u);
     return u;
 }
 
-static float float_of(uint32_t u)
+float texi_f32_from_bits(uint32_t u)
 {
     float v;
     memcpy(&v, &u, sizeof v);
@@ -23,7 +23,7 @@ static float float_of(uint32_t u)
 
 uint16_t texi_bf16_from_f32(float v)
 {
-    uint32_t u = bits_of(v);
+    uint32_t u = texi_f32_bits(v);
     if ((u & 0x7fffffffu) > 0x7f800000u)
         return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN, sign kept */
     u += 0x7fffu + ((u >> 16) & 1u);
@@ -32,12 +32,12 @@ uint16_t texi_bf16_from_f32(float v)
 
 float texi_bf16_to_f32(uint16_t h)
 {
-    return float_of((uint32_t)h << 16);
+    return texi_f32_from_bits((uint32_t)h << 16);
 }
 
 uint16_t texi_f16_from_f32(float v)
 {
-    uint32_t u = bits_of(v);
+    uint32_t u = texi_f32_bits(v);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     uint32_t a = u & 0x7fffffffu;
     if (a > 0x7f800000u)
@@ -64,9 +64,9 @@ float texi_f16_to_f32(uint16_t h)
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
     if (exp == 0x1f)
-        return float_of(sign | 0x7f800000u | (mant << 13));
+        return texi_f32_from_bits(sign | 0x7f800000u | (mant << 13));
     if (exp != 0)
-        return float_of(sign | ((exp + 112u) << 23) | (mant << 13));
+        return texi_f32_from_bits(sign | ((exp + 112u) << 23) | (mant << 13));
     /* subnormal: mant * 2^-24, exact in f32 */
     float v = (float)mant * (1.0f / 16777216.0f);
     return sign ? -v : v;

@@ -13,4 +13,8 @@ float texi_f16_to_f32(uint16_t h);
 uint16_t texi_bf16_from_f32(float v);
 float texi_bf16_to_f32(uint16_t h);
 
+/* The bit pattern of f32 v, and the f32 of a bit pattern. */
+uint32_t texi_f32_bits(float v);
+float texi_f32_from_bits(uint32_t u);
+
 #endif

@@ -37,6 +37,7 @@
 #include "backend_cuda/cuda.h"
 #include "rt/backend.h"
 #include "rt/launch_plan.h"
+#include "support/spawn.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -53,8 +54,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #define CUDA_EMU_MAX_ARGS 64
 
@@ -136,25 +135,6 @@ static inline char *cuda_emu_slurp(const char *path)
     return out;
 }
 
-/* Runs argv with stdout and stderr into log_path; the exit status or -1. */
-static inline int cuda_emu_spawn(char *const argv[], const char *log_path)
-{
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0)
-        return -1;
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* Whether $CXX (default g++) runs here: the emulator needs it. Remembered. */
 static inline bool cuda_emu_have_cxx(void)
 {
@@ -163,7 +143,7 @@ static inline bool cuda_emu_have_cxx(void)
         const char *cxx = getenv("CXX") && *getenv("CXX") ? getenv("CXX") : "g++";
         char version[] = "--version", *argv[] = {NULL, version, NULL};
         memcpy(&argv[0], &cxx, sizeof cxx); /* argv is char *const[] */
-        have = cuda_emu_spawn(argv, "/dev/null") == 0;
+        have = tt_spawn(argv, "/dev/null") == 0;
     }
     return have;
 }
@@ -209,7 +189,7 @@ static inline cuda_emu *cuda_emu_build(const char *source, char *err, size_t n)
                            so,         NULL};
     char *argv[sizeof cargv / sizeof cargv[0]];
     memcpy(argv, cargv, sizeof cargv); /* posix_spawnp's argv is char *const[] */
-    int rc = cuda_emu_write(src, source) ? cuda_emu_spawn(argv, log) : -2;
+    int rc = cuda_emu_write(src, source) ? tt_spawn(argv, log) : -2;
     e->log = cuda_emu_slurp(log);
     if (rc != 0)
         cuda_emu_errf(err, n, "cuda_emu: %s (%s):\n%.3000s",

@@ -6,6 +6,7 @@
  */
 #include "ir/ir.h"
 #include "tt.h"
+#include "support/failalloc.h"
 
 static tex_ctx *ctx;
 
@@ -319,28 +320,11 @@ static void test_compute_errors(void)
     TT_CHECK(tex_compute(ctx, "C", 1, &i, TEX_AT(b, tex_iv(i))) != NULL);
 }
 
-/* An allocator that fails from the Nth call on. */
-typedef struct {
-    int calls, fail_at;
-} failing;
-
-static void *failing_alloc(void *user, size_t size)
-{
-    failing *f = user;
-    return ++f->calls >= f->fail_at ? NULL : malloc(size);
-}
-
-static void failing_free(void *user, void *p)
-{
-    (void)user;
-    free(p);
-}
-
 static void test_allocation_failures(void)
 {
     for (int fail_at = 1;; fail_at++) {
-        failing f = {0, fail_at};
-        tex_allocator al = {sizeof al, failing_alloc, failing_free, &f};
+        tt_failing f = {0, fail_at};
+        tex_allocator al = tt_failing_allocator(&f);
         tex_ctx *c = tex_ctx_new_ex(&al);
         if (!c)
             continue;

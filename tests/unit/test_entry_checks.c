@@ -239,7 +239,7 @@ static bool have_gxx(void)
         const char *cxx = getenv("CXX") && *getenv("CXX") ? getenv("CXX") : "g++";
         char version[] = "--version", *argv[] = {NULL, version, NULL};
         memcpy(&argv[0], &cxx, sizeof cxx); /* argv is char *const[] */
-        have = cuda_emu_spawn(argv, "/dev/null") == 0;
+        have = tt_spawn(argv, "/dev/null") == 0;
     }
     return have;
 }

@@ -14,20 +14,6 @@
 #include <float.h>
 #include <stdint.h>
 
-static float f32_of(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
 /* The value of f16 pattern h, decoded independently with ldexp. */
 static double f16_value(uint16_t h)
 {
@@ -61,7 +47,7 @@ static void test_bf16_round_trip_exhaustive(void)
     int bad_value = 0, bad_trip = 0;
     for (uint32_t h = 0; h < 65536; h++) {
         float f = texi_bf16_to_f32((uint16_t)h);
-        bad_value += bits_of(f) != h << 16;
+        bad_value += texi_f32_bits(f) != h << 16;
         uint16_t back = texi_bf16_from_f32(f);
         if (isnan(f))
             bad_trip +=
@@ -108,19 +94,22 @@ static void test_bf16_rounding_hand_picked(void)
     TT_EQ_INT(texi_bf16_from_f32(1.0f + 0x1p-8f), 0x3f80);     /* tie: to even (down) */
     TT_EQ_INT(texi_bf16_from_f32(1.0f + 3 * 0x1p-8f), 0x3f82); /* tie: to even (up) */
     TT_EQ_INT(texi_bf16_from_f32(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);
-    TT_EQ_INT(texi_bf16_from_f32(f32_of(0x7f7f7fffu)), 0x7f7f); /* below the tie: largest finite */
-    TT_EQ_INT(texi_bf16_from_f32(f32_of(0x7f7f8000u)), 0x7f80); /* tie, odd: up to inf */
+    TT_EQ_INT(texi_bf16_from_f32(texi_f32_from_bits(0x7f7f7fffu)),
+              0x7f7f); /* below the tie: largest finite */
+    TT_EQ_INT(texi_bf16_from_f32(texi_f32_from_bits(0x7f7f8000u)),
+              0x7f80); /* tie, odd: up to inf */
     TT_EQ_INT(texi_bf16_from_f32(FLT_MAX), 0x7f80);
     TT_EQ_INT(texi_bf16_from_f32(-FLT_MAX), 0xff80);
     TT_EQ_INT(texi_bf16_from_f32(INFINITY), 0x7f80);
     TT_EQ_INT(texi_bf16_from_f32(-0.0f), 0x8000);
-    TT_EQ_INT(texi_bf16_from_f32(f32_of(0x00008000u)), 0x0000); /* f32 subnormal tie: even */
-    TT_EQ_INT(texi_bf16_from_f32(f32_of(0x00018000u)), 0x0002);
-    TT_EQ_INT(texi_bf16_from_f32(f32_of(0x00008001u)), 0x0001);
+    TT_EQ_INT(texi_bf16_from_f32(texi_f32_from_bits(0x00008000u)),
+              0x0000); /* f32 subnormal tie: even */
+    TT_EQ_INT(texi_bf16_from_f32(texi_f32_from_bits(0x00018000u)), 0x0002);
+    TT_EQ_INT(texi_bf16_from_f32(texi_f32_from_bits(0x00008001u)), 0x0001);
     TT_CHECK(isnan(texi_bf16_to_f32(texi_bf16_from_f32(NAN))));
     /* A NaN whose payload lies only in the dropped bits must not become inf. */
-    TT_CHECK(isnan(texi_bf16_to_f32(texi_bf16_from_f32(f32_of(0x7f800001u)))));
-    TT_CHECK(isnan(texi_bf16_to_f32(texi_bf16_from_f32(f32_of(0xff800001u)))));
+    TT_CHECK(isnan(texi_bf16_to_f32(texi_bf16_from_f32(texi_f32_from_bits(0x7f800001u)))));
+    TT_CHECK(isnan(texi_bf16_to_f32(texi_bf16_from_f32(texi_f32_from_bits(0xff800001u)))));
 }
 
 /* Reference narrowing: the nearest of the positive patterns [0, top] (whose
@@ -165,7 +154,7 @@ static void test_random_narrowing_matches_reference(void)
         uint32_t u = rand32();
         if (i % 4 == 0) /* concentrate a quarter near f16's range */
             u = (u & 0x80ffffffu) | ((uint32_t)(0x30 + (rand32() % 0x20)) << 24);
-        float x = f32_of(u);
+        float x = texi_f32_from_bits(u);
         if (isnan(x))
             continue;
         bad16 += texi_f16_from_f32(x) != nearest(x, texi_f16_to_f32, 0x7bff, 65520.0);

@@ -6,6 +6,7 @@
  * of operators under injected allocation failures.
  */
 #include "tt.h"
+#include "support/failalloc.h"
 #include "support/opcheck.h"
 
 static char cache_dir[] = "/tmp/tex-test-ops-nn-norm-XXXXXX";
@@ -120,31 +121,14 @@ static void test_errors(void)
     tex_ctx_free(ctx);
 }
 
-/* An allocator that fails from the Nth call on. */
-typedef struct {
-    int calls, fail_at;
-} failing;
-
-static void *failing_alloc(void *user, size_t size)
-{
-    failing *f = user;
-    return ++f->calls >= f->fail_at ? NULL : malloc(size);
-}
-
-static void failing_free(void *user, void *p)
-{
-    (void)user;
-    free(p);
-}
-
 /* A chain of operators (norms, softmax, matmul, conv, pooling, layout) in a
  * context whose Nth allocation fails, N = 1, 2, ... until it succeeds:
  * each failing run gives NULL and TEX_ENOMEM. */
 static void test_allocation_failures(void)
 {
     for (int fail_at = 1; fail_at < 1000; fail_at++) {
-        failing f = {0, fail_at};
-        tex_allocator al = {sizeof al, failing_alloc, failing_free, &f};
+        tt_failing f = {0, fail_at};
+        tex_allocator al = tt_failing_allocator(&f);
         tex_ctx *c = tex_ctx_new_ex(&al);
         if (!c)
             continue;

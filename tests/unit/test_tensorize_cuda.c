@@ -152,7 +152,7 @@ static bool build_gemm(gemm *g, tex_dtype in, const char *intrin, int64_t m, int
 /* Runs argv (no shell), output to log; true on exit status 0. */
 static bool spawn(char *const argv[], const char *log)
 {
-    return cuda_emu_spawn(argv, log) == 0;
+    return tt_spawn(argv, log) == 0;
 }
 
 /* nvcc -cubin for arch, then cuobjdump -sass must show HMMA (or, without

@@ -21,20 +21,16 @@
  * keeps the temporary directory (source, objects, compiler logs).
  */
 #include "codegen_c/cvmath.h"
+#include "support/spawn.h"
 #include "support/tmpdir.h"
 #include "tt.h"
+#include "util/half.h"
 
 #include <dlfcn.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
-#include <spawn.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/wait.h>
-
-extern char **environ;
 
 #define N_FN 5
 #define N_LANES 3
@@ -90,37 +86,12 @@ static char *vm_program(void)
 
 /* ------------------------------------------------------------- compiling */
 
-/* Starts argv with stdout and stderr into log_path; the pid or -1. */
-static pid_t spawn_start(char *const argv[], const char *log_path)
-{
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    return rc == 0 ? pid : -1;
-}
-
-/* The exit status of pid, or -1. */
-static int spawn_wait(pid_t pid)
-{
-    int st;
-    if (pid < 0)
-        return -1;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* Whether `cc --version` runs. */
 static bool have_compiler(const char *cc)
 {
     char version[] = "--version", *argv[] = {NULL, version, NULL};
     memcpy(&argv[0], &cc, sizeof cc); /* argv is char *const[] */
-    return spawn_wait(spawn_start(argv, "/dev/null")) == 0;
+    return tt_spawn(argv, "/dev/null") == 0;
 }
 
 /* One compiler run: its argv (owned strings), log, output and process;
@@ -157,7 +128,7 @@ static void job_start(vm_job *j, const char *src, int id)
     for (const char *const *a = j->contract ? shared : avx512; *a; a++)
         j->argv[n++] = strdup(*a);
     j->argv[n] = NULL;
-    j->pid = spawn_start(j->argv, j->log);
+    j->pid = tt_spawn_start(j->argv, j->log);
 }
 
 /* Waits for j; true when it succeeded without a warning or an error (else
@@ -166,7 +137,7 @@ static void job_start(vm_job *j, const char *src, int id)
  * warning. */
 static bool job_finish(vm_job *j)
 {
-    int rc = spawn_wait(j->pid);
+    int rc = tt_spawn_wait(j->pid);
     FILE *f = fopen(j->log, "r");
     char text[4096];
     size_t len = f ? fread(text, 1, sizeof text - 1, f) : 0;
@@ -268,24 +239,10 @@ static double reference(int f, double x)
     }
 }
 
-static float from_bits(uint32_t b)
-{
-    float x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
-static uint32_t to_bits(float x)
-{
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
 /* Bit patterns in float order: a and b are |key(a) - key(b)| ulp apart (+0 and -0 are one). */
 static int64_t key(float x)
 {
-    uint32_t b = to_bits(x);
+    uint32_t b = texi_f32_bits(x);
     return b >> 31 ? -(int64_t)(b & 0x7fffffffu) : (int64_t)b;
 }
 
@@ -317,8 +274,8 @@ static void push_linear(vm_inputs *in, double a, double b, long n)
 /* Every step-th float from a to b (a <= b, both >= 0). */
 static void push_bits(vm_inputs *in, float a, float b, uint32_t step)
 {
-    for (uint64_t u = to_bits(a); u <= to_bits(b); u += step)
-        push(in, from_bits((uint32_t)u));
+    for (uint64_t u = texi_f32_bits(a); u <= texi_f32_bits(b); u += step)
+        push(in, texi_f32_from_bits((uint32_t)u));
 }
 
 /* The sweep of the file comment. */
@@ -327,8 +284,8 @@ static vm_inputs make_inputs(void)
     vm_inputs in = {0};
     /* every 2048th pattern, at a varying offset so all mantissa bits move */
     for (uint32_t i = 0; i < 0x7f800000u / 2048; i++)
-        push(&in, from_bits(i * 2048 + ((i * 2654435761u) >> 21)));
-    push(&in, from_bits(0x7f800000u));
+        push(&in, texi_f32_from_bits(i * 2048 + ((i * 2654435761u) >> 21)));
+    push(&in, texi_f32_from_bits(0x7f800000u));
     push_linear(&in, 0.0, 1.0, 400000);  /* |x| < 1 */
     push_linear(&in, 0.99, 1.01, 50000); /* log near 1 */
     push_linear(&in, 0.55, 0.7, 50000);  /* the tanh switch */
@@ -403,7 +360,8 @@ static void measure(int f, const float *x, const float *out, const double *ref, 
     }
     if (f == 2 || f == 4) /* tanh and erf are odd */
         for (long i = 0, h = n / 2; i < h; i++)
-            if (!isnan(out[i]) && to_bits(out[i + h]) != (to_bits(out[i]) ^ 0x80000000u)) {
+            if (!isnan(out[i]) &&
+                texi_f32_bits(out[i + h]) != (texi_f32_bits(out[i]) ^ 0x80000000u)) {
                 if (!e->bad_special++)
                     e->bad_x = x[i];
             }
@@ -488,7 +446,7 @@ static void test_specials(void)
                     x[i] = i % 2 ? cases[c].x : 0.75f; /* the case beside ordinary lanes */
                 builds[b].run[cases[c].f][l](x, y, 16);
                 float want = cases[c].want;
-                bool ok = isnan(want) ? isnan(y[1]) : to_bits(y[1]) == to_bits(want);
+                bool ok = isnan(want) ? isnan(y[1]) : texi_f32_bits(y[1]) == texi_f32_bits(want);
                 if (!ok)
                     TT_FAILF("%s(%a) = %a, want %a (%s -ffp-contract=%s, %d lanes)",
                              fn_names[cases[c].f], (double)cases[c].x, (double)y[1], (double)want,
