@@ -57,3 +57,47 @@ bool texi_stmt_stores_to(const tex_stmt *s, const texi_buffer *b)
     texi_stmt_visit(s, store_step, &ss);
     return ss.found;
 }
+
+typedef struct {
+    const void *key;
+    bool found;
+} use_search;
+
+/* Expression visitor: a LOAD of the key's storage, or its data variable
+ * itself (an ATTR naming the storage). */
+static bool use_expr_step(tex_expr *e, void *ud)
+{
+    use_search *us = ud;
+    if ((e->kind == TEXI_EXPR_LOAD && texi_buffer_key(e->u.load.buf) == us->key) || e == us->key)
+        us->found = true;
+    return !us->found;
+}
+
+/* Statement visitor: a STORE to the key's storage, an INTRIN argument of
+ * it, or one of the statement's own expressions using it. */
+static bool use_stmt_step(const tex_stmt *s, void *ud)
+{
+    use_search *us = ud;
+    if (s->kind == TEXI_STMT_STORE && texi_buffer_key(s->u.store.buf) == us->key)
+        us->found = true;
+    for (int i = 0; s->kind == TEXI_STMT_INTRIN && i < s->u.intrin.n_args; i++)
+        us->found |= texi_buffer_key(s->u.intrin.args[i].buf) == us->key;
+    if (!us->found)
+        texi_stmt_visit_exprs(s, use_expr_step, us);
+    return !us->found;
+}
+
+bool texi_expr_uses_buffer(tex_expr *e, const texi_buffer *b)
+{
+    use_search us = {texi_buffer_key(b), false};
+    if (e)
+        texi_expr_visit(e, use_expr_step, &us);
+    return us.found;
+}
+
+bool texi_stmt_uses_buffer(const tex_stmt *s, const texi_buffer *b)
+{
+    use_search us = {texi_buffer_key(b), false};
+    texi_stmt_visit(s, use_stmt_step, &us);
+    return us.found;
+}

@@ -319,6 +319,12 @@ const void *texi_buffer_key(const texi_buffer *b);
 /* True when s contains a STORE to the storage with key texi_buffer_key(b). */
 bool texi_stmt_stores_to(const tex_stmt *s, const texi_buffer *b);
 
+/* Whether s (with the statements nested in it) or expression e uses the
+ * storage of b: a LOAD or STORE of it, an intrinsic call's argument, or its
+ * data variable named in an expression (an ATTR). */
+bool texi_stmt_uses_buffer(const tex_stmt *s, const texi_buffer *b);
+bool texi_expr_uses_buffer(tex_expr *e, const texi_buffer *b);
+
 /* ---------------------------------------------------------------- statements */
 
 /* ATTR keys, named (attr_keys.def); TEXI_ATTR_OTHER for any other key. */

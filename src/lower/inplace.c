@@ -45,48 +45,30 @@ typedef struct {
     bool bad;               /* a condition above fails (or out of memory) */
 } inplace;
 
+/* Whether expression e is the storage variable of ud's buffer (an ATTR
+ * naming it); names_storage: whether some expression of s is. */
 typedef struct {
-    const void *key;
+    const tex_expr *data;
     bool found;
-    bool named_only; /* look only for the storage's variable itself */
-} buffer_probe;
+} name_probe;
 
-static bool probe_expr(tex_expr *e, void *ud)
+static bool probe_name(tex_expr *e, void *ud)
 {
-    buffer_probe *p = ud;
-    if (e == p->key ||
-        (!p->named_only && e->kind == TEXI_EXPR_LOAD && texi_buffer_key(e->u.load.buf) == p->key))
-        p->found = true;
+    name_probe *p = ud;
+    p->found |= e == p->data;
     return !p->found;
 }
 
-/* Whether expression e reads buffer b or names its storage. */
-static bool expr_touches(tex_expr *e, const texi_buffer *b)
+static bool probe_stmt_names(const tex_stmt *s, void *ud)
 {
-    buffer_probe p = {texi_buffer_key(b), false, false};
-    if (e)
-        texi_expr_visit(e, probe_expr, &p);
-    return p.found;
+    texi_stmt_visit_exprs(s, probe_name, ud);
+    return !((name_probe *)ud)->found;
 }
 
-static bool probe_stmt(const tex_stmt *s, void *ud)
+static bool names_storage(const tex_stmt *s, const texi_buffer *b)
 {
-    buffer_probe *p = ud;
-    if (!p->named_only &&
-        ((s->kind == TEXI_STMT_STORE && texi_buffer_key(s->u.store.buf) == p->key) ||
-         (s->kind == TEXI_STMT_ALLOCATE && texi_buffer_key(s->u.alloc.buf) == p->key)))
-        p->found = true;
-    if (!p->found)
-        texi_stmt_visit_exprs(s, probe_expr, p);
-    return !p->found;
-}
-
-/* Whether s (with its nested statements) reads, writes or allocates b, or
- * only (named_only) names b's storage variable in an expression. */
-static bool stmt_touches(const tex_stmt *s, const texi_buffer *b, bool named_only)
-{
-    buffer_probe p = {texi_buffer_key(b), false, named_only};
-    texi_stmt_visit(s, probe_stmt, &p);
+    name_probe p = {b->data, false};
+    texi_stmt_visit(s, probe_stmt_names, &p);
     return p.found;
 }
 
@@ -169,10 +151,10 @@ static void try_consumer(inplace *ip, tex_stmt *s, int64_t size)
     texi_buffer *o = s->u.store.buf;
     load_probe p = {ip->tmp, NULL, false};
     texi_expr_visit(s->u.store.value, probe_loads, &p);
-    if (!p.index || p.other || expr_touches(s->u.store.index, ip->tmp) ||
-        expr_touches(s->u.store.value, o) || texi_buffer_key(o) == texi_buffer_key(ip->tmp) ||
-        o->dtype != ip->tmp->dtype || p.index->dtype != s->u.store.index->dtype ||
-        !numbers_all(ip->ctx, p.index, nest, n, size))
+    if (!p.index || p.other || texi_expr_uses_buffer(s->u.store.index, ip->tmp) ||
+        texi_expr_uses_buffer(s->u.store.value, o) ||
+        texi_buffer_key(o) == texi_buffer_key(ip->tmp) || o->dtype != ip->tmp->dtype ||
+        p.index->dtype != s->u.store.index->dtype || !numbers_all(ip->ctx, p.index, nest, n, size))
         return;
     tex_expr *off = texi_binary(TEXI_EXPR_SUB, s->u.store.index, p.index);
     off = off ? texi_simplify(off, 0, NULL) : NULL;
@@ -226,14 +208,16 @@ static void check_uses(inplace *ip, const tex_stmt *s)
     case TEXI_STMT_LET:
     case TEXI_STMT_ATTR:
     case TEXI_STMT_ALLOCATE: {
-        buffer_probe po = {texi_buffer_key(ip->out), false, false};
-        buffer_probe pe = {texi_buffer_key(ip->tmp), false, false};
-        texi_stmt_visit_exprs(s, probe_expr, &po);
-        texi_stmt_visit_exprs(s, probe_expr, &pe);
+        tex_expr *own = s->kind == TEXI_STMT_LET ? s->u.let.value
+                        : s->kind == TEXI_STMT_ATTR
+                            ? s->u.attr.value
+                            : NULL; /* an ALLOCATE's shape reads no buffer */
         const void *allocated =
             s->kind == TEXI_STMT_ALLOCATE ? texi_buffer_key(s->u.alloc.buf) : NULL;
         tex_expr *bound = s->kind == TEXI_STMT_LET ? s->u.let.var : NULL;
-        if (po.found || (pe.found && ip->after) || allocated == texi_buffer_key(ip->out) ||
+        if (texi_expr_uses_buffer(own, ip->out) ||
+            (ip->after && texi_expr_uses_buffer(own, ip->tmp)) ||
+            allocated == texi_buffer_key(ip->out) ||
             (bound && texi_expr_uses_var(ip->offset, bound)))
             ip->bad = true;
         check_uses(ip, texi_stmt_body(s));
@@ -249,7 +233,7 @@ static void check_uses(inplace *ip, const tex_stmt *s)
         ip->after = true; /* C itself: checked by try_consumer */
         return;
     }
-    if (stmt_touches(s, ip->out, false) || (ip->after && stmt_touches(s, ip->tmp, false)))
+    if (texi_stmt_uses_buffer(s, ip->out) || (ip->after && texi_stmt_uses_buffer(s, ip->tmp)))
         ip->bad = true;
 }
 
@@ -305,7 +289,7 @@ static tex_stmt *move_into_output(tex_ctx *ctx, tex_stmt *a)
             return NULL;
         size *= ext;
     }
-    if (b->scope != TEXI_SCOPE_GLOBAL || stmt_touches(a->u.alloc.body, b, true))
+    if (b->scope != TEXI_SCOPE_GLOBAL || names_storage(a->u.alloc.body, b))
         return NULL;
     inplace ip = {.ctx = ctx, .tmp = b};
     find_consumer(&ip, a->u.alloc.body, size);

@@ -29,37 +29,6 @@ static tex_stmt *empty(cleaner *c)
     return texi_seq_new(c->ctx, 0, NULL);
 }
 
-typedef struct {
-    const texi_buffer *buf;
-    bool found;
-} use_probe;
-
-static bool probe_expr(tex_expr *e, void *ud)
-{
-    use_probe *u = ud;
-    if (e->kind == TEXI_EXPR_LOAD && e->u.load.buf == u->buf)
-        u->found = true;
-    return !u->found;
-}
-
-static bool probe_stmt(const tex_stmt *s, void *ud)
-{
-    use_probe *u = ud;
-    if (s->kind == TEXI_STMT_STORE && s->u.store.buf == u->buf)
-        u->found = true;
-    if (!u->found)
-        texi_stmt_visit_exprs(s, probe_expr, u);
-    return !u->found;
-}
-
-/* Whether s reads or writes b: a STORE to it or a LOAD of it. */
-static bool uses_buffer(const tex_stmt *s, const texi_buffer *b)
-{
-    use_probe u = {b, false};
-    texi_stmt_visit(s, probe_stmt, &u);
-    return u.found;
-}
-
 static tex_stmt *clean(cleaner *c, tex_stmt *s);
 
 static tex_stmt *clean_if(cleaner *c, tex_stmt *s)
@@ -110,7 +79,7 @@ static tex_stmt *clean_scoped(cleaner *c, tex_stmt *s)
     tex_stmt *b = clean(c, texi_stmt_body(s));
     if (!b || is_empty(b))
         return b ? empty(c) : NULL;
-    if (s->kind == TEXI_STMT_ALLOCATE && !uses_buffer(b, s->u.alloc.buf))
+    if (s->kind == TEXI_STMT_ALLOCATE && !texi_stmt_uses_buffer(b, s->u.alloc.buf))
         return b;
     return texi_stmt_with_body(c->ctx, s, b);
 }

@@ -29,50 +29,6 @@ typedef struct {
     bool failed;
 } rewriter;
 
-typedef struct {
-    const texi_buffer *buf;
-    bool found;
-} use_probe;
-
-static bool probe_expr(tex_expr *e, void *ud)
-{
-    use_probe *u = ud;
-    /* a LOAD, or the data variable itself (an ATTR naming the storage) */
-    if ((e->kind == TEXI_EXPR_LOAD && e->u.load.buf == u->buf) || e == u->buf->data)
-        u->found = true;
-    return !u->found;
-}
-
-static bool expr_uses(tex_expr *e, const texi_buffer *b)
-{
-    use_probe u = {b, false};
-    if (e)
-        texi_expr_visit(e, probe_expr, &u);
-    return u.found;
-}
-
-/* Visitor: whether a statement of s writes u->buf or one of its
- * expressions reads it. */
-static bool probe_stmt(const tex_stmt *s, void *ud)
-{
-    use_probe *u = ud;
-    if (s->kind == TEXI_STMT_STORE && s->u.store.buf == u->buf)
-        u->found = true;
-    for (int i = 0; s->kind == TEXI_STMT_INTRIN && i < s->u.intrin.n_args; i++)
-        u->found |= s->u.intrin.args[i].buf == u->buf;
-    if (!u->found)
-        texi_stmt_visit_exprs(s, probe_expr, u);
-    return !u->found;
-}
-
-/* Whether s reads or writes buffer b. */
-static bool uses(const tex_stmt *s, const texi_buffer *b)
-{
-    use_probe u = {b, false};
-    texi_stmt_visit(s, probe_stmt, &u);
-    return u.found;
-}
-
 /* ---------------------------------------------------------------- sinking */
 
 static tex_stmt *sink(rewriter *rw, texi_buffer *b, tex_stmt *s);
@@ -82,7 +38,7 @@ static tex_stmt *sink_seq(rewriter *rw, texi_buffer *b, tex_stmt *s)
 {
     int n = s->u.seq.n, first = -1, last = -1;
     for (int i = 0; i < n; i++)
-        if (uses(s->u.seq.items[i], b)) {
+        if (texi_stmt_uses_buffer(s->u.seq.items[i], b)) {
             first = first < 0 ? i : first;
             last = i;
         }
@@ -104,8 +60,9 @@ static tex_stmt *sink_seq(rewriter *rw, texi_buffer *b, tex_stmt *s)
 
 static tex_stmt *sink_if(rewriter *rw, texi_buffer *b, tex_stmt *s)
 {
-    bool in_then = uses(s->u.ifs.then_s, b), in_else = uses(s->u.ifs.else_s, b);
-    if (expr_uses(s->u.ifs.cond, b) || (in_then && in_else))
+    bool in_then = texi_stmt_uses_buffer(s->u.ifs.then_s, b),
+         in_else = texi_stmt_uses_buffer(s->u.ifs.else_s, b);
+    if (texi_expr_uses_buffer(s->u.ifs.cond, b) || (in_then && in_else))
         return texi_allocate_new(rw->ctx, b, s);
     if (in_then) {
         tex_stmt *t = sink(rw, b, s->u.ifs.then_s);
@@ -128,7 +85,7 @@ static tex_stmt *sink(rewriter *rw, texi_buffer *b, tex_stmt *s)
         return sink_if(rw, b, s);
     case TEXI_STMT_LET:
     case TEXI_STMT_ATTR:
-        if (expr_uses(s->kind == TEXI_STMT_LET ? s->u.let.value : s->u.attr.value, b))
+        if (texi_expr_uses_buffer(s->kind == TEXI_STMT_LET ? s->u.let.value : s->u.attr.value, b))
             break;
         return texi_stmt_with_body(rw->ctx, s, sink(rw, b, texi_stmt_body(s)));
     case TEXI_STMT_ALLOCATE:
@@ -143,7 +100,7 @@ static tex_stmt *sink(rewriter *rw, texi_buffer *b, tex_stmt *s)
     case TEXI_STMT_KIND_COUNT:
         break;
     }
-    return uses(s, b) ? texi_allocate_new(rw->ctx, b, s) : s;
+    return texi_stmt_uses_buffer(s, b) ? texi_allocate_new(rw->ctx, b, s) : s;
 }
 
 /* ------------------------------------------------------------------ reuse */
