@@ -50,12 +50,10 @@ static int check_vectorize_reduce(const tex_stage *st, const tex_iter *iv)
 
 /* Rule 5: which annotations a reduce axis refuses. An atomic stage
  * (tex_atomic) accepts parallel and block indices too: its updates do not
- * race. */
+ * race. (tex_vectorize_reduce checks its axis with check_vectorize_reduce.) */
 static int check_reduce_axis(const tex_stage *st, const tex_iter *iv, texi_iter_attr want,
                              const char *call)
 {
-    if (call == VECTORIZE_REDUCE)
-        return check_vectorize_reduce(st, iv);
     if (iv->kind != TEXI_ITER_REDUCE)
         return 0;
     bool block = want.for_kind == TEXI_FOR_THREAD && want.thread_tag >= (int)TEX_BLOCK_X &&
@@ -87,11 +85,15 @@ static const tex_iter *tag_user(const tex_stage *st, const tex_iter *iv, int tag
     return NULL;
 }
 
-static int annotate(tex_stage *st, tex_iter *iv, texi_iter_attr want, const char *call)
+/* Records annotation `want` on leaf iv of st; vector_reduction: iv must be
+ * a reduce axis (tex_vectorize_reduce) instead of passing rule 5. */
+static int annotate(tex_stage *st, tex_iter *iv, texi_iter_attr want, const char *call,
+                    bool vector_reduction)
 {
     TEXI_TRY(texi_stage_check(st, call, true));
     TEXI_TRY(texi_stage_check_leaf(st, iv, call));
-    TEXI_TRY(check_reduce_axis(st, iv, want, call));
+    TEXI_TRY(vector_reduction ? check_vectorize_reduce(st, iv)
+                              : check_reduce_axis(st, iv, want, call));
     tex_ctx *ctx = st->sch->ctx;
     texi_iter_attr *attr = &st->attr[texi_stage_iter_index(st, iv)];
     if (attr->for_kind == want.for_kind && attr->thread_tag == want.thread_tag)
@@ -118,27 +120,27 @@ int tex_bind(tex_stage *st, tex_iter *iv, tex_thread_tag tag)
                           "tex_bind: stage '%s', axis '%s': unknown "
                           "thread tag %d",
                           st->tensor->name, iv ? iv->name : "(null)", (int)tag);
-    return annotate(st, iv, (texi_iter_attr){TEXI_FOR_THREAD, (int)tag}, "tex_bind");
+    return annotate(st, iv, (texi_iter_attr){TEXI_FOR_THREAD, (int)tag}, "tex_bind", false);
 }
 
 int tex_parallel(tex_stage *st, tex_iter *iv)
 {
-    return annotate(st, iv, (texi_iter_attr){TEXI_FOR_PARALLEL, -1}, "tex_parallel");
+    return annotate(st, iv, (texi_iter_attr){TEXI_FOR_PARALLEL, -1}, "tex_parallel", false);
 }
 
 int tex_vectorize(tex_stage *st, tex_iter *iv)
 {
-    return annotate(st, iv, (texi_iter_attr){TEXI_FOR_VECTORIZED, -1}, "tex_vectorize");
+    return annotate(st, iv, (texi_iter_attr){TEXI_FOR_VECTORIZED, -1}, "tex_vectorize", false);
 }
 
 int tex_vectorize_reduce(tex_stage *st, tex_iter *iv)
 {
-    return annotate(st, iv, (texi_iter_attr){TEXI_FOR_VECTORIZED, -1}, VECTORIZE_REDUCE);
+    return annotate(st, iv, (texi_iter_attr){TEXI_FOR_VECTORIZED, -1}, VECTORIZE_REDUCE, true);
 }
 
 int tex_unroll(tex_stage *st, tex_iter *iv)
 {
-    return annotate(st, iv, (texi_iter_attr){TEXI_FOR_UNROLLED, -1}, "tex_unroll");
+    return annotate(st, iv, (texi_iter_attr){TEXI_FOR_UNROLLED, -1}, "tex_unroll", false);
 }
 
 /* ------------------------------------------------------------- storage */
