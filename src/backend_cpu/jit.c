@@ -26,14 +26,15 @@
  * Compiler probe: before the first kernel of a process under a compiler and
  * flags, the code forms around a known miscompilation (PROBE_SRC) are
  * compiled through the cache like a kernel and run; when its result is wrong, and right with
- * PROBE_FIX, that flag joins the flags (and so the cache key) of every kernel. The probe's entries
- * live in the cache's probe/ subdirectory, with the verdict as KEY.probe ("fix" or "none"; anything
- * else is removed and the probe runs again). A build writes the object and the sum under temporary
- * names and renames the object, then the sum, into place; concurrent processes building the same
- * kernel each write their own temporaries, and rename is atomic, so a reader sees a complete object
- * or none. A lookup accepts an entry only when the object's hash equals its sum (and dlopen
- * succeeds); otherwise both files are removed and the kernel is rebuilt. TEX_KEEP_SOURCE=1 keeps
- * KEY.c beside the object. Nothing here prints or touches a tex_ctx: errors
+ * PROBE_FIX, that flag joins the flags (and so the cache key) of every kernel. An unknown verdict
+ * is settled on a second thread while the kernel compiles without the flag (build_with_probe). The
+ * probe's entries live in the cache's probe/ subdirectory, with the verdict as KEY.probe ("fix" or
+ * "none"; anything else is removed and the probe runs again). A build writes the object and the sum
+ * under temporary names and renames the object, then the sum, into place; concurrent processes
+ * building the same kernel each write their own temporaries, and rename is atomic, so a reader sees
+ * a complete object or none. A lookup accepts an entry only when the object's hash equals its sum
+ * (and dlopen succeeds); otherwise both files are removed and the kernel is rebuilt.
+ * TEX_KEEP_SOURCE=1 keeps KEY.c beside the object. Nothing here prints or touches a tex_ctx: errors
  * are written into the caller's buffer.
  */
 #include "backend_cpu/jit.h"
@@ -706,17 +707,44 @@ static int probe_verdict(const char *dir, const argvec *flags, const char *ident
     return still < 0 ? -1 : still == 0;
 }
 
+/* The probe's cache key and the paths of its subdirectory and verdict file
+ * under flags; false when a path does not fit (the caller keeps dir 100
+ * bytes short of PATH_CAP, so it always does). */
+static bool probe_paths(const char *dir, const argvec *flags, const char *ident, char key[65],
+                        char sub[PATH_CAP], char path[PATH_CAP])
+{
+    cache_key(PROBE_SRC, flags, ident, key);
+    return (size_t)snprintf(sub, PATH_CAP, "%s/probe", dir) < PATH_CAP &&
+           (size_t)snprintf(path, PATH_CAP, "%s/%s.probe", sub, key) < PATH_CAP;
+}
+
+/* Whether kernels built with flags need PROBE_FIX, as far as it is known
+ * without running anything: 1 or 0 from this process's memory (for the last
+ * flags) or the cache's probe/ directory, -1 unknown. */
+static int known_probe_fix(const char *dir, const argvec *flags, const char *ident)
+{
+    char key[65], sub[PATH_CAP], path[PATH_CAP];
+    if (!probe_paths(dir, flags, ident, key, sub, path))
+        return 0;
+    pthread_mutex_lock(&probe_lock);
+    int v = strcmp(key, probe_key) == 0 ? probe_fix : read_verdict(path);
+    if (v >= 0 && strcmp(key, probe_key) != 0) {
+        probe_fix = v == 1;
+        memcpy(probe_key, key, sizeof key);
+    }
+    pthread_mutex_unlock(&probe_lock);
+    return v;
+}
+
 /* Whether kernels built with flags need PROBE_FIX: the probe is wrong
- * without it and right with it. Remembered per process (for the last
- * flags) and in the cache's probe/ directory (its objects and KEY.probe),
- * so a warm process runs nothing. */
+ * without it and right with it. Runs the probe unless the verdict is
+ * known, then remembers it in memory and in the cache's probe/ directory
+ * (its objects and KEY.probe), so a warm process runs nothing. */
 static bool needs_probe_fix(const char *dir, const argvec *flags, const char *ident)
 {
     char key[65], sub[PATH_CAP], path[PATH_CAP];
-    cache_key(PROBE_SRC, flags, ident, key);
-    if ((size_t)snprintf(sub, sizeof sub, "%s/probe", dir) >= sizeof sub ||
-        (size_t)snprintf(path, sizeof path, "%s/%s.probe", sub, key) >= sizeof path)
-        return false; /* the caller keeps dir 100 bytes short of PATH_CAP */
+    if (!probe_paths(dir, flags, ident, key, sub, path))
+        return false;
     pthread_mutex_lock(&probe_lock);
     if (strcmp(key, probe_key) != 0) {
         int v = mkdir(sub, 0700) == 0 || errno == EEXIST ? read_verdict(path) : 0;
@@ -728,6 +756,78 @@ static bool needs_probe_fix(const char *dir, const argvec *flags, const char *id
     bool fix = probe_fix;
     pthread_mutex_unlock(&probe_lock);
     return fix;
+}
+
+/* The probe, run on a thread of its own beside a kernel's build. */
+typedef struct {
+    const char *dir, *ident;
+    const argvec *flags;
+    bool fix; /* the verdict, once joined */
+} probe_job;
+
+static void *probe_main(void *arg)
+{
+    probe_job *j = arg;
+    j->fix = needs_probe_fix(j->dir, j->flags, j->ident);
+    return NULL;
+}
+
+/* Loads the kernel of source under flags from the cache, or builds it;
+ * its key goes to key. */
+static int load_or_build(const char *dir, const char *source, const argvec *flags,
+                         const char *ident, void **handle, char key[65], char *err, size_t err_size)
+{
+    char so[PATH_CAP], sum[PATH_CAP];
+    cache_key(source, flags, ident, key);
+    snprintf(so, sizeof so, "%s/%s.so", dir, key);
+    snprintf(sum, sizeof sum, "%s/%s.sum", dir, key);
+    return load_entry(so, sum, handle) == 1
+               ? 0
+               : build_entry(dir, key, source, flags, handle, err, err_size);
+}
+
+/* Drops a kernel built under flags the probe then rejected: unloads it and
+ * removes its cache entry, which no process will look up again. */
+static void discard_entry(const char *dir, const char *key, void **handle)
+{
+    char path[PATH_CAP];
+    dlclose(*handle);
+    *handle = NULL;
+    snprintf(path, sizeof path, "%s/%s.sum", dir, key);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/%s.so", dir, key);
+    unlink(path);
+}
+
+/* Builds source under flags, settling the probe's verdict first. When the
+ * verdict is unknown (the first kernel under a new compiler or flags), the
+ * probe runs on a second thread while the kernel compiles without
+ * PROBE_FIX, which is what nearly every compiler gets; a "fix" verdict
+ * then discards that build and compiles again with it. So a cold cache
+ * costs one compile's wall time, not two. */
+static int build_with_probe(const char *dir, const char *source, argvec *flags, const char *ident,
+                            void **handle, char *err, size_t err_size)
+{
+    char key[65];
+    int fix = known_probe_fix(dir, flags, ident), rc = 0;
+    if (fix < 0) {
+        probe_job job = {.dir = dir, .ident = ident, .flags = flags, .fix = false};
+        pthread_t thread;
+        if (pthread_create(&thread, NULL, probe_main, &job) != 0) {
+            fix = needs_probe_fix(dir, flags, ident);
+        } else {
+            rc = load_or_build(dir, source, flags, ident, handle, key, err, err_size);
+            pthread_join(thread, NULL);
+            if (!job.fix)
+                return rc;
+            if (rc == 0)
+                discard_entry(dir, key, handle);
+            fix = 1;
+        }
+    }
+    if (fix)
+        argv_push(flags, PROBE_FIX);
+    return load_or_build(dir, source, flags, ident, handle, key, err, err_size);
 }
 
 /* The compiler's words and every flag: the key's input and the command line. */
@@ -744,7 +844,7 @@ static bool compile_flags(argvec *a, bool strict_float)
 int texi_cpu_jit_load(const char *source, bool strict_float, void **handle, char *err,
                       size_t err_size)
 {
-    char dir[PATH_CAP - 100], ident[512], key[65], so[PATH_CAP], sum[PATH_CAP];
+    char dir[PATH_CAP - 100], ident[512];
     *handle = NULL;
     int rc = texi_cpu_jit_cache_dir(dir, sizeof dir, err, err_size);
     if (rc != 0)
@@ -753,19 +853,10 @@ int texi_cpu_jit_load(const char *source, bool strict_float, void **handle, char
         return fail(err, err_size, TEX_EUNAVAILABLE,
                     "tex_build: the C compiler '%s' was not found (set TEX_CC)", compiler_name());
     argvec flags = {.n = 0};
-    rc = TEX_ENOMEM;
-    if (compile_flags(&flags, strict_float)) {
-        if (needs_probe_fix(dir, &flags, ident))
-            argv_push(&flags, PROBE_FIX);
-        cache_key(source, &flags, ident, key);
-        snprintf(so, sizeof so, "%s/%s.so", dir, key);
-        snprintf(sum, sizeof sum, "%s/%s.sum", dir, key);
-        rc = load_entry(so, sum, handle) == 1
-                 ? 0
-                 : build_entry(dir, key, source, &flags, handle, err, err_size);
-    } else {
-        fail(err, err_size, TEX_ENOMEM, "tex_build: out of memory");
-    }
+    if (compile_flags(&flags, strict_float))
+        rc = build_with_probe(dir, source, &flags, ident, handle, err, err_size);
+    else
+        rc = fail(err, err_size, TEX_ENOMEM, "tex_build: out of memory");
     argv_free(&flags);
     return rc;
 }

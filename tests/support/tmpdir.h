@@ -37,6 +37,23 @@ static inline void tt_remove_tree(const char *path)
     rmdir(path);
 }
 
+/* The number of entries of dir whose names end in suffix; -1 when dir
+ * cannot be opened. */
+static inline int tt_count_files(const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    size_t sl = strlen(suffix);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t l = strlen(e->d_name);
+        n += l >= sl && strcmp(e->d_name + l - sl, suffix) == 0;
+    }
+    closedir(d);
+    return n;
+}
+
 /* Whether the file at path (its first 64 KiB) contains text. */
 static inline bool tt_file_has(const char *path, const char *text)
 {

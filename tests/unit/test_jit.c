@@ -68,21 +68,6 @@ static void fresh_cache(char *dir, size_t cap, const char *name)
     setenv("TEX_CACHE_DIR", dir, 1);
 }
 
-static int count_files(const char *dir, const char *suffix)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return -1;
-    int n = 0;
-    size_t sl = strlen(suffix);
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        size_t l = strlen(e->d_name);
-        n += l >= sl && strcmp(e->d_name + l - sl, suffix) == 0;
-    }
-    closedir(d);
-    return n;
-}
-
 /* The name of the first file ending in suffix in dir, into out. */
 static bool find_file(const char *dir, const char *suffix, char *out, size_t cap)
 {
@@ -168,10 +153,10 @@ static void test_compile_and_cache_hit(void)
     TT_EQ_INT(compiler_runs(), 1);
     TT_EQ_INT(load_and_call(&rc), 42); /* from the cache: no compiler run */
     TT_EQ_INT(compiler_runs(), 1);
-    TT_EQ_INT(count_files(dir, ".so"), 1);
-    TT_EQ_INT(count_files(dir, ".sum"), 1);
-    TT_EQ_INT(count_files(dir, ".c"), 0);
-    TT_EQ_INT(count_files(dir, ".log"), 0);
+    TT_EQ_INT(tt_count_files(dir, ".so"), 1);
+    TT_EQ_INT(tt_count_files(dir, ".sum"), 1);
+    TT_EQ_INT(tt_count_files(dir, ".c"), 0);
+    TT_EQ_INT(tt_count_files(dir, ".log"), 0);
     struct stat st;
     TT_CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700);
     /* other flags: another key */
@@ -186,7 +171,7 @@ static void test_compile_and_cache_hit(void)
     else
         unsetenv("TEX_CFLAGS");
     TT_EQ_INT(compiler_runs(), 2);
-    TT_EQ_INT(count_files(dir, ".so"), 2);
+    TT_EQ_INT(tt_count_files(dir, ".so"), 2);
 }
 
 static void test_keep_source(void)
@@ -199,7 +184,7 @@ static void test_keep_source(void)
     int rc;
     TT_EQ_INT(load_and_call(&rc), 42);
     unsetenv("TEX_KEEP_SOURCE");
-    TT_EQ_INT(count_files(dir, ".c"), 1);
+    TT_EQ_INT(tt_count_files(dir, ".c"), 1);
 }
 
 static void test_cache_dir_refused(void)
@@ -212,7 +197,7 @@ static void test_cache_dir_refused(void)
     void *h = NULL;
     TT_EQ_INT(texi_cpu_jit_load(SRC42, false, &h, err, sizeof err), TEX_EUNAVAILABLE);
     TT_CHECK(h == NULL);
-    TT_EQ_INT(count_files(dir, ".so"), 0);
+    TT_EQ_INT(tt_count_files(dir, ".so"), 0);
 
     fresh_cache(dir, sizeof dir, "group");
     TT_CHECK(mkdir(dir, 0700) == 0 && chmod(dir, 0770) == 0);
@@ -277,7 +262,7 @@ static void test_corrupted_entry_rebuilt(void)
     TT_CHECK(unlink(sum) == 0); /* object without its sum: rebuilt */
     TT_EQ_INT(load_and_call(&rc), 42);
     TT_EQ_INT(compiler_runs(), runs + 4);
-    TT_EQ_INT(count_files(dir, ".so"), 1);
+    TT_EQ_INT(tt_count_files(dir, ".so"), 1);
 }
 
 static void test_compile_error(void)
@@ -295,9 +280,9 @@ static void test_compile_error(void)
     TT_CHECK(strstr(err, "/failed/") != NULL);
     char failed[300];
     snprintf(failed, sizeof failed, "%s/failed", dir);
-    TT_EQ_INT(count_files(failed, ".c"), 1);
-    TT_EQ_INT(count_files(dir, ".so"), 0);
-    TT_EQ_INT(count_files(dir, ".c"), 0);
+    TT_EQ_INT(tt_count_files(failed, ".c"), 1);
+    TT_EQ_INT(tt_count_files(dir, ".so"), 0);
+    TT_EQ_INT(tt_count_files(dir, ".c"), 0);
 }
 
 static void test_missing_compiler(void)
@@ -334,10 +319,10 @@ static void test_concurrent_processes(void)
         TT_CHECK(pids[i] > 0 && waitpid(pids[i], &st, 0) == pids[i]);
         TT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     }
-    TT_EQ_INT(count_files(dir, ".so"), 1);
-    TT_EQ_INT(count_files(dir, ".sum"), 1);
-    TT_EQ_INT(count_files(dir, ".c"), 0);
-    TT_EQ_INT(count_files(dir, ".log"), 0);
+    TT_EQ_INT(tt_count_files(dir, ".so"), 1);
+    TT_EQ_INT(tt_count_files(dir, ".sum"), 1);
+    TT_EQ_INT(tt_count_files(dir, ".c"), 0);
+    TT_EQ_INT(tt_count_files(dir, ".log"), 0);
     int rc;
     int runs = compiler_runs();
     TT_EQ_INT(load_and_call(&rc), 42); /* the entry they left is valid */
@@ -357,7 +342,7 @@ static void test_fresh_process_spawns_nothing(void)
     int lines = log_lines();
     TT_EQ_INT(system(cmd), 0); /* cached */
     TT_EQ_INT(log_lines(), lines);
-    TT_EQ_INT(count_files(dir, ".id"), 1);
+    TT_EQ_INT(tt_count_files(dir, ".id"), 1);
 }
 
 static bool setup(void)
