@@ -344,6 +344,24 @@ TEX_API tex_tensor *tex_rfactor(tex_schedule *s, tex_tensor *t, tex_iter *raxis,
  * each buffer's inferred region; malloc'ed, the caller frees it. */
 TEX_API char *tex_schedule_str(tex_schedule *s);
 
+/* Schedules as text (docs/api.md, "Schedules as text"): every primitive that
+ * succeeded on s, in order, one line each (`split C i 8`, `parallel C i.outer`,
+ * `cache_write C local`, ...); malloc'ed, the caller frees it. NULL with
+ * TEX_EINVAL naming the primitive when one has no text: a split factor that
+ * is not an integer constant, or a user intrinsic (tex_intrin_extern). */
+TEX_API char *tex_schedule_trace(tex_schedule *s);
+
+/* Applies the primitives of text (tex_schedule_trace's lines; blank lines and
+ * lines starting with ';' are skipped) to s, which must schedule the same
+ * computes the text was written for. All or nothing: the lines are first
+ * replayed on a scratch schedule of s's outputs after s's own trace, and s is
+ * changed only when every line succeeds there. 0, or TEX_EINVAL naming the
+ * line, its primitive and why (an unknown stage or axis, a malformed number,
+ * a primitive's own refusal). When s's own trace has no text, the scratch
+ * replay is impossible: the lines are applied to s directly and the ones
+ * before a failing line stay applied. */
+TEX_API int tex_schedule_apply_text(tex_schedule *s, const char *text);
+
 /* ------------------------------------------------------- tensor intrinsics */
 
 typedef struct tex_intrin tex_intrin; /* a tensor intrinsic (lives in its context) */

@@ -22,6 +22,9 @@
  * that disagree between stages.
  */
 #include "schedule/primitive.h"
+#include "schedule/trace.h"
+
+#include <string.h>
 
 static const char VECTORIZE_REDUCE[] = "tex_vectorize_reduce";
 
@@ -95,6 +98,12 @@ static int annotate(tex_stage *st, tex_iter *iv, texi_iter_attr want, const char
     TEXI_TRY(vector_reduction ? check_vectorize_reduce(st, iv)
                               : check_reduce_axis(st, iv, want, call));
     tex_ctx *ctx = st->sch->ctx;
+    texi_trace_rec tr;
+    texi_trace_begin(&tr, st->sch, call + strlen("tex_")); /* "parallel", "bind", ... */
+    texi_trace_stage(&tr, st);
+    texi_trace_iter(&tr, st, iv);
+    if (want.for_kind == TEXI_FOR_THREAD)
+        texi_trace_word(&tr, texi_trace_tags[want.thread_tag]);
     texi_iter_attr *attr = &st->attr[texi_stage_iter_index(st, iv)];
     if (attr->for_kind == want.for_kind && attr->thread_tag == want.thread_tag)
         return 0;
@@ -110,6 +119,7 @@ static int annotate(tex_stage *st, tex_iter *iv, texi_iter_attr want, const char
                           call, st->tensor->name, iv->name, texi_iter_attr_name(&want),
                           other->name);
     *attr = want;
+    texi_trace_commit(&tr);
     return 0;
 }
 
@@ -166,7 +176,12 @@ int tex_set_scope(tex_stage *st, tex_scope scope)
                           st->tensor->name, (int)scope);
     if (scope != TEX_SCOPE_GLOBAL)
         TEXI_TRY(check_intermediate(st, call, "outputs live in global memory"));
+    texi_trace_rec tr;
+    texi_trace_begin(&tr, st->sch, "set_scope");
+    texi_trace_stage(&tr, st);
+    texi_trace_word(&tr, texi_trace_scopes[scope]);
     st->scope = (enum texi_scope)scope;
+    texi_trace_commit(&tr);
     return 0;
 }
 
@@ -192,9 +207,25 @@ int tex_storage_align(tex_stage *st, tex_iter *iv, int factor, int offset)
                           "%s: stage '%s', axis '%s': needs factor > 0 and 0 <= "
                           "offset < factor (got factor %d, offset %d)",
                           call, st->tensor->name, iv->name, factor, offset);
+    texi_trace_rec tr;
+    texi_trace_begin(&tr, st->sch, "storage_align");
+    texi_trace_stage(&tr, st);
+    texi_trace_iter(&tr, st, iv);
+    texi_trace_int(&tr, factor);
+    texi_trace_int(&tr, offset);
+    texi_trace_commit(&tr);
     st->align_factor[d] = factor;
     st->align_offset[d] = offset;
     return 0;
+}
+
+/* Records primitive prim of st, which takes no other argument (it succeeds). */
+static void trace_stage_only(tex_stage *st, const char *prim)
+{
+    texi_trace_rec tr;
+    texi_trace_begin(&tr, st->sch, prim);
+    texi_trace_stage(&tr, st);
+    texi_trace_commit(&tr);
 }
 
 int tex_double_buffer(tex_stage *st)
@@ -202,6 +233,7 @@ int tex_double_buffer(tex_stage *st)
     TEXI_TRY(check_intermediate(st, "tex_double_buffer",
                                 "only intermediates attached with "
                                 "compute_at can be double-buffered"));
+    trace_stage_only(st, "double_buffer");
     st->double_buffer = true;
     return 0;
 }
@@ -219,6 +251,7 @@ int tex_atomic(tex_stage *st)
         return texi_error(st->sch->ctx, TEX_EINVAL,
                           "%s: stage '%s' is tensorized; its updates are the intrinsic's", call,
                           st->tensor->name);
+    trace_stage_only(st, "atomic");
     st->atomic = true;
     return 0;
 }

@@ -18,6 +18,7 @@
  * where it is attached (e.g. st at C while B, also reading st, is at root).
  */
 #include "schedule/primitive.h"
+#include "schedule/trace.h"
 
 /* consumer's current op reads t, directly or through the ops of other stages. */
 static bool reads_transitively(const tex_schedule *s, const tex_stage *consumer,
@@ -74,6 +75,15 @@ static int check_at_target(const tex_stage *st, const tex_stage *parent, const t
     return 0;
 }
 
+/* Records compute_inline / compute_root of st (which succeed). */
+static void trace_attach(tex_stage *st, const char *prim)
+{
+    texi_trace_rec tr;
+    texi_trace_begin(&tr, st->sch, prim);
+    texi_trace_stage(&tr, st);
+    texi_trace_commit(&tr);
+}
+
 int tex_compute_at(tex_stage *st, tex_stage *parent, tex_iter *parent_iv)
 {
     static const char call[] = "tex_compute_at";
@@ -95,6 +105,12 @@ int tex_compute_at(tex_stage *st, tex_stage *parent, tex_iter *parent_iv)
                           "are computed at root",
                           call, sn);
     TEXI_TRY(check_at_target(st, parent, parent_iv, call));
+    texi_trace_rec tr;
+    texi_trace_begin(&tr, st->sch, "compute_at");
+    texi_trace_stage(&tr, st);
+    texi_trace_stage(&tr, parent);
+    texi_trace_iter(&tr, parent, parent_iv);
+    texi_trace_commit(&tr);
     st->attach = TEXI_ATTACH_AT;
     st->attach_stage = parent;
     st->attach_iv = parent_iv;
@@ -120,6 +136,7 @@ int tex_compute_inline(tex_stage *st)
                           "%s: stage '%s' is computed at axis '%s' of stage '%s'; "
                           "move it before inlining '%s'",
                           call, child->tensor->name, child->attach_iv->name, sn, sn);
+    trace_attach(st, "compute_inline");
     st->attach = TEXI_ATTACH_INLINE;
     st->attach_stage = NULL;
     st->attach_iv = NULL;
@@ -129,6 +146,7 @@ int tex_compute_inline(tex_stage *st)
 int tex_compute_root(tex_stage *st)
 {
     TEXI_TRY(texi_stage_check(st, "tex_compute_root", true));
+    trace_attach(st, "compute_root");
     st->attach = TEXI_ATTACH_ROOT;
     st->attach_stage = NULL;
     st->attach_iv = NULL;

@@ -22,6 +22,7 @@
  * Names are made unique within the schedule (A.shared, A.shared.1, ...).
  */
 #include "schedule/primitive.h"
+#include "schedule/trace.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -195,11 +196,18 @@ tex_tensor *tex_cache_read(tex_schedule *s, tex_tensor *t, tex_scope scope, int 
         if (!(ops[i] = redirect_op(s->ctx, rs[i]->op, t, cache)))
             return NULL;
     // Everything is allocated: commit.
+    texi_trace_rec tr;
+    texi_trace_begin(&tr, s, "cache_read");
+    texi_trace_stage(&tr, src);
+    texi_trace_word(&tr, texi_trace_scopes[scope]);
+    for (int i = 0; i < nreaders; i++)
+        texi_trace_stage(&tr, rs[i]);
     cst->scope = (enum texi_scope)scope;
     cst->is_cache = true;
     for (int i = 0; i < nreaders; i++)
         rs[i]->op = ops[i];
     texi_schedule_insert(s, texi_schedule_stage_index(s, src) + 1, cst);
+    texi_trace_commit(&tr);
     return cache;
 }
 
@@ -298,9 +306,14 @@ tex_tensor *tex_cache_write(tex_schedule *s, tex_tensor *t, tex_scope scope)
     if (!fresh_st || texi_schedule_reserve(s, 1) < 0)
         return NULL;
     // Everything is allocated: commit.
+    texi_trace_rec tr;
+    texi_trace_begin(&tr, s, "cache_write");
+    texi_trace_stage(&tr, st);
+    texi_trace_word(&tr, texi_trace_scopes[scope]);
     cst->scope = (enum texi_scope)scope;
     cst->is_cache = true;
     texi_stage_adopt(st, fresh_st);
     texi_schedule_insert(s, texi_schedule_stage_index(s, st), cst);
+    texi_trace_commit(&tr);
     return cl;
 }

@@ -27,6 +27,7 @@
  * and C keep the names of the iters they stand for.
  */
 #include "schedule/primitive.h"
+#include "schedule/trace.h"
 
 #include <stdio.h>
 
@@ -248,8 +249,14 @@ tex_tensor *tex_rfactor(tex_schedule *s, tex_tensor *t, tex_iter *raxis, int fac
     if (!fresh || texi_schedule_reserve(s, 1) < 0)
         return NULL;
     // Everything is allocated: commit.
+    texi_trace_rec tr;
+    texi_trace_begin(&tr, s, "rfactor");
+    texi_trace_stage(&tr, p.st);
+    texi_trace_iter(&tr, p.st, raxis);
+    texi_trace_int(&tr, factor_axis);
     cst->is_cache = true;
     texi_stage_adopt(p.st, fresh);
     texi_schedule_insert(s, texi_schedule_stage_index(s, p.st), cst);
+    texi_trace_commit(&tr);
     return cf;
 }

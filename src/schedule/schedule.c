@@ -359,6 +359,7 @@ tex_schedule *tex_schedule_new(tex_ctx *ctx, int n, tex_tensor *const outputs[])
         return NULL;
     s->ctx = ctx;
     s->n_outputs = n;
+    s->trace_end = &s->trace;
     s->outputs = texi_alloc(ctx, sizeof *s->outputs * (size_t)n, "a schedule");
     if (!s->outputs || texi_schedule_reserve(s, n_ops + 4) < 0)
         return NULL;

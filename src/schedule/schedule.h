@@ -99,12 +99,20 @@ struct tex_stage {
     texi_rng *region; /* per output dimension: the part consumers need */
 };
 
+/* One primitive applied to a schedule, as text (trace.h). */
+typedef struct texi_trace_line {
+    struct texi_trace_line *next;
+    const char *text;
+} texi_trace_line;
+
 struct tex_schedule {
     tex_ctx *ctx;
     int n_outputs;
     tex_tensor **outputs;
     int n_stages, cap_stages;
-    tex_stage **stages; /* producers before consumers */
+    tex_stage **stages;                  /* producers before consumers */
+    texi_trace_line *trace, **trace_end; /* the primitives applied, in order */
+    const char *trace_gap;               /* why one of them has no text, or NULL */
 };
 
 /* Index of iv in stage->all, or -1. */

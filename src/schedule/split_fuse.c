@@ -24,6 +24,7 @@
  * Everything is validated and allocated before the stage changes.
  */
 #include "schedule/primitive.h"
+#include "schedule/trace.h"
 
 #include <stdio.h>
 
@@ -181,10 +182,18 @@ static int split_common(tex_stage *st, tex_iter *iv, tex_expr *by, bool is_npart
     TEXI_TRY(check_restructurable(st, iv, call));
     TEXI_TRY(check_factor(st, iv, by, call, is_nparts ? "nparts" : "factor"));
     TEXI_TRY(check_tail(st, iv, by, tail, call));
+    texi_trace_rec tr;
+    texi_trace_begin(&tr, st->sch, is_nparts ? "split_nparts" : "split");
+    texi_trace_stage(&tr, st);
+    texi_trace_iter(&tr, st, iv);
+    texi_trace_factor(&tr, st, iv, by);
+    if (tail != TEX_TAIL_AUTO)
+        texi_trace_word(&tr, texi_trace_tails[tail]);
     texi_relation rel;
     TEXI_TRY(texi_stage_reserve(st, 2, 1));
     TEXI_TRY(make_split(st, iv, is_nparts ? NULL : by, is_nparts ? by : NULL, tail, &rel));
     apply_split(st, &rel);
+    texi_trace_commit(&tr);
     if (outer)
         *outer = rel.outer;
     if (inner)
@@ -251,7 +260,13 @@ int tex_reorder(tex_stage *st, int n, tex_iter *const order[])
     static const char call[] = "tex_reorder";
     TEXI_TRY(texi_stage_check(st, call, true));
     TEXI_TRY(check_reorder(st, n, order, call));
+    texi_trace_rec tr;
+    texi_trace_begin(&tr, st->sch, "reorder");
+    texi_trace_stage(&tr, st);
+    for (int i = 0; i < n; i++)
+        texi_trace_iter(&tr, st, order[i]);
     permute_leaves(st, n, order);
+    texi_trace_commit(&tr);
     return 0;
 }
 
@@ -271,6 +286,13 @@ int tex_tile(tex_stage *st, tex_iter *x, tex_iter *y, tex_expr *fx, tex_expr *fy
                           call, st->tensor->name, x->name);
     TEXI_TRY(check_factor(st, x, fx, call, "x factor"));
     TEXI_TRY(check_factor(st, y, fy, call, "y factor"));
+    texi_trace_rec tr;
+    texi_trace_begin(&tr, st->sch, "tile");
+    texi_trace_stage(&tr, st);
+    texi_trace_iter(&tr, st, x);
+    texi_trace_iter(&tr, st, y);
+    texi_trace_factor(&tr, st, x, fx);
+    texi_trace_factor(&tr, st, y, fy);
     texi_relation rx, ry;
     TEXI_TRY(texi_stage_reserve(st, 4, 2));
     TEXI_TRY(make_split(st, x, fx, NULL, TEX_TAIL_AUTO, &rx));
@@ -279,6 +301,7 @@ int tex_tile(tex_stage *st, tex_iter *x, tex_iter *y, tex_expr *fx, tex_expr *fy
     apply_split(st, &ry);
     tex_iter *order[4] = {rx.outer, ry.outer, rx.inner, ry.inner};
     permute_leaves(st, 4, order);
+    texi_trace_commit(&tr);
     if (xo)
         *xo = rx.outer;
     if (yo)
@@ -325,6 +348,11 @@ int tex_fuse(tex_stage *st, tex_iter *outer, tex_iter *inner, tex_iter **fused)
     static const char call[] = "tex_fuse";
     TEXI_TRY(texi_stage_check(st, call, true));
     TEXI_TRY(check_fuse(st, outer, inner, call));
+    texi_trace_rec tr;
+    texi_trace_begin(&tr, st->sch, "fuse");
+    texi_trace_stage(&tr, st);
+    texi_trace_iter(&tr, st, outer);
+    texi_trace_iter(&tr, st, inner);
     tex_ctx *ctx = st->sch->ctx;
     tex_dtype t = outer->var->dtype == TEX_I64 || inner->var->dtype == TEX_I64 ? TEX_I64 : TEX_I32;
     TEXI_TRY(texi_stage_reserve(st, 1, 1));
@@ -345,6 +373,7 @@ int tex_fuse(tex_stage *st, tex_iter *outer, tex_iter *inner, tex_iter **fused)
     st->n_leaf--;
     st->rel[st->n_rel++] =
         (texi_relation){TEXI_REL_FUSE, NULL, outer, inner, f, NULL, NULL, TEX_TAIL_AUTO};
+    texi_trace_commit(&tr);
     if (fused)
         *fused = f;
     return 0;

@@ -18,6 +18,7 @@
  */
 #include "schedule/intrin.h"
 #include "schedule/primitive.h"
+#include "schedule/trace.h"
 
 #include <string.h>
 
@@ -181,7 +182,16 @@ int tex_tensorize(tex_stage *st, tex_iter *iv, tex_intrin *intrin)
         return texi_error(ctx, TEX_EINVAL,
                           "%s: stage '%s' is already tensorized at axis '%s' with intrinsic '%s'",
                           call, st->tensor->name, st->tensorize_iv->name, st->intrin->name);
+    texi_trace_rec tr;
+    texi_trace_begin(&tr, st->sch, "tensorize");
+    texi_trace_stage(&tr, st);
+    texi_trace_iter(&tr, st, iv);
+    if (intrin->builtin)
+        texi_trace_word(&tr, intrin->builtin);
+    else
+        texi_trace_gap(&tr, "tex_tensorize with a user intrinsic (tex_intrin_extern)");
     st->tensorize_iv = iv;
     st->intrin = intrin;
+    texi_trace_commit(&tr);
     return 0;
 }

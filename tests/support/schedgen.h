@@ -14,6 +14,9 @@
  *   `trials` consecutive seeds (or the one in TEX_RANDOM_SEED) and fails the
  *   test when any schedule fails, reporting only the first few.
  *
+ * - sg_text_round_trip: a schedule written as text and applied to a fresh
+ *   schedule of the same computes lowers to the same loop AST.
+ *
  * What each test's generator does with the schedule (which primitives, how
  * often) stays in that test: the two generators differ on purpose.
  */
@@ -21,6 +24,30 @@
 #define TEX_TESTS_SUPPORT_SCHEDGEN_H
 
 #include "support/ops.h"
+
+/* ------------------------------------------------- schedules as text */
+
+/* The schedule written as text (tex_schedule_trace) and applied to a fresh
+ * schedule of the same computes (tex_schedule_apply_text) lowers to the
+ * same loop AST. 0, or -1 with the reason in why. */
+static inline int sg_text_round_trip(ops_wl *w, tex_schedule *s, char *why, size_t cap)
+{
+    char *text = tex_schedule_trace(s), *a = NULL, *b = NULL;
+    tex_schedule *again = text ? tex_schedule_new(w->ctx, 1, &w->out) : NULL;
+    int rc = again ? tex_schedule_apply_text(again, text) : -1;
+    tex_func *f = rc == 0 ? ops_lower(w, s, why, cap) : NULL;
+    tex_func *g = f ? ops_lower(w, again, why, cap) : NULL;
+    if (rc != 0)
+        snprintf(why, cap, "text round trip: %s\n%s", tex_errmsg(w->ctx), text ? text : "");
+    else if (g && strcmp(a = tex_func_str(f), b = tex_func_str(g)) != 0)
+        snprintf(why, cap, "the schedule applied from its text lowers differently:\n%s\n%s", text,
+                 b);
+    rc = rc == 0 && g && strcmp(a, b) == 0 ? 0 : -1;
+    free(text);
+    free(a);
+    free(b);
+    return rc;
+}
 
 /* ------------------------------------------------- hand-written schedules */
 

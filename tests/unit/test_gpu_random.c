@@ -361,7 +361,8 @@ static bool one_random(const sg_workload *wl, uint64_t seed, bool report)
         snprintf(why, sizeof why, "a primitive failed with an error other than TEX_EINVAL");
     } else if (g.refused) {
         n_refused++;
-    } else if (!(f = ops_lower(&w, g.s, why, sizeof why)) || check(&g, f, seed, why, sizeof why)) {
+    } else if (!(f = ops_lower(&w, g.s, why, sizeof why)) || check(&g, f, seed, why, sizeof why) ||
+               sg_text_round_trip(&w, g.s, why, sizeof why)) {
         ok = false;
     }
     if (!ok && report)

@@ -36,6 +36,12 @@ static bool one_schedule(const sg_workload *wl, uint64_t seed, bool report)
     bool ok = rs_begin(&g, &w, wl, seed, report);
     if (ok)
         ok = ops_check(&w, g.s, seed, &g.log, report) == 0;
+    char why[4096];
+    if (ok && sg_text_round_trip(&w, g.s, why, sizeof why) != 0) {
+        if (report)
+            printf("  %s seed %llu: %s\n%s", wl->name, (unsigned long long)seed, why, g.log.text);
+        ok = false;
+    }
     tex_ctx_free(w.ctx);
     return ok;
 }
