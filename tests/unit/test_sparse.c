@@ -144,6 +144,196 @@ static void test_spmm(void)
         }
 }
 
+/* O = (X Y^T) at A's non-zeros: (I, J, K) with kinds "SSR" and output
+ * buffer O over (I, J); X [m, f], Y [n, f]. */
+static tex_tensor *sddmm(csr_fmt *c)
+{
+    c->X = tex_placeholder(c->ctx, "X", TEX_F32, 2, (tex_expr *[]){c->m, c->f});
+    c->Y = tex_placeholder(c->ctx, "Y", TEX_F32, 2, (tex_expr *[]){c->n, c->f});
+    tex_sp_buffer *o = tex_sp_buffer_new(c->ctx, "O", TEX_F32, 2, (tex_sp_axis *[]){c->I, c->J});
+    tex_expr *body = tex_mul(TEX_AT(c->X, tex_sp_coord(c->I), tex_sp_coord(c->K)),
+                             TEX_AT(c->Y, tex_sp_coord(c->J), tex_sp_coord(c->K)));
+    return tex_sp_iteration(c->ctx, "sddmm", 3, (tex_sp_axis *[]){c->I, c->J, c->K}, "SSR", o,
+                            body);
+}
+
+/* Non-zeros in parallel, the feature reduction vectorized. */
+static void sched_sddmm(tex_schedule *s, tex_tensor *o)
+{
+    tex_stage *st = tex_stage_of(s, o);
+    TT_EQ_INT(tex_parallel(st, tex_op_axis(st, 0)), 0);
+    TT_EQ_INT(tex_vectorize_reduce(st, tex_op_reduce_axis(st, 0)), 0);
+}
+
+static void run_sddmm(const sp_csr *a, int64_t f, bool sym, uint64_t seed)
+{
+    csr_fmt c;
+    fmt_init(&c, a, f, sym);
+    tex_tensor *o = sddmm(&c);
+    tex_schedule *s = tex_schedule_new(c.ctx, 1, &o);
+    sched_sddmm(s, o);
+    /* the fused loop reads rows and indices; indptr only fills rows */
+    tex_tensor *args[] = {tex_sp_indices(c.J), tex_sp_rows(c.J), c.X, c.Y, o};
+    tex_func *fn = tex_lower_tensors(s, "sddmm", 5, args);
+    tex_kernel *k = fn ? tex_build(fn, "cpu") : NULL;
+    if (!k) {
+        TT_FAILF("sddmm: %s", tex_errmsg(c.ctx));
+        tex_ctx_free(c.ctx);
+        return;
+    }
+    float *x = random_floats(a->m * f, seed), *y = random_floats(a->n * f, seed + 1);
+    float *out = malloc(sizeof *out * (size_t)(a->nnz + 1));
+    double *want = malloc(sizeof *want * (size_t)(a->nnz + 1));
+    int32_t *rows = malloc(sizeof *rows * (size_t)(a->nnz + 1));
+    sp_view v[6];
+    DLTensor *arr[] = {sp_i32(&v[0], a->indices, a->nnz), sp_i32(&v[1], rows, a->nnz),
+                       sp_f32(&v[2], x, 2, a->m, f), sp_f32(&v[3], y, 2, a->n, f),
+                       sp_f32(&v[4], out, 1, a->nnz, 0)};
+    TT_EQ_INT(tex_sp_fill_rows(sp_i32(&v[5], a->indptr, a->m + 1), arr[1]), 0);
+    sp_sddmm_ref(a, x, y, f, want);
+    poison(out, a->nnz);
+    TT_EQ_INT(tex_kernel_call_tensors(k, 5, arr), 0);
+    check_out("sddmm kernel", out, want, a->nnz);
+    poison(out, a->nnz);
+    TT_EQ_INT(tex_eval_reference(c.ctx, 5, args, arr), 0);
+    check_out("sddmm oracle", out, want, a->nnz);
+    free(x);
+    free(y);
+    free(out);
+    free(want);
+    free(rows);
+    tex_kernel_free(k);
+    tex_ctx_free(c.ctx);
+}
+
+static void test_sddmm(void)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int sym = 0; sym < 2; sym++) {
+            const sp_case *k = &cases[i];
+            sp_csr a = sp_csr_random(k->m, k->n, k->avg, k->p, 23 + i);
+            run_sddmm(&a, k->f, sym, 7 + i);
+            sp_csr_free(&a);
+        }
+}
+
+/* One malformed-CSR call: refused with TEX_EINVAL naming `array`, the
+ * poisoned output left as it was. */
+static void expect_refused(tex_kernel *k, DLTensor *const arr[], const float *out, int64_t n,
+                           const char *array)
+{
+    TT_EQ_INT(tex_kernel_call_tensors(k, 5, arr), TEX_EINVAL);
+    if (!strstr(tex_kernel_errmsg(k), array))
+        TT_FAILF("message \"%s\" lacks \"%s\"", tex_kernel_errmsg(k), array);
+    for (int64_t q = 0; q < n; q++)
+        if (!isnan(out[q])) {
+            TT_FAILF("a refused call wrote element %lld", (long long)q);
+            return;
+        }
+}
+
+/* Non-monotone indptr, indptr not starting at 0 or not ending at nnz, an
+ * index out of range or negative: each refused before anything runs. */
+static void test_malformed_csr(void)
+{
+    sp_csr a = sp_csr_random(9, 7, 3, SP_UNIFORM, 3);
+    csr_fmt c;
+    fmt_init(&c, &a, 4, true);
+    tex_tensor *y = spmm(&c);
+    tex_schedule *s = tex_schedule_new(c.ctx, 1, &y);
+    tex_tensor *args[] = {tex_sp_indptr(c.J), tex_sp_indices(c.J), tex_sp_values(c.A), c.X, y};
+    tex_func *fn = tex_lower_tensors(s, "spmm", 5, args);
+    tex_kernel *k = fn ? tex_build(fn, "cpu") : NULL;
+    TT_CHECK(k != NULL);
+    float *x = random_floats(a.n * 4, 1), out[9 * 4];
+    sp_view v[5];
+    DLTensor *arr[] = {sp_i32(&v[0], a.indptr, a.m + 1), sp_i32(&v[1], a.indices, a.nnz),
+                       sp_f32(&v[2], a.values, 1, a.nnz, 0), sp_f32(&v[3], x, 2, a.n, 4),
+                       sp_f32(&v[4], out, 2, a.m, 4)};
+    poison(out, a.m * 4);
+    int32_t saved = a.indptr[4];
+    a.indptr[4] = a.indptr[5] + 1;
+    expect_refused(k, arr, out, a.m * 4, "J_indptr");
+    a.indptr[4] = saved;
+    a.indptr[0] = 1;
+    expect_refused(k, arr, out, a.m * 4, "J_indptr");
+    a.indptr[0] = 0;
+    v[1].shape[0] = v[2].shape[0] = a.nnz - 1; /* sizes disagree: last entry != nnz */
+    expect_refused(k, arr, out, a.m * 4, "J_indptr");
+    v[1].shape[0] = v[2].shape[0] = a.nnz;
+    saved = a.indices[a.nnz / 2];
+    a.indices[a.nnz / 2] = (int32_t)a.n;
+    expect_refused(k, arr, out, a.m * 4, "J_indices");
+    a.indices[a.nnz / 2] = -1;
+    expect_refused(k, arr, out, a.m * 4, "J_indices");
+    a.indices[a.nnz / 2] = saved;
+    TT_EQ_INT(tex_kernel_call_tensors(k, 5, arr), 0);
+    TT_CHECK(!isnan(out[0]));
+    free(x);
+    tex_kernel_free(k);
+    tex_ctx_free(c.ctx);
+    sp_csr_free(&a);
+}
+
+/* tex_sp_fill_rows: rows of a valid indptr; malformed ones refused. */
+static void test_fill_rows(void)
+{
+    int32_t indptr[] = {0, 2, 2, 5}, rows[5] = {-9, -9, -9, -9, -9};
+    sp_view v[2];
+    TT_EQ_INT(tex_sp_fill_rows(sp_i32(&v[0], indptr, 4), sp_i32(&v[1], rows, 5)), 0);
+    TT_CHECK(rows[0] == 0 && rows[1] == 0 && rows[2] == 2 && rows[4] == 2);
+    indptr[2] = 1; /* decreasing */
+    TT_EQ_INT(tex_sp_fill_rows(sp_i32(&v[0], indptr, 4), sp_i32(&v[1], rows, 5)), TEX_EINVAL);
+    indptr[2] = 2;
+    TT_EQ_INT(tex_sp_fill_rows(sp_i32(&v[0], indptr, 4), sp_i32(&v[1], rows, 4)), TEX_EINVAL);
+    TT_EQ_INT(tex_sp_fill_rows(NULL, &v[1].t), TEX_EMISUSE);
+}
+
+/* Declarations and iterations the API refuses, each with its message. */
+static void test_errors(void)
+{
+    TT_CHECK(tex_sp_dense_fixed(NULL, "I", NULL, NULL) == NULL);
+    tex_ctx *ctx = tex_ctx_new();
+    tex_expr *m = tex_int(ctx, 4);
+    tex_sp_axis *I = tex_sp_dense_fixed(ctx, "I", NULL, m);
+    oc_expect_error(ctx, (tex_tensor *)tex_sp_sparse_variable(ctx, "J", NULL, m, m), TEX_EINVAL,
+                    "tex_sp_sparse_variable", "'J'", "parent", NULL);
+    oc_expect_error(ctx,
+                    (tex_tensor *)tex_sp_dense_fixed(ctx, "L", NULL, tex_const(ctx, TEX_F32, 1)),
+                    TEX_ETYPE, "tex_sp_dense_fixed", "'L'", "length", NULL);
+    tex_sp_axis *J = tex_sp_sparse_variable(ctx, "J", I, m, tex_int(ctx, 6));
+    tex_sp_axis *K = tex_sp_dense_fixed(ctx, "K", NULL, m);
+    oc_expect_error(ctx, tex_sp_indptr(I), TEX_EINVAL, "tex_sp_indptr", "'I'", NULL);
+    oc_expect_error(ctx,
+                    (tex_tensor *)tex_sp_buffer_new(ctx, "B", TEX_F32, 2, (tex_sp_axis *[]){I, K}),
+                    TEX_EINVAL, "tex_sp_buffer_new", "'B'", "'K'", NULL);
+    tex_sp_buffer *A = tex_sp_buffer_new(ctx, "A", TEX_F32, 2, (tex_sp_axis *[]){I, J});
+    oc_expect_error(ctx, (tex_tensor *)tex_sp_at(A, 1, (tex_sp_axis *[]){J}), TEX_EINVAL,
+                    "tex_sp_at", "'A'", NULL);
+    tex_expr *a = tex_sp_at(A, 2, (tex_sp_axis *[]){I, J});
+    oc_expect_error(ctx, tex_sp_iteration(ctx, "Y", 2, (tex_sp_axis *[]){J, I}, "SR", NULL, a),
+                    TEX_EINVAL, "tex_sp_iteration", "'J'", "parent", NULL);
+    oc_expect_error(ctx, tex_sp_iteration(ctx, "Y", 2, (tex_sp_axis *[]){I, J}, "SX", NULL, a),
+                    TEX_EINVAL, "tex_sp_iteration", "'J'", NULL);
+    oc_expect_error(ctx, tex_sp_iteration(ctx, "Y", 2, (tex_sp_axis *[]){I, J}, "S", NULL, a),
+                    TEX_EINVAL, "tex_sp_iteration", "kinds", NULL);
+    oc_expect_error(ctx, tex_sp_iteration(ctx, "Y", 2, (tex_sp_axis *[]){I, J}, "SS", NULL, a),
+                    TEX_EINVAL, "tex_sp_iteration", "'J'", "dense-fixed root", NULL);
+    oc_expect_error(ctx, tex_sp_iteration(ctx, "Y", 1, (tex_sp_axis *[]){I}, "S", NULL, a),
+                    TEX_EINVAL, "tex_sp_iteration", "'J'", "not an axis of the iteration", NULL);
+    oc_expect_error(ctx, tex_sp_iteration(ctx, "Y", 2, (tex_sp_axis *[]){I, J}, "SR", NULL, NULL),
+                    TEX_EMISUSE, "tex_sp_iteration", NULL);
+    /* a position axis moved outside the row axis its extent reads */
+    tex_tensor *y = tex_sp_iteration(ctx, "Y", 2, (tex_sp_axis *[]){I, J}, "SR", NULL, a);
+    tex_schedule *s = tex_schedule_new(ctx, 1, &y);
+    tex_stage *st = tex_stage_of(s, y);
+    TT_EQ_INT(tex_reorder(st, 2, (tex_iter *[]){tex_op_reduce_axis(st, 0), tex_op_axis(st, 0)}), 0);
+    tex_tensor *args[] = {tex_sp_indptr(J), tex_sp_values(A), y};
+    oc_expect_error(ctx, (tex_tensor *)tex_lower_tensors(s, "bad", 3, args), TEX_EINVAL,
+                    "tex_lower", "'Y'", "'J'", "inside axis 'I'", NULL);
+    tex_ctx_free(ctx);
+}
+
 int main(void)
 {
     if (oc_setup(cache_dir) != 0) {
@@ -151,5 +341,9 @@ int main(void)
         return 1;
     }
     TT_RUN(test_spmm);
+    TT_RUN(test_sddmm);
+    TT_RUN(test_malformed_csr);
+    TT_RUN(test_fill_rows);
+    TT_RUN(test_errors);
     return tt_finish();
 }
