@@ -13,6 +13,8 @@
 
 #include <tex/tex.h>
 
+#include <stdbool.h>
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
