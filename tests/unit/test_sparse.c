@@ -60,6 +60,21 @@ static void sched_spmm(tex_schedule *s, tex_tensor *y)
     TT_EQ_INT(tex_vectorize(st, ki), 0);
 }
 
+/* Rows in parallel; each row's non-zeros accumulate a chunk of 4 features
+ * in a local buffer (cache_write at the chunk loop, vectorized). */
+static void sched_spmm_local(tex_schedule *s, tex_tensor *y)
+{
+    tex_tensor *yl = tex_cache_write(s, y, TEX_SCOPE_LOCAL);
+    tex_stage *st = tex_stage_of(s, y), *sl = tex_stage_of(s, yl);
+    tex_iter *ko, *ki;
+    TT_EQ_INT(tex_split(st, tex_op_axis(st, 1), tex_int(tex_tensor_ctx(y), 4), &ko, &ki), 0);
+    TT_EQ_INT(tex_parallel(st, tex_op_axis(st, 0)), 0);
+    TT_EQ_INT(tex_compute_at(sl, st, ko), 0);
+    tex_iter *k = tex_op_axis(sl, 1);
+    TT_EQ_INT(tex_reorder(sl, 2, (tex_iter *[]){tex_op_reduce_axis(sl, 0), k}), 0);
+    TT_EQ_INT(tex_vectorize(sl, k), 0);
+}
+
 /* Fills a poisoned output, runs the kernel, compares with want. */
 static void check_out(const char *what, const float *got, const double *want, int64_t n)
 {
@@ -92,7 +107,7 @@ static void run_spmm(const sp_csr *a, int64_t f, bool sym, uint64_t seed)
     fmt_init(&c, a, f, sym);
     tex_tensor *y = spmm(&c);
     tex_schedule *s = tex_schedule_new(c.ctx, 1, &y);
-    sched_spmm(s, y);
+    (seed % 2 ? sched_spmm : sched_spmm_local)(s, y);
     tex_tensor *args[] = {tex_sp_indptr(c.J), tex_sp_indices(c.J), tex_sp_values(c.A), c.X, y};
     tex_func *fn = tex_lower_tensors(s, "spmm", 5, args);
     tex_kernel *k = fn ? tex_build(fn, "cpu") : NULL;
@@ -139,7 +154,7 @@ static void test_spmm(void)
         for (int sym = 0; sym < 2; sym++) {
             const sp_case *k = &cases[i];
             sp_csr a = sp_csr_random(k->m, k->n, k->avg, k->p, 11 + i);
-            run_spmm(&a, k->f, sym, 5 + i);
+            run_spmm(&a, k->f, sym, 5 + i + (uint64_t)sym);
             sp_csr_free(&a);
         }
 }
@@ -192,6 +207,13 @@ static void run_sddmm(const sp_csr *a, int64_t f, bool sym, uint64_t seed)
     TT_EQ_INT(tex_sp_fill_rows(sp_i32(&v[5], a->indptr, a->m + 1), arr[1]), 0);
     sp_sddmm_ref(a, x, y, f, want);
     poison(out, a->nnz);
+    if (a->nnz > 0) { /* a row coordinate out of range: refused */
+        int32_t last = rows[a->nnz - 1];
+        rows[a->nnz - 1] = (int32_t)a->m;
+        TT_EQ_INT(tex_kernel_call_tensors(k, 5, arr), TEX_EINVAL);
+        TT_CHECK(strstr(tex_kernel_errmsg(k), "J_rows") != NULL && isnan(out[0]));
+        rows[a->nnz - 1] = last;
+    }
     TT_EQ_INT(tex_kernel_call_tensors(k, 5, arr), 0);
     check_out("sddmm kernel", out, want, a->nnz);
     poison(out, a->nnz);
