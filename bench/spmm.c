@@ -37,22 +37,12 @@ typedef struct {
     int n_arr;
 } sp_case;
 
-/* The CSR format of the benchmark's matrix, sizes symbolic. */
-typedef struct {
-    tex_ctx *ctx;
-    tex_expr *m; /* rows = columns */
-    tex_sp_axis *I, *J, *K;
-    tex_sp_buffer *A;
-} fmt;
-
-static void fmt_init(fmt *c, int64_t f)
+/* The CSR format of the benchmark's matrix: m x m, m and nnz symbolic. */
+static void fmt_init(sp_fmt *c, int64_t f)
 {
-    tex_ctx *ctx = c->ctx = tex_ctx_new();
-    tex_expr *m = c->m = tex_var(ctx, "m", TEX_I64), *nnz = tex_var(ctx, "nnz", TEX_I64);
-    c->I = tex_sp_dense_fixed(ctx, "I", NULL, m);
-    c->J = tex_sp_sparse_variable(ctx, "J", c->I, m, nnz);
-    c->K = tex_sp_dense_fixed(ctx, "K", NULL, tex_int(ctx, f));
-    c->A = tex_sp_buffer_new(ctx, "A", TEX_F32, 2, (tex_sp_axis *[]){c->I, c->J});
+    tex_ctx *ctx = tex_ctx_new();
+    tex_expr *m = tex_var(ctx, "m", TEX_I64);
+    sp_fmt_init(c, ctx, m, m, tex_var(ctx, "nnz", TEX_I64), tex_int(ctx, f));
 }
 
 static tex_kernel *build(tex_schedule *s, const char *name, int n, tex_tensor *const args[])
@@ -68,13 +58,9 @@ static tex_kernel *build(tex_schedule *s, const char *name, int n, tex_tensor *c
  * stored once (cache_write at the chunk loop). */
 static tex_kernel *build_spmm(int64_t f)
 {
-    fmt c;
+    sp_fmt c;
     fmt_init(&c, f);
-    tex_tensor *X = tex_placeholder(c.ctx, "X", TEX_F32, 2, (tex_expr *[]){c.m, tex_int(c.ctx, f)});
-    tex_expr *body = tex_mul(tex_sp_at(c.A, 2, (tex_sp_axis *[]){c.I, c.J}),
-                             TEX_AT(X, tex_sp_coord(c.J), tex_sp_coord(c.K)));
-    tex_tensor *Y =
-        tex_sp_iteration(c.ctx, "Y", 3, (tex_sp_axis *[]){c.I, c.J, c.K}, "SRS", NULL, body);
+    tex_tensor *Y = sp_fmt_spmm(&c);
     tex_schedule *s = tex_schedule_new(c.ctx, 1, &Y);
     tex_tensor *YL = tex_cache_write(s, Y, TEX_SCOPE_LOCAL);
     tex_stage *st = tex_stage_of(s, Y), *sl = tex_stage_of(s, YL);
@@ -86,7 +72,7 @@ static tex_kernel *build_spmm(int64_t f)
     tex_iter *kl = tex_op_axis(sl, 1);
     tex_reorder(sl, 2, (tex_iter *[]){tex_op_reduce_axis(sl, 0), kl});
     tex_vectorize(sl, kl);
-    tex_tensor *args[] = {tex_sp_indptr(c.J), tex_sp_indices(c.J), tex_sp_values(c.A), X, Y};
+    tex_tensor *args[] = {tex_sp_indptr(c.J), tex_sp_indices(c.J), tex_sp_values(c.A), c.X, Y};
     tex_kernel *k = build(s, "spmm", 5, args);
     if (!k)
         fprintf(stderr, "spmm: %s\n", tex_errmsg(c.ctx));
@@ -98,21 +84,14 @@ static tex_kernel *build_spmm(int64_t f)
  * vectorized. */
 static tex_kernel *build_sddmm(int64_t f)
 {
-    fmt c;
+    sp_fmt c;
     fmt_init(&c, f);
-    tex_expr *m = c.m, *fe = tex_int(c.ctx, f);
-    tex_tensor *X = tex_placeholder(c.ctx, "X", TEX_F32, 2, (tex_expr *[]){m, fe});
-    tex_tensor *Y = tex_placeholder(c.ctx, "Y", TEX_F32, 2, (tex_expr *[]){m, fe});
-    tex_sp_buffer *o = tex_sp_buffer_new(c.ctx, "O", TEX_F32, 2, (tex_sp_axis *[]){c.I, c.J});
-    tex_expr *body = tex_mul(TEX_AT(X, tex_sp_coord(c.I), tex_sp_coord(c.K)),
-                             TEX_AT(Y, tex_sp_coord(c.J), tex_sp_coord(c.K)));
-    tex_tensor *O =
-        tex_sp_iteration(c.ctx, "sddmm", 3, (tex_sp_axis *[]){c.I, c.J, c.K}, "SSR", o, body);
+    tex_tensor *O = sp_fmt_sddmm(&c);
     tex_schedule *s = tex_schedule_new(c.ctx, 1, &O);
     tex_stage *st = tex_stage_of(s, O);
     tex_parallel(st, tex_op_axis(st, 0));
     tex_vectorize_reduce(st, tex_op_reduce_axis(st, 0));
-    tex_tensor *args[] = {tex_sp_indices(c.J), tex_sp_rows(c.J), X, Y, O};
+    tex_tensor *args[] = {tex_sp_indices(c.J), tex_sp_rows(c.J), c.X, c.Y, O};
     tex_kernel *k = build(s, "sddmm", 5, args);
     if (!k)
         fprintf(stderr, "sddmm: %s\n", tex_errmsg(c.ctx));

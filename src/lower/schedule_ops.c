@@ -180,7 +180,6 @@ static int check_params(sops *o)
     return 0;
 }
 
-/* Illegal tails and reductions that cannot be decomposed. */
 /* A ragged root (a sparse position axis, tensor.c) stays one leaf, inside
  * every leaf of the data-parallel axes its extent reads. */
 static int check_ragged(sops *o, const stage_emit *se, int r)
@@ -210,6 +209,8 @@ static int check_ragged(sops *o, const stage_emit *se, int r)
     return 0;
 }
 
+/* Illegal tails and reductions that cannot be decomposed, ragged axes out
+ * of place. */
 static int check_stage(sops *o, const stage_emit *se)
 {
     const tex_stage *st = se->st;

@@ -159,4 +159,59 @@ static inline void sp_sddmm_ref(const sp_csr *a, const float *x, const float *y,
         }
 }
 
+/* The first q with got[q] farther from want[q] than tol relative to
+ * max(1, |want[q]|) (a NaN never passes), or -1. */
+static inline int64_t sp_first_mismatch(const float *got, const double *want, int64_t n,
+                                        double tol)
+{
+    for (int64_t q = 0; q < n; q++)
+        if (!(fabs(got[q] - want[q]) <= tol * fmax(1.0, fabs(want[q]))))
+            return q;
+    return -1;
+}
+
+/* The CSR format of one context (I: m rows, J: n columns and nnz
+ * non-zeros under I, K: f features) and the dense operands of SpMM / SDDMM. */
+typedef struct {
+    tex_ctx *ctx;
+    tex_expr *m, *n, *nnz, *f;
+    tex_sp_axis *I, *J, *K;
+    tex_sp_buffer *A;
+    tex_tensor *X, *Y; /* X [n, f] (SpMM) or [m, f] and Y [n, f] (SDDMM) */
+} sp_fmt;
+
+static inline void sp_fmt_init(sp_fmt *c, tex_ctx *ctx, tex_expr *m, tex_expr *n, tex_expr *nnz,
+                               tex_expr *f)
+{
+    *c = (sp_fmt){ctx, m, n, nnz, f, NULL, NULL, NULL, NULL, NULL, NULL};
+    c->I = tex_sp_dense_fixed(ctx, "I", NULL, m);
+    c->J = tex_sp_sparse_variable(ctx, "J", c->I, n, nnz);
+    c->K = tex_sp_dense_fixed(ctx, "K", NULL, f);
+    c->A = tex_sp_buffer_new(ctx, "A", TEX_F32, 2, (tex_sp_axis *[]){c->I, c->J});
+}
+
+/* SpMM Y = A X: the iteration over (I, J, K), kinds "SRS"; parameters
+ * J_indptr, J_indices, A, X, Y. */
+static inline tex_tensor *sp_fmt_spmm(sp_fmt *c)
+{
+    c->X = tex_placeholder(c->ctx, "X", TEX_F32, 2, (tex_expr *[]){c->n, c->f});
+    tex_expr *a = tex_sp_at(c->A, 2, (tex_sp_axis *[]){c->I, c->J});
+    tex_expr *body = tex_mul(a, TEX_AT(c->X, tex_sp_coord(c->J), tex_sp_coord(c->K)));
+    return tex_sp_iteration(c->ctx, "Y", 3, (tex_sp_axis *[]){c->I, c->J, c->K}, "SRS", NULL,
+                            body);
+}
+
+/* SDDMM O = (X Y^T) at A's non-zeros: (I, J, K), kinds "SSR", output
+ * buffer O over (I, J); parameters J_indices, J_rows, X, Y, O. */
+static inline tex_tensor *sp_fmt_sddmm(sp_fmt *c)
+{
+    c->X = tex_placeholder(c->ctx, "X", TEX_F32, 2, (tex_expr *[]){c->m, c->f});
+    c->Y = tex_placeholder(c->ctx, "Y", TEX_F32, 2, (tex_expr *[]){c->n, c->f});
+    tex_sp_buffer *o = tex_sp_buffer_new(c->ctx, "O", TEX_F32, 2, (tex_sp_axis *[]){c->I, c->J});
+    tex_expr *body = tex_mul(TEX_AT(c->X, tex_sp_coord(c->I), tex_sp_coord(c->K)),
+                             TEX_AT(c->Y, tex_sp_coord(c->J), tex_sp_coord(c->K)));
+    return tex_sp_iteration(c->ctx, "sddmm", 3, (tex_sp_axis *[]){c->I, c->J, c->K}, "SSR", o,
+                            body);
+}
+
 #endif

@@ -16,36 +16,14 @@
 
 static char cache_dir[] = "/tmp/tex-test-sparse-XXXXXX";
 
-/* The CSR format and SpMM / SDDMM of one context. */
-typedef struct {
-    tex_ctx *ctx;
-    tex_expr *m, *n, *nnz, *f;
-    tex_sp_axis *I, *J, *K;
-    tex_sp_buffer *A;
-    tex_tensor *X, *Y; /* dense operands: X [n, f] (SpMM) or [m, f], Y [n, f] (SDDMM) */
-} csr_fmt;
-
-/* Sizes symbolic (tex_var) or the constants of a. */
-static void fmt_init(csr_fmt *c, const sp_csr *a, int64_t f, bool sym)
+/* The format of a's CSR arrays, sizes symbolic (tex_var) or constant. */
+static void fmt_init(sp_fmt *c, const sp_csr *a, int64_t f, bool sym)
 {
-    tex_ctx *ctx = c->ctx = tex_ctx_new();
-    c->m = sym ? tex_var(ctx, "m", TEX_I64) : tex_int(ctx, a->m);
-    c->n = sym ? tex_var(ctx, "n", TEX_I64) : tex_int(ctx, a->n);
-    c->nnz = sym ? tex_var(ctx, "nnz", TEX_I64) : tex_int(ctx, a->nnz);
-    c->f = sym ? tex_var(ctx, "f", TEX_I64) : tex_int(ctx, f);
-    c->I = tex_sp_dense_fixed(ctx, "I", NULL, c->m);
-    c->J = tex_sp_sparse_variable(ctx, "J", c->I, c->n, c->nnz);
-    c->K = tex_sp_dense_fixed(ctx, "K", NULL, c->f);
-    c->A = tex_sp_buffer_new(ctx, "A", TEX_F32, 2, (tex_sp_axis *[]){c->I, c->J});
-}
-
-/* Y = A X as a sparse iteration over (I, J, K), kinds "SRS". */
-static tex_tensor *spmm(csr_fmt *c)
-{
-    c->X = tex_placeholder(c->ctx, "X", TEX_F32, 2, (tex_expr *[]){c->n, c->f});
-    tex_expr *a = tex_sp_at(c->A, 2, (tex_sp_axis *[]){c->I, c->J});
-    tex_expr *body = tex_mul(a, TEX_AT(c->X, tex_sp_coord(c->J), tex_sp_coord(c->K)));
-    return tex_sp_iteration(c->ctx, "Y", 3, (tex_sp_axis *[]){c->I, c->J, c->K}, "SRS", NULL, body);
+    tex_ctx *ctx = tex_ctx_new();
+    sp_fmt_init(c, ctx, sym ? tex_var(ctx, "m", TEX_I64) : tex_int(ctx, a->m),
+                sym ? tex_var(ctx, "n", TEX_I64) : tex_int(ctx, a->n),
+                sym ? tex_var(ctx, "nnz", TEX_I64) : tex_int(ctx, a->nnz),
+                sym ? tex_var(ctx, "f", TEX_I64) : tex_int(ctx, f));
 }
 
 /* Rows in parallel, (i, j, k) with k split by 8 and vectorized. */
@@ -78,12 +56,9 @@ static void sched_spmm_local(tex_schedule *s, tex_tensor *y)
 /* Fills a poisoned output, runs the kernel, compares with want. */
 static void check_out(const char *what, const float *got, const double *want, int64_t n)
 {
-    for (int64_t q = 0; q < n; q++)
-        if (!(fabs(got[q] - want[q]) <= 1e-4 * fmax(1.0, fabs(want[q])))) {
-            TT_FAILF("%s: element %lld is %.7g, expected %.7g", what, (long long)q, got[q],
-                     want[q]);
-            return;
-        }
+    int64_t q = sp_first_mismatch(got, want, n, 1e-4);
+    if (q >= 0)
+        TT_FAILF("%s: element %lld is %.7g, expected %.7g", what, (long long)q, got[q], want[q]);
 }
 
 static float *random_floats(int64_t n, uint64_t seed)
@@ -103,9 +78,9 @@ static void poison(float *y, int64_t n)
 /* SpMM of one matrix: JIT and oracle against the dense reference. */
 static void run_spmm(const sp_csr *a, int64_t f, bool sym, uint64_t seed)
 {
-    csr_fmt c;
+    sp_fmt c;
     fmt_init(&c, a, f, sym);
-    tex_tensor *y = spmm(&c);
+    tex_tensor *y = sp_fmt_spmm(&c);
     tex_schedule *s = tex_schedule_new(c.ctx, 1, &y);
     (seed % 2 ? sched_spmm : sched_spmm_local)(s, y);
     tex_tensor *args[] = {tex_sp_indptr(c.J), tex_sp_indices(c.J), tex_sp_values(c.A), c.X, y};
@@ -159,19 +134,6 @@ static void test_spmm(void)
         }
 }
 
-/* O = (X Y^T) at A's non-zeros: (I, J, K) with kinds "SSR" and output
- * buffer O over (I, J); X [m, f], Y [n, f]. */
-static tex_tensor *sddmm(csr_fmt *c)
-{
-    c->X = tex_placeholder(c->ctx, "X", TEX_F32, 2, (tex_expr *[]){c->m, c->f});
-    c->Y = tex_placeholder(c->ctx, "Y", TEX_F32, 2, (tex_expr *[]){c->n, c->f});
-    tex_sp_buffer *o = tex_sp_buffer_new(c->ctx, "O", TEX_F32, 2, (tex_sp_axis *[]){c->I, c->J});
-    tex_expr *body = tex_mul(TEX_AT(c->X, tex_sp_coord(c->I), tex_sp_coord(c->K)),
-                             TEX_AT(c->Y, tex_sp_coord(c->J), tex_sp_coord(c->K)));
-    return tex_sp_iteration(c->ctx, "sddmm", 3, (tex_sp_axis *[]){c->I, c->J, c->K}, "SSR", o,
-                            body);
-}
-
 /* Non-zeros in parallel, the feature reduction vectorized. */
 static void sched_sddmm(tex_schedule *s, tex_tensor *o)
 {
@@ -182,9 +144,9 @@ static void sched_sddmm(tex_schedule *s, tex_tensor *o)
 
 static void run_sddmm(const sp_csr *a, int64_t f, bool sym, uint64_t seed)
 {
-    csr_fmt c;
+    sp_fmt c;
     fmt_init(&c, a, f, sym);
-    tex_tensor *o = sddmm(&c);
+    tex_tensor *o = sp_fmt_sddmm(&c);
     tex_schedule *s = tex_schedule_new(c.ctx, 1, &o);
     sched_sddmm(s, o);
     /* the fused loop reads rows and indices; indptr only fills rows */
@@ -259,9 +221,9 @@ static void expect_refused(tex_kernel *k, DLTensor *const arr[], const float *ou
 static void test_malformed_csr(void)
 {
     sp_csr a = sp_csr_random(9, 7, 3, SP_UNIFORM, 3);
-    csr_fmt c;
+    sp_fmt c;
     fmt_init(&c, &a, 4, true);
-    tex_tensor *y = spmm(&c);
+    tex_tensor *y = sp_fmt_spmm(&c);
     tex_schedule *s = tex_schedule_new(c.ctx, 1, &y);
     tex_tensor *args[] = {tex_sp_indptr(c.J), tex_sp_indices(c.J), tex_sp_values(c.A), c.X, y};
     tex_func *fn = tex_lower_tensors(s, "spmm", 5, args);
