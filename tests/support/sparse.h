@@ -161,8 +161,7 @@ static inline void sp_sddmm_ref(const sp_csr *a, const float *x, const float *y,
 
 /* The first q with got[q] farther from want[q] than tol relative to
  * max(1, |want[q]|) (a NaN never passes), or -1. */
-static inline int64_t sp_first_mismatch(const float *got, const double *want, int64_t n,
-                                        double tol)
+static inline int64_t sp_first_mismatch(const float *got, const double *want, int64_t n, double tol)
 {
     for (int64_t q = 0; q < n; q++)
         if (!(fabs(got[q] - want[q]) <= tol * fmax(1.0, fabs(want[q]))))
@@ -197,8 +196,7 @@ static inline tex_tensor *sp_fmt_spmm(sp_fmt *c)
     c->X = tex_placeholder(c->ctx, "X", TEX_F32, 2, (tex_expr *[]){c->n, c->f});
     tex_expr *a = tex_sp_at(c->A, 2, (tex_sp_axis *[]){c->I, c->J});
     tex_expr *body = tex_mul(a, TEX_AT(c->X, tex_sp_coord(c->J), tex_sp_coord(c->K)));
-    return tex_sp_iteration(c->ctx, "Y", 3, (tex_sp_axis *[]){c->I, c->J, c->K}, "SRS", NULL,
-                            body);
+    return tex_sp_iteration(c->ctx, "Y", 3, (tex_sp_axis *[]){c->I, c->J, c->K}, "SRS", NULL, body);
 }
 
 /* SDDMM O = (X Y^T) at A's non-zeros: (I, J, K), kinds "SSR", output

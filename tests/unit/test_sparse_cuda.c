@@ -52,8 +52,8 @@ static void run_targets(const char *what, gpu_case *c, tex_ctx *ctx)
     if (texi_nvrtc_available() && !strstr(tex_kernel_ptx(cu), ".entry"))
         TT_FAILF("%s: the PTX has no kernel entry", what);
     char err[512];
-    cuda_emu *e = cuda_emu_have_cxx() ? cuda_emu_build(tex_kernel_source(cu), err, sizeof err)
-                                      : NULL;
+    cuda_emu *e =
+        cuda_emu_have_cxx() ? cuda_emu_build(tex_kernel_source(cu), err, sizeof err) : NULL;
     if (e) {
         char rerr[512];
         for (int64_t q = 0; q < c->n_out; q++)
@@ -109,11 +109,16 @@ static void run_spmm(const sp_csr *a, int64_t f, bool sym)
     float *x = random_floats(a->n * f, 3), *out = malloc(sizeof *out * (size_t)(a->m * f + 1));
     double *want = malloc(sizeof *want * (size_t)(a->m * f + 1));
     sp_view v[5];
-    gpu_case g = {a, f, tex_lower_tensors(s, "spmm", 5, args), 5,
+    gpu_case g = {a,
+                  f,
+                  tex_lower_tensors(s, "spmm", 5, args),
+                  5,
                   {sp_i32(&v[0], a->indptr, a->m + 1), sp_i32(&v[1], a->indices, a->nnz),
                    sp_f32(&v[2], a->values, 1, a->nnz, 0), sp_f32(&v[3], x, 2, a->n, f),
                    sp_f32(&v[4], out, 2, a->m, f)},
-                  out, want, a->m * f};
+                  out,
+                  want,
+                  a->m * f};
     sp_spmm_ref(a, x, f, want);
     if (g.fn)
         run_targets("spmm", &g, ctx);
@@ -143,11 +148,16 @@ static void run_sddmm(const sp_csr *a, int64_t f, bool sym)
     double *want = malloc(sizeof *want * (size_t)(a->nnz + 1));
     int32_t *rows = malloc(sizeof *rows * (size_t)(a->nnz + 1));
     sp_view v[6];
-    gpu_case g = {a, f, tex_lower_tensors(s, "sddmm", 5, args), 5,
+    gpu_case g = {a,
+                  f,
+                  tex_lower_tensors(s, "sddmm", 5, args),
+                  5,
                   {sp_i32(&v[0], a->indices, a->nnz), sp_i32(&v[1], rows, a->nnz),
                    sp_f32(&v[2], x, 2, a->m, f), sp_f32(&v[3], y, 2, a->n, f),
                    sp_f32(&v[4], out, 1, a->nnz, 0)},
-                  out, want, a->nnz};
+                  out,
+                  want,
+                  a->nnz};
     TT_EQ_INT(tex_sp_fill_rows(sp_i32(&v[5], a->indptr, a->m + 1), g.arr[1]), 0);
     sp_sddmm_ref(a, x, y, f, want);
     if (g.fn)
