@@ -552,6 +552,105 @@ TEX_API int tex_eval_reference(tex_ctx *ctx, int n, tex_tensor *const tensors[],
 TEX_API int tex_eval_reference_ex(tex_ctx *ctx, int n, const tex_param params[],
                                   const tex_value values[]);
 
+/* ----------------------------------------------------------------- sparse */
+
+/* Sparse tensors (docs/sparse.md), after SparseTIR: a format is a tree of
+ * axes, each dense or sparse and fixed or variable, and a sparse buffer is
+ * declared over a tuple of them. Storage is plain 1-D arrays the caller
+ * passes as DLTensors: the values of each buffer, and per axis an indptr
+ * and/or an indices array, all reached as placeholders (tex_sp_values,
+ * tex_sp_indptr, tex_sp_indices) that go into tex_lower's parameters.
+ *
+ *   kind             arrays (i32)                     positions under a parent position q
+ *   dense-fixed      none                             q * length + c, c in [0, length)
+ *   dense-variable   indptr [parent + 1]              indptr[q] + c, c < indptr[q+1] - indptr[q]
+ *   sparse-fixed     indices [parent * nnz_cols]      q * nnz_cols + p, coordinate indices[..]
+ *   sparse-variable  indptr [parent + 1], indices [nnz]  indptr[q] + p, coordinate indices[..]
+ *
+ * CSR is a dense-fixed root I of length m and a sparse-variable J of parent
+ * I, length n, nnz non-zeros. Every non-root axis names its parent; a root
+ * is dense-fixed. Lengths and nnz may be symbolic (tex_var).
+ *
+ * A sparse iteration (tex_sp_iteration) is written in coordinate space, as
+ * if every buffer were dense: tex_sp_coord(a) is the coordinate of axis a,
+ * tex_sp_at(B, ...) reads buffer B at the iteration's point, and ordinary
+ * tensors are read with tex_at at coordinates. Each axis is spatial ('S')
+ * or reduction ('R': the body is summed over it). Lowering 1 turns the
+ * iteration into an ordinary compute over position space: a spatial axis
+ * is a data-parallel axis, a reduction axis a reduce axis whose extent is
+ * read from indptr (for CSR: the row's non-zeros), coordinates are read
+ * through indices; lowering 2 turns each buffer read into a load of its
+ * 1-D values array. The result is an ordinary tex_tensor, so tex_schedule_new,
+ * every schedule primitive (tex_op_axis / tex_op_reduce_axis give the
+ * position-space axes in the order of `axes`), tex_lower, tex_build and
+ * tex_kernel_call work on it as on a dense compute.
+ *
+ * At call time, every indptr argument must start at 0, never decrease and
+ * end at its axis's nnz, and every indices argument must lie in [0, length)
+ * of its axis (the length of the parent for tex_sp_rows); otherwise the call
+ * returns TEX_EINVAL naming the array and writes nothing (host arrays; CUDA
+ * device arrays are not scanned).
+ *
+ * Errors follow the builders' rules: NULL (or a NULL operand) returns NULL
+ * and records the first error; TEX_EINVAL names the call, the axis or buffer
+ * and what is wrong; TEX_EMISUSE for handles of another context. Everything
+ * lives in the context. */
+typedef struct tex_sp_axis tex_sp_axis;     /* an axis of a sparse format */
+typedef struct tex_sp_buffer tex_sp_buffer; /* a sparse buffer over a tuple of axes */
+
+/* A dense-fixed axis of `length`; parent NULL for a root. */
+TEX_API tex_sp_axis *tex_sp_dense_fixed(tex_ctx *ctx, const char *name, tex_sp_axis *parent,
+                                        tex_expr *length);
+/* A dense-variable axis (indptr only) of at most `length`, `nnz` positions in all. */
+TEX_API tex_sp_axis *tex_sp_dense_variable(tex_ctx *ctx, const char *name, tex_sp_axis *parent,
+                                           tex_expr *length, tex_expr *nnz);
+/* A sparse-fixed axis (indices only): `nnz_cols` coordinates per parent position. */
+TEX_API tex_sp_axis *tex_sp_sparse_fixed(tex_ctx *ctx, const char *name, tex_sp_axis *parent,
+                                         tex_expr *length, tex_expr *nnz_cols);
+/* A sparse-variable axis (indptr and indices, CSR's column axis): `nnz` in all. */
+TEX_API tex_sp_axis *tex_sp_sparse_variable(tex_ctx *ctx, const char *name, tex_sp_axis *parent,
+                                            tex_expr *length, tex_expr *nnz);
+
+/* The axis's arrays as 1-D i32 placeholders named "NAME_indptr" and
+ * "NAME_indices"; NULL (TEX_EINVAL) when its kind has none. */
+TEX_API tex_tensor *tex_sp_indptr(tex_sp_axis *a);
+TEX_API tex_tensor *tex_sp_indices(tex_sp_axis *a);
+/* For a variable axis whose parent is a root: "NAME_rows", one i32 per
+ * position holding its parent's coordinate (CSR's row of each non-zero).
+ * Iterations with a sparse output read it (their spatial axes are fused
+ * into one loop over the non-zeros); tex_sp_fill_rows computes it. */
+TEX_API tex_tensor *tex_sp_rows(tex_sp_axis *a);
+/* Fills rows (i32, [indptr[last]]) from a valid indptr (i32, host): 0, or
+ * TEX_EINVAL when indptr is malformed or the sizes disagree (rows untouched). */
+TEX_API int tex_sp_fill_rows(const DLTensor *indptr, DLTensor *rows);
+
+/* The coordinate of axis a inside a sparse iteration's body (an integer). */
+TEX_API tex_expr *tex_sp_coord(tex_sp_axis *a);
+
+/* A sparse buffer of dtype t over n axes, each the parent of the next (the
+ * first a root). Its values are one 1-D array of as many elements as the
+ * last axis has positions. */
+TEX_API tex_sp_buffer *tex_sp_buffer_new(tex_ctx *ctx, const char *name, tex_dtype t, int n,
+                                         tex_sp_axis *const axes[]);
+/* The values array of b as a 1-D placeholder named after b (an input buffer). */
+TEX_API tex_tensor *tex_sp_values(tex_sp_buffer *b);
+/* b read at the iteration's current point of axes (b's own axes, in order). */
+TEX_API tex_expr *tex_sp_at(tex_sp_buffer *b, int n, tex_sp_axis *const axes[]);
+
+/* A sparse iteration over n axes (each axis after its parent), kinds[i] 'S'
+ * or 'R', computing body (summed over the 'R' axes). out NULL: the result is
+ * a dense tensor over the 'S' axes, which must then be dense-fixed roots
+ * (SpMM: Y[i, k] = sum_j A[i, j] X[j, k]). out a buffer: its axes are the 'S'
+ * axes, and the result is its values array, 1-D over out's non-zeros (SDDMM:
+ * O[i, j] = sum_k X[i, k] Y[j, k] at A's non-zeros); its spatial axes are
+ * fused into one loop over the non-zeros, which reads tex_sp_rows of the
+ * last one. A reduction axis must be a child of a spatial axis or a
+ * dense-fixed root. Returns NULL with TEX_EINVAL naming the iteration and
+ * the axis for a shape this lowering does not handle. */
+TEX_API tex_tensor *tex_sp_iteration(tex_ctx *ctx, const char *name, int n,
+                                     tex_sp_axis *const axes[], const char *kinds,
+                                     tex_sp_buffer *out, tex_expr *body);
+
 /* -------------------------------------------------------------- operators */
 
 /* Operators (docs/ops.md): tensor-level functions in the style of TVM's topi,

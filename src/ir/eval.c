@@ -273,27 +273,34 @@ static int place_storage(texi_eval *st, texi_eval_storage *s, DLTensor *const ar
 
 /* ------------------------------------------------------ step 5: computing */
 
-/* Row-major iteration over a list of axes; env slots hold the axis values. */
+/* Row-major iteration over a list of axes; env slots hold the axis values.
+ * A ragged axis (texi_ragged_axis) has its extent compiled and evaluated at
+ * each nest_first, over the enclosing axes' current values. */
 typedef struct {
     int n;
-    int32_t *slot;
+    int32_t *slot, *ragged; /* ragged: the extent's node, or -1 */
     int64_t *min, *extent, *idx;
 } loop_nest;
 
 static int nest_init(texi_eval *st, loop_nest *ln, int n, tex_iter *const iters[])
 {
     ln->n = n;
-    ln->slot = malloc(sizeof *ln->slot * (size_t)(n + 1));
+    ln->slot = malloc(sizeof *ln->slot * (size_t)(2 * n + 1));
     ln->min = malloc(sizeof *ln->min * (size_t)(3 * n + 1));
     if (!ln->slot || !ln->min)
         return texi_eval_fail(st, TEX_ENOMEM, CALL ": out of memory (loops)");
+    ln->ragged = ln->slot + n;
     ln->extent = ln->min + n;
     ln->idx = ln->extent + n;
     for (int i = 0; i < n; i++) {
         if ((ln->slot[i] = texi_eval_slot(st, iters[i]->var)) < 0)
             return st->rc;
         TEXI_TRY(eval_int(st, iters[i]->min, &ln->min[i]));
-        TEXI_TRY(eval_int(st, iters[i]->extent, &ln->extent[i]));
+        ln->ragged[i] = -1;
+        if (!texi_iter_is_ragged(iters[i]))
+            TEXI_TRY(eval_int(st, iters[i]->extent, &ln->extent[i]));
+        else if ((ln->ragged[i] = texi_eval_compile(st, iters[i]->extent)) < 0)
+            return st->rc;
     }
     return 0;
 }
@@ -305,9 +312,11 @@ static void nest_free(loop_nest *ln)
 }
 
 /* Sets every axis to its first value; false when the nest is empty. */
-static bool nest_first(const loop_nest *ln, texi_eval_value *env)
+static bool nest_first(texi_eval *st, const loop_nest *ln, texi_eval_value *env)
 {
     for (int i = 0; i < ln->n; i++) {
+        if (ln->ragged[i] >= 0)
+            ln->extent[i] = texi_eval_node_value(st, ln->ragged[i]).i;
         if (ln->extent[i] <= 0)
             return false;
         ln->idx[i] = 0;
@@ -345,7 +354,7 @@ typedef struct {
 static texi_eval_value reduce_point(texi_eval *st, const compiled_body *cb)
 {
     texi_eval_value acc = texi_eval_identity(cb->op, cb->dtype);
-    if (!nest_first(&cb->raxes, st->env))
+    if (!nest_first(st, &cb->raxes, st->env))
         return acc;
     do {
         if (cb->cond >= 0 && !texi_eval_node_value(st, cb->cond).i)
@@ -389,7 +398,7 @@ static int run_compute(texi_eval *st, texi_eval_storage *s)
     int rc = nest_init(st, &axes, op->n_axes, op->axes);
     if (rc == 0)
         rc = compile_body(st, op->body, &cb);
-    if (rc == 0 && nest_first(&axes, st->env)) {
+    if (rc == 0 && nest_first(st, &axes, st->env)) {
         int64_t flat = 0;
         do {
             texi_eval_value v =

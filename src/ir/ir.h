@@ -148,9 +148,10 @@ struct tex_expr {
         double f;  /* FLOAT */
         struct {
             const char *name;
-            uint32_t id;    /* unique in the context */
-            tex_iter *iter; /* the axis this variable stands for, or NULL */
-        } var;              /* VAR */
+            uint32_t id;     /* unique in the context */
+            tex_iter *iter;  /* the axis this variable stands for, or NULL */
+            const void *tag; /* a sparse axis it stands for (src/sparse), or NULL */
+        } var;               /* VAR */
         struct {
             tex_expr *a, *b;
         } bin; /* ADD .. OR */
@@ -204,6 +205,9 @@ extern const char *const texi_vreduce_names[TEXI_REDUCE_COUNT];
 tex_expr *texi_int_imm(tex_ctx *ctx, tex_dtype t, int64_t v);
 tex_expr *texi_float_imm(tex_ctx *ctx, tex_dtype t, double v);
 tex_expr *texi_var_new(tex_ctx *ctx, const char *name, tex_dtype t);
+/* A reduce axis whose extent may read axes and placeholder elements (tensor.c). */
+tex_iter *texi_ragged_axis(tex_ctx *ctx, const char *name, tex_expr *extent);
+bool texi_iter_is_ragged(const tex_iter *iv);
 tex_expr *texi_binary(enum texi_expr_kind kind, tex_expr *a, tex_expr *b);
 tex_expr *texi_unary(enum texi_expr_kind kind, tex_dtype t, tex_expr *a);
 tex_expr *texi_select_new(tex_expr *c, tex_expr *t, tex_expr *f);
@@ -248,6 +252,7 @@ struct tex_iter {
     tex_expr *var;    /* the VAR node standing for this axis (u.var.iter == this) */
     tex_expr *min;    /* always 0 for user axes; relations built by schedules may shift it */
     tex_expr *extent; /* integer expression */
+    bool ragged;      /* extent reads enclosing axes or tensor elements (texi_ragged_axis) */
 };
 
 enum texi_op_kind {
@@ -266,14 +271,24 @@ struct texi_op {
     tex_tensor **inputs; /* COMPUTE: tensors read by body, in order of first use */
 };
 
+/* What an integer placeholder of a sparse format holds (src/sparse); a
+ * kernel checks such arguments at call time (rt/index_check.c). */
+enum texi_index_role {
+    TEXI_INDEX_NONE,    /* ordinary data */
+    TEXI_INDEX_INDPTR,  /* starts at 0, never decreases, ends at index_bound */
+    TEXI_INDEX_INDICES, /* every value in [0, index_bound) */
+};
+
 struct tex_tensor {
     tex_ctx *ctx;
     const char *name;
     uint32_t id; /* unique in the context */
     tex_dtype dtype;
     int ndim;
-    tex_expr **shape; /* integer expressions */
-    texi_op *op;      /* what produces it */
+    tex_expr **shape;                /* integer expressions */
+    texi_op *op;                     /* what produces it */
+    enum texi_index_role index_role; /* placeholders of sparse formats */
+    tex_expr *index_bound;           /* the role's bound (a size expression) */
 };
 
 /* A compute tensor over already validated parts (compute.c checks them). */

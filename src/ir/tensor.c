@@ -49,6 +49,25 @@ static int check_extent(tex_ctx *ctx, const char *call, const char *what, tex_ex
     return 0;
 }
 
+/* A checked axis over [0, extent) with its variable. */
+static tex_iter *iter_make(tex_ctx *ctx, const char *name, tex_expr *extent,
+                           enum texi_iter_kind kind)
+{
+    tex_iter *iv = texi_alloc(ctx, sizeof *iv, "an axis");
+    if (!iv || !(iv->name = texi_strdup(ctx, name)))
+        return NULL;
+    iv->ctx = ctx;
+    iv->kind = kind;
+    iv->extent = extent;
+    tex_dtype t = extent->dtype == TEX_I64 || extent->dtype == TEX_U64 ? TEX_I64 : TEX_I32;
+    iv->min = texi_int_imm(ctx, t, 0);
+    iv->var = texi_var_new(ctx, name, t);
+    if (!iv->min || !iv->var)
+        return NULL;
+    iv->var->u.var.iter = iv;
+    return iv;
+}
+
 static tex_iter *iter_new(tex_ctx *ctx, const char *call, const char *name, tex_expr *extent,
                           enum texi_iter_kind kind)
 {
@@ -71,19 +90,31 @@ static tex_iter *iter_new(tex_ctx *ctx, const char *call, const char *name, tex_
     snprintf(what, sizeof what, "the extent of axis '%s'", name);
     if (check_extent(ctx, call, what, extent) < 0)
         return NULL;
-    tex_iter *iv = texi_alloc(ctx, sizeof *iv, "an axis");
-    if (!iv || !(iv->name = texi_strdup(ctx, name)))
+    return iter_make(ctx, name, extent, kind);
+}
+
+/* A reduce axis whose extent may read data-parallel axes of the compute
+ * that uses it and elements of placeholders: the position axis of a sparse
+ * iteration (the non-zeros of row i span indptr[i+1] - indptr[i]). Built
+ * only by src/sparse, which keeps it inside the axes its extent reads. */
+tex_iter *texi_ragged_axis(tex_ctx *ctx, const char *name, tex_expr *extent)
+{
+    if (!ctx || !name || !extent)
         return NULL;
-    iv->ctx = ctx;
-    iv->kind = kind;
-    iv->extent = extent;
-    tex_dtype t = extent->dtype == TEX_I64 || extent->dtype == TEX_U64 ? TEX_I64 : TEX_I32;
-    iv->min = texi_int_imm(ctx, t, 0);
-    iv->var = texi_var_new(ctx, name, t);
-    if (!iv->min || !iv->var)
+    if (!texi_dtype_is_int(extent->dtype)) {
+        texi_error(ctx, TEX_ETYPE, "sparse iteration: the extent of axis '%s' is %s", name,
+                   tex_dtype_name(extent->dtype));
         return NULL;
-    iv->var->u.var.iter = iv;
+    }
+    tex_iter *iv = iter_make(ctx, name, extent, TEXI_ITER_REDUCE);
+    if (iv)
+        iv->ragged = true;
     return iv;
+}
+
+bool texi_iter_is_ragged(const tex_iter *iv)
+{
+    return iv && iv->ragged;
 }
 
 tex_iter *tex_axis(tex_ctx *ctx, const char *name, tex_expr *extent)

@@ -180,7 +180,37 @@ static int check_params(sops *o)
     return 0;
 }
 
-/* Illegal tails and reductions that cannot be decomposed. */
+/* A ragged root (a sparse position axis, tensor.c) stays one leaf, inside
+ * every leaf of the data-parallel axes its extent reads. */
+static int check_ragged(sops *o, const stage_emit *se, int r)
+{
+    const tex_stage *st = se->st;
+    const tex_iter *rg = st->root[r];
+    int at = -1;
+    for (int k = 0; k < st->n_leaf; k++)
+        if (st->leaf[k] == rg)
+            at = k;
+    if (at < 0)
+        return texi_error(o->ctx, TEX_EINVAL,
+                          "tex_lower: stage '%s', axis '%s': a sparse position axis cannot be "
+                          "split or fused",
+                          st->tensor->name, rg->name);
+    for (int d = 0; d < st->op->n_axes; d++) {
+        if (!texi_expr_uses_var(rg->extent, st->root[d]->var))
+            continue;
+        for (int k = at; k < st->n_leaf; k++)
+            if (texi_bounds_derives_from(st, leaf_all(st, k),
+                                         texi_bounds_iter_index(st, st->root[d])))
+                return texi_error(o->ctx, TEX_EINVAL,
+                                  "tex_lower: stage '%s', axis '%s': a sparse position axis must "
+                                  "stay inside axis '%s', which its extent reads",
+                                  st->tensor->name, rg->name, st->root[d]->name);
+    }
+    return 0;
+}
+
+/* Illegal tails and reductions that cannot be decomposed, ragged axes out
+ * of place. */
 static int check_stage(sops *o, const stage_emit *se)
 {
     const tex_stage *st = se->st;
@@ -208,6 +238,9 @@ static int check_stage(sops *o, const stage_emit *se)
                                   "thread index",
                                   st->tensor->name, st->leaf[j]->name, st->leaf[k]->name);
         }
+    for (int r = 0; r < st->n_root; r++)
+        if (texi_iter_is_ragged(st->root[r]))
+            TEXI_TRY(check_ragged(o, se, r));
     for (int k = 0; k < st->n_leaf; k++) {
         if (!se->red_leaf[k])
             continue;
@@ -531,10 +564,24 @@ static int build_body(sops *o, const stage_emit *se, tex_stmt **out)
  *     real allreduce.
  */
 
-static tex_stmt *make_loop(sops *o, const tex_stage *st, int a, tex_expr *var, tex_stmt *body)
+/* The extent of leaf m's loop given leaf offsets off. A ragged axis (a
+ * sparse iteration's position axis, whose extent reads the axes outside it)
+ * gets those axes' values over the enclosing loops. */
+static tex_expr *leaf_extent(sops *o, const stage_emit *se, tex_expr **off, int m)
 {
-    const texi_iter_attr *at = &st->attr[a];
-    tex_expr *ext = texi_convert(env_expr(o, st->range[a].extent), var->dtype);
+    tex_expr *ext = se->st->range[leaf_all(se->st, m)].extent;
+    if (ext && texi_iter_is_ragged(se->st->leaf[m])) {
+        tex_expr **val = values(o, se, off);
+        ext = val ? bind_roots(o, se, val, ext) : NULL;
+    }
+    return env_expr(o, ext);
+}
+
+static tex_stmt *make_loop(sops *o, const stage_emit *se, tex_expr **off, int m, tex_stmt *body)
+{
+    tex_expr *var = off[m];
+    const texi_iter_attr *at = &se->st->attr[leaf_all(se->st, m)];
+    tex_expr *ext = texi_convert(leaf_extent(o, se, off, m), var->dtype);
     if (!ext || !body)
         return NULL;
     int tag = at->for_kind == TEXI_FOR_THREAD ? at->thread_tag : -1;
@@ -772,7 +819,7 @@ static int build_init(sops *o, const stage_emit *se, int m, tex_stmt **out)
         guarded(o, se, conds, texi_provide_new(o->ctx, st->tensor, st->op->n_axes, idx, id));
     for (int k = n - 1; k >= m; k--) {
         if (!se->red_leaf[k] && !se->no_loop[k])
-            s = make_loop(o, st, leaf_all(st, k), off[k], s);
+            s = make_loop(o, se, off, k, s);
         if (k == se->tz && k > m && o->fallback != st)
             s = reset_tile(o, se, off, s);
     }
@@ -842,7 +889,7 @@ static int build_loop(sops *o, const stage_emit *se, int m, bool after_init, tex
                   at->thread_tag < N_TAGS;
     tex_expr *var = se->sb->var[a], *saved_var = NULL, *saved_ext = NULL;
     if (!se->no_loop[m])
-        TEXI_TRY(push_env(o, var, env_expr(o, st->range[a].extent)));
+        TEXI_TRY(push_env(o, var, leaf_extent(o, se, se->off, m)));
     if (thread) {
         saved_var = o->tag_var[at->thread_tag];
         saved_ext = o->tag_ext[at->thread_tag];
@@ -859,7 +906,7 @@ static int build_loop(sops *o, const stage_emit *se, int m, bool after_init, tex
         o->tag_ext[at->thread_tag] = saved_ext;
     }
     TEXI_TRY(rc);
-    *out = se->no_loop[m] ? body : make_loop(o, st, a, var, body);
+    *out = se->no_loop[m] ? body : make_loop(o, se, se->off, m, body);
     /* a reduce leaf on a thread index; one on a block index is an atomic
      * stage's (tex_atomic), whose updates need no cross-thread step */
     if (*out && thread && se->red_leaf[m] && at->thread_tag >= (int)TEX_THREAD_X &&

@@ -127,16 +127,24 @@ static int bind_dims(tex_kernel *k, int i, const texi_kernel_param *p, const DLT
     return 0;
 }
 
+/* The bound sizes as the int64_t array size programs read (no float var is
+ * read by them), in small when they fit; NULL when out of memory. */
+static int64_t *size_array(const tex_kernel *k, const size_table *st, int64_t small[SMALL])
+{
+    int64_t *sizes = k->n_sizes > SMALL ? calloc((size_t)k->n_sizes, sizeof *sizes) : small;
+    for (int s = 0; sizes && s < k->n_sizes; s++)
+        sizes[s] = st->v[s].i;
+    return sizes;
+}
+
 /* Evaluates d over the bound size table; false when it cannot be. */
 static bool eval_derived(const tex_kernel *k, const texi_derived_dim *d, const size_table *st,
                          int64_t *out)
 {
     int64_t small[SMALL];
-    int64_t *sizes = k->n_sizes > SMALL ? calloc((size_t)k->n_sizes, sizeof *sizes) : small;
+    int64_t *sizes = size_array(k, st, small);
     if (!sizes)
         return false;
-    for (int s = 0; s < k->n_sizes; s++)
-        sizes[s] = st->v[s].i; /* size programs read no float var */
     bool ok = d->ok && texi_launch_prog_eval(&d->prog, sizes, out) == 0;
     if (sizes != small)
         free(sizes);
@@ -200,7 +208,15 @@ int texi_kernel_check_args(tex_kernel *k, const tex_value args[], texi_eval_valu
         if (!st->bound[s])
             return texi_kernel_fail(
                 k, TEX_EINVAL, "symbolic size '%s' is not given by any argument", k->size_names[s]);
-    return check_derived(k, args, st);
+    TEXI_TRY(check_derived(k, args, st));
+    int64_t small[SMALL];
+    int64_t *values = size_array(k, st, small);
+    if (!values)
+        return texi_kernel_fail(k, TEX_ENOMEM, "out of memory");
+    int rc = texi_kernel_check_index_args(k, args, values);
+    if (values != small)
+        free(values);
+    return rc;
 }
 
 /* Copies the kernel's message to err (when given) and returns code. */

@@ -32,9 +32,12 @@ typedef struct {
     tex_dtype dtype; /* tensor element type, or the var's dtype */
     bool size;       /* VAR: a size (texi_param.size): int64_t, bound from I64 only */
     int ndim;
-    int64_t *dims; /* per dimension: the constant size, -1 - (index into the call's size
-                      table) for a bare size variable, or TEXI_DIM_DERIVED for a derived size
-                      (n + 2, ...) that args.c checks once the sizes are bound */
+    int64_t *dims;  /* per dimension: the constant size, -1 - (index into the call's size
+                       table) for a bare size variable, or TEXI_DIM_DERIVED for a derived size
+                       (n + 2, ...) that args.c checks once the sizes are bound */
+    int index_role; /* enum texi_index_role: checked by index_check.c */
+    bool index_ok;  /* index_bound compiled (false: uses a non-size value) */
+    texi_launch_prog index_bound; /* the role's bound over the size table */
 } texi_kernel_param;
 
 /* texi_kernel_param.dims of a derived dimension. */
@@ -86,6 +89,11 @@ static inline void texi_kernel_scalar_store(const texi_kernel_param *p, texi_eva
     else
         texi_eval_store(p->dtype, slot, 0, v);
 }
+
+/* Checks the index arrays of sparse formats among args (index_check.c):
+ * TEX_EINVAL naming the argument, the position and the values. sizes: the
+ * bound size table. */
+int texi_kernel_check_index_args(tex_kernel *k, const tex_value args[], const int64_t *sizes);
 
 /* Copies f's signature into k (params, size table, derived dimensions);
  * false when out of memory (texi_kernel_fini frees a partial copy). */

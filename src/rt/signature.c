@@ -54,6 +54,13 @@ static bool copy_param(tex_kernel *k, const tex_func *f, int i, tex_expr *const 
     kp->dims = calloc(t->ndim > 0 ? (size_t)t->ndim : 1, sizeof *kp->dims);
     if (!kp->name || !kp->dims)
         return false;
+    kp->index_role = t->index_role;
+    if (t->index_role != TEXI_INDEX_NONE) {
+        int rc = texi_size_prog_compile(f, t->index_bound, &kp->index_bound, NULL);
+        if (rc == TEX_ENOMEM)
+            return false;
+        kp->index_ok = rc == 0;
+    }
     for (int d = 0; d < t->ndim; d++) {
         const tex_expr *e = t->shape[d];
         int j = e->kind == TEXI_EXPR_VAR ? size_index(sizes, k->n_sizes, e) : -1;
@@ -104,6 +111,7 @@ void texi_kernel_fini(tex_kernel *k)
     for (int i = 0; i < k->n_params; i++) {
         free(k->params[i].name);
         free(k->params[i].dims);
+        free(k->params[i].index_bound.code);
     }
     free(k->params);
     for (int i = 0; k->size_names && i < k->n_sizes; i++)

@@ -33,6 +33,19 @@ int texi_iters_copy(tex_ctx *ctx, int n, tex_iter *const src[], tex_iter **dst)
         if (!(dst[i] = texi_iter_new(ctx, src[i]->name, src[i]->kind, src[i]->var->dtype,
                                      src[i]->extent)))
             return TEX_ENOMEM;
+    /* a ragged extent reads the copied axes: it reads their copies */
+    tex_expr *vars[128], *vals[128];
+    for (int i = 0; i < n && i < 128; i++) {
+        vars[i] = src[i]->var;
+        vals[i] = dst[i]->var;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!src[i]->ragged)
+            continue;
+        dst[i]->ragged = true;
+        if (!(dst[i]->extent = texi_substitute(src[i]->extent, n < 128 ? n : 128, vars, vals)))
+            return TEX_ENOMEM;
+    }
     return 0;
 }
 

@@ -1,0 +1,80 @@
+/*
+ * Call-time checks of the index arrays of sparse formats (src/sparse): an
+ * argument whose placeholder has an index role (ir.h, enum texi_index_role)
+ * is scanned before the kernel runs, so a malformed CSR never makes a
+ * kernel read or write out of bounds, and a refused call writes nothing.
+ *   INDPTR   indptr[0] == 0, indptr[r] <= indptr[r + 1], and the last entry
+ *            equals the bound (the number of non-zeros the other arrays hold);
+ *   INDICES  0 <= indices[p] < bound (the axis length).
+ * The bound is a size program over the call's size table (signature.c).
+ * Only host arrays are scanned: CUDA device memory is not read back here.
+ */
+#include "rt/backend.h"
+
+/* Element p of an integer index array (i32 or i64, as src/sparse makes them). */
+static int64_t index_at(const tex_kernel *k, int i, const DLTensor *t, int64_t p)
+{
+    const char *base = (const char *)t->data + t->byte_offset;
+    return k->params[i].dtype == TEX_I64 ? ((const int64_t *)(const void *)base)[p]
+                                         : ((const int32_t *)(const void *)base)[p];
+}
+
+static int check_indptr(tex_kernel *k, int i, const DLTensor *t, int64_t n, int64_t bound)
+{
+    const char *name = k->params[i].name;
+    if (n == 0 || index_at(k, i, t, 0) != 0)
+        return texi_kernel_fail(k, TEX_EINVAL,
+                                "argument %d (indptr '%s'): the first entry must be 0, got %lld", i,
+                                name, n ? (long long)index_at(k, i, t, 0) : -1LL);
+    for (int64_t r = 0; r + 1 < n; r++) {
+        int64_t a = index_at(k, i, t, r), b = index_at(k, i, t, r + 1);
+        if (b < a)
+            return texi_kernel_fail(k, TEX_EINVAL,
+                                    "argument %d (indptr '%s'): not monotone at entry %lld "
+                                    "(%lld, then %lld)",
+                                    i, name, (long long)r, (long long)a, (long long)b);
+    }
+    int64_t last = index_at(k, i, t, n - 1);
+    if (last != bound)
+        return texi_kernel_fail(k, TEX_EINVAL,
+                                "argument %d (indptr '%s'): the last entry is %lld, but the "
+                                "non-zeros number %lld",
+                                i, name, (long long)last, (long long)bound);
+    return 0;
+}
+
+static int check_indices(tex_kernel *k, int i, const DLTensor *t, int64_t n, int64_t bound)
+{
+    for (int64_t p = 0; p < n; p++) {
+        int64_t v = index_at(k, i, t, p);
+        if (v < 0 || v >= bound)
+            return texi_kernel_fail(k, TEX_EINVAL,
+                                    "argument %d (indices '%s'): entry %lld is %lld, outside "
+                                    "[0, %lld)",
+                                    i, k->params[i].name, (long long)p, (long long)v,
+                                    (long long)bound);
+    }
+    return 0;
+}
+
+int texi_kernel_check_index_args(tex_kernel *k, const tex_value args[], const int64_t *sizes)
+{
+    for (int i = 0; i < k->n_params; i++) {
+        const texi_kernel_param *p = &k->params[i];
+        if (p->kind == TEX_ARG_VAR || p->index_role == TEXI_INDEX_NONE)
+            continue;
+        const DLTensor *t = args[i].t;
+        int64_t bound;
+        if (t->device.device_type != kDLCPU)
+            continue;
+        if (!p->index_ok || texi_launch_prog_eval(&p->index_bound, sizes, &bound) != 0)
+            return texi_kernel_fail(k, TEX_EINVAL,
+                                    "argument %d (tensor '%s'): the bound of its entries cannot "
+                                    "be evaluated from the sizes",
+                                    i, p->name);
+        int64_t n = t->ndim == 1 ? t->shape[0] : 0;
+        TEXI_TRY(p->index_role == TEXI_INDEX_INDPTR ? check_indptr(k, i, t, n, bound)
+                                                    : check_indices(k, i, t, n, bound));
+    }
+    return 0;
+}

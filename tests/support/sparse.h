@@ -1,0 +1,215 @@
+/*
+ * sparse.h: random CSR matrices for the sparse tests and benchmarks, and
+ * their dense references. Header-only (static functions).
+ *
+ * Row-length patterns: uniform lengths in [0, 2 * avg], every third row
+ * empty, one row dense (every column) with the others short, and power-law
+ * lengths (row r has about avg * (m / (r + 1))^0.8 / H non-zeros, shuffled
+ * over the rows, so a few rows hold most of them). Columns within a row are
+ * distinct and sorted; values are random non-zero numbers in +-[0.5, 1.5].
+ */
+#ifndef TEX_TESTS_SUPPORT_SPARSE_H
+#define TEX_TESTS_SUPPORT_SPARSE_H
+
+#include <tex/tex.h>
+
+#include <stdbool.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { SP_UNIFORM, SP_EMPTY_ROWS, SP_DENSE_ROW, SP_POWER_LAW } sp_pattern;
+
+typedef struct {
+    int64_t m, n, nnz;
+    int32_t *indptr;  /* m + 1 */
+    int32_t *indices; /* nnz */
+    float *values;    /* nnz */
+} sp_csr;
+
+static inline uint64_t sp_rand(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15u);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
+/* A random non-zero value in +-[0.5, 1.5]. */
+static inline float sp_value(uint64_t *s)
+{
+    float v = 0.5f + (float)(sp_rand(s) % 1000) / 1000.0f;
+    return sp_rand(s) & 1 ? v : -v;
+}
+
+/* Row r's number of non-zeros under pattern p (at most n). */
+static inline int64_t sp_row_len(sp_pattern p, int64_t r, int64_t m, int64_t n, double avg,
+                                 uint64_t *s)
+{
+    int64_t len = 0;
+    switch (p) {
+    case SP_UNIFORM:
+        len = (int64_t)(sp_rand(s) % (uint64_t)(2 * avg + 1));
+        break;
+    case SP_EMPTY_ROWS:
+        len = r % 3 == 0 ? 0 : (int64_t)(sp_rand(s) % (uint64_t)(2 * avg + 1));
+        break;
+    case SP_DENSE_ROW:
+        len = r == m / 2 ? n : (int64_t)(sp_rand(s) % 3);
+        break;
+    case SP_POWER_LAW: {
+        int64_t rank = (int64_t)(sp_rand(s) % (uint64_t)m);
+        len = (int64_t)(avg * 0.25 * pow((double)m / (double)(rank + 1), 0.8));
+        break;
+    }
+    }
+    return len < n ? len : n;
+}
+
+/* Fills row r's sorted distinct columns (len of them) into cols. */
+static inline void sp_row_cols(int64_t n, int64_t len, int32_t *cols, uint64_t *s)
+{
+    if (len == 0)
+        return;
+    if (len * 2 >= n) { /* dense-ish: take each column with probability len/n, then fix up */
+        int64_t k = 0;
+        for (int64_t c = 0; c < n && k < len; c++)
+            if ((int64_t)(sp_rand(s) % (uint64_t)(n - c)) < len - k)
+                cols[k++] = (int32_t)c;
+        return;
+    }
+    int64_t stride = n / len, k = 0;
+    for (int64_t c = 0; k < len; k++, c += stride) /* one column per stride window */
+        cols[k] = (int32_t)(c + (int64_t)(sp_rand(s) % (uint64_t)stride));
+}
+
+/* A random m x n CSR matrix with about avg non-zeros per row. */
+static inline sp_csr sp_csr_random(int64_t m, int64_t n, double avg, sp_pattern p, uint64_t seed)
+{
+    sp_csr a = {m, n, 0, calloc((size_t)m + 1, sizeof(int32_t)), NULL, NULL};
+    uint64_t s = seed;
+    for (int64_t r = 0; r < m; r++)
+        a.indptr[r + 1] = a.indptr[r] + (int32_t)sp_row_len(p, r, m, n, avg, &s);
+    a.nnz = a.indptr[m];
+    a.indices = malloc(sizeof(int32_t) * (size_t)(a.nnz + 1));
+    a.values = malloc(sizeof(float) * (size_t)(a.nnz + 1));
+    for (int64_t r = 0; r < m; r++)
+        sp_row_cols(n, a.indptr[r + 1] - a.indptr[r], a.indices + a.indptr[r], &s);
+    for (int64_t q = 0; q < a.nnz; q++)
+        a.values[q] = sp_value(&s);
+    return a;
+}
+
+static inline void sp_csr_free(sp_csr *a)
+{
+    free(a->indptr);
+    free(a->indices);
+    free(a->values);
+}
+
+/* A 1-D or 2-D host DLTensor over caller-owned data (shape copied in). */
+typedef struct {
+    DLTensor t;
+    int64_t shape[2];
+} sp_view;
+
+static inline DLTensor *sp_view_of(sp_view *v, void *data, DLDataType dt, int ndim, int64_t d0,
+                                   int64_t d1)
+{
+    v->shape[0] = d0;
+    v->shape[1] = d1;
+    v->t = (DLTensor){data, {kDLCPU, 0}, ndim, dt, v->shape, NULL, 0};
+    return &v->t;
+}
+
+static inline DLTensor *sp_i32(sp_view *v, int32_t *data, int64_t n)
+{
+    return sp_view_of(v, data, (DLDataType){kDLInt, 32, 1}, 1, n, 0);
+}
+
+static inline DLTensor *sp_f32(sp_view *v, float *data, int ndim, int64_t d0, int64_t d1)
+{
+    return sp_view_of(v, data, (DLDataType){kDLFloat, 32, 1}, ndim, d0, d1);
+}
+
+/* Y[m, f] = A X with X [n, f] (double accumulation). */
+static inline void sp_spmm_ref(const sp_csr *a, const float *x, int64_t f, double *y)
+{
+    for (int64_t r = 0; r < a->m; r++)
+        for (int64_t k = 0; k < f; k++) {
+            double acc = 0;
+            for (int32_t q = a->indptr[r]; q < a->indptr[r + 1]; q++)
+                acc += (double)a->values[q] * x[(int64_t)a->indices[q] * f + k];
+            y[r * f + k] = acc;
+        }
+}
+
+/* O[q] = sum_k X[row(q), k] * Y[col(q), k] at A's non-zeros q (X [m, f], Y [n, f]). */
+static inline void sp_sddmm_ref(const sp_csr *a, const float *x, const float *y, int64_t f,
+                                double *o)
+{
+    for (int64_t r = 0; r < a->m; r++)
+        for (int32_t q = a->indptr[r]; q < a->indptr[r + 1]; q++) {
+            double acc = 0;
+            for (int64_t k = 0; k < f; k++)
+                acc += (double)x[r * f + k] * y[(int64_t)a->indices[q] * f + k];
+            o[q] = acc;
+        }
+}
+
+/* The first q with got[q] farther from want[q] than tol relative to
+ * max(1, |want[q]|) (a NaN never passes), or -1. */
+static inline int64_t sp_first_mismatch(const float *got, const double *want, int64_t n, double tol)
+{
+    for (int64_t q = 0; q < n; q++)
+        if (!(fabs(got[q] - want[q]) <= tol * fmax(1.0, fabs(want[q]))))
+            return q;
+    return -1;
+}
+
+/* The CSR format of one context (I: m rows, J: n columns and nnz
+ * non-zeros under I, K: f features) and the dense operands of SpMM / SDDMM. */
+typedef struct {
+    tex_ctx *ctx;
+    tex_expr *m, *n, *nnz, *f;
+    tex_sp_axis *I, *J, *K;
+    tex_sp_buffer *A;
+    tex_tensor *X, *Y; /* X [n, f] (SpMM) or [m, f] and Y [n, f] (SDDMM) */
+} sp_fmt;
+
+static inline void sp_fmt_init(sp_fmt *c, tex_ctx *ctx, tex_expr *m, tex_expr *n, tex_expr *nnz,
+                               tex_expr *f)
+{
+    *c = (sp_fmt){ctx, m, n, nnz, f, NULL, NULL, NULL, NULL, NULL, NULL};
+    c->I = tex_sp_dense_fixed(ctx, "I", NULL, m);
+    c->J = tex_sp_sparse_variable(ctx, "J", c->I, n, nnz);
+    c->K = tex_sp_dense_fixed(ctx, "K", NULL, f);
+    c->A = tex_sp_buffer_new(ctx, "A", TEX_F32, 2, (tex_sp_axis *[]){c->I, c->J});
+}
+
+/* SpMM Y = A X: the iteration over (I, J, K), kinds "SRS"; parameters
+ * J_indptr, J_indices, A, X, Y. */
+static inline tex_tensor *sp_fmt_spmm(sp_fmt *c)
+{
+    c->X = tex_placeholder(c->ctx, "X", TEX_F32, 2, (tex_expr *[]){c->n, c->f});
+    tex_expr *a = tex_sp_at(c->A, 2, (tex_sp_axis *[]){c->I, c->J});
+    tex_expr *body = tex_mul(a, TEX_AT(c->X, tex_sp_coord(c->J), tex_sp_coord(c->K)));
+    return tex_sp_iteration(c->ctx, "Y", 3, (tex_sp_axis *[]){c->I, c->J, c->K}, "SRS", NULL, body);
+}
+
+/* SDDMM O = (X Y^T) at A's non-zeros: (I, J, K), kinds "SSR", output
+ * buffer O over (I, J); parameters J_indices, J_rows, X, Y, O. */
+static inline tex_tensor *sp_fmt_sddmm(sp_fmt *c)
+{
+    c->X = tex_placeholder(c->ctx, "X", TEX_F32, 2, (tex_expr *[]){c->m, c->f});
+    c->Y = tex_placeholder(c->ctx, "Y", TEX_F32, 2, (tex_expr *[]){c->n, c->f});
+    tex_sp_buffer *o = tex_sp_buffer_new(c->ctx, "O", TEX_F32, 2, (tex_sp_axis *[]){c->I, c->J});
+    tex_expr *body = tex_mul(TEX_AT(c->X, tex_sp_coord(c->I), tex_sp_coord(c->K)),
+                             TEX_AT(c->Y, tex_sp_coord(c->J), tex_sp_coord(c->K)));
+    return tex_sp_iteration(c->ctx, "sddmm", 3, (tex_sp_axis *[]){c->I, c->J, c->K}, "SSR", o,
+                            body);
+}
+
+#endif

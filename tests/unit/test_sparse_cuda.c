@@ -1,0 +1,213 @@
+/*
+ * Sparse iterations on the GPU path (docs/testing.md, "CUDA without a
+ * GPU"): CSR SpMM with rows bound to blocks and features to threads, and
+ * SDDMM with the fused loop over non-zeros split over blocks and threads.
+ * Each kernel is (1) emitted as CUDA and compiled to PTX by NVRTC for sm_80
+ * when NVRTC is present, (2) run by the CUDA emulation harness
+ * (tests/support/cuda_emu.h) and (3) built for the CPU through gpu_to_cpu
+ * and run, each on random matrices (empty rows, a dense row, power-law
+ * rows; constant and symbolic sizes) against the dense reference, outputs
+ * poisoned first.
+ */
+#include "tt.h"
+#include "backend_cuda/cuda_driver.h"
+#include "support/cuda_emu.h"
+#include "support/opcheck.h"
+#include "support/sparse.h"
+
+static char cache_dir[] = "/tmp/tex-test-sparse-cuda-XXXXXX";
+
+static void sp_check_out(const char *what, const float *got, const double *want, int64_t n)
+{
+    int64_t q = sp_first_mismatch(got, want, n, 1e-4);
+    if (q >= 0)
+        TT_FAILF("%s: element %lld is %.7g, expected %.7g", what, (long long)q, got[q], want[q]);
+}
+
+typedef struct {
+    const sp_csr *a;
+    int64_t f;
+    tex_func *fn;
+    int n_args;
+    DLTensor *arr[5];
+    float *out;
+    const double *want;
+    int64_t n_out;
+} gpu_case;
+
+/* The kernel of c->fn built for the CUDA emulator and for the CPU
+ * (gpu_to_cpu), each run on c's arrays; NVRTC's PTX checked when present. */
+static void run_targets(const char *what, gpu_case *c, tex_ctx *ctx)
+{
+    tex_value vals[5];
+    for (int i = 0; i < c->n_args; i++)
+        vals[i] = (tex_value){.kind = TEX_VAL_TENSOR, .t = c->arr[i]};
+    tex_kernel *cu = tex_build(c->fn, "cuda -emit-only -arch=sm_80");
+    if (!cu) {
+        TT_FAILF("%s: cuda: %s", what, tex_errmsg(ctx));
+        return;
+    }
+    if (texi_nvrtc_available() && !tex_kernel_ptx(cu))
+        TT_FAILF("%s: NVRTC is present but gave no PTX", what);
+    if (texi_nvrtc_available() && !strstr(tex_kernel_ptx(cu), ".entry"))
+        TT_FAILF("%s: the PTX has no kernel entry", what);
+    char err[512];
+    cuda_emu *e =
+        cuda_emu_have_cxx() ? cuda_emu_build(tex_kernel_source(cu), err, sizeof err) : NULL;
+    if (e) {
+        char rerr[512];
+        for (int64_t q = 0; q < c->n_out; q++)
+            c->out[q] = NAN;
+        if (cuda_emu_run(e, cu, c->n_args, vals, rerr, sizeof rerr) != 0)
+            TT_FAILF("%s: emulation: %s", what, rerr);
+        else
+            sp_check_out(what, c->out, c->want, c->n_out);
+        cuda_emu_free(e);
+    }
+    tex_kernel_free(cu);
+    tex_kernel *cpu = tex_build(c->fn, "cpu");
+    if (!cpu) {
+        TT_FAILF("%s: gpu_to_cpu: %s", what, tex_errmsg(ctx));
+        return;
+    }
+    for (int64_t q = 0; q < c->n_out; q++)
+        c->out[q] = NAN;
+    TT_EQ_INT(tex_kernel_call(cpu, c->n_args, vals), 0);
+    sp_check_out(what, c->out, c->want, c->n_out);
+    tex_kernel_free(cpu);
+}
+
+static tex_ctx *fmt_new(sp_fmt *c, const sp_csr *a, int64_t f, bool sym)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    sp_fmt_init(c, ctx, sym ? tex_var(ctx, "m", TEX_I64) : tex_int(ctx, a->m),
+                sym ? tex_var(ctx, "n", TEX_I64) : tex_int(ctx, a->n),
+                sym ? tex_var(ctx, "nnz", TEX_I64) : tex_int(ctx, a->nnz),
+                sym ? tex_var(ctx, "f", TEX_I64) : tex_int(ctx, f));
+    return ctx;
+}
+
+static float *random_floats(int64_t n, uint64_t seed)
+{
+    float *x = malloc(sizeof *x * (size_t)(n + 1));
+    for (int64_t q = 0; q < n; q++)
+        x[q] = sp_value(&seed);
+    return x;
+}
+
+/* SpMM: rows on blocks, features on threads, the ragged loop inside. */
+static void run_spmm(const sp_csr *a, int64_t f, bool sym)
+{
+    sp_fmt c;
+    tex_ctx *ctx = fmt_new(&c, a, f, sym);
+    tex_tensor *y = sp_fmt_spmm(&c);
+    tex_schedule *s = tex_schedule_new(ctx, 1, &y);
+    tex_stage *st = tex_stage_of(s, y);
+    TT_EQ_INT(tex_bind(st, tex_op_axis(st, 0), TEX_BLOCK_X), 0);
+    TT_EQ_INT(tex_bind(st, tex_op_axis(st, 1), TEX_THREAD_X), 0);
+    tex_tensor *args[] = {tex_sp_indptr(c.J), tex_sp_indices(c.J), tex_sp_values(c.A), c.X, y};
+    float *x = random_floats(a->n * f, 3), *out = malloc(sizeof *out * (size_t)(a->m * f + 1));
+    double *want = malloc(sizeof *want * (size_t)(a->m * f + 1));
+    sp_view v[5];
+    gpu_case g = {a,
+                  f,
+                  tex_lower_tensors(s, "spmm", 5, args),
+                  5,
+                  {sp_i32(&v[0], a->indptr, a->m + 1), sp_i32(&v[1], a->indices, a->nnz),
+                   sp_f32(&v[2], a->values, 1, a->nnz, 0), sp_f32(&v[3], x, 2, a->n, f),
+                   sp_f32(&v[4], out, 2, a->m, f)},
+                  out,
+                  want,
+                  a->m * f};
+    sp_spmm_ref(a, x, f, want);
+    if (g.fn)
+        run_targets("spmm", &g, ctx);
+    else
+        TT_FAILF("spmm: %s", tex_errmsg(ctx));
+    free(x);
+    free(out);
+    free(want);
+    tex_ctx_free(ctx);
+}
+
+/* SDDMM: the fused loop over non-zeros split by 32 over blocks and threads. */
+static void run_sddmm(const sp_csr *a, int64_t f, bool sym)
+{
+    sp_fmt c;
+    tex_ctx *ctx = fmt_new(&c, a, f, sym);
+    tex_tensor *o = sp_fmt_sddmm(&c);
+    tex_schedule *s = tex_schedule_new(ctx, 1, &o);
+    tex_stage *st = tex_stage_of(s, o);
+    tex_iter *po, *pi;
+    TT_EQ_INT(tex_split(st, tex_op_axis(st, 0), tex_int(ctx, 32), &po, &pi), 0);
+    TT_EQ_INT(tex_bind(st, po, TEX_BLOCK_X), 0);
+    TT_EQ_INT(tex_bind(st, pi, TEX_THREAD_X), 0);
+    tex_tensor *args[] = {tex_sp_indices(c.J), tex_sp_rows(c.J), c.X, c.Y, o};
+    float *x = random_floats(a->m * f, 4), *y = random_floats(a->n * f, 5);
+    float *out = malloc(sizeof *out * (size_t)(a->nnz + 1));
+    double *want = malloc(sizeof *want * (size_t)(a->nnz + 1));
+    int32_t *rows = malloc(sizeof *rows * (size_t)(a->nnz + 1));
+    sp_view v[6];
+    gpu_case g = {a,
+                  f,
+                  tex_lower_tensors(s, "sddmm", 5, args),
+                  5,
+                  {sp_i32(&v[0], a->indices, a->nnz), sp_i32(&v[1], rows, a->nnz),
+                   sp_f32(&v[2], x, 2, a->m, f), sp_f32(&v[3], y, 2, a->n, f),
+                   sp_f32(&v[4], out, 1, a->nnz, 0)},
+                  out,
+                  want,
+                  a->nnz};
+    TT_EQ_INT(tex_sp_fill_rows(sp_i32(&v[5], a->indptr, a->m + 1), g.arr[1]), 0);
+    sp_sddmm_ref(a, x, y, f, want);
+    if (g.fn)
+        run_targets("sddmm", &g, ctx);
+    else
+        TT_FAILF("sddmm: %s", tex_errmsg(ctx));
+    free(x);
+    free(y);
+    free(out);
+    free(want);
+    free(rows);
+    tex_ctx_free(ctx);
+}
+
+static const struct {
+    int64_t m, n, f;
+    double avg;
+    sp_pattern p;
+} cases[] = {{1, 1, 1, 1, SP_UNIFORM},
+             {7, 5, 3, 2, SP_EMPTY_ROWS},
+             {13, 17, 11, 3, SP_DENSE_ROW},
+             {41, 37, 8, 4, SP_POWER_LAW}};
+
+static void test_spmm_gpu(void)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int sym = 0; sym < 2; sym++) {
+            sp_csr a = sp_csr_random(cases[i].m, cases[i].n, cases[i].avg, cases[i].p, 31 + i);
+            run_spmm(&a, cases[i].f, sym);
+            sp_csr_free(&a);
+        }
+}
+
+static void test_sddmm_gpu(void)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int sym = 0; sym < 2; sym++) {
+            sp_csr a = sp_csr_random(cases[i].m, cases[i].n, cases[i].avg, cases[i].p, 37 + i);
+            run_sddmm(&a, cases[i].f, sym);
+            sp_csr_free(&a);
+        }
+}
+
+int main(void)
+{
+    if (oc_setup(cache_dir) != 0) {
+        printf("cannot create a cache directory\n");
+        return 1;
+    }
+    TT_RUN(test_spmm_gpu);
+    TT_RUN(test_sddmm_gpu);
+    return tt_finish();
+}
