@@ -20,8 +20,9 @@
  * failed"), -2 when a heap temporary cannot be allocated (TEX_ENOMEM).
  *
  * Statements: FOR loops over the loop variable's own type; PARALLEL loops get
- * `#pragma omp parallel for` (num_threads when fixed), except inside another
- * parallel loop, where they run serially; VECTORIZED loops get `#pragma omp
+ * `#pragma omp parallel for` (num_threads when fixed; schedule(dynamic) under
+ * a "parallel_dynamic" ATTR), except inside another parallel loop, where
+ * they run serially; VECTORIZED loops get `#pragma omp
  * simd` when every store of the body writes one index, linear in the loop
  * variable with a nonzero coefficient, and every load of a stored buffer
  * reads that same index (otherwise a loop-carried dependence is possible and
@@ -60,16 +61,17 @@
 
 /* The CPU printer's state: the shared printer, then what OpenMP needs. */
 typedef struct {
-    texi_cp p;               /* first: the hooks receive &g->p */
-    int threads;             /* fixed OpenMP thread count, or 0 */
-    int par_depth;           /* > 0 inside an OpenMP parallel region */
-    int heap_depth;          /* > 0 inside the scope of a heap temporary */
-    int loop_depth;          /* enclosing loops */
-    int unroll;              /* "pragma_unroll" factor for the loop printed next, or 0 */
-    bool uses_rc;            /* the body sets tex_rc */
-    bool uses_alloc;         /* the body calls tex_alloc */
-    size_t rc_check_at[2];   /* body text [from, to) of the last tex_rc check, see assemble */
-    bool stack_arrays;       /* some temporary is a stack array */
+    texi_cp p;             /* first: the hooks receive &g->p */
+    int threads;           /* fixed OpenMP thread count, or 0 */
+    int par_depth;         /* > 0 inside an OpenMP parallel region */
+    int heap_depth;        /* > 0 inside the scope of a heap temporary */
+    int loop_depth;        /* enclosing loops */
+    int unroll;            /* "pragma_unroll" factor for the loop printed next, or 0 */
+    bool dynamic;          /* "parallel_dynamic": the loop printed next is scheduled dynamically */
+    bool uses_rc;          /* the body sets tex_rc */
+    bool uses_alloc;       /* the body calls tex_alloc */
+    size_t rc_check_at[2]; /* body text [from, to) of the last tex_rc check, see assemble */
+    bool stack_arrays;     /* some temporary is a stack array */
     const char *thread_loop; /* innermost thread-bound loop's variable, or NULL */
 } texi_cg;
 
@@ -255,7 +257,8 @@ static void nest_comment(texi_cg *g, texi_sb *sb, const tex_stmt *s)
 }
 
 /* The pragma line of loop s (or a comment saying why there is none). */
-static void loop_pragma(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll, bool *parallel)
+static void loop_pragma(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll, bool dynamic,
+                        bool *parallel)
 {
     texi_cp *p = &g->p;
     *parallel = false;
@@ -268,10 +271,11 @@ static void loop_pragma(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll, 
             break;
         }
         *parallel = true;
+        texi_cp_indent(p, sb);
+        texi_sb_puts(sb, "#pragma omp parallel for");
         if (g->threads > 0)
-            texi_cp_line(p, sb, "#pragma omp parallel for num_threads(%d)", g->threads);
-        else
-            texi_cp_line(p, sb, "#pragma omp parallel for");
+            texi_sb_printf(sb, " num_threads(%d)", g->threads);
+        texi_sb_puts(sb, dynamic ? " schedule(dynamic)\n" : "\n");
         break;
     case TEXI_FOR_VECTORIZED:
         if (texi_simd_safe(s))
@@ -295,12 +299,12 @@ static void loop_pragma(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll, 
         texi_cp_line(p, sb, "#pragma GCC unroll %d", unroll);
 }
 
-static void emit_for(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll)
+static void emit_for(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll, bool dynamic)
 {
     bool parallel;
     if (g->loop_depth == 0)
         nest_comment(g, sb, s);
-    loop_pragma(g, sb, s, unroll, &parallel);
+    loop_pragma(g, sb, s, unroll, dynamic, &parallel);
     const char *saved_thread = g->thread_loop;
     if (s->u.loop.for_kind == TEXI_FOR_THREAD)
         g->thread_loop = texi_cp_bind(&g->p, s->u.loop.var, s->u.loop.var->u.var.name);
@@ -441,6 +445,11 @@ static bool emit_attr(texi_cg *g, texi_sb *sb, const tex_stmt *s)
         texi_cp_stmt(&g->p, sb, s->u.attr.body);
         return true;
     }
+    if (key == TEXI_ATTR_PARALLEL_DYNAMIC) {
+        g->dynamic = true;
+        texi_cp_stmt(&g->p, sb, s->u.attr.body);
+        return true;
+    }
     if (key == TEXI_ATTR_VECTORIZE_FAILED || key == TEXI_ATTR_CROSS_THREAD_REDUCTION) {
         const char *why = texi_vector_reason_text(s);
         texi_cp_indent(&g->p, sb);
@@ -460,11 +469,13 @@ static bool emit_attr(texi_cg *g, texi_sb *sb, const tex_stmt *s)
 static bool cpu_stmt(texi_cp *p, texi_sb *sb, const tex_stmt *s)
 {
     texi_cg *g = (texi_cg *)p;
-    int unroll = g->unroll; /* a "pragma_unroll" ATTR's, for the statement right below it */
+    int unroll = g->unroll;    /* a "pragma_unroll" ATTR's, for the statement right below it */
+    bool dynamic = g->dynamic; /* a "parallel_dynamic" ATTR's, likewise */
     g->unroll = 0;
+    g->dynamic = false;
     switch (s->kind) {
     case TEXI_STMT_FOR:
-        emit_for(g, sb, s, unroll);
+        emit_for(g, sb, s, unroll, dynamic);
         return true;
     case TEXI_STMT_ALLOCATE:
         emit_allocate(g, sb, s);

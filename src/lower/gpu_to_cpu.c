@@ -11,7 +11,8 @@
  * of the interpreter (src/interp); how each kind of statement is rewritten:
  * above split(). A barrier under thread-divergent control flow is
  * TEX_EUNAVAILABLE (it is undefined in CUDA too).
- * Blocks (BLOCK_* loops) are untouched: each block runs after the previous.
+ * Blocks (BLOCK_* loops) are untouched here; pass gpu_blocks, next, runs
+ * them in parallel (gpu_blocks.c).
  * Code without barriers is returned unchanged, so CPU builds of ordinary
  * schedules are not affected.
  */

@@ -32,12 +32,14 @@
  *                  share memory                              -> "thread_allreduce"
  *   gpu_to_cpu     barrier fission: thread double_buffer     two copies of shared tiles
  *                  loops run serially      device_split      kernels, launch extents,
- *   simd_tail      guarded vector loops:                     workspace, asserts
- *                  unguarded vector chunks thread_sync       per kernel: BARRIERs
- *                  or lanes one by one
- *   guarded_loads  loads in select arms    simd              per kernel: vectorized
- *                  made unconditional                        loops as vector statements
- *   simd           vectorized loops as                       (16 bytes at most)
+ *   gpu_blocks     block loops: one                          workspace, asserts
+ *                  OpenMP parallel loop    thread_sync       per kernel: BARRIERs
+ *   simd_tail      guarded vector loops:   simd              per kernel: vectorized
+ *                  unguarded vector chunks                   loops as vector statements
+ *                  or lanes one by one                       (16 bytes at most)
+ *   guarded_loads  loads in select arms
+ *                  made unconditional
+ *   simd           vectorized loops as
  *                  vector statements
  *   promote        values updated at fixed
  *                  addresses across a loop
@@ -93,6 +95,7 @@ static const struct {
     {"remove_noops", AT_LOWER, ON_BODY, texi_pass_remove_noops},
     {"thread_sync", FOR_CPU, ON_BODY, texi_pass_thread_sync},
     {"gpu_to_cpu", FOR_CPU, ON_BODY, texi_pass_gpu_to_cpu},
+    {"gpu_blocks", FOR_CPU, ON_BODY, texi_pass_gpu_blocks},
     {"simd_tail", FOR_CPU, ON_BODY, texi_pass_simd_tail},
     {"guarded_loads", FOR_CPU, ON_BODY, texi_pass_guarded_loads},
     {"simd", FOR_CPU, ON_BODY, texi_pass_simd},

@@ -1,0 +1,108 @@
+/*
+ * The printed AST of GPU schedules after the CPU tail (texi_lower_tail):
+ * structural checks of what gpu_to_cpu (barrier fission) and gpu_blocks
+ * (block loops as one OpenMP parallel loop) produce, and of the C the CPU
+ * printer makes of it. That the results stay right is test_gpu_on_cpu's
+ * and test_gpu_random's job (JIT against the oracle at odd sizes).
+ */
+#include "tt.h"
+
+#include "backend_cpu/cpu.h"
+#include "support/gpu_cases.h"
+
+#include <stdlib.h>
+
+/* The CPU tail of case id (small sizes) printed, malloc'ed; NULL on failure. */
+static char *tail_text(tex_ctx *ctx, gc_id id, bool symbolic)
+{
+    int64_t sizes[GC_MAX_SIZES];
+    gc_default_sizes(id, GC_SMALL, sizes);
+    gc_case c;
+    tex_func tail;
+    if (gc_build(ctx, id, sizes, symbolic, &c) != 0 || !c.f) {
+        TT_FAILF("%s: %s", gc_names[id], c.why);
+        return NULL;
+    }
+    if (texi_lower_tail(c.f, TEXI_TAIL_CPU, false, &tail, NULL) != 0) {
+        TT_FAILF("%s: CPU tail: %s", gc_names[id], tex_errmsg(ctx));
+        return NULL;
+    }
+    return texi_stmt_str(tail.body);
+}
+
+/* The C source of case id built for "c", malloc'ed; NULL on failure. */
+static char *c_source(tex_ctx *ctx, gc_id id)
+{
+    int64_t sizes[GC_MAX_SIZES];
+    gc_default_sizes(id, GC_SMALL, sizes);
+    gc_case c;
+    tex_kernel *k = gc_build(ctx, id, sizes, false, &c) == 0 && c.f ? tex_build(c.f, "c") : NULL;
+    const char *src = k ? tex_kernel_source(k) : NULL;
+    char *r = src ? strdup(src) : NULL;
+    tex_kernel_free(k);
+    return r;
+}
+
+/* Barrier fission: no barrier is left, and the cooperative fetch of the
+ * shared tiles runs for all threads before the compute reads them. */
+static void test_fission(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    char *ast = tail_text(ctx, GC_MATMUL, false);
+    TT_CHECK(ast && !strstr(ast, "barrier"));
+    const char *fetch = ast ? strstr(ast, "A.shared[ax0") : NULL;
+    const char *use = fetch ? strstr(fetch, "= B.shared[j") : NULL;
+    const char *next_nest = fetch ? strstr(fetch, "bind threadIdx.y") : NULL;
+    TT_CHECK(fetch && use && next_nest && next_nest < use);
+    free(ast);
+    tex_ctx_free(ctx);
+}
+
+/* Two block dimensions: one parallel loop over their product, the block
+ * variables bound from it (outer slowest); the tail tiles make the work
+ * uneven, so the loop is dynamic. */
+static void test_blocks_collapsed(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    char *ast = tail_text(ctx, GC_MATMUL, false);
+    TT_CHECK(ast && strstr(ast, "attr parallel_dynamic {\n  for (blocks, 0, 4) parallel {"));
+    TT_CHECK(ast && strstr(ast, "let i.outer = blocks/2") && strstr(ast, "let j.outer = blocks%2"));
+    TT_CHECK(ast && !strstr(ast, "blockIdx"));
+    free(ast);
+    char *src = c_source(ctx, GC_MATMUL);
+    TT_CHECK(src && strstr(src, "#pragma omp parallel for schedule(dynamic)"));
+    free(src);
+    tex_ctx_free(ctx);
+}
+
+/* Symbolic sizes: the collapsed extent is the product of the symbolic
+ * block counts. */
+static void test_blocks_symbolic(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    char *ast = tail_text(ctx, GC_MATMUL, true);
+    TT_CHECK(ast && strstr(ast, "for (blocks, 0, ") && strstr(ast, ") parallel {"));
+    TT_CHECK(ast && !strstr(ast, "blockIdx"));
+    free(ast);
+    tex_ctx_free(ctx);
+}
+
+/* One block dimension whose blocks all do the same work: a plain parallel
+ * loop over the rows, statically scheduled. */
+static void test_blocks_even(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    char *ast = tail_text(ctx, GC_SOFTMAX, false);
+    TT_CHECK(ast && strstr(ast, "for (i, 0, 5) parallel {") && !strstr(ast, "parallel_dynamic"));
+    free(ast);
+    tex_ctx_free(ctx);
+}
+
+int main(void)
+{
+    TT_RUN(test_fission);
+    TT_RUN(test_blocks_collapsed);
+    TT_RUN(test_blocks_symbolic);
+    TT_RUN(test_blocks_even);
+    return tt_finish();
+}
