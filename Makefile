@@ -77,7 +77,7 @@ TEST_SRC    := $(sort $(wildcard tests/unit/test_*.c))
 TEST_BIN    := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
-BENCH_SRC   := $(sort $(filter-out bench/softmax_hand.c,$(wildcard bench/*.c)))
+BENCH_SRC   := $(sort $(filter-out bench/softmax_hand.c bench/gpu_on_cpu_hand.c,$(wildcard bench/*.c)))
 BENCH_BIN   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 FORMAT_SRC   = $(wildcard include/tex/*.h src/*/*.c src/*/*.h tests/*.h tests/*/*.c \
                  tests/*/*.h examples/*.c bench/*.c)
@@ -162,6 +162,16 @@ $(BUILD)/bench/softmax_hand.o: bench/softmax_hand.c $(FLAGS_STAMP)
 
 $(BUILD)/bench/softmax: $(BUILD)/bench/softmax_hand.o
 $(BUILD)/bench/softmax: BENCH_OBJ = $(BUILD)/bench/softmax_hand.o
+
+# bench/gpu_on_cpu's hand-written OpenMP anchors, compiled as such kernels are (without
+# -ffast-math: the IEEE rules of tex's kernels) in an object of their own.
+$(BUILD)/bench/gpu_on_cpu_hand.o: bench/gpu_on_cpu_hand.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(call msg,CC,$<)
+	$(Q)$(CC) $(STD_CFLAGS) -O3 -march=native -fopenmp -c $< -o $@
+
+$(BUILD)/bench/gpu_on_cpu: $(BUILD)/bench/gpu_on_cpu_hand.o
+$(BUILD)/bench/gpu_on_cpu: BENCH_OBJ = $(BUILD)/bench/gpu_on_cpu_hand.o
 
 # The test programs (make -j tests builds them without running anything), the examples.
 tests: $(TEST_BIN)
@@ -264,4 +274,4 @@ clean:
 	rm -rf build build-asan $(BUILD) lib/libtex.*
 
 -include $(LIB_OBJ:.o=.d) $(TEST_BIN:=.d) $(EXAMPLE_BIN:=.d) $(BENCH_BIN:=.d) \
-          $(BUILD)/bench/softmax_hand.d
+          $(BUILD)/bench/softmax_hand.d $(BUILD)/bench/gpu_on_cpu_hand.d

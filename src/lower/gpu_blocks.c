@@ -21,7 +21,8 @@
  * there is the OpenMP thread's own storage, reused by every block that
  * thread runs. A nest that stores to a shared or local buffer allocated
  * outside it (which no GPU schedule produces) is left serial, as are
- * block loops nested in a PARALLEL loop. Thread loops are not touched.
+ * block loops nested in a PARALLEL loop. Thread loops are gpu_threads'
+ * (next).
  */
 #include "lower/lower.h"
 

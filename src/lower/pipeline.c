@@ -34,9 +34,12 @@
  *                  loops run serially      device_split      kernels, launch extents,
  *   gpu_blocks     block loops: one                          workspace, asserts
  *                  OpenMP parallel loop    thread_sync       per kernel: BARRIERs
- *   simd_tail      guarded vector loops:   simd              per kernel: vectorized
- *                  unguarded vector chunks                   loops as vector statements
- *                  or lanes one by one                       (16 bytes at most)
+ *   gpu_threads    innermost thread loop   simd              per kernel: vectorized
+ *                  of each segment moved                     loops as vector statements
+ *                  inward, vectorized                        (16 bytes at most)
+ *   simd_tail      guarded vector loops:
+ *                  unguarded vector chunks
+ *                  or lanes one by one
  *   guarded_loads  loads in select arms
  *                  made unconditional
  *   simd           vectorized loops as
@@ -96,6 +99,7 @@ static const struct {
     {"thread_sync", FOR_CPU, ON_BODY, texi_pass_thread_sync},
     {"gpu_to_cpu", FOR_CPU, ON_BODY, texi_pass_gpu_to_cpu},
     {"gpu_blocks", FOR_CPU, ON_BODY, texi_pass_gpu_blocks},
+    {"gpu_threads", FOR_CPU, ON_BODY, texi_pass_gpu_threads},
     {"simd_tail", FOR_CPU, ON_BODY, texi_pass_simd_tail},
     {"guarded_loads", FOR_CPU, ON_BODY, texi_pass_guarded_loads},
     {"simd", FOR_CPU, ON_BODY, texi_pass_simd},

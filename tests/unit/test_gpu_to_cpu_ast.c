@@ -1,7 +1,8 @@
 /*
  * The printed AST of GPU schedules after the CPU tail (texi_lower_tail):
- * structural checks of what gpu_to_cpu (barrier fission) and gpu_blocks
- * (block loops as one OpenMP parallel loop) produce, and of the C the CPU
+ * structural checks of what gpu_to_cpu (barrier fission), gpu_blocks
+ * (block loops as one OpenMP parallel loop) and gpu_threads (the innermost
+ * thread loop moved inward and vectorized) produce, and of the C the CPU
  * printer makes of it. That the results stay right is test_gpu_on_cpu's
  * and test_gpu_random's job (JIT against the oracle at odd sizes).
  */
@@ -98,11 +99,46 @@ static void test_blocks_even(void)
     tex_ctx_free(ctx);
 }
 
+/* Cross-thread reductions: the per-thread partials become one array over
+ * the threads (thread index fastest), the thread loop moves inside the
+ * serial loop over the row and every segment is vectorized, the final
+ * combination of the partials a vectorized reduction; no thread loop is
+ * left. */
+static void test_threads_reduction(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    char *ast = tail_text(ctx, GC_SOFTMAX, false);
+    TT_CHECK(ast && strstr(ast, "allocate Mx.rf: f32[128i64] local"));
+    TT_CHECK(ast && strstr(ast, "= max(Mx.rf[ramp("));
+    TT_CHECK(ast && strstr(ast, "Mx[0] = max(Mx[0], vreduce_max("));
+    TT_CHECK(ast && strstr(ast, "Se[0] = Se[0] + vreduce_add("));
+    TT_CHECK(ast && !strstr(ast, "threadIdx"));
+    free(ast);
+    tex_ctx_free(ctx);
+}
+
+/* A segment whose accesses are unit-stride in threadIdx.x (the stencil's
+ * compute) runs as vectors; one storing with a stride of 16 per thread
+ * (matmul's 4x4 outputs per thread) keeps its serial thread loops. */
+static void test_threads_vectorized(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    char *ast = tail_text(ctx, GC_STENCIL, false);
+    TT_CHECK(ast && strstr(ast, "O[ramp("));
+    free(ast);
+    ast = tail_text(ctx, GC_MATMUL, false);
+    TT_CHECK(ast && strstr(ast, "bind threadIdx.x") && !strstr(ast, "C.local[ramp("));
+    free(ast);
+    tex_ctx_free(ctx);
+}
+
 int main(void)
 {
     TT_RUN(test_fission);
     TT_RUN(test_blocks_collapsed);
     TT_RUN(test_blocks_symbolic);
     TT_RUN(test_blocks_even);
+    TT_RUN(test_threads_reduction);
+    TT_RUN(test_threads_vectorized);
     return tt_finish();
 }
