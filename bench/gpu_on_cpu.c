@@ -203,10 +203,13 @@ static int print_sources(void)
         tex_ctx *x = tex_ctx_new();
         gc_case c;
         tex_kernel *k = x && gc_build(x, cases[i].id, cases[i].sizes, false, &c) == 0
-                            ? tex_build(c.f, "c -threads=2")
+                            ? tex_build(c.f, "cpu -threads=2")
                             : NULL;
-        if (!k)
+        if (!k) {
+            fprintf(stderr, "gpu_on_cpu: %s: %s\n", cases[i].desc, x ? tex_errmsg(x) : "");
+            tex_ctx_free(x);
             return 1;
+        }
         printf("/* ---- %s */\n%s\n", cases[i].desc, tex_kernel_source(k));
         tex_kernel_free(k);
         tex_ctx_free(x);

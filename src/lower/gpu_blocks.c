@@ -16,6 +16,13 @@
  * tiles of uneven work), the loop is wrapped in ATTR "parallel_dynamic" and
  * its blocks are handed out dynamically.
  *
+ * In a function where some block nest became parallel, consecutive
+ * parallel loops of one SEQ (the kernels of the function, one after the
+ * other) are wrapped together in ATTR "parallel_region": one OpenMP
+ * thread team runs them, each loop a worksharing loop whose implicit
+ * barrier orders a kernel's writes before the next one's reads, instead
+ * of one team per kernel.
+ *
  * The body's shared and local buffers are allocated inside the block loop
  * (ScheduleOps attaches them at or below the block); a stack temporary
  * there is the OpenMP thread's own storage, reused by every block that
@@ -147,7 +154,40 @@ static tex_stmt *parallelize(tex_ctx *ctx, tex_stmt *s)
 typedef struct {
     tex_ctx *ctx;
     int rc;
+    int n_parallel; /* block nests made parallel */
 } walk;
+
+/* A parallel loop, maybe under "parallel_dynamic". */
+static bool is_parallel(const tex_stmt *s)
+{
+    if (texi_attr_is(s, TEXI_ATTR_PARALLEL_DYNAMIC))
+        s = s->u.attr.body;
+    return s->kind == TEXI_STMT_FOR && s->u.loop.for_kind == TEXI_FOR_PARALLEL;
+}
+
+/* SEQ s with each run of two or more block loops in one parallel region. */
+static tex_stmt *fuse_regions(tex_ctx *ctx, tex_stmt *s)
+{
+    int n = s->u.seq.n, n_out = 0;
+    tex_stmt **out = texi_alloc(ctx, sizeof *out * (size_t)n, "gpu_blocks");
+    if (!out)
+        return NULL;
+    for (int i = 0; i < n;) {
+        int run = 0;
+        while (i + run < n && is_parallel(s->u.seq.items[i + run]))
+            run++;
+        if (run < 2) {
+            out[n_out++] = s->u.seq.items[i++];
+            continue;
+        }
+        tex_stmt *seq = texi_seq_new(ctx, run, s->u.seq.items + i);
+        out[n_out++] = seq ? texi_attr_named(ctx, TEXI_ATTR_PARALLEL_REGION, NULL, seq) : NULL;
+        if (!out[n_out - 1])
+            return NULL;
+        i += run;
+    }
+    return n_out == n ? s : texi_seq_new(ctx, n_out, out);
+}
 
 /* Outermost block nests, outside PARALLEL loops. */
 static tex_stmt *visit(tex_stmt *s, void *ud)
@@ -160,15 +200,38 @@ static tex_stmt *visit(tex_stmt *s, void *ud)
     if (!is_block_loop(s))
         return NULL;
     tex_stmt *r = parallelize(w->ctx, s);
+    w->n_parallel += r != NULL;
     if (!r && tex_errcode(w->ctx))
         w->rc = tex_errcode(w->ctx);
     return r ? r : s;
 }
 
+/* Every SEQ's runs of block loops fused (after visit made them). */
+static tex_stmt *visit_seq(tex_stmt *s, void *ud)
+{
+    walk *w = ud;
+    if (w->rc || s->kind != TEXI_STMT_SEQ)
+        return NULL;
+    tex_stmt **items = texi_alloc(w->ctx, sizeof *items * (size_t)(s->u.seq.n + 1), "gpu_blocks");
+    bool changed = false;
+    for (int i = 0; items && i < s->u.seq.n; i++) {
+        items[i] = texi_stmt_mutate(w->ctx, s->u.seq.items[i], visit_seq, NULL, w);
+        changed |= items[i] != s->u.seq.items[i];
+        if (!items[i])
+            items = NULL;
+    }
+    tex_stmt *r = items ? (changed ? texi_seq_new(w->ctx, s->u.seq.n, items) : s) : NULL;
+    r = r && r->kind == TEXI_STMT_SEQ ? fuse_regions(w->ctx, r) : r;
+    if (!r)
+        w->rc = tex_errcode(w->ctx) ? tex_errcode(w->ctx) : TEX_ENOMEM;
+    return r ? r : s;
+}
+
 int texi_pass_gpu_blocks(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
-    walk w = {lw->ctx, 0};
+    walk w = {lw->ctx, 0, 0};
     tex_stmt *r = texi_stmt_mutate(lw->ctx, in, visit, NULL, &w);
+    r = r && !w.rc && w.n_parallel ? texi_stmt_mutate(lw->ctx, r, visit_seq, NULL, &w) : r;
     if (w.rc)
         return w.rc;
     return texi_pass_result(lw, r, out);

@@ -10,8 +10,13 @@
 
 #include "backend_cpu/cpu.h"
 #include "support/gpu_cases.h"
+#include "support/ops.h"
+#include "support/tmpdir.h"
 
 #include <stdlib.h>
+#include <unistd.h>
+
+static char cache_dir[] = "/tmp/tex_test_gpu_to_cpu_ast.XXXXXX";
 
 /* The CPU tail of case id (small sizes) printed, malloc'ed; NULL on failure. */
 static char *tail_text(tex_ctx *ctx, gc_id id, bool symbolic)
@@ -132,13 +137,65 @@ static void test_threads_vectorized(void)
     tex_ctx_free(ctx);
 }
 
+/* Stage t's one axis split by 64 over blockIdx.x / threadIdx.x. */
+static int bind_1d(tex_schedule *s, tex_tensor *t)
+{
+    tex_stage *st = tex_stage_of(s, t);
+    tex_iter *o, *i;
+    int rc = tex_split(st, tex_op_axis(st, 0), tex_int(tex_tensor_ctx(t), 64), &o, &i);
+    rc = rc ? rc : tex_bind(st, o, TEX_BLOCK_X);
+    return rc ? rc : tex_bind(st, i, TEX_THREAD_X);
+}
+
+/* Two kernels in a row (B = 2 A at root, then C = B + 1), n = 1001 (a tail
+ * block): one thread team for both, each a worksharing loop; built for
+ * "cpu" on 2 threads, the result matches the oracle. */
+static void two_kernels(bool symbolic)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    ops_wl w;
+    ops_init(&w, ctx, "two_kernels");
+    tex_expr *n = ops_size(&w, "n", 1001, symbolic);
+    tex_tensor *A = ops_input(&w, "A", 1, &n);
+    tex_iter *i = tex_axis(ctx, "i", n), *j = tex_axis(ctx, "j", n);
+    tex_tensor *B =
+        ops_mid(&w, tex_compute(ctx, "B", 1, &i,
+                                tex_mul(TEX_AT(A, tex_iv(i)), tex_const(ctx, TEX_F32, 2))));
+    w.out = tex_compute(ctx, "C", 1, &j, tex_add(TEX_AT(B, tex_iv(j)), tex_const(ctx, TEX_F32, 1)));
+    tex_schedule *s = tex_schedule_new(ctx, 1, &w.out);
+    char why[4096] = "";
+    TT_CHECK(s && bind_1d(s, B) == 0 && bind_1d(s, w.out) == 0);
+    tex_func *f = s ? ops_lower(&w, s, why, sizeof why) : NULL;
+    tex_kernel *k = f ? tex_build(f, "cpu -threads=2") : NULL;
+    const char *src = k ? tex_kernel_source(k) : NULL;
+    TT_CHECK(src && strstr(src, "#pragma omp parallel num_threads(2)\n"));
+    const char *first = src ? strstr(src, "#pragma omp for") : NULL;
+    TT_CHECK(first && strstr(first + 1, "#pragma omp for"));
+    if (k && ops_run_and_compare(&w, f, k, "cpu: ", 3, why, sizeof why) != 0)
+        TT_FAILF("two kernels (symbolic %d): %s", symbolic, why);
+    tex_kernel_free(k);
+    tex_ctx_free(ctx);
+}
+
+static void test_region_fused(void)
+{
+    two_kernels(false);
+    two_kernels(true);
+}
+
 int main(void)
 {
+    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
+        printf("test_gpu_to_cpu_ast: cannot make a temporary cache directory\n");
+        return 1;
+    }
     TT_RUN(test_fission);
     TT_RUN(test_blocks_collapsed);
     TT_RUN(test_blocks_symbolic);
     TT_RUN(test_blocks_even);
     TT_RUN(test_threads_reduction);
     TT_RUN(test_threads_vectorized);
+    TT_RUN(test_region_fused);
+    tt_remove_tree(cache_dir);
     return tt_finish();
 }
