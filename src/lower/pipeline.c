@@ -30,7 +30,11 @@
  *        +-- cpu (at tex_build)            +-- gpu (at tex_build)
  *   thread_sync    barriers where threads  thread_allreduce  "cross_thread_reduction"
  *                  share memory                              -> "thread_allreduce"
- *   gpu_to_cpu     barrier fission: thread double_buffer     two copies of shared tiles
+ *   gpu_barriers   barriers between        double_buffer     two copies of shared tiles
+ *                  thread-owned accesses
+ *                  dropped; owned shared
+ *                  buffers: registers
+ *   gpu_to_cpu     barrier fission: thread
  *                  loops run serially      device_split      kernels, launch extents,
  *   gpu_blocks     block loops: one                          workspace, asserts
  *                  OpenMP parallel loop    thread_sync       per kernel: BARRIERs
@@ -97,6 +101,7 @@ static const struct {
     {"inplace", AT_LOWER, ON_BODY, texi_pass_inplace},
     {"remove_noops", AT_LOWER, ON_BODY, texi_pass_remove_noops},
     {"thread_sync", FOR_CPU, ON_BODY, texi_pass_thread_sync},
+    {"gpu_barriers", FOR_CPU, ON_BODY, texi_pass_gpu_barriers},
     {"gpu_to_cpu", FOR_CPU, ON_BODY, texi_pass_gpu_to_cpu},
     {"gpu_blocks", FOR_CPU, ON_BODY, texi_pass_gpu_blocks},
     {"gpu_threads", FOR_CPU, ON_BODY, texi_pass_gpu_threads},

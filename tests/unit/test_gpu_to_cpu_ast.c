@@ -2,8 +2,9 @@
  * The printed AST of GPU schedules after the CPU tail (texi_lower_tail):
  * structural checks of what gpu_to_cpu (barrier fission), gpu_blocks
  * (block loops as one OpenMP parallel loop) and gpu_threads (the innermost
- * thread loop moved inward and vectorized) produce, and of the C the CPU
- * printer makes of it. That the results stay right is test_gpu_on_cpu's
+ * thread loop moved inward and vectorized) produce, of what gpu_barriers
+ * makes of hand-built thread nests, and of the C the CPU printer makes of
+ * it. That the results stay right is test_gpu_on_cpu's
  * and test_gpu_random's job (JIT against the oracle at odd sizes).
  */
 #include "tt.h"
@@ -137,6 +138,112 @@ static void test_threads_vectorized(void)
     tex_ctx_free(ctx);
 }
 
+/* A block of 4x8 threads: thread (ty, tx) stores A[ty*8 + tx] into shared
+ * S at `own`, a barrier, then O[ty*8 + tx] = 2 S[read]; S allocated around
+ * the nest. gpu_barriers' result, printed (malloc'ed). */
+static char *barrier_nest(tex_ctx *ctx, int read_shift)
+{
+    tex_expr *ty = texi_var_new(ctx, "ty", TEX_I32), *tx = texi_var_new(ctx, "tx", TEX_I32);
+    tex_expr *n = texi_int_imm(ctx, TEX_I32, 32);
+    texi_buffer *A = texi_buffer_new(ctx, "A", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
+    texi_buffer *O = texi_buffer_new(ctx, "O", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
+    texi_buffer *S = texi_buffer_new(ctx, "S", TEX_F32, TEXI_SCOPE_SHARED, 1, &n);
+    tex_expr *own = texi_binary(TEXI_EXPR_ADD,
+                                texi_binary(TEXI_EXPR_MUL, ty, texi_int_imm(ctx, TEX_I32, 8)), tx);
+    tex_expr *read =
+        texi_binary(TEXI_EXPR_FLOORMOD,
+                    texi_binary(TEXI_EXPR_ADD, own, texi_int_imm(ctx, TEX_I32, read_shift)), n);
+    read = read_shift ? read : own;
+    tex_stmt *items[3] = {
+        texi_store_new(ctx, S, own, texi_load_new(A, own)),
+        texi_barrier_new(ctx, TEXI_SCOPE_SHARED),
+        texi_store_new(
+            ctx, O, own,
+            texi_binary(TEXI_EXPR_MUL, texi_load_new(S, read), texi_float_imm(ctx, TEX_F32, 2.0))),
+    };
+    tex_stmt *body = texi_seq_new(ctx, 3, items);
+    body = texi_for_new(ctx, tx, texi_int_imm(ctx, TEX_I32, 0), texi_int_imm(ctx, TEX_I32, 8),
+                        TEXI_FOR_THREAD, TEX_THREAD_X, body);
+    body = texi_for_new(ctx, ty, texi_int_imm(ctx, TEX_I32, 0), texi_int_imm(ctx, TEX_I32, 4),
+                        TEXI_FOR_THREAD, TEX_THREAD_Y, body);
+    tex_stmt *in = texi_allocate_new(ctx, S, body), *out = NULL;
+    texi_lower lw = {.ctx = ctx};
+    TT_CHECK(in && texi_pass_gpu_barriers(&lw, in, &out) == 0);
+    return out ? texi_stmt_str(out) : NULL;
+}
+
+/* Each thread reads back only its own element: the barrier goes, and S
+ * becomes a one-element local buffer inside the thread loops. */
+static void test_barrier_removed(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    char *ast = barrier_nest(ctx, 0);
+    TT_CHECK(ast && !strstr(ast, "barrier"));
+    const char *inner = ast ? strstr(ast, "bind threadIdx.x") : NULL;
+    TT_CHECK(inner && strstr(inner, "allocate S: f32[1] local"));
+    TT_CHECK(ast && strstr(ast, "S[0] = A[ty*8 + tx]") && strstr(ast, "O[ty*8 + tx] = S[0]*2"));
+    TT_CHECK(ast && !strstr(ast, "shared"));
+    free(ast);
+    tex_ctx_free(ctx);
+}
+
+/* A thread reads its neighbour's element: the barrier and the shared
+ * buffer stay. */
+static void test_barrier_kept(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    char *ast = barrier_nest(ctx, 1);
+    TT_CHECK(ast && strstr(ast, "barrier") && strstr(ast, "allocate S: f32[32] shared"));
+    free(ast);
+    tex_ctx_free(ctx);
+}
+
+/* 8 threads (tx): S[tx] = A[tx]; a LET of v = `value` around a barrier,
+ * then O[tx] = S[(tx + 1) % 8] + v; S shared around the nest. gpu_to_cpu's
+ * result, printed (malloc'ed). */
+static char *let_nest(tex_ctx *ctx, tex_expr *tx, tex_expr *value, texi_buffer *A, texi_buffer *S)
+{
+    tex_expr *n = texi_int_imm(ctx, TEX_I32, 8);
+    texi_buffer *O = texi_buffer_new(ctx, "O", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
+    tex_expr *v = texi_var_new(ctx, "v", TEX_F32);
+    tex_expr *next = texi_binary(TEXI_EXPR_FLOORMOD,
+                                 texi_binary(TEXI_EXPR_ADD, tx, texi_int_imm(ctx, TEX_I32, 1)), n);
+    tex_stmt *after[2] = {
+        texi_barrier_new(ctx, TEXI_SCOPE_SHARED),
+        texi_store_new(ctx, O, tx, texi_binary(TEXI_EXPR_ADD, texi_load_new(S, next), v)),
+    };
+    tex_stmt *items[2] = {texi_store_new(ctx, S, tx, texi_load_new(A, tx)),
+                          texi_let_new(ctx, v, value, texi_seq_new(ctx, 2, after))};
+    tex_stmt *nest = texi_for_new(ctx, tx, texi_int_imm(ctx, TEX_I32, 0), n, TEXI_FOR_THREAD,
+                                  TEX_THREAD_X, texi_seq_new(ctx, 2, items));
+    tex_stmt *in = texi_allocate_new(ctx, S, nest), *out = NULL;
+    texi_lower lw = {.ctx = ctx};
+    TT_CHECK(in && texi_pass_gpu_to_cpu(&lw, in, &out) == 0);
+    return out ? texi_stmt_str(out) : NULL;
+}
+
+/* A thread-dependent value live across a barrier: a cheap one that reads
+ * nothing the nest writes is recomputed where it is used; one that reads
+ * shared memory the nest writes is kept in an array over the threads. */
+static void test_live_across_barrier(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_expr *tx = texi_var_new(ctx, "tx", TEX_I32), *n = texi_int_imm(ctx, TEX_I32, 8);
+    texi_buffer *A = texi_buffer_new(ctx, "A", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
+    texi_buffer *S = texi_buffer_new(ctx, "S", TEX_F32, TEXI_SCOPE_SHARED, 1, &n);
+    char *ast = let_nest(
+        ctx, tx, texi_binary(TEXI_EXPR_MUL, texi_load_new(A, tx), texi_load_new(A, tx)), A, S);
+    TT_CHECK(ast && !strstr(ast, "let v") && !strstr(ast, "barrier"));
+    TT_CHECK(ast && strstr(ast, "+ A[tx]*A[tx]"));
+    free(ast);
+    ast = let_nest(ctx, tx, texi_load_new(S, tx), A, S);
+    TT_CHECK(ast && !strstr(ast, "let v") && !strstr(ast, "barrier"));
+    TT_CHECK(ast && strstr(ast, "allocate v: f32[8] local") && strstr(ast, "v[tx] = S[tx]"));
+    TT_CHECK(ast && strstr(ast, "+ v[tx]"));
+    free(ast);
+    tex_ctx_free(ctx);
+}
+
 /* Stage t's one axis split by 64 over blockIdx.x / threadIdx.x. */
 static int bind_1d(tex_schedule *s, tex_tensor *t)
 {
@@ -190,6 +297,9 @@ int main(void)
         return 1;
     }
     TT_RUN(test_fission);
+    TT_RUN(test_barrier_removed);
+    TT_RUN(test_barrier_kept);
+    TT_RUN(test_live_across_barrier);
     TT_RUN(test_blocks_collapsed);
     TT_RUN(test_blocks_symbolic);
     TT_RUN(test_blocks_even);
