@@ -13,7 +13,8 @@
  * increasing |coefficient|, each coefficient at least the previous one
  * times the previous extent (so two threads never share an element).
  * When every stored buffer is thread-owned, no thread reads or overwrites
- * what another wrote, so every barrier of the nest is removed: barrier
+ * what another wrote, so every barrier of the nest is removed (unless one
+ * is under thread-divergent control flow, which gpu_to_cpu refuses): barrier
  * fission has nothing to split, and the nest stays one loop nest that
  * gpu_threads may vectorize.
  *
@@ -154,9 +155,33 @@ typedef struct {
     bool all_owned;
 } store_check;
 
+/* Whether e uses a thread variable of the nest. */
+static bool thread_dependent(const nest_vars *nv, const tex_expr *e)
+{
+    for (int i = 0; i < nv->n_loops; i++)
+        if (texi_expr_uses_var(e, nv->loops[i]->u.loop.var))
+            return true;
+    return false;
+}
+
+/* A barrier under thread-divergent control flow (undefined on a GPU) is
+ * left for gpu_to_cpu to refuse. */
+static bool divergent(const store_check *sc, const tex_stmt *s)
+{
+    if (s->kind == TEXI_STMT_IF)
+        return thread_dependent(sc->nv, s->u.ifs.cond) && texi_stmt_has_barrier(s);
+    if (s->kind == TEXI_STMT_FOR && !is_thread(s))
+        return (thread_dependent(sc->nv, s->u.loop.min) ||
+                thread_dependent(sc->nv, s->u.loop.extent)) &&
+               texi_stmt_has_barrier(s);
+    return false;
+}
+
 static bool check_store(const tex_stmt *s, void *ud)
 {
     store_check *sc = ud;
+    if (divergent(sc, s))
+        sc->all_owned = false;
     tex_expr *idx;
     if (s->kind == TEXI_STMT_STORE && s->u.store.buf->scope != TEXI_SCOPE_LOCAL &&
         !owned(sc->nv, sc->nest, s->u.store.buf, &idx))

@@ -67,29 +67,22 @@ static bool scan(const tex_stmt *s, void *ud)
 {
     nest_scan *ns = ud;
     const texi_buffer *b = NULL;
-    switch (s->kind) {
-    case TEXI_STMT_ALLOCATE:
+    if (s->kind == TEXI_STMT_ALLOCATE) {
         if (ns->n_allocated == (int)(sizeof ns->allocated / sizeof *ns->allocated))
             ns->unsafe = true;
         else
             ns->allocated[ns->n_allocated++] = texi_buffer_key(s->u.alloc.buf);
-        break;
-    case TEXI_STMT_STORE:
+    } else if (s->kind == TEXI_STMT_STORE) {
         b = s->u.store.buf;
-        break;
-    case TEXI_STMT_INTRIN:
+    } else if (s->kind == TEXI_STMT_INTRIN) {
         for (int i = 0; i < s->u.intrin.n_args; i++)
             if (s->u.intrin.args[i].buf && s->u.intrin.args[i].buf->scope != TEXI_SCOPE_GLOBAL &&
                 !allocated_inside(ns, s->u.intrin.args[i].buf))
                 ns->unsafe = true;
-        break;
-    case TEXI_STMT_IF:
+    } else if (s->kind == TEXI_STMT_IF) {
         for (int i = 0; i < ns->n_loops; i++)
             if (texi_expr_uses_var(s->u.ifs.cond, ns->loops[i]->u.loop.var))
                 ns->uneven = true;
-        break;
-    default:
-        break;
     }
     if (b && b->scope != TEXI_SCOPE_GLOBAL && !allocated_inside(ns, b))
         ns->unsafe = true;

@@ -46,19 +46,11 @@ typedef struct {
 /* A statement that cannot be part of a vectorized loop's body. */
 static bool not_straight(const tex_stmt *s)
 {
-    switch (s->kind) {
-    case TEXI_STMT_FOR:
-    case TEXI_STMT_ALLOCATE:
-    case TEXI_STMT_REALIZE:
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_INTRIN:
-        return true;
-    case TEXI_STMT_ATTR:
+    if (s->kind == TEXI_STMT_ATTR)
         return s->u.attr.id == TEXI_ATTR_ATOMIC;
-    default:
-        return false;
-    }
+    return s->kind == TEXI_STMT_FOR || s->kind == TEXI_STMT_ALLOCATE ||
+           s->kind == TEXI_STMT_REALIZE || s->kind == TEXI_STMT_PROVIDE ||
+           s->kind == TEXI_STMT_BARRIER || s->kind == TEXI_STMT_INTRIN;
 }
 
 static bool straight(const tex_stmt *s)
@@ -233,7 +225,13 @@ static tex_stmt *sink(sinker *sk, tex_stmt *s)
         if (s->u.alloc.buf->scope != TEXI_SCOPE_LOCAL)
             break;
         return sink_local(sk, s);
-    default:
+    case TEXI_STMT_REALIZE: /* straight-line kinds are leaves (above); others refused */
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_STORE:
+    case TEXI_STMT_EVALUATE:
+    case TEXI_STMT_BARRIER:
+    case TEXI_STMT_INTRIN:
+    case TEXI_STMT_KIND_COUNT:
         break;
     }
     sk->refused = true;
