@@ -77,7 +77,8 @@ TEST_SRC    := $(sort $(wildcard tests/unit/test_*.c))
 TEST_BIN    := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
-BENCH_SRC   := $(sort $(filter-out bench/softmax_hand.c bench/spmm_hand.c,$(wildcard bench/*.c)))
+HAND_SRC    := $(wildcard bench/*_hand.c)
+BENCH_SRC   := $(sort $(filter-out $(HAND_SRC),$(wildcard bench/*.c)))
 BENCH_BIN   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 FORMAT_SRC   = $(wildcard include/tex/*.h src/*/*.c src/*/*.h tests/*.h tests/*/*.c \
                  tests/*/*.h examples/*.c bench/*.c)
@@ -153,24 +154,19 @@ $(BUILD)/bench/%: bench/%.c bench/common.h $(STATIC_LIB) $(FLAGS_STAMP)
 	$(Q)$(CC) $(BENCH_CFLAGS) -fopenmp $< $(BENCH_OBJ) -o $@ $(STATIC_LIB) $(LIBS) \
 	    $(or $(OPENBLAS_FOUND),-lopenblas)
 
-# bench/softmax's hand-written anchor, compiled as such kernels are (-ffast-math: vector
-# expf from libmvec) in an object of its own, so that no other code gets these flags.
-$(BUILD)/bench/softmax_hand.o: bench/softmax_hand.c $(FLAGS_STAMP)
+# The benchmarks' hand-written anchors: bench/NAME_hand.c is compiled in an object of its
+# own, as such kernels are (-O3 -march=native -fopenmp), and linked into bench/NAME only,
+# so that no other code gets these flags. bench/softmax's anchor adds -ffast-math (vector
+# expf from libmvec); the others keep the IEEE rules of tex's kernels.
+$(BUILD)/bench/%_hand.o: bench/%_hand.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CC,$<)
-	$(Q)$(CC) $(STD_CFLAGS) -O3 -march=native -ffast-math -fopenmp -c $< -o $@
+	$(Q)$(CC) $(STD_CFLAGS) -O3 -march=native $(HAND_FLAGS) -fopenmp -c $< -o $@
 
-$(BUILD)/bench/softmax: $(BUILD)/bench/softmax_hand.o
-$(BUILD)/bench/softmax: BENCH_OBJ = $(BUILD)/bench/softmax_hand.o
+$(BUILD)/bench/softmax_hand.o: HAND_FLAGS = -ffast-math
 
-# bench/spmm's hand-written OpenMP CSR kernels, in an object of their own.
-$(BUILD)/bench/spmm_hand.o: bench/spmm_hand.c $(FLAGS_STAMP)
-	@mkdir -p $(@D)
-	$(call msg,CC,$<)
-	$(Q)$(CC) $(STD_CFLAGS) -O3 -march=native -fopenmp -c $< -o $@
-
-$(BUILD)/bench/spmm: $(BUILD)/bench/spmm_hand.o
-$(BUILD)/bench/spmm: BENCH_OBJ = $(BUILD)/bench/spmm_hand.o
+$(foreach h,$(HAND_SRC:bench/%_hand.c=%),$(eval $(BUILD)/bench/$(h): $(BUILD)/bench/$(h)_hand.o))
+$(foreach h,$(HAND_SRC:bench/%_hand.c=%),$(eval $(BUILD)/bench/$(h): BENCH_OBJ = $(BUILD)/bench/$(h)_hand.o))
 
 # The test programs (make -j tests builds them without running anything), the examples.
 tests: $(TEST_BIN)
@@ -273,4 +269,4 @@ clean:
 	rm -rf build build-asan $(BUILD) lib/libtex.*
 
 -include $(LIB_OBJ:.o=.d) $(TEST_BIN:=.d) $(EXAMPLE_BIN:=.d) $(BENCH_BIN:=.d) \
-          $(BUILD)/bench/softmax_hand.d $(BUILD)/bench/spmm_hand.d
+          $(HAND_SRC:bench/%.c=$(BUILD)/bench/%.d)

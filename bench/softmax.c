@@ -7,9 +7,10 @@
  * that row loop (E into a row-sized buffer, which pass inplace puts in Y's
  * row: the exp pass writes Y and the last pass rescales it in place), each
  * over the row with its inner loop vectorized: E's and Y's columns split by
- * VEC with the inner part vectorized, and each reduction's axis vectorized
- * as a reduction (tex_vectorize_reduce: vector partial results, then one
- * horizontal reduction).
+ * SOFTMAX_VEC with the inner part vectorized, and each reduction's axis
+ * vectorized as a reduction (tex_vectorize_reduce: vector partial results,
+ * then one horizontal reduction). The schedule is in softmax_sched.h,
+ * shared with bench/gpu_on_cpu.
  *
  * tex's result and the hand-fused anchor's are checked against a plain C
  * reference (double precision, relative error <= 1e-5) before anything is
@@ -33,8 +34,9 @@
 #include <tex/tex.h>
 
 #include "softmax_hand.h"
+#include "softmax_sched.h"
 
-enum { ROWS = 4096, COLS = 1024, VEC = 16 };
+enum { ROWS = 4096, COLS = 1024 };
 
 typedef struct {
     int threads;
@@ -44,54 +46,13 @@ typedef struct {
     float *want;     /* the reference */
 } softmax_case;
 
-/* R's reduce axis vectorized as a reduction, R computed at Y's row loop. */
-static int vector_reduce(tex_schedule *s, tex_tensor *R, tex_stage *sy, tex_iter *row)
-{
-    tex_stage *sr = tex_stage_of(s, R);
-    int rc = tex_vectorize_reduce(sr, tex_op_reduce_axis(sr, 0));
-    return rc ? rc : tex_compute_at(sr, sy, row);
-}
-
-/* The scheduled softmax (top comment); the lowered function or NULL. */
-static tex_func *softmax_define(tex_ctx *c)
-{
-    tex_expr *rows = tex_int(c, ROWS), *cols = tex_int(c, COLS);
-    tex_tensor *X = tex_placeholder_c(c, "X", TEX_F32, 2, (int64_t[]){ROWS, COLS});
-    tex_iter *i1 = tex_axis(c, "i", rows), *k1 = tex_reduce_axis(c, "k", cols);
-    tex_tensor *Mx =
-        tex_compute(c, "Mx", 1, &i1, tex_reduce_max(TEX_AT(X, tex_iv(i1), tex_iv(k1)), 1, &k1));
-    tex_iter *i2 = tex_axis(c, "i", rows), *j2 = tex_axis(c, "j", cols);
-    tex_tensor *E =
-        tex_compute(c, "E", 2, (tex_iter *[]){i2, j2},
-                    tex_exp(tex_sub(TEX_AT(X, tex_iv(i2), tex_iv(j2)), TEX_AT(Mx, tex_iv(i2)))));
-    tex_iter *i3 = tex_axis(c, "i", rows), *k3 = tex_reduce_axis(c, "k", cols);
-    tex_tensor *Se =
-        tex_compute(c, "Se", 1, &i3, tex_sum(TEX_AT(E, tex_iv(i3), tex_iv(k3)), 1, &k3));
-    tex_iter *i4 = tex_axis(c, "i", rows), *j4 = tex_axis(c, "j", cols);
-    tex_expr *inv = tex_div(tex_const(c, TEX_F32, 1), TEX_AT(Se, tex_iv(i4)));
-    tex_tensor *Y = tex_compute(c, "Y", 2, (tex_iter *[]){i4, j4},
-                                tex_mul(TEX_AT(E, tex_iv(i4), tex_iv(j4)), inv));
-    tex_schedule *s = tex_schedule_new(c, 1, &Y);
-    tex_stage *sy = tex_stage_of(s, Y), *se = tex_stage_of(s, E);
-    tex_iter *jo, *ji, *eo, *ei;
-    int rc = tex_parallel(sy, i4);
-    rc = rc ? rc : tex_split(sy, j4, tex_int(c, VEC), &jo, &ji);
-    rc = rc ? rc : tex_vectorize(sy, ji);
-    rc = rc ? rc : tex_split(se, tex_op_axis(se, 1), tex_int(c, VEC), &eo, &ei);
-    rc = rc ? rc : tex_vectorize(se, ei);
-    rc = rc ? rc : tex_compute_at(se, sy, i4);
-    rc = rc ? rc : vector_reduce(s, Mx, sy, i4);
-    rc = rc ? rc : vector_reduce(s, Se, sy, i4);
-    return rc ? NULL : tex_lower_tensors(s, "softmax", 2, (tex_tensor *[]){X, Y});
-}
-
 /* Builds sc->kernel for "cpu -threads=N"; 0 or -1 (message printed). */
 static int softmax_build(softmax_case *sc)
 {
     char target[64];
     snprintf(target, sizeof target, "cpu -threads=%d", sc->threads);
     tex_ctx *c = tex_ctx_new();
-    tex_func *f = c ? softmax_define(c) : NULL;
+    tex_func *f = c ? softmax_define(c, ROWS, COLS) : NULL;
     sc->kernel = f ? tex_build(f, target) : NULL;
     if (!sc->kernel)
         fprintf(stderr, "softmax: %s\n", c ? tex_errmsg(c) : "out of memory");

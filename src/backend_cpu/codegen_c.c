@@ -20,20 +20,20 @@
  * failed"), -2 when a heap temporary cannot be allocated (TEX_ENOMEM).
  *
  * Statements: FOR loops over the loop variable's own type; PARALLEL loops get
- * `#pragma omp parallel for` (num_threads when fixed), except inside another
- * parallel loop, where they run serially; VECTORIZED loops get `#pragma omp
- * simd` when every store of the body writes one index, linear in the loop
- * variable with a nonzero coefficient, and every load of a stored buffer
- * reads that same index (otherwise a loop-carried dependence is possible and
- * the loop is left to the auto-vectorizer); UNROLLED loops and
- * "pragma_unroll" ATTRs get `#pragma GCC unroll N` (constant N <= 64);
- * THREAD loops run serially, and a BARRIER makes the build fail with
- * TEX_EUNAVAILABLE. ALLOCATE: a constant size of at most 16 KiB is a 64-byte
- * aligned stack array, anything else 64-byte aligned heap memory checked for
- * NULL and freed at the end of its scope. Inside a parallel region or a heap
- * scope, failures cannot return directly (OpenMP forbids leaving the region;
- * memory would leak), so they set tex_rc and skip the failed scope; the
- * function checks tex_rc where returning is safe and at its end.
+ * `#pragma omp parallel for` (num_threads when fixed; schedule(dynamic) under
+ * a "parallel_dynamic" ATTR), except inside another parallel loop, where
+ * they run serially; a "parallel_region" ATTR is `#pragma omp parallel`
+ * around its body, whose parallel loops are then `#pragma omp for`; VECTORIZED loops get `#pragma
+ * omp simd` when every store of the body writes one index, linear in the loop variable with a
+ * nonzero coefficient, and every load of a stored buffer reads that same index (otherwise a
+ * loop-carried dependence is possible and the loop is left to the auto-vectorizer); UNROLLED loops
+ * and "pragma_unroll" ATTRs get `#pragma GCC unroll N` (constant N <= 64); THREAD loops run
+ * serially, and a BARRIER makes the build fail with TEX_EUNAVAILABLE. ALLOCATE: a constant size of
+ * at most 16 KiB is a 64-byte aligned stack array, anything else 64-byte aligned heap memory
+ * checked for NULL and freed at the end of its scope. Inside a parallel region or a heap scope,
+ * failures cannot return directly (OpenMP forbids leaving the region; memory would leak), so they
+ * set tex_rc and skip the failed scope; the function checks tex_rc where returning is safe and at
+ * its end.
  *
  * Tensor intrinsics (docs/api.md, rule 10): the c_source of each distinct
  * intrinsic the body calls is pasted as-is before the entry point, once, in
@@ -60,14 +60,16 @@
 
 /* The CPU printer's state: the shared printer, then what OpenMP needs. */
 typedef struct {
-    texi_cp p;               /* first: the hooks receive &g->p */
-    int threads;             /* fixed OpenMP thread count, or 0 */
-    int par_depth;           /* > 0 inside an OpenMP parallel region */
-    int heap_depth;          /* > 0 inside the scope of a heap temporary */
-    int loop_depth;          /* enclosing loops */
-    int unroll;              /* "pragma_unroll" factor for the loop printed next, or 0 */
-    bool uses_rc;            /* the body sets tex_rc */
-    bool uses_alloc;         /* the body calls tex_alloc */
+    texi_cp p;       /* first: the hooks receive &g->p */
+    int threads;     /* fixed OpenMP thread count, or 0 */
+    int par_depth;   /* > 0 inside an OpenMP parallel region */
+    int heap_depth;  /* > 0 inside the scope of a heap temporary */
+    int loop_depth;  /* enclosing loops */
+    int unroll;      /* "pragma_unroll" factor for the loop printed next, or 0 */
+    bool dynamic;    /* "parallel_dynamic": the loop printed next is scheduled dynamically */
+    bool region;     /* directly inside a "parallel_region": its parallel loops share its team */
+    bool uses_rc;    /* the body sets tex_rc */
+    bool uses_alloc; /* the body calls tex_alloc */
     size_t rc_check_at[2];   /* body text [from, to) of the last tex_rc check, see assemble */
     bool stack_arrays;       /* some temporary is a stack array */
     const char *thread_loop; /* innermost thread-bound loop's variable, or NULL */
@@ -255,7 +257,8 @@ static void nest_comment(texi_cg *g, texi_sb *sb, const tex_stmt *s)
 }
 
 /* The pragma line of loop s (or a comment saying why there is none). */
-static void loop_pragma(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll, bool *parallel)
+static void loop_pragma(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll, bool dynamic,
+                        bool *parallel)
 {
     texi_cp *p = &g->p;
     *parallel = false;
@@ -263,15 +266,21 @@ static void loop_pragma(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll, 
     case TEXI_FOR_SERIAL:
         break;
     case TEXI_FOR_PARALLEL:
+        if (g->region) {
+            *parallel = true;
+            texi_cp_line(p, sb, "#pragma omp for%s", dynamic ? " schedule(dynamic)" : "");
+            break;
+        }
         if (g->par_depth) {
             texi_cp_line(p, sb, "/* parallel loop inside a parallel region: serial */");
             break;
         }
         *parallel = true;
+        texi_cp_indent(p, sb);
+        texi_sb_puts(sb, "#pragma omp parallel for");
         if (g->threads > 0)
-            texi_cp_line(p, sb, "#pragma omp parallel for num_threads(%d)", g->threads);
-        else
-            texi_cp_line(p, sb, "#pragma omp parallel for");
+            texi_sb_printf(sb, " num_threads(%d)", g->threads);
+        texi_sb_puts(sb, dynamic ? " schedule(dynamic)\n" : "\n");
         break;
     case TEXI_FOR_VECTORIZED:
         if (texi_simd_safe(s))
@@ -295,13 +304,15 @@ static void loop_pragma(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll, 
         texi_cp_line(p, sb, "#pragma GCC unroll %d", unroll);
 }
 
-static void emit_for(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll)
+static void emit_for(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll, bool dynamic)
 {
     bool parallel;
     if (g->loop_depth == 0)
         nest_comment(g, sb, s);
-    loop_pragma(g, sb, s, unroll, &parallel);
+    loop_pragma(g, sb, s, unroll, dynamic, &parallel);
     const char *saved_thread = g->thread_loop;
+    bool saved_region = g->region;
+    g->region = false;
     if (s->u.loop.for_kind == TEXI_FOR_THREAD)
         g->thread_loop = texi_cp_bind(&g->p, s->u.loop.var, s->u.loop.var->u.var.name);
     g->par_depth += parallel;
@@ -310,6 +321,7 @@ static void emit_for(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll)
     g->loop_depth--;
     g->par_depth -= parallel;
     g->thread_loop = saved_thread;
+    g->region = saved_region;
 }
 
 /* ----------------------------------------------------------- allocations */
@@ -422,6 +434,26 @@ static void emit_atomic(texi_cg *g, texi_sb *sb, const tex_stmt *s)
     texi_sb_puts(sb, ";\n");
 }
 
+/* ATTR "parallel_region": one thread team for the parallel loops of its
+ * body, each a worksharing loop (its implicit barrier orders the next). */
+static void emit_region(texi_cg *g, texi_sb *sb, const tex_stmt *s)
+{
+    texi_cp *p = &g->p;
+    if (g->threads > 0)
+        texi_cp_line(p, sb, "#pragma omp parallel num_threads(%d)", g->threads);
+    else
+        texi_cp_line(p, sb, "#pragma omp parallel");
+    texi_cp_line(p, sb, "{");
+    p->indent++;
+    g->par_depth++;
+    g->region = true;
+    texi_cp_stmt(p, sb, s->u.attr.body);
+    g->region = false;
+    g->par_depth--;
+    p->indent--;
+    texi_cp_line(p, sb, "}");
+}
+
 /* The ATTRs the CPU prints itself; false for the others (their body is printed). */
 static bool emit_attr(texi_cg *g, texi_sb *sb, const tex_stmt *s)
 {
@@ -438,6 +470,15 @@ static bool emit_attr(texi_cg *g, texi_sb *sb, const tex_stmt *s)
     if (key == TEXI_ATTR_PRAGMA_UNROLL && s->u.attr.value &&
         texi_expr_is_int_const(s->u.attr.value, &n) && n >= 1 && n <= UNROLL_MAX) {
         g->unroll = (int)n;
+        texi_cp_stmt(&g->p, sb, s->u.attr.body);
+        return true;
+    }
+    if (key == TEXI_ATTR_PARALLEL_REGION && !g->par_depth) {
+        emit_region(g, sb, s);
+        return true;
+    }
+    if (key == TEXI_ATTR_PARALLEL_DYNAMIC) {
+        g->dynamic = true;
         texi_cp_stmt(&g->p, sb, s->u.attr.body);
         return true;
     }
@@ -460,11 +501,13 @@ static bool emit_attr(texi_cg *g, texi_sb *sb, const tex_stmt *s)
 static bool cpu_stmt(texi_cp *p, texi_sb *sb, const tex_stmt *s)
 {
     texi_cg *g = (texi_cg *)p;
-    int unroll = g->unroll; /* a "pragma_unroll" ATTR's, for the statement right below it */
+    int unroll = g->unroll;    /* a "pragma_unroll" ATTR's, for the statement right below it */
+    bool dynamic = g->dynamic; /* a "parallel_dynamic" ATTR's, likewise */
     g->unroll = 0;
+    g->dynamic = false;
     switch (s->kind) {
     case TEXI_STMT_FOR:
-        emit_for(g, sb, s, unroll);
+        emit_for(g, sb, s, unroll, dynamic);
         return true;
     case TEXI_STMT_ALLOCATE:
         emit_allocate(g, sb, s);

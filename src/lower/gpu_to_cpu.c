@@ -11,7 +11,8 @@
  * of the interpreter (src/interp); how each kind of statement is rewritten:
  * above split(). A barrier under thread-divergent control flow is
  * TEX_EUNAVAILABLE (it is undefined in CUDA too).
- * Blocks (BLOCK_* loops) are untouched: each block runs after the previous.
+ * Blocks (BLOCK_* loops) are untouched here; pass gpu_blocks, next, runs
+ * them in parallel (gpu_blocks.c).
  * Code without barriers is returned unchanged, so CPU builds of ordinary
  * schedules are not affected.
  */
@@ -60,6 +61,7 @@ static tex_stmt *wrap(fission *fs, tex_stmt *s)
 }
 
 static tex_stmt *split(fission *fs, tex_stmt *s);
+static tex_stmt *expand_local(fission *fs, tex_stmt *s);
 
 /* SEQ: barrier-free runs of items become one segment each. */
 static tex_stmt *split_seq(fission *fs, tex_stmt *s)
@@ -162,6 +164,68 @@ static tex_stmt *expand_local(fission *fs, tex_stmt *s)
     return body ? texi_allocate_new(ctx, to, body) : NULL;
 }
 
+enum { RECOMPUTE_MAX_NODES = 8 };
+
+/* The size of a LET's value and whether it reads memory the nest writes. */
+typedef struct {
+    const fission *fs;
+    int nodes;
+    bool reads_written;
+} value_cost;
+
+static bool cost_step(tex_expr *e, void *ud)
+{
+    value_cost *c = ud;
+    c->nodes++;
+    if (e->kind == TEXI_EXPR_LOAD && texi_stmt_stores_to(c->fs->loops[0], e->u.load.buf))
+        c->reads_written = true;
+    return true;
+}
+
+typedef struct {
+    const tex_expr *var;
+    tex_expr *value;
+} substitution;
+
+static tex_expr *substitute(tex_expr *e, void *ud)
+{
+    const substitution *x = ud;
+    return e == x->var ? x->value : NULL;
+}
+
+/*
+ * A LET whose value depends on the thread, around a barrier: its value is
+ * live across segments, so each thread's value is either recomputed in
+ * every segment that uses it or kept in an array over the threads
+ * (Polygeist's min-cut choice, by a fixed rule): recomputed -- the value
+ * substituted for the variable -- when it reads no buffer the thread nest
+ * stores to (so it is the same after a barrier) and has at most
+ * RECOMPUTE_MAX_NODES nodes (an index expression costs less than a store
+ * and a load per thread); otherwise stored once into a one-element LOCAL
+ * buffer, which expand_local turns into one slice per thread.
+ */
+static tex_stmt *split_let(fission *fs, tex_stmt *s)
+{
+    tex_ctx *ctx = fs->ctx;
+    value_cost c = {fs, 0, false};
+    texi_expr_visit(s->u.let.value, cost_step, &c);
+    if (!c.reads_written && c.nodes <= RECOMPUTE_MAX_NODES) {
+        substitution x = {s->u.let.var, s->u.let.value};
+        tex_stmt *body = texi_stmt_mutate(ctx, s->u.let.body, NULL, substitute, &x);
+        return body ? split(fs, body) : NULL;
+    }
+    tex_expr *one = texi_int_imm(ctx, TEX_I32, 1), *zero = texi_int_imm(ctx, TEX_I32, 0);
+    tex_expr *var = s->u.let.var;
+    texi_buffer *b =
+        one ? texi_buffer_new(ctx, var->u.var.name, var->dtype, TEXI_SCOPE_LOCAL, 1, &one) : NULL;
+    substitution x = {var, b && zero ? texi_load_new(b, zero) : NULL};
+    tex_stmt *body = x.value ? texi_stmt_mutate(ctx, s->u.let.body, NULL, substitute, &x) : NULL;
+    tex_stmt *items[2] = {body ? texi_store_new(ctx, b, zero, s->u.let.value) : NULL, body};
+    tex_stmt *seq = items[0] ? texi_seq_new(ctx, 2, items) : NULL;
+    tex_stmt *alloc = seq ? texi_allocate_new(ctx, b, seq) : NULL;
+    return alloc ? expand_local(fs, alloc) : NULL;
+}
+
 /*
  * s (inside the thread nest) rewritten without barriers:
  *   - the thread loops met on the way down form the "thread nest" L;
@@ -170,9 +234,11 @@ static tex_stmt *expand_local(fission *fs, tex_stmt *s)
  *   - SEQ: consecutive barrier-free items form one segment; BARRIER items
  *     end a segment and vanish;
  *   - a serial/unrolled loop, IF or LET with a barrier inside moves outside
- *     L (interchange); its bounds, condition or value must not depend on a
- *     thread variable (a barrier under thread-divergent control flow is
- *     undefined in CUDA too): otherwise TEX_EUNAVAILABLE naming the loop;
+ *     L (interchange); a loop's bounds or an IF's condition must not depend
+ *     on a thread variable (a barrier under thread-divergent control flow
+ *     is undefined in CUDA too): otherwise TEX_EUNAVAILABLE naming the
+ *     loop; a LET whose value does is recomputed or kept per thread
+ *     (split_let);
  *   - ATTR stays around the rewritten body;
  *   - ALLOCATE of shared or global scope moves outside L (one buffer per
  *     block, as on the GPU); a LOCAL buffer is per thread, so it is
@@ -218,7 +284,7 @@ static tex_stmt *split(fission *fs, tex_stmt *s)
         return a && (b || !s->u.ifs.else_s) ? texi_if_new(ctx, s->u.ifs.cond, a, b) : NULL;
     case TEXI_STMT_LET:
         if (thread_dependent(fs, s->u.let.value))
-            return fail(fs, "let", s->u.let.var->u.var.name), NULL;
+            return split_let(fs, s);
         return texi_stmt_with_body(ctx, s, split(fs, s->u.let.body));
     case TEXI_STMT_ATTR:
         return texi_stmt_with_body(ctx, s, split(fs, s->u.attr.body));

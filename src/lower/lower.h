@@ -74,6 +74,13 @@ int texi_pass_remove_noops(texi_lower *lw, tex_stmt *in, tex_stmt **out);
  * operands of && / || made unconditional loads at a clamped index, bound by
  * LETs around their statement (guarded_loads.c). */
 int texi_pass_gpu_to_cpu(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+/* Barriers between thread-owned accesses removed, thread-owned shared
+ * buffers as per-thread scalars (gpu_barriers.c), before gpu_to_cpu. */
+int texi_pass_gpu_barriers(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+/* Block loops as one (collapsed) OpenMP parallel loop per nest (gpu_blocks.c). */
+int texi_pass_gpu_blocks(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+/* Innermost thread loops as vectorized loops inside each segment (gpu_threads.c). */
+int texi_pass_gpu_threads(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
 int texi_pass_guarded_loads(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* Guarded vectorized loops as chunks that are either unguarded vector

@@ -30,14 +30,23 @@
  *        +-- cpu (at tex_build)            +-- gpu (at tex_build)
  *   thread_sync    barriers where threads  thread_allreduce  "cross_thread_reduction"
  *                  share memory                              -> "thread_allreduce"
- *   gpu_to_cpu     barrier fission: thread double_buffer     two copies of shared tiles
+ *   gpu_barriers   barriers between        double_buffer     two copies of shared tiles
+ *                  thread-owned accesses
+ *                  dropped; owned shared
+ *                  buffers: registers
+ *   gpu_to_cpu     barrier fission: thread
  *                  loops run serially      device_split      kernels, launch extents,
- *   simd_tail      guarded vector loops:                     workspace, asserts
- *                  unguarded vector chunks thread_sync       per kernel: BARRIERs
+ *   gpu_blocks     block loops: one                          workspace, asserts
+ *                  OpenMP parallel loop    thread_sync       per kernel: BARRIERs
+ *   gpu_threads    innermost thread loop   simd              per kernel: vectorized
+ *                  of each segment moved                     loops as vector statements
+ *                  inward, vectorized                        (16 bytes at most)
+ *   simd_tail      guarded vector loops:
+ *                  unguarded vector chunks
  *                  or lanes one by one
- *   guarded_loads  loads in select arms    simd              per kernel: vectorized
- *                  made unconditional                        loops as vector statements
- *   simd           vectorized loops as                       (16 bytes at most)
+ *   guarded_loads  loads in select arms
+ *                  made unconditional
+ *   simd           vectorized loops as
  *                  vector statements
  *   promote        values updated at fixed
  *                  addresses across a loop
@@ -92,7 +101,10 @@ static const struct {
     {"inplace", AT_LOWER, ON_BODY, texi_pass_inplace},
     {"remove_noops", AT_LOWER, ON_BODY, texi_pass_remove_noops},
     {"thread_sync", FOR_CPU, ON_BODY, texi_pass_thread_sync},
+    {"gpu_barriers", FOR_CPU, ON_BODY, texi_pass_gpu_barriers},
     {"gpu_to_cpu", FOR_CPU, ON_BODY, texi_pass_gpu_to_cpu},
+    {"gpu_blocks", FOR_CPU, ON_BODY, texi_pass_gpu_blocks},
+    {"gpu_threads", FOR_CPU, ON_BODY, texi_pass_gpu_threads},
     {"simd_tail", FOR_CPU, ON_BODY, texi_pass_simd_tail},
     {"guarded_loads", FOR_CPU, ON_BODY, texi_pass_guarded_loads},
     {"simd", FOR_CPU, ON_BODY, texi_pass_simd},

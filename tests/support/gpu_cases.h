@@ -12,7 +12,7 @@
  * parameter order with their concrete shapes at these sizes, how many are
  * outputs, the tolerance of a comparison with the oracle. With `symbolic`,
  * the case's sizes are tex_vars (read from the arrays' shapes at call time;
- * all but conv2d's channels and filters and the sum's block count).
+ * all but conv2d's channels and filters, the sum's block count and the stencil's sizes).
  * gc_default_sizes gives the sizes of each scale: GC_SMALL (interpreter,
  * emulator: every size a non-multiple of the tile factors, except
  * vectile's, whose vectorized loops need guard-free tiles) and GC_LARGE (a
@@ -50,6 +50,13 @@
  *              threads with 4 consecutive elements each (vectorized: float4
  *              loads and stores where aligned); each thread computes 4
  *              consecutive outputs (vectorized). [256]
+ *   stencil    O = the 5-point heat step of Rodinia's hotspot over a
+ *              temperature grid T with a one-cell halo, plus a power term P:
+ *              O[i, j] = T[i+1, j+1] + 0.125 (T's four neighbours - 4 T[i+1,
+ *              j+1]) + 0.25 P[i, j]. 8x64 block tiles, one output per
+ *              thread (threadIdx.y/x); T's tile and halo (10x66)
+ *              cache_read into shared memory per block, fetched
+ *              cooperatively. [512]
  * Inputs from gc_fill are multiples of 1/4 in [-2, 2]: sums of their
  * products are exact in f32 at these sizes, so matmul, conv2d and sum
  * match the oracle whatever the order of accumulation.
@@ -77,6 +84,7 @@ typedef enum {
     GC_CONV2D,
     GC_SUM,
     GC_VECTILE,
+    GC_STENCIL,
     GC_N_CASES
 } gc_id;
 
@@ -101,17 +109,19 @@ typedef struct {
 } gc_case;
 
 static const char *const gc_names[GC_N_CASES] = {"matmul", "transpose", "softmax", "layernorm",
-                                                 "conv2d", "sum",       "vectile"};
+                                                 "conv2d", "sum",       "vectile", "stencil"};
 
 /* Sizes per case: matmul M N K; transpose M N; softmax, layernorm M N;
- * conv2d batch, channels, H, W, filters; sum L, blocks; vectile M N. */
+ * conv2d batch, channels, H, W, filters; sum L, blocks; vectile M N;
+ * stencil M N (the output's; T is (M+2) x (N+2)). */
 static inline void gc_default_sizes(gc_id id, gc_scale scale, int64_t sizes[GC_MAX_SIZES])
 {
     static const int64_t small[GC_N_CASES][GC_MAX_SIZES] = {
-        {80, 72, 20}, {70, 45}, {5, 300}, {4, 250}, {2, 3, 10, 19, 4}, {5000, 8}, {48, 192}};
+        {80, 72, 20},      {70, 45},  {5, 300},  {4, 250},
+        {2, 3, 10, 19, 4}, {5000, 8}, {48, 192}, {21, 133}};
     static const int64_t large[GC_N_CASES][GC_MAX_SIZES] = {
         {1024, 1024, 1024},  {4096, 4096},   {4096, 4096}, {4096, 4096},
-        {4, 32, 56, 56, 32}, {1 << 24, 512}, {4096, 4096}};
+        {4, 32, 56, 56, 32}, {1 << 24, 512}, {4096, 4096}, {4096, 4096}};
     memcpy(sizes, scale == GC_SMALL ? small[id] : large[id], sizeof small[id]);
 }
 
@@ -540,11 +550,52 @@ static inline void gc_vectile(gc_case *c, tex_schedule **sp)
     gc_vector_threads(c, sx, NULL);
 }
 
+enum { GC_ST_ROWS = 8, GC_ST_COLS = 64 };
+
+static inline void gc_stencil(gc_case *c, tex_schedule **sp)
+{
+    const int64_t *z = c->sizes;
+    tex_ctx *x = c->ctx;
+    /* constant sizes: with symbolic ones the halo tile has no constant bound for CUDA */
+    tex_expr *M = gc_i(c, z[0]), *N = gc_i(c, z[1]);
+    tex_tensor *P = gc_input(c, "P", 2, (tex_expr *[]){M, N}, (int64_t[]){z[0], z[1]});
+    tex_tensor *T =
+        gc_input(c, "T", 2, (tex_expr *[]){tex_add(M, gc_i(c, 2)), tex_add(N, gc_i(c, 2))},
+                 (int64_t[]){z[0] + 2, z[1] + 2});
+    tex_iter *i = tex_axis(x, "i", M), *j = tex_axis(x, "j", N);
+    tex_expr *ii = tex_iv(i), *jj = tex_iv(j), *one = gc_i(c, 1), *two = gc_i(c, 2);
+    tex_expr *mid = TEX_AT(T, tex_add(ii, one), tex_add(jj, one));
+    tex_expr *nb = tex_add(
+        tex_add(TEX_AT(T, ii, tex_add(jj, one)), TEX_AT(T, tex_add(ii, two), tex_add(jj, one))),
+        tex_add(TEX_AT(T, tex_add(ii, one), jj), TEX_AT(T, tex_add(ii, one), tex_add(jj, two))));
+    tex_expr *lap = tex_sub(nb, tex_mul(mid, gc_f(c, 4)));
+    tex_expr *v = tex_add(tex_add(mid, tex_mul(lap, gc_f(c, 0.125))),
+                          tex_mul(TEX_AT(P, ii, jj), gc_f(c, 0.25)));
+    tex_tensor *O;
+    GC_TRYP(c, O, tex_compute(x, "O", 2, (tex_iter *[]){i, j}, v));
+    gc_output(c, O, 2, (int64_t[]){z[0], z[1]});
+    tex_schedule *s;
+    GC_TRYP(c, s, tex_schedule_new(x, 1, &O));
+    *sp = s;
+    tex_tensor *TS;
+    GC_TRYP(c, TS, tex_cache_read(s, T, TEX_SCOPE_SHARED, 1, &O));
+    tex_stage *so = tex_stage_of(s, O), *st = tex_stage_of(s, TS);
+    tex_iter *yo, *yi, *xo, *xi;
+    GC_TRY(c, tex_tile(so, i, j, gc_i(c, GC_ST_ROWS), gc_i(c, GC_ST_COLS), &yo, &xo, &yi, &xi));
+    GC_TRY(c, tex_bind(so, yo, TEX_BLOCK_Y));
+    GC_TRY(c, tex_bind(so, xo, TEX_BLOCK_X));
+    GC_TRY(c, tex_bind(so, yi, TEX_THREAD_Y));
+    GC_TRY(c, tex_bind(so, xi, TEX_THREAD_X));
+    GC_TRY(c, tex_compute_at(st, so, xo));
+    gc_coop_fetch(c, st, 2, GC_ST_ROWS, GC_ST_COLS);
+}
+
 static inline int gc_build(tex_ctx *ctx, gc_id id, const int64_t sizes[GC_MAX_SIZES], bool symbolic,
                            gc_case *c)
 {
     static void (*const builders[GC_N_CASES])(gc_case *, tex_schedule **) = {
-        gc_matmul, gc_transpose, gc_softmax, gc_layernorm, gc_conv2d, gc_sum, gc_vectile};
+        gc_matmul, gc_transpose, gc_softmax, gc_layernorm,
+        gc_conv2d, gc_sum,       gc_vectile, gc_stencil};
     memset(c, 0, sizeof *c);
     c->name = gc_names[id];
     c->ctx = ctx;

@@ -881,6 +881,7 @@ GPU_CASE_TEST(layernorm, GC_LAYERNORM)
 GPU_CASE_TEST(conv2d, GC_CONV2D)
 GPU_CASE_TEST(sum, GC_SUM)
 GPU_CASE_TEST(vectile, GC_VECTILE)
+GPU_CASE_TEST(stencil, GC_STENCIL)
 
 int main(void)
 {
@@ -903,5 +904,6 @@ int main(void)
     TT_RUN(test_gpu_conv2d);
     TT_RUN(test_gpu_sum);
     TT_RUN(test_gpu_vectile);
+    TT_RUN(test_gpu_stencil);
     return tt_finish();
 }

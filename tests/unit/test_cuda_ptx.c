@@ -401,6 +401,7 @@ CASE_TESTS(GC_LAYERNORM, layernorm)
 CASE_TESTS(GC_CONV2D, conv2d)
 CASE_TESTS(GC_SUM, sum)
 CASE_TESTS(GC_VECTILE, vectile)
+CASE_TESTS(GC_STENCIL, stencil)
 
 int main(void)
 {
@@ -412,6 +413,7 @@ int main(void)
     TT_RUN(test_interp_sum);
     TT_RUN(test_interp_vectile);
     TT_RUN(test_interp_vectile_kernel);
+    TT_RUN(test_interp_stencil);
     TT_RUN(test_parse_ptxas);
     TT_RUN(test_ptx_matmul);
     TT_RUN(test_ptx_transpose);
@@ -420,5 +422,6 @@ int main(void)
     TT_RUN(test_ptx_conv2d);
     TT_RUN(test_ptx_sum);
     TT_RUN(test_ptx_vectile);
+    TT_RUN(test_ptx_stencil);
     return tt_finish();
 }

@@ -117,6 +117,11 @@ static void test_vectile(void)
     cpu_case(GC_VECTILE);
 }
 
+static void test_stencil(void)
+{
+    cpu_case(GC_STENCIL);
+}
+
 int main(void)
 {
     if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
@@ -131,6 +136,7 @@ int main(void)
     TT_RUN(test_conv2d);
     TT_RUN(test_sum);
     TT_RUN(test_vectile);
+    TT_RUN(test_stencil);
     tt_remove_tree(cache_dir);
     return tt_finish();
 }
