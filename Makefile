@@ -160,8 +160,8 @@ $(BUILD)/bench/softmax_hand.o: bench/softmax_hand.c $(FLAGS_STAMP)
 	$(call msg,CC,$<)
 	$(Q)$(CC) $(STD_CFLAGS) -O3 -march=native -ffast-math -fopenmp -c $< -o $@
 
-$(BUILD)/bench/softmax: $(BUILD)/bench/softmax_hand.o
-$(BUILD)/bench/softmax: BENCH_OBJ = $(BUILD)/bench/softmax_hand.o
+$(BUILD)/bench/softmax $(BUILD)/bench/layernorm: $(BUILD)/bench/softmax_hand.o
+$(BUILD)/bench/softmax $(BUILD)/bench/layernorm: BENCH_OBJ = $(BUILD)/bench/softmax_hand.o
 
 # The test programs (make -j tests builds them without running anything), the examples.
 tests: $(TEST_BIN)

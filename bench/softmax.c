@@ -3,7 +3,11 @@
  * 2 threads, built with the public API only:
  *   Mx[i] = max_k X[i, k]            E[i, j] = exp(X[i, j] - Mx[i])
  *   Se[i] = sum_k E[i, k]            Y[i, j] = E[i, j] * (1 / Se[i])
- * Schedule: one parallel loop over the rows of Y; Mx, E and Se computed at
+ * Two schedules. The automatic one (tex_auto_schedule, bench/rowwise.h):
+ * lines case=4096x1024/tN with anchor=bandwidth and anchor=unfused (the
+ * same computes with every intermediate a kernel of its own). The
+ * hand-written one, lines case=4096x1024/tN/manual: one parallel loop over
+ * the rows of Y; Mx, E and Se computed at
  * that row loop (E into a row-sized buffer, which pass inplace puts in Y's
  * row: the exp pass writes Y and the last pass rescales it in place), each
  * over the row with its inner loop vectorized: E's and Y's columns split by
@@ -13,7 +17,7 @@
  *
  * tex's result and the hand-fused anchor's are checked against a plain C
  * reference (double precision, relative error <= 1e-5) before anything is
- * timed. Two lines per case, each anchor interleaved with tex:
+ * timed. Two manual lines per case, each anchor interleaved with tex:
  *   anchor=handfused  softmax_hand.c's fused OpenMP kernel, compiled with
  *                     -ffast-math, so its expf is libmvec's vector one;
  *                     tex's kernels keep IEEE semantics (tex.h, tex_build)
@@ -27,12 +31,7 @@
  * usage: softmax           the benchmark
  *        softmax --source  prints the C that tex generates (2 threads)
  */
-#include "common.h"
-
-#include <string.h>
-#include <tex/tex.h>
-
-#include "softmax_hand.h"
+#include "rowwise.h"
 
 enum { ROWS = 4096, COLS = 1024, VEC = 16 };
 
@@ -52,11 +51,12 @@ static int vector_reduce(tex_schedule *s, tex_tensor *R, tex_stage *sy, tex_iter
     return rc ? rc : tex_compute_at(sr, sy, row);
 }
 
-/* The scheduled softmax (top comment); the lowered function or NULL. */
-static tex_func *softmax_define(tex_ctx *c)
+/* The computes (top comment): in = {X}, mid = {Mx, E, Se}, *out = Y. */
+static int softmax_computes(tex_ctx *c, int64_t nrows, int64_t ncols, tex_tensor **in,
+                            tex_tensor **mid, tex_tensor **out)
 {
-    tex_expr *rows = tex_int(c, ROWS), *cols = tex_int(c, COLS);
-    tex_tensor *X = tex_placeholder_c(c, "X", TEX_F32, 2, (int64_t[]){ROWS, COLS});
+    tex_expr *rows = tex_int(c, nrows), *cols = tex_int(c, ncols);
+    tex_tensor *X = tex_placeholder_c(c, "X", TEX_F32, 2, (int64_t[]){nrows, ncols});
     tex_iter *i1 = tex_axis(c, "i", rows), *k1 = tex_reduce_axis(c, "k", cols);
     tex_tensor *Mx =
         tex_compute(c, "Mx", 1, &i1, tex_reduce_max(TEX_AT(X, tex_iv(i1), tex_iv(k1)), 1, &k1));
@@ -69,11 +69,25 @@ static tex_func *softmax_define(tex_ctx *c)
         tex_compute(c, "Se", 1, &i3, tex_sum(TEX_AT(E, tex_iv(i3), tex_iv(k3)), 1, &k3));
     tex_iter *i4 = tex_axis(c, "i", rows), *j4 = tex_axis(c, "j", cols);
     tex_expr *inv = tex_div(tex_const(c, TEX_F32, 1), TEX_AT(Se, tex_iv(i4)));
-    tex_tensor *Y = tex_compute(c, "Y", 2, (tex_iter *[]){i4, j4},
-                                tex_mul(TEX_AT(E, tex_iv(i4), tex_iv(j4)), inv));
+    *out = tex_compute(c, "Y", 2, (tex_iter *[]){i4, j4},
+                       tex_mul(TEX_AT(E, tex_iv(i4), tex_iv(j4)), inv));
+    in[0] = X;
+    mid[0] = Mx;
+    mid[1] = E;
+    mid[2] = Se;
+    return *out ? 0 : -1;
+}
+
+/* The hand-written schedule (top comment); the lowered function or NULL. */
+static tex_func *softmax_define(tex_ctx *c)
+{
+    tex_tensor *X, *mid[3], *Y;
+    if (softmax_computes(c, ROWS, COLS, &X, mid, &Y) != 0)
+        return NULL;
+    tex_tensor *Mx = mid[0], *E = mid[1], *Se = mid[2];
     tex_schedule *s = tex_schedule_new(c, 1, &Y);
     tex_stage *sy = tex_stage_of(s, Y), *se = tex_stage_of(s, E);
-    tex_iter *jo, *ji, *eo, *ei;
+    tex_iter *i4 = tex_op_axis(sy, 0), *j4 = tex_op_axis(sy, 1), *jo, *ji, *eo, *ei;
     int rc = tex_parallel(sy, i4);
     rc = rc ? rc : tex_split(sy, j4, tex_int(c, VEC), &jo, &ji);
     rc = rc ? rc : tex_vectorize(sy, ji);
@@ -134,6 +148,22 @@ static void softmax_reference(const float *x, float *y)
     }
 }
 
+static void softmax_reference_rw(int64_t rows, int64_t cols, float *const in[], float *want)
+{
+    (void)rows, (void)cols;
+    softmax_reference(in[0], want);
+}
+
+static const rw_spec auto_spec = {"softmax",
+                                  ROWS,
+                                  COLS,
+                                  1,
+                                  3,
+                                  {RW_MATRIX},
+                                  {RW_ROW, RW_MATRIX, RW_ROW},
+                                  softmax_computes,
+                                  softmax_reference_rw};
+
 static int softmax_alloc(softmax_case *sc)
 {
     DLDevice cpu = {kDLCPU, 0};
@@ -163,7 +193,7 @@ static void softmax_release(softmax_case *sc)
 static void run_case(int threads)
 {
     char desc[64];
-    snprintf(desc, sizeof desc, "%dx%d/t%d", ROWS, COLS, threads);
+    snprintf(desc, sizeof desc, "%dx%d/t%d/manual", ROWS, COLS, threads);
     softmax_case sc = {.threads = threads};
     if (softmax_alloc(&sc) != 0 || softmax_build(&sc) != 0)
         bench_fail("softmax", desc, "setup_failed");
@@ -199,6 +229,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--source") == 0)
         return print_source();
+    rw_run_case(&auto_spec, 2);
+    rw_run_case(&auto_spec, 1);
     run_case(2);
     run_case(1);
     return 0;
