@@ -96,6 +96,11 @@ int texi_as_lead_match(const tex_stage *c, const tex_tensor *t);
  * first multi-dimensional read in its body is, or NULL (classify.c). */
 tex_iter *texi_as_inner_iter(const tex_stage *st);
 
+/* The input of GEMM-like stage gemm that its reads index by the column
+ * axis (its last) and not by the row axis (the one before): the right
+ * operand, whose column panels a tile reuses; NULL if none (classify.c). */
+tex_tensor *texi_as_panel_operand(const tex_stage *gemm);
+
 /* The graph level: every node's fate, each root's mode and depth
  * (partition.c). Applies tex_compute_inline. 0 or the primitive's error. */
 int texi_as_partition(texi_as_graph *g);

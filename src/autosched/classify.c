@@ -203,3 +203,34 @@ tex_iter *texi_as_inner_iter(const tex_stage *st)
             return st->op->raxes[k];
     return NULL;
 }
+
+typedef struct {
+    const tex_tensor *t;
+    const tex_iter *m, *n; /* the GEMM's row and column axes */
+    bool uses_m, uses_n;
+} panel_walk;
+
+static bool panel_visit(tex_expr *e, void *ud)
+{
+    panel_walk *w = ud;
+    if (e->kind != TEXI_EXPR_ACCESS || e->u.access.tensor != w->t)
+        return true;
+    w->uses_m |= access_uses(e, w->m);
+    w->uses_n |= access_uses(e, w->n);
+    return false;
+}
+
+tex_tensor *texi_as_panel_operand(const tex_stage *gemm)
+{
+    const texi_op *op = gemm->op;
+    if (op->n_axes < 2)
+        return NULL;
+    for (int i = 0; i < op->n_inputs; i++) {
+        panel_walk w = {op->inputs[i], op->axes[op->n_axes - 2], op->axes[op->n_axes - 1], false,
+                        false};
+        texi_expr_visit(op->body, panel_visit, &w);
+        if (w.uses_n && !w.uses_m)
+            return op->inputs[i];
+    }
+    return NULL;
+}

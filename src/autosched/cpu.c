@@ -12,7 +12,8 @@
  *          stage computed at the inner tile loop with loop order (other
  *          reduce axes, k / KF, k % KF, rows, columns), k % KF and the rows
  *          unrolled, the columns vectorized; the epilogue's columns
- *          vectorized.
+ *          vectorized. With the panels outermost, the right operand is
+ *          packed per panel (pack_panel).
  *   rows   (row-wise chains): the root's leading dims up to the kernel's
  *          depth (at most all but the last) fused into one parallel row
  *          loop, or for a 1-d root chunks sized to fit L1; every member
@@ -213,6 +214,25 @@ static int gemm_tile_inner(texi_as_graph *g, tex_stage *gs)
     return tex_vectorize(gs, nc);
 }
 
+/* Packing: the right operand of GEMM stage gs copied per column panel into a
+ * contiguous K x NB buffer (cache_read, computed at the root's panel loop
+ * `panel`), so that the tiles of the panel read it with unit stride instead
+ * of one cache line per row of the operand. Left alone when that operand is
+ * inlined (there is no buffer to copy from). */
+static int pack_panel(texi_as_graph *g, tex_stage *gs, tex_stage *root, tex_iter *panel)
+{
+    tex_tensor *b = texi_as_panel_operand(gs);
+    tex_stage *sb = b ? texi_schedule_find_stage(g->sch, b) : NULL;
+    if (!sb || sb->attach == TEXI_ATTACH_INLINE)
+        return 0;
+    tex_tensor *packed = tex_cache_read(g->sch, b, TEX_SCOPE_LOCAL, 1, &gs->tensor);
+    if (!packed)
+        return tex_errcode(g->ctx);
+    tex_stage *sp = tex_stage_of(g->sch, packed);
+    TEXI_TRY(tex_compute_at(sp, root, panel));
+    return vectorize_axis(g, sp, tex_op_axis(sp, tex_stage_naxes(sp) - 1));
+}
+
 /* "tiles": root r with GEMM-like stage gs (its member, or its own local cache). */
 static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
 {
@@ -242,6 +262,8 @@ static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
     TEXI_TRY(tex_parallel(st, par));
     tex_iter *tile = panel_outer ? mo : no;
     TEXI_TRY(tex_compute_at(gs, st, tile));
+    if (panel_outer)
+        TEXI_TRY(pack_panel(g, gs, st, par));
     TEXI_TRY(gemm_tile_inner(g, gs));
     TEXI_TRY(attach_members(g, r, tile, gemm_node));
     return op->n_raxes ? 0 : tex_vectorize(st, ni);
