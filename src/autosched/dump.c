@@ -5,8 +5,8 @@
  *
  *   # fusion (cpu): 1 kernel
  *   kernel 0 'Y' (elementwise): rows, depth 1 -- an output of the schedule
- *     'Y_max'  reduction  computed per row -- read row by row by one kernel: ...
- *     'Y_c'    elementwise  inlined -- elementwise, each element read once
+ *     'Y_sum' reduction: computed inside it -- read row by row by one kernel: ...
+ *     'R' elementwise: inlined -- elementwise, each element read once
  *
  * An inlined stage is listed under the kernel of its first reader that is
  * not inlined. Printing is the only effect; nothing is printed unless
