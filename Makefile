@@ -168,6 +168,10 @@ $(BUILD)/bench/softmax_hand.o: HAND_FLAGS = -ffast-math
 $(foreach h,$(HAND_SRC:bench/%_hand.c=%),$(eval $(BUILD)/bench/$(h): $(BUILD)/bench/$(h)_hand.o))
 $(foreach h,$(HAND_SRC:bench/%_hand.c=%),$(eval $(BUILD)/bench/$(h): BENCH_OBJ = $(BUILD)/bench/$(h)_hand.o))
 
+# bench/layernorm's hand-written anchor lives beside bench/softmax's.
+$(BUILD)/bench/layernorm: $(BUILD)/bench/softmax_hand.o
+$(BUILD)/bench/layernorm: BENCH_OBJ = $(BUILD)/bench/softmax_hand.o
+
 # The test programs (make -j tests builds them without running anything), the examples.
 tests: $(TEST_BIN)
 

@@ -55,6 +55,7 @@
  */
 #include "common.h"
 #include "gemm_packed.h"
+#include "openblas.h"
 
 #include <cblas.h>
 #include <stdbool.h>
@@ -324,27 +325,9 @@ static void tune(const char *only)
     }
 }
 
-/* Re-executes the program with OPENBLAS_CORETYPE set when OpenBLAS picked a
- * core below what the CPU supports (see the top comment); returns otherwise. */
-static void fix_openblas_core(char **argv)
-{
-    const char *core = openblas_get_corename();
-    const char *want = __builtin_cpu_supports("avx512f") ? "SkylakeX"
-                       : __builtin_cpu_supports("avx2")  ? "Haswell"
-                                                         : NULL;
-    if (getenv("OPENBLAS_CORETYPE") || !want || !core || strcmp(core, "Prescott") != 0)
-        return;
-    fprintf(stderr,
-            "gemm: OpenBLAS chose its %s kernels on this CPU; rerunning with "
-            "OPENBLAS_CORETYPE=%s\n",
-            core, want);
-    setenv("OPENBLAS_CORETYPE", want, 1);
-    execv("/proc/self/exe", argv);
-}
-
 int main(int argc, char **argv)
 {
-    fix_openblas_core(argv);
+    fix_openblas_core("gemm", argv);
     if (argc > 1 && strcmp(argv[1], "--tune") == 0) {
         tune(argc > 2 ? argv[2] : NULL);
         return 0;

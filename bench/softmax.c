@@ -3,18 +3,22 @@
  * 2 threads, built with the public API only:
  *   Mx[i] = max_k X[i, k]            E[i, j] = exp(X[i, j] - Mx[i])
  *   Se[i] = sum_k E[i, k]            Y[i, j] = E[i, j] * (1 / Se[i])
- * Schedule: one parallel loop over the rows of Y; Mx, E and Se computed at
+ * Two schedules. The automatic one (tex_auto_schedule, bench/rowwise.h):
+ * lines case=4096x1024/tN with anchor=bandwidth and anchor=unfused (the
+ * same computes with every intermediate a kernel of its own). The
+ * hand-written one, lines case=4096x1024/tN/manual: one parallel loop over
+ * the rows of Y; Mx, E and Se computed at
  * that row loop (E into a row-sized buffer, which pass inplace puts in Y's
  * row: the exp pass writes Y and the last pass rescales it in place), each
  * over the row with its inner loop vectorized: E's and Y's columns split by
- * SOFTMAX_VEC with the inner part vectorized, and each reduction's axis
- * vectorized as a reduction (tex_vectorize_reduce: vector partial results,
- * then one horizontal reduction). The schedule is in softmax_sched.h,
- * shared with bench/gpu_on_cpu.
+ * SOFTMAX_VEC with the inner part vectorized (bench/softmax_sched.h, which
+ * bench/gpu_on_cpu shares), and each reduction's axis vectorized
+ * as a reduction (tex_vectorize_reduce: vector partial results, then one
+ * horizontal reduction).
  *
  * tex's result and the hand-fused anchor's are checked against a plain C
  * reference (double precision, relative error <= 1e-5) before anything is
- * timed. Two lines per case, each anchor interleaved with tex:
+ * timed. Two manual lines per case, each anchor interleaved with tex:
  *   anchor=handfused  softmax_hand.c's fused OpenMP kernel, compiled with
  *                     -ffast-math, so its expf is libmvec's vector one;
  *                     tex's kernels keep IEEE semantics (tex.h, tex_build)
@@ -28,12 +32,7 @@
  * usage: softmax           the benchmark
  *        softmax --source  prints the C that tex generates (2 threads)
  */
-#include "common.h"
-
-#include <string.h>
-#include <tex/tex.h>
-
-#include "softmax_hand.h"
+#include "rowwise.h"
 #include "softmax_sched.h"
 
 enum { ROWS = 4096, COLS = 1024 };
@@ -95,6 +94,22 @@ static void softmax_reference(const float *x, float *y)
     }
 }
 
+static void softmax_reference_rw(int64_t rows, int64_t cols, float *const in[], float *want)
+{
+    (void)rows, (void)cols;
+    softmax_reference(in[0], want);
+}
+
+static const rw_spec auto_spec = {"softmax",
+                                  ROWS,
+                                  COLS,
+                                  1,
+                                  3,
+                                  {RW_MATRIX},
+                                  {RW_ROW, RW_MATRIX, RW_ROW},
+                                  softmax_computes,
+                                  softmax_reference_rw};
+
 static int softmax_alloc(softmax_case *sc)
 {
     DLDevice cpu = {kDLCPU, 0};
@@ -124,7 +139,7 @@ static void softmax_release(softmax_case *sc)
 static void run_case(int threads)
 {
     char desc[64];
-    snprintf(desc, sizeof desc, "%dx%d/t%d", ROWS, COLS, threads);
+    snprintf(desc, sizeof desc, "%dx%d/t%d/manual", ROWS, COLS, threads);
     softmax_case sc = {.threads = threads};
     if (softmax_alloc(&sc) != 0 || softmax_build(&sc) != 0)
         bench_fail("softmax", desc, "setup_failed");
@@ -160,6 +175,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--source") == 0)
         return print_source();
+    rw_run_case(&auto_spec, 2);
+    rw_run_case(&auto_spec, 1);
     run_case(2);
     run_case(1);
     return 0;

@@ -5,7 +5,9 @@
 # a user would (cc prog.c $(pkg-config --cflags --libs tex), with PKG_CONFIG_SYSROOT_DIR
 # and PKG_CONFIG_PATH pointing into the staged tree), linked once against libtex.so and
 # once statically against libtex.a (pkg-config --static: tex.pc's Libs.private must be
-# complete), and run. Prints PASS/FAIL/SKIP lines like tests/tt.h; run by run_tests.sh.
+# complete), and run; the auto-scheduling examples (examples/softmax_auto.c, conv2d_auto.c,
+# mlp.c) are built the same way and run. Prints PASS/FAIL/SKIP lines like tests/tt.h; run
+# by run_tests.sh.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tex-install.XXXXXX") || exit 1
@@ -112,6 +114,28 @@ test_link() {
     pass "link_$kind"
 }
 
+# Builds the auto-scheduling examples against the installed library, as a user would
+# (cc example.c $(pkg-config --cflags --libs tex) -lm), and runs each: it checks its
+# kernel against plain C loops and exits with 0.
+test_examples() {
+    local ex exe
+    local -a flags
+    read -r -a flags <<<"$(pc --cflags --libs tex)"
+    for ex in softmax_auto conv2d_auto mlp; do
+        exe=$tmp/example_$ex
+        # shellcheck disable=SC2086
+        if ! $cc $strict "$root/examples/$ex.c" -o "$exe" "${flags[@]}" -lm >"$tmp/cc.log" 2>&1; then
+            fail "example_$ex" "$cc $strict examples/$ex.c ${flags[*]} -lm failed:" "$tmp/cc.log"
+            continue
+        fi
+        if ! LD_LIBRARY_PATH=$stage/usr/lib "$exe" >"$tmp/run.log" 2>&1; then
+            fail "example_$ex" "examples/$ex.c built with pkg-config failed:" "$tmp/run.log"
+            continue
+        fi
+        pass "example_$ex"
+    done
+}
+
 test_uninstall() {
     make -C "$root" --no-print-directory uninstall DESTDIR="$stage" PREFIX=/usr \
         >"$tmp/make.log" 2>&1
@@ -134,6 +158,7 @@ if test_install; then
     test_pkgconfig
     test_link shared
     test_link static
+    test_examples
     test_uninstall
 fi
 [ "$n_fail" -eq 0 ]
