@@ -362,6 +362,26 @@ TEX_API char *tex_schedule_trace(tex_schedule *s);
  * before a failing line stay applied. */
 TEX_API int tex_schedule_apply_text(tex_schedule *s, const char *text);
 
+/* An automatic schedule of outputs[0 .. n) for target (docs/auto_schedule.md):
+ * the same as tex_schedule_new, with the primitives a scheduler would pick
+ * already applied. Graph level: elementwise and data-movement stages are
+ * inlined into their readers, elementwise epilogues (bias, activation,
+ * residual, cast) fuse into a matmul's or conv's register tiles, row-wise
+ * chains (softmax, layernorm) become one parallel loop over rows, following
+ * a stated cost rule; TEX_DUMP=fusion prints which stage went into which
+ * kernel and why. Kernel level ("cpu"): tiles from the host's vector width
+ * and cache sizes, parallel outer loops, vectorized inner loops and
+ * reductions (not reassociated under "-strict-float"). target: "cpu",
+ * optionally with "-strict-float" and "-threads=N" (the thread count to
+ * size for; default TEX_NUM_THREADS or the online processors). The result
+ * belongs to ctx; print it with tex_schedule_str, refine it with any
+ * primitive, lower it with tex_lower / tex_lower_tensors. NULL on error,
+ * recorded in ctx: TEX_EMISUSE for NULL outputs (or ctx: nothing recorded)
+ * or target, TEX_EINVAL for n <= 0, an unknown target or option (named),
+ * and tex_schedule_new's errors. Not thread-safe per context. */
+TEX_API tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const outputs[],
+                                        const char *target);
+
 /* ------------------------------------------------------- tensor intrinsics */
 
 typedef struct tex_intrin tex_intrin; /* a tensor intrinsic (lives in its context) */

@@ -63,6 +63,7 @@
  */
 #include "lower/device.h"
 #include "lower/verify.h"
+#include "util/dump.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,20 +107,6 @@ static const struct {
 
 #define N_PASSES (sizeof passes / sizeof *passes)
 
-/* Whether `name` is listed in the comma-separated TEX_DUMP (or it is "all"). */
-static bool dump_wanted(const char *name)
-{
-    const char *list = getenv("TEX_DUMP");
-    size_t len = strlen(name);
-    while (list && *list) {
-        size_t n = strcspn(list, ",");
-        if ((n == 3 && strncmp(list, "all", 3) == 0) || (n == len && strncmp(list, name, n) == 0))
-            return true;
-        list += n + (list[n] == ',');
-    }
-    return false;
-}
-
 static bool verify_wanted(void)
 {
 #ifdef NDEBUG
@@ -134,7 +121,7 @@ static int after_pass(texi_lower *lw, const char *name, tex_stmt *s)
 {
     if (verify_wanted())
         TEXI_TRY(texi_verify(lw, s, name));
-    if (dump_wanted(name)) {
+    if (texi_dump_wanted(name)) {
         char *text = texi_stmt_str(s);
         fprintf(stderr, "# after %s\n%s", name, text ? text : "(out of memory)\n");
         free(text);

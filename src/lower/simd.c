@@ -35,6 +35,7 @@
  * with texi_simd_guard_reason's reason.
  */
 #include "lower/lower.h"
+#include "util/host.h"
 
 enum { MAX_UNROLLED_CHUNKS = TEXI_SIMD_MAX_UNROLLED_CHUNKS, MAX_LETS = 32 };
 
@@ -48,19 +49,6 @@ typedef struct {
     const tex_expr *old_lets[MAX_LETS];
     tex_expr *new_lets[MAX_LETS];
 } widener;
-
-/* The native vector width in bytes of the CPU the kernels run on. */
-static int native_bytes(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        return 64;
-    if (__builtin_cpu_supports("avx"))
-        return 32;
-#endif
-    return 16;
-}
 
 /* The widest lane in bytes so far, and whether only data counts. */
 typedef struct {
@@ -360,7 +348,7 @@ static int lanes_for(const tex_stmt *body, int64_t n, const texi_simd_rules *rul
 {
     widest w = {1, rules->data_lanes};
     texi_stmt_visit(body, widest_in_stmt, &w);
-    int lanes = (rules->max_bytes ? rules->max_bytes : native_bytes()) / w.bytes;
+    int lanes = (rules->max_bytes ? rules->max_bytes : texi_host_vector_bytes()) / w.bytes;
     while (lanes > n)
         lanes /= 2;
     return lanes;

@@ -1,0 +1,110 @@
+/*
+ * The automatic scheduler (tex_auto_schedule, docs/auto_schedule.md), private
+ * to src/autosched. It sits above src/schedule: it reads compute bodies and
+ * stages (ir, schedule internals) and edits a schedule only through the
+ * public primitives, so its result is an ordinary schedule.
+ *
+ * Two levels, one file per job:
+ *   classify.c   what each stage is (injective, reduction, GEMM-like) and how
+ *                its body reads the others (reuse, leading dims indexed by its
+ *                own axes)
+ *   partition.c  the graph level: which stages are inlined, which are computed
+ *                inside another kernel's loops, which are kernels (roots)
+ *   cpu.c        the kernel level on the CPU: tiling, parallel, vector, unroll
+ *   machine.c    the cache sizes, thread count and vector width of the host
+ *   dump.c       TEX_DUMP=fusion
+ */
+#ifndef TEX_AUTOSCHED_AUTOSCHED_H
+#define TEX_AUTOSCHED_AUTOSCHED_H
+
+#include "schedule/primitive.h"
+#include "schedule/schedule.h"
+
+enum texi_as_kind {
+    TEXI_AS_INPUT,     /* a placeholder */
+    TEXI_AS_INJECTIVE, /* no reduce axis: elementwise, broadcast, data movement */
+    TEXI_AS_REDUCE,    /* a reduction (sum, max, mean's sum, pooling) */
+    TEXI_AS_GEMM       /* a sum of products of two tensors, each reused (matmul, conv) */
+};
+
+enum texi_as_fate {
+    TEXI_AS_ROOT,     /* a kernel: its own loop nest */
+    TEXI_AS_INLINED,  /* substituted into its consumers */
+    TEXI_AS_ATTACHED, /* computed inside the loops of its kernel's root */
+    TEXI_AS_NONE      /* an input */
+};
+
+/* How a kernel's root loops are laid out (cpu.c). */
+enum texi_as_mode {
+    TEXI_AS_MODE_ALONE, /* nothing attached */
+    TEXI_AS_MODE_ROWS,  /* the members computed per row (or chunk) of the root */
+    TEXI_AS_MODE_TILES  /* a GEMM-like member computed per register tile of the root */
+};
+
+typedef struct {
+    tex_stage *st;
+    enum texi_as_kind kind;
+    bool expensive;         /* its body calls exp, log, erf, tanh, ... */
+    bool movement;          /* its body only moves data: loads, selects, constants */
+    bool recomputed;        /* inlined, an element would be evaluated more than once */
+    int n_eff;              /* kernels-to-be reading it: consumers, through inlined ones */
+    enum texi_as_fate fate; /* partition.c's decision */
+    int root;               /* index of its kernel's root node (itself when ROOT), -1 inlined */
+    const char *why;        /* the cost rule that decided the fate (dump.c) */
+    /* For roots: the kernel's layout (partition.c) */
+    enum texi_as_mode mode;
+    int depth;  /* leading dims every member is indexed by the root's axes (ROWS, TILES) */
+    int gemm;   /* node of the GEMM-like member (TILES), else -1 */
+    int n_memb; /* attached members */
+} texi_as_node;
+
+/* Properties of the host (machine.c). */
+typedef struct {
+    long l1;     /* L1 data cache bytes */
+    long l2;     /* L2 bytes per core */
+    int threads; /* threads the kernels will run on */
+    int vbytes;  /* widest vector register in bytes (16, 32, 64) */
+} texi_as_machine;
+
+typedef struct {
+    tex_schedule *sch;
+    tex_ctx *ctx;
+    int n;               /* = sch->n_stages at the start (cache stages come later) */
+    texi_as_node *nodes; /* parallel to sch->stages, producers first */
+    texi_as_machine mach;
+    bool strict_float; /* "-strict-float": no reassociating reductions */
+} texi_as_graph;
+
+/* Fills mach from the environment (TEX_NUM_THREADS), sysconf and /sys; every
+ * value has a fallback. threads > 0 overrides the thread count. */
+void texi_as_machine_probe(texi_as_machine *mach, int threads);
+
+/* Kind, cost flags of every node (classify.c). */
+void texi_as_classify(texi_as_graph *g);
+
+/* Whether stage c's body reads tensor t with a loop variable of c (an axis
+ * or reduce axis of extent other than 1) missing from an index, so that an
+ * element of t is read more than once (classify.c). */
+bool texi_as_reads_with_reuse(const tex_stage *c, const tex_tensor *t);
+
+/* How many leading dims of t every read of t in c's body indexes with c's
+ * axes in the same positions (t[i0, i1, ...]); ndim of t when c does not read
+ * t (classify.c). */
+int texi_as_lead_match(const tex_stage *c, const tex_tensor *t);
+
+/* The iter of stage st (axis or reduce axis) that the last index of the
+ * first multi-dimensional read in its body is, or NULL (classify.c). */
+tex_iter *texi_as_inner_iter(const tex_stage *st);
+
+/* The graph level: every node's fate, each root's mode and depth
+ * (partition.c). Applies tex_compute_inline. 0 or the primitive's error. */
+int texi_as_partition(texi_as_graph *g);
+
+/* The kernel level on the CPU: loops of every root and of its members
+ * (cpu.c). 0 or the error of the primitive that failed. */
+int texi_as_schedule_cpu(texi_as_graph *g);
+
+/* Prints the partition to stderr when TEX_DUMP lists "fusion" (dump.c). */
+void texi_as_dump(const texi_as_graph *g, const char *target);
+
+#endif

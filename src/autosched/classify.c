@@ -1,0 +1,205 @@
+/*
+ * Op classification for the automatic scheduler: what each stage's compute
+ * is (injective, reduction, GEMM-like: a sum of products of two different
+ * tensors) and the two cost facts the partition's rule needs (an expensive
+ * body; a body that only moves data), plus the questions the partition asks
+ * about one consumer's reads of one producer (reuse, leading dims indexed
+ * by the consumer's own axes). Reads only the compute definitions (the
+ * stage's current op), never the schedule's relations.
+ */
+#include "autosched/autosched.h"
+
+/* Math functions whose call costs far more than an add (libm or a vector
+ * polynomial); abs, floor, ceil, round and fma are cheap. */
+static bool math_is_expensive(enum texi_math op)
+{
+    switch (op) {
+    case TEXI_MATH_ABS:
+    case TEXI_MATH_FLOOR:
+    case TEXI_MATH_CEIL:
+    case TEXI_MATH_ROUND:
+    case TEXI_MATH_FMA:
+        return false;
+    default:
+        return true;
+    }
+}
+
+typedef struct {
+    bool expensive; /* a call of an expensive function */
+    bool computes;  /* float arithmetic or a call */
+} body_cost;
+
+static bool cost_visit(tex_expr *e, void *ud)
+{
+    body_cost *c = ud;
+    if (e->kind == TEXI_EXPR_CALL) {
+        c->computes = true;
+        c->expensive |= math_is_expensive(e->u.call.op);
+    } else if (texi_expr_is_binary(e) && !texi_expr_is_compare(e) && e->kind != TEXI_EXPR_AND &&
+               e->kind != TEXI_EXPR_OR && texi_dtype_is_float(e->dtype)) {
+        c->computes = true;
+    }
+    return e->kind != TEXI_EXPR_ACCESS; /* indices are integer arithmetic */
+}
+
+/* Whether e (a multiplication's operand) reads a tensor; its first one in *t. */
+static bool find_access(tex_expr *e, void *ud)
+{
+    tex_tensor **t = ud;
+    if (e->kind == TEXI_EXPR_ACCESS && !*t)
+        *t = e->u.access.tensor;
+    return !*t;
+}
+
+/* A sum whose body (under casts) multiplies reads of two different tensors. */
+static bool is_gemm_like(const texi_op *op)
+{
+    tex_expr *b = op->body;
+    if (b->kind != TEXI_EXPR_REDUCE || b->u.red.op != TEXI_REDUCE_SUM)
+        return false;
+    b = b->u.red.body;
+    while (b->kind == TEXI_EXPR_CAST)
+        b = b->u.un.a;
+    if (b->kind != TEXI_EXPR_MUL)
+        return false;
+    tex_tensor *ta = NULL, *tb = NULL;
+    texi_expr_visit(b->u.bin.a, find_access, &ta);
+    texi_expr_visit(b->u.bin.b, find_access, &tb);
+    return ta && tb && ta != tb;
+}
+
+void texi_as_classify(texi_as_graph *g)
+{
+    for (int i = 0; i < g->n; i++) {
+        texi_as_node *nd = &g->nodes[i];
+        const texi_op *op = nd->st->op;
+        nd->fate = TEXI_AS_NONE;
+        nd->root = -1;
+        nd->gemm = -1;
+        if (op->kind == TEXI_OP_PLACEHOLDER) {
+            nd->kind = TEXI_AS_INPUT;
+            continue;
+        }
+        nd->kind = op->n_raxes == 0   ? TEXI_AS_INJECTIVE
+                   : is_gemm_like(op) ? TEXI_AS_GEMM
+                                      : TEXI_AS_REDUCE;
+        body_cost c = {false, false};
+        texi_expr_visit(op->body, cost_visit, &c);
+        nd->expensive = c.expensive;
+        nd->movement = !c.computes;
+    }
+}
+
+/* ------------------------------------------------------------ read patterns */
+
+typedef struct {
+    const texi_op *op;     /* the reader's compute */
+    const tex_tensor *t;   /* the tensor read */
+    bool reuse;            /* reuse: a loop variable missing from a read */
+    int lead;              /* lead_match: the minimum over the reads so far */
+    const tex_iter *inner; /* inner_iter: the answer */
+    bool found;            /* inner_iter: the first read was seen */
+} read_walk;
+
+static bool var_used(tex_expr *e, void *ud)
+{
+    const tex_iter **iv = ud;
+    if (*iv && e->kind == TEXI_EXPR_VAR && e->u.var.iter == *iv)
+        *iv = NULL;
+    return *iv != NULL;
+}
+
+/* Whether iv appears in one of the access's indices. */
+static bool access_uses(const tex_expr *acc, const tex_iter *iv)
+{
+    const tex_iter *left = iv;
+    for (int k = 0; k < acc->u.access.n_idx && left; k++)
+        texi_expr_visit(acc->u.access.idx[k], var_used, &left);
+    return left == NULL;
+}
+
+/* Whether iv (a loop of the reader) runs more than one iteration. */
+static bool iter_repeats(const tex_iter *iv)
+{
+    int64_t v;
+    return !texi_expr_is_int_const(iv->extent, &v) || v > 1;
+}
+
+static bool reuse_visit(tex_expr *e, void *ud)
+{
+    read_walk *w = ud;
+    if (e->kind != TEXI_EXPR_ACCESS || e->u.access.tensor != w->t)
+        return true;
+    for (int k = 0; k < w->op->n_axes + w->op->n_raxes && !w->reuse; k++) {
+        const tex_iter *iv = k < w->op->n_axes ? w->op->axes[k] : w->op->raxes[k - w->op->n_axes];
+        w->reuse = iter_repeats(iv) && !access_uses(e, iv);
+    }
+    return false;
+}
+
+bool texi_as_reads_with_reuse(const tex_stage *c, const tex_tensor *t)
+{
+    read_walk w = {.op = c->op, .t = t};
+    texi_expr_visit(c->op->body, reuse_visit, &w);
+    return w.reuse;
+}
+
+/* Whether the access's index k is the reader's axis iv, or 0 where both the
+ * tensor's dim and iv have size 1 (a broadcast read of a 1-sized dim). */
+static bool same_index(const tex_expr *acc, int k, const tex_iter *iv)
+{
+    const tex_expr *ix = acc->u.access.idx[k];
+    int64_t v;
+    if (ix->kind == TEXI_EXPR_VAR)
+        return ix->u.var.iter == iv;
+    return texi_expr_is_int_const(ix, &v) && v == 0 && !iter_repeats(iv) &&
+           texi_expr_is_int_const(acc->u.access.tensor->shape[k], &v) && v == 1;
+}
+
+static bool lead_visit(tex_expr *e, void *ud)
+{
+    read_walk *w = ud;
+    if (e->kind != TEXI_EXPR_ACCESS || e->u.access.tensor != w->t)
+        return true;
+    int m = 0;
+    while (m < e->u.access.n_idx && m < w->op->n_axes && same_index(e, m, w->op->axes[m]))
+        m++;
+    if (m < w->lead)
+        w->lead = m;
+    return false;
+}
+
+int texi_as_lead_match(const tex_stage *c, const tex_tensor *t)
+{
+    read_walk w = {.op = c->op, .t = t, .lead = t->ndim};
+    texi_expr_visit(c->op->body, lead_visit, &w);
+    return w.lead;
+}
+
+static bool inner_visit(tex_expr *e, void *ud)
+{
+    read_walk *w = ud;
+    if (w->found)
+        return false;
+    if (e->kind != TEXI_EXPR_ACCESS || e->u.access.n_idx == 0)
+        return true;
+    w->found = true;
+    const tex_expr *last = e->u.access.idx[e->u.access.n_idx - 1];
+    if (last->kind == TEXI_EXPR_VAR)
+        w->inner = last->u.var.iter;
+    return false;
+}
+
+tex_iter *texi_as_inner_iter(const tex_stage *st)
+{
+    read_walk w = {.op = st->op};
+    texi_expr_visit(st->op->body, inner_visit, &w);
+    for (int k = 0; w.inner && k < st->op->n_axes; k++)
+        if (st->op->axes[k] == w.inner)
+            return st->op->axes[k];
+    for (int k = 0; w.inner && k < st->op->n_raxes; k++)
+        if (st->op->raxes[k] == w.inner)
+            return st->op->raxes[k];
+    return NULL;
+}

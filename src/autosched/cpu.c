@@ -1,0 +1,296 @@
+/*
+ * The kernel level of the automatic scheduler on the CPU: the loops of each
+ * kernel that partition.c chose, through the public primitives only.
+ *
+ *   tiles  (a GEMM-like stage and its epilogue; a lone GEMM-like output gets
+ *          a local cache_write as its epilogue): the root's last two dims
+ *          tiled MB x NB, a register tile (MB rows of NB / lanes vectors,
+ *          the shape of bench/gemm's fastest loop nest); the column panels
+ *          outermost when a K x NB panel of the right operand fits in half
+ *          of L2 (it is then reused by every row tile), else the row tiles;
+ *          leading dims and that outer loop fused and parallel; the GEMM
+ *          stage computed at the inner tile loop with loop order (other
+ *          reduce axes, k / KF, k % KF, rows, columns), k % KF and the rows
+ *          unrolled, the columns vectorized; the epilogue's columns
+ *          vectorized.
+ *   rows   (row-wise chains): the root's leading dims up to the kernel's
+ *          depth (at most all but the last) fused into one parallel row
+ *          loop, or for a 1-d root chunks sized to fit L1; every member
+ *          computed at it with its own inner loop vectorized.
+ *   alone  an elementwise stage: all dims but the last fused and parallel,
+ *          the last vectorized; a reduction: its data-parallel dims fused
+ *          and parallel, the reduction vectorized when it runs along memory
+ *          (tex_vectorize_reduce, not under -strict-float), else the last
+ *          data-parallel dim moved inside the reduction and vectorized.
+ */
+#include "autosched/autosched.h"
+
+enum { MAX_LEAVES = 64, TILE_ROWS = 6, K_UNROLL = 4 };
+
+/* Elements of st's dtype in one vector register. */
+static int lanes_of(const texi_as_graph *g, const tex_stage *st)
+{
+    int bytes = texi_dtype_bits(st->tensor->dtype) / 8;
+    int lanes = g->mach.vbytes / (bytes > 0 ? bytes : 1);
+    return lanes > 0 ? lanes : 1;
+}
+
+static bool const_extent(const tex_iter *iv, int64_t *v)
+{
+    return texi_expr_is_int_const(iv->extent, v);
+}
+
+/* Vectorizes iv of st: directly when its extent is a constant of at most
+ * two vectors, not at all when it is 1, else split by two vectors. */
+static int vectorize_axis(const texi_as_graph *g, tex_stage *st, tex_iter *iv)
+{
+    int64_t e;
+    int vec = 2 * lanes_of(g, st);
+    bool known = const_extent(iv, &e);
+    if (known && e < 2)
+        return 0;
+    if (known && e <= vec)
+        return tex_vectorize(st, iv);
+    tex_iter *o, *in;
+    TEXI_TRY(tex_split(st, iv, tex_int(g->ctx, vec), &o, &in));
+    return tex_vectorize(st, in);
+}
+
+/* Fuses st's leaves [0, n) into one loop (*out); n >= 1. */
+static int fuse_leading(tex_stage *st, int n, tex_iter **out)
+{
+    tex_iter *f = tex_stage_axis(st, 0);
+    for (int k = 1; k < n; k++)
+        TEXI_TRY(tex_fuse(st, f, tex_stage_axis(st, 1), &f));
+    *out = f;
+    return 0;
+}
+
+/* Reorders st's leaves so that iv comes last; the others keep their order. */
+static int move_last(tex_stage *st, tex_iter *iv)
+{
+    tex_iter *order[MAX_LEAVES];
+    int n = tex_stage_naxes(st), m = 0;
+    if (n > MAX_LEAVES)
+        return 0;
+    for (int k = 0; k < n; k++)
+        if (tex_stage_axis(st, k) != iv)
+            order[m++] = tex_stage_axis(st, k);
+    order[m++] = iv;
+    return tex_reorder(st, m, order);
+}
+
+/* The inner loops of a reduction: the reduction vectorized when its
+ * innermost read runs along the last reduce axis, else (or under
+ * -strict-float, or for a GEMM-like stage) the last data-parallel axis
+ * moved inside and vectorized. */
+static int reduce_inner(const texi_as_graph *g, tex_stage *st, bool gemm)
+{
+    const texi_op *op = st->op;
+    tex_iter *inner = texi_as_inner_iter(st);
+    tex_iter *last_r = op->raxes[op->n_raxes - 1];
+    int64_t e;
+    if (!gemm && inner == last_r) {
+        if (g->strict_float || (const_extent(last_r, &e) && e < 4))
+            return 0;
+        return tex_vectorize_reduce(st, last_r);
+    }
+    if (op->n_axes == 0 || (inner != op->axes[op->n_axes - 1] && !gemm))
+        return 0;
+    TEXI_TRY(move_last(st, op->axes[op->n_axes - 1]));
+    return vectorize_axis(g, st, op->axes[op->n_axes - 1]);
+}
+
+/* The inner loops of a stage computed inside another's loops. */
+static int member_inner(const texi_as_graph *g, tex_stage *st, enum texi_as_kind kind)
+{
+    if (kind == TEXI_AS_INJECTIVE)
+        return st->op->n_axes ? vectorize_axis(g, st, st->op->axes[st->op->n_axes - 1]) : 0;
+    return reduce_inner(g, st, kind == TEXI_AS_GEMM);
+}
+
+/* Computes every member of root r except `skip` at iv of the root's stage. */
+static int attach_members(texi_as_graph *g, int r, tex_iter *iv, int skip)
+{
+    tex_stage *root = g->nodes[r].st;
+    for (int i = r - 1; i >= 0; i--) {
+        texi_as_node *m = &g->nodes[i];
+        if (m->fate != TEXI_AS_ATTACHED || m->root != r || i == skip)
+            continue;
+        TEXI_TRY(tex_compute_at(m->st, root, iv));
+        TEXI_TRY(member_inner(g, m->st, m->kind));
+    }
+    return 0;
+}
+
+/* Rows of the L1 cache a 1-d kernel with n_arrays arrays processes per chunk. */
+static int64_t chunk_of(const texi_as_graph *g, const tex_stage *st, int n_arrays)
+{
+    int64_t bytes = texi_dtype_bits(st->tensor->dtype) / 8;
+    int64_t vec = 2 * lanes_of(g, st);
+    int64_t c = g->mach.l1 / (2 * (bytes > 0 ? bytes : 1) * (n_arrays > 0 ? n_arrays : 1));
+    c -= c % vec;
+    return c > vec ? c : vec;
+}
+
+/* The outer loop of a kernel over its data-parallel dims [0, lead): fused
+ * and parallel (lead >= 1), or for lead 0 on a 1-d stage chunks of
+ * chunk_of (*rest receives the chunk's inner loop). *outer is NULL for a
+ * 0-d stage. */
+static int outer_loop(texi_as_graph *g, tex_stage *st, int lead, int n_arrays, tex_iter **outer,
+                      tex_iter **rest)
+{
+    *outer = *rest = NULL;
+    if (st->op->n_axes == 0)
+        return 0;
+    if (lead == 0) {
+        TEXI_TRY(tex_split(st, st->op->axes[0], tex_int(g->ctx, chunk_of(g, st, n_arrays)), outer,
+                           rest));
+    } else {
+        TEXI_TRY(fuse_leading(st, lead, outer));
+    }
+    return tex_parallel(st, *outer);
+}
+
+/* "rows": see the file comment. */
+static int schedule_rows(texi_as_graph *g, int r)
+{
+    texi_as_node *nd = &g->nodes[r];
+    tex_stage *st = nd->st;
+    int nd_axes = st->op->n_axes;
+    int lead = nd->depth < nd_axes - 1 ? nd->depth : nd_axes - 1;
+    tex_iter *outer, *rest;
+    TEXI_TRY(outer_loop(g, st, lead > 0 ? lead : 0, nd->n_memb + 1, &outer, &rest));
+    if (!outer)
+        return 0;
+    TEXI_TRY(attach_members(g, r, outer, -1));
+    if (nd->kind != TEXI_AS_INJECTIVE)
+        return reduce_inner(g, st, nd->kind == TEXI_AS_GEMM);
+    tex_iter *last = nd_axes > 1 ? st->op->axes[nd_axes - 1] : rest;
+    return vectorize_axis(g, st, last);
+}
+
+/* The constant K x NB panel size in bytes of GEMM stage gs, or -1 if symbolic. */
+static int64_t panel_bytes(const tex_stage *gs, int nb)
+{
+    int64_t k = 1, e;
+    for (int i = 0; i < gs->op->n_raxes; i++) {
+        if (!const_extent(gs->op->raxes[i], &e))
+            return -1;
+        k *= e;
+    }
+    return k * nb * (texi_dtype_bits(gs->tensor->dtype) / 8);
+}
+
+/* The GEMM stage's loops inside its tile (file comment). */
+static int gemm_tile_inner(texi_as_graph *g, tex_stage *gs)
+{
+    const texi_op *op = gs->op;
+    tex_iter *order[MAX_LEAVES];
+    int n = 0, nax = op->n_axes;
+    if (nax + op->n_raxes + 1 > MAX_LEAVES)
+        return 0;
+    for (int k = 0; k < nax - 2; k++)
+        order[n++] = op->axes[k];
+    for (int k = 0; k < op->n_raxes - 1; k++)
+        order[n++] = op->raxes[k];
+    tex_iter *kr = op->raxes[op->n_raxes - 1], *ko = NULL, *ki = NULL;
+    int64_t e;
+    if (!const_extent(kr, &e) || e >= 2 * K_UNROLL) {
+        TEXI_TRY(tex_split(gs, kr, tex_int(g->ctx, K_UNROLL), &ko, &ki));
+        order[n++] = ko;
+        order[n++] = ki;
+    } else {
+        order[n++] = kr;
+    }
+    tex_iter *mc = op->axes[nax - 2], *nc = op->axes[nax - 1];
+    order[n++] = mc;
+    order[n++] = nc;
+    TEXI_TRY(tex_reorder(gs, n, order));
+    if (ki)
+        TEXI_TRY(tex_unroll(gs, ki));
+    TEXI_TRY(tex_unroll(gs, mc));
+    return tex_vectorize(gs, nc);
+}
+
+/* "tiles": root r with GEMM-like stage gs (its member, or its own local cache). */
+static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
+{
+    tex_stage *st = g->nodes[r].st;
+    const texi_op *op = st->op;
+    int nax = op->n_axes;
+    int nb = (g->mach.vbytes >= 64 ? 4 : 2) * lanes_of(g, gs);
+    tex_iter *mo, *no, *mi, *ni, *order[MAX_LEAVES];
+    if (nax + op->n_raxes + 2 > MAX_LEAVES)
+        return 0;
+    TEXI_TRY(tex_tile(st, op->axes[nax - 2], op->axes[nax - 1], tex_int(g->ctx, TILE_ROWS),
+                      tex_int(g->ctx, nb), &mo, &no, &mi, &ni));
+    int64_t pb = panel_bytes(gs, nb);
+    bool panel_outer = pb >= 0 && pb <= g->mach.l2 / 2;
+    int n = 0;
+    for (int k = 0; k < nax - 2; k++)
+        order[n++] = op->axes[k];
+    order[n++] = panel_outer ? no : mo;
+    order[n++] = panel_outer ? mo : no;
+    order[n++] = mi;
+    order[n++] = ni;
+    for (int k = 0; k < op->n_raxes; k++)
+        order[n++] = op->raxes[k];
+    TEXI_TRY(tex_reorder(st, n, order));
+    tex_iter *par;
+    TEXI_TRY(fuse_leading(st, nax - 1, &par));
+    TEXI_TRY(tex_parallel(st, par));
+    tex_iter *tile = panel_outer ? mo : no;
+    TEXI_TRY(tex_compute_at(gs, st, tile));
+    TEXI_TRY(gemm_tile_inner(g, gs));
+    TEXI_TRY(attach_members(g, r, tile, gemm_node));
+    return op->n_raxes ? 0 : tex_vectorize(st, ni);
+}
+
+/* "alone": a kernel with nothing attached. */
+static int schedule_alone(texi_as_graph *g, int r)
+{
+    texi_as_node *nd = &g->nodes[r];
+    tex_stage *st = nd->st;
+    int nax = st->op->n_axes;
+    if (nd->kind == TEXI_AS_GEMM && nax >= 2) {
+        tex_tensor *local = tex_cache_write(g->sch, st->tensor, TEX_SCOPE_LOCAL);
+        if (!local)
+            return tex_errcode(g->ctx);
+        return schedule_tiles(g, r, tex_stage_of(g->sch, local), -1);
+    }
+    if (nd->kind == TEXI_AS_INJECTIVE) {
+        tex_iter *outer, *rest;
+        TEXI_TRY(outer_loop(g, st, nax - 1, 2, &outer, &rest));
+        tex_iter *last = nax > 1 ? st->op->axes[nax - 1] : rest;
+        return last ? vectorize_axis(g, st, last) : 0;
+    }
+    tex_iter *inner = texi_as_inner_iter(st);
+    bool column = nax > 0 && inner == st->op->axes[nax - 1];
+    if (column && nax == 1)
+        return reduce_inner(g, st, nd->kind == TEXI_AS_GEMM);
+    tex_iter *outer, *rest;
+    TEXI_TRY(outer_loop(g, st, column ? nax - 1 : nax, 2, &outer, &rest));
+    return reduce_inner(g, st, nd->kind == TEXI_AS_GEMM);
+}
+
+int texi_as_schedule_cpu(texi_as_graph *g)
+{
+    for (int r = g->n - 1; r >= 0; r--) {
+        texi_as_node *nd = &g->nodes[r];
+        if (nd->fate != TEXI_AS_ROOT)
+            continue;
+        switch (nd->mode) {
+        case TEXI_AS_MODE_ALONE:
+            TEXI_TRY(schedule_alone(g, r));
+            break;
+        case TEXI_AS_MODE_ROWS:
+            TEXI_TRY(schedule_rows(g, r));
+            break;
+        case TEXI_AS_MODE_TILES:
+            TEXI_TRY(schedule_tiles(g, r, g->nodes[nd->gemm].st, nd->gemm));
+            break;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,192 @@
+/*
+ * The graph level of the automatic scheduler (AKG's graph-kernel fusion,
+ * CINN's vertical fusion): decides for every compute stage whether it is
+ * inlined into its consumers, computed inside the loops of another kernel,
+ * or is a kernel (a root stage) itself. The cost rule, consumers first:
+ *
+ *   inline    an injective stage that is not an output, when it only moves
+ *             data (pad, transpose, reshape, broadcast: recomputing is a
+ *             load), or when no consumer would evaluate one of its elements
+ *             twice (no reuse) and it is cheap or read by one kernel only;
+ *   attach    a stage whose readers all end up in one kernel, each reading
+ *             it at the kernel's leading (row) indices, and that does not
+ *             feed a GEMM-like stage's reduction (it would be recomputed
+ *             per tile);
+ *   root      everything else: outputs, stages read by two kernels, inputs
+ *             of a GEMM-like reduction, stages not read row by row.
+ *
+ * A kernel with a GEMM-like member indexed by all the root's dims is laid
+ * out in register tiles (epilogue fusion); other kernels with members in
+ * rows. The node's `why` records the rule that decided. Only
+ * tex_compute_inline is applied here; cpu.c places the attached stages.
+ */
+#include "autosched/autosched.h"
+
+/* Index of stage st among the graph's nodes. */
+static int node_of(const texi_as_graph *g, const tex_stage *st)
+{
+    return texi_schedule_stage_index(g->sch, st);
+}
+
+/* Lead match of reader c's reads of t, followed through inlined readers:
+ * the minimum along every path to a stage that is not inlined. */
+static int path_lead(const tex_stage *c, const tex_tensor *t, int lead)
+{
+    int m = texi_as_lead_match(c, t);
+    return m < lead ? m : lead;
+}
+
+typedef void (*eff_fn)(texi_as_graph *g, int reader, int lead, void *ud);
+
+/* Calls fn on every non-inlined reader of node i's tensor, looking through
+ * inlined readers, with the least lead match along the path. */
+static void each_eff_reader(texi_as_graph *g, int i, int lead, eff_fn fn, void *ud)
+{
+    int nc = 0;
+    tex_stage **cons = texi_schedule_consumers(g->sch, g->nodes[i].st->tensor, &nc);
+    for (int k = 0; cons && k < nc; k++) {
+        int c = node_of(g, cons[k]);
+        int l = path_lead(cons[k], g->nodes[i].st->tensor, lead);
+        if (g->nodes[c].fate == TEXI_AS_INLINED)
+            each_eff_reader(g, c, l, fn, ud);
+        else
+            fn(g, c, l, ud);
+    }
+}
+
+static void count_reader(texi_as_graph *g, int reader, int lead, void *ud)
+{
+    (void)g, (void)reader, (void)lead;
+    ++*(int *)ud;
+}
+
+/* Whether node i would be evaluated more than once per element if inlined. */
+static bool would_recompute(texi_as_graph *g, int i)
+{
+    int nc = 0;
+    tex_stage **cons = texi_schedule_consumers(g->sch, g->nodes[i].st->tensor, &nc);
+    for (int k = 0; cons && k < nc; k++) {
+        const texi_as_node *c = &g->nodes[node_of(g, cons[k])];
+        if (texi_as_reads_with_reuse(cons[k], g->nodes[i].st->tensor) ||
+            (c->fate == TEXI_AS_INLINED && c->recomputed))
+            return true;
+    }
+    return false;
+}
+
+/* The inline half of the cost rule for injective node i (file comment). */
+static void decide_inline(texi_as_graph *g, int i)
+{
+    texi_as_node *nd = &g->nodes[i];
+    nd->recomputed = would_recompute(g, i);
+    nd->n_eff = 0;
+    each_eff_reader(g, i, INT32_MAX, count_reader, &nd->n_eff);
+    if (nd->movement) {
+        nd->fate = TEXI_AS_INLINED;
+        nd->why = "moves data only: recomputing an element is a load";
+    } else if (nd->recomputed) {
+        nd->why = "a reader reuses its elements: inlining would recompute them";
+    } else if (nd->expensive && nd->n_eff > 1) {
+        nd->why = "expensive and read by several stages: computed once";
+    } else {
+        nd->fate = TEXI_AS_INLINED;
+        nd->why = nd->n_eff > 1 ? "cheap elementwise: recomputed in each reader"
+                                : "elementwise, each element read once";
+    }
+}
+
+typedef struct {
+    int root;      /* the readers' common root, -1 before the first, -2 when several */
+    int lead;      /* the least lead match over every path */
+    bool gemm_in;  /* a reader is GEMM-like (this feeds its reduction) */
+    int gemm_name; /* that reader */
+} reader_summary;
+
+static void summarize_reader(texi_as_graph *g, int reader, int lead, void *ud)
+{
+    reader_summary *s = ud;
+    int r = g->nodes[reader].root;
+    s->root = s->root == -1 || s->root == r ? r : -2;
+    if (lead < s->lead)
+        s->lead = lead;
+    if (g->nodes[reader].kind == TEXI_AS_GEMM) {
+        s->gemm_in = true;
+        s->gemm_name = reader;
+    }
+}
+
+/* Node i becomes a root for reason why. */
+static void make_root(texi_as_graph *g, int i, const char *why)
+{
+    texi_as_node *nd = &g->nodes[i];
+    nd->fate = TEXI_AS_ROOT;
+    nd->root = i;
+    nd->why = why;
+    nd->depth = nd->st->tensor->ndim;
+    nd->n_memb = 0;
+    nd->gemm = -1;
+}
+
+/* The attach half of the cost rule for node i (not inlined, not an input). */
+static void decide_attach(texi_as_graph *g, int i)
+{
+    texi_as_node *nd = &g->nodes[i];
+    if (nd->st->is_output) {
+        make_root(g, i, "an output of the schedule");
+        return;
+    }
+    reader_summary s = {.root = -1, .lead = INT32_MAX, .gemm_name = -1};
+    each_eff_reader(g, i, INT32_MAX, summarize_reader, &s);
+    if (s.root < 0) {
+        make_root(g, i, "read by several kernels");
+    } else if (s.gemm_in) {
+        make_root(g, i, "feeds a GEMM-like reduction: attached, it would be recomputed per tile");
+    } else if (s.lead < 1) {
+        make_root(g, i, "its kernel's reader does not read it row by row");
+    } else {
+        texi_as_node *r = &g->nodes[s.root];
+        nd->fate = TEXI_AS_ATTACHED;
+        nd->root = s.root;
+        nd->why = nd->kind == TEXI_AS_GEMM && s.lead >= r->st->tensor->ndim
+                      ? "GEMM-like: its epilogue's tiles compute it"
+                      : "read row by row by one kernel: computed per row";
+        r->n_memb++;
+        if (s.lead < r->depth)
+            r->depth = s.lead;
+        if (nd->kind == TEXI_AS_GEMM && r->gemm < 0)
+            r->gemm = i;
+    }
+}
+
+/* A root's loop layout once its members are known. */
+static void decide_mode(texi_as_graph *g, texi_as_node *r)
+{
+    int nd = r->st->tensor->ndim;
+    if (r->n_memb == 0)
+        r->mode = TEXI_AS_MODE_ALONE;
+    else if (r->gemm >= 0 && r->depth == nd && nd >= 2 && g->nodes[r->gemm].st->tensor->ndim == nd)
+        r->mode = TEXI_AS_MODE_TILES;
+    else
+        r->mode = TEXI_AS_MODE_ROWS;
+}
+
+int texi_as_partition(texi_as_graph *g)
+{
+    for (int i = g->n - 1; i >= 0; i--) {
+        texi_as_node *nd = &g->nodes[i];
+        if (nd->kind == TEXI_AS_INJECTIVE && !nd->st->is_output)
+            decide_inline(g, i);
+    }
+    for (int i = 0; i < g->n; i++)
+        if (g->nodes[i].fate == TEXI_AS_INLINED)
+            TEXI_TRY(tex_compute_inline(g->nodes[i].st));
+    for (int i = g->n - 1; i >= 0; i--) {
+        texi_as_node *nd = &g->nodes[i];
+        if (nd->kind != TEXI_AS_INPUT && nd->fate != TEXI_AS_INLINED)
+            decide_attach(g, i);
+    }
+    for (int i = 0; i < g->n; i++)
+        if (g->nodes[i].fate == TEXI_AS_ROOT)
+            decide_mode(g, &g->nodes[i]);
+    return 0;
+}

@@ -1,0 +1,446 @@
+/*
+ * tex_auto_schedule (src/autosched) on the CPU: operator chains built with
+ * tex_op_* (elementwise chains, softmax, log_softmax, layernorm, rmsnorm,
+ * matmul alone, batched, with bias + gelu epilogues, the transformer MLP
+ * block, conv2d + bias + relu in both layouts, pooling, reductions along
+ * rows, columns and everything, argmax, reshape/transpose chains), each
+ * auto-scheduled, JIT-compiled, run on random non-zero inputs with the
+ * output poisoned and compared with the oracle (tests/support/ops.h) over
+ * odd, prime, 1-sized and symbolic shapes. The partition is checked against
+ * the cost rule through the stages' attach points (elementwise producers
+ * inlined, softmax one kernel over rows, a matmul inside its epilogue's
+ * tiles, the MLP two kernels), TEX_DUMP=fusion's text, and the error paths.
+ */
+#include "tt.h"
+#include "support/opcheck.h"
+#include "schedule/schedule.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+static char cache_dir[] = "/tmp/tex-test-auto-schedule-XXXXXX";
+
+/* A workload named name with the sizes given: dims[k] (symbolic when
+ * sym[k]) become w's sizes in order. */
+typedef struct {
+    ops_wl w;
+    tex_ctx *ctx;
+    tex_expr *d[6];
+} as_case;
+
+static void case_init(as_case *c, const char *name, int n, const int64_t dims[], bool sym)
+{
+    c->ctx = tex_ctx_new();
+    ops_init(&c->w, c->ctx, name);
+    static const char *const names[6] = {"d0", "d1", "d2", "d3", "d4", "d5"};
+    for (int k = 0; k < n; k++)
+        c->d[k] = ops_size(&c->w, names[k], dims[k], sym && dims[k] > 1);
+}
+
+/* Auto-schedules c's output for target, checks the kernel against the
+ * oracle; returns the schedule (NULL after a failure, reported). */
+static tex_schedule *case_check(as_case *c, tex_tensor *out, const char *target)
+{
+    c->w.out = out;
+    if (!out) {
+        TT_FAILF("%s: building the operators failed: %s", c->w.name, tex_errmsg(c->ctx));
+        return NULL;
+    }
+    tex_schedule *s = tex_auto_schedule(c->ctx, 1, &out, target);
+    if (!s) {
+        TT_FAILF("%s: tex_auto_schedule failed: %s", c->w.name, tex_errmsg(c->ctx));
+        return NULL;
+    }
+    if (ops_check_jit(&c->w, s, target, 7, NULL, true) != 0) {
+        TT_FAILF("%s: the auto-scheduled kernel differs from the oracle (%s)", c->w.name, target);
+        return NULL;
+    }
+    return s;
+}
+
+/* The attach kind of the stage named name in s (-1 if none is). */
+static int attach_of(tex_schedule *s, const char *name)
+{
+    for (int i = 0; i < s->n_stages; i++)
+        if (strcmp(s->stages[i]->tensor->name, name) == 0)
+            return (int)s->stages[i]->attach;
+    return -1;
+}
+
+/* The number of kernels (compute stages at the root) of s. */
+static int n_roots(tex_schedule *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->n_stages; i++)
+        n += s->stages[i]->op->kind == TEXI_OP_COMPUTE && s->stages[i]->attach == TEXI_ATTACH_ROOT;
+    return n;
+}
+
+/* ------------------------------------------------------------ elementwise */
+
+/* Y = sigmoid(relu(A + B) * C) with B broadcast along rows; all inlined. */
+static void run_elementwise(int64_t m, int64_t n, bool sym)
+{
+    as_case c;
+    case_init(&c, "elementwise", 2, (int64_t[]){m, n}, sym);
+    tex_tensor *A = ops_input(&c.w, "A", 2, c.d);
+    tex_tensor *B = ops_input(&c.w, "B", 1, &c.d[1]);
+    tex_tensor *C = ops_input(&c.w, "C", 2, c.d);
+    tex_tensor *t = tex_op_relu(c.ctx, "R", tex_op_add(c.ctx, "S", A, B));
+    tex_tensor *Y = tex_op_sigmoid(c.ctx, "Y", tex_op_mul(c.ctx, "P", t, C));
+    tex_schedule *s = case_check(&c, Y, "cpu");
+    if (s) {
+        TT_EQ_INT(attach_of(s, "S"), TEXI_ATTACH_INLINE);
+        TT_EQ_INT(attach_of(s, "R"), TEXI_ATTACH_INLINE);
+        TT_EQ_INT(attach_of(s, "P"), TEXI_ATTACH_INLINE);
+        TT_EQ_INT(n_roots(s), 1);
+    }
+    tex_ctx_free(c.ctx);
+}
+
+static void test_elementwise(void)
+{
+    run_elementwise(7, 13, false);
+    run_elementwise(1, 1, false);
+    run_elementwise(37, 101, true);
+    run_elementwise(3, 1000, false);
+}
+
+/* ---------------------------------------------------------- row-wise chains */
+
+/* softmax (or log_softmax) over the last axis: one kernel over rows. */
+static void run_softmax(int64_t m, int64_t n, bool sym, bool log, const char *target)
+{
+    as_case c;
+    case_init(&c, log ? "log_softmax" : "softmax", 2, (int64_t[]){m, n}, sym);
+    tex_tensor *X = ops_input(&c.w, "X", 2, c.d);
+    tex_tensor *Y = log ? tex_op_log_softmax(c.ctx, "Y", X, -1) : tex_op_softmax(c.ctx, "Y", X, -1);
+    tex_schedule *s = case_check(&c, Y, target);
+    if (s) {
+        TT_EQ_INT(n_roots(s), 1);
+        TT_EQ_INT(attach_of(s, "Y_max"), TEXI_ATTACH_AT);
+        TT_EQ_INT(attach_of(s, "Y_sum"), TEXI_ATTACH_AT);
+        if (!log)
+            TT_EQ_INT(attach_of(s, "Y_exp"), TEXI_ATTACH_AT);
+    }
+    tex_ctx_free(c.ctx);
+}
+
+static void test_softmax(void)
+{
+    run_softmax(5, 17, false, false, "cpu");
+    run_softmax(1, 1, false, false, "cpu");
+    run_softmax(13, 1031, true, false, "cpu -threads=2");
+    run_softmax(64, 64, false, false, "cpu -strict-float");
+    run_softmax(5, 17, false, true, "cpu");
+    run_softmax(11, 257, true, true, "cpu");
+}
+
+/* layernorm (gamma, beta) or rmsnorm (gamma) over the last n_axes of X [b, m, n]. */
+static void run_norm(int64_t b, int64_t m, int64_t n, int n_axes, bool rms, bool sym)
+{
+    as_case c;
+    case_init(&c, rms ? "rmsnorm" : "layernorm", 3, (int64_t[]){b, m, n}, sym);
+    tex_tensor *X = ops_input(&c.w, "X", 3, c.d);
+    tex_tensor *G = ops_input(&c.w, "G", n_axes, &c.d[3 - n_axes]);
+    tex_tensor *Be = rms ? NULL : ops_input(&c.w, "Be", n_axes, &c.d[3 - n_axes]);
+    tex_tensor *Y = rms ? tex_op_rmsnorm(c.ctx, "Y", X, G, n_axes, 1e-5)
+                        : tex_op_layernorm(c.ctx, "Y", X, G, Be, n_axes, 1e-5);
+    tex_schedule *s = case_check(&c, Y, "cpu");
+    if (s) {
+        TT_EQ_INT(n_roots(s), 1);
+        TT_EQ_INT(attach_of(s, rms ? "Y_sqsum" : "Y_sum"), TEXI_ATTACH_AT);
+    }
+    tex_ctx_free(c.ctx);
+}
+
+static void test_norms(void)
+{
+    run_norm(2, 7, 33, 1, false, false);
+    run_norm(1, 1, 1, 1, false, false);
+    run_norm(3, 5, 129, 1, false, true);
+    run_norm(2, 3, 19, 2, false, false);
+    run_norm(2, 7, 33, 1, true, false);
+    run_norm(2, 5, 64, 2, true, true);
+}
+
+/* ------------------------------------------------------------------ matmul */
+
+/* [bt,] M x K times K x N, plus (epilogue) a bias along N and gelu. */
+static void run_matmul(int64_t bt, int64_t m, int64_t n, int64_t k, bool epilogue, bool sym)
+{
+    as_case c;
+    case_init(&c, epilogue ? "matmul_bias_gelu" : "matmul", 4, (int64_t[]){bt, m, n, k}, sym);
+    int nd = bt > 0 ? 3 : 2;
+    tex_expr *sa[3] = {c.d[0], c.d[1], c.d[3]}, *sb[3] = {c.d[0], c.d[3], c.d[2]};
+    tex_tensor *A = ops_input(&c.w, "A", nd, bt > 0 ? sa : sa + 1);
+    tex_tensor *B = ops_input(&c.w, "B", nd, bt > 0 ? sb : sb + 1);
+    tex_tensor *Y = tex_op_matmul(c.ctx, epilogue ? "MM" : "Y", A, B, 0, 0);
+    if (epilogue) {
+        tex_tensor *bias = ops_input(&c.w, "bias", 1, &c.d[2]);
+        Y = tex_op_gelu(c.ctx, "Y", tex_op_bias_add(c.ctx, "Yb", Y, bias, -1));
+    }
+    tex_schedule *s = case_check(&c, Y, "cpu");
+    if (s && epilogue) {
+        TT_EQ_INT(n_roots(s), 1);
+        TT_EQ_INT(attach_of(s, "MM"), TEXI_ATTACH_AT);
+        TT_EQ_INT(attach_of(s, "Yb"), TEXI_ATTACH_INLINE);
+    }
+    tex_ctx_free(c.ctx);
+}
+
+static void test_matmul(void)
+{
+    run_matmul(0, 37, 33, 70, false, false);
+    run_matmul(0, 1, 1, 1, false, false);
+    run_matmul(0, 13, 29, 31, false, true);
+    run_matmul(2, 5, 9, 7, false, false);
+    run_matmul(0, 7, 19, 5, true, false);
+    run_matmul(0, 24, 64, 64, true, false);
+    run_matmul(0, 11, 17, 3, true, true);
+    run_matmul(3, 4, 5, 6, true, false);
+}
+
+/* out = X + (gelu(X W1 + b1) W2 + b2): two kernels, the hidden layer's and
+ * the output's, each a GEMM in its epilogue's tiles (with d = 1 the second
+ * GEMM reads each hidden element once, so the cost rule inlines gelu). */
+static void run_mlp(int64_t m, int64_t d, int64_t h, bool sym)
+{
+    as_case c;
+    case_init(&c, "mlp", 3, (int64_t[]){m, d, h}, sym);
+    tex_tensor *X = ops_input(&c.w, "X", 2, (tex_expr *[]){c.d[0], c.d[1]});
+    tex_tensor *W1 = ops_input(&c.w, "W1", 2, (tex_expr *[]){c.d[1], c.d[2]});
+    tex_tensor *b1 = ops_input(&c.w, "b1", 1, &c.d[2]);
+    tex_tensor *W2 = ops_input(&c.w, "W2", 2, (tex_expr *[]){c.d[2], c.d[1]});
+    tex_tensor *b2 = ops_input(&c.w, "b2", 1, &c.d[1]);
+    tex_tensor *h1 = tex_op_matmul(c.ctx, "H1", X, W1, 0, 0);
+    tex_tensor *g = tex_op_gelu(c.ctx, "G", tex_op_bias_add(c.ctx, "H1b", h1, b1, -1));
+    tex_tensor *h2 = tex_op_bias_add(c.ctx, "H2b", tex_op_matmul(c.ctx, "H2", g, W2, 0, 0), b2, -1);
+    tex_schedule *s = case_check(&c, tex_op_add(c.ctx, "Y", X, h2), "cpu");
+    if (s && d > 1) {
+        TT_EQ_INT(n_roots(s), 2);
+        TT_EQ_INT(attach_of(s, "G"), TEXI_ATTACH_ROOT);
+        TT_EQ_INT(attach_of(s, "H1"), TEXI_ATTACH_AT);
+        TT_EQ_INT(attach_of(s, "H2"), TEXI_ATTACH_AT);
+    }
+    tex_ctx_free(c.ctx);
+}
+
+static void test_mlp(void)
+{
+    run_mlp(9, 20, 37, false);
+    run_mlp(1, 1, 2, false);
+    run_mlp(13, 16, 48, true);
+}
+
+/* ------------------------------------------------------------- conv, pool */
+
+/* relu(conv2d(X, W) + bias) with padding 1, stride st. */
+static void run_conv(tex_layout layout, int64_t ch, int64_t hw, int64_t f, int64_t st)
+{
+    as_case c;
+    case_init(&c, layout == TEX_LAYOUT_NCHW ? "conv_nchw" : "conv_nhwc", 0, NULL, false);
+    tex_expr *C = tex_int(c.ctx, ch), *H = tex_int(c.ctx, hw), *F = tex_int(c.ctx, f);
+    tex_expr *three = tex_int(c.ctx, 3), *one = tex_int(c.ctx, 1);
+    bool nchw = layout == TEX_LAYOUT_NCHW;
+    tex_tensor *X =
+        ops_input(&c.w, "X", 4, nchw ? (tex_expr *[]){one, C, H, H} : (tex_expr *[]){one, H, H, C});
+    tex_tensor *W =
+        ops_input(&c.w, "W", 4,
+                  nchw ? (tex_expr *[]){F, C, three, three} : (tex_expr *[]){three, three, C, F});
+    tex_tensor *bias = ops_input(&c.w, "bias", 1, &F);
+    tex_tensor *y =
+        tex_op_conv2d(c.ctx, "Cv", X, W, (int64_t[]){st, st}, (int64_t[]){1, 1}, NULL, 1, layout);
+    y = tex_op_relu(c.ctx, "Y", tex_op_bias_add(c.ctx, "Yb", y, bias, nchw ? 1 : 3));
+    tex_schedule *s = case_check(&c, y, "cpu");
+    if (s) {
+        TT_EQ_INT(n_roots(s), 1);
+        TT_EQ_INT(attach_of(s, "Cv_pad"), TEXI_ATTACH_INLINE);
+    }
+    tex_ctx_free(c.ctx);
+}
+
+static void test_conv(void)
+{
+    run_conv(TEX_LAYOUT_NCHW, 3, 9, 4, 1);
+    run_conv(TEX_LAYOUT_NCHW, 5, 13, 7, 2);
+    run_conv(TEX_LAYOUT_NHWC, 3, 9, 17, 1);
+    run_conv(TEX_LAYOUT_NHWC, 1, 1, 1, 1);
+}
+
+static void test_pool(void)
+{
+    as_case c;
+    case_init(&c, "max_pool", 3, (int64_t[]){3, 11, 13}, true);
+    tex_tensor *X =
+        ops_input(&c.w, "X", 4, (tex_expr *[]){tex_int(c.ctx, 2), c.d[0], c.d[1], c.d[2]});
+    tex_tensor *p = tex_op_max_pool2d(c.ctx, "P", tex_op_relu(c.ctx, "R", X), (int64_t[]){3, 3},
+                                      (int64_t[]){2, 2}, (int64_t[]){1, 1});
+    case_check(&c, p, "cpu");
+    tex_ctx_free(c.ctx);
+    case_init(&c, "global_avg_pool", 3, (int64_t[]){5, 7, 9}, false);
+    X = ops_input(&c.w, "X", 4, (tex_expr *[]){tex_int(c.ctx, 1), c.d[0], c.d[1], c.d[2]});
+    case_check(&c, tex_op_global_avg_pool2d(c.ctx, "P", X), "cpu");
+    tex_ctx_free(c.ctx);
+}
+
+/* -------------------------------------------------------------- reductions */
+
+enum { RED_SUM_ROWS, RED_SUM_COLS, RED_MEAN_ALL, RED_MAX_KEEP, RED_ARGMAX };
+
+static void run_reduce(int which, int64_t m, int64_t n, bool sym)
+{
+    static const char *const names[] = {"sum_rows", "sum_cols", "mean_all", "max_keep", "argmax"};
+    as_case c;
+    case_init(&c, names[which], 2, (int64_t[]){m, n}, sym);
+    tex_tensor *X = ops_input(&c.w, "X", 2, c.d);
+    tex_tensor *e = tex_op_tanh(c.ctx, "T", X);
+    tex_tensor *y = NULL;
+    switch (which) {
+    case RED_SUM_ROWS:
+        y = tex_op_sum(c.ctx, "Y", e, 1, (int[]){1}, 0);
+        break;
+    case RED_SUM_COLS:
+        y = tex_op_sum(c.ctx, "Y", e, 1, (int[]){0}, 0);
+        break;
+    case RED_MEAN_ALL:
+        y = tex_op_mean(c.ctx, "Y", e, 0, NULL, 0);
+        break;
+    case RED_MAX_KEEP:
+        y = tex_op_max(c.ctx, "Y", e, 1, (int[]){1}, 1);
+        break;
+    case RED_ARGMAX:
+        y = tex_op_cast(c.ctx, "Y", tex_op_argmax(c.ctx, "A", X, 1, 0), TEX_F32);
+        break;
+    }
+    tex_schedule *s = case_check(&c, y, "cpu");
+    if (s && which != RED_ARGMAX)
+        TT_EQ_INT(attach_of(s, "T"), TEXI_ATTACH_INLINE);
+    tex_ctx_free(c.ctx);
+}
+
+static void test_reductions(void)
+{
+    for (int which = RED_SUM_ROWS; which <= RED_ARGMAX; which++) {
+        run_reduce(which, 7, 45, false);
+        run_reduce(which, 1, 1, false);
+        run_reduce(which, 31, 67, true);
+    }
+}
+
+/* transpose(reshape(relu(X))) + 1: every stage inlined into one kernel. */
+static void test_layout_chain(void)
+{
+    as_case c;
+    case_init(&c, "reshape_transpose", 0, NULL, false);
+    tex_tensor *X = ops_input(&c.w, "X", 2, (tex_expr *[]){tex_int(c.ctx, 6), tex_int(c.ctx, 35)});
+    tex_tensor *r =
+        tex_op_reshape(c.ctx, "Rs", tex_op_relu(c.ctx, "R", X), 3,
+                       (tex_expr *[]){tex_int(c.ctx, 3), tex_int(c.ctx, 14), tex_int(c.ctx, 5)});
+    tex_tensor *t = tex_op_transpose(c.ctx, "Tr", r, (int[]){2, 0, 1});
+    tex_tensor *y = tex_op_sigmoid(c.ctx, "Y", t);
+    tex_schedule *s = case_check(&c, y, "cpu");
+    if (s)
+        TT_EQ_INT(n_roots(s), 1);
+    tex_ctx_free(c.ctx);
+}
+
+/* ------------------------------------------------------------ dump, errors */
+
+/* TEX_DUMP=fusion prints each kernel with its members and reasons. */
+static void test_dump(void)
+{
+    char path[] = "/tmp/tex-test-auto-schedule-dump-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        TT_FAILF("mkstemp failed");
+        return;
+    }
+    tex_ctx *ctx = tex_ctx_new();
+    tex_tensor *X = tex_placeholder_c(ctx, "X", TEX_F32, 2, (int64_t[]){4, 8});
+    tex_tensor *Y = tex_op_softmax(ctx, "Y", tex_op_relu(ctx, "R", X), 1);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    setenv("TEX_DUMP", "fusion", 1);
+    tex_schedule *s = tex_auto_schedule(ctx, 1, &Y, "cpu");
+    unsetenv("TEX_DUMP");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char text[4096] = {0};
+    ssize_t got = pread(fd, text, sizeof text - 1, 0);
+    close(fd);
+    unlink(path);
+    TT_CHECK(s != NULL);
+    TT_CHECK(got > 0);
+    TT_CHECK(strstr(text, "# fusion (cpu): 1 kernel") != NULL);
+    TT_CHECK(strstr(text, "kernel 0 'Y' (elementwise): rows, depth 1") != NULL);
+    TT_CHECK(strstr(text, "'Y_max' reduction: computed inside it") != NULL);
+    TT_CHECK(strstr(text, "'R' elementwise: inlined") != NULL);
+    if (tt_failed_checks)
+        printf("  dump:\n%s", text);
+    tex_ctx_free(ctx);
+}
+
+static void test_errors(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_tensor *X = tex_placeholder_c(ctx, "X", TEX_F32, 1, (int64_t[]){4});
+    tex_tensor *Y = tex_op_relu(ctx, "Y", X);
+    TT_CHECK(tex_auto_schedule(NULL, 1, &Y, "cpu") == NULL);
+    TT_CHECK(tex_auto_schedule(ctx, 1, &Y, "tpu") == NULL);
+    TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
+    TT_CHECK(strstr(tex_errmsg(ctx), "tex_auto_schedule: unknown target \"tpu\"") != NULL);
+    tex_clear_error(ctx);
+    TT_CHECK(tex_auto_schedule(ctx, 1, &Y, "cpu -fast") == NULL);
+    TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
+    TT_CHECK(strstr(tex_errmsg(ctx), "unknown option \"-fast\"") != NULL);
+    tex_clear_error(ctx);
+    TT_CHECK(tex_auto_schedule(ctx, 0, &Y, "cpu") == NULL);
+    TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
+    tex_clear_error(ctx);
+    TT_CHECK(tex_auto_schedule(ctx, 1, NULL, "cpu") == NULL);
+    TT_EQ_INT(tex_errcode(ctx), TEX_EMISUSE);
+    tex_clear_error(ctx);
+    TT_CHECK(tex_auto_schedule(ctx, 1, (tex_tensor *[]){NULL}, "cpu") == NULL);
+    TT_EQ_INT(tex_errcode(ctx), TEX_EMISUSE);
+    tex_clear_error(ctx);
+    TT_CHECK(tex_auto_schedule(ctx, 1, &Y, NULL) == NULL);
+    TT_EQ_INT(tex_errcode(ctx), TEX_EMISUSE);
+    tex_clear_error(ctx);
+    /* the result is an ordinary schedule: printable and refinable */
+    tex_schedule *s = tex_auto_schedule(ctx, 1, &Y, "cpu -threads=3 -strict-float");
+    char *text = s ? tex_schedule_str(s) : NULL;
+    TT_CHECK(text && strstr(text, "Y") != NULL);
+    free(text);
+    tex_stage *st = s ? tex_stage_of(s, Y) : NULL;
+    TT_CHECK(st && tex_unroll(st, tex_stage_axis(st, tex_stage_naxes(st) - 2)) == 0);
+    tex_ctx_free(ctx);
+}
+
+int main(void)
+{
+    if (oc_setup(cache_dir) != 0) {
+        printf("test_auto_schedule: cannot make a temporary cache directory\n");
+        return 1;
+    }
+    TT_RUN(test_errors);
+    TT_RUN(test_dump);
+    if (!tex_target_available("cpu")) {
+        printf("SKIP auto_schedule (no working C compiler for target \"cpu\")\n");
+        tt_remove_tree(cache_dir);
+        return tt_finish();
+    }
+    TT_RUN(test_elementwise);
+    TT_RUN(test_softmax);
+    TT_RUN(test_norms);
+    TT_RUN(test_matmul);
+    TT_RUN(test_mlp);
+    TT_RUN(test_conv);
+    TT_RUN(test_pool);
+    TT_RUN(test_reductions);
+    TT_RUN(test_layout_chain);
+    tt_remove_tree(cache_dir);
+    return tt_finish();
+}
