@@ -14,7 +14,7 @@
 # Rules checked on every #include "..." / <...> line of src/ and include/:
 #   a module includes only its own layer and the layers below it; a backend_X
 #   includes no backend_Y; src/util includes only util (and the public tex/
-#   headers); ops and sparse sit beside runtime;
+#   headers); ops, sparse and tune sit beside runtime;
 #   include/          nothing from src/ (only its own headers and system headers)
 # An include's module is its first path component ("lower/lower.h", "../lower/lower.h",
 # "src/lower/lower.h"); a bare name ("arith.h") is the including file's own directory.
@@ -40,7 +40,7 @@ function rank(m) {
     if (m == "codegen_c") return 5
     if (m ~ /^backend_/) return 6
     if (m == "interp") return 8
-    return 7 # runtime, ops, sparse
+    return 7 # runtime, ops, sparse, tune
 }
 function forbidden(from, to) {
     if (to == "" || to == from)
@@ -80,7 +80,7 @@ function target_of(path, quoted, from,   n, parts) {
     return parts[1] in modules || parts[1] ~ /^backend_/ ? parts[1] : ""
 }
 BEGIN {
-    split("util ir schedule autosched lower rt codegen_c interp runtime ops sparse", m, " ")
+    split("util ir schedule autosched lower rt codegen_c interp runtime ops sparse tune", m, " ")
     for (i in m)
         modules[m[i]] = 1
     bad = 0

@@ -89,8 +89,13 @@ TEX_API int tex_errcode(const tex_ctx *ctx);
  * object. Borrowed: valid until the next call on ctx. For NULL, a static text. */
 TEX_API const char *tex_errmsg(const tex_ctx *ctx);
 
-/* Forgets the recorded error. NULL is a no-op. */
+/* Forgets the recorded error and warning. NULL is a no-op. */
 TEX_API void tex_clear_error(tex_ctx *ctx);
+
+/* The last warning ("" when none): what a call that succeeded had to skip,
+ * e.g. a malformed line of the tuning log (tex_tune). Errors are never
+ * warnings; a warning never sets tex_errcode. Borrowed, like tex_errmsg. */
+TEX_API const char *tex_warnmsg(const tex_ctx *ctx);
 
 /* Records an error in ctx as tex's own calls do, for libraries built on this
  * API (tex's operators, docs/ops.md): code (a negative TEX_E* code) and the
@@ -381,6 +386,52 @@ TEX_API int tex_schedule_apply_text(tex_schedule *s, const char *text);
  * and tex_schedule_new's errors. Not thread-safe per context. */
 TEX_API tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const outputs[],
                                         const char *target);
+
+/* ------------------------------------------------------------------ tuning */
+
+/* What tex_tune did (filled when tex_tune_options.stats is not NULL). */
+typedef struct {
+    int trials;     /* candidates compiled and timed (the first is the automatic schedule) */
+    int best_trial; /* the trial that found the best one, 1-based */
+    int rejected;   /* candidates refused (by a primitive, lowering, the compiler or the check) */
+    double base_ms; /* the automatic schedule's median time */
+    double best_ms; /* the best median time */
+    double seconds; /* wall time spent */
+    int oracle_checked; /* 1: outputs checked against tex_eval_reference, 0: against the
+                           automatic schedule's kernel (workloads too large for the oracle) */
+} tex_tune_stats;
+
+typedef enum {
+    TEX_TUNE_MODEL, /* mutants ranked by a cost model fitted to the measurements (default) */
+    TEX_TUNE_RANDOM /* mutants measured in random order (for comparison) */
+} tex_tune_search;
+
+typedef struct {
+    double time_budget_s;   /* stop after this much wall time; 0: 60 s */
+    int max_trials;         /* stop after this many timed candidates; 0: 200 */
+    int jobs;               /* candidates compiled at once; 0: the online processors */
+    const char *log_path;   /* append every trial here; NULL: $TEX_TUNE_LOG (none if unset) */
+    tex_tune_search search; /* how mutants are chosen */
+    uint64_t seed;          /* the search's random seed; 0: a fixed one */
+    int verbose;            /* 1: one line per improvement on stderr; 0: silent */
+    tex_tune_stats *stats;  /* filled at the end when not NULL */
+} tex_tune_options;
+
+/* Searches schedules of outputs[0 .. n) for target ("cpu", with the options
+ * tex_auto_schedule takes) by measurement (docs/tuning.md): starting from the
+ * automatic schedule, it mutates its tile sizes, unrolling and loop orders,
+ * ranks mutants with a cost model, compiles the promising ones in parallel,
+ * times each on the real shapes with random inputs (median of several runs)
+ * and checks its outputs; *best receives the fastest as an ordinary schedule
+ * (never slower than the automatic one). Every trial is appended to the log;
+ * tex_auto_schedule applies the best logged schedule of the same workload and
+ * target when $TEX_TUNE_LOG names the log. opt may be NULL (the defaults).
+ * 0, or TEX_EMISUSE (NULL ctx, outputs, target or best), TEX_EINVAL (n <= 0,
+ * a symbolic shape, a scalar parameter in the computes, a target
+ * tex_auto_schedule refuses), TEX_EUNAVAILABLE (no C compiler) with the
+ * message recorded; *best is NULL on failure. */
+TEX_API int tex_tune(tex_ctx *ctx, int n, tex_tensor *const outputs[], const char *target,
+                     const tex_tune_options *opt, tex_schedule **best);
 
 /* ------------------------------------------------------- tensor intrinsics */
 

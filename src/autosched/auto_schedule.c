@@ -3,10 +3,13 @@
  * arguments and the target string, makes an ordinary schedule of the
  * outputs, then runs the graph level (classify.c, partition.c), prints the
  * partition for TEX_DUMP=fusion (dump.c) and runs the kernel level of the
- * target (cpu.c). The result is what tex_schedule_new returns, edited only
+ * target (cpu.c); or, when $TEX_TUNE_LOG names a tuning log with trials of
+ * this workload and target, applies the fastest of them instead (tex_tune,
+ * docs/tuning.md). The result is what tex_schedule_new returns, edited only
  * by public primitives, so a caller may print, inspect and refine it.
  */
 #include "autosched/autosched.h"
+#include "autosched/tuning_log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +66,22 @@ static int check_outputs(tex_ctx *ctx, int n, tex_tensor *const outputs[])
     return 0;
 }
 
+/* When $TEX_TUNE_LOG names a tuning log holding trials of this workload and
+ * target (tex_tune), applies the fastest that still applies to s; whether
+ * it did. */
+static bool apply_tuned(tex_schedule *s, int n, tex_tensor *const outputs[], const char *target)
+{
+    const char *path = getenv("TEX_TUNE_LOG");
+    if (!path || !*path)
+        return false;
+    char key[65];
+    texi_tune_key(s->ctx, n, outputs, key);
+    char *text = texi_tune_log_best(s->ctx, path, key, target, n, outputs);
+    bool applied = text && tex_schedule_apply_text(s, text) == 0;
+    free(text);
+    return applied;
+}
+
 tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const outputs[],
                                 const char *target)
 {
@@ -72,6 +91,8 @@ tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const outputs[]
     tex_schedule *s = tex_schedule_new(ctx, n, outputs);
     if (!s)
         return NULL;
+    if (apply_tuned(s, n, outputs, target))
+        return s;
     texi_as_graph g = {.sch = s, .ctx = ctx, .n = s->n_stages, .strict_float = o.strict_float};
     g.nodes = texi_alloc(ctx, sizeof *g.nodes * (size_t)g.n, "an automatic schedule");
     if (!g.nodes)

@@ -77,6 +77,28 @@ void tex_clear_error(tex_ctx *ctx)
         return;
     ctx->errcode = 0;
     ctx->errmsg[0] = '\0';
+    ctx->warnmsg[0] = '\0';
+}
+
+void texi_clear_error(tex_ctx *ctx)
+{
+    ctx->errcode = 0;
+    ctx->errmsg[0] = '\0';
+}
+
+const char *tex_warnmsg(const tex_ctx *ctx)
+{
+    return ctx ? ctx->warnmsg : "";
+}
+
+void texi_warn(tex_ctx *ctx, const char *fmt, ...)
+{
+    if (!ctx)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->warnmsg, sizeof ctx->warnmsg, fmt, ap);
+    va_end(ap);
 }
 
 const char *tex_version(void)

@@ -35,6 +35,7 @@ struct tex_ctx {
     texi_arena arena;             /* owns every IR object of this context */
     int errcode;                  /* first unhandled error, 0 when none */
     char errmsg[TEXI_ERRMSG_MAX]; /* its message */
+    char warnmsg[512];            /* the last warning (tex_warnmsg), "" when none */
     uint32_t next_id;             /* ids for variables and tensors (stable printing, hashing) */
 };
 
@@ -45,6 +46,13 @@ struct tex_ctx {
         if (texi_try_rc_ < 0)                                                                      \
             return texi_try_rc_;                                                                   \
     } while (0)
+
+/* Forgets an error the library recorded itself and handled (the warning
+ * stays, unlike tex_clear_error). */
+void texi_clear_error(tex_ctx *ctx);
+
+/* Records a warning: something a call that succeeds skipped (tex_warnmsg). */
+void texi_warn(tex_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Records the error (if none is recorded yet) and returns code. */
 int texi_error(tex_ctx *ctx, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -449,6 +449,6 @@ int tex_schedule_apply_text(tex_schedule *s, const char *text)
     if (rc == 0 || rc == TEX_ENOMEM || rc == TEX_EINTERNAL || !f.line)
         return rc == TEX_ENOMEM && clean ? texi_error(ctx, rc, "%s: out of memory", call) : rc;
     if (clean)
-        tex_clear_error(ctx);
+        texi_clear_error(ctx);
     return texi_error(ctx, TEX_EINVAL, "%s: line %d ('%s'): %s", call, f.line, f.text, f.why);
 }

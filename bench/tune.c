@@ -1,0 +1,324 @@
+/*
+ * bench/tune: what tex_tune (docs/tuning.md) gains over the automatic
+ * schedule, on 2 threads, with the tuning time.
+ *
+ * Cases (each tuned with a budget of $TEX_BENCH_TUNE_SECONDS, default 60 s,
+ * from an empty log; the issue's goal allows 10 minutes):
+ *   gemm1024     C = A . B, 1024^3                 anchors default, openblas
+ *   conv256      conv2d NCHW 1x256x14x14, 256 filters 3x3, padding 1
+ *                                                  anchor default
+ *   softmax      softmax over the rows of 4096x1024 anchors default, bandwidth
+ *   mlp          Y = gelu(X . W1 + b1) . W2 + X, 512x768x3072
+ *                                                  anchors default, openblas
+ * anchor=default is the automatic schedule (what tuning starts from);
+ * openblas the same computation with cblas_sgemm for the GEMMs and OpenMP
+ * loops for the rest; bandwidth a parallel copy of the same bytes (the
+ * least any softmax can take). Each line's tex side is the tuned kernel,
+ * timed interleaved with the anchor (bench/common.h); the tuner's own
+ * numbers (seconds, trials, the trial that found the best) follow on a line
+ * starting with "  tuned:". Results are checked against the default
+ * schedule's (relative error <= 1e-3) before anything is timed.
+ *
+ * Then the search itself: gemm512 tuned for SEARCH_TRIALS trials with the
+ * cost model and with random search (same seed, same budget); the line
+ * bench=tune_search reports the best times of both (tex_ms: model, anchor:
+ * random) and trials_to_match, the trial at which the model's search first
+ * matched random search's final best.
+ *
+ * usage: tune [CASE]   every case, or only those whose name contains CASE
+ */
+#include "common.h"
+
+#include <cblas.h>
+#include <omp.h>
+#include <string.h>
+#include <tex/tex.h>
+#include <unistd.h>
+
+enum { THREADS = 2, SEARCH_TRIALS = 40, MAX_ARGS = 8 };
+
+typedef struct {
+    tex_ctx *ctx;
+    int n_args;
+    tex_tensor *t[MAX_ARGS]; /* inputs, then the output */
+    DLTensor *a[MAX_ARGS];
+    DLTensor *tuned_out, *default_out;
+    tex_kernel *tuned, *dflt;
+    const char *name;
+} tune_case;
+
+static const char TARGET[] = "cpu -threads=2";
+
+static double budget_s(void)
+{
+    const char *e = getenv("TEX_BENCH_TUNE_SECONDS");
+    double s = e ? atof(e) : 0;
+    return s > 0 ? s : 60;
+}
+
+/* ------------------------------------------------------------ workloads */
+
+static void add(tune_case *c, tex_tensor *t)
+{
+    c->t[c->n_args++] = t;
+}
+
+static tex_tensor *input(tune_case *c, const char *name, int ndim, const int64_t *shape)
+{
+    tex_tensor *t = tex_placeholder_c(c->ctx, name, TEX_F32, ndim, shape);
+    add(c, t);
+    return t;
+}
+
+static void gemm(tune_case *c, int64_t n)
+{
+    tex_tensor *A = input(c, "A", 2, (int64_t[]){n, n}), *B = input(c, "B", 2, (int64_t[]){n, n});
+    add(c, tex_op_matmul(c->ctx, "C", A, B, 0, 0));
+}
+
+static void gemm1024(tune_case *c)
+{
+    gemm(c, 1024);
+}
+
+static void conv(tune_case *c)
+{
+    tex_tensor *X = input(c, "X", 4, (int64_t[]){1, 256, 14, 14});
+    tex_tensor *W = input(c, "W", 4, (int64_t[]){256, 256, 3, 3});
+    add(c, tex_op_conv2d(c->ctx, "Y", X, W, NULL, (int64_t[]){1, 1}, NULL, 1, TEX_LAYOUT_NCHW));
+}
+
+static void softmax(tune_case *c)
+{
+    add(c, tex_op_softmax(c->ctx, "Y", input(c, "X", 2, (int64_t[]){4096, 1024}), 1));
+}
+
+enum { MLP_M = 512, MLP_D = 768, MLP_H = 3072 };
+
+static void mlp(tune_case *c)
+{
+    tex_ctx *x = c->ctx;
+    tex_tensor *X = input(c, "X", 2, (int64_t[]){MLP_M, MLP_D});
+    tex_tensor *W1 = input(c, "W1", 2, (int64_t[]){MLP_D, MLP_H});
+    tex_tensor *b1 = input(c, "b1", 1, (int64_t[]){MLP_H});
+    tex_tensor *W2 = input(c, "W2", 2, (int64_t[]){MLP_H, MLP_D});
+    tex_tensor *H =
+        tex_op_gelu(x, "H", tex_op_add(x, "Hb", tex_op_matmul(x, "H0", X, W1, 0, 0), b1));
+    add(c, tex_op_add(x, "Y", tex_op_matmul(x, "Y0", H, W2, 0, 0), X));
+}
+
+/* ------------------------------------------------------------ anchors */
+
+static int run_tuned(void *arg)
+{
+    tune_case *c = arg;
+    c->a[c->n_args - 1] = c->tuned_out;
+    return tex_kernel_call_tensors(c->tuned, c->n_args, c->a);
+}
+
+static int run_default(void *arg)
+{
+    tune_case *c = arg;
+    c->a[c->n_args - 1] = c->default_out;
+    return tex_kernel_call_tensors(c->dflt, c->n_args, c->a);
+}
+
+static float *data(tune_case *c, int i)
+{
+    return c->a[i]->data;
+}
+
+static int run_blas_gemm(void *arg)
+{
+    tune_case *c = arg;
+    int n = (int)c->a[0]->shape[0];
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, data(c, 0), n, data(c, 1), n,
+                0, c->default_out->data, n);
+    return 0;
+}
+
+static float gelu(float v)
+{
+    return 0.5f * v * (1.0f + erff(v * 0.70710678f));
+}
+
+static int run_blas_mlp(void *arg)
+{
+    tune_case *c = arg;
+    static float *h;
+    if (!h && !(h = malloc(sizeof *h * MLP_M * MLP_H)))
+        return -1;
+    const float *x = data(c, 0), *b1 = data(c, 2);
+    float *y = c->default_out->data;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, MLP_M, MLP_H, MLP_D, 1, x, MLP_D,
+                data(c, 1), MLP_H, 0, h, MLP_H);
+#pragma omp parallel for num_threads(THREADS)
+    for (int i = 0; i < MLP_M; i++)
+        for (int j = 0; j < MLP_H; j++)
+            h[i * MLP_H + j] = gelu(h[i * MLP_H + j] + b1[j]);
+    memcpy(y, x, sizeof *y * MLP_M * MLP_D);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, MLP_M, MLP_D, MLP_H, 1, h, MLP_H,
+                data(c, 3), MLP_D, 1, y, MLP_D);
+    return 0;
+}
+
+static int run_copy(void *arg)
+{
+    tune_case *c = arg;
+    const float *x = data(c, 0);
+    float *y = c->default_out->data;
+#pragma omp parallel for num_threads(THREADS)
+    for (int i = 0; i < 4096; i++)
+        memcpy(y + i * 1024, x + i * 1024, sizeof *y * 1024);
+    return 0;
+}
+
+/* ------------------------------------------------------------ the cases */
+
+/* Lowers and builds s for c's arguments; NULL on failure. */
+static tex_kernel *build(tune_case *c, tex_schedule *s)
+{
+    tex_func *f = s ? tex_lower_tensors(s, c->name, c->n_args, c->t) : NULL;
+    return f ? tex_build(f, TARGET) : NULL;
+}
+
+/* Arrays for c's tensors (inputs random) and both output arrays. */
+static void alloc_arrays(tune_case *c)
+{
+    DLDevice cpu = {kDLCPU, 0};
+    for (int i = 0; i < c->n_args; i++) {
+        tex_tensor *t = c->t[i];
+        int64_t shape[4];
+        for (int d = 0; d < tex_tensor_ndim(t); d++)
+            tex_expr_const_int(tex_tensor_dim(t, d), &shape[d]);
+        c->a[i] = tex_array_new(tex_tensor_ndim(t), shape, TEX_F32, cpu);
+        int64_t n = 1;
+        for (int d = 0; d < tex_tensor_ndim(t); d++)
+            n *= shape[d];
+        if (i + 1 < c->n_args) {
+            bench_fill_random(c->a[i]->data, n, (uint64_t)i + 1);
+        } else {
+            c->tuned_out = c->a[i];
+            c->default_out = tex_array_new(tex_tensor_ndim(t), shape, TEX_F32, cpu);
+        }
+    }
+}
+
+static int64_t out_elements(const tune_case *c)
+{
+    int64_t n = 1;
+    for (int d = 0; d < c->tuned_out->ndim; d++)
+        n *= c->tuned_out->shape[d];
+    return n;
+}
+
+static void run_case(const char *name, void (*define)(tune_case *), const char *anchor,
+                     int (*anchor_fn)(void *))
+{
+    tune_case c = {.ctx = tex_ctx_new(), .name = "k"};
+    char desc[64];
+    snprintf(desc, sizeof desc, "%s/t%d", name, THREADS);
+    define(&c);
+    alloc_arrays(&c);
+    tex_tune_stats st;
+    tex_tune_options o = {.time_budget_s = budget_s(), .max_trials = 1000, .stats = &st};
+    tex_schedule *best = NULL;
+    if (tex_tune(c.ctx, 1, &c.t[c.n_args - 1], TARGET, &o, &best) != 0)
+        bench_fail("tune", desc, "tex_tune_failed");
+    c.tuned = build(&c, best);
+    c.dflt = build(&c, tex_auto_schedule(c.ctx, 1, &c.t[c.n_args - 1], TARGET));
+    if (!c.tuned || !c.dflt)
+        bench_fail("tune", desc, "build_failed");
+    if (run_tuned(&c) || run_default(&c))
+        bench_fail("tune", desc, "run_failed");
+    bench_check_close("tune", desc, c.tuned_out->data, c.default_out->data, out_elements(&c), 1e-3);
+    bench_compare("tune", desc, (bench_run){run_tuned, &c, NULL}, "default",
+                  (bench_run){run_default, &c, NULL}, 300);
+    if (anchor_fn)
+        bench_compare("tune", desc, (bench_run){run_tuned, &c, NULL}, anchor,
+                      (bench_run){anchor_fn, &c, NULL}, 300);
+    printf("  tuned: %s seconds=%.1f trials=%d best_trial=%d rejected=%d base_ms=%.3f "
+           "best_ms=%.3f checked_by=%s\n",
+           desc, st.seconds, st.trials, st.best_trial, st.rejected, st.base_ms, st.best_ms,
+           st.oracle_checked ? "oracle" : "default_schedule");
+    fflush(stdout);
+    tex_kernel_free(c.tuned);
+    tex_kernel_free(c.dflt);
+    for (int i = 0; i < c.n_args; i++)
+        tex_array_free(c.a[i]);
+    tex_array_free(c.default_out);
+    tex_ctx_free(c.ctx);
+}
+
+/* The times of the log's trials, in order (failed ones as INFINITY). */
+static int log_times(const char *path, double *ms, int cap)
+{
+    FILE *fp = fopen(path, "r");
+    char line[1 << 14];
+    int n = 0;
+    while (fp && n < cap && fgets(line, sizeof line, fp)) {
+        char *f = line;
+        for (int k = 0; k < 3 && f; k++)
+            f = strchr(f, '\t') ? strchr(f, '\t') + 1 : NULL;
+        ms[n++] = f && strncmp(f, "failed", 6) != 0 ? atof(f) : INFINITY;
+    }
+    if (fp)
+        fclose(fp);
+    return n;
+}
+
+/* The model's search against random search on gemm512, same trial budget. */
+static void compare_searches(void)
+{
+    char dir[] = "/tmp/tex-bench-tune-XXXXXX", logs[2][64];
+    if (!mkdtemp(dir))
+        return;
+    double best[2] = {0, 0}, times[SEARCH_TRIALS + 8];
+    for (int s = 0; s < 2; s++) {
+        tune_case c = {.ctx = tex_ctx_new(), .name = "k"};
+        gemm(&c, 512);
+        snprintf(logs[s], sizeof logs[s], "%s/%d.log", dir, s);
+        tex_tune_stats st;
+        tex_tune_options o = {.time_budget_s = 600,
+                              .max_trials = SEARCH_TRIALS,
+                              .log_path = logs[s],
+                              .search = s ? TEX_TUNE_RANDOM : TEX_TUNE_MODEL,
+                              .stats = &st};
+        tex_schedule *b = NULL;
+        if (tex_tune(c.ctx, 1, &c.t[c.n_args - 1], TARGET, &o, &b) != 0)
+            bench_fail("tune_search", "gemm512/t2", "tex_tune_failed");
+        best[s] = st.best_ms;
+        tex_ctx_free(c.ctx);
+    }
+    int n = log_times(logs[0], times, SEARCH_TRIALS + 8), match = 0;
+    for (int i = 0; i < n && !match; i++)
+        match = times[i] <= best[1] ? i + 1 : 0;
+    printf("bench=tune_search case=gemm512/t2/%d_trials tex_ms=%.3f anchor=random_search "
+           "anchor_ms=%.3f speedup=%.3g trials_to_match=%d\n",
+           SEARCH_TRIALS, best[0], best[1], best[1] / best[0], match);
+    unlink(logs[0]);
+    unlink(logs[1]);
+    rmdir(dir);
+}
+
+int main(int argc, char **argv)
+{
+    const char *only = argc > 1 ? argv[1] : NULL;
+    openblas_set_num_threads(THREADS);
+    static const struct {
+        const char *name;
+        void (*define)(tune_case *);
+        const char *anchor;
+        int (*anchor_fn)(void *);
+    } cases[] = {{"gemm1024", gemm1024, "openblas", run_blas_gemm},
+                 {"conv256", conv, NULL, NULL},
+                 {"softmax4096x1024", softmax, "bandwidth", run_copy},
+                 {"mlp512x768x3072", mlp, "openblas", run_blas_mlp}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (!only || strstr(cases[i].name, only))
+            run_case(cases[i].name, cases[i].define, cases[i].anchor, cases[i].anchor_fn);
+    }
+    if (!only || strstr("tune_search", only))
+        compare_searches();
+    return 0;
+}

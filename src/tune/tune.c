@@ -1,0 +1,327 @@
+/*
+ * tex_tune: the search (docs/tuning.md).
+ *
+ *   1. The automatic schedule of the outputs is the base: its text defines
+ *      the knobs (space.c); it is compiled, timed and its outputs are the
+ *      reference when the oracle would take too long (workload.c).
+ *   2. Each round proposes POOL mutants of the best measured settings (a
+ *      parent is one of the TOP fastest, the fastest twice as often), drops
+ *      those already tried, and keeps the ones whose text applies and
+ *      lowers. With the cost model fitted (model.c, TEX_TUNE_MODEL) the
+ *      batch is the mutants it predicts fastest plus one random one, to keep
+ *      exploring; otherwise (TEX_TUNE_RANDOM, or too few measurements) a
+ *      random batch.
+ *   3. The batch is compiled in parallel, then each candidate is timed and
+ *      checked (measure.c) and appended to the log.
+ * It stops at the trial or time budget, or after STALL rounds without a
+ * new candidate. The result is a fresh schedule with the best text applied,
+ * so it is the automatic one when nothing beat it.
+ */
+#include "tune/tune.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char CALL[] = "tex_tune";
+
+enum { POOL = 48, TOP = 4, STALL = 8, MAX_MEASURED = 4096 };
+
+/* Every setting tried so far and its time (< 0: refused). */
+typedef struct {
+    int n;
+    texi_tune_point *points;
+    double *ms;
+} tune_history;
+
+typedef struct {
+    texi_tune_workload w;
+    texi_tune_space space;
+    tune_history hist;
+    tex_tune_options opt;
+    const char *target;
+    const char *log_path;
+    uint64_t rng;
+    texi_tune_model model;
+    int best;   /* index in hist of the fastest */
+    int trials; /* timed */
+    int rejected;
+    int best_trial;
+    double start;
+} tuner;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static bool tried(const tuner *t, const texi_tune_point *p)
+{
+    for (int i = 0; i < t->hist.n; i++)
+        if (texi_tune_point_equal(&t->space, &t->hist.points[i], p))
+            return true;
+    return false;
+}
+
+static void remember(tuner *t, const texi_tune_point *p, double ms)
+{
+    if (t->hist.n == MAX_MEASURED)
+        return;
+    t->hist.points[t->hist.n] = *p;
+    t->hist.ms[t->hist.n++] = ms;
+}
+
+/* The index of a parent: one of the TOP fastest measured settings. */
+static int pick_parent(tuner *t)
+{
+    int top[TOP + 1], n = 0;
+    for (int i = 0; i < t->hist.n; i++) {
+        if (t->hist.ms[i] < 0)
+            continue;
+        int k = n < TOP ? n++ : TOP;
+        top[k] = i;
+        for (; k > 0 && t->hist.ms[top[k]] < t->hist.ms[top[k - 1]]; k--) {
+            int x = top[k];
+            top[k] = top[k - 1];
+            top[k - 1] = x;
+        }
+    }
+    int r = (int)(texi_tune_rand(&t->rng) % (uint64_t)(n + 1));
+    return top[r >= n ? 0 : r]; /* the fastest: twice the chance */
+}
+
+/* Refits the cost model to every timed setting (log of the time). */
+static void refit(tuner *t)
+{
+    int nf = 0, rows = 0;
+    double *x = malloc(sizeof *x * TEXI_TUNE_MAX_FEATURES * (size_t)t->hist.n);
+    double *y = malloc(sizeof *y * (size_t)t->hist.n);
+    for (int i = 0; x && y && i < t->hist.n; i++) {
+        if (t->hist.ms[i] <= 0)
+            continue;
+        nf = texi_tune_features(&t->space, &t->hist.points[i], x + rows * TEXI_TUNE_MAX_FEATURES);
+        y[rows++] = log(t->hist.ms[i]);
+    }
+    /* rows were written with the maximal stride: compact them to nf */
+    for (int r = 1; x && r < rows; r++)
+        memmove(x + r * nf, x + r * TEXI_TUNE_MAX_FEATURES, sizeof *x * (size_t)nf);
+    t->model.fitted = false;
+    if (x && y && rows >= 8)
+        texi_tune_model_fit(&t->model, rows, nf, x, y, 1.0);
+    free(x);
+    free(y);
+}
+
+static double predict(const tuner *t, const texi_tune_point *p)
+{
+    double x[TEXI_TUNE_MAX_FEATURES];
+    texi_tune_features(&t->space, p, x);
+    return texi_tune_model_predict(&t->model, x);
+}
+
+/* A batch of at most max new candidates that lower; their count. */
+static int propose(tuner *t, texi_tune_candidate *c, int max)
+{
+    texi_tune_point pool[POOL];
+    double score[POOL];
+    int n_pool = 0;
+    for (int tries = 0; tries < 4 * POOL && n_pool < POOL; tries++) {
+        texi_tune_point p = t->hist.points[pick_parent(t)];
+        texi_tune_space_mutate(&t->space, &p, &t->rng);
+        bool dup = tried(t, &p);
+        for (int i = 0; i < n_pool && !dup; i++)
+            dup = texi_tune_point_equal(&t->space, &pool[i], &p);
+        if (dup)
+            continue;
+        score[n_pool] = t->model.fitted && t->opt.search == TEX_TUNE_MODEL
+                            ? predict(t, &p)
+                            : (double)(texi_tune_rand(&t->rng) % 1000000);
+        pool[n_pool++] = p;
+    }
+    /* best predicted first, but the last slot goes to a random one */
+    int order[POOL];
+    for (int i = 0; i < n_pool; i++) {
+        int k = i;
+        for (; k > 0 && score[i] < score[order[k - 1]]; k--)
+            order[k] = order[k - 1];
+        order[k] = i;
+    }
+    if (n_pool > max && max > 1) {
+        int r = max - 1 + (int)(texi_tune_rand(&t->rng) % (uint64_t)(n_pool - max + 1));
+        int x = order[max - 1];
+        order[max - 1] = order[r];
+        order[r] = x;
+    }
+    int n = 0;
+    for (int i = 0; i < n_pool && n < max; i++) {
+        texi_tune_candidate *cand = &c[n];
+        memset(cand, 0, sizeof *cand);
+        cand->point = pool[order[i]];
+        cand->text = texi_tune_space_text(&t->space, &cand->point);
+        if (cand->text && texi_tune_lower(&t->w, cand)) {
+            n++;
+        } else {
+            remember(t, &cand->point, -1); /* refused: never proposed again */
+            t->rejected++;
+            free(cand->text);
+        }
+    }
+    return n;
+}
+
+/* Times a built batch, logs and remembers each candidate. */
+static void measure_batch(tuner *t, texi_tune_candidate *c, int n)
+{
+    for (int i = 0; i < n; i++) {
+        texi_tune_time(&t->w, &c[i], 100.0);
+        if (c[i].ms < 0)
+            t->rejected++;
+        else
+            t->trials++;
+        if (t->log_path)
+            texi_tune_log_append(t->log_path, t->w.key, t->target, c[i].ms, c[i].text);
+        remember(t, &c[i].point, c[i].ms);
+        if (c[i].ms >= 0 && c[i].ms < t->hist.ms[t->best]) {
+            t->best = t->hist.n - 1;
+            t->best_trial = t->trials;
+            if (t->opt.verbose)
+                fprintf(stderr, "tex_tune: trial %d: %.4g ms (the automatic schedule: %.4g ms)\n",
+                        t->trials, c[i].ms, t->hist.ms[0]);
+        }
+        tex_kernel_free(c[i].kernel);
+        free(c[i].text);
+    }
+}
+
+static bool out_of_budget(const tuner *t)
+{
+    return t->trials >= t->opt.max_trials || now_s() - t->start >= t->opt.time_budget_s;
+}
+
+/* Rounds of propose / build / measure until a budget runs out. */
+static void search(tuner *t)
+{
+    int batch = t->opt.jobs < 2 ? 2 : t->opt.jobs > 16 ? 16 : t->opt.jobs;
+    texi_tune_candidate c[16];
+    for (int idle = 0; idle < STALL && !out_of_budget(t);) {
+        int room = t->opt.max_trials - t->trials;
+        int n = propose(t, c, batch < room ? batch : room);
+        idle = n ? 0 : idle + 1;
+        texi_tune_build(t->w.ctx, c, n, t->target, t->opt.jobs);
+        measure_batch(t, c, n);
+        if (t->opt.search == TEX_TUNE_MODEL)
+            refit(t);
+    }
+}
+
+/* The base: the automatic schedule, its text, its kernel (the first trial
+ * and, for large workloads, the reference). */
+static int start(tuner *t, int n, tex_tensor *const outputs[])
+{
+    tex_ctx *ctx = t->w.ctx;
+    tex_schedule *s = tex_auto_schedule(ctx, n, outputs, t->target);
+    char *text = s ? tex_schedule_trace(s) : NULL;
+    if (!text)
+        return tex_errcode(ctx) ? tex_errcode(ctx) : TEX_ENOMEM;
+    int rc = texi_tune_space_init(&t->space, text);
+    texi_tune_candidate base = {.text = text};
+    texi_tune_space_base(&t->space, &base.point);
+    if (rc == 0 && !texi_tune_lower(&t->w, &base))
+        rc = texi_error(ctx, TEX_EINTERNAL, "%s: the automatic schedule's text does not lower: %s",
+                        CALL, base.why);
+    if (rc == 0) {
+        texi_tune_build(ctx, &base, 1, t->target, 1);
+        if (!base.kernel)
+            rc = texi_error(ctx, TEX_EUNAVAILABLE, "%s: %s", CALL, base.why);
+    }
+    rc = rc ? rc : texi_tune_reference(&t->w, base.kernel);
+    if (rc == 0) {
+        texi_tune_time(&t->w, &base, 100.0);
+        if (base.ms < 0)
+            rc = texi_error(ctx, TEX_EINTERNAL, "%s: the automatic schedule's kernel fails: %s",
+                            CALL, base.why);
+    }
+    if (rc == 0) {
+        t->trials = t->best_trial = 1;
+        if (t->log_path)
+            texi_tune_log_append(t->log_path, t->w.key, t->target, base.ms, text);
+        remember(t, &base.point, base.ms);
+    }
+    tex_kernel_free(base.kernel);
+    free(text);
+    return rc;
+}
+
+/* The options with their defaults filled in. */
+static tex_tune_options defaults(const tex_tune_options *opt)
+{
+    tex_tune_options o = opt ? *opt : (tex_tune_options){0};
+    if (!(o.time_budget_s > 0))
+        o.time_budget_s = 60;
+    if (o.max_trials <= 0)
+        o.max_trials = 200;
+    if (o.jobs <= 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        o.jobs = cpus > 0 ? (int)cpus : 1;
+    }
+    if (!o.log_path && getenv("TEX_TUNE_LOG") && *getenv("TEX_TUNE_LOG"))
+        o.log_path = getenv("TEX_TUNE_LOG");
+    if (!o.seed)
+        o.seed = 0x74756e65;
+    return o;
+}
+
+int tex_tune(tex_ctx *ctx, int n, tex_tensor *const outputs[], const char *target,
+             const tex_tune_options *opt, tex_schedule **best)
+{
+    if (best)
+        *best = NULL;
+    if (!ctx)
+        return TEX_EMISUSE;
+    if (!best || !target || !outputs)
+        return texi_error(ctx, TEX_EMISUSE, "%s: the %s is NULL", CALL,
+                          !best     ? "result pointer"
+                          : !target ? "target"
+                                    : "outputs array");
+    if (n <= 0)
+        return texi_error(ctx, TEX_EINVAL, "%s: %d outputs given (at least one is needed)", CALL,
+                          n);
+    tuner *t = calloc(1, sizeof *t);
+    if (!t)
+        return texi_error(ctx, TEX_ENOMEM, "%s: out of memory", CALL);
+    t->opt = defaults(opt);
+    t->target = target;
+    t->log_path = t->opt.log_path;
+    t->rng = t->opt.seed;
+    t->start = now_s();
+    t->hist.points = malloc(sizeof *t->hist.points * MAX_MEASURED);
+    t->hist.ms = malloc(sizeof *t->hist.ms * MAX_MEASURED);
+    int rc = !t->hist.points || !t->hist.ms ? texi_error(ctx, TEX_ENOMEM, "%s: out of memory", CALL)
+                                            : texi_tune_workload_init(&t->w, ctx, n, outputs, CALL);
+    rc = rc ? rc : start(t, n, outputs);
+    if (rc == 0) {
+        search(t);
+        char *text = texi_tune_space_text(&t->space, &t->hist.points[t->best]);
+        tex_schedule *s = text ? tex_schedule_new(ctx, n, outputs) : NULL;
+        rc = s                  ? tex_schedule_apply_text(s, text)
+             : tex_errcode(ctx) ? tex_errcode(ctx)
+                                : TEX_ENOMEM;
+        *best = rc == 0 ? s : NULL;
+        free(text);
+    }
+    if (rc == 0 && t->opt.stats)
+        *t->opt.stats = (tex_tune_stats){
+            t->trials,           t->best_trial,      t->rejected,          t->hist.ms[0],
+            t->hist.ms[t->best], now_s() - t->start, t->w.want_from_oracle};
+    texi_tune_space_free(&t->space);
+    texi_tune_workload_free(&t->w);
+    free(t->hist.points);
+    free(t->hist.ms);
+    free(t);
+    return rc;
+}
