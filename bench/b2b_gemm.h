@@ -10,11 +10,12 @@
  * scalar parameters (tex_var), M may be symbolic.
  *
  * Two CPU schedules:
- *   fused    D1 tiled mb rows x bn1 columns, the row-tile loop parallel. P0 and
- *            D0 are computed at the row tile (compute_at D1's m.outer), local:
- *            a row panel [mb, N0] of D0 stays in L1 and is the second GEMM's
- *            input, never written to memory. P1 is computed at the column tile
- *            (local, the mb x bn1 accumulators in registers). This needs the
+ *   fused    D1 tiled mb rows x bn columns, the row-tile loop parallel. D0 is
+ *            computed at the row tile (compute_at D1's m.outer), local: a row
+ *            panel [mb, N0] of D0 stays in L1 and is the second GEMM's input,
+ *            never written to memory. D0's columns are split by bn and P0 is
+ *            computed at that loop (local, mb x bn accumulators in registers);
+ *            P1 likewise at D1's column tile. This needs the
  *            row tile of D1 to cover whole rows of D0 (N0): computing P0 at
  *            D1's column tile would recompute it once per column tile, which
  *            tex_lower refuses (docs/api.md, rule 5).
@@ -113,10 +114,13 @@ static inline int b2b_gemm_fused(tex_ctx *ctx, tex_schedule *s, const b2b_gemm *
     rc = rc ? rc : tex_vectorize(so, ni);
     rc = rc ? rc : tex_compute_at(s1, so, no);
     rc = rc ? rc : tex_compute_at(sd, so, mo);
-    rc = rc ? rc : tex_compute_at(s0, so, mo);
+    tex_iter *dm = tex_op_axis(sd, 0), *dno, *dni;
+    rc = rc ? rc : tex_split(sd, tex_op_axis(sd, 1), tex_int(ctx, t->bn), &dno, &dni);
+    rc = rc ? rc : tex_reorder(sd, 3, (tex_iter *[]){dno, dm, dni});
+    rc = rc ? rc : tex_vectorize(sd, dni);
+    rc = rc ? rc : tex_compute_at(s0, sd, dno);
     for (int i = 0; i < 3 && rc == 0; i++)
         rc = tex_set_scope((tex_stage *[]){s0, sd, s1}[i], TEX_SCOPE_LOCAL);
-    rc = rc ? rc : tex_vectorize(sd, tex_op_axis(sd, 1));
     rc = rc ? rc : b2b_register_tile(ctx, s0, t);
     return rc ? rc : b2b_register_tile(ctx, s1, t);
 }

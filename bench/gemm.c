@@ -55,6 +55,7 @@
  */
 #include "common.h"
 #include "gemm_packed.h"
+#include "openblas_core.h"
 
 #include <cblas.h>
 #include <stdbool.h>
@@ -322,24 +323,6 @@ static void tune(const char *only)
             gemm_measure(&g, &variants[v], desc);
         }
     }
-}
-
-/* Re-executes the program with OPENBLAS_CORETYPE set when OpenBLAS picked a
- * core below what the CPU supports (see the top comment); returns otherwise. */
-static void fix_openblas_core(char **argv)
-{
-    const char *core = openblas_get_corename();
-    const char *want = __builtin_cpu_supports("avx512f") ? "SkylakeX"
-                       : __builtin_cpu_supports("avx2")  ? "Haswell"
-                                                         : NULL;
-    if (getenv("OPENBLAS_CORETYPE") || !want || !core || strcmp(core, "Prescott") != 0)
-        return;
-    fprintf(stderr,
-            "gemm: OpenBLAS chose its %s kernels on this CPU; rerunning with "
-            "OPENBLAS_CORETYPE=%s\n",
-            core, want);
-    setenv("OPENBLAS_CORETYPE", want, 1);
-    execv("/proc/self/exe", argv);
 }
 
 int main(int argc, char **argv)

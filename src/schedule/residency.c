@@ -13,10 +13,14 @@
  * fails with TEX_EINVAL naming the stage, its tile, the loop and how often it
  * would repeat (docs/api.md, rule 5), instead of silently recomputing.
  *
- * Loops bound to threadIdx or a vthread are exempt (the threads of a block
- * share a shared tile, and each keeps its own local one); loops bound to a
- * block index are not. Global reductions and data-parallel stages are not
- * checked: recomputing them is an ordinary trade-off (TVM's compute_at).
+ * The loops checked are those around P up to the first global stage on its
+ * attach path (P's consumer's loops from the attach axis outward, then those
+ * around that consumer when it is local or shared too, and so on). Loops
+ * bound to threadIdx or a vthread are exempt (the threads of a block share a
+ * shared tile, and each keeps its own local one); loops bound to a block
+ * index are not. Global stages, data-parallel or not, are not checked, nor
+ * the loops around them: recomputing them is an ordinary trade-off (TVM's
+ * compute_at).
  *
  * Input: a schedule after texi_infer_bounds_ex. Output: 0 or TEX_EINVAL.
  */
@@ -94,6 +98,8 @@ static int check_stage(const texi_bounds *b, int si)
                 !region_uses(p, b->st[ci].var[a]))
                 return refuse(b->sch->ctx, p, c, k, ext);
         }
+        if (c->scope == TEXI_SCOPE_GLOBAL)
+            break; /* c's own repetitions are a global stage's, not checked */
         st = c;
     }
     return 0;

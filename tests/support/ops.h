@@ -51,9 +51,9 @@ typedef struct {
     int64_t vals[OPS_MAX];   /* their values at call time */
     bool var_params;         /* lower with the sizes as TEX_ARG_VAR parameters */
     int n_scal;
-    tex_expr *scal[OPS_MAX]; /* scalar parameters (alpha, beta ...), after the sizes */
+    tex_expr *scal[OPS_MAX];   /* scalar parameters (alpha, beta ...), after the sizes */
     double scal_vals[OPS_MAX]; /* their values at call time (TEX_VAL_F64) */
-    bool exact;              /* run on arrays of exactly their size (ops_exact) */
+    bool exact;                /* run on arrays of exactly their size (ops_exact) */
 } ops_wl;
 
 /* A text log of the schedule steps applied (printed on failure). */

@@ -63,8 +63,8 @@ static void b2b_case(b2b_sched sched, int64_t m, int64_t k0, int64_t n0, int64_t
     for (int i = 0; ok && i < 2; i++)
         ok = ops_jit_compare(&w, f, targets[i], 12 + (uint64_t)i, why, sizeof why) == 0;
     if (!ok) {
-        printf("  M=%lld K0=%lld N0=%lld N1=%lld%s\n", (long long)m, (long long)k0,
-               (long long)n0, (long long)n1, sym ? " (symbolic M)" : "");
+        printf("  M=%lld K0=%lld N0=%lld N1=%lld%s\n", (long long)m, (long long)k0, (long long)n0,
+               (long long)n1, sym ? " (symbolic M)" : "");
         ops_report(&w, 11, NULL, f, why);
     }
     TT_CHECK(ok);
