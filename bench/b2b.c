@@ -16,11 +16,15 @@
  * at most 1e-4) before timing. The register tile is bench/gemm's: 6 rows x
  * 64 columns on a CPU with AVX-512, 6 x 16 with AVX2 only, k unrolled by 4.
  *
- * A b2b_conv line follows (bench/b2b_conv.h): a 3x3 convolution + relu then a
- * 1x1 convolution + relu on a 64x56x56 input, fused against unfused.
+ * Then b2b_conv lines (bench/b2b_conv.h): a 3x3 convolution + relu then a
+ * 1x1 convolution + relu, 64 channels in and out of both, on a 64x56x56
+ * input, tex fused against tex unfused (anchor=unfused, D0 through memory),
+ * 2 and 1 threads; the fused result is checked against the unfused one.
+ *
+ * usage: b2b [gemm | conv]   every line, or only the b2b_gemm / b2b_conv ones
  */
 #include "common.h"
-
+#include "b2b_conv.h"
 #include "b2b_gemm.h"
 #include "openblas_core.h"
 
@@ -167,14 +171,84 @@ static void run_case(int64_t m, int64_t k0, int64_t n0, int64_t n1, int threads)
     b2b_release(&c);
 }
 
+/* One back-to-back convolution kernel on `threads` threads; NULL with a
+ * message printed. */
+static tex_kernel *conv_build(int fused, int threads)
+{
+    char target[64];
+    snprintf(target, sizeof target, "cpu -threads=%d", threads);
+    tex_ctx *ctx = tex_ctx_new();
+    b2b_conv g;
+    b2b_conv_define(ctx, 64, 56, 56, 64, 64, &g);
+    tex_schedule *s = tex_schedule_new(ctx, 1, &g.d1);
+    tex_func *f = s && b2b_conv_schedule(ctx, s, &g, 8, fused) == 0
+                      ? tex_lower_tensors(s, "b2b_conv", 4, (tex_tensor *[]){g.x, g.w0, g.w1, g.d1})
+                      : NULL;
+    tex_kernel *k = f ? tex_build(f, target) : NULL;
+    if (!k)
+        fprintf(stderr, "b2b_conv: %s\n", tex_errmsg(ctx));
+    tex_ctx_free(ctx);
+    return k;
+}
+
+typedef struct {
+    tex_kernel *k;
+    DLTensor *args[4]; /* X, W0, W1, D1 */
+} conv_run;
+
+static int run_conv(void *arg)
+{
+    conv_run *r = arg;
+    int rc = tex_kernel_call_tensors(r->k, 4, r->args);
+    if (rc != 0)
+        fprintf(stderr, "b2b_conv: call failed: %s\n", tex_kernel_errmsg(r->k));
+    return rc;
+}
+
+/* The b2b_conv line on `threads` threads. */
+static void conv_case(int threads)
+{
+    char desc[64];
+    snprintf(desc, sizeof desc, "64x56x56_3x3_1x1/t%d", threads);
+    DLDevice cpu = {kDLCPU, 0};
+    static const int64_t shapes[4][4] = {
+        {1, 64, 56, 56}, {64, 64, 3, 3}, {64, 64, 1, 1}, {1, 64, 56, 56}};
+    conv_run fused = {conv_build(1, threads), {0}}, unfused = {conv_build(0, threads), {0}};
+    for (int a = 0; a < 4; a++) {
+        fused.args[a] = tex_array_new(4, shapes[a], TEX_F32, cpu);
+        unfused.args[a] = a < 3 ? fused.args[a] : tex_array_new(4, shapes[a], TEX_F32, cpu);
+        if (!fused.args[a] || !unfused.args[a])
+            bench_fail("b2b_conv", desc, "setup_failed");
+        int64_t n = shapes[a][0] * shapes[a][1] * shapes[a][2] * shapes[a][3];
+        if (a < 3)
+            bench_fill_random(fused.args[a]->data, n, (uint64_t)a + 5);
+        else /* NaN: must be overwritten */
+            memset(fused.args[a]->data, 0xff, sizeof(float) * (size_t)n);
+    }
+    if (!fused.k || !unfused.k || run_conv(&fused) != 0 || run_conv(&unfused) != 0)
+        bench_fail("b2b_conv", desc, "setup_failed");
+    bench_check_close("b2b_conv", desc, fused.args[3]->data, unfused.args[3]->data, 64 * 56 * 56,
+                      1e-4);
+    if (bench_compare("b2b_conv", desc, (bench_run){run_conv, &fused, NULL}, "unfused",
+                      (bench_run){run_conv, &unfused, NULL}, 1000) != 0)
+        bench_fail("b2b_conv", desc, "call_failed");
+    for (int a = 0; a < 4; a++)
+        tex_array_free(fused.args[a]);
+    tex_array_free(unfused.args[3]);
+    tex_kernel_free(fused.k);
+    tex_kernel_free(unfused.k);
+}
+
 int main(int argc, char **argv)
 {
-    (void)argc;
     fix_openblas_core(argv);
-    for (int t = 2; t >= 1; t--) {
+    const char *only = argc > 1 ? argv[1] : ""; /* "gemm" or "conv": those lines only */
+    for (int t = 2; t >= 1 && strcmp(only, "conv") != 0; t--) {
         run_case(16384, 576, 64, 128, t);
         run_case(16384, 576, 128, 64, t);
     }
+    for (int t = 2; t >= 1 && strcmp(only, "gemm") != 0; t--)
+        conv_case(t);
 
     return 0;
 }

@@ -10,6 +10,10 @@
  *              M = 1, symbolic M, against the oracle on random non-zero inputs
  *              with a poisoned output; D0 is never a global buffer.
  *   unfused    D0 at root, the same comparison.
+ *   conv       a 3x3 convolution + relu then a 1x1 convolution + relu
+ *              (bench/b2b_conv.h), fused (D0 a local row of every channel
+ *              at D1's row) and unfused, odd and prime sizes, tiles that do
+ *              not divide the channels, against the oracle, interpreter and JIT.
  *   residency  P0 computed inside D1's column-tile loop would be recomputed
  *              once per column tile: tex_lower refuses it with TEX_EINVAL
  *              naming the stage, the loop and the tile; with a single column
@@ -18,6 +22,7 @@
 #include "tt.h"
 #include "support/opcheck.h"
 
+#include "../../bench/b2b_conv.h"
 #include "../../bench/b2b_gemm.h"
 
 static char cache_dir[] = "/tmp/tex-test-b2b-XXXXXX";
@@ -151,6 +156,41 @@ static void test_residency_refused(void)
     b2b_case(b2b_inside_columns, 37, 19, 24, 16, true, &tile);
 }
 
+/* One back-to-back convolution case, fused or not, through the interpreter
+ * and the JIT on two threads. */
+static void conv_case(int64_t c, int64_t h, int64_t w, int64_t f0, int64_t f1, int cb, int fused)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    ops_wl wl;
+    b2b_conv g;
+    ops_init(&wl, ctx, "b2b_conv");
+    b2b_conv_define(ctx, c, h, w, f0, f1, &g);
+    wl.in[0] = g.x, wl.in[1] = g.w0, wl.in[2] = g.w1, wl.n_in = 3;
+    wl.out = g.d1;
+    tex_schedule *s = tex_schedule_new(ctx, 1, &g.d1);
+    TT_EQ_INT(b2b_conv_schedule(ctx, s, &g, cb, fused), 0);
+    char why[2048];
+    tex_func *f = ops_lower(&wl, s, why, sizeof why);
+    bool ok = f && ops_run_compare(&wl, f, 21, why, sizeof why) == 0 &&
+              ops_jit_compare(&wl, f, "cpu -threads=2", 22, why, sizeof why) == 0;
+    if (!ok) {
+        printf("  C=%lld H=%lld W=%lld F0=%lld F1=%lld cb=%d %s\n", (long long)c, (long long)h,
+               (long long)w, (long long)f0, (long long)f1, cb, fused ? "fused" : "unfused");
+        ops_report(&wl, 21, NULL, f, why);
+    }
+    TT_CHECK(ok);
+    tex_ctx_free(ctx);
+}
+
+static void test_conv(void)
+{
+    for (int fused = 0; fused < 2; fused++) {
+        conv_case(5, 7, 11, 12, 9, 4, fused);
+        conv_case(3, 1, 8, 8, 8, 8, fused);
+        conv_case(2, 6, 17, 7, 13, 4, fused);
+    }
+}
+
 int main(void)
 {
     if (oc_setup(cache_dir) != 0) {
@@ -162,6 +202,7 @@ int main(void)
     if (tex_target_available("cpu")) {
         TT_RUN(test_fused);
         TT_RUN(test_unfused);
+        TT_RUN(test_conv);
     } else {
         printf("SKIP b2b (no working C compiler for target \"cpu\")\n");
     }
