@@ -554,18 +554,6 @@ static inline void ops_report(const ops_wl *w, uint64_t seed, const ops_log *log
     free(txt);
 }
 
-/* A scalar parameter of the workload: a new tex_var of dtype t, given the
- * value v at call time. */
-static inline tex_expr *ops_scalar(ops_wl *w, const char *name, tex_dtype t, double v)
-{
-    tex_expr *e = tex_var(w->ctx, name, t);
-    if (w->n_scal < OPS_MAX) {
-        w->scal[w->n_scal] = e;
-        w->scal_vals[w->n_scal++] = v;
-    }
-    return e;
-}
-
 /* Lowers s (parameters: the inputs, the output, then the sizes as VAR
  * parameters when w->var_params, then the scalars). NULL with the message in
  * why on failure. */
