@@ -427,11 +427,13 @@ static int b2b_tc_lanes(tex_stage *st, bool block, tex_iter **bo)
     return rc ? rc : tex_bind(st, l, TEX_THREAD_X);
 }
 
-/* Register- and block-resident back-to-back GEMM on tensor cores: one warp
- * per block of 16 rows of D1; P0 (16 x N0, the first GEMM's accumulators),
- * D0 (f16, the second GEMM's A operand) and P1 (16 x N1) all in shared
- * memory at the block, never in global memory; A0, B0, B1 read by the wmma
- * loads straight from global memory. */
+/* Back-to-back GEMM on tensor cores, block-resident: one warp per block of
+ * 16 rows of D1; P0 (16 x N0, the first GEMM's accumulators), D0 (f16, the
+ * second GEMM's A operand) and P1 (16 x N1) all in shared memory at the
+ * block, never in global memory; A0, B0, B1 read by the wmma loads straight
+ * from global memory. (The built-in intrinsics store their accumulator
+ * fragment to memory after each call, so it does not stay in registers
+ * from one call to the next.) */
 static int b2b_tc_schedule(tex_schedule *s, tex_tensor *const t[8], tex_intrin *in)
 {
     tex_stage *sp0 = tex_stage_of(s, t[4]), *sd0 = tex_stage_of(s, t[5]);
