@@ -17,7 +17,8 @@
  *   residency  P0 computed inside D1's column-tile loop would be recomputed
  *              once per column tile: tex_lower refuses it with TEX_EINVAL
  *              naming the stage, the loop and the tile; with a single column
- *              tile the same schedule is legal and correct.
+ *              tile the same schedule is legal and correct. A column loop
+ *              bound to blockIdx.y is refused as well (shared P0 and D0).
  */
 #include "tt.h"
 #include "support/opcheck.h"
@@ -191,6 +192,40 @@ static void test_conv(void)
     }
 }
 
+/* A loop bound to a block index repeats a tile as a serial loop does: D1
+ * in 16 x 16 blocks (blockIdx.x over rows, blockIdx.y over columns) with
+ * P0 and D0 in shared memory at the column block (P1, global, there too:
+ * its region spans the blocks, so P0's tile is every row). */
+static void test_residency_blocks(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    ops_wl w;
+    b2b_gemm g;
+    b2b_workload(&w, ctx, &g, 64, 16, 32, 64, false);
+    tex_schedule *s = tex_schedule_new(ctx, 1, &g.d1);
+    tex_stage *s0 = tex_stage_of(s, g.p0), *sd = tex_stage_of(s, g.d0), *so = tex_stage_of(s, g.d1);
+    tex_iter *mo, *no, *mi, *ni;
+    TT_EQ_INT(tex_tile(so, tex_op_axis(so, 0), tex_op_axis(so, 1), tex_int(ctx, 16),
+                       tex_int(ctx, 16), &mo, &no, &mi, &ni),
+              0);
+    TT_EQ_INT(tex_bind(so, mo, TEX_BLOCK_X), 0);
+    TT_EQ_INT(tex_bind(so, no, TEX_BLOCK_Y), 0);
+    TT_EQ_INT(tex_compute_at(tex_stage_of(s, g.p1), so, no), 0);
+    TT_EQ_INT(tex_compute_at(sd, so, no), 0);
+    TT_EQ_INT(tex_compute_at(s0, so, no), 0);
+    TT_EQ_INT(tex_set_scope(sd, TEX_SCOPE_SHARED), 0);
+    TT_EQ_INT(tex_set_scope(s0, TEX_SCOPE_SHARED), 0);
+    char why[1024];
+    TT_CHECK(ops_lower(&w, s, why, sizeof why) == NULL);
+    TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
+    const char *msg = tex_errmsg(ctx);
+    TT_CHECK(strstr(msg, "'P0' (scope shared)") && strstr(msg, "P0[64, 32]") &&
+             strstr(msg, "'n1.outer'") && strstr(msg, "4 times"));
+    if (!strstr(msg, "P0[64, 32]"))
+        printf("  message: %s\n", msg);
+    tex_ctx_free(ctx);
+}
+
 int main(void)
 {
     if (oc_setup(cache_dir) != 0) {
@@ -199,6 +234,7 @@ int main(void)
     }
     TT_RUN(test_fused_d0_local);
     TT_RUN(test_residency_refused);
+    TT_RUN(test_residency_blocks);
     if (tex_target_available("cpu")) {
         TT_RUN(test_fused);
         TT_RUN(test_unfused);
