@@ -999,6 +999,7 @@ int texi_schedule_ops(texi_lower *lw, tex_stmt **out)
     tex_schedule *s = lw->sch;
     TEXI_TRY(collect_params(&o));
     TEXI_TRY(texi_infer_bounds_ex(s, o.n_params, o.params, &o.b));
+    TEXI_TRY(texi_check_residency(&o.b));
     if (lw->func)
         TEXI_TRY(check_params(&o));
     tex_stmt **items = texi_alloc(o.ctx, sizeof *items * (size_t)(s->n_stages + 1), "schedule_ops");

@@ -38,6 +38,11 @@ typedef struct {
  * the per-stage results above (arena memory). 0 or an error code. */
 int texi_infer_bounds_ex(tex_schedule *s, int n_full, tex_tensor *const full[], texi_bounds *out);
 
+/* The residency check (residency.c): TEX_EINVAL when a local or shared
+ * reduction computed at a loop would be recomputed by a loop around it that
+ * does not move its tile; else 0. After texi_infer_bounds_ex. */
+int texi_check_residency(const texi_bounds *b);
+
 /* Index of stage st in b->sch->stages, or -1. */
 int texi_bounds_stage_index(const texi_bounds *b, const tex_stage *st);
 

@@ -4,7 +4,11 @@
 # and runs it; one line per case: case=NAME status=ok|FAIL max_rel_err=E ms=T.
 #
 #   tests/cuda/run_on_gpu.sh [CASE...]      (from anywhere; cases: matmul transpose
-#                                            softmax layernorm conv2d sum; default all)
+#                                            softmax layernorm conv2d sum vectile b2b
+#                                            b2b_unfused; default all)
+#
+# b2b (back-to-back GEMM, D0 kept in shared memory) and b2b_unfused (D0 through
+# global memory) run the same computation: compare their ms.
 #
 # Environment: GPU_RUN_REPS (timed runs per case, default 10), GPU_RUN_TARGET=cpu
 # and GPU_RUN_SMALL=1 (a check of the runner without a GPU), CC, and what

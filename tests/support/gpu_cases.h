@@ -12,7 +12,8 @@
  * parameter order with their concrete shapes at these sizes, how many are
  * outputs, the tolerance of a comparison with the oracle. With `symbolic`,
  * the case's sizes are tex_vars (read from the arrays' shapes at call time;
- * all but conv2d's channels and filters, the sum's block count and the stencil's sizes).
+ * all but conv2d's channels and filters, the sum's block count, the stencil's sizes and
+ * b2b's M, N0 and N1: a symbolic M leaves P0's local tile without a constant bound).
  * gc_default_sizes gives the sizes of each scale: GC_SMALL (interpreter,
  * emulator: every size a non-multiple of the tile factors, except
  * vectile's, whose vectorized loops need guard-free tiles) and GC_LARGE (a
@@ -57,6 +58,15 @@
  *              thread (threadIdx.y/x); T's tile and halo (10x66)
  *              cache_read into shared memory per block, fetched
  *              cooperatively. [512]
+ *   b2b        back-to-back GEMM D0 = relu(0.5 A0 B0), D1 = relu(0.75 D0 B1
+ *              - 0.5 C1), block-resident: D1 in blocks of 16 rows (all N1
+ *              columns; 16x16 threads, 16 / ceil(N1 / 16) outputs each, P1's
+ *              accumulators local); D0's 16 x N0 tile computed at the block
+ *              in shared memory (never written to global memory), its rows
+ *              and columns split over the same threads, P0's accumulators
+ *              local; a barrier between D0 and its readers. [256]
+ *   b2b_unfused the same with D0 at root, a kernel of its own writing it to
+ *              global memory (the time b2b is compared with). [256]
  * Inputs from gc_fill are multiples of 1/4 in [-2, 2]: sums of their
  * products are exact in f32 at these sizes, so matmul, conv2d and sum
  * match the oracle whatever the order of accumulation.
@@ -85,6 +95,8 @@ typedef enum {
     GC_SUM,
     GC_VECTILE,
     GC_STENCIL,
+    GC_B2B,
+    GC_B2B_UNFUSED,
     GC_N_CASES
 } gc_id;
 
@@ -108,20 +120,23 @@ typedef struct {
     char why[1024]; /* first failure: the schedule step and tex_errmsg */
 } gc_case;
 
-static const char *const gc_names[GC_N_CASES] = {"matmul", "transpose", "softmax", "layernorm",
-                                                 "conv2d", "sum",       "vectile", "stencil"};
+static const char *const gc_names[GC_N_CASES] = {
+    "matmul", "transpose", "softmax", "layernorm", "conv2d", "sum", "vectile", "stencil", "b2b",
+    "b2b_unfused"};
 
 /* Sizes per case: matmul M N K; transpose M N; softmax, layernorm M N;
  * conv2d batch, channels, H, W, filters; sum L, blocks; vectile M N;
- * stencil M N (the output's; T is (M+2) x (N+2)). */
+ * stencil M N (the output's; T is (M+2) x (N+2)); b2b and b2b_unfused M K0 N0 N1. */
 static inline void gc_default_sizes(gc_id id, gc_scale scale, int64_t sizes[GC_MAX_SIZES])
 {
     static const int64_t small[GC_N_CASES][GC_MAX_SIZES] = {
-        {80, 72, 20},      {70, 45},  {5, 300},  {4, 250},
-        {2, 3, 10, 19, 4}, {5000, 8}, {48, 192}, {21, 133}};
+        {80, 72, 20}, {70, 45},  {5, 300},  {4, 250},         {2, 3, 10, 19, 4},
+        {5000, 8},    {48, 192}, {21, 133}, {40, 20, 24, 36}, {40, 20, 24, 36}};
     static const int64_t large[GC_N_CASES][GC_MAX_SIZES] = {
-        {1024, 1024, 1024},  {4096, 4096},   {4096, 4096}, {4096, 4096},
-        {4, 32, 56, 56, 32}, {1 << 24, 512}, {4096, 4096}, {4096, 4096}};
+        {1024, 1024, 1024}, {4096, 4096},         {4096, 4096},
+        {4096, 4096},       {4, 32, 56, 56, 32},  {1 << 24, 512},
+        {4096, 4096},       {4096, 4096},         {16384, 576, 64, 128},
+        {16384, 576, 64, 128}};
     memcpy(sizes, scale == GC_SMALL ? small[id] : large[id], sizeof small[id]);
 }
 
@@ -590,19 +605,104 @@ static inline void gc_stencil(gc_case *c, tex_schedule **sp)
     gc_coop_fetch(c, st, 2, GC_ST_ROWS, GC_ST_COLS);
 }
 
+enum { GC_B2B_ROWS = 16, GC_B2B_THREADS = 16 };
+
+/* Stage st ([rows, cols]) over 16 x 16 threads: rows and columns split
+ * into GC_B2B_THREADS parts bound to threadIdx.y / x; the accumulator
+ * stage acc (local) computed at threadIdx.x. With block, the rows are first
+ * split by GC_B2B_ROWS, the outer part bound to blockIdx.x. */
+static inline void gc_b2b_threads(gc_case *c, tex_stage *st, tex_stage *acc, bool block)
+{
+    tex_iter *m = tex_op_axis(st, 0), *bo, *ty, *mi, *tx, *ni;
+    if (block) {
+        GC_TRY(c, tex_split(st, m, gc_i(c, GC_B2B_ROWS), &bo, &m));
+        GC_TRY(c, tex_bind(st, bo, TEX_BLOCK_X));
+    }
+    GC_TRY(c, tex_split_nparts(st, m, gc_i(c, GC_B2B_THREADS), &ty, &mi));
+    GC_TRY(c, tex_split_nparts(st, tex_op_axis(st, 1), gc_i(c, GC_B2B_THREADS), &tx, &ni));
+    GC_TRY(c, tex_reorder(st, 4, (tex_iter *[]){ty, tx, mi, ni}));
+    GC_TRY(c, tex_bind(st, ty, TEX_THREAD_Y));
+    GC_TRY(c, tex_bind(st, tx, TEX_THREAD_X));
+    GC_TRY(c, tex_compute_at(acc, st, tx));
+    GC_TRY(c, tex_set_scope(acc, TEX_SCOPE_LOCAL));
+}
+
+/* out[m, n] = sum_k a[m, k] * b[k, n] */
+static inline tex_tensor *gc_gemm(gc_case *c, const char *name, tex_tensor *a, tex_tensor *b)
+{
+    tex_ctx *x = c->ctx;
+    tex_iter *i = tex_axis(x, "m", tex_tensor_dim(a, 0)),
+             *j = tex_axis(x, "n", tex_tensor_dim(b, 1));
+    tex_iter *k = tex_reduce_axis(x, "k", tex_tensor_dim(a, 1));
+    tex_expr *prod = tex_mul(TEX_AT(a, tex_iv(i), tex_iv(k)), TEX_AT(b, tex_iv(k), tex_iv(j)));
+    return tex_compute(x, name, 2, (tex_iter *[]){i, j}, tex_sum(prod, 1, &k));
+}
+
+/* relu(alpha * p + beta * q) elementwise over p's shape (q NULL: left out). */
+static inline tex_tensor *gc_epilogue(gc_case *c, const char *name, tex_tensor *p, double alpha,
+                                      tex_tensor *q, double beta)
+{
+    tex_ctx *x = c->ctx;
+    tex_iter *i = tex_axis(x, "m", tex_tensor_dim(p, 0)),
+             *j = tex_axis(x, "n", tex_tensor_dim(p, 1));
+    tex_expr *v = tex_mul(gc_f(c, alpha), TEX_AT(p, tex_iv(i), tex_iv(j)));
+    if (q)
+        v = tex_add(v, tex_mul(gc_f(c, beta), TEX_AT(q, tex_iv(i), tex_iv(j))));
+    return tex_compute(x, name, 2, (tex_iter *[]){i, j}, tex_max(v, gc_f(c, 0)));
+}
+
+/* The b2b cases; fused: D0 in shared memory at D1's block, else at root. */
+static inline void gc_b2b_case(gc_case *c, tex_schedule **sp, bool fused)
+{
+    const int64_t *z = c->sizes;
+    tex_expr *M = gc_i(c, z[0]), *K0 = gc_dim(c, "K0", z[1]);
+    tex_expr *N0 = gc_i(c, z[2]), *N1 = gc_i(c, z[3]);
+    tex_tensor *A0 = gc_input(c, "A0", 2, (tex_expr *[]){M, K0}, (int64_t[]){z[0], z[1]});
+    tex_tensor *B0 = gc_input(c, "B0", 2, (tex_expr *[]){K0, N0}, (int64_t[]){z[1], z[2]});
+    tex_tensor *B1 = gc_input(c, "B1", 2, (tex_expr *[]){N0, N1}, (int64_t[]){z[2], z[3]});
+    tex_tensor *C1 = gc_input(c, "C1", 2, (tex_expr *[]){M, N1}, (int64_t[]){z[0], z[3]});
+    tex_tensor *P0, *D0, *P1, *D1;
+    GC_TRYP(c, P0, gc_gemm(c, "P0", A0, B0));
+    GC_TRYP(c, D0, gc_epilogue(c, "D0", P0, 0.5, NULL, 0));
+    GC_TRYP(c, P1, gc_gemm(c, "P1", D0, B1));
+    GC_TRYP(c, D1, gc_epilogue(c, "D1", P1, 0.75, C1, -0.5));
+    gc_output(c, D1, 2, (int64_t[]){z[0], z[3]});
+    tex_schedule *s;
+    GC_TRYP(c, s, tex_schedule_new(c->ctx, 1, &D1));
+    *sp = s;
+    tex_stage *sd0 = tex_stage_of(s, D0), *sd1 = tex_stage_of(s, D1);
+    gc_b2b_threads(c, sd1, tex_stage_of(s, P1), true);
+    gc_b2b_threads(c, sd0, tex_stage_of(s, P0), !fused);
+    if (fused && !c->why[0]) {
+        GC_TRY(c, tex_compute_at(sd0, sd1, tex_stage_axis(sd1, 0)));
+        GC_TRY(c, tex_set_scope(sd0, TEX_SCOPE_SHARED));
+        c->needs_sync = true;
+    }
+}
+
+static inline void gc_b2b(gc_case *c, tex_schedule **sp)
+{
+    gc_b2b_case(c, sp, true);
+}
+
+static inline void gc_b2b_unfused(gc_case *c, tex_schedule **sp)
+{
+    gc_b2b_case(c, sp, false);
+}
+
 static inline int gc_build(tex_ctx *ctx, gc_id id, const int64_t sizes[GC_MAX_SIZES], bool symbolic,
                            gc_case *c)
 {
     static void (*const builders[GC_N_CASES])(gc_case *, tex_schedule **) = {
-        gc_matmul, gc_transpose, gc_softmax, gc_layernorm,
-        gc_conv2d, gc_sum,       gc_vectile, gc_stencil};
+        gc_matmul, gc_transpose, gc_softmax, gc_layernorm, gc_conv2d,     gc_sum,
+        gc_vectile, gc_stencil,  gc_b2b,     gc_b2b_unfused};
     memset(c, 0, sizeof *c);
     c->name = gc_names[id];
     c->ctx = ctx;
     c->symbolic = symbolic;
     memcpy(c->sizes, sizes, sizeof c->sizes);
     /* f32 sums in another order than the oracle's (exact for matmul, conv2d, sum) */
-    c->tol = id == GC_LAYERNORM ? 5e-4 : id == GC_SOFTMAX ? 1e-4 : 1e-5;
+    c->tol = id == GC_LAYERNORM ? 5e-4 : id == GC_SOFTMAX || id >= GC_B2B ? 1e-4 : 1e-5;
     tex_schedule *s = NULL;
     builders[id](c, &s);
     if (c->why[0])

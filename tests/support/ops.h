@@ -50,7 +50,10 @@ typedef struct {
     tex_expr *vars[OPS_MAX]; /* symbolic sizes */
     int64_t vals[OPS_MAX];   /* their values at call time */
     bool var_params;         /* lower with the sizes as TEX_ARG_VAR parameters */
-    bool exact;              /* run on arrays of exactly their size (ops_exact) */
+    int n_scal;
+    tex_expr *scal[OPS_MAX];   /* scalar parameters (alpha, beta ...), after the sizes */
+    double scal_vals[OPS_MAX]; /* their values at call time (TEX_VAL_F64) */
+    bool exact;                /* run on arrays of exactly their size (ops_exact) */
 } ops_wl;
 
 /* A text log of the schedule steps applied (printed on failure). */
@@ -552,21 +555,48 @@ static inline void ops_report(const ops_wl *w, uint64_t seed, const ops_log *log
 }
 
 /* Lowers s (parameters: the inputs, the output, then the sizes as VAR
- * parameters when w->var_params). NULL with the message in why on failure. */
+ * parameters when w->var_params, then the scalars). NULL with the message in
+ * why on failure. */
 static inline tex_func *ops_lower(ops_wl *w, tex_schedule *s, char *why, size_t why_size)
 {
-    tex_param ps[2 * OPS_MAX + 1];
+    tex_param ps[3 * OPS_MAX + 1];
     int n = 0;
     for (int k = 0; k < w->n_in; k++)
         ps[n++] = (tex_param){.kind = TEX_ARG_TENSOR, .t = w->in[k]};
     ps[n++] = (tex_param){.kind = TEX_ARG_TENSOR, .t = w->out};
     for (int k = 0; w->var_params && k < w->n_vars; k++)
         ps[n++] = (tex_param){.kind = TEX_ARG_VAR, .v = w->vars[k]};
+    for (int k = 0; k < w->n_scal; k++)
+        ps[n++] = (tex_param){.kind = TEX_ARG_VAR, .v = w->scal[k]};
     tex_func *f = tex_lower(s, w->name, n, ps);
     if (!f)
         snprintf(why, why_size, "tex_lower failed (%d): %s", tex_errcode(w->ctx),
                  tex_errmsg(w->ctx));
     return f;
+}
+
+/* The oracle of w's output into ref: ts[0..n) the inputs and the output,
+ * arrs their arrays (the output's replaced by ref), vals[0..nv) the kernel's
+ * arguments (scalars included). 0 or the oracle's error code. */
+static inline int ops_reference(ops_wl *w, tex_tensor *const ts[], DLTensor *const arrs[],
+                                DLTensor *ref, int n, const tex_value vals[], int nv)
+{
+    DLTensor *rarrs[OPS_MAX + 1];
+    memcpy(rarrs, arrs, sizeof rarrs);
+    rarrs[n - 1] = ref;
+    if (w->n_scal == 0)
+        return tex_eval_reference(w->ctx, n, ts, rarrs);
+    tex_value rv[3 * OPS_MAX + 1];
+    memcpy(rv, vals, sizeof rv[0] * (size_t)nv);
+    rv[n - 1] = (tex_value){.kind = TEX_VAL_TENSOR, .t = ref};
+    tex_param ps[3 * OPS_MAX + 1];
+    for (int a = 0; a < n; a++)
+        ps[a] = (tex_param){.kind = TEX_ARG_TENSOR, .t = ts[a]};
+    int nsize = w->var_params ? w->n_vars : 0;
+    for (int v = n; v < nv; v++)
+        ps[v] = (tex_param){.kind = TEX_ARG_VAR,
+                            .v = v - n < nsize ? w->vars[v - n] : w->scal[v - n - nsize]};
+    return tex_eval_reference_ex(w->ctx, nv, ps, rv);
 }
 
 /* Runs f on random inputs (seeded by seed; the output poisoned) through the
@@ -580,7 +610,7 @@ static inline int ops_run_and_compare(ops_wl *w, tex_func *f, tex_kernel *k, con
     DLTensor *arrs[OPS_MAX + 1] = {0}, *ref = NULL;
     void *saved[OPS_MAX + 1] = {0};
     tex_tensor *ts[OPS_MAX + 1];
-    tex_value vals[2 * OPS_MAX + 1];
+    tex_value vals[3 * OPS_MAX + 1];
     uint64_t rng = seed * 7919 + 1;
     for (int a = 0; a < n; a++) {
         ts[a] = a < w->n_in ? w->in[a] : w->out;
@@ -602,6 +632,8 @@ static inline int ops_run_and_compare(ops_wl *w, tex_func *f, tex_kernel *k, con
     int nv = n;
     for (int v = 0; w->var_params && v < w->n_vars; v++)
         vals[nv++] = (tex_value){.kind = TEX_VAL_I64, .i = w->vals[v]};
+    for (int v = 0; v < w->n_scal; v++)
+        vals[nv++] = (tex_value){.kind = TEX_VAL_F64, .f = w->scal_vals[v]};
     char err[1024];
     if (k && tex_kernel_call(k, nv, vals) != 0) {
         snprintf(why, why_size, "tex_kernel_call failed: %s", tex_kernel_errmsg(k));
@@ -613,10 +645,7 @@ static inline int ops_run_and_compare(ops_wl *w, tex_func *f, tex_kernel *k, con
     }
     ref = ops_array_for(w, w->out);
     ops_poison(ref, w->out->dtype);
-    DLTensor *rarrs[OPS_MAX + 1];
-    memcpy(rarrs, arrs, sizeof rarrs);
-    rarrs[n - 1] = ref;
-    if (tex_eval_reference(w->ctx, n, ts, rarrs) != 0) {
+    if (ops_reference(w, ts, arrs, ref, n, vals, nv) != 0) {
         snprintf(why, why_size, "oracle failed: %s", tex_errmsg(w->ctx));
         goto done;
     }

@@ -882,6 +882,8 @@ GPU_CASE_TEST(conv2d, GC_CONV2D)
 GPU_CASE_TEST(sum, GC_SUM)
 GPU_CASE_TEST(vectile, GC_VECTILE)
 GPU_CASE_TEST(stencil, GC_STENCIL)
+GPU_CASE_TEST(b2b, GC_B2B)
+GPU_CASE_TEST(b2b_unfused, GC_B2B_UNFUSED)
 
 int main(void)
 {
@@ -905,5 +907,7 @@ int main(void)
     TT_RUN(test_gpu_sum);
     TT_RUN(test_gpu_vectile);
     TT_RUN(test_gpu_stencil);
+    TT_RUN(test_gpu_b2b);
+    TT_RUN(test_gpu_b2b_unfused);
     return tt_finish();
 }

@@ -402,6 +402,8 @@ CASE_TESTS(GC_CONV2D, conv2d)
 CASE_TESTS(GC_SUM, sum)
 CASE_TESTS(GC_VECTILE, vectile)
 CASE_TESTS(GC_STENCIL, stencil)
+CASE_TESTS(GC_B2B, b2b)
+CASE_TESTS(GC_B2B_UNFUSED, b2b_unfused)
 
 int main(void)
 {
@@ -412,6 +414,8 @@ int main(void)
     TT_RUN(test_interp_conv2d);
     TT_RUN(test_interp_sum);
     TT_RUN(test_interp_vectile);
+    TT_RUN(test_interp_b2b);
+    TT_RUN(test_interp_b2b_unfused);
     TT_RUN(test_interp_vectile_kernel);
     TT_RUN(test_interp_stencil);
     TT_RUN(test_parse_ptxas);
@@ -423,5 +427,7 @@ int main(void)
     TT_RUN(test_ptx_sum);
     TT_RUN(test_ptx_vectile);
     TT_RUN(test_ptx_stencil);
+    TT_RUN(test_ptx_b2b);
+    TT_RUN(test_ptx_b2b_unfused);
     return tt_finish();
 }

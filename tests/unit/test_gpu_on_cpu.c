@@ -112,6 +112,12 @@ static void test_sum(void)
     cpu_case(GC_SUM);
 }
 
+static void test_b2b(void)
+{
+    cpu_case(GC_B2B);
+    cpu_case(GC_B2B_UNFUSED);
+}
+
 static void test_vectile(void)
 {
     cpu_case(GC_VECTILE);
@@ -137,6 +143,7 @@ int main(void)
     TT_RUN(test_sum);
     TT_RUN(test_vectile);
     TT_RUN(test_stencil);
+    TT_RUN(test_b2b);
     tt_remove_tree(cache_dir);
     return tt_finish();
 }

@@ -25,8 +25,14 @@
  * __syncthreads between the cooperative loads and the wmma calls, which the
  * thread_sync pass inserts (the emulated wmma calls meet at warp barriers).
  *
+ * Back-to-back GEMM on tensor cores (test_b2b): D0 = f16(relu(alpha0 A0 B0)),
+ * D1 = relu(alpha1 D0 B1 + beta1 C1), f16 inputs, f32 accumulation, the
+ * scalars given at call time; one warp per 16 rows of D1, both GEMMs'
+ * accumulator tiles and D0 in shared memory at the block (never in global
+ * memory), both tensorized; checked like the GEMM above.
+ *
  * Checks: "cuda -emit-only -arch=sm_80 / sm_90" build; the source compiles
- * with nvcc -cubin for each arch and its SASS (cuobjdump -sass; make deps
+ * with nvcc -cubin for each arch (ptxas -v: no spills) and its SASS (cuobjdump -sass; make deps
  * fetches cuobjdump when the toolkit lacks it) contains HMMA (PTX "mma"
  * when cuobjdump is missing; skipped without nvcc); the
  * emulation harness (tests/support/cuda_emu.h) runs the kernel and matches
@@ -155,8 +161,19 @@ static bool spawn(char *const argv[], const char *log)
     return tt_spawn(argv, log) == 0;
 }
 
-/* nvcc -cubin for arch, then cuobjdump -sass must show HMMA (or, without
- * cuobjdump, the PTX must hold an mma instruction). */
+/* Every kernel in ptxas -v's log at path spills nothing. */
+static void check_no_spills(const char *path, const char *arch)
+{
+    char *l = cuda_emu_slurp(path);
+    TT_CHECK(l && strstr(l, "spill stores"));
+    for (const char *p = l; p && (p = strstr(p, "bytes spill stores")); p++)
+        if (strncmp(p - 2, "0 bytes spill stores, 0 bytes spill loads", 41) != 0)
+            TT_FAILF("%s: ptxas reports spills: %.60s", arch, p - 2);
+    free(l);
+}
+
+/* nvcc -cubin (ptxas -v: no spills) for arch, then cuobjdump -sass must show
+ * HMMA (or, without cuobjdump, the PTX must hold an mma instruction). */
 static void check_sass(const char *src, const char *arch)
 {
     if (access(NVCC, X_OK) != 0) {
@@ -176,18 +193,23 @@ static void check_sass(const char *src, const char *arch)
     const char *dump_tool = cuobjdump_path();
     snprintf(cuobjdump, sizeof cuobjdump, "%s", dump_tool ? dump_tool : "");
     char o_sass[] = "-sass", o_ptx[] = "-ptx";
-    char *cc[] = {nvcc, archopt, o_cubin, o_o, cubin, cu, NULL};
-    if (!spawn(cc, log)) {
+    char o_verbose[] = "-Xptxas=-v";
+    char *cc[] = {nvcc, archopt, o_verbose, o_cubin, o_o, cubin, cu, NULL};
+    bool failed = !spawn(cc, log);
+    if (failed) {
         char *l = cuda_emu_slurp(log);
         TT_FAILF("nvcc -cubin %s failed:\n%s", arch, l ? l : "");
         free(l);
-    } else if (dump_tool) {
+    } else {
+        check_no_spills(log, arch);
+    }
+    if (!failed && dump_tool) {
         char *dump[] = {cuobjdump, o_sass, cubin, NULL};
         TT_CHECK(spawn(dump, log));
         char *l = cuda_emu_slurp(log);
         TT_CHECK(l && strstr(l, "HMMA"));
         free(l);
-    } else {
+    } else if (!failed) {
         char *cp[] = {nvcc, archopt, o_ptx, o_o, ptx, cu, NULL};
         TT_CHECK(spawn(cp, log));
         char *l = cuda_emu_slurp(ptx);
@@ -342,6 +364,163 @@ static void test_names(void)
              a->fn[TEXI_INTRIN_UPDATE] && a->fn[TEXI_INTRIN_BODY]);
 }
 
+/* ---------------------------------------------------------- back-to-back GEMM */
+
+/* D0 = f16(relu(alpha0 * A0 . B0)), D1 = relu(alpha1 * D0 . B1 + beta1 * C1)
+ * with f16 A0, B0, B1, f32 accumulation, f32 C1 and D1, alpha/beta runtime
+ * scalars; t = {A0, B0, B1, C1, P0, D0, P1, D1}, v = {alpha0, alpha1, beta1}. */
+static void b2b_compute(int64_t m, int64_t k0, int64_t n0, int64_t n1, tex_tensor *t[8],
+                        tex_expr *v[3])
+{
+    t[0] = tex_placeholder_c(ctx, "A0", TEX_F16, 2, (int64_t[]){m, k0});
+    t[1] = tex_placeholder_c(ctx, "B0", TEX_F16, 2, (int64_t[]){k0, n0});
+    t[2] = tex_placeholder_c(ctx, "B1", TEX_F16, 2, (int64_t[]){n0, n1});
+    t[3] = tex_placeholder_c(ctx, "C1", TEX_F32, 2, (int64_t[]){m, n1});
+    v[0] = tex_var(ctx, "alpha0", TEX_F32);
+    v[1] = tex_var(ctx, "alpha1", TEX_F32);
+    v[2] = tex_var(ctx, "beta1", TEX_F32);
+    tex_expr *zero = tex_const(ctx, TEX_F32, 0);
+    for (int g = 0; g < 2; g++) {
+        tex_tensor *a = g ? t[5] : t[0], *b = t[1 + g];
+        int64_t n = g ? n1 : n0, k = g ? n0 : k0;
+        tex_iter *i = tex_axis(ctx, "i", I(m)), *j = tex_axis(ctx, "j", I(n));
+        tex_iter *r = tex_reduce_axis(ctx, "k", I(k));
+        tex_expr *prod = tex_mul(tex_cast(TEX_F32, TEX_AT(a, tex_iv(i), tex_iv(r))),
+                                 tex_cast(TEX_F32, TEX_AT(b, tex_iv(r), tex_iv(j))));
+        t[4 + 2 * g] =
+            tex_compute(ctx, g ? "P1" : "P0", 2, (tex_iter *[]){i, j}, tex_sum(prod, 1, &r));
+        i = tex_axis(ctx, "i", I(m)), j = tex_axis(ctx, "j", I(n));
+        tex_expr *e = tex_mul(v[g], TEX_AT(t[4 + 2 * g], tex_iv(i), tex_iv(j)));
+        if (g)
+            e = tex_add(e, tex_mul(v[2], TEX_AT(t[3], tex_iv(i), tex_iv(j))));
+        e = tex_max(e, zero);
+        t[5 + 2 * g] = tex_compute(ctx, g ? "D1" : "D0", 2, (tex_iter *[]){i, j},
+                                   g ? e : tex_cast(TEX_F16, e));
+    }
+}
+
+/* Accumulator stage st (shared, computed at `at` of stage c) in 16x16 tiles,
+ * k split by 16, tensorized with in (all 32 lanes make each call). */
+static int b2b_tc_tiles(tex_stage *st, tex_stage *c, tex_iter *at, tex_intrin *in)
+{
+    tex_iter *io, *jo, *ii, *ji, *ko, *ki;
+    int rc = tex_compute_at(st, c, at);
+    rc = rc ? rc : tex_set_scope(st, TEX_SCOPE_SHARED);
+    rc =
+        rc ? rc
+           : tex_tile(st, tex_op_axis(st, 0), tex_op_axis(st, 1), I(16), I(16), &io, &jo, &ii, &ji);
+    rc = rc ? rc : tex_split(st, tex_op_reduce_axis(st, 0), I(16), &ko, &ki);
+    rc = rc ? rc : tex_reorder(st, 6, (tex_iter *[]){io, jo, ko, ii, ji, ki});
+    return rc ? rc : tex_tensorize(st, ii, in);
+}
+
+/* The elementwise stage st over 32 lanes: its two axes fused, split by 32,
+ * the inner part on threadIdx.x; with block, its rows first split by 16, the
+ * outer part on blockIdx.x (returned in *bo). */
+static int b2b_tc_lanes(tex_stage *st, bool block, tex_iter **bo)
+{
+    tex_iter *m = tex_op_axis(st, 0), *fu, *o, *l;
+    int rc = block ? tex_split(st, m, I(16), bo, &m) : 0;
+    rc = rc ? rc : block ? tex_bind(st, *bo, TEX_BLOCK_X) : 0;
+    rc = rc ? rc : tex_fuse(st, m, tex_op_axis(st, 1), &fu);
+    rc = rc ? rc : tex_split(st, fu, I(32), &o, &l);
+    return rc ? rc : tex_bind(st, l, TEX_THREAD_X);
+}
+
+/* Back-to-back GEMM on tensor cores, block-resident: one warp per block of
+ * 16 rows of D1; P0 (16 x N0, the first GEMM's accumulators), D0 (f16, the
+ * second GEMM's A operand) and P1 (16 x N1) all in shared memory at the
+ * block, never in global memory; A0, B0, B1 read by the wmma loads straight
+ * from global memory. (The built-in intrinsics store their accumulator
+ * fragment to memory after each call, so it does not stay in registers
+ * from one call to the next.) */
+static int b2b_tc_schedule(tex_schedule *s, tex_tensor *const t[8], tex_intrin *in)
+{
+    tex_stage *sp0 = tex_stage_of(s, t[4]), *sd0 = tex_stage_of(s, t[5]);
+    tex_stage *sp1 = tex_stage_of(s, t[6]), *sd1 = tex_stage_of(s, t[7]);
+    tex_iter *bo, *unused;
+    int rc = b2b_tc_lanes(sd1, true, &bo);
+    rc = rc ? rc : b2b_tc_tiles(sp1, sd1, bo, in);
+    rc = rc ? rc : tex_compute_at(sd0, sd1, bo);
+    rc = rc ? rc : tex_set_scope(sd0, TEX_SCOPE_SHARED);
+    rc = rc ? rc : b2b_tc_lanes(sd0, false, &unused);
+    return rc ? rc : b2b_tc_tiles(sp0, sd1, bo, in);
+}
+
+/* Fills n f16 values, multiples of 1/8 in [-1, 1]. */
+static void fill_f16(uint16_t *x, int64_t n, uint64_t *st)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] = texi_f16_from_f32((float)((int64_t)(next_rand(st) % 17) - 8) / 8.0f);
+}
+
+/* The tensor-core back-to-back GEMM: emitted for sm_80 and sm_90 (nvcc:
+ * HMMA, no spills), run by the emulation harness against the oracle. */
+static void test_b2b(void)
+{
+    enum { M = 32, K0 = 32, N0 = 32, N1 = 48 };
+    tex_tensor *t[8];
+    tex_expr *v[3];
+    b2b_compute(M, K0, N0, N1, t, v);
+    tex_intrin *in = tex_intrin_builtin(ctx, "cuda.wmma_m16n16k16_f16f32");
+    tex_schedule *s = tex_schedule_new(ctx, 1, &t[7]);
+    TT_EQ_INT(in && s ? b2b_tc_schedule(s, t, in) : -1, 0);
+    tex_param p[8];
+    for (int i = 0; i < 8; i++)
+        p[i] = i < 4    ? (tex_param){.kind = TEX_ARG_TENSOR, .t = t[i]}
+               : i == 4 ? (tex_param){.kind = TEX_ARG_TENSOR, .t = t[7]}
+                        : (tex_param){.kind = TEX_ARG_VAR, .v = v[i - 5]};
+    tex_func *f = tex_lower(s, "b2b_tc", 8, p);
+    if (!f) {
+        TT_FAILF("lower: %s", tex_errmsg(ctx));
+        return;
+    }
+    uint16_t *a0 = malloc(M * K0 * 2), *b0 = malloc(K0 * N0 * 2), *b1 = malloc(N0 * N1 * 2);
+    float *c1 = malloc(M * N1 * 4), *d1 = malloc(M * N1 * 4), *ref = malloc(M * N1 * 4);
+    uint64_t st = 11;
+    fill_f16(a0, M * K0, &st), fill_f16(b0, K0 * N0, &st), fill_f16(b1, N0 * N1, &st);
+    for (int i = 0; i < M * N1; i++)
+        c1[i] = (float)((int64_t)(next_rand(&st) % 17) - 8) / 4.0f, d1[i] = NAN;
+    int64_t sa0[2] = {M, K0}, sb0[2] = {K0, N0}, sb1[2] = {N0, N1}, sc[2] = {M, N1};
+    DLTensor da0 = host_array(a0, TEX_F16, sa0), db0 = host_array(b0, TEX_F16, sb0);
+    DLTensor db1 = host_array(b1, TEX_F16, sb1), dc1 = host_array(c1, TEX_F32, sc);
+    DLTensor dd1 = host_array(d1, TEX_F32, sc), dref = host_array(ref, TEX_F32, sc);
+    tex_value vals[8] = {{.kind = TEX_VAL_TENSOR, .t = &da0},  {.kind = TEX_VAL_TENSOR, .t = &db0},
+                         {.kind = TEX_VAL_TENSOR, .t = &db1},  {.kind = TEX_VAL_TENSOR, .t = &dc1},
+                         {.kind = TEX_VAL_TENSOR, .t = &dref}, {.kind = TEX_VAL_F64, .f = 0.5},
+                         {.kind = TEX_VAL_F64, .f = 0.75},     {.kind = TEX_VAL_F64, .f = -0.5}};
+    TT_EQ_INT(tex_eval_reference_ex(ctx, 8, p, vals), 0);
+    vals[4].t = &dd1;
+    const char *archs[] = {"sm_80", "sm_90"};
+    for (int i = 0; i < 2; i++) {
+        char target[64];
+        snprintf(target, sizeof target, "cuda -emit-only -arch=%s", archs[i]);
+        tex_kernel *k = tex_build(f, target);
+        const char *src = k ? tex_kernel_source(k) : NULL;
+        TT_CHECK(src && strstr(src, "nvcuda::wmma::mma_sync"));
+        if (!src) {
+            TT_FAILF("tex_build(%s): %s", target, tex_errmsg(ctx));
+            continue;
+        }
+        check_sass(src, archs[i]);
+        char err[4096];
+        cuda_emu *e = i == 0 ? cuda_emu_build(src, err, sizeof err) : NULL;
+        if (i == 0 && !e)
+            TT_FAILF("emulation build: %s", err);
+        if (e && cuda_emu_run(e, k, 8, vals, err, sizeof err) != 0)
+            TT_FAILF("emulation run: %s", err);
+        double worst = 0;
+        for (int x = 0; e && x < M * N1; x++) {
+            double d = fabs((double)d1[x] - ref[x]) / (1.0 + fabs(ref[x]));
+            worst = d <= worst ? worst : d; /* a NaN (an unwritten output) stays */
+        }
+        TT_CHECK(worst < 1e-3);
+        cuda_emu_free(e);
+        tex_kernel_free(k);
+    }
+    free(a0), free(b0), free(b1), free(c1), free(d1), free(ref);
+}
+
 int main(void)
 {
     ctx = tex_ctx_new();
@@ -350,6 +529,8 @@ int main(void)
     TT_RUN(test_f16);
     TT_RUN(test_bf16);
     TT_RUN(test_tails);
+    if (cuda_emu_have_cxx())
+        TT_RUN(test_b2b);
     tex_ctx_free(ctx);
     return tt_finish();
 }
