@@ -19,6 +19,7 @@
 #include "lower/lower.h"
 #include "lower/tensorize_match.h"
 #include "schedule/bound.h"
+#include "schedule/intrin.h"
 
 #include <stdio.h>
 
@@ -55,6 +56,10 @@ typedef struct {
     int tz;                   /* tensorized leaf, or -1 */
     texi_intrin_arg *tz_args; /* its tiles (desc's inputs, then the output) */
     tex_expr **tz_last;       /* per leaf from tz on: extent - 1 */
+    tex_intrin *tz_intrin;    /* what whole tiles call: the stage's intrinsic, or its
+                                 instance of the nest's depth (a CPU GEMM built-in) */
+    tex_intrin *tail_intrin;  /* the instance for the reduction's last, partial tile, or NULL */
+    tex_expr *tail_start;     /* where that tile starts on the reduce axis (K - K % depth) */
 } stage_emit;
 
 static int emit_stage(sops *o, int si, tex_stmt **out);
@@ -555,6 +560,14 @@ static tex_stmt *make_loop(sops *o, const tex_stage *st, int a, tex_expr *var, t
  *     (guards are monotone in the leaf offsets); unless that is provable the
  *     call sits in IF (whole) ELSE (the ordinary nest, built with
  *     sops.fallback set so it is not tensorized again).
+ *   - Depth of a CPU GEMM built-in (src/schedule/intrin_cpu.c, "Any K"):
+ *     when the nest's one reduce leaf has a constant extent E, the calls
+ *     go to the built-in's depth-E instance. When that leaf is the inner
+ *     part of a split of the stage's only reduce axis, of constant extent
+ *     K with K % E != 0, a tile that is whole but for the reduction and
+ *     starts at K - K % E calls the depth-(K % E) instance: IF (whole)
+ *     call ELSE IF (data whole && k origin == K - K % E) tail call ELSE
+ *     the ordinary nest.
  */
 
 /* A stage attached at leaf k of st. */
@@ -572,7 +585,7 @@ static const tex_stage *attached_at(const sops *o, const tex_stage *st, int k)
 static int check_tensorize(sops *o, const stage_emit *se)
 {
     const tex_stage *st = se->st;
-    const char *name = st->tensor->name, *in = st->intrin->name;
+    const char *name = st->tensor->name, *in = se->tz_intrin->name;
     for (int k = se->tz; k < st->n_leaf; k++) {
         const tex_stage *at = attached_at(o, st, k);
         if (st->attr[leaf_all(st, k)].for_kind == TEXI_FOR_THREAD)
@@ -593,14 +606,62 @@ static int check_tensorize(sops *o, const stage_emit *se)
 static int check_split_reduction(sops *o, const stage_emit *se)
 {
     const tex_stage *st = se->st;
-    if (!se->is_reduce || se->first_reduce >= se->tz || st->intrin->fn[TEXI_INTRIN_UPDATE])
+    if (!se->is_reduce || se->first_reduce >= se->tz || se->tz_intrin->fn[TEXI_INTRIN_UPDATE])
         return 0;
     return texi_error(o->ctx, TEX_EINVAL,
                       "tex_lower: stage '%s', tensorize at axis '%s' with intrinsic '%s': "
                       "reduction axis '%s' is outside the tensorized nest, which needs the "
                       "intrinsic's reset and update functions (it has only a body)",
-                      st->tensor->name, st->leaf[se->tz]->name, st->intrin->name,
+                      st->tensor->name, st->leaf[se->tz]->name, se->tz_intrin->name,
                       st->leaf[se->first_reduce]->name);
+}
+
+/* The one reduce leaf from tz inward, or -1 (none, or several). */
+static int tile_reduce_leaf(const stage_emit *se)
+{
+    int r = -1;
+    for (int k = se->tz; k < se->st->n_leaf; k++)
+        if (se->red_leaf[k]) {
+            if (r >= 0)
+                return -1;
+            r = k;
+        }
+    return r;
+}
+
+/* For a CPU GEMM built-in: se->tz_intrin becomes the instance of the depth
+ * of the tile's reduce leaf (constant extent ext_r). */
+static int pick_depth(sops *o, stage_emit *se, int r, tex_expr *ext_r)
+{
+    int64_t e;
+    if (r < 0 || !texi_intrin_cpu_depth(se->tz_intrin) || !texi_expr_is_int_const(ext_r, &e))
+        return 0;
+    tex_intrin *in = texi_intrin_builtin_cpu_depth(o->ctx, se->tz_intrin, e);
+    if (!in)
+        return TEX_ENOMEM;
+    se->tz_intrin = in;
+    return 0;
+}
+
+/* For a CPU GEMM built-in of depth E on the inner leaf r of a split of the
+ * stage's only reduce axis (constant K, K % E != 0): the tail instance and
+ * where its tile starts. Nothing otherwise. */
+static int pick_tail(sops *o, stage_emit *se, int r)
+{
+    const tex_stage *st = se->st;
+    int64_t e = texi_intrin_cpu_depth(se->tz_intrin), k;
+    if (r < 0 || !e || st->op->n_raxes != 1 ||
+        !texi_expr_is_int_const(st->op->raxes[0]->extent, &k) || k % e == 0)
+        return 0;
+    bool split_of_root = false;
+    for (int i = 0; i < st->n_rel; i++)
+        split_of_root |= st->rel[i].kind == TEXI_REL_SPLIT && st->rel[i].inner == st->leaf[r] &&
+                         st->rel[i].parent == st->root[st->op->n_axes];
+    if (!split_of_root)
+        return 0;
+    se->tail_intrin = texi_intrin_builtin_cpu_depth(o->ctx, se->tz_intrin, k % e);
+    se->tail_start = texi_int_imm(o->ctx, st->op->raxes[0]->var->dtype, k - k % e);
+    return se->tail_intrin && se->tail_start ? 0 : TEX_ENOMEM;
 }
 
 /* Matches the nest under the tensorized leaf (tensorize_match.c); fills
@@ -616,6 +677,7 @@ static int setup_tensorize(sops *o, stage_emit *se)
                           "tex_lower: stage '%s' is tensorized at axis '%s', which is no longer "
                           "a leaf axis (it was split or fused afterwards)",
                           st->tensor->name, st->tensorize_iv->name);
+    se->tz_intrin = st->intrin;
     TEXI_TRY(check_tensorize(o, se));
     int ni = st->n_leaf - se->tz, n_env0 = o->n_env;
     tex_expr **ext = texi_alloc(o->ctx, sizeof *ext * (size_t)ni, "schedule_ops");
@@ -634,8 +696,11 @@ static int setup_tensorize(sops *o, stage_emit *se)
         if (!se->no_loop[se->tz + k])
             TEXI_TRY(push_env(o, var, ext[k]));
     }
+    int r = tile_reduce_leaf(se);
+    TEXI_TRY(pick_depth(o, se, r, r < 0 ? NULL : ext[r - se->tz]));
+    TEXI_TRY(pick_tail(o, se, r));
     tex_expr **val = values(o, se, se->off);
-    texi_tz_nest nest = {.st = st, .intrin = st->intrin, .n_inner = ni};
+    texi_tz_nest nest = {.st = st, .intrin = se->tz_intrin, .n_inner = ni};
     nest.body = val ? bind_roots(o, se, val, se->sb->body) : NULL;
     nest.out_idx = val ? out_index(o, se, val) : NULL;
     nest.leaf = st->leaf + se->tz;
@@ -676,14 +741,13 @@ static int tile_cond(sops *o, const stage_emit *se, tex_expr **off, bool with_re
     return 0;
 }
 
-/* A call of the intrinsic's function fn on the stage's tiles (RESET: the output's). */
-static tex_stmt *intrin_call(sops *o, const stage_emit *se, enum texi_intrin_fn fn,
-                             texi_intrin_arg *args)
+/* A call of in's function fn on the stage's tiles (RESET: the output's). */
+static tex_stmt *intrin_call(sops *o, tex_intrin *in, enum texi_intrin_fn fn, texi_intrin_arg *args)
 {
-    int n = se->st->intrin->n_inputs;
+    int n = in->n_inputs;
     if (fn == TEXI_INTRIN_RESET)
-        return texi_intrin_new(o->ctx, se->st->intrin, fn, 1, &args[n]);
-    return texi_intrin_new(o->ctx, se->st->intrin, fn, n + 1, args);
+        return texi_intrin_new(o->ctx, in, fn, 1, &args[n]);
+    return texi_intrin_new(o->ctx, in, fn, n + 1, args);
 }
 
 /* The init nest's tile at leaf tz (offsets off): IF (whole) RESET ELSE s. */
@@ -702,27 +766,55 @@ static tex_stmt *reset_tile(sops *o, const stage_emit *se, tex_expr **off, tex_s
     args[n_in] = se->tz_args[n_in];
     if (!val || !(args[n_in].mins = out_index(o, se, val)))
         return NULL;
-    tex_stmt *call = intrin_call(o, se, TEXI_INTRIN_RESET, args);
+    tex_stmt *call = intrin_call(o, se->tz_intrin, TEXI_INTRIN_RESET, args);
     return cond && call ? texi_if_new(o->ctx, cond, call, s) : call;
 }
 
+/* The calls of `in` for one tile at level tz: UPDATE after the init nest,
+ * else BODY, else RESET then UPDATE. */
+static tex_stmt *tile_calls(sops *o, const stage_emit *se, tex_intrin *in, bool after_init)
+{
+    if (after_init)
+        return intrin_call(o, in, TEXI_INTRIN_UPDATE, se->tz_args);
+    if (in->fn[TEXI_INTRIN_BODY])
+        return intrin_call(o, in, TEXI_INTRIN_BODY, se->tz_args);
+    tex_stmt *two[2] = {intrin_call(o, in, TEXI_INTRIN_RESET, se->tz_args),
+                        intrin_call(o, in, TEXI_INTRIN_UPDATE, se->tz_args)};
+    return two[0] && two[1] ? texi_seq_new(o->ctx, 2, two) : NULL;
+}
+
+/* IF (the tile is whole but for the reduction, and starts at tail_start on
+ * the reduce axis) the tail instance's calls ELSE s; s when there is no
+ * tail instance. */
+static int tail_tile(sops *o, const stage_emit *se, bool after_init, tex_stmt **s)
+{
+    if (!se->tail_intrin)
+        return 0;
+    const tex_stage *st = se->st;
+    tex_expr **org = texi_alloc(o->ctx, sizeof *org * (size_t)(st->n_leaf + 1), "schedule_ops");
+    if (!org)
+        return TEX_ENOMEM;
+    for (int k = 0; k < st->n_leaf; k++)
+        org[k] = k < se->tz ? se->off[k] : imm(o->ctx, se->off[k]->dtype, 0);
+    tex_expr **val = values(o, se, org), *data;
+    if (!val)
+        return TEX_ENOMEM;
+    TEXI_TRY(tile_cond(o, se, se->off, false, &data));
+    tex_expr *k0 = val[texi_bounds_iter_index(st, st->root[st->op->n_axes])];
+    tex_expr *cond = and_also(data, ARITH(EQ, k0, se->tail_start));
+    tex_stmt *call = tile_calls(o, se, se->tail_intrin, after_init);
+    *s = cond && call ? texi_if_new(o->ctx, cond, call, *s) : NULL;
+    return *s ? 0 : TEX_ENOMEM;
+}
+
 /* Level tz of a tensorized stage: the calls, in IF (whole) ELSE (the
- * ordinary nest) unless every tile is provably whole. */
+ * ordinary nest) unless every tile is provably whole; a reduction tail
+ * tile of a CPU GEMM built-in in between (see the section comment). */
 static int build_tensorized(sops *o, const stage_emit *se, int m, bool after_init, tex_stmt **out)
 {
-    const tex_intrin *in = se->st->intrin;
     tex_expr *cond;
     TEXI_TRY(tile_cond(o, se, se->off, true, &cond));
-    tex_stmt *call;
-    if (after_init) {
-        call = intrin_call(o, se, TEXI_INTRIN_UPDATE, se->tz_args);
-    } else if (in->fn[TEXI_INTRIN_BODY]) {
-        call = intrin_call(o, se, TEXI_INTRIN_BODY, se->tz_args);
-    } else {
-        tex_stmt *two[2] = {intrin_call(o, se, TEXI_INTRIN_RESET, se->tz_args),
-                            intrin_call(o, se, TEXI_INTRIN_UPDATE, se->tz_args)};
-        call = two[0] && two[1] ? texi_seq_new(o->ctx, 2, two) : NULL;
-    }
+    tex_stmt *call = tile_calls(o, se, se->tz_intrin, after_init);
     if (!call)
         return TEX_ENOMEM;
     if (!cond) {
@@ -735,6 +827,7 @@ static int build_tensorized(sops *o, const stage_emit *se, int m, bool after_ini
     int rc = build_level(o, se, m, after_init, &ordinary);
     o->fallback = saved;
     TEXI_TRY(rc);
+    TEXI_TRY(tail_tile(o, se, after_init, &ordinary));
     *out = texi_if_new(o->ctx, cond, call, ordinary);
     return *out ? 0 : TEX_ENOMEM;
 }

@@ -29,4 +29,14 @@ tex_intrin *texi_intrin_make(tex_ctx *ctx, const char *call, const char *name, t
 tex_intrin *texi_intrin_builtin_cpu(tex_ctx *ctx, const char *name);
 tex_intrin *texi_intrin_builtin_cuda(tex_ctx *ctx, const char *name);
 
+/* The reduction depth (KR) of a CPU GEMM built-in instance, or 0 when `in`
+ * is not one (intrin_cpu.c, "Any K"). */
+int64_t texi_intrin_cpu_depth(const tex_intrin *in);
+
+/* The instance of in's CPU GEMM built-in with depth kr: `in` itself when
+ * its depth is kr, else a new intrinsic built in ctx (C functions named
+ * for the depth). NULL when `in` is not a CPU GEMM built-in or kr <= 0
+ * (nothing recorded), or with ENOMEM recorded. */
+tex_intrin *texi_intrin_builtin_cpu_depth(tex_ctx *ctx, tex_intrin *in, int64_t kr);
+
 #endif

@@ -4,15 +4,29 @@
  *
  * Each one is an ordinary intrinsic (texi_intrin_make) whose desc is
  *   C[MR, NR] = sum_k A[MR, KR] * B[KR, NR]      (f32; A, B placeholders)
- * with fixed extents, so the schedule must tile C's rows by MR, its columns
- * by NR and the reduction by KR (k.outer outside the tensorized axis gives
- * RESET + UPDATE calls; the whole reduction inside gives BODY calls). Tails
- * are not the intrinsic's business: lowering runs the ordinary loop nest for
- * tiles a non-dividing split cuts.
+ * so the schedule must tile C's rows by MR and its columns by NR (k.outer
+ * outside the tensorized axis gives RESET + UPDATE calls; the whole
+ * reduction inside gives BODY calls). M and N tails are not the
+ * intrinsic's business: lowering runs the ordinary loop nest for tiles a
+ * non-dividing split of i or j cuts.
  *
  *   name                MR  NR  KR   registers
  *   cpu.gemm_f32_avx512  6  64 256   24 zmm accumulators + 4 B rows + 1 broadcast
  *   cpu.gemm_f32_avx2    6  16 256   12 ymm accumulators + 2 B rows + 1 broadcast
+ *
+ * Any K. KR is the depth of the built-in as tex_intrin_builtin returns it;
+ * the micro-kernel is generated per depth (texi_intrin_builtin_cpu_depth,
+ * the C functions named P_k<KR>_*, e.g. tex_gemm_f32_avx512_k64_update, the
+ * depth-256 instance keeping the plain names), so lowering
+ * (src/lower/schedule_ops.c) takes the depth from the schedule:
+ *   - the tensorized nest's reduction leaf has constant extent E: the
+ *     depth-E instance is called (k split by 64 for K = 576, or k left
+ *     whole for K = 64, ...);
+ *   - K % E != 0 with constant K (k split by E, its inner leaf in the
+ *     tile): the last k tile of every whole M x N tile calls the depth
+ *     (K % E) instance instead of running the loop nest.
+ * So every whole M x N tile of a GEMM of any constant K runs micro-kernels;
+ * a symbolic K's last k tile runs the ordinary nest.
  *
  * The update is the classic register-blocked outer product: the C tile is
  * loaded into registers once per call, then for each of the KR steps one row
@@ -150,8 +164,9 @@ static const char *const cpu_template[] = {
     "}\n",
 };
 
-/* Appends template piece t with g's parameters substituted. */
-static void expand(texi_sb *sb, const char *t, const cpu_gemm *g)
+/* Appends template piece t with g's parameters substituted, at depth kr
+ * with function prefix `prefix`. */
+static void expand(texi_sb *sb, const char *t, const cpu_gemm *g, const char *prefix, int64_t kr)
 {
     for (; *t; t++) {
         if (*t != '@' || !t[1]) {
@@ -163,7 +178,7 @@ static void expand(texi_sb *sb, const char *t, const cpu_gemm *g)
             texi_sb_puts(sb, g->name);
             break;
         case 'P':
-            texi_sb_puts(sb, g->prefix);
+            texi_sb_puts(sb, prefix);
             break;
         case 'M':
             texi_sb_printf(sb, "%lld", (long long)g->mr);
@@ -172,7 +187,7 @@ static void expand(texi_sb *sb, const char *t, const cpu_gemm *g)
             texi_sb_printf(sb, "%lld", (long long)g->nr);
             break;
         case 'K':
-            texi_sb_printf(sb, "%lld", (long long)g->kr);
+            texi_sb_printf(sb, "%lld", (long long)kr);
             break;
         case 'W':
             texi_sb_printf(sb, "%d", g->width);
@@ -197,13 +212,13 @@ static void expand(texi_sb *sb, const char *t, const cpu_gemm *g)
     }
 }
 
-/* g's C source, copied into ctx's arena; NULL with ENOMEM recorded. */
-static char *gemm_source(tex_ctx *ctx, const cpu_gemm *g)
+/* g's C source at depth kr, copied into ctx's arena; NULL with ENOMEM recorded. */
+static char *gemm_source(tex_ctx *ctx, const cpu_gemm *g, const char *prefix, int64_t kr)
 {
     texi_sb sb;
     texi_sb_init(&sb);
     for (size_t i = 0; i < sizeof cpu_template / sizeof cpu_template[0]; i++)
-        expand(&sb, cpu_template[i], g);
+        expand(&sb, cpu_template[i], g, prefix, kr);
     char *text = texi_sb_take(&sb);
     if (!text) {
         texi_error(ctx, TEX_ENOMEM, "tex_intrin_builtin: out of memory writing '%s'", g->name);
@@ -214,41 +229,78 @@ static char *gemm_source(tex_ctx *ctx, const cpu_gemm *g)
     return copy;
 }
 
-/* The desc C[i, j] = sum_k A[i, k] * B[k, j] over g's extents. */
-static tex_tensor *gemm_desc(tex_ctx *ctx, const cpu_gemm *g)
+/* The desc C[i, j] = sum_k A[i, k] * B[k, j] over g's extents, depth kr. */
+static tex_tensor *gemm_desc(tex_ctx *ctx, const cpu_gemm *g, int64_t kr)
 {
-    tex_tensor *a = tex_placeholder_c(ctx, "A", TEX_F32, 2, (const int64_t[]){g->mr, g->kr});
-    tex_tensor *b = tex_placeholder_c(ctx, "B", TEX_F32, 2, (const int64_t[]){g->kr, g->nr});
+    tex_tensor *a = tex_placeholder_c(ctx, "A", TEX_F32, 2, (const int64_t[]){g->mr, kr});
+    tex_tensor *b = tex_placeholder_c(ctx, "B", TEX_F32, 2, (const int64_t[]){kr, g->nr});
     tex_iter *i = tex_axis(ctx, "i", tex_int(ctx, g->mr));
     tex_iter *j = tex_axis(ctx, "j", tex_int(ctx, g->nr));
-    tex_iter *k = tex_reduce_axis(ctx, "k", tex_int(ctx, g->kr));
+    tex_iter *k = tex_reduce_axis(ctx, "k", tex_int(ctx, kr));
     if (!a || !b || !i || !j || !k)
         return NULL;
     tex_expr *prod = tex_mul(TEX_AT(a, tex_iv(i), tex_iv(k)), TEX_AT(b, tex_iv(k), tex_iv(j)));
     return tex_compute(ctx, "C", 2, (tex_iter *[]){i, j}, tex_sum(prod, 1, &k));
 }
 
+/* g at depth kr: its desc, source and function names. The depth-KR
+ * instance is the built-in as documented (plain names); others carry the
+ * depth in their name and C prefix, so that several fit in one file. */
+static tex_intrin *gemm_make(tex_ctx *ctx, const cpu_gemm *g, int64_t kr)
+{
+    char prefix[64], name[64];
+    if (kr == g->kr) {
+        snprintf(prefix, sizeof prefix, "%s", g->prefix);
+        snprintf(name, sizeof name, "%s", g->name);
+    } else {
+        snprintf(prefix, sizeof prefix, "%s_k%lld", g->prefix, (long long)kr);
+        snprintf(name, sizeof name, "%s (depth %lld)", g->name, (long long)kr);
+    }
+    tex_tensor *desc = gemm_desc(ctx, g, kr);
+    char *src = desc ? gemm_source(ctx, g, prefix, kr) : NULL;
+    const char *fn[3] = {"body", "reset", "update"};
+    char *fn_name[3] = {NULL, NULL, NULL};
+    for (int f = 0; f < 3 && src; f++) {
+        char buf[96];
+        snprintf(buf, sizeof buf, "%s_%s", prefix, fn[f]);
+        if (!(fn_name[f] = texi_strdup(ctx, buf)))
+            return NULL;
+    }
+    if (!src)
+        return NULL;
+    return texi_intrin_make(ctx, "tex_intrin_builtin", name, desc, src, fn_name[0], fn_name[1],
+                            fn_name[2], g->name);
+}
+
 tex_intrin *texi_intrin_builtin_cpu(tex_ctx *ctx, const char *name)
 {
-    for (size_t n = 0; n < sizeof cpu_gemms / sizeof cpu_gemms[0]; n++) {
-        const cpu_gemm *g = &cpu_gemms[n];
-        if (strcmp(name, g->name) != 0)
-            continue;
-        tex_tensor *desc = gemm_desc(ctx, g);
-        char *src = desc ? gemm_source(ctx, g) : NULL;
-        const char *fn[3] = {"body", "reset", "update"};
-        char *fn_name[3] = {NULL, NULL, NULL};
-        for (int f = 0; f < 3 && src; f++) {
-            char buf[64];
-            snprintf(buf, sizeof buf, "%s_%s", g->prefix, fn[f]);
-            fn_name[f] = texi_strdup(ctx, buf);
-            if (!fn_name[f])
-                return NULL;
-        }
-        if (!src)
-            return NULL;
-        return texi_intrin_make(ctx, "tex_intrin_builtin", g->name, desc, src, fn_name[0],
-                                fn_name[1], fn_name[2], g->name);
-    }
+    for (size_t n = 0; n < sizeof cpu_gemms / sizeof cpu_gemms[0]; n++)
+        if (strcmp(name, cpu_gemms[n].name) == 0)
+            return gemm_make(ctx, &cpu_gemms[n], cpu_gemms[n].kr);
     return NULL;
+}
+
+/* The GEMM built-in `in` is an instance of, or NULL. */
+static const cpu_gemm *gemm_of(const tex_intrin *in)
+{
+    for (size_t n = 0; in->builtin && n < sizeof cpu_gemms / sizeof cpu_gemms[0]; n++)
+        if (strcmp(in->builtin, cpu_gemms[n].name) == 0)
+            return &cpu_gemms[n];
+    return NULL;
+}
+
+int64_t texi_intrin_cpu_depth(const tex_intrin *in)
+{
+    int64_t kr = 0;
+    if (!in || !gemm_of(in) || !texi_expr_is_int_const(in->desc->op->raxes[0]->extent, &kr))
+        return 0;
+    return kr;
+}
+
+tex_intrin *texi_intrin_builtin_cpu_depth(tex_ctx *ctx, tex_intrin *in, int64_t kr)
+{
+    const cpu_gemm *g = gemm_of(in);
+    if (!g || kr <= 0)
+        return NULL;
+    return texi_intrin_cpu_depth(in) == kr ? in : gemm_make(ctx, g, kr);
 }
