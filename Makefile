@@ -151,7 +151,7 @@ $(BUILD)/bench/%: bench/%.c bench/common.h $(STATIC_LIB) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,BENCH,$@)
 	$(Q)$(CC) $(BENCH_CFLAGS) -fopenmp $< $(BENCH_OBJ) -o $@ $(STATIC_LIB) $(LIBS) \
-	    $(or $(OPENBLAS_FOUND),-lopenblas)
+	    $(or $(OPENBLAS_FOUND),-lopenblas) $(BENCH_LIBS)
 
 # bench/softmax's hand-written anchor, compiled as such kernels are (-ffast-math: vector
 # expf from libmvec) in an object of its own, so that no other code gets these flags.
@@ -162,6 +162,9 @@ $(BUILD)/bench/softmax_hand.o: bench/softmax_hand.c $(FLAGS_STAMP)
 
 $(BUILD)/bench/softmax: $(BUILD)/bench/softmax_hand.o
 $(BUILD)/bench/softmax: BENCH_OBJ = $(BUILD)/bench/softmax_hand.o
+
+# bench/conv2d's anchor is oneDNN (libdnnl-dev); only that benchmark links it.
+$(BUILD)/bench/conv2d: BENCH_LIBS = -ldnnl
 
 # The test programs (make -j tests builds them without running anything), the examples.
 tests: $(TEST_BIN)
