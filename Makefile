@@ -8,7 +8,8 @@
 #   make asan         the same programs built in build-asan/ under ASan + UBSan
 #   make valgrind     the test programs under valgrind --leak-check=full
 #   make demo         builds and runs examples/demo.c
-#   make bench        builds and runs every bench/*.c program
+#   make bench        builds and runs every bench/*.c program, then writes bench/results/
+#                     latest.csv, latest.md, latest.svg (tools/bench_report.sh) and prints the table
 #   make install      PREFIX=/usr/local DESTDIR= : headers, libraries, tex.pc; make uninstall
 #   make deps         installs missing Debian packages (as root) or prints the command
 #   make check-deps   fails if an #include or a symbol (nm) points against util <- ir <- schedule
@@ -175,7 +176,8 @@ examples: $(EXAMPLE_BIN)
 
 test: deps check-deps check-readme
 	$(Q)$(MAKE) --no-print-directory $(PAR) -k all tests examples || echo "$(BUILD_FAILED)"
-	$(Q)bash tests/run_tests.sh -j $(JOBS) $(TEST_BIN) $(TEST_EXAMPLES) tests/install_test.sh
+	$(Q)bash tests/run_tests.sh -j $(JOBS) $(TEST_BIN) $(TEST_EXAMPLES) tests/install_test.sh \
+	    tests/bench_report_test.sh
 
 # test_jit_random at scale: LONG_TRIALS schedules (every fourth also built with clang), the
 # seeds shared among $(JOBS) processes, each logging to $(BUILD)/test-long.K.log.
@@ -227,7 +229,12 @@ ifeq ($(BENCH_SRC),)
 	@echo "make bench: there are no benchmarks yet (bench/*.c); nothing to run"
 else
 	$(Q)$(MAKE) --no-print-directory $(PAR) $(BENCH_BIN)
-	$(Q)set -e; for b in $(BENCH_BIN); do echo "== $$b"; ./$$b; done
+	$(Q)mkdir -p bench/results; for b in $(BENCH_BIN); do echo "== $$b"; ./$$b || \
+	    echo "bench=$${b##*/} case=(program) error=exit_status_$$?"; done 2>&1 | \
+	    tee bench/results/latest.log
+	$(Q)sh tools/bench_report.sh bench/results/latest.log bench/results
+	$(Q)! grep -q '^bench=.* error=' bench/results/latest.log || \
+	    { echo "make bench: some cases failed (the report's Errors)"; exit 1; }
 endif
 
 # ------------------------------------------------------------------ installing
