@@ -42,8 +42,8 @@
  * at most 256 is left whole, one BODY call of the depth-K instance per tile
  * (the 1024x1024x64 case: 1.28x OpenBLAS on 1 thread of a 2-core AVX2 EPYC
  * under load, where splitting k by 256 ran the loop nest, 0.26-0.35x, and
- * RESET + the depth-64 UPDATE reached 0.57x). Edge rows (M % 6) run the
- * ordinary loop nest; a K % 256 tail calls the depth-(K % 256) instance.
+ * RESET + the depth-64 UPDATE reached 0.57x). The last M % 6 rows call
+ * the (M % 6)-row instance, a K % 256 tail the depth-(K % 256) one.
  *
  * A fair anchor: OpenBLAS 0.3.21's DYNAMIC_ARCH does not know recent Xeon
  * models and falls back to its Prescott (SSE3) kernels, 3-4x slower than its
@@ -178,8 +178,8 @@ static tex_func *gemm_define(tex_ctx *ctx, const gemm_case *g, const gemm_varian
  * at the panel loop, so the cache is the panel [K, bn] and the intrinsic's B
  * tile has row stride bn), C tiled mb x bn, k split by kf, loop order (panel,
  * row block, k.outer, [rows, k.inner, columns]), the panel loop parallel, and
- * the rows loop tensorized with v->intrin (RESET + UPDATE calls; partial
- * rows at the edge run the ordinary loop nest). K <= kf: k not split, order
+ * the rows loop tensorized with v->intrin (RESET + UPDATE calls; the last,
+ * partial row tile on a built-in instance of fewer rows). K <= kf: k not split, order
  * (panel, row block, [rows, k, columns]), BODY calls, so C is written once
  * instead of being zeroed, read and written. The lowered function or NULL. */
 static tex_func *gemm_define_tensorized(tex_ctx *ctx, const gemm_case *g, const gemm_variant *v)

@@ -43,6 +43,16 @@ typedef struct {
 } sops;
 
 /* The stage being emitted. */
+/* A last, partial tile of a CPU GEMM built-in that calls a smaller
+ * instance of it (see "Tensorized stages" below). */
+typedef struct {
+    tex_intrin *intrin;   /* the instance it calls, or NULL: no such tile */
+    const tex_iter *root; /* the root axis (a split's parent) it is the tail of */
+    tex_expr *start;      /* where it starts on that axis */
+    int leaf;             /* the split's inner leaf (whose extent the tile leaves unchecked),
+                             or -1 for the reduction's tail (checked apart from the data) */
+} tz_tail;
+
 typedef struct {
     int si;
     tex_stage *st;
@@ -58,8 +68,7 @@ typedef struct {
     tex_expr **tz_last;       /* per leaf from tz on: extent - 1 */
     tex_intrin *tz_intrin;    /* what whole tiles call: the stage's intrinsic, or its
                                  instance of the nest's depth (a CPU GEMM built-in) */
-    tex_intrin *tail_intrin;  /* the instance for the reduction's last, partial tile, or NULL */
-    tex_expr *tail_start;     /* where that tile starts on the reduce axis (K - K % depth) */
+    tz_tail tails[2];         /* the reduction's (K) and the rows' (M) last tiles */
 } stage_emit;
 
 static int emit_stage(sops *o, int si, tex_stmt **out);
@@ -567,7 +576,10 @@ static tex_stmt *make_loop(sops *o, const tex_stage *st, int a, tex_expr *var, t
  *     K with K % E != 0, a tile that is whole but for the reduction and
  *     starts at K - K % E calls the depth-(K % E) instance: IF (whole)
  *     call ELSE IF (data whole && k origin == K - K % E) tail call ELSE
- *     the ordinary nest.
+ *     the ordinary nest. Likewise for the rows: when the nest's first data
+ *     leaf (MR rows) is the inner part of a split of a data axis of
+ *     constant extent M with M % MR != 0, a tile whole but for that leaf
+ *     and starting at M - M % MR calls the (M % MR)-row instance.
  */
 
 /* A stage attached at leaf k of st. */
@@ -643,25 +655,52 @@ static int pick_depth(sops *o, stage_emit *se, int r, tex_expr *ext_r)
     return 0;
 }
 
-/* For a CPU GEMM built-in of depth E on the inner leaf r of a split of the
- * stage's only reduce axis (constant K, K % E != 0): the tail instance and
- * where its tile starts. Nothing otherwise. */
-static int pick_tail(sops *o, stage_emit *se, int r)
+/* Whether leaf k of st is the inner part of a split of root axis a. */
+static bool split_of(const tex_stage *st, int k, const tex_iter *a)
+{
+    for (int i = 0; i < st->n_rel; i++)
+        if (st->rel[i].kind == TEXI_REL_SPLIT && st->rel[i].inner == st->leaf[k] &&
+            st->rel[i].parent == a)
+            return true;
+    return false;
+}
+
+/* The tail of root axis `a` (constant extent, split with inner leaf k of
+ * extent e, the whole-tile instance in se->tz_intrin) when e does not
+ * divide the extent: the instance for its remainder (rows when k is a data
+ * leaf, depth otherwise) and where it starts. Nothing otherwise. */
+static int pick_tail(sops *o, stage_emit *se, tz_tail *t, int k, const tex_iter *a, int64_t e)
+{
+    int64_t x;
+    if (k < 0 || !e || !texi_expr_is_int_const(a->extent, &x) || x % e == 0 ||
+        !split_of(se->st, k, a))
+        return 0;
+    bool rows = !se->red_leaf[k];
+    int64_t mr = texi_intrin_cpu_rows(se->tz_intrin), kr = texi_intrin_cpu_depth(se->tz_intrin);
+    t->intrin =
+        texi_intrin_builtin_cpu_shape(o->ctx, se->tz_intrin, rows ? x % e : mr, rows ? kr : x % e);
+    t->root = a;
+    t->start = texi_int_imm(o->ctx, a->var->dtype, x - x % e);
+    t->leaf = rows ? k : -1;
+    return t->intrin && t->start ? 0 : TEX_ENOMEM;
+}
+
+/* The K and M tails of a CPU GEMM built-in's tiles (r: the tile's reduce leaf). */
+static int pick_tails(sops *o, stage_emit *se, int r)
 {
     const tex_stage *st = se->st;
-    int64_t e = texi_intrin_cpu_depth(se->tz_intrin), k;
-    if (r < 0 || !e || st->op->n_raxes != 1 ||
-        !texi_expr_is_int_const(st->op->raxes[0]->extent, &k) || k % e == 0)
+    if (!texi_intrin_cpu_depth(se->tz_intrin))
         return 0;
-    bool split_of_root = false;
-    for (int i = 0; i < st->n_rel; i++)
-        split_of_root |= st->rel[i].kind == TEXI_REL_SPLIT && st->rel[i].inner == st->leaf[r] &&
-                         st->rel[i].parent == st->root[st->op->n_axes];
-    if (!split_of_root)
-        return 0;
-    se->tail_intrin = texi_intrin_builtin_cpu_depth(o->ctx, se->tz_intrin, k % e);
-    se->tail_start = texi_int_imm(o->ctx, st->op->raxes[0]->var->dtype, k - k % e);
-    return se->tail_intrin && se->tail_start ? 0 : TEX_ENOMEM;
+    if (r >= 0 && st->op->n_raxes == 1)
+        TEXI_TRY(pick_tail(o, se, &se->tails[0], r, st->op->raxes[0],
+                           texi_intrin_cpu_depth(se->tz_intrin)));
+    int d = se->tz;
+    while (d < st->n_leaf && se->red_leaf[d])
+        d++;
+    for (int a = 0; d < st->n_leaf && a < st->op->n_axes && !se->tails[1].intrin; a++)
+        TEXI_TRY(pick_tail(o, se, &se->tails[1], d, st->op->axes[a],
+                           texi_intrin_cpu_rows(se->tz_intrin)));
+    return 0;
 }
 
 /* Matches the nest under the tensorized leaf (tensorize_match.c); fills
@@ -698,7 +737,7 @@ static int setup_tensorize(sops *o, stage_emit *se)
     }
     int r = tile_reduce_leaf(se);
     TEXI_TRY(pick_depth(o, se, r, r < 0 ? NULL : ext[r - se->tz]));
-    TEXI_TRY(pick_tail(o, se, r));
+    TEXI_TRY(pick_tails(o, se, r));
     tex_expr **val = values(o, se, se->off);
     texi_tz_nest nest = {.st = st, .intrin = se->tz_intrin, .n_inner = ni};
     nest.body = val ? bind_roots(o, se, val, se->sb->body) : NULL;
@@ -714,9 +753,10 @@ static int setup_tensorize(sops *o, stage_emit *se)
 }
 
 /* "The tile is whole": the stage's guards at the tile's first and last
- * points (leaves from tz at 0, then at extent - 1; reduce leaves only
- * with_reduce), over the enclosing loops; NULL when provably whole. */
-static int tile_cond(sops *o, const stage_emit *se, tex_expr **off, bool with_reduce,
+ * points (leaves from tz at 0, then at extent - 1, but leaf `keep` at 0
+ * both times; reduce leaves only with_reduce), over the enclosing loops;
+ * NULL when provably whole. */
+static int tile_cond(sops *o, const stage_emit *se, tex_expr **off, bool with_reduce, int keep,
                      tex_expr **cond)
 {
     const tex_stage *st = se->st;
@@ -727,9 +767,9 @@ static int tile_cond(sops *o, const stage_emit *se, tex_expr **off, bool with_re
     for (int last = 0; last < 2; last++) {
         for (int k = 0; k < st->n_leaf; k++) {
             bool inner = k >= se->tz && (with_reduce || !se->red_leaf[k]);
-            pt[k] = !inner ? off[k]
-                    : last ? se->tz_last[k - se->tz]
-                           : imm(o->ctx, off[k]->dtype, 0);
+            pt[k] = !inner              ? off[k]
+                    : last && k != keep ? se->tz_last[k - se->tz]
+                                        : imm(o->ctx, off[k]->dtype, 0);
         }
         tex_expr **val = values(o, se, pt), *c;
         if (!val)
@@ -758,7 +798,7 @@ static tex_stmt *reset_tile(sops *o, const stage_emit *se, tex_expr **off, tex_s
     tex_expr **org = texi_alloc(o->ctx, sizeof *org * (size_t)(st->n_leaf + 1), "schedule_ops");
     texi_intrin_arg *args = texi_alloc(o->ctx, sizeof *args * (size_t)(n_in + 1), "schedule_ops");
     tex_expr *cond;
-    if (!s || !org || !args || tile_cond(o, se, off, false, &cond) < 0)
+    if (!s || !org || !args || tile_cond(o, se, off, false, -1, &cond) < 0)
         return NULL;
     for (int k = 0; k < st->n_leaf; k++)
         org[k] = k < se->tz ? off[k] : imm(o->ctx, off[k]->dtype, 0);
@@ -783,12 +823,12 @@ static tex_stmt *tile_calls(sops *o, const stage_emit *se, tex_intrin *in, bool 
     return two[0] && two[1] ? texi_seq_new(o->ctx, 2, two) : NULL;
 }
 
-/* IF (the tile is whole but for the reduction, and starts at tail_start on
- * the reduce axis) the tail instance's calls ELSE s; s when there is no
- * tail instance. */
-static int tail_tile(sops *o, const stage_emit *se, bool after_init, tex_stmt **s)
+/* IF (the tile is t's: whole but for t's axis (the data only, for the
+ * reduction's tail), starting at t->start on it) t's instance's calls ELSE
+ * s; s when there is no such tail. */
+static int tail_tile(sops *o, const stage_emit *se, const tz_tail *t, bool after_init, tex_stmt **s)
 {
-    if (!se->tail_intrin)
+    if (!t->intrin)
         return 0;
     const tex_stage *st = se->st;
     tex_expr **org = texi_alloc(o->ctx, sizeof *org * (size_t)(st->n_leaf + 1), "schedule_ops");
@@ -796,24 +836,24 @@ static int tail_tile(sops *o, const stage_emit *se, bool after_init, tex_stmt **
         return TEX_ENOMEM;
     for (int k = 0; k < st->n_leaf; k++)
         org[k] = k < se->tz ? se->off[k] : imm(o->ctx, se->off[k]->dtype, 0);
-    tex_expr **val = values(o, se, org), *data;
+    tex_expr **val = values(o, se, org), *whole;
     if (!val)
         return TEX_ENOMEM;
-    TEXI_TRY(tile_cond(o, se, se->off, false, &data));
-    tex_expr *k0 = val[texi_bounds_iter_index(st, st->root[st->op->n_axes])];
-    tex_expr *cond = and_also(data, ARITH(EQ, k0, se->tail_start));
-    tex_stmt *call = tile_calls(o, se, se->tail_intrin, after_init);
+    TEXI_TRY(tile_cond(o, se, se->off, t->leaf >= 0, t->leaf, &whole));
+    tex_expr *x0 = val[texi_bounds_iter_index(st, t->root)];
+    tex_expr *cond = and_also(whole, ARITH(EQ, x0, t->start));
+    tex_stmt *call = tile_calls(o, se, t->intrin, after_init);
     *s = cond && call ? texi_if_new(o->ctx, cond, call, *s) : NULL;
     return *s ? 0 : TEX_ENOMEM;
 }
 
 /* Level tz of a tensorized stage: the calls, in IF (whole) ELSE (the
- * ordinary nest) unless every tile is provably whole; a reduction tail
- * tile of a CPU GEMM built-in in between (see the section comment). */
+ * ordinary nest) unless every tile is provably whole; the K and M tail
+ * tiles of a CPU GEMM built-in in between (see the section comment). */
 static int build_tensorized(sops *o, const stage_emit *se, int m, bool after_init, tex_stmt **out)
 {
     tex_expr *cond;
-    TEXI_TRY(tile_cond(o, se, se->off, true, &cond));
+    TEXI_TRY(tile_cond(o, se, se->off, true, -1, &cond));
     tex_stmt *call = tile_calls(o, se, se->tz_intrin, after_init);
     if (!call)
         return TEX_ENOMEM;
@@ -827,7 +867,8 @@ static int build_tensorized(sops *o, const stage_emit *se, int m, bool after_ini
     int rc = build_level(o, se, m, after_init, &ordinary);
     o->fallback = saved;
     TEXI_TRY(rc);
-    TEXI_TRY(tail_tile(o, se, after_init, &ordinary));
+    TEXI_TRY(tail_tile(o, se, &se->tails[0], after_init, &ordinary));
+    TEXI_TRY(tail_tile(o, se, &se->tails[1], after_init, &ordinary));
     *out = texi_if_new(o->ctx, cond, call, ordinary);
     return *out ? 0 : TEX_ENOMEM;
 }

@@ -24,9 +24,13 @@
  *     whole for K = 64, ...);
  *   - K % E != 0 with constant K (k split by E, its inner leaf in the
  *     tile): the last k tile of every whole M x N tile calls the depth
- *     (K % E) instance instead of running the loop nest.
- * So every whole M x N tile of a GEMM of any constant K runs micro-kernels;
- * a symbolic K's last k tile runs the ordinary nest.
+ *     (K % E) instance instead of running the loop nest;
+ *   - likewise M % MR != 0 with constant M (i split by MR, its inner leaf
+ *     the tile's first data leaf): the last row tile, whole in N and k,
+ *     calls the (M % MR)-row instance (texi_intrin_builtin_cpu_shape).
+ * So every tile whole in N of a GEMM of any constant M and K runs
+ * micro-kernels; a symbolic size's last tile runs the ordinary nest, and
+ * so do tiles cut in N or in two ways at once.
  *
  * The update is the classic register-blocked outer product: the C tile is
  * loaded into registers once per call, then for each of the KR steps one row
@@ -164,9 +168,10 @@ static const char *const cpu_template[] = {
     "}\n",
 };
 
-/* Appends template piece t with g's parameters substituted, at depth kr
- * with function prefix `prefix`. */
-static void expand(texi_sb *sb, const char *t, const cpu_gemm *g, const char *prefix, int64_t kr)
+/* Appends template piece t with g's parameters substituted, for mr rows
+ * at depth kr, with function prefix `prefix`. */
+static void expand(texi_sb *sb, const char *t, const cpu_gemm *g, const char *prefix, int64_t mr,
+                   int64_t kr)
 {
     for (; *t; t++) {
         if (*t != '@' || !t[1]) {
@@ -181,7 +186,7 @@ static void expand(texi_sb *sb, const char *t, const cpu_gemm *g, const char *pr
             texi_sb_puts(sb, prefix);
             break;
         case 'M':
-            texi_sb_printf(sb, "%lld", (long long)g->mr);
+            texi_sb_printf(sb, "%lld", (long long)mr);
             break;
         case 'N':
             texi_sb_printf(sb, "%lld", (long long)g->nr);
@@ -212,13 +217,15 @@ static void expand(texi_sb *sb, const char *t, const cpu_gemm *g, const char *pr
     }
 }
 
-/* g's C source at depth kr, copied into ctx's arena; NULL with ENOMEM recorded. */
-static char *gemm_source(tex_ctx *ctx, const cpu_gemm *g, const char *prefix, int64_t kr)
+/* g's C source for mr rows at depth kr, copied into ctx's arena; NULL with
+ * ENOMEM recorded. */
+static char *gemm_source(tex_ctx *ctx, const cpu_gemm *g, const char *prefix, int64_t mr,
+                         int64_t kr)
 {
     texi_sb sb;
     texi_sb_init(&sb);
     for (size_t i = 0; i < sizeof cpu_template / sizeof cpu_template[0]; i++)
-        expand(&sb, cpu_template[i], g, prefix, kr);
+        expand(&sb, cpu_template[i], g, prefix, mr, kr);
     char *text = texi_sb_take(&sb);
     if (!text) {
         texi_error(ctx, TEX_ENOMEM, "tex_intrin_builtin: out of memory writing '%s'", g->name);
@@ -229,12 +236,12 @@ static char *gemm_source(tex_ctx *ctx, const cpu_gemm *g, const char *prefix, in
     return copy;
 }
 
-/* The desc C[i, j] = sum_k A[i, k] * B[k, j] over g's extents, depth kr. */
-static tex_tensor *gemm_desc(tex_ctx *ctx, const cpu_gemm *g, int64_t kr)
+/* The desc C[i, j] = sum_k A[i, k] * B[k, j]: mr rows, g's columns, depth kr. */
+static tex_tensor *gemm_desc(tex_ctx *ctx, const cpu_gemm *g, int64_t mr, int64_t kr)
 {
-    tex_tensor *a = tex_placeholder_c(ctx, "A", TEX_F32, 2, (const int64_t[]){g->mr, kr});
+    tex_tensor *a = tex_placeholder_c(ctx, "A", TEX_F32, 2, (const int64_t[]){mr, kr});
     tex_tensor *b = tex_placeholder_c(ctx, "B", TEX_F32, 2, (const int64_t[]){kr, g->nr});
-    tex_iter *i = tex_axis(ctx, "i", tex_int(ctx, g->mr));
+    tex_iter *i = tex_axis(ctx, "i", tex_int(ctx, mr));
     tex_iter *j = tex_axis(ctx, "j", tex_int(ctx, g->nr));
     tex_iter *k = tex_reduce_axis(ctx, "k", tex_int(ctx, kr));
     if (!a || !b || !i || !j || !k)
@@ -243,21 +250,26 @@ static tex_tensor *gemm_desc(tex_ctx *ctx, const cpu_gemm *g, int64_t kr)
     return tex_compute(ctx, "C", 2, (tex_iter *[]){i, j}, tex_sum(prod, 1, &k));
 }
 
-/* g at depth kr: its desc, source and function names. The depth-KR
- * instance is the built-in as documented (plain names); others carry the
- * depth in their name and C prefix, so that several fit in one file. */
-static tex_intrin *gemm_make(tex_ctx *ctx, const cpu_gemm *g, int64_t kr)
+/* g for mr rows at depth kr: its desc, source and function names. The
+ * MR x KR instance is the built-in as documented (plain names); others
+ * carry their shape in their name and C prefix (P_k<KR>, or P_m<MR>_k<KR>
+ * for fewer rows), so that several fit in one file. */
+static tex_intrin *gemm_make(tex_ctx *ctx, const cpu_gemm *g, int64_t mr, int64_t kr)
 {
-    char prefix[64], name[64];
-    if (kr == g->kr) {
+    char prefix[64], name[80];
+    if (kr == g->kr && mr == g->mr) {
         snprintf(prefix, sizeof prefix, "%s", g->prefix);
         snprintf(name, sizeof name, "%s", g->name);
-    } else {
+    } else if (mr == g->mr) {
         snprintf(prefix, sizeof prefix, "%s_k%lld", g->prefix, (long long)kr);
         snprintf(name, sizeof name, "%s (depth %lld)", g->name, (long long)kr);
+    } else {
+        snprintf(prefix, sizeof prefix, "%s_m%lld_k%lld", g->prefix, (long long)mr, (long long)kr);
+        snprintf(name, sizeof name, "%s (%lld rows, depth %lld)", g->name, (long long)mr,
+                 (long long)kr);
     }
-    tex_tensor *desc = gemm_desc(ctx, g, kr);
-    char *src = desc ? gemm_source(ctx, g, prefix, kr) : NULL;
+    tex_tensor *desc = gemm_desc(ctx, g, mr, kr);
+    char *src = desc ? gemm_source(ctx, g, prefix, mr, kr) : NULL;
     const char *fn[3] = {"body", "reset", "update"};
     char *fn_name[3] = {NULL, NULL, NULL};
     for (int f = 0; f < 3 && src; f++) {
@@ -276,7 +288,7 @@ tex_intrin *texi_intrin_builtin_cpu(tex_ctx *ctx, const char *name)
 {
     for (size_t n = 0; n < sizeof cpu_gemms / sizeof cpu_gemms[0]; n++)
         if (strcmp(name, cpu_gemms[n].name) == 0)
-            return gemm_make(ctx, &cpu_gemms[n], cpu_gemms[n].kr);
+            return gemm_make(ctx, &cpu_gemms[n], cpu_gemms[n].mr, cpu_gemms[n].kr);
     return NULL;
 }
 
@@ -297,10 +309,25 @@ int64_t texi_intrin_cpu_depth(const tex_intrin *in)
     return kr;
 }
 
-tex_intrin *texi_intrin_builtin_cpu_depth(tex_ctx *ctx, tex_intrin *in, int64_t kr)
+int64_t texi_intrin_cpu_rows(const tex_intrin *in)
+{
+    int64_t mr = 0;
+    if (!in || !gemm_of(in) || !texi_expr_is_int_const(in->desc->op->axes[0]->extent, &mr))
+        return 0;
+    return mr;
+}
+
+tex_intrin *texi_intrin_builtin_cpu_shape(tex_ctx *ctx, tex_intrin *in, int64_t mr, int64_t kr)
 {
     const cpu_gemm *g = gemm_of(in);
-    if (!g || kr <= 0)
+    if (!g || kr <= 0 || mr <= 0 || mr > g->mr)
         return NULL;
-    return texi_intrin_cpu_depth(in) == kr ? in : gemm_make(ctx, g, kr);
+    if (texi_intrin_cpu_depth(in) == kr && texi_intrin_cpu_rows(in) == mr)
+        return in;
+    return gemm_make(ctx, g, mr, kr);
+}
+
+tex_intrin *texi_intrin_builtin_cpu_depth(tex_ctx *ctx, tex_intrin *in, int64_t kr)
+{
+    return texi_intrin_builtin_cpu_shape(ctx, in, texi_intrin_cpu_rows(in), kr);
 }

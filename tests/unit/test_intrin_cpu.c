@@ -25,7 +25,8 @@
  * with M and N tails, k split by 256 or 64, or left whole; the source must
  * call the instance of the split's depth and, where a constant K leaves a
  * partial last k tile, the instance of depth K % split. Symbolic M, N, K
- * (the last k tile then runs the loop nest). Two stages tensorized with
+ * (the last k tile then runs the loop nest). M tails (M % MR rows) call
+ * the instance of M % MR rows. Two stages tensorized with
  * separate handles of one depth: its functions are defined once.
  *
  * Every build goes through a fresh temporary TEX_CACHE_DIR.
@@ -171,10 +172,13 @@ static int gemm_schedule(tex_schedule *s, ops_wl *w, const builtin *bi, gemm_mod
 }
 
 /* Whether src calls bi's depth-d instance's function fn. */
-static bool calls(const char *src, const builtin *bi, int64_t d, const char *fn)
+static bool calls(const char *src, const builtin *bi, int64_t rows, int64_t d, const char *fn)
 {
     char call[128];
-    if (d == bi->kr)
+    if (rows != bi->mr)
+        snprintf(call, sizeof call, "%s_m%lld_k%lld_%s(", bi->prefix, (long long)rows, (long long)d,
+                 fn);
+    else if (d == bi->kr)
         snprintf(call, sizeof call, "%s_%s(", bi->prefix, fn);
     else
         snprintf(call, sizeof call, "%s_k%lld_%s(", bi->prefix, (long long)d, fn);
@@ -184,21 +188,24 @@ static bool calls(const char *src, const builtin *bi, int64_t d, const char *fn)
 /* The calls the kernel of an m x n x k GEMM in mode, k split by kf, must
  * make: the depth-kf (WHOLE_K: depth-k) instance wherever a whole tile
  * exists, the depth-(k % kf) one for the reduction's last tile when k is a
- * constant that kf does not divide. */
+ * constant that kf does not divide, the (m % MR)-row one for the last rows
+ * when m is a constant that MR does not divide. */
 static void check_calls(const char *src, const builtin *bi, gemm_mode mode, int64_t m, int64_t n,
                         int64_t k, int64_t kf, bool sym)
 {
     TT_CHECK(src && strstr(src, bi->vec));
     if (mode == WHOLE_K) {
-        TT_CHECK(calls(src, bi, k, "body"));
+        TT_CHECK(calls(src, bi, bi->mr, k, "body"));
         return;
     }
     if (m >= bi->mr && n >= bi->nr && k >= kf) {
-        TT_CHECK(calls(src, bi, kf, "update"));
-        TT_CHECK(calls(src, bi, kf, "reset"));
+        TT_CHECK(calls(src, bi, bi->mr, kf, "update"));
+        TT_CHECK(calls(src, bi, bi->mr, kf, "reset"));
     }
     if (!sym && k % kf != 0 && m >= bi->mr && n >= bi->nr)
-        TT_CHECK(calls(src, bi, k % kf, "update"));
+        TT_CHECK(calls(src, bi, bi->mr, k % kf, "update"));
+    if (!sym && m % bi->mr != 0 && n >= bi->nr && k >= kf)
+        TT_CHECK(calls(src, bi, m % bi->mr, kf, "update"));
 }
 
 /* Tensorizes an m x n x k GEMM (sizes symbolic when sym) with bi in mode, k
@@ -395,8 +402,9 @@ static void test_two_stages_one_depth(void)
     tex_ctx_free(ctx);
 }
 
-/* texi_intrin_builtin_cpu_depth: the same handle for the built-in's own
- * depth, a named instance for another, NULL for a depth below 1. */
+/* texi_intrin_builtin_cpu_depth / _shape: the same handle for the
+ * built-in's own shape, a named instance for another, NULL for a depth
+ * below 1 or rows outside [1, MR]. */
 static void test_depth_instances(void)
 {
     const builtin *bi = &builtins[0];
@@ -407,6 +415,12 @@ static void test_depth_instances(void)
     TT_CHECK(d64 && texi_intrin_cpu_depth(d64) == 64 && strcmp(d64->builtin, bi->name) == 0);
     TT_CHECK(d64 && strstr(d64->name, "depth 64"));
     TT_CHECK(texi_intrin_builtin_cpu_depth(ctx, in, 0) == NULL);
+    tex_intrin *m1 = texi_intrin_builtin_cpu_shape(ctx, in, 1, 512);
+    TT_CHECK(m1 && texi_intrin_cpu_rows(m1) == 1 && texi_intrin_cpu_depth(m1) == 512);
+    TT_CHECK(m1 && m1->fn[TEXI_INTRIN_UPDATE] &&
+             strstr(m1->fn[TEXI_INTRIN_UPDATE], "_m1_k512_update"));
+    TT_CHECK(texi_intrin_builtin_cpu_shape(ctx, in, bi->mr + 1, 64) == NULL);
+    TT_CHECK(texi_intrin_builtin_cpu_shape(ctx, in, 0, 64) == NULL);
     TT_EQ_INT(tex_errcode(ctx), 0);
     tex_ctx_free(ctx);
 }
