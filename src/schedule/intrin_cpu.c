@@ -6,9 +6,9 @@
  *   C[MR, NR] = sum_k A[MR, KR] * B[KR, NR]      (f32; A, B placeholders)
  * so the schedule must tile C's rows by MR and its columns by NR (k.outer
  * outside the tensorized axis gives RESET + UPDATE calls; the whole
- * reduction inside gives BODY calls). M and N tails are not the
- * intrinsic's business: lowering runs the ordinary loop nest for tiles a
- * non-dividing split of i or j cuts.
+ * reduction inside gives BODY calls). N tails are not the intrinsic's
+ * business: lowering runs the ordinary loop nest for tiles a non-dividing
+ * split of j cuts; K and M tails are (below).
  *
  *   name                MR  NR  KR   registers
  *   cpu.gemm_f32_avx512  6  64 256   24 zmm accumulators + 4 B rows + 1 broadcast
@@ -48,8 +48,8 @@
  *                               const float *b, int64_t sb0, int64_t sb1,
  *                               float *c, int64_t sc0, int64_t sc1);
  *   static inline void P_body(...same as update...);   (C = A . B)
- * with P = tex_gemm_f32_avx512 or tex_gemm_f32_avx2, so both can live in one
- * generated file. The vector path needs unit column strides in B and C (the
+ * with P = tex_gemm_f32_avx512 or tex_gemm_f32_avx2 (plus the shape suffix
+ * of other instances), so all can live in one generated file. The vector path needs unit column strides in B and C (the
  * vectors run along the columns); it checks them at run time and otherwise
  * takes a portable path that accumulates the tile in a local array (any
  * strides). The vector path is compiled only where the compiler targets the
@@ -59,7 +59,7 @@
  * the calls into the kernel's loops.
  *
  * Not done here: packing of A or B (the schedule does it with a compute or
- * cache_read), prefetching, and edge tiles (see above).
+ * cache_read), prefetching, and N tails (see above).
  */
 #include "schedule/intrin.h"
 
