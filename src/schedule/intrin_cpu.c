@@ -49,8 +49,9 @@
  *                               float *c, int64_t sc0, int64_t sc1);
  *   static inline void P_body(...same as update...);   (C = A . B)
  * with P = tex_gemm_f32_avx512 or tex_gemm_f32_avx2 (plus the shape suffix
- * of other instances), so all can live in one generated file. The vector path needs unit column strides in B and C (the
- * vectors run along the columns); it checks them at run time and otherwise
+ * of other instances), so all can live in one generated file. The vector
+ * path needs unit column strides in B and C (the vectors run along the
+ * columns); it checks them at run time and otherwise
  * takes a portable path that accumulates the tile in a local array (any
  * strides). The vector path is compiled only where the compiler targets the
  * ISA (#if __AVX512F__, resp. __AVX2__ && __FMA__; generated code is built
