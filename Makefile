@@ -8,7 +8,8 @@
 #   make asan         the same programs built in build-asan/ under ASan + UBSan
 #   make valgrind     the test programs under valgrind --leak-check=full
 #   make demo         builds and runs examples/demo.c
-#   make bench        builds and runs every bench/*.c program
+#   make bench        builds and runs every bench/*.c program, then writes bench/results/
+#                     latest.csv, latest.md, latest.svg (tools/bench_report.sh) and prints the table
 #   make install      PREFIX=/usr/local DESTDIR= : headers, libraries, tex.pc; make uninstall
 #   make deps         installs missing Debian packages (as root) or prints the command
 #   make check-deps   fails if an #include or a symbol (nm) points against util <- ir <- schedule
@@ -152,7 +153,7 @@ $(BUILD)/bench/%: bench/%.c bench/common.h $(STATIC_LIB) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,BENCH,$@)
 	$(Q)$(CC) $(BENCH_CFLAGS) -fopenmp $< $(BENCH_OBJ) -o $@ $(STATIC_LIB) $(LIBS) \
-	    $(or $(OPENBLAS_FOUND),-lopenblas)
+	    $(or $(OPENBLAS_FOUND),-lopenblas) $(BENCH_LIBS)
 
 # The benchmarks' hand-written anchors: bench/NAME_hand.c is compiled in an object of its
 # own, as such kernels are (-O3 -march=native -fopenmp), and linked into bench/NAME only,
@@ -172,6 +173,9 @@ $(foreach h,$(HAND_SRC:bench/%_hand.c=%),$(eval $(BUILD)/bench/$(h): BENCH_OBJ =
 $(BUILD)/bench/layernorm: $(BUILD)/bench/softmax_hand.o
 $(BUILD)/bench/layernorm: BENCH_OBJ = $(BUILD)/bench/softmax_hand.o
 
+# bench/conv2d's anchor is oneDNN (libdnnl-dev); only that benchmark links it.
+$(BUILD)/bench/conv2d: BENCH_LIBS = -ldnnl
+
 # The test programs (make -j tests builds them without running anything), the examples.
 tests: $(TEST_BIN)
 
@@ -181,7 +185,8 @@ examples: $(EXAMPLE_BIN)
 
 test: deps check-deps check-readme
 	$(Q)$(MAKE) --no-print-directory $(PAR) -k all tests examples || echo "$(BUILD_FAILED)"
-	$(Q)bash tests/run_tests.sh -j $(JOBS) $(TEST_BIN) $(TEST_EXAMPLES) tests/install_test.sh
+	$(Q)bash tests/run_tests.sh -j $(JOBS) $(TEST_BIN) $(TEST_EXAMPLES) tests/install_test.sh \
+	    tests/bench_report_test.sh
 
 # test_jit_random at scale: LONG_TRIALS schedules (every fourth also built with clang), the
 # seeds shared among $(JOBS) processes, each logging to $(BUILD)/test-long.K.log.
@@ -233,7 +238,12 @@ ifeq ($(BENCH_SRC),)
 	@echo "make bench: there are no benchmarks yet (bench/*.c); nothing to run"
 else
 	$(Q)$(MAKE) --no-print-directory $(PAR) $(BENCH_BIN)
-	$(Q)set -e; for b in $(BENCH_BIN); do echo "== $$b"; ./$$b; done
+	$(Q)mkdir -p bench/results; for b in $(BENCH_BIN); do echo "== $$b"; ./$$b || \
+	    echo "bench=$${b##*/} case=(program) error=exit_status_$$?"; done 2>&1 | \
+	    tee bench/results/latest.log
+	$(Q)sh tools/bench_report.sh bench/results/latest.log bench/results
+	$(Q)! grep -q '^bench=.* error=' bench/results/latest.log || \
+	    { echo "make bench: some cases failed (the report's Errors)"; exit 1; }
 endif
 
 # ------------------------------------------------------------------ installing

@@ -38,9 +38,12 @@
  * AVX-512, else cpu.gemm_f32_avx2, 6 x 16 x 256). B is cached per 64-column
  * panel by the thread that owns the panel, C tiled 6 x 64, k split by 256,
  * loop order (panel, row block, k.outer) with the panel loop parallel and
- * the rest one RESET / UPDATE call per tile (gemm_define_tensorized). Edge
- * tiles (M % 6 rows, K % 256) run the ordinary loop nest, so a K below 256
- * (the 1024x1024x64 case) gets no micro-kernel at all.
+ * the rest one RESET / UPDATE call per tile (gemm_define_tensorized); a K of
+ * at most 256 is left whole, one BODY call of the depth-K instance per tile
+ * (the 1024x1024x64 case: 1.28x OpenBLAS on 1 thread of a 2-core AVX2 EPYC
+ * under load, where splitting k by 256 ran the loop nest, 0.26-0.35x, and
+ * RESET + the depth-64 UPDATE reached 0.57x). The last M % 6 rows call
+ * the (M % 6)-row instance, a K % 256 tail the depth-(K % 256) one.
  *
  * A fair anchor: OpenBLAS 0.3.21's DYNAMIC_ARCH does not know recent Xeon
  * models and falls back to its Prescott (SSE3) kernels, 3-4x slower than its
@@ -176,8 +179,10 @@ static tex_func *gemm_define(tex_ctx *ctx, const gemm_case *g, const gemm_varian
  * at the panel loop, so the cache is the panel [K, bn] and the intrinsic's B
  * tile has row stride bn), C tiled mb x bn, k split by kf, loop order (panel,
  * row block, k.outer, [rows, k.inner, columns]), the panel loop parallel, and
- * the rows loop tensorized with v->intrin (RESET + UPDATE calls; partial
- * tiles at the edges run the ordinary loop nest). The lowered function or NULL. */
+ * the rows loop tensorized with v->intrin (RESET + UPDATE calls; the last,
+ * partial row tile on a built-in instance of fewer rows). K <= kf: k not split, order
+ * (panel, row block, [rows, k, columns]), BODY calls, so C is written once
+ * instead of being zeroed, read and written. The lowered function or NULL. */
 static tex_func *gemm_define_tensorized(tex_ctx *ctx, const gemm_case *g, const gemm_variant *v)
 {
     tex_expr *M = tex_int(ctx, g->m), *N = tex_int(ctx, g->n), *K = tex_int(ctx, g->k);
@@ -195,8 +200,12 @@ static tex_func *gemm_define_tensorized(tex_ctx *ctx, const gemm_case *g, const 
     tex_stage *sc = tex_stage_of(s, C), *sb = tex_stage_of(s, BL);
     tex_iter *mo, *no, *mi, *ni, *ko, *ki;
     int rc = tex_tile(sc, i, j, tex_int(ctx, v->mb), tex_int(ctx, v->bn), &mo, &no, &mi, &ni);
-    rc = rc ? rc : tex_split(sc, r, tex_int(ctx, v->kf), &ko, &ki);
-    rc = rc ? rc : tex_reorder(sc, 6, (tex_iter *[]){no, mo, ko, mi, ki, ni});
+    if (g->k <= v->kf) { /* the whole reduction in one BODY call of the depth-K instance */
+        rc = rc ? rc : tex_reorder(sc, 5, (tex_iter *[]){no, mo, mi, r, ni});
+    } else {
+        rc = rc ? rc : tex_split(sc, r, tex_int(ctx, v->kf), &ko, &ki);
+        rc = rc ? rc : tex_reorder(sc, 6, (tex_iter *[]){no, mo, ko, mi, ki, ni});
+    }
     rc = rc ? rc : tex_compute_at(sb, sc, no);
     rc = rc ? rc : tex_vectorize(sb, tex_stage_axis(sb, tex_stage_naxes(sb) - 1));
     rc = rc ? rc : tex_parallel(sc, no);

@@ -11,12 +11,13 @@ set -eu
 # gcc: compiles tex and, later, the JIT's generated C. libffi-dev: the CPU backend calls
 # kernels through libffi. libdlpack-dev: <dlpack/dlpack.h>, included by <tex/tex.h>.
 # pkg-config: tex.pc and the install test. libopenblas-openmp-dev: the demo's and the
-# benchmarks' reference point.
-packages="gcc pkg-config libffi-dev libdlpack-dev libopenblas-openmp-dev"
+# benchmarks' reference point. libdnnl-dev: oneDNN, bench/conv2d's reference point.
+packages="gcc pkg-config libffi-dev libdlpack-dev libopenblas-openmp-dev libdnnl-dev"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "deps: not a Debian system (no dpkg-query); please make sure these are installed:"
-    echo "deps:   a C11 compiler, pkg-config, libffi (with its headers), dlpack.h, OpenBLAS"
+    echo "deps:   a C11 compiler, pkg-config, libffi (with its headers), dlpack.h, OpenBLAS,"
+    echo "deps:   oneDNN (for bench/conv2d)"
     exit 0
 fi
 

@@ -451,7 +451,11 @@ TEX_API tex_intrin *tex_intrin_extern(tex_ctx *ctx, const char *name, tex_tensor
 
 /* A built-in intrinsic: "cpu.gemm_f32_avx512", "cpu.gemm_f32_avx2",
  * "cuda.wmma_m16n16k16_f16f32", "cuda.wmma_m16n16k16_bf16f32". NULL with
- * TEX_EINVAL for an unknown name. */
+ * TEX_EINVAL for an unknown name. The CPU GEMM built-ins take any K: their
+ * depth (256 in the description) follows the tensorized nest's reduction
+ * leaf when its extent is constant, and the last, partial tile of a constant
+ * K split by that depth calls a depth-(K % depth) micro-kernel; likewise the
+ * last rows of a constant M, a (M % 6)-row one (docs/api.md, rule 10). */
 TEX_API tex_intrin *tex_intrin_builtin(tex_ctx *ctx, const char *name);
 
 /* Replaces the loop nest under leaf axis iv of st by calls of intrin. The

@@ -285,6 +285,19 @@ static void emit_intrin(texi_cp *p, texi_sb *sb, const tex_stmt *s)
 
 #define MAX_INTRINS 64
 
+/* Whether one of list[0..i) has the source src: two handles of one built-in
+ * (or of one depth of a CPU GEMM built-in) define the same functions, which
+ * the file may define only once. */
+static bool same_source_before(texi_cp *p, const tex_intrin *const *list, int i, const char *src)
+{
+    for (int j = 0; j < i; j++) {
+        const char *other = p->target->intrin_source(list[j]);
+        if (other && strcmp(other, src) == 0)
+            return true;
+    }
+    return false;
+}
+
 void texi_cp_intrin_sources(texi_cp *p, texi_sb *sb)
 {
     const tex_intrin *list[MAX_INTRINS];
@@ -293,7 +306,7 @@ void texi_cp_intrin_sources(texi_cp *p, texi_sb *sb)
         texi_cp_fail(p, TEX_EUNAVAILABLE, "more than %d distinct tensor intrinsics", MAX_INTRINS);
     for (int i = 0; i < n; i++) {
         const char *src = p->target->intrin_source(list[i]);
-        if (src)
+        if (src && !same_source_before(p, list, i, src))
             texi_sb_printf(sb, "/* tensor intrinsic '%s' */\n%s\n\n", list[i]->name, src);
     }
 }

@@ -185,7 +185,8 @@ int texi_cp_params(texi_cp *p, texi_sb *sb);
 void texi_cp_param_prologue(texi_cp *p, texi_sb *sb);
 
 /* The source of every distinct intrinsic the body calls, once each, in
- * order of first call, each after a comment naming it. */
+ * order of first call, each after a comment naming it; a source equal to
+ * an earlier one's is not repeated. */
 void texi_cp_intrin_sources(texi_cp *p, texi_sb *sb);
 
 /* ------------------------------------------------------------- cexpr.c */

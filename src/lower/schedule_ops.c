@@ -19,6 +19,7 @@
 #include "lower/lower.h"
 #include "lower/tensorize_match.h"
 #include "schedule/bound.h"
+#include "schedule/intrin.h"
 
 #include <stdio.h>
 
@@ -42,6 +43,16 @@ typedef struct {
 } sops;
 
 /* The stage being emitted. */
+/* A last, partial tile of a CPU GEMM built-in that calls a smaller
+ * instance of it (see "Tensorized stages" below). */
+typedef struct {
+    tex_intrin *intrin;   /* the instance it calls, or NULL: no such tile */
+    const tex_iter *root; /* the root axis (a split's parent) it is the tail of */
+    tex_expr *start;      /* where it starts on that axis */
+    int leaf;             /* the split's inner leaf (whose extent the tile leaves unchecked),
+                             or -1 for the reduction's tail (checked apart from the data) */
+} tz_tail;
+
 typedef struct {
     int si;
     tex_stage *st;
@@ -55,6 +66,9 @@ typedef struct {
     int tz;                   /* tensorized leaf, or -1 */
     texi_intrin_arg *tz_args; /* its tiles (desc's inputs, then the output) */
     tex_expr **tz_last;       /* per leaf from tz on: extent - 1 */
+    tex_intrin *tz_intrin;    /* what whole tiles call: the stage's intrinsic, or its
+                                 instance of the nest's depth (a CPU GEMM built-in) */
+    tz_tail tails[2];         /* the reduction's (K) and the rows' (M) last tiles */
 } stage_emit;
 
 static int emit_stage(sops *o, int si, tex_stmt **out);
@@ -602,6 +616,17 @@ static tex_stmt *make_loop(sops *o, const stage_emit *se, tex_expr **off, int m,
  *     (guards are monotone in the leaf offsets); unless that is provable the
  *     call sits in IF (whole) ELSE (the ordinary nest, built with
  *     sops.fallback set so it is not tensorized again).
+ *   - Depth of a CPU GEMM built-in (src/schedule/intrin_cpu.c, "Any K"):
+ *     when the nest's one reduce leaf has a constant extent E, the calls
+ *     go to the built-in's depth-E instance. When that leaf is the inner
+ *     part of a split of the stage's only reduce axis, of constant extent
+ *     K with K % E != 0, a tile that is whole but for the reduction and
+ *     starts at K - K % E calls the depth-(K % E) instance: IF (whole)
+ *     call ELSE IF (data whole && k origin == K - K % E) tail call ELSE
+ *     the ordinary nest. Likewise for the rows: when the nest's first data
+ *     leaf (MR rows) is the inner part of a split of a data axis of
+ *     constant extent M with M % MR != 0, a tile whole but for that leaf
+ *     and starting at M - M % MR calls the (M % MR)-row instance.
  */
 
 /* A stage attached at leaf k of st. */
@@ -619,7 +644,7 @@ static const tex_stage *attached_at(const sops *o, const tex_stage *st, int k)
 static int check_tensorize(sops *o, const stage_emit *se)
 {
     const tex_stage *st = se->st;
-    const char *name = st->tensor->name, *in = st->intrin->name;
+    const char *name = st->tensor->name, *in = se->tz_intrin->name;
     for (int k = se->tz; k < st->n_leaf; k++) {
         const tex_stage *at = attached_at(o, st, k);
         if (st->attr[leaf_all(st, k)].for_kind == TEXI_FOR_THREAD)
@@ -640,14 +665,89 @@ static int check_tensorize(sops *o, const stage_emit *se)
 static int check_split_reduction(sops *o, const stage_emit *se)
 {
     const tex_stage *st = se->st;
-    if (!se->is_reduce || se->first_reduce >= se->tz || st->intrin->fn[TEXI_INTRIN_UPDATE])
+    if (!se->is_reduce || se->first_reduce >= se->tz || se->tz_intrin->fn[TEXI_INTRIN_UPDATE])
         return 0;
     return texi_error(o->ctx, TEX_EINVAL,
                       "tex_lower: stage '%s', tensorize at axis '%s' with intrinsic '%s': "
                       "reduction axis '%s' is outside the tensorized nest, which needs the "
                       "intrinsic's reset and update functions (it has only a body)",
-                      st->tensor->name, st->leaf[se->tz]->name, st->intrin->name,
+                      st->tensor->name, st->leaf[se->tz]->name, se->tz_intrin->name,
                       st->leaf[se->first_reduce]->name);
+}
+
+/* The one reduce leaf from tz inward, or -1 (none, or several). */
+static int tile_reduce_leaf(const stage_emit *se)
+{
+    int r = -1;
+    for (int k = se->tz; k < se->st->n_leaf; k++)
+        if (se->red_leaf[k]) {
+            if (r >= 0)
+                return -1;
+            r = k;
+        }
+    return r;
+}
+
+/* For a CPU GEMM built-in: se->tz_intrin becomes the instance of the depth
+ * of the tile's reduce leaf (constant extent ext_r). */
+static int pick_depth(sops *o, stage_emit *se, int r, tex_expr *ext_r)
+{
+    int64_t e;
+    if (r < 0 || !texi_intrin_cpu_depth(se->tz_intrin) || !texi_expr_is_int_const(ext_r, &e))
+        return 0;
+    tex_intrin *in = texi_intrin_builtin_cpu_depth(o->ctx, se->tz_intrin, e);
+    if (!in)
+        return TEX_ENOMEM;
+    se->tz_intrin = in;
+    return 0;
+}
+
+/* Whether leaf k of st is the inner part of a split of root axis a. */
+static bool split_of(const tex_stage *st, int k, const tex_iter *a)
+{
+    for (int i = 0; i < st->n_rel; i++)
+        if (st->rel[i].kind == TEXI_REL_SPLIT && st->rel[i].inner == st->leaf[k] &&
+            st->rel[i].parent == a)
+            return true;
+    return false;
+}
+
+/* The tail of root axis `a` (constant extent, split with inner leaf k of
+ * extent e, the whole-tile instance in se->tz_intrin) when e does not
+ * divide the extent: the instance for its remainder (rows when k is a data
+ * leaf, depth otherwise) and where it starts. Nothing otherwise. */
+static int pick_tail(sops *o, stage_emit *se, tz_tail *t, int k, const tex_iter *a, int64_t e)
+{
+    int64_t x;
+    if (k < 0 || !e || !texi_expr_is_int_const(a->extent, &x) || x % e == 0 ||
+        !split_of(se->st, k, a))
+        return 0;
+    bool rows = !se->red_leaf[k];
+    int64_t mr = texi_intrin_cpu_rows(se->tz_intrin), kr = texi_intrin_cpu_depth(se->tz_intrin);
+    t->intrin =
+        texi_intrin_builtin_cpu_shape(o->ctx, se->tz_intrin, rows ? x % e : mr, rows ? kr : x % e);
+    t->root = a;
+    t->start = texi_int_imm(o->ctx, a->var->dtype, x - x % e);
+    t->leaf = rows ? k : -1;
+    return t->intrin && t->start ? 0 : TEX_ENOMEM;
+}
+
+/* The K and M tails of a CPU GEMM built-in's tiles (r: the tile's reduce leaf). */
+static int pick_tails(sops *o, stage_emit *se, int r)
+{
+    const tex_stage *st = se->st;
+    if (!texi_intrin_cpu_depth(se->tz_intrin))
+        return 0;
+    if (r >= 0 && st->op->n_raxes == 1)
+        TEXI_TRY(pick_tail(o, se, &se->tails[0], r, st->op->raxes[0],
+                           texi_intrin_cpu_depth(se->tz_intrin)));
+    int d = se->tz;
+    while (d < st->n_leaf && se->red_leaf[d])
+        d++;
+    for (int a = 0; d < st->n_leaf && a < st->op->n_axes && !se->tails[1].intrin; a++)
+        TEXI_TRY(pick_tail(o, se, &se->tails[1], d, st->op->axes[a],
+                           texi_intrin_cpu_rows(se->tz_intrin)));
+    return 0;
 }
 
 /* Matches the nest under the tensorized leaf (tensorize_match.c); fills
@@ -663,6 +763,7 @@ static int setup_tensorize(sops *o, stage_emit *se)
                           "tex_lower: stage '%s' is tensorized at axis '%s', which is no longer "
                           "a leaf axis (it was split or fused afterwards)",
                           st->tensor->name, st->tensorize_iv->name);
+    se->tz_intrin = st->intrin;
     TEXI_TRY(check_tensorize(o, se));
     int ni = st->n_leaf - se->tz, n_env0 = o->n_env;
     tex_expr **ext = texi_alloc(o->ctx, sizeof *ext * (size_t)ni, "schedule_ops");
@@ -681,8 +782,11 @@ static int setup_tensorize(sops *o, stage_emit *se)
         if (!se->no_loop[se->tz + k])
             TEXI_TRY(push_env(o, var, ext[k]));
     }
+    int r = tile_reduce_leaf(se);
+    TEXI_TRY(pick_depth(o, se, r, r < 0 ? NULL : ext[r - se->tz]));
+    TEXI_TRY(pick_tails(o, se, r));
     tex_expr **val = values(o, se, se->off);
-    texi_tz_nest nest = {.st = st, .intrin = st->intrin, .n_inner = ni};
+    texi_tz_nest nest = {.st = st, .intrin = se->tz_intrin, .n_inner = ni};
     nest.body = val ? bind_roots(o, se, val, se->sb->body) : NULL;
     nest.out_idx = val ? out_index(o, se, val) : NULL;
     nest.leaf = st->leaf + se->tz;
@@ -696,9 +800,10 @@ static int setup_tensorize(sops *o, stage_emit *se)
 }
 
 /* "The tile is whole": the stage's guards at the tile's first and last
- * points (leaves from tz at 0, then at extent - 1; reduce leaves only
- * with_reduce), over the enclosing loops; NULL when provably whole. */
-static int tile_cond(sops *o, const stage_emit *se, tex_expr **off, bool with_reduce,
+ * points (leaves from tz at 0, then at extent - 1, but leaf `keep` at 0
+ * both times; reduce leaves only with_reduce), over the enclosing loops;
+ * NULL when provably whole. */
+static int tile_cond(sops *o, const stage_emit *se, tex_expr **off, bool with_reduce, int keep,
                      tex_expr **cond)
 {
     const tex_stage *st = se->st;
@@ -709,9 +814,9 @@ static int tile_cond(sops *o, const stage_emit *se, tex_expr **off, bool with_re
     for (int last = 0; last < 2; last++) {
         for (int k = 0; k < st->n_leaf; k++) {
             bool inner = k >= se->tz && (with_reduce || !se->red_leaf[k]);
-            pt[k] = !inner ? off[k]
-                    : last ? se->tz_last[k - se->tz]
-                           : imm(o->ctx, off[k]->dtype, 0);
+            pt[k] = !inner              ? off[k]
+                    : last && k != keep ? se->tz_last[k - se->tz]
+                                        : imm(o->ctx, off[k]->dtype, 0);
         }
         tex_expr **val = values(o, se, pt), *c;
         if (!val)
@@ -723,14 +828,13 @@ static int tile_cond(sops *o, const stage_emit *se, tex_expr **off, bool with_re
     return 0;
 }
 
-/* A call of the intrinsic's function fn on the stage's tiles (RESET: the output's). */
-static tex_stmt *intrin_call(sops *o, const stage_emit *se, enum texi_intrin_fn fn,
-                             texi_intrin_arg *args)
+/* A call of in's function fn on the stage's tiles (RESET: the output's). */
+static tex_stmt *intrin_call(sops *o, tex_intrin *in, enum texi_intrin_fn fn, texi_intrin_arg *args)
 {
-    int n = se->st->intrin->n_inputs;
+    int n = in->n_inputs;
     if (fn == TEXI_INTRIN_RESET)
-        return texi_intrin_new(o->ctx, se->st->intrin, fn, 1, &args[n]);
-    return texi_intrin_new(o->ctx, se->st->intrin, fn, n + 1, args);
+        return texi_intrin_new(o->ctx, in, fn, 1, &args[n]);
+    return texi_intrin_new(o->ctx, in, fn, n + 1, args);
 }
 
 /* The init nest's tile at leaf tz (offsets off): IF (whole) RESET ELSE s. */
@@ -741,7 +845,7 @@ static tex_stmt *reset_tile(sops *o, const stage_emit *se, tex_expr **off, tex_s
     tex_expr **org = texi_alloc(o->ctx, sizeof *org * (size_t)(st->n_leaf + 1), "schedule_ops");
     texi_intrin_arg *args = texi_alloc(o->ctx, sizeof *args * (size_t)(n_in + 1), "schedule_ops");
     tex_expr *cond;
-    if (!s || !org || !args || tile_cond(o, se, off, false, &cond) < 0)
+    if (!s || !org || !args || tile_cond(o, se, off, false, -1, &cond) < 0)
         return NULL;
     for (int k = 0; k < st->n_leaf; k++)
         org[k] = k < se->tz ? off[k] : imm(o->ctx, off[k]->dtype, 0);
@@ -749,27 +853,55 @@ static tex_stmt *reset_tile(sops *o, const stage_emit *se, tex_expr **off, tex_s
     args[n_in] = se->tz_args[n_in];
     if (!val || !(args[n_in].mins = out_index(o, se, val)))
         return NULL;
-    tex_stmt *call = intrin_call(o, se, TEXI_INTRIN_RESET, args);
+    tex_stmt *call = intrin_call(o, se->tz_intrin, TEXI_INTRIN_RESET, args);
     return cond && call ? texi_if_new(o->ctx, cond, call, s) : call;
 }
 
+/* The calls of `in` for one tile at level tz: UPDATE after the init nest,
+ * else BODY, else RESET then UPDATE. */
+static tex_stmt *tile_calls(sops *o, const stage_emit *se, tex_intrin *in, bool after_init)
+{
+    if (after_init)
+        return intrin_call(o, in, TEXI_INTRIN_UPDATE, se->tz_args);
+    if (in->fn[TEXI_INTRIN_BODY])
+        return intrin_call(o, in, TEXI_INTRIN_BODY, se->tz_args);
+    tex_stmt *two[2] = {intrin_call(o, in, TEXI_INTRIN_RESET, se->tz_args),
+                        intrin_call(o, in, TEXI_INTRIN_UPDATE, se->tz_args)};
+    return two[0] && two[1] ? texi_seq_new(o->ctx, 2, two) : NULL;
+}
+
+/* IF (the tile is t's: whole but for t's axis (the data only, for the
+ * reduction's tail), starting at t->start on it) t's instance's calls ELSE
+ * s; s when there is no such tail. */
+static int tail_tile(sops *o, const stage_emit *se, const tz_tail *t, bool after_init, tex_stmt **s)
+{
+    if (!t->intrin)
+        return 0;
+    const tex_stage *st = se->st;
+    tex_expr **org = texi_alloc(o->ctx, sizeof *org * (size_t)(st->n_leaf + 1), "schedule_ops");
+    if (!org)
+        return TEX_ENOMEM;
+    for (int k = 0; k < st->n_leaf; k++)
+        org[k] = k < se->tz ? se->off[k] : imm(o->ctx, se->off[k]->dtype, 0);
+    tex_expr **val = values(o, se, org), *whole;
+    if (!val)
+        return TEX_ENOMEM;
+    TEXI_TRY(tile_cond(o, se, se->off, t->leaf >= 0, t->leaf, &whole));
+    tex_expr *x0 = val[texi_bounds_iter_index(st, t->root)];
+    tex_expr *cond = and_also(whole, ARITH(EQ, x0, t->start));
+    tex_stmt *call = tile_calls(o, se, t->intrin, after_init);
+    *s = cond && call ? texi_if_new(o->ctx, cond, call, *s) : NULL;
+    return *s ? 0 : TEX_ENOMEM;
+}
+
 /* Level tz of a tensorized stage: the calls, in IF (whole) ELSE (the
- * ordinary nest) unless every tile is provably whole. */
+ * ordinary nest) unless every tile is provably whole; the K and M tail
+ * tiles of a CPU GEMM built-in in between (see the section comment). */
 static int build_tensorized(sops *o, const stage_emit *se, int m, bool after_init, tex_stmt **out)
 {
-    const tex_intrin *in = se->st->intrin;
     tex_expr *cond;
-    TEXI_TRY(tile_cond(o, se, se->off, true, &cond));
-    tex_stmt *call;
-    if (after_init) {
-        call = intrin_call(o, se, TEXI_INTRIN_UPDATE, se->tz_args);
-    } else if (in->fn[TEXI_INTRIN_BODY]) {
-        call = intrin_call(o, se, TEXI_INTRIN_BODY, se->tz_args);
-    } else {
-        tex_stmt *two[2] = {intrin_call(o, se, TEXI_INTRIN_RESET, se->tz_args),
-                            intrin_call(o, se, TEXI_INTRIN_UPDATE, se->tz_args)};
-        call = two[0] && two[1] ? texi_seq_new(o->ctx, 2, two) : NULL;
-    }
+    TEXI_TRY(tile_cond(o, se, se->off, true, -1, &cond));
+    tex_stmt *call = tile_calls(o, se, se->tz_intrin, after_init);
     if (!call)
         return TEX_ENOMEM;
     if (!cond) {
@@ -782,6 +914,8 @@ static int build_tensorized(sops *o, const stage_emit *se, int m, bool after_ini
     int rc = build_level(o, se, m, after_init, &ordinary);
     o->fallback = saved;
     TEXI_TRY(rc);
+    TEXI_TRY(tail_tile(o, se, &se->tails[0], after_init, &ordinary));
+    TEXI_TRY(tail_tile(o, se, &se->tails[1], after_init, &ordinary));
     *out = texi_if_new(o->ctx, cond, call, ordinary);
     return *out ? 0 : TEX_ENOMEM;
 }

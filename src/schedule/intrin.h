@@ -29,4 +29,21 @@ tex_intrin *texi_intrin_make(tex_ctx *ctx, const char *call, const char *name, t
 tex_intrin *texi_intrin_builtin_cpu(tex_ctx *ctx, const char *name);
 tex_intrin *texi_intrin_builtin_cuda(tex_ctx *ctx, const char *name);
 
+/* The reduction depth (KR) of a CPU GEMM built-in instance, or 0 when `in`
+ * is not one (intrin_cpu.c, "Any K"). */
+int64_t texi_intrin_cpu_depth(const tex_intrin *in);
+
+/* The rows (MR) of a CPU GEMM built-in instance, or 0 when `in` is not one. */
+int64_t texi_intrin_cpu_rows(const tex_intrin *in);
+
+/* The instance of in's CPU GEMM built-in with mr rows (1 <= mr <= the
+ * built-in's MR) and depth kr (>= 1): `in` itself when that is its shape,
+ * else a new intrinsic built in ctx (C functions named for the shape).
+ * NULL when `in` is not a CPU GEMM built-in or the shape is out of range
+ * (nothing recorded), or with ENOMEM recorded. */
+tex_intrin *texi_intrin_builtin_cpu_shape(tex_ctx *ctx, tex_intrin *in, int64_t mr, int64_t kr);
+
+/* texi_intrin_builtin_cpu_shape with in's rows: the instance of depth kr. */
+tex_intrin *texi_intrin_builtin_cpu_depth(tex_ctx *ctx, tex_intrin *in, int64_t kr);
+
 #endif

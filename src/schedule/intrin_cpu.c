@@ -4,15 +4,33 @@
  *
  * Each one is an ordinary intrinsic (texi_intrin_make) whose desc is
  *   C[MR, NR] = sum_k A[MR, KR] * B[KR, NR]      (f32; A, B placeholders)
- * with fixed extents, so the schedule must tile C's rows by MR, its columns
- * by NR and the reduction by KR (k.outer outside the tensorized axis gives
- * RESET + UPDATE calls; the whole reduction inside gives BODY calls). Tails
- * are not the intrinsic's business: lowering runs the ordinary loop nest for
- * tiles a non-dividing split cuts.
+ * so the schedule must tile C's rows by MR and its columns by NR (k.outer
+ * outside the tensorized axis gives RESET + UPDATE calls; the whole
+ * reduction inside gives BODY calls). N tails are not the intrinsic's
+ * business: lowering runs the ordinary loop nest for tiles a non-dividing
+ * split of j cuts; K and M tails are (below).
  *
  *   name                MR  NR  KR   registers
  *   cpu.gemm_f32_avx512  6  64 256   24 zmm accumulators + 4 B rows + 1 broadcast
  *   cpu.gemm_f32_avx2    6  16 256   12 ymm accumulators + 2 B rows + 1 broadcast
+ *
+ * Any K. KR is the depth of the built-in as tex_intrin_builtin returns it;
+ * the micro-kernel is generated per depth (texi_intrin_builtin_cpu_depth,
+ * the C functions named P_k<KR>_*, e.g. tex_gemm_f32_avx512_k64_update, the
+ * depth-256 instance keeping the plain names), so lowering
+ * (src/lower/schedule_ops.c) takes the depth from the schedule:
+ *   - the tensorized nest's reduction leaf has constant extent E: the
+ *     depth-E instance is called (k split by 64 for K = 576, or k left
+ *     whole for K = 64, ...);
+ *   - K % E != 0 with constant K (k split by E, its inner leaf in the
+ *     tile): the last k tile of every whole M x N tile calls the depth
+ *     (K % E) instance instead of running the loop nest;
+ *   - likewise M % MR != 0 with constant M (i split by MR, its inner leaf
+ *     the tile's first data leaf): the last row tile, whole in N and k,
+ *     calls the (M % MR)-row instance (texi_intrin_builtin_cpu_shape).
+ * So every tile whole in N of a GEMM of any constant M and K runs
+ * micro-kernels; a symbolic size's last tile runs the ordinary nest, and
+ * so do tiles cut in N or in two ways at once.
  *
  * The update is the classic register-blocked outer product: the C tile is
  * loaded into registers once per call, then for each of the KR steps one row
@@ -30,9 +48,10 @@
  *                               const float *b, int64_t sb0, int64_t sb1,
  *                               float *c, int64_t sc0, int64_t sc1);
  *   static inline void P_body(...same as update...);   (C = A . B)
- * with P = tex_gemm_f32_avx512 or tex_gemm_f32_avx2, so both can live in one
- * generated file. The vector path needs unit column strides in B and C (the
- * vectors run along the columns); it checks them at run time and otherwise
+ * with P = tex_gemm_f32_avx512 or tex_gemm_f32_avx2 (plus the shape suffix
+ * of other instances), so all can live in one generated file. The vector
+ * path needs unit column strides in B and C (the vectors run along the
+ * columns); it checks them at run time and otherwise
  * takes a portable path that accumulates the tile in a local array (any
  * strides). The vector path is compiled only where the compiler targets the
  * ISA (#if __AVX512F__, resp. __AVX2__ && __FMA__; generated code is built
@@ -41,7 +60,7 @@
  * the calls into the kernel's loops.
  *
  * Not done here: packing of A or B (the schedule does it with a compute or
- * cache_read), prefetching, and edge tiles (see above).
+ * cache_read), prefetching, and N tails (see above).
  */
 #include "schedule/intrin.h"
 
@@ -150,8 +169,10 @@ static const char *const cpu_template[] = {
     "}\n",
 };
 
-/* Appends template piece t with g's parameters substituted. */
-static void expand(texi_sb *sb, const char *t, const cpu_gemm *g)
+/* Appends template piece t with g's parameters substituted, for mr rows
+ * at depth kr, with function prefix `prefix`. */
+static void expand(texi_sb *sb, const char *t, const cpu_gemm *g, const char *prefix, int64_t mr,
+                   int64_t kr)
 {
     for (; *t; t++) {
         if (*t != '@' || !t[1]) {
@@ -163,16 +184,16 @@ static void expand(texi_sb *sb, const char *t, const cpu_gemm *g)
             texi_sb_puts(sb, g->name);
             break;
         case 'P':
-            texi_sb_puts(sb, g->prefix);
+            texi_sb_puts(sb, prefix);
             break;
         case 'M':
-            texi_sb_printf(sb, "%lld", (long long)g->mr);
+            texi_sb_printf(sb, "%lld", (long long)mr);
             break;
         case 'N':
             texi_sb_printf(sb, "%lld", (long long)g->nr);
             break;
         case 'K':
-            texi_sb_printf(sb, "%lld", (long long)g->kr);
+            texi_sb_printf(sb, "%lld", (long long)kr);
             break;
         case 'W':
             texi_sb_printf(sb, "%d", g->width);
@@ -197,13 +218,15 @@ static void expand(texi_sb *sb, const char *t, const cpu_gemm *g)
     }
 }
 
-/* g's C source, copied into ctx's arena; NULL with ENOMEM recorded. */
-static char *gemm_source(tex_ctx *ctx, const cpu_gemm *g)
+/* g's C source for mr rows at depth kr, copied into ctx's arena; NULL with
+ * ENOMEM recorded. */
+static char *gemm_source(tex_ctx *ctx, const cpu_gemm *g, const char *prefix, int64_t mr,
+                         int64_t kr)
 {
     texi_sb sb;
     texi_sb_init(&sb);
     for (size_t i = 0; i < sizeof cpu_template / sizeof cpu_template[0]; i++)
-        expand(&sb, cpu_template[i], g);
+        expand(&sb, cpu_template[i], g, prefix, mr, kr);
     char *text = texi_sb_take(&sb);
     if (!text) {
         texi_error(ctx, TEX_ENOMEM, "tex_intrin_builtin: out of memory writing '%s'", g->name);
@@ -214,41 +237,98 @@ static char *gemm_source(tex_ctx *ctx, const cpu_gemm *g)
     return copy;
 }
 
-/* The desc C[i, j] = sum_k A[i, k] * B[k, j] over g's extents. */
-static tex_tensor *gemm_desc(tex_ctx *ctx, const cpu_gemm *g)
+/* The desc C[i, j] = sum_k A[i, k] * B[k, j]: mr rows, g's columns, depth kr. */
+static tex_tensor *gemm_desc(tex_ctx *ctx, const cpu_gemm *g, int64_t mr, int64_t kr)
 {
-    tex_tensor *a = tex_placeholder_c(ctx, "A", TEX_F32, 2, (const int64_t[]){g->mr, g->kr});
-    tex_tensor *b = tex_placeholder_c(ctx, "B", TEX_F32, 2, (const int64_t[]){g->kr, g->nr});
-    tex_iter *i = tex_axis(ctx, "i", tex_int(ctx, g->mr));
+    tex_tensor *a = tex_placeholder_c(ctx, "A", TEX_F32, 2, (const int64_t[]){mr, kr});
+    tex_tensor *b = tex_placeholder_c(ctx, "B", TEX_F32, 2, (const int64_t[]){kr, g->nr});
+    tex_iter *i = tex_axis(ctx, "i", tex_int(ctx, mr));
     tex_iter *j = tex_axis(ctx, "j", tex_int(ctx, g->nr));
-    tex_iter *k = tex_reduce_axis(ctx, "k", tex_int(ctx, g->kr));
+    tex_iter *k = tex_reduce_axis(ctx, "k", tex_int(ctx, kr));
     if (!a || !b || !i || !j || !k)
         return NULL;
     tex_expr *prod = tex_mul(TEX_AT(a, tex_iv(i), tex_iv(k)), TEX_AT(b, tex_iv(k), tex_iv(j)));
     return tex_compute(ctx, "C", 2, (tex_iter *[]){i, j}, tex_sum(prod, 1, &k));
 }
 
+/* g for mr rows at depth kr: its desc, source and function names. The
+ * MR x KR instance is the built-in as documented (plain names); others
+ * carry their shape in their name and C prefix (P_k<KR>, or P_m<MR>_k<KR>
+ * for fewer rows), so that several fit in one file. */
+static tex_intrin *gemm_make(tex_ctx *ctx, const cpu_gemm *g, int64_t mr, int64_t kr)
+{
+    char prefix[64], name[80];
+    if (kr == g->kr && mr == g->mr) {
+        snprintf(prefix, sizeof prefix, "%s", g->prefix);
+        snprintf(name, sizeof name, "%s", g->name);
+    } else if (mr == g->mr) {
+        snprintf(prefix, sizeof prefix, "%s_k%lld", g->prefix, (long long)kr);
+        snprintf(name, sizeof name, "%s (depth %lld)", g->name, (long long)kr);
+    } else {
+        snprintf(prefix, sizeof prefix, "%s_m%lld_k%lld", g->prefix, (long long)mr, (long long)kr);
+        snprintf(name, sizeof name, "%s (%lld rows, depth %lld)", g->name, (long long)mr,
+                 (long long)kr);
+    }
+    tex_tensor *desc = gemm_desc(ctx, g, mr, kr);
+    char *src = desc ? gemm_source(ctx, g, prefix, mr, kr) : NULL;
+    const char *fn[3] = {"body", "reset", "update"};
+    char *fn_name[3] = {NULL, NULL, NULL};
+    for (int f = 0; f < 3 && src; f++) {
+        char buf[96];
+        snprintf(buf, sizeof buf, "%s_%s", prefix, fn[f]);
+        if (!(fn_name[f] = texi_strdup(ctx, buf)))
+            return NULL;
+    }
+    if (!src)
+        return NULL;
+    return texi_intrin_make(ctx, "tex_intrin_builtin", name, desc, src, fn_name[0], fn_name[1],
+                            fn_name[2], g->name);
+}
+
 tex_intrin *texi_intrin_builtin_cpu(tex_ctx *ctx, const char *name)
 {
-    for (size_t n = 0; n < sizeof cpu_gemms / sizeof cpu_gemms[0]; n++) {
-        const cpu_gemm *g = &cpu_gemms[n];
-        if (strcmp(name, g->name) != 0)
-            continue;
-        tex_tensor *desc = gemm_desc(ctx, g);
-        char *src = desc ? gemm_source(ctx, g) : NULL;
-        const char *fn[3] = {"body", "reset", "update"};
-        char *fn_name[3] = {NULL, NULL, NULL};
-        for (int f = 0; f < 3 && src; f++) {
-            char buf[64];
-            snprintf(buf, sizeof buf, "%s_%s", g->prefix, fn[f]);
-            fn_name[f] = texi_strdup(ctx, buf);
-            if (!fn_name[f])
-                return NULL;
-        }
-        if (!src)
-            return NULL;
-        return texi_intrin_make(ctx, "tex_intrin_builtin", g->name, desc, src, fn_name[0],
-                                fn_name[1], fn_name[2], g->name);
-    }
+    for (size_t n = 0; n < sizeof cpu_gemms / sizeof cpu_gemms[0]; n++)
+        if (strcmp(name, cpu_gemms[n].name) == 0)
+            return gemm_make(ctx, &cpu_gemms[n], cpu_gemms[n].mr, cpu_gemms[n].kr);
     return NULL;
+}
+
+/* The GEMM built-in `in` is an instance of, or NULL. */
+static const cpu_gemm *gemm_of(const tex_intrin *in)
+{
+    for (size_t n = 0; in->builtin && n < sizeof cpu_gemms / sizeof cpu_gemms[0]; n++)
+        if (strcmp(in->builtin, cpu_gemms[n].name) == 0)
+            return &cpu_gemms[n];
+    return NULL;
+}
+
+int64_t texi_intrin_cpu_depth(const tex_intrin *in)
+{
+    int64_t kr = 0;
+    if (!in || !gemm_of(in) || !texi_expr_is_int_const(in->desc->op->raxes[0]->extent, &kr))
+        return 0;
+    return kr;
+}
+
+int64_t texi_intrin_cpu_rows(const tex_intrin *in)
+{
+    int64_t mr = 0;
+    if (!in || !gemm_of(in) || !texi_expr_is_int_const(in->desc->op->axes[0]->extent, &mr))
+        return 0;
+    return mr;
+}
+
+tex_intrin *texi_intrin_builtin_cpu_shape(tex_ctx *ctx, tex_intrin *in, int64_t mr, int64_t kr)
+{
+    const cpu_gemm *g = gemm_of(in);
+    if (!g || kr <= 0 || mr <= 0 || mr > g->mr)
+        return NULL;
+    if (texi_intrin_cpu_depth(in) == kr && texi_intrin_cpu_rows(in) == mr)
+        return in;
+    return gemm_make(ctx, g, mr, kr);
+}
+
+tex_intrin *texi_intrin_builtin_cpu_depth(tex_ctx *ctx, tex_intrin *in, int64_t kr)
+{
+    return texi_intrin_builtin_cpu_shape(ctx, in, texi_intrin_cpu_rows(in), kr);
 }

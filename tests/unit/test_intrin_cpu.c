@@ -21,6 +21,14 @@
  * stride is not 1: the run-time check sends the call down the portable
  * path). The generated source must call the intrinsic and carry its source.
  *
+ * Any K: K of 1, 7, 64, 100, 255, 256, 257, 576 and 1000 (and 131, 577),
+ * with M and N tails, k split by 256 or 64, or left whole; the source must
+ * call the instance of the split's depth and, where a constant K leaves a
+ * partial last k tile, the instance of depth K % split. Symbolic M, N, K
+ * (the last k tile then runs the loop nest). M tails (M % MR rows) call
+ * the instance of M % MR rows. Two stages tensorized with
+ * separate handles of one depth: its functions are defined once.
+ *
  * Every build goes through a fresh temporary TEX_CACHE_DIR.
  */
 #include "tt.h"
@@ -138,7 +146,7 @@ static tex_tensor *matmul_bt(ops_wl *w, int64_t m, int64_t n, int64_t k)
 /* Schedules C (the output of w) for bi in mode; 0 or a negative code. The
  * loop order is (panel, row block, k.outer, [mi, ni, ki]) with the panel
  * loop parallel; PACKED_B uses bench/gemm's inner order [mi, ki, ni]. */
-static int gemm_schedule(tex_schedule *s, ops_wl *w, const builtin *bi, gemm_mode mode)
+static int gemm_schedule(tex_schedule *s, ops_wl *w, const builtin *bi, gemm_mode mode, int64_t kf)
 {
     tex_ctx *ctx = w->ctx;
     tex_tensor *C = w->out;
@@ -153,7 +161,7 @@ static int gemm_schedule(tex_schedule *s, ops_wl *w, const builtin *bi, gemm_mod
     if (mode == WHOLE_K) {
         TEXI_TRY(tex_reorder(sc, 5, (tex_iter *[]){no, mo, mi, ni, k}));
     } else {
-        TEXI_TRY(tex_split(sc, k, tex_int(ctx, bi->kr), &ko, &ki));
+        TEXI_TRY(tex_split(sc, k, tex_int(ctx, kf), &ko, &ki));
         tex_iter *i2 = mode == PACKED_B ? ki : ni, *i3 = mode == PACKED_B ? ni : ki;
         TEXI_TRY(tex_reorder(sc, 6, (tex_iter *[]){no, mo, ko, mi, i2, i3}));
     }
@@ -163,10 +171,48 @@ static int gemm_schedule(tex_schedule *s, ops_wl *w, const builtin *bi, gemm_mod
     return tex_tensorize(sc, mi, in);
 }
 
-/* Tensorizes an m x n x k GEMM with bi in mode, builds it for target, checks
- * the source and the results (kernel and interpreter) against the oracle. */
-static void gemm_check(const builtin *bi, gemm_mode mode, int64_t m, int64_t n, int64_t k,
-                       const char *target)
+/* Whether src calls bi's depth-d instance's function fn. */
+static bool calls(const char *src, const builtin *bi, int64_t rows, int64_t d, const char *fn)
+{
+    char call[128];
+    if (rows != bi->mr)
+        snprintf(call, sizeof call, "%s_m%lld_k%lld_%s(", bi->prefix, (long long)rows, (long long)d,
+                 fn);
+    else if (d == bi->kr)
+        snprintf(call, sizeof call, "%s_%s(", bi->prefix, fn);
+    else
+        snprintf(call, sizeof call, "%s_k%lld_%s(", bi->prefix, (long long)d, fn);
+    return src && strstr(src, call);
+}
+
+/* The calls the kernel of an m x n x k GEMM in mode, k split by kf, must
+ * make: the depth-kf (WHOLE_K: depth-k) instance wherever a whole tile
+ * exists, the depth-(k % kf) one for the reduction's last tile when k is a
+ * constant that kf does not divide, the (m % MR)-row one for the last rows
+ * when m is a constant that MR does not divide. */
+static void check_calls(const char *src, const builtin *bi, gemm_mode mode, int64_t m, int64_t n,
+                        int64_t k, int64_t kf, bool sym)
+{
+    TT_CHECK(src && strstr(src, bi->vec));
+    if (mode == WHOLE_K) {
+        TT_CHECK(calls(src, bi, bi->mr, k, "body"));
+        return;
+    }
+    if (m >= bi->mr && n >= bi->nr && k >= kf) {
+        TT_CHECK(calls(src, bi, bi->mr, kf, "update"));
+        TT_CHECK(calls(src, bi, bi->mr, kf, "reset"));
+    }
+    if (!sym && k % kf != 0 && m >= bi->mr && n >= bi->nr)
+        TT_CHECK(calls(src, bi, bi->mr, k % kf, "update"));
+    if (!sym && m % bi->mr != 0 && n >= bi->nr && k >= kf)
+        TT_CHECK(calls(src, bi, m % bi->mr, kf, "update"));
+}
+
+/* Tensorizes an m x n x k GEMM (sizes symbolic when sym) with bi in mode, k
+ * split by kf, builds it for target, checks the calls in the source and the
+ * results (kernel and interpreter) against the oracle. */
+static void gemm_check_k(const builtin *bi, gemm_mode mode, int64_t m, int64_t n, int64_t k,
+                         int64_t kf, bool sym, const char *target)
 {
     tex_ctx *ctx = tex_ctx_new();
     ops_wl w;
@@ -174,31 +220,24 @@ static void gemm_check(const builtin *bi, gemm_mode mode, int64_t m, int64_t n, 
     if (mode == B_TRANS)
         matmul_bt(&w, m, n, k);
     else
-        ops_matmul(&w, m, n, k, false);
+        ops_matmul(&w, m, n, k, sym);
     tex_schedule *s = tex_schedule_new(ctx, 1, &w.out);
     char why[2048] = "";
     tex_func *f = NULL;
     tex_kernel *kn = NULL;
-    if (gemm_schedule(s, &w, bi, mode) != 0)
+    if (gemm_schedule(s, &w, bi, mode, kf) != 0)
         snprintf(why, sizeof why, "schedule failed: %s", tex_errmsg(ctx));
     else if ((f = ops_lower(&w, s, why, sizeof why)) != NULL && !(kn = tex_build(f, target)))
         snprintf(why, sizeof why, "tex_build(\"%s\") failed: %s", target, tex_errmsg(ctx));
     if (kn) {
-        char call[96];
-        snprintf(call, sizeof call, "%s_%s(", bi->prefix, mode == WHOLE_K ? "body" : "update");
-        const char *src = tex_kernel_source(kn);
-        TT_CHECK(src && strstr(src, call));
-        TT_CHECK(src && strstr(src, bi->vec));
-        if (mode != WHOLE_K) {
-            snprintf(call, sizeof call, "%s_reset(", bi->prefix);
-            TT_CHECK(src && strstr(src, call));
-        }
+        check_calls(tex_kernel_source(kn), bi, mode, m, n, k, kf, sym);
         if (ops_run_and_compare(&w, f, kn, "kernel: ", 1, why, sizeof why) == 0)
             ops_run_compare(&w, f, 2, why, sizeof why);
     }
     if (why[0]) {
-        TT_FAILF("%s, mode %d, %lldx%lldx%lld on %s: %s", bi->name, (int)mode, (long long)m,
-                 (long long)n, (long long)k, target, why);
+        TT_FAILF("%s, mode %d, %lldx%lldx%lld (k split by %lld%s) on %s: %s", bi->name, (int)mode,
+                 (long long)m, (long long)n, (long long)k, (long long)kf, sym ? ", symbolic" : "",
+                 target, why);
         char *txt = f ? tex_func_str(f) : NULL;
         if (txt && getenv("TEX_TEST_VERBOSE"))
             printf("%s\n", txt);
@@ -206,6 +245,13 @@ static void gemm_check(const builtin *bi, gemm_mode mode, int64_t m, int64_t n, 
     }
     tex_kernel_free(kn);
     tex_ctx_free(ctx);
+}
+
+/* gemm_check_k with k split by the built-in's own depth, constant sizes. */
+static void gemm_check(const builtin *bi, gemm_mode mode, int64_t m, int64_t n, int64_t k,
+                       const char *target)
+{
+    gemm_check_k(bi, mode, m, n, k, bi->kr, false, target);
 }
 
 #define SKIP_WITHOUT_CPU()                                                                         \
@@ -268,6 +314,117 @@ static void test_strided_b(void)
     }
 }
 
+/* Any K: k split by the default 256 and by 64 (calls of the depth-256 /
+ * depth-64 instances, the last k tile on the depth-(K % split) one), and k
+ * left whole (one BODY call of the depth-K instance), with M and N tails. */
+static void test_any_k(void)
+{
+    SKIP_WITHOUT_CPU();
+    static const int64_t ks[] = {1, 7, 64, 100, 255, 256, 257, 576, 1000};
+    for (int b = 0; b < N_BUILTINS; b++) {
+        const builtin *bi = &builtins[b];
+        for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+            int64_t m = 2 * bi->mr + 1, n = bi->nr + 5;
+            gemm_check_k(bi, SPLIT_K, m, n, ks[i], 256, false, "cpu");
+            if (ks[i] % 64 != 0 || ks[i] == 576)
+                gemm_check_k(bi, SPLIT_K, m, n, ks[i], 64, false, "cpu -threads=2");
+            if (ks[i] <= 100)
+                gemm_check_k(bi, WHOLE_K, bi->mr, bi->nr, ks[i], ks[i], false, "cpu");
+        }
+        gemm_check_k(bi, PACKED_B, 3 * bi->mr, 2 * bi->nr + 3, 577, 64, false, "cpu -threads=2");
+        gemm_check_k(bi, SPLIT_K, 2 * bi->mr, bi->nr, 131, 131, false, "cpu");
+    }
+}
+
+/* Symbolic M, N, K: the depth comes from the split factor; the last k tile
+ * (unknown K % 64) runs the loop nest. */
+static void test_any_k_symbolic(void)
+{
+    SKIP_WITHOUT_CPU();
+    for (int b = 0; b < N_BUILTINS; b++) {
+        const builtin *bi = &builtins[b];
+        gemm_check_k(bi, SPLIT_K, 2 * bi->mr + 1, bi->nr + 5, 100, 64, true, "cpu");
+        gemm_check_k(bi, PACKED_B, 2 * bi->mr, 2 * bi->nr, 128, 64, true, "cpu -threads=2");
+    }
+}
+
+/* Stage X tiled by bi's MR x NR with its whole reduction inside the tile,
+ * tensorized with a handle of its own; 0 or a negative code. */
+static int whole_k_stage(tex_schedule *s, tex_tensor *x, const builtin *bi)
+{
+    tex_ctx *ctx = tex_tensor_ctx(x);
+    tex_stage *st = tex_stage_of(s, x);
+    tex_iter *mo, *no, *mi, *ni;
+    TEXI_TRY(tex_tile(st, tex_op_axis(st, 0), tex_op_axis(st, 1), tex_int(ctx, bi->mr),
+                      tex_int(ctx, bi->nr), &mo, &no, &mi, &ni));
+    TEXI_TRY(tex_reorder(st, 5, (tex_iter *[]){mo, no, mi, ni, tex_op_reduce_axis(st, 0)}));
+    return tex_tensorize(st, mi, tex_intrin_builtin(ctx, bi->name));
+}
+
+/* Two GEMM stages (T = A . B, C = T . B2, both of depth NR) in one kernel,
+ * each tensorized with its own handle of one built-in: the source defines
+ * the depth-NR micro-kernel once, and the result matches the oracle. */
+static void test_two_stages_one_depth(void)
+{
+    SKIP_WITHOUT_CPU();
+    const builtin *bi = &builtins[1];
+    tex_ctx *ctx = tex_ctx_new();
+    ops_wl w;
+    ops_init(&w, ctx, "gemm2");
+    tex_expr *M = tex_int(ctx, 2 * bi->mr + 1), *N = tex_int(ctx, bi->nr);
+    tex_tensor *A = ops_input(&w, "A", 2, (tex_expr *[]){M, N});
+    tex_tensor *B = ops_input(&w, "B", 2, (tex_expr *[]){N, N});
+    tex_tensor *B2 = ops_input(&w, "B2", 2, (tex_expr *[]){N, N});
+    tex_iter *i = tex_axis(ctx, "i", M), *j = tex_axis(ctx, "j", N);
+    tex_iter *k = tex_reduce_axis(ctx, "k", N), *l = tex_reduce_axis(ctx, "l", N);
+    tex_expr *ab = tex_mul(TEX_AT(A, tex_iv(i), tex_iv(k)), TEX_AT(B, tex_iv(k), tex_iv(j)));
+    tex_tensor *T = ops_mid(&w, tex_compute(ctx, "T", 2, (tex_iter *[]){i, j}, tex_sum(ab, 1, &k)));
+    tex_expr *tb = tex_mul(TEX_AT(T, tex_iv(i), tex_iv(l)), TEX_AT(B2, tex_iv(l), tex_iv(j)));
+    w.out = tex_compute(ctx, "C", 2, (tex_iter *[]){i, j}, tex_sum(tb, 1, &l));
+    tex_schedule *s = tex_schedule_new(ctx, 1, &w.out);
+    char why[2048] = "", def[128];
+    tex_func *f = NULL;
+    tex_kernel *kn = NULL;
+    if (whole_k_stage(s, T, bi) != 0 || whole_k_stage(s, w.out, bi) != 0)
+        snprintf(why, sizeof why, "schedule failed: %s", tex_errmsg(ctx));
+    else if ((f = ops_lower(&w, s, why, sizeof why)) && !(kn = tex_build(f, "cpu")))
+        snprintf(why, sizeof why, "tex_build failed: %s", tex_errmsg(ctx));
+    if (kn) {
+        const char *src = tex_kernel_source(kn), *at;
+        snprintf(def, sizeof def, "void %s_k%lld_body(", bi->prefix, (long long)bi->nr);
+        at = src ? strstr(src, def) : NULL;
+        TT_CHECK(at && !strstr(at + 1, def));
+        ops_run_and_compare(&w, f, kn, "kernel: ", 3, why, sizeof why);
+    }
+    if (why[0])
+        TT_FAILF("two tensorized stages: %s", why);
+    tex_kernel_free(kn);
+    tex_ctx_free(ctx);
+}
+
+/* texi_intrin_builtin_cpu_depth / _shape: the same handle for the
+ * built-in's own shape, a named instance for another, NULL for a depth
+ * below 1 or rows outside [1, MR]. */
+static void test_depth_instances(void)
+{
+    const builtin *bi = &builtins[0];
+    tex_ctx *ctx = tex_ctx_new();
+    tex_intrin *in = tex_intrin_builtin(ctx, bi->name);
+    tex_intrin *d64 = texi_intrin_builtin_cpu_depth(ctx, in, 64);
+    TT_CHECK(texi_intrin_builtin_cpu_depth(ctx, in, 256) == in);
+    TT_CHECK(d64 && texi_intrin_cpu_depth(d64) == 64 && strcmp(d64->builtin, bi->name) == 0);
+    TT_CHECK(d64 && strstr(d64->name, "depth 64"));
+    TT_CHECK(texi_intrin_builtin_cpu_depth(ctx, in, 0) == NULL);
+    tex_intrin *m1 = texi_intrin_builtin_cpu_shape(ctx, in, 1, 512);
+    TT_CHECK(m1 && texi_intrin_cpu_rows(m1) == 1 && texi_intrin_cpu_depth(m1) == 512);
+    TT_CHECK(m1 && m1->fn[TEXI_INTRIN_UPDATE] &&
+             strstr(m1->fn[TEXI_INTRIN_UPDATE], "_m1_k512_update"));
+    TT_CHECK(texi_intrin_builtin_cpu_shape(ctx, in, bi->mr + 1, 64) == NULL);
+    TT_CHECK(texi_intrin_builtin_cpu_shape(ctx, in, 0, 64) == NULL);
+    TT_EQ_INT(tex_errcode(ctx), 0);
+    tex_ctx_free(ctx);
+}
+
 int main(void)
 {
     if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
@@ -282,6 +439,10 @@ int main(void)
     TT_RUN(test_tails);
     TT_RUN(test_packed_b);
     TT_RUN(test_strided_b);
+    TT_RUN(test_any_k);
+    TT_RUN(test_any_k_symbolic);
+    TT_RUN(test_depth_instances);
+    TT_RUN(test_two_stages_one_depth);
     tt_remove_tree(cache_dir);
     return tt_finish();
 }
