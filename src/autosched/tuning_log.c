@@ -228,7 +228,8 @@ char *texi_tune_log_best(tex_ctx *ctx, const char *path, const char *key, const 
 {
     trial *t = NULL;
     int nt = read_trials(ctx, path, key, target, &t);
-    qsort(t, (size_t)nt, sizeof *t, cmp_trial);
+    if (nt > 1)
+        qsort(t, (size_t)nt, sizeof *t, cmp_trial);
     char *best = NULL;
     for (int i = 0; i < nt && !best; i++) {
         int code0 = tex_errcode(ctx);
