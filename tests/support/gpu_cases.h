@@ -120,9 +120,9 @@ typedef struct {
     char why[1024]; /* first failure: the schedule step and tex_errmsg */
 } gc_case;
 
-static const char *const gc_names[GC_N_CASES] = {
-    "matmul", "transpose", "softmax", "layernorm", "conv2d", "sum", "vectile", "stencil", "b2b",
-    "b2b_unfused"};
+static const char *const gc_names[GC_N_CASES] = {"matmul", "transpose",  "softmax", "layernorm",
+                                                 "conv2d", "sum",        "vectile", "stencil",
+                                                 "b2b",    "b2b_unfused"};
 
 /* Sizes per case: matmul M N K; transpose M N; softmax, layernorm M N;
  * conv2d batch, channels, H, W, filters; sum L, blocks; vectile M N;
@@ -133,10 +133,9 @@ static inline void gc_default_sizes(gc_id id, gc_scale scale, int64_t sizes[GC_M
         {80, 72, 20}, {70, 45},  {5, 300},  {4, 250},         {2, 3, 10, 19, 4},
         {5000, 8},    {48, 192}, {21, 133}, {40, 20, 24, 36}, {40, 20, 24, 36}};
     static const int64_t large[GC_N_CASES][GC_MAX_SIZES] = {
-        {1024, 1024, 1024}, {4096, 4096},         {4096, 4096},
-        {4096, 4096},       {4, 32, 56, 56, 32},  {1 << 24, 512},
-        {4096, 4096},       {4096, 4096},         {16384, 576, 64, 128},
-        {16384, 576, 64, 128}};
+        {1024, 1024, 1024},    {4096, 4096},         {4096, 4096}, {4096, 4096},
+        {4, 32, 56, 56, 32},   {1 << 24, 512},       {4096, 4096}, {4096, 4096},
+        {16384, 576, 64, 128}, {16384, 576, 64, 128}};
     memcpy(sizes, scale == GC_SMALL ? small[id] : large[id], sizeof small[id]);
 }
 
@@ -694,8 +693,8 @@ static inline int gc_build(tex_ctx *ctx, gc_id id, const int64_t sizes[GC_MAX_SI
                            gc_case *c)
 {
     static void (*const builders[GC_N_CASES])(gc_case *, tex_schedule **) = {
-        gc_matmul, gc_transpose, gc_softmax, gc_layernorm, gc_conv2d,     gc_sum,
-        gc_vectile, gc_stencil,  gc_b2b,     gc_b2b_unfused};
+        gc_matmul, gc_transpose, gc_softmax, gc_layernorm, gc_conv2d,
+        gc_sum,    gc_vectile,   gc_stencil, gc_b2b,       gc_b2b_unfused};
     memset(c, 0, sizeof *c);
     c->name = gc_names[id];
     c->ctx = ctx;
