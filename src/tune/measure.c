@@ -121,7 +121,7 @@ void texi_tune_build(tex_ctx *ctx, texi_tune_candidate *c, int n, const char *ta
     }
 }
 
-static double now_ms(void)
+double texi_tune_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -152,12 +152,12 @@ void texi_tune_time(texi_tune_workload *w, texi_tune_candidate *c, double budget
         c->ms = -1;
         return;
     }
-    double times[MAX_RUNS], start = now_ms();
+    double times[MAX_RUNS], start = texi_tune_now_ms();
     int runs = 0;
-    while (runs < MAX_RUNS && (runs < MIN_RUNS || now_ms() - start < budget_ms)) {
-        double t0 = now_ms();
+    while (runs < MAX_RUNS && (runs < MIN_RUNS || texi_tune_now_ms() - start < budget_ms)) {
+        double t0 = texi_tune_now_ms();
         tex_kernel_call_tensors(c->kernel, w->n_params, w->arrays);
-        times[runs++] = now_ms() - t0;
+        times[runs++] = texi_tune_now_ms() - t0;
     }
     qsort(times, (size_t)runs, sizeof times[0], cmp_double);
     c->ms = times[runs / 2];

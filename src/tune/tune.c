@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char CALL[] = "tex_tune";
@@ -50,15 +49,8 @@ typedef struct {
     int trials; /* timed */
     int rejected;
     int best_trial;
-    double start;
+    double start; /* texi_tune_now_ms at the call */
 } tuner;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static bool tried(const tuner *t, const texi_tune_point *p)
 {
@@ -200,7 +192,8 @@ static void measure_batch(tuner *t, texi_tune_candidate *c, int n)
 
 static bool out_of_budget(const tuner *t)
 {
-    return t->trials >= t->opt.max_trials || now_s() - t->start >= t->opt.time_budget_s;
+    return t->trials >= t->opt.max_trials ||
+           texi_tune_now_ms() - t->start >= 1e3 * t->opt.time_budget_s;
 }
 
 /* Rounds of propose / build / measure until a budget runs out. */
@@ -298,7 +291,7 @@ int tex_tune(tex_ctx *ctx, int n, tex_tensor *const outputs[], const char *targe
     t->target = target;
     t->log_path = t->opt.log_path;
     t->rng = t->opt.seed;
-    t->start = now_s();
+    t->start = texi_tune_now_ms();
     t->hist.points = malloc(sizeof *t->hist.points * MAX_MEASURED);
     t->hist.ms = malloc(sizeof *t->hist.ms * MAX_MEASURED);
     int rc = !t->hist.points || !t->hist.ms ? texi_error(ctx, TEX_ENOMEM, "%s: out of memory", CALL)
@@ -315,9 +308,13 @@ int tex_tune(tex_ctx *ctx, int n, tex_tensor *const outputs[], const char *targe
         free(text);
     }
     if (rc == 0 && t->opt.stats)
-        *t->opt.stats = (tex_tune_stats){
-            t->trials,           t->best_trial,      t->rejected,          t->hist.ms[0],
-            t->hist.ms[t->best], now_s() - t->start, t->w.want_from_oracle};
+        *t->opt.stats = (tex_tune_stats){t->trials,
+                                         t->best_trial,
+                                         t->rejected,
+                                         t->hist.ms[0],
+                                         t->hist.ms[t->best],
+                                         (texi_tune_now_ms() - t->start) / 1e3,
+                                         t->w.want_from_oracle};
     texi_tune_space_free(&t->space);
     texi_tune_workload_free(&t->w);
     free(t->hist.points);

@@ -151,6 +151,9 @@ bool texi_tune_lower(texi_tune_workload *w, texi_tune_candidate *c);
  * each is built (from the cache) one after the other. */
 void texi_tune_build(tex_ctx *ctx, texi_tune_candidate *c, int n, const char *target, int jobs);
 
+/* A monotonic clock, in milliseconds. */
+double texi_tune_now_ms(void);
+
 /* Runs c's kernel (warm-up, then a median of several runs), checking its
  * outputs; sets c->ms (< 0 with c->why on a failure). */
 void texi_tune_time(texi_tune_workload *w, texi_tune_candidate *c, double budget_ms);
