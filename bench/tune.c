@@ -244,8 +244,9 @@ static void run_case(const char *name, void (*define)(tune_case *), const char *
     fflush(stdout);
     tex_kernel_free(c.tuned);
     tex_kernel_free(c.dflt);
-    for (int i = 0; i < c.n_args; i++)
+    for (int i = 0; i + 1 < c.n_args; i++)
         tex_array_free(c.a[i]);
+    tex_array_free(c.tuned_out); /* c.a's last slot holds either output */
     tex_array_free(c.default_out);
     tex_ctx_free(c.ctx);
 }
