@@ -238,9 +238,9 @@ static void run_case(const char *name, void (*define)(tune_case *), const char *
         bench_compare("tune", desc, (bench_run){run_tuned, &c, NULL}, anchor,
                       (bench_run){anchor_fn, &c, NULL}, 300);
     printf("  tuned: %s seconds=%.1f trials=%d best_trial=%d rejected=%d base_ms=%.3f "
-           "best_ms=%.3f checked_by=%s\n",
+           "best_ms=%.3f checked_by=%s oracle_points=%d\n",
            desc, st.seconds, st.trials, st.best_trial, st.rejected, st.base_ms, st.best_ms,
-           st.oracle_checked ? "oracle" : "default_schedule");
+           st.oracle_checked ? "oracle" : "default_schedule", st.oracle_points);
     fflush(stdout);
     tex_kernel_free(c.tuned);
     tex_kernel_free(c.dflt);

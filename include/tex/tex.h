@@ -399,6 +399,8 @@ typedef struct {
     double seconds; /* wall time spent */
     int oracle_checked; /* 1: outputs checked against tex_eval_reference, 0: against the
                            automatic schedule's kernel (workloads too large for the oracle) */
+    int oracle_points;  /* when oracle_checked is 0: the elements of that kernel's outputs
+                           checked against the definitions (docs/tuning.md) */
 } tex_tune_stats;
 
 typedef enum {

@@ -89,8 +89,8 @@ static int check_array(tex_ctx *ctx, const char *call, const tex_tensor *t, cons
     return 0;
 }
 
-static int check_list(tex_ctx *ctx, const char *call, int n, tex_tensor *const tensors[],
-                      DLTensor *const arrays[])
+int texi_eval_check_list(tex_ctx *ctx, const char *call, int n, tex_tensor *const tensors[],
+                         DLTensor *const arrays[])
 {
     if (n < 1)
         return texi_error(ctx, TEX_EINVAL, "%s: needs at least one tensor (n = %d)", call, n);
@@ -360,6 +360,7 @@ static texi_eval_value reduce_point(texi_eval *st, const compiled_body *cb)
         if (cb->cond >= 0 && !texi_eval_node_value(st, cb->cond).i)
             continue;
         texi_eval_value v = texi_eval_node_value(st, cb->body);
+        st->work++;
         if (cb->body_type != cb->dtype)
             v = texi_eval_convert(cb->body_type, cb->dtype, v);
         acc = texi_eval_combine(cb->op, cb->dtype, acc, v);
@@ -414,14 +415,108 @@ static int run_compute(texi_eval *st, texi_eval_storage *s)
     return rc;
 }
 
+/* ---------------------------------------------- the sampled evaluation */
+
+/* A compute's definition compiled once for element-by-element evaluation,
+ * with room to save the variable slots it writes. */
+struct texi_eval_lazy {
+    loop_nest axes;
+    compiled_body cb;
+    texi_eval_value *saved; /* axes, then reduce axes */
+};
+
+/* Compiles the definition of compute storage s for texi_eval_element and
+ * gives it a zeroed temporary and its map of computed elements. */
+static int make_lazy(texi_eval *st, texi_eval_storage *s)
+{
+    const texi_op *op = s->tensor->op;
+    st->cur = s->tensor->name;
+    struct texi_eval_lazy *lz = calloc(1, sizeof *lz);
+    if (!lz)
+        return texi_eval_fail(st, TEX_ENOMEM, CALL ": out of memory (sampled evaluation)");
+    s->lazy = lz;
+    TEXI_TRY(nest_init(st, &lz->axes, op->n_axes, op->axes));
+    for (int d = 0; d < op->n_axes; d++)
+        if (lz->axes.ragged[d] >= 0)
+            return texi_eval_fail(st, TEX_EUNAVAILABLE,
+                                  CALL ": tensor '%s': a sampled evaluation cannot index the "
+                                       "ragged axis '%s'",
+                                  s->tensor->name, op->axes[d]->var->u.var.name);
+    TEXI_TRY(compile_body(st, op->body, &lz->cb));
+    lz->saved = malloc(sizeof *lz->saved * (size_t)(op->n_axes + lz->cb.raxes.n + 1));
+    s->done = s->size ? calloc((size_t)s->size, 1) : NULL;
+    if (!lz->saved || (s->size && !s->done))
+        return texi_eval_fail(st, TEX_ENOMEM, CALL ": out of memory (sampled evaluation)");
+    s->listed = -1; /* never the caller's array: the array holds what is checked */
+    return 0;
+}
+
+texi_eval_value texi_eval_element(texi_eval *st, int32_t k, int64_t off)
+{
+    texi_eval_storage *s = &st->store[k];
+    struct texi_eval_lazy *lz = s->lazy;
+    tex_dtype t = s->tensor->dtype;
+    const char *cur = st->cur;
+    int na = lz->axes.n, nr = lz->cb.raxes.n;
+    /* A reader in the middle of its loops may share a variable with this
+     * definition (one reduce axis used by two computes): save, then restore. */
+    for (int i = 0; i < na; i++)
+        lz->saved[i] = st->env[lz->axes.slot[i]];
+    for (int i = 0; i < nr; i++)
+        lz->saved[na + i] = st->env[lz->cb.raxes.slot[i]];
+    int64_t rest = off;
+    for (int d = na - 1; d >= 0; d--) {
+        int64_t e = lz->axes.extent[d];
+        st->env[lz->axes.slot[d]].i = lz->axes.min[d] + (e ? rest % e : 0);
+        rest = e ? rest / e : 0;
+    }
+    st->cur = s->tensor->name;
+    texi_eval_value v =
+        lz->cb.reduce ? reduce_point(st, &lz->cb) : texi_eval_node_value(st, lz->cb.body);
+    if (lz->cb.dtype != t)
+        v = texi_eval_convert(lz->cb.dtype, t, v);
+    texi_eval_store(t, s->data, off, v);
+    s->done[off] = !st->rc;
+    st->work++;
+    for (int i = 0; i < na; i++)
+        st->env[lz->axes.slot[i]] = lz->saved[i];
+    for (int i = 0; i < nr; i++)
+        st->env[lz->cb.raxes.slot[i]] = lz->saved[na + i];
+    st->cur = cur;
+    return texi_eval_load(t, s->data, off);
+}
+
 /* ------------------------------------------------------------ the entry */
 
-static void release(texi_eval *st)
+int texi_eval_prepare(texi_eval *st, int n, tex_tensor *const tensors[], DLTensor *const arrays[],
+                      bool sampled)
+{
+    TEXI_TRY(plan(st, n, tensors));
+    TEXI_TRY(bind_sizes(st, n, tensors, arrays));
+    for (int32_t k = 0; k < st->n_store; k++) {
+        texi_eval_storage *s = &st->store[k];
+        TEXI_TRY(shape_storage(st, s, arrays));
+        if (sampled && s->tensor->op->kind == TEXI_OP_COMPUTE)
+            TEXI_TRY(make_lazy(st, s));
+        TEXI_TRY(place_storage(st, s, arrays));
+    }
+    return 0;
+}
+
+void texi_eval_release(texi_eval *st)
 {
     for (int32_t k = 0; k < st->n_store; k++) {
-        if (st->store[k].owned)
-            free(st->store[k].data);
-        free(st->store[k].shape);
+        texi_eval_storage *s = &st->store[k];
+        if (s->owned)
+            free(s->data);
+        free(s->shape);
+        free(s->done);
+        if (s->lazy) {
+            nest_free(&s->lazy->axes);
+            nest_free(&s->lazy->cb.raxes);
+            free(s->lazy->saved);
+            free(s->lazy);
+        }
     }
     free(st->store);
     free(st->nodes);
@@ -453,13 +548,8 @@ static int bind_scalars(texi_eval *st, const scalar_list *sc)
 static int evaluate(texi_eval *st, int n, tex_tensor *const tensors[], DLTensor *const arrays[],
                     const scalar_list *sc)
 {
-    TEXI_TRY(plan(st, n, tensors));
     TEXI_TRY(bind_scalars(st, sc));
-    TEXI_TRY(bind_sizes(st, n, tensors, arrays));
-    for (int32_t k = 0; k < st->n_store; k++) {
-        TEXI_TRY(shape_storage(st, &st->store[k], arrays));
-        TEXI_TRY(place_storage(st, &st->store[k], arrays));
-    }
+    TEXI_TRY(texi_eval_prepare(st, n, tensors, arrays, false));
     for (int32_t k = 0; k < st->n_store; k++)
         if (st->store[k].tensor->op->kind == TEXI_OP_COMPUTE)
             TEXI_TRY(run_compute(st, &st->store[k]));
@@ -470,10 +560,10 @@ int tex_eval_reference(tex_ctx *ctx, int n, tex_tensor *const tensors[], DLTenso
 {
     if (!ctx)
         return TEX_EMISUSE;
-    TEXI_TRY(check_list(ctx, CALL, n, tensors, arrays));
+    TEXI_TRY(texi_eval_check_list(ctx, CALL, n, tensors, arrays));
     texi_eval st = {.ctx = ctx, .cur = "?"};
     int rc = evaluate(&st, n, tensors, arrays, NULL);
-    release(&st);
+    texi_eval_release(&st);
     return rc;
 }
 
@@ -544,11 +634,11 @@ int tex_eval_reference_ex(tex_ctx *ctx, int n, const tex_param params[], const t
     if (rc == 0)
         rc = split_params(ctx, n, params, values, tensors, arrays, &nt, &sc);
     if (rc == 0)
-        rc = check_list(ctx, CALL_EX, nt, tensors, arrays);
+        rc = texi_eval_check_list(ctx, CALL_EX, nt, tensors, arrays);
     if (rc == 0) {
         texi_eval st = {.ctx = ctx, .cur = "?"};
         rc = evaluate(&st, nt, tensors, arrays, &sc);
-        release(&st);
+        texi_eval_release(&st);
     }
     free(tensors);
     free(arrays);

@@ -86,6 +86,8 @@ typedef struct {
     int64_t size;     /* number of elements */
     int listed;       /* index in the caller's list, or -1 for a temporary */
     bool owned;       /* data is a temporary, freed at the end */
+    uint8_t *done;    /* sampled evaluation: 1 where an element is computed (NULL: all are) */
+    struct texi_eval_lazy *lazy; /* sampled evaluation: the compiled definition */
 } texi_eval_storage;
 
 /* The state of one tex_eval_reference call; every array is malloc'ed. */
@@ -103,7 +105,41 @@ typedef struct {
     int32_t n_vars, cap_vars;
     texi_eval_storage *store; /* every tensor involved, producers first */
     int32_t n_store;
+    int64_t work; /* elements computed plus reduction steps so far */
 } texi_eval;
+
+/* Step 1 of an evaluation (eval.c): the tensor list and its host arrays
+ * checked, messages naming call. */
+int texi_eval_check_list(tex_ctx *ctx, const char *call, int n, tex_tensor *const tensors[],
+                         DLTensor *const arrays[]);
+
+/* Steps 2 to 4 of an evaluation (eval.c): plan, bind sizes, shape and place
+ * the storage of tensors over arrays (already checked). With sampled, every
+ * compute, listed or not, gets a zeroed temporary whose elements are computed
+ * one at a time when first read (texi_eval_element), so that a few points of
+ * a large graph cost only what they read. */
+int texi_eval_prepare(texi_eval *st, int n, tex_tensor *const tensors[], DLTensor *const arrays[],
+                      bool sampled);
+
+/* Element off (row-major) of the compute in st->store[k] of a sampled
+ * evaluation, computed from its definition first when it is not yet. */
+texi_eval_value texi_eval_element(texi_eval *st, int32_t k, int64_t off);
+
+/* Frees what an evaluation allocated (never the listed arrays). */
+void texi_eval_release(texi_eval *st);
+
+/* The sampled oracle (eval_sample.c): like tex_eval_reference over the same
+ * tensors and host arrays, but instead of writing the listed computes it
+ * evaluates up to `points` of their elements (the first, the last, the rest
+ * drawn with seed; fewer once the evaluation's work passes max_work, but
+ * always the first and the last) and compares each with what the arrays
+ * hold: floats within tol relative (to max(1, |want|)), integers exactly.
+ * 0 with *ok set and *checked the number of elements compared, or the error
+ * of the evaluation (recorded in ctx). On a mismatch, why names the tensor,
+ * the element and both values. */
+int texi_eval_sample_check(tex_ctx *ctx, int n, tex_tensor *const tensors[],
+                           DLTensor *const arrays[], int points, int64_t max_work, uint64_t seed,
+                           double tol, bool *ok, int *checked, char *why, size_t why_size);
 
 /* The slot of variable v, added (unbound) when new; -1 on ENOMEM. */
 int32_t texi_eval_slot(texi_eval *st, tex_expr *v);

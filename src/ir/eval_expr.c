@@ -92,6 +92,8 @@ static texi_eval_value read_element(texi_eval *st, const texi_eval_node *nd)
         }
         off += ix * s->strides[d];
     }
+    if (s->done && !s->done[off])
+        return texi_eval_element(st, nd->u.access.storage, off);
     return texi_eval_load(s->tensor->dtype, s->data, off);
 }
 

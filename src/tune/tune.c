@@ -314,7 +314,8 @@ int tex_tune(tex_ctx *ctx, int n, tex_tensor *const outputs[], const char *targe
                                          t->hist.ms[0],
                                          t->hist.ms[t->best],
                                          (texi_tune_now_ms() - t->start) / 1e3,
-                                         t->w.want_from_oracle};
+                                         t->w.want_from_oracle,
+                                         t->w.sampled_points};
     texi_tune_space_free(&t->space);
     texi_tune_workload_free(&t->w);
     free(t->hist.points);

@@ -38,6 +38,7 @@ typedef struct {
     DLTensor *arrays[TEXI_TUNE_MAX_PARAMS]; /* parallel to params */
     DLTensor *want[TEXI_TUNE_MAX_PARAMS];   /* the outputs' reference values */
     bool want_from_oracle;                  /* else from the first schedule's kernel */
+    int sampled_points;                     /* elements of that kernel's outputs checked */
 } texi_tune_workload;
 
 /* Fills w for outputs (arrays allocated, inputs random): 0, TEX_EINVAL when a

@@ -5,9 +5,11 @@
  *
  * The reference: the oracle (tex_eval_reference) when its work, the sum over
  * the computes of their points times their reduction extents, is at most
- * ORACLE_LIMIT; else the outputs of the automatic schedule's kernel, which
- * is itself only as trustworthy as tex's lowering (what the random-schedule
- * suites check) — a large GEMM would keep the oracle busy for minutes.
+ * ORACLE_LIMIT; else the outputs of the automatic schedule's kernel, checked
+ * first against the definitions at SAMPLED_POINTS elements of each output,
+ * fewer once that has cost SAMPLED_WORK steps (about a second; at least the
+ * first and the last element: texi_eval_sample_check, the oracle computing
+ * only what those points read) — the whole of a large GEMM would keep the oracle busy for minutes.
  */
 #include "tune/tune.h"
 
@@ -19,6 +21,8 @@
 #include <string.h>
 
 #define ORACLE_LIMIT 3e8
+#define SAMPLED_POINTS 64
+#define SAMPLED_WORK 2e7
 
 /* The constant shape of t into shape[]; false when a dimension is symbolic. */
 static bool constant_shape(const tex_tensor *t, int64_t shape[])
@@ -143,6 +147,12 @@ static double oracle_work(const texi_tune_workload *w)
     return work;
 }
 
+/* Tolerance of an output of dtype t against its reference. */
+static double tolerance(tex_dtype t)
+{
+    return !texi_dtype_is_float(t) ? 0 : t == TEX_F16 || t == TEX_BF16 ? 2e-2 : 1e-3;
+}
+
 int texi_tune_reference(texi_tune_workload *w, tex_kernel *k)
 {
     int first_out = w->n_params - w->n_out;
@@ -154,9 +164,22 @@ int texi_tune_reference(texi_tune_workload *w, tex_kernel *k)
     if (w->want_from_oracle)
         return tex_eval_reference(w->ctx, w->n_params, w->params, arrays);
     int rc = tex_kernel_call_tensors(k, w->n_params, arrays);
-    return rc ? texi_error(w->ctx, rc, "tex_tune: the automatic schedule's kernel failed: %s",
-                           tex_kernel_errmsg(k))
-              : 0;
+    if (rc)
+        return texi_error(w->ctx, rc, "tex_tune: the automatic schedule's kernel failed: %s",
+                          tex_kernel_errmsg(k));
+    double tol = 0;
+    for (int i = first_out; i < w->n_params; i++)
+        tol = fmax(tol, tolerance(w->params[i]->dtype));
+    bool ok = false;
+    char why[256] = "";
+    TEXI_TRY(texi_eval_sample_check(w->ctx, w->n_params, w->params, arrays, SAMPLED_POINTS,
+                                    SAMPLED_WORK, 0x5eed, tol, &ok, &w->sampled_points, why,
+                                    sizeof why));
+    return ok ? 0
+              : texi_error(w->ctx, TEX_EINTERNAL,
+                           "tex_tune: the automatic schedule's kernel disagrees with the "
+                           "definitions (%s); nothing to tune against",
+                           why);
 }
 
 bool texi_tune_outputs_match(const texi_tune_workload *w, char *why, size_t cap)
@@ -164,7 +187,7 @@ bool texi_tune_outputs_match(const texi_tune_workload *w, char *why, size_t cap)
     for (int i = w->n_params - w->n_out; i < w->n_params; i++) {
         const tex_tensor *t = w->params[i];
         bool fl = texi_dtype_is_float(t->dtype);
-        double tol = !fl ? 0 : t->dtype == TEX_F16 || t->dtype == TEX_BF16 ? 2e-2 : 1e-3;
+        double tol = tolerance(t->dtype);
         int64_t n = elements(w->arrays[i]);
         for (int64_t e = 0; e < n; e++) {
             texi_eval_value a = texi_eval_load(t->dtype, w->arrays[i]->data, e);
