@@ -6,8 +6,10 @@
  * (tex_build for target "c" with the same options: the same source as
  * "cpu"), compiled on worker threads straight into the kernel cache
  * (texi_cpu_jit_load is thread-safe), and then built for the real target
- * one after the other, which finds the object in the cache. Nothing runs
- * while a batch compiles, so the timings that follow see a quiet machine.
+ * one after the other, which finds the object in the cache. The workers
+ * either run while the calling thread waits (texi_tune_build) or in the
+ * background while it times other kernels (texi_tune_compile_start / join:
+ * tune.c does that only on processors the kernels do not use).
  *
  * Timing: one run checks the outputs (poisoned with NaN bytes before it)
  * against the workload's reference; then the kernel runs until it has at
@@ -79,36 +81,61 @@ static void c_target(const char *target, char *out, size_t cap)
     snprintf(out, cap, "c%s", opts ? opts : "");
 }
 
-/* Compiles the sources of c[0 .. n) into the cache on up to jobs threads. */
-static void precompile(texi_tune_candidate *c, int n, const char *target, int jobs)
+/* Compiles running in the background (texi_tune_compile_start). */
+struct texi_tune_compiles {
+    compile_queue q;
+    tex_kernel **src; /* the "c" builds whose sources the jobs point into */
+    int n_src;
+    pthread_t th[16];
+    int started;
+};
+
+texi_tune_compiles *texi_tune_compile_start(texi_tune_candidate *c, int n, const char *target,
+                                            int threads)
 {
     char ct[256];
     c_target(target, ct, sizeof ct);
-    compile_job *work = calloc((size_t)n, sizeof *work);
-    tex_kernel **src = calloc((size_t)n, sizeof *src);
-    compile_queue q = {work, 0, 0, PTHREAD_MUTEX_INITIALIZER};
-    for (int i = 0; work && src && i < n; i++) {
+    texi_tune_compiles *h = calloc(1, sizeof *h);
+    compile_job *work = calloc((size_t)n + 1, sizeof *work);
+    tex_kernel **src = calloc((size_t)n + 1, sizeof *src);
+    if (!h || !work || !src) {
+        free(h);
+        free(work);
+        free(src);
+        return NULL; /* each candidate then compiles when it is built */
+    }
+    h->q = (compile_queue){work, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+    h->src = src;
+    h->n_src = n;
+    for (int i = 0; i < n; i++) {
         if (!c[i].func || !(src[i] = tex_build(c[i].func, ct)))
             continue;
-        work[q.n++] = (compile_job){tex_kernel_source(src[i]), strstr(target, "-strict-float")};
+        work[h->q.n++] =
+            (compile_job){tex_kernel_source(src[i]), strstr(target, "-strict-float") != NULL};
     }
-    pthread_t th[16];
-    int started = 0;
-    for (int t = 0; t < jobs && t < 16 && t < q.n; t++)
-        started += pthread_create(&th[started], NULL, compile_worker, &q) == 0;
-    compile_worker(&q); /* the calling thread takes jobs too (and all of them if none started) */
-    for (int t = 0; t < started; t++)
-        pthread_join(th[t], NULL);
-    for (int i = 0; src && i < n; i++)
-        tex_kernel_free(src[i]);
-    free(src);
-    free(work);
+    for (int t = 0; t < threads && t < 16 && t < h->q.n; t++)
+        h->started += pthread_create(&h->th[h->started], NULL, compile_worker, &h->q) == 0;
+    return h;
+}
+
+void texi_tune_compile_join(texi_tune_compiles *h)
+{
+    if (!h)
+        return;
+    compile_worker(&h->q); /* what no thread has taken yet (all of it if none started) */
+    for (int t = 0; t < h->started; t++)
+        pthread_join(h->th[t], NULL);
+    for (int i = 0; i < h->n_src; i++)
+        tex_kernel_free(h->src[i]);
+    free(h->src);
+    free(h->q.jobs);
+    free(h);
 }
 
 void texi_tune_build(tex_ctx *ctx, texi_tune_candidate *c, int n, const char *target, int jobs)
 {
-    if (jobs > 1)
-        precompile(c, n, target, jobs - 1);
+    if (jobs > 1) /* the calling thread is one of the jobs */
+        texi_tune_compile_join(texi_tune_compile_start(c, n, target, jobs - 1));
     for (int i = 0; i < n; i++) {
         if (!c[i].func)
             continue;

@@ -12,7 +12,9 @@
  *      exploring; otherwise (TEX_TUNE_RANDOM, or too few measurements) a
  *      random batch.
  *   3. The batch is compiled in parallel, then each candidate is timed and
- *      checked (measure.c) and appended to the log.
+ *      checked (measure.c) and appended to the log. When the kernels leave
+ *      processors free, the next batch is proposed before this one is
+ *      timed and compiles on them meanwhile.
  * It stops at the trial or time budget, or after STALL rounds without a
  * new candidate. The result is a fresh schedule with the best text applied,
  * so it is the automatic one when nothing beat it.
@@ -50,12 +52,18 @@ typedef struct {
     int rejected;
     int best_trial;
     double start; /* texi_tune_now_ms at the call */
+    int overlap;  /* threads compiling the next batch while one is timed; 0: none */
+    const texi_tune_candidate *pending; /* built, not yet timed */
+    int n_pending;
 } tuner;
 
 static bool tried(const tuner *t, const texi_tune_point *p)
 {
     for (int i = 0; i < t->hist.n; i++)
         if (texi_tune_point_equal(&t->space, &t->hist.points[i], p))
+            return true;
+    for (int i = 0; i < t->n_pending; i++)
+        if (texi_tune_point_equal(&t->space, &t->pending[i].point, p))
             return true;
     return false;
 }
@@ -196,20 +204,67 @@ static bool out_of_budget(const tuner *t)
            texi_tune_now_ms() - t->start >= 1e3 * t->opt.time_budget_s;
 }
 
-/* Rounds of propose / build / measure until a budget runs out. */
+/* Room for a batch of at most batch candidates, after `ahead` not yet timed. */
+static int room(const tuner *t, int batch, int ahead)
+{
+    int left = t->opt.max_trials - t->trials - ahead;
+    return left < batch ? (left > 0 ? left : 0) : batch;
+}
+
+/* Frees built candidates that will not be timed. */
+static void discard(texi_tune_candidate *c, int n)
+{
+    for (int i = 0; i < n; i++) {
+        tex_kernel_free(c[i].kernel);
+        free(c[i].text);
+    }
+}
+
+/* Rounds of propose / build / measure until a budget runs out. With
+ * t->overlap threads, the next batch is proposed (by the model as fitted
+ * before this batch's times) and compiled while this one is timed. */
 static void search(tuner *t)
 {
     int batch = t->opt.jobs < 2 ? 2 : t->opt.jobs > 16 ? 16 : t->opt.jobs;
-    texi_tune_candidate c[16];
-    for (int idle = 0; idle < STALL && !out_of_budget(t);) {
-        int room = t->opt.max_trials - t->trials;
-        int n = propose(t, c, batch < room ? batch : room);
-        idle = n ? 0 : idle + 1;
-        texi_tune_build(t->w.ctx, c, n, t->target, t->opt.jobs);
-        measure_batch(t, c, n);
+    texi_tune_candidate c[2][16];
+    int n[2] = {0, 0}, cur = 0;
+    for (int idle = 0; idle < STALL && !out_of_budget(t); cur = !cur) {
+        if (!n[cur]) { /* nothing built ahead */
+            n[cur] = propose(t, c[cur], room(t, batch, 0));
+            texi_tune_build(t->w.ctx, c[cur], n[cur], t->target, t->opt.jobs);
+        }
+        idle = n[cur] ? 0 : idle + 1;
+        texi_tune_compiles *ahead = NULL;
+        if (t->overlap > 0 && n[cur]) {
+            t->pending = c[cur];
+            t->n_pending = n[cur];
+            n[!cur] = propose(t, c[!cur], room(t, batch, n[cur]));
+            t->n_pending = 0;
+            ahead = texi_tune_compile_start(c[!cur], n[!cur], t->target, t->overlap);
+        }
+        measure_batch(t, c[cur], n[cur]);
+        n[cur] = 0;
+        if (ahead) {
+            texi_tune_compile_join(ahead);
+            texi_tune_build(t->w.ctx, c[!cur], n[!cur], t->target, 1); /* from the cache */
+        }
         if (t->opt.search == TEX_TUNE_MODEL)
             refit(t);
     }
+    discard(c[cur], n[cur]); /* built ahead when a budget ran out */
+}
+
+/* Processors the kernels leave free for compiling ahead: the online ones
+ * minus the kernels' threads (the target's -threads=N, else
+ * TEX_NUM_THREADS, else all), at most jobs. */
+static int overlap_threads(const tuner *t)
+{
+    const char *opt = strstr(t->target, "-threads=");
+    const char *env = getenv("TEX_NUM_THREADS");
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    long used = opt ? atol(opt + 9) : env && atol(env) > 0 ? atol(env) : online;
+    long spare = online - used;
+    return spare < 1 ? 0 : spare > t->opt.jobs ? t->opt.jobs : (int)spare;
 }
 
 /* The base: the automatic schedule, its text, its kernel (the first trial
@@ -289,6 +344,7 @@ int tex_tune(tex_ctx *ctx, int n, tex_tensor *const outputs[], const char *targe
         return texi_error(ctx, TEX_ENOMEM, "%s: out of memory", CALL);
     t->opt = defaults(opt);
     t->target = target;
+    t->overlap = overlap_threads(t);
     t->log_path = t->opt.log_path;
     t->rng = t->opt.seed;
     t->start = texi_tune_now_ms();

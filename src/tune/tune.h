@@ -152,6 +152,16 @@ bool texi_tune_lower(texi_tune_workload *w, texi_tune_candidate *c);
  * each is built (from the cache) one after the other. */
 void texi_tune_build(tex_ctx *ctx, texi_tune_candidate *c, int n, const char *target, int jobs);
 
+/* Compiles the sources of the candidates with a function into the kernel
+ * cache on `threads` background threads, until texi_tune_compile_join,
+ * which takes what is left on the calling thread and waits for the rest.
+ * The sources are generated here, on the calling thread. NULL when out of
+ * memory (joining NULL does nothing; the kernels compile when built). */
+typedef struct texi_tune_compiles texi_tune_compiles;
+texi_tune_compiles *texi_tune_compile_start(texi_tune_candidate *c, int n, const char *target,
+                                            int threads);
+void texi_tune_compile_join(texi_tune_compiles *h);
+
 /* A monotonic clock, in milliseconds. */
 double texi_tune_now_ms(void);
 
