@@ -12,6 +12,7 @@
  * the argument errors.
  */
 #include "ir/eval.h"
+#include "support/ops.h"
 #include "tt.h"
 
 #include <string.h>
@@ -20,25 +21,7 @@ static tex_ctx *ctx;
 static const DLDevice cpu = {kDLCPU, 0};
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
-static double urand(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    double u = (double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
-    return fabs(u) < 0.0625 ? 0.5 : u;
-}
-
-static int64_t numel(const DLTensor *a)
-{
-    int64_t n = 1;
-    for (int d = 0; d < a->ndim; d++)
-        n *= a->shape[d];
-    return n;
-}
-
-/* A host array for t of the given shape (t's own when NULL), random when
- * it is an input. */
+/* A host array for t of the given shape (t's own when NULL), random. */
 static DLTensor *array_for(tex_tensor *t, const int64_t *shape)
 {
     int64_t s[8];
@@ -48,12 +31,8 @@ static DLTensor *array_for(tex_tensor *t, const int64_t *shape)
         else
             s[d] = shape[d];
     DLTensor *a = tex_array_new(tex_tensor_ndim(t), s, tex_tensor_dtype(t), cpu);
-    for (int64_t i = 0; a && i < numel(a); i++) {
-        if (tex_tensor_dtype(t) == TEX_F32)
-            ((float *)a->data)[i] = (float)urand();
-        else
-            ((int32_t *)a->data)[i] = (int32_t)(urand() * 8) + 9;
-    }
+    if (a)
+        ops_fill_random(a, tex_tensor_dtype(t), &rng);
     return a;
 }
 
@@ -86,7 +65,7 @@ static void check_graph(int n, tex_tensor *t[], DLTensor *a[])
     TT_EQ_INT(sample(n, t, a, 48, 7, 1e-5, &ok, why, sizeof why), 0);
     TT_CHECK(ok);
     DLTensor *out = a[n - 1];
-    int64_t last = numel(out) - 1;
+    int64_t last = ops_numel(out) - 1;
     for (int which = 0; which < 2; which++) {
         int64_t e = which ? last : 0;
         bool f32 = out->dtype.code == kDLFloat;
