@@ -3,8 +3,9 @@
  * erf on f32 vectors of L lanes (tex_v{L}_f32), written in GCC/Clang vector
  * extensions only (lane-wise arithmetic, bit casts between same-size vector
  * types, __builtin_convertvector), so that each compiles to straight SIMD
- * code: no libm, no intrinsics, no per-lane loop and no branch. Special
- * cases are computed on every lane and picked with masks at the end.
+ * code: no libm, no intrinsics. Special cases are computed on every lane
+ * and picked with masks at the end; the one exception is exp's shorter path
+ * for ordinary arguments, chosen by one test of all lanes (vm_exp).
  *
  * Every function is within 2 ulp of the correctly rounded result over the
  * whole float range, with libm's special cases, with or without FMA
@@ -40,28 +41,37 @@ static const char vm_sel[] = "/* m ? a : b in each lane (m: all ones or all zero
 /* exp(x) = 2^n e^r, n = round(x / ln2), r = x - n ln2 with ln2 split in a
  * 15-bit head (n * head is exact for |n| <= 150) and a tail; e^r = 1 + t,
  * t = r + r^2 q(r) on |r| <= ln2/2 (q: degree 4, fitted for e^r's relative
- * error). 2^n is applied in two halves so that 2^128 and denormal results
- * (one rounding, in the second multiplication) come out right. x is clamped
- * to [-104, 89], beyond which the result is 0 or inf anyway. tex_vexpx also
- * gives what rounding 1 + t lost, scaled alike (*lo), for callers that need
- * more than the rounded result. */
+ * error): tex_vexpt gives t and n. tex_vexpx applies 2^n in two halves so
+ * that 2^128 and denormal results (one rounding, in the second
+ * multiplication) come out right, with x clamped to [-104, 89], beyond which
+ * the result is 0 or inf anyway; it also gives what rounding 1 + t lost,
+ * scaled alike (*lo), for callers that need more than the rounded result.
+ * tex_vexp takes a shorter path when |x| <= 86 on every lane (the usual
+ * case: softmax's x - max, activations): 2^n is then a normal number and
+ * 1 + t times it is exact, so adding n to the exponent bits gives the same
+ * value as tex_vexpx's two multiplications, without the clamp, the split
+ * or the special-case select. Its one branch, on all lanes at once, is the
+ * only one in these functions. */
 static const char vm_exp[] =
-    "$S $F tex_vexpx_f32x$L($F x, $F *lo)\n{\n"
-    "    $U ab = ($U)x & 0x7fffffffu;\n"
-    "    /* the bound of x's sign, 89 or -104, and whether |x| is above it */\n"
-    "    $U bound = 0x42b20000u ^ (($U)(($I)x >> 31) & (0x42b20000u ^ 0xc2d00000u));\n"
-    "    $F c = tex_vsel_f32x$L(($I)((bound & 0x7fffffffu) - ab) >> 31, ($F)bound, x);\n"
+    "$S $F tex_vexpt_f32x$L($F c, $I *n)\n{\n"
     "    /* n = round(c / ln2): adding 1.5 * 2^23 rounds, and n is in the low bits */\n"
     "    $F t = c * 0x1.715476p+0f + 0x1.8p23f;\n"
     "    $F nf = t - 0x1.8p23f;\n"
-    "    $I n = ($I)(($U)t - 0x4b400000u);\n"
+    "    *n = ($I)(($U)t - 0x4b400000u);\n"
     "    $F r = c - nf * 0x1.62e4p-1f;\n"
     "    r = r - nf * 0x1.7f7d1cp-20f;\n"
     "    $F q = r * 0x1.6a4eccp-10f + 0x1.12399cp-7f;\n"
     "    q = q * r + 0x1.5558bp-5f;\n"
     "    q = q * r + 0x1.555492p-3f;\n"
     "    q = q * r + 0x1.fffffcp-2f;\n"
-    "    t = r + (r * r) * q;\n"
+    "    return r + (r * r) * q;\n}\n\n"
+    "$S $F tex_vexpx_f32x$L($F x, $F *lo)\n{\n"
+    "    $U ab = ($U)x & 0x7fffffffu;\n"
+    "    /* the bound of x's sign, 89 or -104, and whether |x| is above it */\n"
+    "    $U bound = 0x42b20000u ^ (($U)(($I)x >> 31) & (0x42b20000u ^ 0xc2d00000u));\n"
+    "    $F c = tex_vsel_f32x$L(($I)((bound & 0x7fffffffu) - ab) >> 31, ($F)bound, x);\n"
+    "    $I n;\n"
+    "    $F t = tex_vexpt_f32x$L(c, &n);\n"
     "    $F p = 1.0f + t;\n"
     "    $F pl = (1.0f - p) + t;\n"
     "    $I n1 = n >> 1;\n"
@@ -69,8 +79,14 @@ static const char vm_exp[] =
     "    *lo = (pl * s1) * s2;\n"
     "    return tex_vsel_f32x$L(($I)(0x7f800000u - ab) >> 31, x + x, (p * s1) * s2);\n}\n\n"
     "$S $F tex_vexp_f32x$L($F x)\n{\n"
+    "    /* all ones on the lanes where |x| > 86 (or x is NaN) */\n"
+    "    $I far = ($I)(0x42ac0000u - (($U)x & 0x7fffffffu)) >> 31;\n"
     "    $F lo;\n"
-    "    return tex_vexpx_f32x$L(x, &lo);\n}\n\n";
+    "    if (__builtin_expect(tex_vany_i32x$L(far), 0))\n"
+    "        return tex_vexpx_f32x$L(x, &lo);\n"
+    "    $I n;\n"
+    "    $F p = 1.0f + tex_vexpt_f32x$L(x, &n);\n"
+    "    return ($F)(($U)p + (($U)n << 23));\n}\n\n";
 
 /* log(x) = k ln2 + log(m), m in [sqrt(1/2), sqrt(2)), f = m - 1 (exact):
  * with s = f / (2 + f), log(m) = 2 atanh(s) = f - f^2/2 + s (f^2/2 + R),
@@ -201,6 +217,33 @@ static void put_tmpl(texi_sb *sb, const char *text, int lanes)
     }
 }
 
+/* tex_vany_i32xL(m): whether a lane of m is non-zero, by OR-ing m with
+ * itself rotated by L/2, L/4, ... 1 lanes (a loop over the lanes becomes
+ * one extraction per lane in GCC's output). The rotations are spelled for
+ * each compiler: Clang has __builtin_shufflevector, GCC (before 12) only
+ * __builtin_shuffle. */
+static void put_any(texi_sb *sb, int lanes)
+{
+    texi_sb_printf(
+        sb,
+        "static inline __attribute__((always_inline)) int tex_vany_i32x%d(tex_v%d_i32 m)\n"
+        "{\n",
+        lanes, lanes);
+    for (int clang = 1; clang >= 0; clang--) {
+        texi_sb_puts(sb, clang ? "#ifdef __clang__\n" : "#else\n");
+        for (int h = lanes / 2; h >= 1; h /= 2) {
+            if (clang)
+                texi_sb_puts(sb, "    m = m | __builtin_shufflevector(m, m");
+            else
+                texi_sb_printf(sb, "    m = m | __builtin_shuffle(m, (tex_v%d_i32){", lanes);
+            for (int k = 0; k < lanes; k++)
+                texi_sb_printf(sb, "%s%d", k || clang ? ", " : "", (k + h) % lanes);
+            texi_sb_puts(sb, clang ? ");\n" : "});\n");
+        }
+    }
+    texi_sb_puts(sb, "#endif\n    return m[0] != 0;\n}\n\n");
+}
+
 void texi_vmath_source(texi_sb *sb, int lanes, unsigned which)
 {
     if (which & (TEXI_VM_TANH | TEXI_VM_SIGMOID | TEXI_VM_ERF))
@@ -217,6 +260,8 @@ void texi_vmath_source(texi_sb *sb, int lanes, unsigned which)
         return;
     put_tmpl(sb, vm_prologue, lanes);
     put_tmpl(sb, vm_sel, lanes);
+    if (which & TEXI_VM_EXP)
+        put_any(sb, lanes);
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
         if (which & fns[i].bit)
             put_tmpl(sb, fns[i].text, lanes);
