@@ -419,8 +419,8 @@ typedef struct {
     tex_tune_stats *stats;  /* filled at the end when not NULL */
 } tex_tune_options;
 
-/* Searches schedules of outputs[0 .. n) for target ("cpu", with the options
- * tex_auto_schedule takes) by measurement (docs/tuning.md): starting from the
+/* Searches schedules of outputs[0 .. n) for target ("cpu" or "cuda", with
+ * the options tex_auto_schedule takes) by measurement (docs/tuning.md): starting from the
  * automatic schedule, it mutates its tile sizes, unrolling and loop orders,
  * ranks mutants with a cost model, compiles the promising ones in parallel,
  * times each on the real shapes with random inputs (median of several runs)
@@ -430,8 +430,10 @@ typedef struct {
  * target when $TEX_TUNE_LOG names the log. opt may be NULL (the defaults).
  * 0, or TEX_EMISUSE (NULL ctx, outputs, target or best), TEX_EINVAL (n <= 0,
  * a symbolic shape, a scalar parameter in the computes, a target
- * tex_auto_schedule refuses), TEX_EUNAVAILABLE (no C compiler) with the
- * message recorded; *best is NULL on failure. */
+ * tex_auto_schedule refuses), TEX_EUNAVAILABLE (no C compiler; for "cuda",
+ * no driver, device or NVRTC: candidates run on device copies of the
+ * arrays), TEX_EDEVICE (no device memory) with the message recorded; *best
+ * is NULL on failure. */
 TEX_API int tex_tune(tex_ctx *ctx, int n, tex_tensor *const outputs[], const char *target,
                      const tex_tune_options *opt, tex_schedule **best);
 

@@ -134,7 +134,7 @@ void texi_tune_compile_join(texi_tune_compiles *h)
 
 void texi_tune_build(tex_ctx *ctx, texi_tune_candidate *c, int n, const char *target, int jobs)
 {
-    if (jobs > 1) /* the calling thread is one of the jobs */
+    if (jobs > 1 && texi_tune_target_is_cpu(target)) /* the calling thread is one of the jobs */
         texi_tune_compile_join(texi_tune_compile_start(c, n, target, jobs - 1));
     for (int i = 0; i < n; i++) {
         if (!c[i].func)
@@ -165,14 +165,7 @@ void texi_tune_time(texi_tune_workload *w, texi_tune_candidate *c, double budget
 {
     if (!c->kernel)
         return;
-    for (int i = w->n_params - w->n_out; i < w->n_params; i++) {
-        const DLTensor *a = w->arrays[i];
-        size_t bytes = (size_t)(a->dtype.bits / 8);
-        for (int d = 0; d < a->ndim; d++)
-            bytes *= (size_t)a->shape[d];
-        memset(a->data, 0xff, bytes); /* NaN for floats */
-    }
-    int rc = tex_kernel_call_tensors(c->kernel, w->n_params, w->arrays);
+    int rc = texi_tune_run(w, c->kernel, true);
     if (rc != 0 || !texi_tune_outputs_match(w, c->why, sizeof c->why)) {
         if (rc != 0)
             snprintf(c->why, sizeof c->why, "%s", tex_kernel_errmsg(c->kernel));
@@ -183,7 +176,7 @@ void texi_tune_time(texi_tune_workload *w, texi_tune_candidate *c, double budget
     int runs = 0;
     while (runs < MAX_RUNS && (runs < MIN_RUNS || texi_tune_now_ms() - start < budget_ms)) {
         double t0 = texi_tune_now_ms();
-        tex_kernel_call_tensors(c->kernel, w->n_params, w->arrays);
+        tex_kernel_call_tensors(c->kernel, w->n_params, w->run); /* synchronous on CUDA too */
         times[runs++] = texi_tune_now_ms() - t0;
     }
     qsort(times, (size_t)runs, sizeof times[0], cmp_double);

@@ -254,6 +254,13 @@ static void search(tuner *t)
     discard(c[cur], n[cur]); /* built ahead when a budget ran out */
 }
 
+bool texi_tune_target_is_cpu(const char *target)
+{
+    const char *p = target + strspn(target, " ");
+    size_t len = strcspn(p, " ");
+    return (len == 3 && strncmp(p, "cpu", 3) == 0) || (len == 1 && *p == 'c');
+}
+
 /* Processors the kernels leave free for compiling ahead: the online ones
  * minus the kernels' threads (the target's -threads=N, else
  * TEX_NUM_THREADS, else all), at most jobs. */
@@ -344,14 +351,21 @@ int tex_tune(tex_ctx *ctx, int n, tex_tensor *const outputs[], const char *targe
         return texi_error(ctx, TEX_ENOMEM, "%s: out of memory", CALL);
     t->opt = defaults(opt);
     t->target = target;
-    t->overlap = overlap_threads(t);
+    t->overlap = texi_tune_target_is_cpu(target) ? overlap_threads(t) : 0;
     t->log_path = t->opt.log_path;
     t->rng = t->opt.seed;
     t->start = texi_tune_now_ms();
     t->hist.points = malloc(sizeof *t->hist.points * MAX_MEASURED);
     t->hist.ms = malloc(sizeof *t->hist.ms * MAX_MEASURED);
+    const char *word = target + strspn(target, " ");
+    bool cuda = strncmp(word, "cuda", 4) == 0 && (word[4] == ' ' || word[4] == 0);
     int rc = !t->hist.points || !t->hist.ms ? texi_error(ctx, TEX_ENOMEM, "%s: out of memory", CALL)
-                                            : texi_tune_workload_init(&t->w, ctx, n, outputs, CALL);
+             : cuda && !tex_target_available(target)
+                 ? texi_error(ctx, TEX_EUNAVAILABLE,
+                              "%s: target \"%s\" cannot run kernels here (no CUDA driver, "
+                              "device or NVRTC), and every candidate is measured on it",
+                              CALL, target)
+                 : texi_tune_workload_init(&t->w, ctx, n, outputs, cuda, CALL);
     rc = rc ? rc : start(t, n, outputs);
     if (rc == 0) {
         search(t);

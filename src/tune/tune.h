@@ -35,16 +35,31 @@ typedef struct {
     char key[65]; /* texi_tune_key */
     int n_params; /* inputs, then outputs */
     tex_tensor *params[TEXI_TUNE_MAX_PARAMS];
-    DLTensor *arrays[TEXI_TUNE_MAX_PARAMS]; /* parallel to params */
+    DLTensor *arrays[TEXI_TUNE_MAX_PARAMS]; /* parallel to params; host memory */
+    DLTensor *run[TEXI_TUNE_MAX_PARAMS];    /* what kernels get: arrays, or device copies */
+    bool on_device;                         /* a CUDA target: run holds device arrays */
     DLTensor *want[TEXI_TUNE_MAX_PARAMS];   /* the outputs' reference values */
     bool want_from_oracle;                  /* else from the first schedule's kernel */
     int sampled_points;                     /* elements of that kernel's outputs checked */
 } texi_tune_workload;
 
-/* Fills w for outputs (arrays allocated, inputs random): 0, TEX_EINVAL when a
- * shape is symbolic or there are too many tensors (named), TEX_ENOMEM. */
+/* Fills w for outputs (arrays allocated, inputs random; with on_device,
+ * device copies of every array for kernels built for CUDA): 0, TEX_EINVAL
+ * when a shape is symbolic or there are too many tensors (named),
+ * TEX_ENOMEM, TEX_EDEVICE when device memory cannot be had. */
 int texi_tune_workload_init(texi_tune_workload *w, tex_ctx *ctx, int n, tex_tensor *const outputs[],
-                            const char *call);
+                            bool on_device, const char *call);
+
+/* Whether target builds kernels for the host CPU ("cpu ..."; "c"), whose C
+ * sources can be compiled ahead into the kernel cache; otherwise (CUDA) the
+ * kernels run on device copies of the arrays. */
+bool texi_tune_target_is_cpu(const char *target);
+
+/* Runs k on w's arrays (w->run) and leaves its outputs in w->arrays (copied
+ * back from the device when on_device); with poison the outputs are first
+ * filled with NaN bytes. 0 or k's error code (its message in
+ * tex_kernel_errmsg), TEX_EDEVICE when a copy fails. */
+int texi_tune_run(texi_tune_workload *w, tex_kernel *k, bool poison);
 void texi_tune_workload_free(texi_tune_workload *w);
 
 /* Whether out (the kernel's outputs in w->arrays) matches w->want. */

@@ -75,10 +75,11 @@ static int check_compute(tex_ctx *ctx, const tex_tensor *t, const char *call)
 }
 
 int texi_tune_workload_init(texi_tune_workload *w, tex_ctx *ctx, int n, tex_tensor *const outputs[],
-                            const char *call)
+                            bool on_device, const char *call)
 {
     memset(w, 0, sizeof *w);
     w->ctx = ctx;
+    w->on_device = on_device;
     w->n_out = n;
     w->outputs = outputs;
     int n_ops = 0;
@@ -115,13 +116,35 @@ int texi_tune_workload_init(texi_tune_workload *w, tex_ctx *ctx, int n, tex_tens
             return texi_error(ctx, TEX_ENOMEM, "%s: out of memory for tensor '%s'", call, t->name);
         if (!out)
             fill_random(w->arrays[i], t->dtype, &rng);
+        w->run[i] = on_device ? tex_array_new(t->ndim, shape, t->dtype, (DLDevice){kDLCUDA, 0})
+                              : w->arrays[i];
+        if (!w->run[i] || (on_device && !out && tex_array_copy(w->run[i], w->arrays[i]) != 0))
+            return texi_error(ctx, TEX_EDEVICE, "%s: no device memory for tensor '%s'", call,
+                              t->name);
     }
     return 0;
+}
+
+int texi_tune_run(texi_tune_workload *w, tex_kernel *k, bool poison)
+{
+    for (int i = w->n_params - w->n_out; poison && i < w->n_params; i++) {
+        DLTensor *a = w->arrays[i];
+        memset(a->data, 0xff, (size_t)elements(a) * (size_t)(a->dtype.bits / 8)); /* NaN */
+        if (w->on_device && tex_array_copy(w->run[i], a) != 0)
+            return TEX_EDEVICE;
+    }
+    int rc = tex_kernel_call_tensors(k, w->n_params, w->run);
+    for (int i = w->n_params - w->n_out; rc == 0 && w->on_device && i < w->n_params; i++)
+        if (tex_array_copy(w->arrays[i], w->run[i]) != 0)
+            rc = TEX_EDEVICE;
+    return rc;
 }
 
 void texi_tune_workload_free(texi_tune_workload *w)
 {
     for (int i = 0; i < w->n_params; i++) {
+        if (w->on_device)
+            tex_array_free(w->run[i]);
         tex_array_free(w->arrays[i]);
         tex_array_free(w->want[i]);
     }
@@ -163,7 +186,9 @@ int texi_tune_reference(texi_tune_workload *w, tex_kernel *k)
     w->want_from_oracle = oracle_work(w) <= ORACLE_LIMIT;
     if (w->want_from_oracle)
         return tex_eval_reference(w->ctx, w->n_params, w->params, arrays);
-    int rc = tex_kernel_call_tensors(k, w->n_params, arrays);
+    int rc = texi_tune_run(w, k, false);
+    for (int i = first_out; rc == 0 && i < w->n_params; i++)
+        rc = tex_array_copy(w->want[i], w->arrays[i]);
     if (rc)
         return texi_error(w->ctx, rc, "tex_tune: the automatic schedule's kernel failed: %s",
                           tex_kernel_errmsg(k));

@@ -5,7 +5,8 @@
  * later tex_auto_schedule with $TEX_TUNE_LOG applies the best one; a log
  * with malformed, foreign and stale lines is read without trusting them
  * (tex_warnmsg says what was skipped); concurrent appends never mix lines;
- * the search space, the cost model (on synthetic data) and every refusal.
+ * the search space, the cost model (on synthetic data) and every refusal;
+ * compiling ahead on spare processors; CUDA (refused without a device).
  */
 #include "tt.h"
 #include "support/ops.h"
@@ -149,6 +150,29 @@ static void test_tune_compiling_ahead(void)
     if (fp)
         fclose(fp);
     TT_CHECK(n >= st.trials);
+    tex_ctx_free(w.ctx);
+}
+
+/* CUDA: every candidate runs on device copies of the arrays; without a
+ * driver and a device the call is refused before anything is built. */
+static void test_tune_cuda(void)
+{
+    ops_wl w;
+    gemm_relu(&w, 37, 41, 29);
+    tex_tune_stats st;
+    tex_tune_options o = {.time_budget_s = 60, .max_trials = 4, .stats = &st};
+    tex_schedule *best = NULL;
+    int rc = tex_tune(w.ctx, 1, &w.out, "cuda", &o, &best);
+    if (!tex_target_available("cuda")) {
+        TT_EQ_INT(rc, TEX_EUNAVAILABLE);
+        TT_CHECK(strstr(tex_errmsg(w.ctx), "\"cuda\"") != NULL);
+        TT_CHECK(best == NULL);
+    } else {
+        TT_EQ_INT(rc, 0);
+        TT_CHECK(best && st.best_ms > 0 && st.best_ms <= st.base_ms);
+        char why[512];
+        TT_CHECK(best && ops_lower(&w, best, why, sizeof why) != NULL);
+    }
     tex_ctx_free(w.ctx);
 }
 
@@ -358,6 +382,7 @@ int main(void)
     TT_RUN(test_tune_gemm_and_reuse);
     TT_RUN(test_tune_softmax_random);
     TT_RUN(test_tune_compiling_ahead);
+    TT_RUN(test_tune_cuda);
     tt_remove_tree(dir);
     return tt_finish();
 }
