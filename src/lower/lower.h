@@ -81,6 +81,9 @@ int texi_pass_gpu_barriers(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_gpu_blocks(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* Innermost thread loops as vectorized loops inside each segment (gpu_threads.c). */
 int texi_pass_gpu_threads(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+/* Adjacent independent parallel (or serial) loops over one range as one
+ * loop: horizontal fusion (loop_fuse.c). */
+int texi_pass_loop_fuse(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
 int texi_pass_guarded_loads(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* Guarded vectorized loops as chunks that are either unguarded vector

@@ -41,6 +41,9 @@
  *   gpu_threads    innermost thread loop   simd              per kernel: vectorized
  *                  of each segment moved                     loops as vector statements
  *                  inward, vectorized                        (16 bytes at most)
+ *   loop_fuse      adjacent independent
+ *                  parallel (serial) loops
+ *                  over one range: one loop
  *   simd_tail      guarded vector loops:
  *                  unguarded vector chunks
  *                  or lanes one by one
@@ -106,6 +109,7 @@ static const struct {
     {"gpu_to_cpu", FOR_CPU, ON_BODY, texi_pass_gpu_to_cpu},
     {"gpu_blocks", FOR_CPU, ON_BODY, texi_pass_gpu_blocks},
     {"gpu_threads", FOR_CPU, ON_BODY, texi_pass_gpu_threads},
+    {"loop_fuse", FOR_CPU, ON_BODY, texi_pass_loop_fuse},
     {"simd_tail", FOR_CPU, ON_BODY, texi_pass_simd_tail},
     {"guarded_loads", FOR_CPU, ON_BODY, texi_pass_guarded_loads},
     {"simd", FOR_CPU, ON_BODY, texi_pass_simd},
