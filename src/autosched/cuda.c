@@ -6,8 +6,10 @@
  *
  *   alone, elementwise  all dims fused and split by a block of 256 threads
  *          (blockIdx.x, threadIdx.x); when the innermost dim is a constant
- *          multiple of a 16-byte vector, that vector is split off first and
- *          vectorized (float4, each thread stores one vector).
+ *          multiple of a 16-byte vector and the vectors fill whole blocks
+ *          (of 256, 128, 64 or 32 threads: a vector loop must not be
+ *          guarded), that vector is split off first and vectorized (float4,
+ *          each thread loads and stores one vector).
  *   alone, reduction    along the last dim read (a row sum): one block per
  *          output element, the last reduce axis split by 128 threads and
  *          rfactor'ed into per-thread partials, then reduced across
@@ -17,7 +19,7 @@
  *          per output element, the reduction serial in it (never
  *          reassociated).
  *   rows   (softmax, layernorm): the root's leading dims up to the kernel's
- *          depth fused on blockIdx.x, its remaining dims split over 128
+ *          depth on blockIdx.z/y/x (bind_rows), its remaining dims split over 128
  *          threads; each reduction member computed at the row in shared
  *          memory by the same cross-thread reduction. Elementwise members
  *          are inlined first (texi_as_cuda_refine): a row may be longer
@@ -27,7 +29,7 @@
  */
 #include "autosched/autosched.h"
 
-enum { EW_THREADS = 256, ROW_THREADS = 128, SHORT_REDUCE = 32, VEC_BYTES = 16 };
+enum { EW_THREADS = 256, ROW_THREADS = 128, SHORT_REDUCE = 32, VEC_BYTES = 16, WARP = 32 };
 
 static bool const_extent(const tex_iter *iv, int64_t *v)
 {
@@ -60,31 +62,44 @@ static int bind_split(texi_as_graph *g, tex_stage *st, tex_iter *iv, int threads
     return tex_bind(st, in, TEX_THREAD_X);
 }
 
-/* Lanes of a 16-byte vector of st's dtype when its innermost data-parallel
- * dim is a constant multiple of them (32- and 64-bit types), else 0. */
-static int vector_lanes(const tex_stage *st)
+/* Lanes of a 16-byte vector of st's dtype (32- and 64-bit types) when its
+ * data-parallel dims are constants, the innermost a multiple of the lanes
+ * and the vectors a multiple of a warp; 0 otherwise. A vector loop must be
+ * free of guards, so *threads receives the block size that divides the
+ * vectors: 256, 128, 64 or 32. */
+static int vector_lanes(const tex_stage *st, int *threads)
 {
-    int bits = texi_dtype_bits(st->tensor->dtype);
-    int64_t e;
-    if (st->op->n_axes == 0 || bits < 32)
+    int bits = texi_dtype_bits(st->tensor->dtype), nax = st->op->n_axes;
+    int64_t e, total = 1;
+    if (nax == 0 || bits < 32)
         return 0;
+    for (int a = 0; a < nax; a++) {
+        if (!const_extent(st->op->axes[a], &e))
+            return 0;
+        total *= e;
+    }
     int lanes = VEC_BYTES * 8 / bits;
-    bool fits = const_extent(st->op->axes[st->op->n_axes - 1], &e) && e % lanes == 0;
-    return fits ? lanes : 0;
+    if (!const_extent(st->op->axes[nax - 1], &e) || e % lanes != 0)
+        return 0;
+    for (*threads = EW_THREADS; *threads >= WARP; *threads /= 2)
+        if (total / lanes % *threads == 0)
+            return lanes;
+    return 0;
 }
 
 /* One thread per element of st's data-parallel dims (a vector of them
- * when vector_lanes allows): fused, split by EW_THREADS. */
+ * when vector_lanes allows): fused, split by the block size. */
 static int map_elements(texi_as_graph *g, tex_stage *st, bool vectorize)
 {
-    int nax = st->op->n_axes, lanes = vectorize ? vector_lanes(st) : 0;
+    int nax = st->op->n_axes, threads = EW_THREADS;
+    int lanes = vectorize ? vector_lanes(st, &threads) : 0;
     if (nax == 0)
         return 0;
     tex_iter *vo = NULL, *vi = NULL, *f;
     if (lanes)
         TEXI_TRY(tex_split(st, st->op->axes[nax - 1], tex_int(g->ctx, lanes), &vo, &vi));
     TEXI_TRY(fuse_range(st, 0, nax, &f));
-    TEXI_TRY(bind_split(g, st, f, EW_THREADS, TEX_BLOCK_X, NULL));
+    TEXI_TRY(bind_split(g, st, f, lanes ? threads : EW_THREADS, TEX_BLOCK_X, NULL));
     return lanes ? tex_vectorize(st, vi) : 0;
 }
 
@@ -122,8 +137,7 @@ static int cross_thread(texi_as_graph *g, tex_stage *st, tex_stage *at, tex_iter
 static bool across_threads(const texi_as_graph *g, const tex_stage *st)
 {
     const texi_op *op = st->op;
-    if (g->strict_float || op->n_raxes == 0 ||
-        texi_as_inner_iter(st) != op->raxes[op->n_raxes - 1])
+    if (g->strict_float || op->n_raxes == 0 || texi_as_inner_iter(st) != op->raxes[op->n_raxes - 1])
         return false;
     int64_t total = 1, e;
     for (int k = 0; k < op->n_raxes; k++) {
@@ -171,6 +185,24 @@ static int attach_row_members(texi_as_graph *g, int r, tex_iter *row)
     return 0;
 }
 
+/* The root's leading `lead` dims (leaves 0 .. lead) on blocks: one each on
+ * blockIdx.z/y/x, the outer ones fused when there are more than three (the
+ * members' tiles then stay constant with symbolic sizes, which a fused
+ * loop's div/mod would not give). *row is the innermost. */
+static int bind_rows(tex_stage *st, int lead, tex_iter **row)
+{
+    static const tex_thread_tag tags[3] = {TEX_BLOCK_Z, TEX_BLOCK_Y, TEX_BLOCK_X};
+    int first = lead > 3 ? lead - 2 : 1;
+    tex_iter *f;
+    if (first > 1)
+        TEXI_TRY(fuse_range(st, 0, first, &f));
+    int n = lead - first + 1;
+    for (int k = 0; k < n; k++)
+        TEXI_TRY(tex_bind(st, tex_stage_axis(st, k), tags[3 - n + k]));
+    *row = tex_stage_axis(st, n - 1);
+    return 0;
+}
+
 /* "rows": see the file comment. */
 static int schedule_rows(texi_as_graph *g, int r)
 {
@@ -186,10 +218,10 @@ static int schedule_rows(texi_as_graph *g, int r)
         TEXI_TRY(cross_thread(g, st, NULL, NULL));
         row = tex_stage_axis(st, 0); /* the fused data-parallel dims */
     } else {
-        TEXI_TRY(fuse_range(st, 0, lead, &row));
-        TEXI_TRY(tex_bind(st, row, TEX_BLOCK_X));
+        TEXI_TRY(bind_rows(st, lead, &row));
         if (lead < nax) {
-            TEXI_TRY(fuse_range(st, 1, nax - lead, &rest));
+            int first = lead > 3 ? 3 : lead;
+            TEXI_TRY(fuse_range(st, first, nax - lead, &rest));
             TEXI_TRY(bind_split(g, st, rest, ROW_THREADS, TEX_VTHREAD, NULL));
         }
     }

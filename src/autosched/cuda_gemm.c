@@ -101,7 +101,8 @@ static bool tile_visit(tex_expr *e, void *ud)
     int64_t elems = 1;
     for (int k = 0; k < e->u.access.n_idx; k++) {
         const tex_expr *ix = e->u.access.idx[k];
-        int64_t x = ix->kind == TEXI_EXPR_VAR && ix->u.var.iter ? tile_extent(w, ix->u.var.iter) : -1;
+        int64_t x =
+            ix->kind == TEXI_EXPR_VAR && ix->u.var.iter ? tile_extent(w, ix->u.var.iter) : -1;
         if (x < 0) {
             w->elems = -1;
             return false;
@@ -208,8 +209,8 @@ static int register_tiles(texi_as_graph *g, int r, tex_stage *st, tex_stage *gs,
         order[n++] = inner[k];
     TEXI_TRY(tex_reorder(st, n, order));
     if (nax > 2) {
-        TEXI_TRY(tex_fuse(st, op->axes[0], tex_stage_axis(st, 1), &bz));
-        for (int a = 2; a < nax - 2; a++)
+        bz = op->axes[0];
+        for (int a = 1; a < nax - 2; a++)
             TEXI_TRY(tex_fuse(st, bz, tex_stage_axis(st, 1), &bz));
         TEXI_TRY(tex_bind(st, bz, TEX_BLOCK_Z));
     }
@@ -231,8 +232,8 @@ static int register_tiles(texi_as_graph *g, int r, tex_stage *st, tex_stage *gs,
         TEXI_TRY(tex_set_scope(gs, TEX_SCOPE_LOCAL));
     }
     const texi_op *gop = gs->op;
-    tile_walk w = {gop, NULL, gop->axes[gop->n_axes - 2], gop->axes[gop->n_axes - 1], k_axis(gop),
-                   tm, tn, 0};
+    tile_walk w = {
+        gop, NULL, gop->axes[gop->n_axes - 2], gop->axes[gop->n_axes - 1], k_axis(gop), tm, tn, 0};
     return gemm_thread_tile(g, gs, w, ty, tx);
 }
 
@@ -266,7 +267,8 @@ static bool wmma_fits(const texi_as_graph *g, const tex_stage *root, const tex_s
         op->n_axes != 2 || op->n_raxes != 1 || root->op->n_axes != 2)
         return false;
     tex_expr *b = op->body;
-    if (b->kind != TEXI_EXPR_REDUCE || b->u.red.op != TEXI_REDUCE_SUM || b->u.red.body->kind != TEXI_EXPR_MUL)
+    if (b->kind != TEXI_EXPR_REDUCE || b->u.red.op != TEXI_REDUCE_SUM ||
+        b->u.red.body->kind != TEXI_EXPR_MUL)
         return false;
     ab[0] = wmma_operand(op, b->u.red.body->u.bin.a, 0);
     ab[1] = wmma_operand(op, b->u.red.body->u.bin.b, 1);

@@ -606,8 +606,8 @@ typedef int (*ops_runner)(void *ud, int n, const tex_value vals[], char *err, si
 /* Runs run(ud, ...) on random inputs (seeded by seed; the output poisoned)
  * and compares its output with the oracle's. `what` prefixes a mismatch
  * message. 0, or -1 with the reason in why. */
-static inline int ops_run_with(ops_wl *w, ops_runner run, void *ud, const char *what,
-                               uint64_t seed, char *why, size_t why_size)
+static inline int ops_run_with(ops_wl *w, ops_runner run, void *ud, const char *what, uint64_t seed,
+                               char *why, size_t why_size)
 {
     int n = w->n_in + 1, rc = -1;
     DLTensor *arrs[OPS_MAX + 1] = {0}, *ref = NULL;

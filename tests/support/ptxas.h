@@ -149,8 +149,8 @@ static inline int parse_ptxas(const char *log, ptx_info *k, int cap)
 
 /* The PTX of source src for arch: tex_kernel_ptx(k) when NVRTC made one,
  * else nvcc -ptx. Malloc'ed, NULL with a reason in why (skip when *skip). */
-static inline char *get_ptx(const tex_kernel *k, const char *arch, const char *dir, char *why, size_t n,
-                     bool *skip)
+static inline char *get_ptx(const tex_kernel *k, const char *arch, const char *dir, char *why,
+                            size_t n, bool *skip)
 {
     const char *ptx = tex_kernel_ptx(k);
     if (ptx)
@@ -182,7 +182,7 @@ static inline char *get_ptx(const tex_kernel *k, const char *arch, const char *d
 
 /* ptxas -v -arch=ARCH on ptx; checks spills and shared memory of every kernel. */
 static inline void check_ptxas(const char *what, const char *ptx, const char *arch, const char *dir,
-                        const char *ptxas)
+                               const char *ptxas)
 {
     char file[600], cubin[600], archopt[64], *log = NULL;
     snprintf(file, sizeof file, "%s/k.ptx", dir);
