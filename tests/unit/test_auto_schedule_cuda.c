@@ -1,22 +1,18 @@
 /*
  * tex_auto_schedule for "cuda" (src/autosched/cuda.c, cuda_gemm.c):
  * operator chains built with tex_op_* (matmul + bias + relu, batched
- * matmul, an f16 matmul on tensor cores, softmax, layernorm over one and
- * two axes, an elementwise broadcast chain, conv2d + bias + relu in NCHW and
- * NHWC, sums over the last axis, over the first axis and over everything),
- * each auto-scheduled for CUDA, lowered once, then
- *   (1) built for "cuda -emit-only -arch=sm_80" and "-arch=sm_90", its PTX
- *       assembled by ptxas -v: no spills, at most 48 KiB of shared memory
- *       (tests/support/ptxas.h; skipped without ptxas);
- *   (2) run by the CUDA emulation harness (tests/support/cuda_emu.h: one
- *       host thread per CUDA thread, real barriers) and
- *   (3) built for "cpu" (the gpu_to_cpu path) and run (not the tensor-core
- *       kernels: the wmma built-ins exist only for CUDA),
- * both on random non-zero inputs with the output poisoned, against the
- * oracle, over odd, prime, 1-sized, non-tile-multiple and symbolic shapes.
- * The mapping is checked through the source (blockIdx/threadIdx, float4
- * stores, shared tiles, wmma calls) and the partition through the stages'
- * attach points; then TEX_DUMP=fusion for CUDA and the refused targets.
+ * matmul, f16 and bf16 matmuls on tensor cores, softmax, layernorm over one
+ * and two axes, an elementwise broadcast chain, conv2d + bias + relu in NCHW
+ * and NHWC, direct and as an implicit GEMM, sums over the last axis, over the first axis and over
+ * everything), each auto-scheduled for CUDA, lowered once, then (1) built for "cuda -emit-only
+ * -arch=sm_80" and "-arch=sm_90", its PTX assembled by ptxas -v: no spills, at most 48 KiB of
+ * shared memory (tests/support/ptxas.h; skipped without ptxas); (2) run by the CUDA emulation
+ * harness (tests/support/cuda_emu.h: one host thread per CUDA thread, real barriers) and (3) built
+ * for "cpu" (the gpu_to_cpu path) and run (not the tensor-core kernels: the wmma built-ins exist
+ * only for CUDA), both on random non-zero inputs with the output poisoned, against the oracle, over
+ * odd, prime, 1-sized, non-tile-multiple and symbolic shapes. The mapping is checked through the
+ * source (blockIdx/threadIdx, float4 stores, shared tiles, wmma calls) and the partition through
+ * the stages' attach points; then TEX_DUMP=fusion for CUDA and the refused targets.
  */
 #include "tt.h"
 #include "support/opcheck.h"
@@ -307,11 +303,14 @@ static void test_half_matmul(void)
 
 /* ------------------------------------------------------------------- conv */
 
-/* relu(conv2d(X, W) + bias) with padding 1, stride st, one image. */
-static void run_conv(tex_layout layout, int64_t ch, int64_t hw, int64_t f, int64_t st)
+/* relu(conv2d(X, W) + bias) with padding 1, stride st, one image; with
+ * gemm, the implicit-GEMM form (tex_op_conv2d_gemm: one reduce axis). */
+static void run_conv(tex_layout layout, int64_t ch, int64_t hw, int64_t f, int64_t st, bool gemm)
 {
+    static const char *const names[2][2] = {{"conv_nchw", "conv_nhwc"},
+                                            {"conv_gemm_nchw", "conv_gemm_nhwc"}};
     as_case c;
-    case_init(&c, layout == TEX_LAYOUT_NCHW ? "conv_nchw" : "conv_nhwc", 0, NULL, false);
+    case_init(&c, names[gemm][layout != TEX_LAYOUT_NCHW], 0, NULL, false);
     tex_expr *C = tex_int(c.ctx, ch), *H = tex_int(c.ctx, hw), *F = tex_int(c.ctx, f);
     tex_expr *three = tex_int(c.ctx, 3), *one = tex_int(c.ctx, 1);
     bool nchw = layout == TEX_LAYOUT_NCHW;
@@ -321,8 +320,8 @@ static void run_conv(tex_layout layout, int64_t ch, int64_t hw, int64_t f, int64
         ops_input(&c.w, "W", 4,
                   nchw ? (tex_expr *[]){F, C, three, three} : (tex_expr *[]){three, three, C, F});
     tex_tensor *bias = ops_input(&c.w, "bias", 1, &F);
-    tex_tensor *y =
-        tex_op_conv2d(c.ctx, "Cv", X, W, (int64_t[]){st, st}, (int64_t[]){1, 1}, NULL, 1, layout);
+    tex_tensor *y = (gemm ? tex_op_conv2d_gemm : tex_op_conv2d)(
+        c.ctx, "Cv", X, W, (int64_t[]){st, st}, (int64_t[]){1, 1}, NULL, 1, layout);
     y = tex_op_relu(c.ctx, "Y", tex_op_bias_add(c.ctx, "Yb", y, bias, nchw ? 1 : 3));
     tex_schedule *s = case_check(&c, y, "cuda", NULL);
     if (s) {
@@ -334,12 +333,14 @@ static void run_conv(tex_layout layout, int64_t ch, int64_t hw, int64_t f, int64
 
 static void test_conv(void)
 {
-    run_conv(TEX_LAYOUT_NCHW, 3, 9, 4, 1);
+    run_conv(TEX_LAYOUT_NCHW, 3, 9, 4, 1, false);
     if (quick)
         return;
-    run_conv(TEX_LAYOUT_NCHW, 5, 13, 7, 2);
-    run_conv(TEX_LAYOUT_NHWC, 3, 9, 17, 1);
-    run_conv(TEX_LAYOUT_NHWC, 1, 1, 1, 1);
+    run_conv(TEX_LAYOUT_NCHW, 5, 13, 7, 2, false);
+    run_conv(TEX_LAYOUT_NHWC, 3, 9, 17, 1, false);
+    run_conv(TEX_LAYOUT_NHWC, 1, 1, 1, 1, false);
+    run_conv(TEX_LAYOUT_NHWC, 5, 11, 19, 1, true);
+    run_conv(TEX_LAYOUT_NCHW, 3, 8, 6, 2, true);
 }
 
 /* -------------------------------------------------------------- reductions */

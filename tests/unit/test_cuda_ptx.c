@@ -215,6 +215,10 @@ CASE_TESTS(GC_VECTILE, vectile)
 CASE_TESTS(GC_STENCIL, stencil)
 CASE_TESTS(GC_B2B, b2b)
 CASE_TESTS(GC_B2B_UNFUSED, b2b_unfused)
+CASE_TESTS(GC_AUTO_MATMUL, auto_matmul)
+CASE_TESTS(GC_AUTO_SOFTMAX, auto_softmax)
+CASE_TESTS(GC_AUTO_LAYERNORM, auto_layernorm)
+CASE_TESTS(GC_AUTO_CONV2D, auto_conv2d)
 
 int main(void)
 {
@@ -229,6 +233,10 @@ int main(void)
     TT_RUN(test_interp_b2b_unfused);
     TT_RUN(test_interp_vectile_kernel);
     TT_RUN(test_interp_stencil);
+    TT_RUN(test_interp_auto_matmul);
+    TT_RUN(test_interp_auto_softmax);
+    TT_RUN(test_interp_auto_layernorm);
+    TT_RUN(test_interp_auto_conv2d);
     TT_RUN(test_parse_ptxas);
     TT_RUN(test_ptx_matmul);
     TT_RUN(test_ptx_transpose);
@@ -240,5 +248,9 @@ int main(void)
     TT_RUN(test_ptx_stencil);
     TT_RUN(test_ptx_b2b);
     TT_RUN(test_ptx_b2b_unfused);
+    TT_RUN(test_ptx_auto_matmul);
+    TT_RUN(test_ptx_auto_softmax);
+    TT_RUN(test_ptx_auto_layernorm);
+    TT_RUN(test_ptx_auto_conv2d);
     return tt_finish();
 }
