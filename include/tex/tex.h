@@ -436,8 +436,8 @@ typedef struct {
  * tex_auto_schedule applies the best logged schedule of the same workload and
  * target when $TEX_TUNE_LOG names the log. opt may be NULL (the defaults).
  * 0, or TEX_EMISUSE (NULL ctx, outputs, target or best), TEX_EINVAL (n <= 0,
- * a symbolic shape, a scalar parameter in the computes, a target
- * tex_auto_schedule refuses), TEX_EUNAVAILABLE (no C compiler) with the
+ * a symbolic shape, a scalar parameter in the computes, a target other
+ * than "cpu" with its options), TEX_EUNAVAILABLE (no C compiler) with the
  * message recorded; *best is NULL on failure. */
 TEX_API int tex_tune(tex_ctx *ctx, int n, tex_tensor *const outputs[], const char *target,
                      const tex_tune_options *opt, tex_schedule **best);

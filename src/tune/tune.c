@@ -284,6 +284,10 @@ int tex_tune(tex_ctx *ctx, int n, tex_tensor *const outputs[], const char *targe
     if (n <= 0)
         return texi_error(ctx, TEX_EINVAL, "%s: %d outputs given (at least one is needed)", CALL,
                           n);
+    const char *family = target + strspn(target, " ");
+    if (strcspn(family, " ") != 3 || strncmp(family, "cpu", 3) != 0)
+        return texi_error(ctx, TEX_EINVAL, "%s: target \"%s\": tuning measures on \"cpu\" only",
+                          CALL, target);
     tuner *t = calloc(1, sizeof *t);
     if (!t)
         return texi_error(ctx, TEX_ENOMEM, "%s: out of memory", CALL);

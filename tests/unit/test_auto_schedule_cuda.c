@@ -438,6 +438,10 @@ static void test_errors(void)
     TT_CHECK(tex_auto_schedule(ctx, 1, &Y, NULL) == NULL);
     TT_EQ_INT(tex_errcode(ctx), TEX_EMISUSE);
     tex_clear_error(ctx);
+    tex_schedule *best = NULL;
+    TT_EQ_INT(tex_tune(ctx, 1, &Y, "cuda", NULL, &best), TEX_EINVAL);
+    TT_CHECK(best == NULL && strstr(tex_errmsg(ctx), "tex_tune: target \"cuda\"") != NULL);
+    tex_clear_error(ctx);
     tex_schedule *s = tex_auto_schedule(ctx, 1, &Y, " cuda  -arch=sm_90 -strict-float -emit-only");
     TT_CHECK(s != NULL);
     char *text = s ? tex_schedule_str(s) : NULL;
