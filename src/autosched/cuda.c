@@ -46,19 +46,17 @@ static int fuse_range(tex_stage *st, int from, int n, tex_iter **out)
     return 0;
 }
 
-/* Splits iv by `threads`, the outer part on `block` (unless it is
- * TEX_VTHREAD: left serial), the inner on threadIdx.x. */
-static int bind_split(texi_as_graph *g, tex_stage *st, tex_iter *iv, int threads,
-                      tex_thread_tag block, tex_iter **inner)
+/* Splits iv by `threads`, the inner part on threadIdx.x; the outer part on
+ * blockIdx.x (`blocks`), else a serial loop inside the thread's (each
+ * thread then handles elements t, t + threads, ...: coalesced). */
+static int thread_split(texi_as_graph *g, tex_stage *st, tex_iter *iv, int threads, bool blocks)
 {
     tex_iter *o, *in;
     TEXI_TRY(tex_split(st, iv, tex_int(g->ctx, threads), &o, &in));
-    if (block != TEX_VTHREAD)
-        TEXI_TRY(tex_bind(st, o, block));
+    if (blocks)
+        TEXI_TRY(tex_bind(st, o, TEX_BLOCK_X));
     else
         TEXI_TRY(tex_reorder(st, 2, (tex_iter *[]){in, o}));
-    if (inner)
-        *inner = in;
     return tex_bind(st, in, TEX_THREAD_X);
 }
 
@@ -99,20 +97,40 @@ static int map_elements(texi_as_graph *g, tex_stage *st, bool vectorize)
     if (lanes)
         TEXI_TRY(tex_split(st, st->op->axes[nax - 1], tex_int(g->ctx, lanes), &vo, &vi));
     TEXI_TRY(fuse_range(st, 0, nax, &f));
-    TEXI_TRY(bind_split(g, st, f, lanes ? threads : EW_THREADS, TEX_BLOCK_X, NULL));
+    TEXI_TRY(thread_split(g, st, f, lanes ? threads : EW_THREADS, true));
     return lanes ? tex_vectorize(st, vi) : 0;
+}
+
+/* The root's leading `lead` dims (leaves 0 .. lead) on blocks: one each on
+ * blockIdx.z/y/x, the outer ones fused when there are more than three (the
+ * members' tiles then stay constant with symbolic sizes, which a fused
+ * loop's div/mod would not give). *row is the innermost. */
+static int bind_rows(tex_stage *st, int lead, tex_iter **row)
+{
+    static const tex_thread_tag tags[3] = {TEX_BLOCK_Z, TEX_BLOCK_Y, TEX_BLOCK_X};
+    int first = lead > 3 ? lead - 2 : 1;
+    tex_iter *f;
+    if (first > 1)
+        TEXI_TRY(fuse_range(st, 0, first, &f));
+    int n = lead - first + 1;
+    for (int k = 0; k < n; k++)
+        TEXI_TRY(tex_bind(st, tex_stage_axis(st, k), tags[3 - n + k]));
+    *row = tex_stage_axis(st, n - 1);
+    return 0;
 }
 
 /* The cross-thread reduction of reduction stage st (gpu_cases.h's
  * gc_thread_reduce): its last reduce axis split by ROW_THREADS, the inner
  * part rfactor'ed into per-thread partials (local, computed at the thread
  * loop), st's remaining reduction bound to threadIdx.x. With `at`, st is
- * computed at (at, at_iv) in shared memory; else its data-parallel dims are
- * fused on blockIdx.x (one block per output element). */
-static int cross_thread(texi_as_graph *g, tex_stage *st, tex_stage *at, tex_iter *at_iv)
+ * computed at (at, at_iv) in shared memory; else its data-parallel dims go
+ * on blocks (bind_rows: one block per output element) and *row receives
+ * the innermost block loop (NULL for a 0-d st). */
+static int cross_thread(texi_as_graph *g, tex_stage *st, tex_stage *at, tex_iter *at_iv,
+                        tex_iter **row)
 {
     const texi_op *op = st->op;
-    tex_iter *ko, *ki, *f;
+    tex_iter *ko, *ki;
     TEXI_TRY(tex_split(st, op->raxes[op->n_raxes - 1], tex_int(g->ctx, ROW_THREADS), &ko, &ki));
     tex_tensor *rf = tex_rfactor(g->sch, st->tensor, ki, op->n_axes);
     if (!rf)
@@ -123,8 +141,9 @@ static int cross_thread(texi_as_graph *g, tex_stage *st, tex_stage *at, tex_iter
         TEXI_TRY(tex_compute_at(st, at, at_iv));
         TEXI_TRY(tex_set_scope(st, TEX_SCOPE_SHARED));
     } else if (st->op->n_axes > 0) {
-        TEXI_TRY(fuse_range(st, 0, st->op->n_axes, &f));
-        TEXI_TRY(tex_bind(st, f, TEX_BLOCK_X));
+        TEXI_TRY(bind_rows(st, st->op->n_axes, row));
+    } else {
+        *row = NULL;
     }
     tex_stage *sf = tex_stage_of(g->sch, rf);
     TEXI_TRY(tex_compute_at(sf, st, tx));
@@ -156,50 +175,22 @@ static int schedule_alone(texi_as_graph *g, tex_stage *st, enum texi_as_kind kin
         return texi_as_cuda_gemm_alone(g, st);
     if (kind == TEXI_AS_INJECTIVE)
         return map_elements(g, st, true);
+    tex_iter *row;
     if (across_threads(g, st) || st->op->n_axes == 0)
-        return cross_thread(g, st, NULL, NULL);
+        return cross_thread(g, st, NULL, NULL, &row);
     return map_elements(g, st, false);
 }
 
-/* Computes the members of root r at its row loop `row`: reductions across
- * the block's threads in shared memory, anything else one element per
- * thread. */
+/* Computes the members of root r at its row loop `row`, each reduced
+ * across the block's threads in shared memory (texi_as_cuda_refine left
+ * only reductions there). */
 static int attach_row_members(texi_as_graph *g, int r, tex_iter *row)
 {
-    tex_stage *root = g->nodes[r].st;
     for (int i = r - 1; i >= 0; i--) {
         texi_as_node *m = &g->nodes[i];
-        if (m->fate != TEXI_AS_ATTACHED || m->root != r)
-            continue;
-        if (m->kind != TEXI_AS_INJECTIVE && m->st->op->n_raxes > 0) {
-            TEXI_TRY(cross_thread(g, m->st, root, row));
-            continue;
-        }
-        TEXI_TRY(tex_compute_at(m->st, root, row));
-        TEXI_TRY(tex_set_scope(m->st, TEX_SCOPE_SHARED));
-        tex_iter *f;
-        int n = tex_stage_naxes(m->st);
-        TEXI_TRY(fuse_range(m->st, 0, n, &f));
-        TEXI_TRY(bind_split(g, m->st, f, ROW_THREADS, TEX_VTHREAD, NULL));
+        if (m->fate == TEXI_AS_ATTACHED && m->root == r)
+            TEXI_TRY(cross_thread(g, m->st, g->nodes[r].st, row, NULL));
     }
-    return 0;
-}
-
-/* The root's leading `lead` dims (leaves 0 .. lead) on blocks: one each on
- * blockIdx.z/y/x, the outer ones fused when there are more than three (the
- * members' tiles then stay constant with symbolic sizes, which a fused
- * loop's div/mod would not give). *row is the innermost. */
-static int bind_rows(tex_stage *st, int lead, tex_iter **row)
-{
-    static const tex_thread_tag tags[3] = {TEX_BLOCK_Z, TEX_BLOCK_Y, TEX_BLOCK_X};
-    int first = lead > 3 ? lead - 2 : 1;
-    tex_iter *f;
-    if (first > 1)
-        TEXI_TRY(fuse_range(st, 0, first, &f));
-    int n = lead - first + 1;
-    for (int k = 0; k < n; k++)
-        TEXI_TRY(tex_bind(st, tex_stage_axis(st, k), tags[3 - n + k]));
-    *row = tex_stage_axis(st, n - 1);
     return 0;
 }
 
@@ -215,14 +206,13 @@ static int schedule_rows(texi_as_graph *g, int r)
         lead = nax - 1;
     tex_iter *row, *rest;
     if (reduce) {
-        TEXI_TRY(cross_thread(g, st, NULL, NULL));
-        row = tex_stage_axis(st, 0); /* the fused data-parallel dims */
+        TEXI_TRY(cross_thread(g, st, NULL, NULL, &row));
     } else {
         TEXI_TRY(bind_rows(st, lead, &row));
         if (lead < nax) {
             int first = lead > 3 ? 3 : lead;
             TEXI_TRY(fuse_range(st, first, nax - lead, &rest));
-            TEXI_TRY(bind_split(g, st, rest, ROW_THREADS, TEX_VTHREAD, NULL));
+            TEXI_TRY(thread_split(g, st, rest, ROW_THREADS, false));
         }
     }
     return attach_row_members(g, r, row);

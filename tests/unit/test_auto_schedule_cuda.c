@@ -1,18 +1,27 @@
 /*
- * tex_auto_schedule for "cuda" (src/autosched/cuda.c, cuda_gemm.c):
- * operator chains built with tex_op_* (matmul + bias + relu, batched
+ * tex_auto_schedule for "cuda" (src/autosched/cuda.c, cuda_gemm.c).
+ * Operator chains built with tex_op_*: matmul + bias + relu, batched
  * matmul, f16 and bf16 matmuls on tensor cores, softmax, layernorm over one
- * and two axes, an elementwise broadcast chain, conv2d + bias + relu in NCHW
- * and NHWC, direct and as an implicit GEMM, sums over the last axis, over the first axis and over
- * everything), each auto-scheduled for CUDA, lowered once, then (1) built for "cuda -emit-only
- * -arch=sm_80" and "-arch=sm_90", its PTX assembled by ptxas -v: no spills, at most 48 KiB of
- * shared memory (tests/support/ptxas.h; skipped without ptxas); (2) run by the CUDA emulation
- * harness (tests/support/cuda_emu.h: one host thread per CUDA thread, real barriers) and (3) built
- * for "cpu" (the gpu_to_cpu path) and run (not the tensor-core kernels: the wmma built-ins exist
- * only for CUDA), both on random non-zero inputs with the output poisoned, against the oracle, over
- * odd, prime, 1-sized, non-tile-multiple and symbolic shapes. The mapping is checked through the
- * source (blockIdx/threadIdx, float4 stores, shared tiles, wmma calls) and the partition through
- * the stages' attach points; then TEX_DUMP=fusion for CUDA and the refused targets.
+ * and two axes, an elementwise broadcast chain, conv2d + bias + relu in
+ * NCHW and NHWC (direct and as an implicit GEMM), sums over the last axis
+ * (of two and of three dims), over the first axis and over everything, and
+ * a sum of sigmoid(x - row max). Each is auto-scheduled for CUDA, lowered once,
+ * then
+ *
+ *   (1) built for "cuda -emit-only -arch=sm_80" and "-arch=sm_90", its PTX
+ *       assembled by ptxas -v: no spills, at most 48 KiB of shared memory
+ *       (tests/support/ptxas.h; skipped without ptxas);
+ *   (2) run by the CUDA emulation harness (tests/support/cuda_emu.h: one
+ *       host thread per CUDA thread, real barriers);
+ *   (3) built for "cpu" (the gpu_to_cpu path) and run (not the tensor-core
+ *       kernels: the wmma built-ins exist only for CUDA);
+ *
+ * (2) and (3) on random non-zero inputs with the output poisoned, against
+ * the oracle, over odd, prime, 1-sized, non-tile-multiple and symbolic
+ * shapes. The mapping is checked through the source (blockIdx/threadIdx,
+ * float4, shared tiles, wmma calls) and the partition through the stages'
+ * attach points; then TEX_DUMP=fusion for CUDA, the refused targets and
+ * tex_tune's refusal of "cuda" (it measures on the CPU only).
  */
 #include "tt.h"
 #include "support/opcheck.h"
@@ -345,28 +354,48 @@ static void test_conv(void)
 
 /* -------------------------------------------------------------- reductions */
 
-enum { RED_SUM_ROWS, RED_SUM_COLS, RED_SUM_ALL };
+enum { RED_SUM_ROWS, RED_SUM_COLS, RED_SUM_ALL, RED_SUM_ROWS3, RED_SUM_EXP };
 
-/* sum of tanh(X) over the last axis, the first axis or both. */
+/* sum of tanh(X) over the last axis, the first axis, both, the last of
+ * three; or sum(sigmoid(X - max(X))) over the last axis (the row max computed
+ * inside the sum's kernel, both reduced across threads). */
 static void run_reduce(int which, int64_t m, int64_t n, bool sym)
 {
-    static const char *const names[] = {"sum_rows", "sum_cols", "sum_all"};
+    static const char *const names[] = {"sum_rows", "sum_cols", "sum_all", "sum_rows3",
+                                        "sum_sigmoid"};
     as_case c;
-    case_init(&c, names[which], 2, (int64_t[]){m, n}, sym);
-    tex_tensor *X = ops_input(&c.w, "X", 2, c.d);
-    tex_tensor *e = tex_op_tanh(c.ctx, "T", X);
-    tex_tensor *y = which == RED_SUM_ROWS   ? tex_op_sum(c.ctx, "Y", e, 1, (int[]){1}, 0)
-                    : which == RED_SUM_COLS ? tex_op_sum(c.ctx, "Y", e, 1, (int[]){0}, 0)
-                                            : tex_op_sum(c.ctx, "Y", e, 0, NULL, 0);
+    case_init(&c, names[which], 3, (int64_t[]){m, n, 5}, sym);
+    bool three = which == RED_SUM_ROWS3;
+    tex_tensor *X =
+        ops_input(&c.w, "X", three ? 3 : 2, three ? (tex_expr *[]){c.d[2], c.d[0], c.d[1]} : c.d);
+    tex_tensor *e = tex_op_tanh(c.ctx, "T", X), *y = NULL;
+    switch (which) {
+    case RED_SUM_ROWS:
+    case RED_SUM_ROWS3:
+        y = tex_op_sum(c.ctx, "Y", e, 1, (int[]){-1}, 0);
+        break;
+    case RED_SUM_COLS:
+        y = tex_op_sum(c.ctx, "Y", e, 1, (int[]){0}, 0);
+        break;
+    case RED_SUM_ALL:
+        y = tex_op_sum(c.ctx, "Y", e, 0, NULL, 0);
+        break;
+    case RED_SUM_EXP:
+        e = tex_op_sub(c.ctx, "T", X, tex_op_max(c.ctx, "Mx", X, 1, (int[]){1}, 1));
+        y = tex_op_sum(c.ctx, "Y", tex_op_sigmoid(c.ctx, "E", e), 1, (int[]){1}, 0);
+        break;
+    }
     tex_schedule *s = case_check(&c, y, "cuda", NULL);
     if (s)
         TT_EQ_INT(attach_of(s, "T"), TEXI_ATTACH_INLINE);
+    if (s && which == RED_SUM_EXP)
+        TT_EQ_INT(attach_of(s, "Mx"), TEXI_ATTACH_AT);
     tex_ctx_free(c.ctx);
 }
 
 static void test_reductions(void)
 {
-    for (int which = RED_SUM_ROWS; which <= RED_SUM_ALL; which++) {
+    for (int which = RED_SUM_ROWS; which <= RED_SUM_EXP; which++) {
         run_reduce(which, 7, 45, false);
         if (quick)
             continue;
