@@ -30,7 +30,15 @@
  */
 #include "autosched/autosched.h"
 
-enum { TILE_MAX = 64, REG = 4, K_TILE = 8, SMEM_BUDGET = 32 * 1024, WMMA = 16, WARP = 32 };
+enum {
+    TILE_MAX = 64,           /* the largest block tile along a dim */
+    REG = 4,                 /* outputs per thread along each tile dim */
+    K_TILE = 8,              /* the reduction's step between shared tiles */
+    SMEM_BUDGET = 32 * 1024, /* bytes of shared operand tiles, double-buffered */
+    MAX_OPERANDS = 8,        /* inputs of a GEMM-like stage considered for sharing */
+    WMMA = 16,               /* the wmma tile's size */
+    WARP = 32
+};
 
 static bool const_extent(const tex_iter *iv, int64_t *v)
 {
@@ -131,16 +139,18 @@ static int coop_fetch(texi_as_graph *g, tex_stage *st, int ty, int tx)
 }
 
 /* Stages each plain operand of gs whose double-buffered K_TILE slice fits
- * the shared-memory budget into shared memory at ko (file comment). */
+ * the shared-memory budget into shared memory at ko (file comment); the
+ * first MAX_OPERANDS inputs are considered. */
 static int share_operands(texi_as_graph *g, tex_stage *gs, tile_walk w, tex_iter *ko, int ty,
                           int tx)
 {
     int64_t used = 0;
-    int n_in = gs->op->n_inputs;
-    tex_tensor *ins[8];
-    for (int i = 0; i < n_in && i < 8; i++)
+    int n_in = gs->op->n_inputs < MAX_OPERANDS ? gs->op->n_inputs : MAX_OPERANDS;
+    tex_tensor *ins[MAX_OPERANDS];
+    /* each cache_read gives gs a new op reading the copy: list the inputs first */
+    for (int i = 0; i < n_in; i++)
         ins[i] = gs->op->inputs[i];
-    for (int i = 0; i < n_in && i < 8; i++) {
+    for (int i = 0; i < n_in; i++) {
         tex_stage *src = texi_schedule_find_stage(g->sch, ins[i]);
         if (!src || src->attach == TEXI_ATTACH_INLINE)
             continue;
