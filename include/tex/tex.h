@@ -376,9 +376,18 @@ TEX_API int tex_schedule_apply_text(tex_schedule *s, const char *text);
  * a stated cost rule; TEX_DUMP=fusion prints which stage went into which
  * kernel and why. Kernel level ("cpu"): tiles from the host's vector width
  * and cache sizes, parallel outer loops, vectorized inner loops and
- * reductions (not reassociated under "-strict-float"). target: "cpu",
- * optionally with "-strict-float" and "-threads=N" (the thread count to
- * size for; default TEX_NUM_THREADS or the online processors). The result
+ * reductions (not reassociated under "-strict-float"). Kernel level
+ * ("cuda"): elementwise kernels one element (or float4) per thread, blocks
+ * of 256; reductions and row-wise chains one block per row with rfactor and
+ * cross-thread reductions; GEMM-like stages in block tiles (up to 64x64) of
+ * 4x4 register tiles per thread, operand tiles double-buffered in shared
+ * memory, epilogues applied on write-back; f16/bf16 GEMMs with f32
+ * accumulation and shapes multiple of 16 on tensor cores (wmma). target:
+ * "cpu", optionally with "-strict-float" and "-threads=N" (the thread count
+ * to size for; default TEX_NUM_THREADS or the online processors), or
+ * "cuda", optionally with "-strict-float" (no cross-thread reductions, no
+ * tensor cores), "-arch=sm_NN" (NN >= 50; tensor cores from sm_70) and
+ * "-emit-only" (accepted and ignored). The result
  * belongs to ctx; print it with tex_schedule_str, refine it with any
  * primitive, lower it with tex_lower / tex_lower_tensors. NULL on error,
  * recorded in ctx: TEX_EMISUSE for NULL outputs (or ctx: nothing recorded)

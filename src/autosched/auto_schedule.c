@@ -3,7 +3,7 @@
  * arguments and the target string, makes an ordinary schedule of the
  * outputs, then runs the graph level (classify.c, partition.c), prints the
  * partition for TEX_DUMP=fusion (dump.c) and runs the kernel level of the
- * target (cpu.c); or, when $TEX_TUNE_LOG names a tuning log with trials of
+ * target (cpu.c, cuda.c); or, when $TEX_TUNE_LOG names a tuning log with trials of
  * this workload and target, applies the fastest of them instead (tex_tune,
  * docs/tuning.md). The result is what tex_schedule_new returns, edited only
  * by public primitives, so a caller may print, inspect and refine it.
@@ -17,35 +17,67 @@
 static const char CALL[] = "tex_auto_schedule";
 
 typedef struct {
+    bool cuda;
     bool strict_float;
-    int threads; /* 0: not given */
+    int threads; /* "cpu -threads=N": N; 0 when not given */
+    int sm;      /* "cuda -arch=sm_NN": NN; 0 when not given */
 } as_options;
 
-/* Parses "cpu [-strict-float] [-threads=N]"; 0 or TEX_EINVAL naming the
- * target or the option. */
+/* Whether the word p[0, len) is "-arch=sm_NN" (two or three digits, NN >= 50);
+ * NN in *sm. */
+static bool parse_arch(const char *p, size_t len, int *sm)
+{
+    const size_t plen = strlen("-arch=sm_");
+    if (len < plen + 2 || len > plen + 3 || strncmp(p, "-arch=sm_", plen) != 0)
+        return false;
+    int v = 0;
+    for (size_t i = plen; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return false;
+        v = v * 10 + (p[i] - '0');
+    }
+    *sm = v;
+    return v >= 50;
+}
+
+/* Whether the word p[0, len) is an option of the target family: both take
+ * "-strict-float"; "cpu" "-threads=N" (N >= 1); "cuda" "-arch=sm_NN" and
+ * "-emit-only" (accepted so that tex_build's target string may be given). */
+static bool parse_option(const char *p, size_t len, as_options *o)
+{
+    char *end = NULL;
+    if (len == 13 && strncmp(p, "-strict-float", 13) == 0)
+        return o->strict_float = true;
+    if (o->cuda)
+        return (len == 10 && strncmp(p, "-emit-only", 10) == 0) || parse_arch(p, len, &o->sm);
+    return len > 9 && strncmp(p, "-threads=", 9) == 0 &&
+           (o->threads = (int)strtol(p + 9, &end, 10)) > 0 && end == p + len;
+}
+
+/* Parses "cpu [-strict-float] [-threads=N]" or "cuda [-strict-float]
+ * [-arch=sm_NN] [-emit-only]"; 0 or TEX_EINVAL naming the target or the
+ * option. */
 static int parse_target(tex_ctx *ctx, const char *target, as_options *o)
 {
     if (!target)
         return texi_error(ctx, TEX_EMISUSE, "%s: the target is NULL", CALL);
     const char *p = target + strspn(target, " ");
     size_t len = strcspn(p, " ");
-    if (len != 3 || strncmp(p, "cpu", 3) != 0)
+    o->cuda = len == 4 && strncmp(p, "cuda", 4) == 0;
+    if (!o->cuda && (len != 3 || strncmp(p, "cpu", 3) != 0))
         return texi_error(ctx, TEX_EINVAL,
-                          "%s: unknown target \"%s\" (automatic schedules exist for \"cpu\")", CALL,
-                          target);
-    for (p += len; *(p += strspn(p, " "));) {
+                          "%s: unknown target \"%s\" (automatic schedules exist for \"cpu\" and "
+                          "\"cuda\")",
+                          CALL, target);
+    for (p += len; *(p += strspn(p, " ")); p += len) {
         len = strcspn(p, " ");
-        char *end = NULL;
-        if (len == 13 && strncmp(p, "-strict-float", 13) == 0) {
-            o->strict_float = true;
-        } else if (len > 9 && strncmp(p, "-threads=", 9) == 0 &&
-                   (o->threads = (int)strtol(p + 9, &end, 10)) > 0 && end == p + len) {
-            /* the thread count the kernels are sized for */
-        } else {
-            return texi_error(ctx, TEX_EINVAL, "%s: target \"%s\": unknown option \"%.*s\"", CALL,
-                              target, (int)len, p);
-        }
-        p += len;
+        if (!parse_option(p, len, o))
+            return texi_error(ctx, TEX_EINVAL,
+                              "%s: target \"%s\": unknown option \"%.*s\" (expected %s)", CALL,
+                              target, (int)len, p,
+                              o->cuda ? "\"-arch=sm_NN\" with NN >= 50, \"-strict-float\" or "
+                                        "\"-emit-only\""
+                                      : "\"-threads=N\" with N >= 1 or \"-strict-float\"");
     }
     return 0;
 }
@@ -85,7 +117,7 @@ static bool apply_tuned(tex_schedule *s, int n, tex_tensor *const outputs[], con
 tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const outputs[],
                                 const char *target)
 {
-    as_options o = {false, 0};
+    as_options o = {false, false, 0, 0};
     if (!ctx || check_outputs(ctx, n, outputs) || parse_target(ctx, target, &o))
         return NULL;
     tex_schedule *s = tex_schedule_new(ctx, n, outputs);
@@ -93,7 +125,8 @@ tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const outputs[]
         return NULL;
     if (apply_tuned(s, n, outputs, target))
         return s;
-    texi_as_graph g = {.sch = s, .ctx = ctx, .n = s->n_stages, .strict_float = o.strict_float};
+    texi_as_graph g = {
+        .sch = s, .ctx = ctx, .n = s->n_stages, .strict_float = o.strict_float, .sm = o.sm};
     g.nodes = texi_alloc(ctx, sizeof *g.nodes * (size_t)g.n, "an automatic schedule");
     if (!g.nodes)
         return NULL;
@@ -101,8 +134,9 @@ tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const outputs[]
         g.nodes[i].st = s->stages[i];
     texi_as_machine_probe(&g.mach, o.threads);
     texi_as_classify(&g);
-    if (texi_as_partition(&g) < 0)
+    if (texi_as_partition(&g) < 0 || (o.cuda && texi_as_cuda_refine(&g) < 0))
         return NULL;
     texi_as_dump(&g, target);
-    return texi_as_schedule_cpu(&g) < 0 ? NULL : s;
+    int rc = o.cuda ? texi_as_schedule_cuda(&g) : texi_as_schedule_cpu(&g);
+    return rc < 0 ? NULL : s;
 }

@@ -11,6 +11,10 @@
  *   partition.c  the graph level: which stages are inlined, which are computed
  *                inside another kernel's loops, which are kernels (roots)
  *   cpu.c        the kernel level on the CPU: tiling, parallel, vector, unroll
+ *   cuda.c       the kernel level on CUDA: blocks, threads, cross-thread
+ *                reductions, vectors
+ *   cuda_gemm.c  CUDA GEMM-like kernels: block and register tiles, shared
+ *                operand tiles, tensor cores
  *   machine.c    the cache sizes, thread count and vector width of the host
  *   dump.c       TEX_DUMP=fusion
  */
@@ -73,6 +77,7 @@ typedef struct {
     texi_as_node *nodes; /* parallel to sch->stages, producers first */
     texi_as_machine mach;
     bool strict_float; /* "-strict-float": no reassociating reductions */
+    int sm;            /* "cuda -arch=sm_NN": NN; 0 when not given (or "cpu") */
 } texi_as_graph;
 
 /* Fills mach from the environment (TEX_NUM_THREADS), sysconf and /sys; every
@@ -108,6 +113,23 @@ int texi_as_partition(texi_as_graph *g);
 /* The kernel level on the CPU: loops of every root and of its members
  * (cpu.c). 0 or the error of the primitive that failed. */
 int texi_as_schedule_cpu(texi_as_graph *g);
+
+/* CUDA's changes to the partition, before the dump: elementwise members of
+ * row kernels inlined, members of kernels without a row or tile loop to
+ * compute them in made kernels of their own (cuda.c). 0 or the error of
+ * tex_compute_inline. */
+int texi_as_cuda_refine(texi_as_graph *g);
+
+/* The kernel level on CUDA: block and thread mapping of every root and its
+ * members (cuda.c). 0 or the error of the primitive that failed. */
+int texi_as_schedule_cuda(texi_as_graph *g);
+
+/* A "tiles" kernel of root node r on CUDA (cuda_gemm.c). */
+int texi_as_cuda_gemm_tiles(texi_as_graph *g, int r);
+
+/* A lone GEMM-like root stage st (>= 2 dims) on CUDA: a cache_write as its
+ * epilogue, then as texi_as_cuda_gemm_tiles (cuda_gemm.c). */
+int texi_as_cuda_gemm_alone(texi_as_graph *g, tex_stage *st);
 
 /* Prints the partition to stderr when TEX_DUMP lists "fusion" (dump.c). */
 void texi_as_dump(const texi_as_graph *g, const char *target);

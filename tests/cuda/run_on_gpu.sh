@@ -4,8 +4,13 @@
 # and runs it; one line per case: case=NAME status=ok|FAIL max_rel_err=E ms=T.
 #
 #   tests/cuda/run_on_gpu.sh [CASE...]      (from anywhere; cases: matmul transpose
-#                                            softmax layernorm conv2d sum vectile b2b
-#                                            b2b_unfused; default all)
+#                                            softmax layernorm conv2d sum vectile
+#                                            stencil b2b b2b_unfused auto_matmul
+#                                            auto_softmax auto_layernorm auto_conv2d;
+#                                            default all)
+#
+# The auto_ cases are scheduled by tex_auto_schedule(..., "cuda"); compare
+# their ms with the hand-scheduled case of the same name.
 #
 # b2b (back-to-back GEMM, D0 kept in shared memory) and b2b_unfused (D0 through
 # global memory) run the same computation: compare their ms.

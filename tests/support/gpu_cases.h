@@ -67,6 +67,10 @@
  *              local; a barrier between D0 and its readers. [256]
  *   b2b_unfused the same with D0 at root, a kernel of its own writing it to
  *              global memory (the time b2b is compared with). [256]
+ *   auto_matmul, auto_softmax, auto_layernorm, auto_conv2d  matmul + bias +
+ *              relu, softmax, layernorm and conv2d (NCHW, 3x3, padding 1) +
+ *              bias + relu built from tex_op_* and scheduled by
+ *              tex_auto_schedule(..., "cuda") (docs/auto_schedule.md).
  * Inputs from gc_fill are multiples of 1/4 in [-2, 2]: sums of their
  * products are exact in f32 at these sizes, so matmul, conv2d and sum
  * match the oracle whatever the order of accumulation.
@@ -97,6 +101,10 @@ typedef enum {
     GC_STENCIL,
     GC_B2B,
     GC_B2B_UNFUSED,
+    GC_AUTO_MATMUL,
+    GC_AUTO_SOFTMAX,
+    GC_AUTO_LAYERNORM,
+    GC_AUTO_CONV2D,
     GC_N_CASES
 } gc_id;
 
@@ -120,22 +128,26 @@ typedef struct {
     char why[1024]; /* first failure: the schedule step and tex_errmsg */
 } gc_case;
 
-static const char *const gc_names[GC_N_CASES] = {"matmul", "transpose",  "softmax", "layernorm",
-                                                 "conv2d", "sum",        "vectile", "stencil",
-                                                 "b2b",    "b2b_unfused"};
+static const char *const gc_names[GC_N_CASES] = {
+    "matmul",      "transpose",    "softmax",        "layernorm",  "conv2d",
+    "sum",         "vectile",      "stencil",        "b2b",        "b2b_unfused",
+    "auto_matmul", "auto_softmax", "auto_layernorm", "auto_conv2d"};
 
 /* Sizes per case: matmul M N K; transpose M N; softmax, layernorm M N;
  * conv2d batch, channels, H, W, filters; sum L, blocks; vectile M N;
- * stencil M N (the output's; T is (M+2) x (N+2)); b2b and b2b_unfused M K0 N0 N1. */
+ * stencil M N (the output's; T is (M+2) x (N+2)); b2b and b2b_unfused M K0 N0 N1;
+ * the auto_ cases as their hand-scheduled namesakes. */
 static inline void gc_default_sizes(gc_id id, gc_scale scale, int64_t sizes[GC_MAX_SIZES])
 {
     static const int64_t small[GC_N_CASES][GC_MAX_SIZES] = {
         {80, 72, 20}, {70, 45},  {5, 300},  {4, 250},         {2, 3, 10, 19, 4},
-        {5000, 8},    {48, 192}, {21, 133}, {40, 20, 24, 36}, {40, 20, 24, 36}};
+        {5000, 8},    {48, 192}, {21, 133}, {40, 20, 24, 36}, {40, 20, 24, 36},
+        {80, 72, 20}, {5, 300},  {4, 250},  {2, 3, 10, 19, 4}};
     static const int64_t large[GC_N_CASES][GC_MAX_SIZES] = {
-        {1024, 1024, 1024},    {4096, 4096},         {4096, 4096}, {4096, 4096},
-        {4, 32, 56, 56, 32},   {1 << 24, 512},       {4096, 4096}, {4096, 4096},
-        {16384, 576, 64, 128}, {16384, 576, 64, 128}};
+        {1024, 1024, 1024},    {4096, 4096},          {4096, 4096},       {4096, 4096},
+        {4, 32, 56, 56, 32},   {1 << 24, 512},        {4096, 4096},       {4096, 4096},
+        {16384, 576, 64, 128}, {16384, 576, 64, 128}, {1024, 1024, 1024}, {4096, 4096},
+        {4096, 4096},          {4, 32, 56, 56, 32}};
     memcpy(sizes, scale == GC_SMALL ? small[id] : large[id], sizeof small[id]);
 }
 
@@ -511,6 +523,72 @@ static inline void gc_sum(gc_case *c, tex_schedule **sp)
     gc_thread_reduce(c, s, S, GC_SUM_THREADS, NULL, NULL, TEX_SCOPE_GLOBAL);
 }
 
+/* ------------------------------------------------- automatic schedules */
+
+/* The auto_ cases: operator graphs (tex_op_*) scheduled by
+ * tex_auto_schedule(..., "cuda"); out is the graph's output. */
+static inline void gc_auto(gc_case *c, tex_schedule **sp, tex_tensor *out, int ndim,
+                           const int64_t shape[])
+{
+    if (!gc_ok_p(c, out, "building the operators"))
+        return;
+    gc_output(c, out, ndim, shape);
+    GC_TRYP(c, *sp, tex_auto_schedule(c->ctx, 1, &out, "cuda"));
+}
+
+/* relu(A B + bias): a 64 x 64 block tile, 4 x 4 outputs per thread, A and B
+ * double-buffered in shared memory, bias and relu on write-back. */
+static inline void gc_auto_matmul(gc_case *c, tex_schedule **sp)
+{
+    const int64_t *z = c->sizes;
+    tex_ctx *x = c->ctx;
+    tex_expr *M = gc_dim(c, "M", z[0]), *N = gc_dim(c, "N", z[1]), *K = gc_dim(c, "K", z[2]);
+    tex_tensor *A = gc_input(c, "A", 2, (tex_expr *[]){M, K}, (int64_t[]){z[0], z[2]});
+    tex_tensor *B = gc_input(c, "B", 2, (tex_expr *[]){K, N}, (int64_t[]){z[2], z[1]});
+    tex_tensor *bias = gc_input(c, "bias", 1, &N, &z[1]);
+    tex_tensor *mm = tex_op_matmul(x, "MM", A, B, 0, 0);
+    c->needs_sync = true;
+    gc_auto(c, sp, tex_op_relu(x, "Y", tex_op_bias_add(x, "Yb", mm, bias, -1)), 2,
+            (int64_t[]){z[0], z[1]});
+}
+
+static inline void gc_auto_softmax(gc_case *c, tex_schedule **sp)
+{
+    const int64_t *z = c->sizes;
+    tex_expr *M = gc_dim(c, "M", z[0]), *N = gc_dim(c, "N", z[1]);
+    tex_tensor *X = gc_input(c, "X", 2, (tex_expr *[]){M, N}, (int64_t[]){z[0], z[1]});
+    gc_auto(c, sp, tex_op_softmax(c->ctx, "Y", X, -1), 2, (int64_t[]){z[0], z[1]});
+}
+
+static inline void gc_auto_layernorm(gc_case *c, tex_schedule **sp)
+{
+    const int64_t *z = c->sizes;
+    tex_expr *M = gc_dim(c, "M", z[0]), *N = gc_dim(c, "N", z[1]);
+    tex_tensor *X = gc_input(c, "X", 2, (tex_expr *[]){M, N}, (int64_t[]){z[0], z[1]});
+    tex_tensor *G = gc_input(c, "G", 1, &N, &z[1]), *Bt = gc_input(c, "Bt", 1, &N, &z[1]);
+    gc_auto(c, sp, tex_op_layernorm(c->ctx, "Y", X, G, Bt, 1, 1e-5), 2, (int64_t[]){z[0], z[1]});
+}
+
+/* relu(conv2d(D, Wt) + bias), NCHW, 3x3, padding 1: the padding inlined,
+ * register tiles over the output planes, the filter slices in shared memory. */
+static inline void gc_auto_conv2d(gc_case *c, tex_schedule **sp)
+{
+    const int64_t *z = c->sizes;
+    tex_ctx *x = c->ctx;
+    tex_expr *N = gc_dim(c, "N", z[0]), *C = gc_i(c, z[1]), *H = gc_dim(c, "H", z[2]);
+    tex_expr *W = gc_dim(c, "W", z[3]), *F = gc_i(c, z[4]), *KK = gc_i(c, GC_CONV_K);
+    tex_tensor *D =
+        gc_input(c, "D", 4, (tex_expr *[]){N, C, H, W}, (int64_t[]){z[0], z[1], z[2], z[3]});
+    tex_tensor *Wt = gc_input(c, "Wt", 4, (tex_expr *[]){F, C, KK, KK},
+                              (int64_t[]){z[4], z[1], GC_CONV_K, GC_CONV_K});
+    tex_tensor *bias = gc_input(c, "bias", 1, &F, &z[4]);
+    tex_tensor *cv = tex_op_conv2d(x, "Cv", D, Wt, NULL, (int64_t[]){GC_CONV_PAD, GC_CONV_PAD},
+                                   NULL, 1, TEX_LAYOUT_NCHW);
+    c->needs_sync = true;
+    gc_auto(c, sp, tex_op_relu(x, "Y", tex_op_bias_add(x, "Yb", cv, bias, 1)), 4,
+            (int64_t[]){z[0], z[4], z[2], z[3]});
+}
+
 /* ------------------------------------------------------------ building */
 
 /* Builds, schedules and lowers case id at `sizes` in ctx. 0, or -1 with the
@@ -693,15 +771,19 @@ static inline int gc_build(tex_ctx *ctx, gc_id id, const int64_t sizes[GC_MAX_SI
                            gc_case *c)
 {
     static void (*const builders[GC_N_CASES])(gc_case *, tex_schedule **) = {
-        gc_matmul, gc_transpose, gc_softmax, gc_layernorm, gc_conv2d,
-        gc_sum,    gc_vectile,   gc_stencil, gc_b2b,       gc_b2b_unfused};
+        gc_matmul,      gc_transpose,    gc_softmax,        gc_layernorm,  gc_conv2d,
+        gc_sum,         gc_vectile,      gc_stencil,        gc_b2b,        gc_b2b_unfused,
+        gc_auto_matmul, gc_auto_softmax, gc_auto_layernorm, gc_auto_conv2d};
     memset(c, 0, sizeof *c);
     c->name = gc_names[id];
     c->ctx = ctx;
     c->symbolic = symbolic;
     memcpy(c->sizes, sizes, sizeof c->sizes);
     /* f32 sums in another order than the oracle's (exact for matmul, conv2d, sum) */
-    c->tol = id == GC_LAYERNORM ? 5e-4 : id == GC_SOFTMAX || id >= GC_B2B ? 1e-4 : 1e-5;
+    c->tol = id == GC_LAYERNORM || id == GC_AUTO_LAYERNORM ? 5e-4
+             : id == GC_SOFTMAX || id == GC_AUTO_SOFTMAX || id == GC_B2B || id == GC_B2B_UNFUSED
+                 ? 1e-4
+                 : 1e-5;
     tex_schedule *s = NULL;
     builders[id](c, &s);
     if (c->why[0])

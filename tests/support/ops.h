@@ -599,12 +599,15 @@ static inline int ops_reference(ops_wl *w, tex_tensor *const ts[], DLTensor *con
     return tex_eval_reference_ex(w->ctx, nv, ps, rv);
 }
 
-/* Runs f on random inputs (seeded by seed; the output poisoned) through the
- * kernel k when one is given, else through the interpreter, and compares its
- * output with the oracle's. `what` prefixes a mismatch message. 0, or -1 with
- * the reason in why. */
-static inline int ops_run_and_compare(ops_wl *w, tex_func *f, tex_kernel *k, const char *what,
-                                      uint64_t seed, char *why, size_t why_size)
+/* Runs the code under test on vals (the workload's arrays and scalars, in
+ * parameter order): 0, or non-zero with a message in err. */
+typedef int (*ops_runner)(void *ud, int n, const tex_value vals[], char *err, size_t en);
+
+/* Runs run(ud, ...) on random inputs (seeded by seed; the output poisoned)
+ * and compares its output with the oracle's. `what` prefixes a mismatch
+ * message. 0, or -1 with the reason in why. */
+static inline int ops_run_with(ops_wl *w, ops_runner run, void *ud, const char *what, uint64_t seed,
+                               char *why, size_t why_size)
 {
     int n = w->n_in + 1, rc = -1;
     DLTensor *arrs[OPS_MAX + 1] = {0}, *ref = NULL;
@@ -635,12 +638,8 @@ static inline int ops_run_and_compare(ops_wl *w, tex_func *f, tex_kernel *k, con
     for (int v = 0; v < w->n_scal; v++)
         vals[nv++] = (tex_value){.kind = TEX_VAL_F64, .f = w->scal_vals[v]};
     char err[1024];
-    if (k && tex_kernel_call(k, nv, vals) != 0) {
-        snprintf(why, why_size, "tex_kernel_call failed: %s", tex_kernel_errmsg(k));
-        goto done;
-    }
-    if (!k && texi_interp_run(f, nv, vals, err, sizeof err) != 0) {
-        snprintf(why, why_size, "interpreter: %s", err);
+    if (run(ud, nv, vals, err, sizeof err) != 0) {
+        snprintf(why, why_size, "%s%s", what, err);
         goto done;
     }
     ref = ops_array_for(w, w->out);
@@ -665,6 +664,35 @@ done:
     }
     tex_array_free(ref);
     return rc;
+}
+
+/* ops_runner: tex_kernel_call of kernel ud. */
+static inline int ops_kernel_runner(void *ud, int n, const tex_value vals[], char *err, size_t en)
+{
+    tex_kernel *k = ud;
+    if (tex_kernel_call(k, n, vals) == 0)
+        return 0;
+    snprintf(err, en, "tex_kernel_call failed: %s", tex_kernel_errmsg(k));
+    return -1;
+}
+
+/* ops_runner: the interpreter on function ud. */
+static inline int ops_interp_runner(void *ud, int n, const tex_value vals[], char *err, size_t en)
+{
+    char msg[1024];
+    if (texi_interp_run(ud, n, vals, msg, sizeof msg) == 0)
+        return 0;
+    snprintf(err, en, "interpreter: %.1000s", msg);
+    return -1;
+}
+
+/* ops_run_with through the kernel k when one is given, else through the
+ * interpreter on f. */
+static inline int ops_run_and_compare(ops_wl *w, tex_func *f, tex_kernel *k, const char *what,
+                                      uint64_t seed, char *why, size_t why_size)
+{
+    return k ? ops_run_with(w, ops_kernel_runner, k, what, seed, why, why_size)
+             : ops_run_with(w, ops_interp_runner, f, what, seed, why, why_size);
 }
 
 /* Interprets f on random inputs and compares its output with the oracle's.

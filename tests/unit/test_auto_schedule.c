@@ -13,7 +13,7 @@
  */
 #include "tt.h"
 #include "support/opcheck.h"
-#include "schedule/schedule.h"
+#include "support/as_case.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -24,23 +24,6 @@ static char cache_dir[] = "/tmp/tex-test-auto-schedule-XXXXXX";
  * sanitizers, which takes minutes for the larger unrolled GEMM tiles: each
  * chain then runs its first shape only. */
 static bool quick;
-
-/* A workload named name with the sizes given: dims[k] (symbolic when
- * sym[k]) become w's sizes in order. */
-typedef struct {
-    ops_wl w;
-    tex_ctx *ctx;
-    tex_expr *d[6];
-} as_case;
-
-static void case_init(as_case *c, const char *name, int n, const int64_t dims[], bool sym)
-{
-    c->ctx = tex_ctx_new();
-    ops_init(&c->w, c->ctx, name);
-    static const char *const names[6] = {"d0", "d1", "d2", "d3", "d4", "d5"};
-    for (int k = 0; k < n; k++)
-        c->d[k] = ops_size(&c->w, names[k], dims[k], sym && dims[k] > 1);
-}
 
 /* Auto-schedules c's output for target, checks the kernel against the
  * oracle; returns the schedule (NULL after a failure, reported). */
@@ -61,24 +44,6 @@ static tex_schedule *case_check(as_case *c, tex_tensor *out, const char *target)
         return NULL;
     }
     return s;
-}
-
-/* The attach kind of the stage named name in s (-1 if none is). */
-static int attach_of(tex_schedule *s, const char *name)
-{
-    for (int i = 0; i < s->n_stages; i++)
-        if (strcmp(s->stages[i]->tensor->name, name) == 0)
-            return (int)s->stages[i]->attach;
-    return -1;
-}
-
-/* The number of kernels (compute stages at the root) of s. */
-static int n_roots(tex_schedule *s)
-{
-    int n = 0;
-    for (int i = 0; i < s->n_stages; i++)
-        n += s->stages[i]->op->kind == TEXI_OP_COMPUTE && s->stages[i]->attach == TEXI_ATTACH_ROOT;
-    return n;
 }
 
 /* ------------------------------------------------------------ elementwise */

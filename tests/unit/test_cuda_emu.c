@@ -884,6 +884,10 @@ GPU_CASE_TEST(vectile, GC_VECTILE)
 GPU_CASE_TEST(stencil, GC_STENCIL)
 GPU_CASE_TEST(b2b, GC_B2B)
 GPU_CASE_TEST(b2b_unfused, GC_B2B_UNFUSED)
+GPU_CASE_TEST(auto_matmul, GC_AUTO_MATMUL)
+GPU_CASE_TEST(auto_softmax, GC_AUTO_SOFTMAX)
+GPU_CASE_TEST(auto_layernorm, GC_AUTO_LAYERNORM)
+GPU_CASE_TEST(auto_conv2d, GC_AUTO_CONV2D)
 
 int main(void)
 {
@@ -909,5 +913,9 @@ int main(void)
     TT_RUN(test_gpu_stencil);
     TT_RUN(test_gpu_b2b);
     TT_RUN(test_gpu_b2b_unfused);
+    TT_RUN(test_gpu_auto_matmul);
+    TT_RUN(test_gpu_auto_softmax);
+    TT_RUN(test_gpu_auto_layernorm);
+    TT_RUN(test_gpu_auto_conv2d);
     return tt_finish();
 }

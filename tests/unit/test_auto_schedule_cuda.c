@@ -1,0 +1,501 @@
+/*
+ * tex_auto_schedule for "cuda" (src/autosched/cuda.c, cuda_gemm.c).
+ * Operator chains built with tex_op_*: matmul + bias + relu, batched
+ * matmul, f16 and bf16 matmuls on tensor cores, softmax, layernorm over one
+ * and two axes, an elementwise broadcast chain, conv2d + bias + relu in
+ * NCHW and NHWC (direct and as an implicit GEMM), sums over the last axis
+ * (of two and of three dims), over the first axis and over everything, and
+ * a sum of sigmoid(x - row max). Each is auto-scheduled for CUDA, lowered once,
+ * then
+ *
+ *   (1) built for "cuda -emit-only -arch=sm_80" and "-arch=sm_90", its PTX
+ *       assembled by ptxas -v: no spills, at most 48 KiB of shared memory
+ *       (tests/support/ptxas.h; skipped without ptxas);
+ *   (2) run by the CUDA emulation harness (tests/support/cuda_emu.h: one
+ *       host thread per CUDA thread, real barriers);
+ *   (3) built for "cpu" (the gpu_to_cpu path) and run (not the tensor-core
+ *       kernels: the wmma built-ins exist only for CUDA);
+ *
+ * (2) and (3) on random non-zero inputs with the output poisoned, against
+ * the oracle, over odd, prime, 1-sized, non-tile-multiple and symbolic
+ * shapes. The mapping is checked through the source (blockIdx/threadIdx,
+ * float4, shared tiles, wmma calls) and the partition through the stages'
+ * attach points; then TEX_DUMP=fusion for CUDA and the refused targets
+ * (tex_tune on "cuda": test_tune).
+ */
+#include "tt.h"
+#include "support/opcheck.h"
+#include "support/as_case.h"
+#include "support/cuda_emu.h"
+#include "support/ptxas.h"
+
+static char cache_dir[] = "/tmp/tex-test-auto-schedule-cuda-XXXXXX";
+
+/* Under make asan (TEX_SANITIZE_FLAGS set) only each chain's first shape runs. */
+static bool quick;
+
+/* (1): the PTX of f for sm_80 and sm_90 through ptxas -v. */
+static void check_ptx(as_case *c, tex_func *f)
+{
+    char ptxas[512], dir[] = "/tmp/tex-as-ptx-XXXXXX";
+    if (!cuda_bin("ptxas", ptxas, sizeof ptxas) || !mkdtemp(dir)) {
+        printf("  %s: PTX not checked (no ptxas)\n", c->w.name);
+        return;
+    }
+    static const char *const archs[] = {"sm_80", "sm_90"};
+    for (int a = 0; a < 2; a++) {
+        char target[64], what[128], why[8192] = "";
+        snprintf(target, sizeof target, "cuda -emit-only -arch=%s", archs[a]);
+        snprintf(what, sizeof what, "%s %s", c->w.name, archs[a]);
+        tex_kernel *k = tex_build(f, target);
+        if (!k) {
+            TT_FAILF("%s: tex_build: %s", what, tex_errmsg(c->ctx));
+            continue;
+        }
+        bool skip = false;
+        char *ptx = get_ptx(k, archs[a], dir, why, sizeof why, &skip);
+        if (ptx)
+            check_ptxas(what, ptx, archs[a], dir, ptxas);
+        else if (skip)
+            printf("  %s: PTX not checked (%s)\n", what, why);
+        else
+            TT_FAILF("%s: %s", what, why);
+        free(ptx);
+        tex_kernel_free(k);
+    }
+    rmdir(dir);
+}
+
+/* (2): f in the emulation harness against the oracle; the CUDA source in
+ * *src (malloc'ed) for the mapping checks. */
+static void check_emu(as_case *c, tex_func *f, char **src)
+{
+    char err[8192], why[2048];
+    tex_kernel *k = tex_build(f, "cuda -emit-only");
+    if (!k) {
+        TT_FAILF("%s: tex_build(cuda -emit-only): %s", c->w.name, tex_errmsg(c->ctx));
+        return;
+    }
+    *src = strdup(tex_kernel_source(k));
+    cuda_emu *e =
+        cuda_emu_have_cxx() ? cuda_emu_build(tex_kernel_source(k), err, sizeof err) : NULL;
+    if (!cuda_emu_have_cxx()) {
+        printf("  %s: not emulated (no g++)\n", c->w.name);
+    } else if (!e) {
+        TT_FAILF("%s: %s\n%s", c->w.name, err, tex_kernel_source(k));
+    } else {
+        if (e->log && e->log[0])
+            TT_FAILF("%s: g++ -Wall warns about the generated code:\n%.2000s", c->w.name, e->log);
+        cuda_emu_kernel m = {e, k};
+        if (ops_run_with(&c->w, cuda_emu_runner, &m, "emulated: ", 11, why, sizeof why) != 0)
+            TT_FAILF("%s: %s\n%s", c->w.name, why, tex_kernel_source(k));
+    }
+    cuda_emu_free(e);
+    tex_kernel_free(k);
+}
+
+/* Auto-schedules c's output for target, lowers it and runs checks (1) to
+ * (3) of the file comment. The schedule, or NULL after a failure (reported);
+ * the CUDA source in *src (malloc'ed) when src is not NULL. */
+static tex_schedule *case_check(as_case *c, tex_tensor *out, const char *target, char **src)
+{
+    char why[2048], *text = NULL;
+    c->w.out = out;
+    if (!out) {
+        TT_FAILF("%s: building the operators failed: %s", c->w.name, tex_errmsg(c->ctx));
+        return NULL;
+    }
+    tex_schedule *s = tex_auto_schedule(c->ctx, 1, &out, target);
+    tex_func *f = s ? ops_lower(&c->w, s, why, sizeof why) : NULL;
+    if (!f) {
+        TT_FAILF("%s: %s: %s", c->w.name, s ? "tex_lower" : "tex_auto_schedule",
+                 tex_errmsg(c->ctx));
+        return NULL;
+    }
+    check_ptx(c, f);
+    check_emu(c, f, &text);
+    /* tensor-core built-ins have no CPU form: such kernels skip (3) */
+    bool wmma = text && strstr(text, "nvcuda::wmma");
+    if (!wmma && ops_jit_compare(&c->w, f, "cpu", 13, why, sizeof why) != 0)
+        TT_FAILF("%s: gpu_to_cpu: %s", c->w.name, why);
+    if (src)
+        *src = text;
+    else
+        free(text);
+    return s;
+}
+
+/* Whether src (NULL: a failure already reported) contains each of the
+ * NULL-terminated fragments; a missing one fails the test. */
+static void source_has(const char *name, const char *src, ...)
+{
+    va_list ap;
+    va_start(ap, src);
+    for (const char *frag; src && (frag = va_arg(ap, const char *)) != NULL;)
+        if (!strstr(src, frag))
+            TT_FAILF("%s: the CUDA source lacks \"%s\"", name, frag);
+    va_end(ap);
+}
+
+/* ------------------------------------------------------------ elementwise */
+
+/* Y = sigmoid(relu(A + B) * C), B broadcast along rows: one kernel, one
+ * thread per element (per float4 when the row length allows). */
+static void run_elementwise(int64_t m, int64_t n, bool sym)
+{
+    as_case c;
+    case_init(&c, "elementwise", 2, (int64_t[]){m, n}, sym);
+    tex_tensor *A = ops_input(&c.w, "A", 2, c.d);
+    tex_tensor *B = ops_input(&c.w, "B", 1, &c.d[1]);
+    tex_tensor *C = ops_input(&c.w, "C", 2, c.d);
+    tex_tensor *t = tex_op_relu(c.ctx, "R", tex_op_add(c.ctx, "S", A, B));
+    tex_tensor *Y = tex_op_sigmoid(c.ctx, "Y", tex_op_mul(c.ctx, "P", t, C));
+    char *src = NULL;
+    tex_schedule *s = case_check(&c, Y, "cuda", &src);
+    if (s) {
+        TT_EQ_INT(n_roots(s), 1);
+        TT_EQ_INT(attach_of(s, "R"), TEXI_ATTACH_INLINE);
+        source_has(c.w.name, src, "blockIdx.x", "threadIdx.x", NULL);
+        if (!sym && n % 4 == 0 && m * n / 4 % 32 == 0)
+            source_has(c.w.name, src, "float4", NULL);
+    }
+    free(src);
+    tex_ctx_free(c.ctx);
+}
+
+static void test_elementwise(void)
+{
+    run_elementwise(7, 13, false);
+    if (quick)
+        return;
+    run_elementwise(1, 1, false);
+    run_elementwise(37, 101, true);
+    run_elementwise(3, 1000, false);
+    run_elementwise(6, 1024, false);
+}
+
+/* ---------------------------------------------------------- row-wise chains */
+
+/* softmax over the last axis: one block per row, max and sum across threads. */
+static void run_softmax(int64_t m, int64_t n, bool sym, const char *target)
+{
+    as_case c;
+    case_init(&c, "softmax", 2, (int64_t[]){m, n}, sym);
+    tex_tensor *X = ops_input(&c.w, "X", 2, c.d);
+    char *src = NULL;
+    tex_schedule *s = case_check(&c, tex_op_softmax(c.ctx, "Y", X, -1), target, &src);
+    if (s) {
+        TT_EQ_INT(n_roots(s), 1);
+        TT_EQ_INT(attach_of(s, "Y_max"), TEXI_ATTACH_AT);
+        TT_EQ_INT(attach_of(s, "Y_sum"), TEXI_ATTACH_AT);
+        TT_EQ_INT(attach_of(s, "Y_exp"), TEXI_ATTACH_INLINE);
+        source_has(c.w.name, src, "__shared__", "threadIdx.x", NULL);
+    }
+    free(src);
+    tex_ctx_free(c.ctx);
+}
+
+static void test_softmax(void)
+{
+    run_softmax(5, 17, false, "cuda");
+    if (quick)
+        return;
+    run_softmax(1, 1, false, "cuda");
+    run_softmax(13, 1031, true, "cuda -arch=sm_90");
+    run_softmax(6, 300, false, "cuda -strict-float");
+}
+
+/* layernorm over the last n_axes of X [b, m, n]. */
+static void run_layernorm(int64_t b, int64_t m, int64_t n, int n_axes, bool sym)
+{
+    as_case c;
+    case_init(&c, "layernorm", 3, (int64_t[]){b, m, n}, sym);
+    tex_tensor *X = ops_input(&c.w, "X", 3, c.d);
+    tex_tensor *G = ops_input(&c.w, "G", n_axes, &c.d[3 - n_axes]);
+    tex_tensor *Be = ops_input(&c.w, "Be", n_axes, &c.d[3 - n_axes]);
+    tex_schedule *s =
+        case_check(&c, tex_op_layernorm(c.ctx, "Y", X, G, Be, n_axes, 1e-5), "cuda", NULL);
+    if (s) {
+        TT_EQ_INT(n_roots(s), 1);
+        TT_EQ_INT(attach_of(s, "Y_sum"), TEXI_ATTACH_AT);
+    }
+    tex_ctx_free(c.ctx);
+}
+
+static void test_layernorm(void)
+{
+    run_layernorm(2, 7, 33, 1, false);
+    if (quick)
+        return;
+    run_layernorm(1, 1, 1, 1, false);
+    run_layernorm(3, 5, 129, 1, true);
+    run_layernorm(2, 3, 19, 2, false);
+}
+
+/* ------------------------------------------------------------------ matmul */
+
+/* [bt,] M x K times K x N, plus (epilogue) relu(. + bias along N). */
+static void run_matmul(int64_t bt, int64_t m, int64_t n, int64_t k, bool epilogue, bool sym)
+{
+    as_case c;
+    case_init(&c, epilogue ? "matmul_bias_relu" : "matmul", 4, (int64_t[]){bt, m, n, k}, sym);
+    int nd = bt > 0 ? 3 : 2;
+    tex_expr *sa[3] = {c.d[0], c.d[1], c.d[3]}, *sb[3] = {c.d[0], c.d[3], c.d[2]};
+    tex_tensor *A = ops_input(&c.w, "A", nd, bt > 0 ? sa : sa + 1);
+    tex_tensor *B = ops_input(&c.w, "B", nd, bt > 0 ? sb : sb + 1);
+    tex_tensor *Y = tex_op_matmul(c.ctx, epilogue ? "MM" : "Y", A, B, 0, 0);
+    if (epilogue) {
+        tex_tensor *bias = ops_input(&c.w, "bias", 1, &c.d[2]);
+        Y = tex_op_relu(c.ctx, "Y", tex_op_bias_add(c.ctx, "Yb", Y, bias, -1));
+    }
+    char *src = NULL;
+    tex_schedule *s = case_check(&c, Y, "cuda", &src);
+    if (s && epilogue) {
+        TT_EQ_INT(n_roots(s), 1);
+        TT_EQ_INT(attach_of(s, "MM"), TEXI_ATTACH_AT);
+    }
+    if (s && !sym && k >= 8)
+        source_has(c.w.name, src, "__shared__", "blockIdx.y", "threadIdx.y", NULL);
+    free(src);
+    tex_ctx_free(c.ctx);
+}
+
+static void test_matmul(void)
+{
+    run_matmul(0, 37, 33, 70, true, false);
+    if (quick)
+        return;
+    run_matmul(0, 1, 1, 1, false, false);
+    run_matmul(0, 64, 128, 40, false, false);
+    run_matmul(0, 13, 29, 31, true, true);
+    run_matmul(2, 5, 9, 7, false, false);
+    run_matmul(3, 17, 20, 9, true, false);
+}
+
+/* C = sum_k f32(A[i, k]) * f32(B[k, j]) with A, B in dtype t: tensor cores
+ * when M, N, K are multiples of 16 (wmma in the source), else register tiles. */
+static void run_half_matmul(tex_dtype t, int64_t m, int64_t n, int64_t k, bool relu)
+{
+    as_case c;
+    case_init(&c, t == TEX_F16 ? "f16_matmul" : "bf16_matmul", 3, (int64_t[]){m, n, k}, false);
+    tex_tensor *A = tex_placeholder(c.ctx, "A", t, 2, (tex_expr *[]){c.d[0], c.d[2]});
+    tex_tensor *B = tex_placeholder(c.ctx, "B", t, 2, (tex_expr *[]){c.d[2], c.d[1]});
+    c.w.in[c.w.n_in++] = A;
+    c.w.in[c.w.n_in++] = B;
+    tex_iter *i = tex_axis(c.ctx, "i", c.d[0]), *j = tex_axis(c.ctx, "j", c.d[1]);
+    tex_iter *r = tex_reduce_axis(c.ctx, "k", c.d[2]);
+    tex_expr *prod = tex_mul(tex_cast(TEX_F32, TEX_AT(A, tex_iv(i), tex_iv(r))),
+                             tex_cast(TEX_F32, TEX_AT(B, tex_iv(r), tex_iv(j))));
+    tex_tensor *C = tex_compute(c.ctx, "C", 2, (tex_iter *[]){i, j}, tex_sum(prod, 1, &r));
+    if (relu)
+        C = tex_op_relu(c.ctx, "Y", C);
+    char *src = NULL;
+    tex_schedule *s = case_check(&c, C, "cuda -arch=sm_80", &src);
+    bool tc = m % 16 == 0 && n % 16 == 0 && k % 16 == 0;
+    if (s && tc)
+        source_has(c.w.name, src, "nvcuda::wmma::mma_sync", NULL);
+    if (s && !tc && src && strstr(src, "wmma"))
+        TT_FAILF("%s: tensor cores on a shape that is not a multiple of 16", c.w.name);
+    free(src);
+    tex_ctx_free(c.ctx);
+}
+
+static void test_half_matmul(void)
+{
+    run_half_matmul(TEX_F16, 64, 48, 32, false);
+    if (quick)
+        return;
+    run_half_matmul(TEX_F16, 32, 16, 48, true);
+    run_half_matmul(TEX_BF16, 16, 32, 16, false);
+    run_half_matmul(TEX_F16, 40, 24, 36, false);
+}
+
+/* ------------------------------------------------------------------- conv */
+
+/* relu(conv2d(X, W) + bias) with padding 1, stride st, one image; with
+ * gemm, the implicit-GEMM form (tex_op_conv2d_gemm: one reduce axis). */
+static void run_conv(tex_layout layout, int64_t ch, int64_t hw, int64_t f, int64_t st, bool gemm)
+{
+    static const char *const names[2][2] = {{"conv_nchw", "conv_nhwc"},
+                                            {"conv_gemm_nchw", "conv_gemm_nhwc"}};
+    as_case c;
+    case_init(&c, names[gemm][layout != TEX_LAYOUT_NCHW], 0, NULL, false);
+    tex_expr *C = tex_int(c.ctx, ch), *H = tex_int(c.ctx, hw), *F = tex_int(c.ctx, f);
+    tex_expr *three = tex_int(c.ctx, 3), *one = tex_int(c.ctx, 1);
+    bool nchw = layout == TEX_LAYOUT_NCHW;
+    tex_tensor *X =
+        ops_input(&c.w, "X", 4, nchw ? (tex_expr *[]){one, C, H, H} : (tex_expr *[]){one, H, H, C});
+    tex_tensor *W =
+        ops_input(&c.w, "W", 4,
+                  nchw ? (tex_expr *[]){F, C, three, three} : (tex_expr *[]){three, three, C, F});
+    tex_tensor *bias = ops_input(&c.w, "bias", 1, &F);
+    tex_tensor *y = (gemm ? tex_op_conv2d_gemm : tex_op_conv2d)(
+        c.ctx, "Cv", X, W, (int64_t[]){st, st}, (int64_t[]){1, 1}, NULL, 1, layout);
+    y = tex_op_relu(c.ctx, "Y", tex_op_bias_add(c.ctx, "Yb", y, bias, nchw ? 1 : 3));
+    tex_schedule *s = case_check(&c, y, "cuda", NULL);
+    if (s) {
+        TT_EQ_INT(n_roots(s), 1);
+        TT_EQ_INT(attach_of(s, "Cv_pad"), TEXI_ATTACH_INLINE);
+    }
+    tex_ctx_free(c.ctx);
+}
+
+static void test_conv(void)
+{
+    run_conv(TEX_LAYOUT_NCHW, 3, 9, 4, 1, false);
+    if (quick)
+        return;
+    run_conv(TEX_LAYOUT_NCHW, 5, 13, 7, 2, false);
+    run_conv(TEX_LAYOUT_NHWC, 3, 9, 17, 1, false);
+    run_conv(TEX_LAYOUT_NHWC, 1, 1, 1, 1, false);
+    run_conv(TEX_LAYOUT_NHWC, 5, 11, 19, 1, true);
+    run_conv(TEX_LAYOUT_NCHW, 3, 8, 6, 2, true);
+}
+
+/* -------------------------------------------------------------- reductions */
+
+enum { RED_SUM_ROWS, RED_SUM_COLS, RED_SUM_ALL, RED_SUM_ROWS3, RED_SUM_EXP };
+
+/* sum of tanh(X) over the last axis, the first axis, both, the last of
+ * three; or sum(sigmoid(X - max(X))) over the last axis (the row max computed
+ * inside the sum's kernel, both reduced across threads). */
+static void run_reduce(int which, int64_t m, int64_t n, bool sym)
+{
+    static const char *const names[] = {"sum_rows", "sum_cols", "sum_all", "sum_rows3",
+                                        "sum_sigmoid"};
+    as_case c;
+    case_init(&c, names[which], 3, (int64_t[]){m, n, 5}, sym);
+    bool three = which == RED_SUM_ROWS3;
+    tex_tensor *X =
+        ops_input(&c.w, "X", three ? 3 : 2, three ? (tex_expr *[]){c.d[2], c.d[0], c.d[1]} : c.d);
+    tex_tensor *e = tex_op_tanh(c.ctx, "T", X), *y = NULL;
+    switch (which) {
+    case RED_SUM_ROWS:
+    case RED_SUM_ROWS3:
+        y = tex_op_sum(c.ctx, "Y", e, 1, (int[]){-1}, 0);
+        break;
+    case RED_SUM_COLS:
+        y = tex_op_sum(c.ctx, "Y", e, 1, (int[]){0}, 0);
+        break;
+    case RED_SUM_ALL:
+        y = tex_op_sum(c.ctx, "Y", e, 0, NULL, 0);
+        break;
+    case RED_SUM_EXP:
+        e = tex_op_sub(c.ctx, "T", X, tex_op_max(c.ctx, "Mx", X, 1, (int[]){1}, 1));
+        y = tex_op_sum(c.ctx, "Y", tex_op_sigmoid(c.ctx, "E", e), 1, (int[]){1}, 0);
+        break;
+    }
+    tex_schedule *s = case_check(&c, y, "cuda", NULL);
+    if (s)
+        TT_EQ_INT(attach_of(s, "T"), TEXI_ATTACH_INLINE);
+    if (s && which == RED_SUM_EXP)
+        TT_EQ_INT(attach_of(s, "Mx"), TEXI_ATTACH_AT);
+    tex_ctx_free(c.ctx);
+}
+
+static void test_reductions(void)
+{
+    for (int which = RED_SUM_ROWS; which <= RED_SUM_EXP; which++) {
+        run_reduce(which, 7, 45, false);
+        if (quick)
+            continue;
+        run_reduce(which, 1, 1, false);
+        run_reduce(which, 31, 267, true);
+    }
+}
+
+/* ------------------------------------------------------------ dump, errors */
+
+/* TEX_DUMP=fusion names the target and CUDA's inlined row members. */
+static void test_dump(void)
+{
+    char path[] = "/tmp/tex-test-auto-schedule-cuda-dump-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        TT_FAILF("mkstemp failed");
+        return;
+    }
+    tex_ctx *ctx = tex_ctx_new();
+    tex_tensor *X = tex_placeholder_c(ctx, "X", TEX_F32, 2, (int64_t[]){4, 8});
+    tex_tensor *Y = tex_op_softmax(ctx, "Y", X, 1);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    setenv("TEX_DUMP", "fusion", 1);
+    tex_schedule *s = tex_auto_schedule(ctx, 1, &Y, "cuda -arch=sm_80");
+    unsetenv("TEX_DUMP");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char text[4096] = {0};
+    ssize_t got = pread(fd, text, sizeof text - 1, 0);
+    close(fd);
+    unlink(path);
+    TT_CHECK(s != NULL);
+    TT_CHECK(got > 0);
+    TT_CHECK(strstr(text, "# fusion (cuda -arch=sm_80): 1 kernel") != NULL);
+    TT_CHECK(strstr(text, "'Y_max' reduction: computed inside it") != NULL);
+    TT_CHECK(strstr(text, "'Y_exp' elementwise: inlined -- CUDA") != NULL);
+    if (tt_failed_checks)
+        printf("  dump:\n%s", text);
+    tex_ctx_free(ctx);
+}
+
+static void test_errors(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_tensor *X = tex_placeholder_c(ctx, "X", TEX_F32, 1, (int64_t[]){4});
+    tex_tensor *Y = tex_op_relu(ctx, "Y", X);
+    static const char *const bad[] = {"cuda -threads=2",
+                                      "cuda -arch=sm_8",
+                                      "cuda -arch=sm_35",
+                                      "cuda -arch=sm_8x",
+                                      "cuda -fast",
+                                      "cuda -arch=",
+                                      "cudax"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        TT_CHECK(tex_auto_schedule(ctx, 1, &Y, bad[i]) == NULL);
+        TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
+        TT_CHECK(strstr(tex_errmsg(ctx), "tex_auto_schedule") != NULL);
+        TT_CHECK(strstr(tex_errmsg(ctx),
+                        i + 1 < sizeof bad / sizeof bad[0] ? "unknown option" : "unknown target"));
+        tex_clear_error(ctx);
+    }
+    TT_CHECK(tex_auto_schedule(ctx, 1, &Y, "cpu -arch=sm_80") == NULL);
+    TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
+    tex_clear_error(ctx);
+    TT_CHECK(tex_auto_schedule(ctx, 1, &Y, NULL) == NULL);
+    TT_EQ_INT(tex_errcode(ctx), TEX_EMISUSE);
+    tex_clear_error(ctx);
+    tex_schedule *s = tex_auto_schedule(ctx, 1, &Y, " cuda  -arch=sm_90 -strict-float -emit-only");
+    TT_CHECK(s != NULL);
+    char *text = s ? tex_schedule_str(s) : NULL;
+    TT_CHECK(text && strstr(text, "blockIdx.x") != NULL);
+    free(text);
+    tex_ctx_free(ctx);
+}
+
+int main(void)
+{
+    quick = getenv("TEX_SANITIZE_FLAGS") != NULL;
+    if (oc_setup(cache_dir) != 0) {
+        printf("test_auto_schedule_cuda: cannot make a temporary cache directory\n");
+        return 1;
+    }
+    TT_RUN(test_errors);
+    TT_RUN(test_dump);
+    if (!tex_target_available("cpu")) {
+        printf("SKIP auto_schedule_cuda (no working C compiler for target \"cpu\")\n");
+        tt_remove_tree(cache_dir);
+        return tt_finish();
+    }
+    TT_RUN(test_elementwise);
+    TT_RUN(test_softmax);
+    TT_RUN(test_layernorm);
+    TT_RUN(test_matmul);
+    TT_RUN(test_half_matmul);
+    TT_RUN(test_conv);
+    TT_RUN(test_reductions);
+    tt_remove_tree(cache_dir);
+    return tt_finish();
+}
