@@ -85,17 +85,171 @@ static bool check_access(const tex_stmt *s, void *ud)
     return a->affine;
 }
 
+/* Straight-line s inside `for (var, min, extent)`: VECTORIZED when the
+ * extent is a constant of at least MIN_LANES and the accesses allow it
+ * (the file comment), otherwise serial. */
+static tex_stmt *leaf_over(sinker *sk, tex_expr *var, tex_expr *min, tex_expr *extent,
+                           tex_stmt *s)
+{
+    int64_t n;
+    affinity a = {var, true};
+    texi_stmt_visit(s, check_access, &a);
+    bool vec = a.affine && texi_expr_is_int_const(extent, &n) && n >= MIN_LANES;
+    sk->n_vector += vec;
+    return texi_for_new(sk->ctx, var, min, extent, vec ? TEXI_FOR_VECTORIZED : TEXI_FOR_SERIAL, -1,
+                        s);
+}
+
 /* Straight-line s inside its own copy of L. */
 static tex_stmt *leaf(sinker *sk, tex_stmt *s)
 {
     const tex_stmt *l = sk->loop;
-    int64_t n;
-    affinity a = {l->u.loop.var, true};
-    texi_stmt_visit(s, check_access, &a);
-    bool vec = a.affine && texi_expr_is_int_const(l->u.loop.extent, &n) && n >= MIN_LANES;
-    sk->n_vector += vec;
-    return texi_for_new(sk->ctx, l->u.loop.var, l->u.loop.min, l->u.loop.extent,
-                        vec ? TEXI_FOR_VECTORIZED : TEXI_FOR_SERIAL, -1, s);
+    return leaf_over(sk, l->u.loop.var, l->u.loop.min, l->u.loop.extent, s);
+}
+
+/* Lane fusion: the accesses of a serial loop J (over j, constant extent E)
+ * whose straight-line body would become a leaf inside J. */
+typedef struct {
+    const tex_expr *tx, *j;
+    int64_t e;
+    const texi_buffer *stored[16]; /* buffers stored in the body, each at one index */
+    tex_expr *at[16];
+    int n_stored;
+    bool ok;
+} lane_check;
+
+/* Every index affine in tx and j with coefficients cx = E * cj. */
+static bool lanes_index(lane_check *lc, tex_expr *idx, bool store)
+{
+    int64_t cx, cj;
+    lc->ok = lc->ok && texi_linear_in(idx, lc->tx, &cx) && texi_linear_in(idx, lc->j, &cj) &&
+             cx == lc->e * cj && (!store || cj == 1);
+    return lc->ok;
+}
+
+static bool lanes_load(tex_expr *e, void *ud)
+{
+    lane_check *lc = ud;
+    if (e->kind == TEXI_EXPR_LOAD)
+        lanes_index(lc, e->u.load.index, false);
+    return lc->ok;
+}
+
+static bool lanes_access(const tex_stmt *s, void *ud)
+{
+    lane_check *lc = ud;
+    if (s->kind == TEXI_STMT_STORE && lanes_index(lc, s->u.store.index, true)) {
+        int i = 0;
+        while (i < lc->n_stored && lc->stored[i] != s->u.store.buf)
+            i++;
+        if (i == lc->n_stored && i < (int)(sizeof lc->at / sizeof *lc->at)) {
+            lc->stored[lc->n_stored] = s->u.store.buf;
+            lc->at[lc->n_stored++] = s->u.store.index;
+        }
+        lc->ok = i < lc->n_stored && texi_expr_equal(lc->at[i], s->u.store.index);
+    }
+    texi_stmt_visit_exprs(s, lanes_load, lc);
+    return lc->ok;
+}
+
+/* Loads of a stored buffer read the one index it is stored at (no value
+ * flows between lanes). */
+static bool lanes_reads(tex_expr *e, void *ud)
+{
+    lane_check *lc = ud;
+    if (e->kind == TEXI_EXPR_LOAD)
+        for (int i = 0; i < lc->n_stored; i++)
+            if (lc->stored[i] == e->u.load.buf && !texi_expr_equal(lc->at[i], e->u.load.index))
+                lc->ok = false;
+    return lc->ok;
+}
+
+static bool lanes_reads_stmt(const tex_stmt *s, void *ud)
+{
+    texi_stmt_visit_exprs(s, lanes_reads, ud);
+    return ((lane_check *)ud)->ok;
+}
+
+typedef struct {
+    sinker *sk;
+    lane_check *lc;
+    tex_expr *lane; /* t = (tx - min(L)) * E + j - min(J) */
+    tex_expr *vars[2], *mins[2];
+} lane_rewrite;
+
+/* An index R + cx tx + cj j as R + cx min(L) + cj min(J) + cj t. */
+static tex_expr *lane_index(lane_rewrite *lr, tex_expr *idx)
+{
+    int64_t cj;
+    texi_linear_in(idx, lr->lc->j, &cj);
+    tex_expr *base = texi_substitute(idx, 2, lr->vars, lr->mins);
+    tex_expr *r = base ? texi_binary(TEXI_EXPR_ADD, base,
+                                     texi_binary(TEXI_EXPR_MUL, texi_convert(lr->lane, idx->dtype),
+                                                 texi_int_imm(lr->sk->ctx, idx->dtype, cj)))
+                       : NULL;
+    return r ? texi_simplify(r, 0, NULL) : NULL;
+}
+
+static tex_expr *lane_load(tex_expr *e, void *ud)
+{
+    lane_rewrite *lr = ud;
+    if (e->kind != TEXI_EXPR_LOAD)
+        return NULL;
+    tex_expr *r = texi_load_new(e->u.load.buf, lane_index(lr, e->u.load.index));
+    lr->sk->refused |= !r;
+    return r ? r : e;
+}
+
+static tex_stmt *lane_store(tex_stmt *s, void *ud)
+{
+    lane_rewrite *lr = ud;
+    if (s->kind != TEXI_STMT_STORE)
+        return NULL;
+    tex_expr *v = texi_expr_mutate(s->u.store.value, lane_load, lr);
+    tex_expr *idx = lane_index(lr, s->u.store.index);
+    tex_stmt *r = v && idx ? texi_store_new(lr->sk->ctx, s->u.store.buf, idx, v) : NULL;
+    lr->sk->refused |= !r;
+    return r ? r : s;
+}
+
+/*
+ * Serial loop J (over j, constant extent E) around a straight-line body
+ * whose accesses are all affine in tx and j with tx's coefficient E times
+ * j's, stores with j's coefficient 1 and reads of a stored buffer at its
+ * one stored index: `for (j) for (tx) S` as one loop over the lanes
+ * t = (tx - min(L)) * E + j - min(J), t in [0, E * extent(L)), every index
+ * rewritten affine in t (the threads' rows of E consecutive elements are
+ * one run, the layout of a per-thread tile from gpu_to_cpu). Each thread's
+ * j-iterations still run in order and write disjoint elements, so the lanes
+ * are independent. NULL when J does not qualify (nothing recorded) or on
+ * ENOMEM (sk->refused).
+ */
+static tex_stmt *fuse_lanes(sinker *sk, tex_stmt *s)
+{
+    const tex_stmt *l = sk->loop;
+    tex_stmt *body = s->u.loop.body;
+    lane_check lc = {.tx = l->u.loop.var, .j = s->u.loop.var, .ok = true};
+    int64_t threads;
+    if (!straight(body) || !texi_expr_is_int_const(s->u.loop.extent, &lc.e) || lc.e < 2 ||
+        !texi_expr_is_int_const(l->u.loop.extent, &threads))
+        return NULL;
+    texi_stmt_visit(body, lanes_access, &lc);
+    if (lc.ok)
+        texi_stmt_visit(body, lanes_reads_stmt, &lc);
+    if (!lc.ok)
+        return NULL;
+    tex_ctx *ctx = sk->ctx;
+    tex_dtype t = l->u.loop.var->dtype;
+    tex_expr *lane = texi_var_new(ctx, "lane", t);
+    lane_rewrite lr = {sk, &lc, lane, {l->u.loop.var, s->u.loop.var}, {l->u.loop.min, s->u.loop.min}};
+    tex_stmt *r = lane ? texi_stmt_mutate(ctx, body, lane_store, lane_load, &lr) : NULL;
+    if (!r || sk->refused) {
+        sk->refused = true;
+        return NULL;
+    }
+    if (texi_stmt_uses_var(ctx, r, lc.tx) || texi_stmt_uses_var(ctx, r, lc.j))
+        return NULL; /* tx or j outside an index */
+    return leaf_over(sk, lane, texi_int_imm(ctx, t, 0), texi_int_imm(ctx, t, lc.e * threads), r);
 }
 
 typedef struct {
@@ -197,6 +351,7 @@ static tex_stmt *sink_if(sinker *sk, tex_stmt *s)
 static tex_stmt *sink(sinker *sk, tex_stmt *s)
 {
     const tex_expr *tx = sk->loop->u.loop.var;
+    tex_stmt *r;
     if (sk->refused)
         return NULL;
     if (straight(s))
@@ -206,6 +361,8 @@ static tex_stmt *sink(sinker *sk, tex_stmt *s)
         if ((s->u.loop.for_kind != TEXI_FOR_SERIAL && s->u.loop.for_kind != TEXI_FOR_UNROLLED) ||
             texi_expr_uses_var(s->u.loop.min, tx) || texi_expr_uses_var(s->u.loop.extent, tx))
             break;
+        if ((r = fuse_lanes(sk, s)) || sk->refused)
+            return r;
         return texi_stmt_with_body(sk->ctx, s, sink(sk, s->u.loop.body));
     case TEXI_STMT_SEQ:
         return sink_seq(sk, s);
