@@ -88,8 +88,7 @@ static bool check_access(const tex_stmt *s, void *ud)
 /* Straight-line s inside `for (var, min, extent)`: VECTORIZED when the
  * extent is a constant of at least MIN_LANES and the accesses allow it
  * (the file comment), otherwise serial. */
-static tex_stmt *leaf_over(sinker *sk, tex_expr *var, tex_expr *min, tex_expr *extent,
-                           tex_stmt *s)
+static tex_stmt *leaf_over(sinker *sk, tex_expr *var, tex_expr *min, tex_expr *extent, tex_stmt *s)
 {
     int64_t n;
     affinity a = {var, true};
@@ -105,6 +104,118 @@ static tex_stmt *leaf(sinker *sk, tex_stmt *s)
 {
     const tex_stmt *l = sk->loop;
     return leaf_over(sk, l->u.loop.var, l->u.loop.min, l->u.loop.extent, s);
+}
+
+/* Div/mod peeling: the first FLOORDIV / FLOORMOD of a leaf whose dividend a
+ * is tx plus a thread-invariant c0 (coefficient 1) and whose divisor D is a
+ * positive constant. */
+typedef struct {
+    const tex_expr *tx;
+    tex_expr *a;
+    int64_t d;
+} divmod;
+
+static bool find_divmod(tex_expr *e, void *ud)
+{
+    divmod *dm = ud;
+    int64_t c, d;
+    if (dm->a)
+        return false;
+    if ((e->kind == TEXI_EXPR_FLOORDIV || e->kind == TEXI_EXPR_FLOORMOD) &&
+        texi_expr_is_int_const(e->u.bin.b, &d) && d > 0 && texi_expr_uses_var(e->u.bin.a, dm->tx) &&
+        texi_linear_in(e->u.bin.a, dm->tx, &c) && c == 1) {
+        dm->a = e->u.bin.a;
+        dm->d = d;
+    }
+    return !dm->a;
+}
+
+static bool find_divmod_stmt(const tex_stmt *s, void *ud)
+{
+    texi_stmt_visit_exprs(s, find_divmod, ud);
+    return !((divmod *)ud)->a;
+}
+
+/* The values of a / D and a % D in piece k: q + k and rm + u - k D. */
+typedef struct {
+    const divmod *dm;
+    tex_expr *div, *mod;
+} piece_values;
+
+static tex_expr *replace_divmod(tex_expr *e, void *ud)
+{
+    const piece_values *pv = ud;
+    int64_t d;
+    if ((e->kind != TEXI_EXPR_FLOORDIV && e->kind != TEXI_EXPR_FLOORMOD) ||
+        !texi_expr_is_int_const(e->u.bin.b, &d) || d != pv->dm->d ||
+        !texi_expr_equal(e->u.bin.a, pv->dm->a))
+        return NULL;
+    return texi_convert(e->kind == TEXI_EXPR_FLOORDIV ? pv->div : pv->mod, e->dtype);
+}
+
+enum { MAX_PIECES = 4 };
+
+static tex_stmt *peel(sinker *sk, tex_stmt *s, int pieces);
+
+/*
+ * Straight-line s whose accesses are not all affine in tx because of
+ * a / D or a % D with a = c0 + u, u = tx - min(L) in [0, X): with
+ * q = c0 / D and rm = c0 % D (thread-invariant, rm in [0, D)), the lanes
+ * split into pieces k = 0, 1, ... where k D <= rm + u < (k + 1) D, and in
+ * piece k, a / D = q + k and a % D = rm + u - k D, both affine in tx. Each
+ * piece is `for (tx) if (its range) s_k`, a guarded leaf simd_tail
+ * vectorizes by chunks (a cooperative fetch of a tile whose rows are D
+ * wide: one or two pieces per row crossing). Peeled again while other
+ * divisions remain, up to MAX_PIECES leaves; otherwise, or when the count
+ * of pieces is unknown, s is one leaf.
+ */
+static tex_stmt *peel(sinker *sk, tex_stmt *s, int pieces)
+{
+    const tex_stmt *l = sk->loop;
+    tex_ctx *ctx = sk->ctx;
+    affinity af = {l->u.loop.var, true};
+    texi_stmt_visit(s, check_access, &af);
+    divmod dm = {l->u.loop.var, NULL, 0};
+    int64_t x;
+    if (!af.affine && texi_expr_is_int_const(l->u.loop.extent, &x))
+        texi_stmt_visit(s, find_divmod_stmt, &dm);
+    if (af.affine || !dm.a)
+        return leaf(sk, s);
+    tex_dtype t = dm.a->dtype;
+    tex_expr *u =
+        texi_binary(TEXI_EXPR_SUB, texi_convert(l->u.loop.var, t), texi_convert(l->u.loop.min, t));
+    tex_expr *c0 = texi_substitute(dm.a, 1, (tex_expr *const[]){l->u.loop.var},
+                                   (tex_expr *const[]){l->u.loop.min});
+    tex_expr *dd = texi_int_imm(ctx, t, dm.d);
+    tex_expr *q = c0 ? texi_simplify(texi_binary(TEXI_EXPR_FLOORDIV, c0, dd), 0, NULL) : NULL;
+    tex_expr *rm = c0 ? texi_simplify(texi_binary(TEXI_EXPR_FLOORMOD, c0, dd), 0, NULL) : NULL;
+    if (!u || !q || !rm)
+        return NULL;
+    texi_interval ri = texi_const_interval(rm, 0, NULL);
+    int64_t rmax = ri.hi_inf || ri.hi >= dm.d ? dm.d - 1 : ri.hi;
+    int64_t n = (rmax + x - 1) / dm.d + 1;
+    if (pieces * n > MAX_PIECES)
+        return leaf(sk, s);
+    tex_stmt **items = texi_alloc(ctx, sizeof *items * (size_t)n, "gpu_threads");
+    for (int64_t k = 0; items && k < n; k++) {
+        tex_expr *kd = texi_int_imm(ctx, t, k * dm.d), *kk = texi_int_imm(ctx, t, k);
+        tex_expr *dv = texi_binary(TEXI_EXPR_ADD, q, kk);
+        tex_expr *md = texi_binary(TEXI_EXPR_SUB, texi_binary(TEXI_EXPR_ADD, rm, u), kd);
+        piece_values pv = {&dm, dv ? texi_simplify(dv, 0, NULL) : NULL,
+                           md ? texi_simplify(md, 0, NULL) : NULL};
+        tex_expr *pos = texi_binary(TEXI_EXPR_ADD, rm, u); /* rm + u, in [kD, (k+1)D) */
+        tex_expr *lo = k ? texi_binary(TEXI_EXPR_GE, pos, kd) : NULL;
+        tex_expr *hi =
+            k < n - 1 ? texi_binary(TEXI_EXPR_LT, pos, texi_int_imm(ctx, t, (k + 1) * dm.d)) : NULL;
+        tex_expr *cond = lo && hi ? texi_binary(TEXI_EXPR_AND, lo, hi) : lo ? lo : hi;
+        tex_stmt *body =
+            pv.div && pv.mod ? texi_stmt_mutate(ctx, s, NULL, replace_divmod, &pv) : NULL;
+        body = body && cond ? texi_if_new(ctx, texi_simplify(cond, 0, NULL), body, NULL) : body;
+        items[k] = body ? peel(sk, body, pieces * (int)n) : NULL;
+        if (!items[k])
+            return NULL;
+    }
+    return items ? texi_seq_new(ctx, (int)n, items) : NULL;
 }
 
 /* Lane fusion: the accesses of a serial loop J (over j, constant extent E)
@@ -241,7 +352,8 @@ static tex_stmt *fuse_lanes(sinker *sk, tex_stmt *s)
     tex_ctx *ctx = sk->ctx;
     tex_dtype t = l->u.loop.var->dtype;
     tex_expr *lane = texi_var_new(ctx, "lane", t);
-    lane_rewrite lr = {sk, &lc, lane, {l->u.loop.var, s->u.loop.var}, {l->u.loop.min, s->u.loop.min}};
+    lane_rewrite lr = {
+        sk, &lc, lane, {l->u.loop.var, s->u.loop.var}, {l->u.loop.min, s->u.loop.min}};
     tex_stmt *r = lane ? texi_stmt_mutate(ctx, body, lane_store, lane_load, &lr) : NULL;
     if (!r || sk->refused) {
         sk->refused = true;
@@ -329,7 +441,7 @@ static tex_stmt *sink_seq(sinker *sk, tex_stmt *s)
             pending[run++] = item;
             continue;
         }
-        if (run && !(out[n_out++] = leaf(sk, texi_seq_new(sk->ctx, run, pending))))
+        if (run && !(out[n_out++] = peel(sk, texi_seq_new(sk->ctx, run, pending), 1)))
             return NULL;
         run = 0;
         if (item && !(out[n_out++] = sink(sk, item)))
@@ -355,7 +467,7 @@ static tex_stmt *sink(sinker *sk, tex_stmt *s)
     if (sk->refused)
         return NULL;
     if (straight(s))
-        return leaf(sk, s);
+        return peel(sk, s, 1);
     switch (s->kind) {
     case TEXI_STMT_FOR:
         if ((s->u.loop.for_kind != TEXI_FOR_SERIAL && s->u.loop.for_kind != TEXI_FOR_UNROLLED) ||

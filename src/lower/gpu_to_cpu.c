@@ -219,13 +219,13 @@ static tex_stmt *expand_local(fission *fs, tex_stmt *s)
     x.threads = texi_convert(inner->u.loop.extent, t);
     x.tid = texi_binary(TEXI_EXPR_SUB, texi_convert(inner->u.loop.var, t),
                         texi_convert(inner->u.loop.min, t));
-    tex_expr *size = texi_binary(
-        TEXI_EXPR_MUL, texi_binary(TEXI_EXPR_MUL, outer, hi_slice),
-        texi_binary(TEXI_EXPR_MUL, x.threads, texi_int_imm(ctx, t, x.group)));
+    tex_expr *size =
+        texi_binary(TEXI_EXPR_MUL, texi_binary(TEXI_EXPR_MUL, outer, hi_slice),
+                    texi_binary(TEXI_EXPR_MUL, x.threads, texi_int_imm(ctx, t, x.group)));
     size = size ? texi_simplify(size, 0, NULL) : NULL;
     x.to = size ? texi_buffer_new(ctx, b->name, b->dtype, TEXI_SCOPE_LOCAL, 1, &size) : NULL;
-    x.hi_base = lin && hi_slice ? texi_simplify(texi_binary(TEXI_EXPR_MUL, lin, hi_slice), 0, NULL)
-                                : NULL;
+    x.hi_base =
+        lin && hi_slice ? texi_simplify(texi_binary(TEXI_EXPR_MUL, lin, hi_slice), 0, NULL) : NULL;
     x.tid = x.tid ? texi_simplify(x.tid, 0, NULL) : NULL;
     if (!x.to || !x.hi_base || !x.tid || !x.threads)
         return NULL;
