@@ -155,6 +155,30 @@ static tex_expr *replace_divmod(tex_expr *e, void *ud)
 
 enum { MAX_PIECES = 4 };
 
+/* Loads and stores at their simplified indices (a piece's q + k folded). */
+static tex_expr *simplify_load(tex_expr *e, void *ud)
+{
+    if (e->kind != TEXI_EXPR_LOAD)
+        return NULL;
+    tex_expr *idx = texi_expr_mutate(e->u.load.index, simplify_load, ud);
+    tex_expr *r = idx ? texi_load_new(e->u.load.buf, texi_simplify(idx, 0, NULL)) : NULL;
+    ((sinker *)ud)->refused |= !r;
+    return r ? r : e;
+}
+
+static tex_stmt *simplify_store(tex_stmt *s, void *ud)
+{
+    sinker *sk = ud;
+    if (s->kind != TEXI_STMT_STORE)
+        return NULL;
+    tex_expr *idx = texi_expr_mutate(s->u.store.index, simplify_load, ud);
+    tex_expr *v = texi_expr_mutate(s->u.store.value, simplify_load, ud);
+    tex_stmt *r =
+        idx && v ? texi_store_new(sk->ctx, s->u.store.buf, texi_simplify(idx, 0, NULL), v) : NULL;
+    sk->refused |= !r;
+    return r ? r : s;
+}
+
 static tex_stmt *peel(sinker *sk, tex_stmt *s, int pieces);
 
 /*
@@ -210,6 +234,9 @@ static tex_stmt *peel(sinker *sk, tex_stmt *s, int pieces)
         tex_expr *cond = lo && hi ? texi_binary(TEXI_EXPR_AND, lo, hi) : lo ? lo : hi;
         tex_stmt *body =
             pv.div && pv.mod ? texi_stmt_mutate(ctx, s, NULL, replace_divmod, &pv) : NULL;
+        body = body ? texi_stmt_mutate(ctx, body, simplify_store, simplify_load, sk) : NULL;
+        if (sk->refused)
+            return NULL;
         body = body && cond ? texi_if_new(ctx, texi_simplify(cond, 0, NULL), body, NULL) : body;
         items[k] = body ? peel(sk, body, pieces * (int)n) : NULL;
         if (!items[k])
@@ -301,12 +328,35 @@ static tex_expr *lane_index(lane_rewrite *lr, tex_expr *idx)
     return r ? texi_simplify(r, 0, NULL) : NULL;
 }
 
+/* Whether integer e is affine in tx and j with tx's coefficient E times
+ * j's, which is not 0 (so it is affine in the lane). */
+static bool lane_affine(const lane_check *lc, tex_expr *e)
+{
+    int64_t cx, cj;
+    return texi_dtype_is_int(e->dtype) &&
+           (e->kind == TEXI_EXPR_ADD || e->kind == TEXI_EXPR_SUB || e->kind == TEXI_EXPR_MUL) &&
+           texi_linear_in(e, lc->tx, &cx) && texi_linear_in(e, lc->j, &cj) && cj &&
+           cx == lc->e * cj;
+}
+
+/* Loads at lane indices; other affine uses of tx and j (a guard's bound)
+ * rewritten the same way, and any other use of tx or j as min(L) + t / E
+ * or min(J) + t % E. */
 static tex_expr *lane_load(tex_expr *e, void *ud)
 {
     lane_rewrite *lr = ud;
-    if (e->kind != TEXI_EXPR_LOAD)
+    tex_expr *r = NULL;
+    if (e->kind == TEXI_EXPR_LOAD)
+        r = texi_load_new(e->u.load.buf, lane_index(lr, e->u.load.index));
+    else if (lane_affine(lr->lc, e))
+        r = lane_index(lr, e);
+    else if (e == lr->vars[0] || e == lr->vars[1]) {
+        tex_expr *lane = texi_convert(lr->lane, e->dtype);
+        tex_expr *d = texi_int_imm(lr->sk->ctx, e->dtype, lr->lc->e);
+        r = texi_binary(e == lr->vars[0] ? TEXI_EXPR_FLOORDIV : TEXI_EXPR_FLOORMOD, lane, d);
+        r = texi_binary(TEXI_EXPR_ADD, e == lr->vars[0] ? lr->mins[0] : lr->mins[1], r);
+    } else
         return NULL;
-    tex_expr *r = texi_load_new(e->u.load.buf, lane_index(lr, e->u.load.index));
     lr->sk->refused |= !r;
     return r ? r : e;
 }
@@ -359,8 +409,6 @@ static tex_stmt *fuse_lanes(sinker *sk, tex_stmt *s)
         sk->refused = true;
         return NULL;
     }
-    if (texi_stmt_uses_var(ctx, r, lc.tx) || texi_stmt_uses_var(ctx, r, lc.j))
-        return NULL; /* tx or j outside an index */
     return leaf_over(sk, lane, texi_int_imm(ctx, t, 0), texi_int_imm(ctx, t, lc.e * threads), r);
 }
 

@@ -89,23 +89,55 @@ static tex_stmt *split_seq(fission *fs, tex_stmt *s)
 enum { MAX_RANGES = 32 };
 
 /* The ranges of the loops inside a per-thread buffer's scope, under which
- * its new indices are simplified; `clash`: a variable bound by two loops
- * with different ranges (none are used then). */
+ * its new indices are simplified. A variable bound by several loops (a
+ * loop and its tail copy) gets the hull of their constant ranges, or none
+ * (unbounded) when one is not constant. */
 typedef struct {
     texi_range r[MAX_RANGES];
     int n;
-    bool clash;
 } loop_ranges;
+
+/* The hull of range r and [min, min + extent), or false when one is not constant. */
+static bool hull(tex_ctx *ctx, texi_range *r, tex_expr *min, tex_expr *extent)
+{
+    int64_t m0, e0, m1, e1;
+    if (!r->min || !texi_expr_is_int_const(r->min, &m0) ||
+        !texi_expr_is_int_const(r->extent, &e0) || !texi_expr_is_int_const(min, &m1) ||
+        !texi_expr_is_int_const(extent, &e1))
+        return false;
+    int64_t lo = m0 < m1 ? m0 : m1, hi = m0 + e0 > m1 + e1 ? m0 + e0 : m1 + e1;
+    r->min = texi_int_imm(ctx, min->dtype, lo);
+    r->extent = texi_int_imm(ctx, extent->dtype, hi - lo);
+    return r->min && r->extent;
+}
+
+typedef struct {
+    tex_ctx *ctx;
+    loop_ranges *lr;
+} range_walk;
+
+/* lr without the ranges hull() dropped. */
+static void compact(loop_ranges *lr)
+{
+    int n = 0;
+    for (int i = 0; i < lr->n; i++)
+        if (lr->r[i].min)
+            lr->r[n++] = lr->r[i];
+    lr->n = n;
+}
 
 static bool collect_range(const tex_stmt *s, void *ud)
 {
-    loop_ranges *lr = ud;
+    range_walk *w = ud;
+    loop_ranges *lr = w->lr;
     if (s->kind != TEXI_STMT_FOR)
         return true;
     for (int i = 0; i < lr->n; i++)
         if (lr->r[i].var == s->u.loop.var) {
-            lr->clash |= !texi_expr_equal(lr->r[i].min, s->u.loop.min) ||
-                         !texi_expr_equal(lr->r[i].extent, s->u.loop.extent);
+            if (!texi_expr_equal(lr->r[i].min, s->u.loop.min) ||
+                !texi_expr_equal(lr->r[i].extent, s->u.loop.extent))
+                if (!hull(w->ctx, &lr->r[i], s->u.loop.min, s->u.loop.extent))
+                    lr->r[i].min = lr->r[i].extent = NULL; /* dropped by compact() */
             return true;
         }
     if (lr->n < MAX_RANGES) /* a variable left out is unbounded: merely less simplified */
@@ -149,7 +181,7 @@ static tex_expr *shifted(const expansion *x, tex_expr *idx)
         r = texi_binary(TEXI_EXPR_ADD, texi_binary(TEXI_EXPR_MUL, r, g),
                         texi_binary(TEXI_EXPR_FLOORMOD, idx, g));
     const loop_ranges *lr = x->ranges;
-    return r ? texi_simplify(r, lr->clash ? 0 : lr->n, lr->r) : NULL;
+    return r ? texi_simplify(r, lr->n, lr->r) : NULL;
 }
 
 static tex_expr *expand_load(tex_expr *e, void *ud)
@@ -230,9 +262,11 @@ static tex_stmt *expand_local(fission *fs, tex_stmt *s)
     if (!x.to || !x.hi_base || !x.tid || !x.threads)
         return NULL;
     loop_ranges lr = {.n = 0};
+    range_walk w = {ctx, &lr};
     for (int i = 0; i < fs->n_loops; i++)
-        collect_range(fs->loops[i], &lr);
-    texi_stmt_visit(s->u.alloc.body, collect_range, &lr);
+        collect_range(fs->loops[i], &w);
+    texi_stmt_visit(s->u.alloc.body, collect_range, &w);
+    compact(&lr);
     x.ranges = &lr;
     tex_stmt *body = texi_stmt_mutate(ctx, s->u.alloc.body, expand_store, expand_load, &x);
     body = body && !fs->rc ? split(fs, body) : NULL;
