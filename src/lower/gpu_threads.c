@@ -455,6 +455,86 @@ static tex_stmt *expand_store(tex_stmt *s, void *ud)
 }
 
 static tex_stmt *sink(sinker *sk, tex_stmt *s);
+/* Accumulator-stationary interchange: a leaf's stores, each at an index
+ * that does not use K's variable, affine in I's and the lane's with I's
+ * coefficient at least the lanes' span, and loads of stored buffers at
+ * the stored index. */
+typedef struct {
+    const tex_expr *k, *i, *lane;
+    int64_t span; /* the lane loop's extent */
+    const texi_buffer *stored[16];
+    tex_expr *at[16];
+    int n_stored;
+    bool ok;
+} stationary_check;
+
+static bool stationary_store(const tex_stmt *s, void *ud)
+{
+    stationary_check *sc = ud;
+    int64_t ci, cl;
+    if (s->kind != TEXI_STMT_STORE)
+        return sc->ok;
+    tex_expr *idx = s->u.store.index;
+    if (texi_expr_uses_var(idx, sc->k) || !texi_linear_in(idx, sc->i, &ci) ||
+        !texi_linear_in(idx, sc->lane, &cl) || cl < 0 || cl > 1 ||
+        (ci < 0 ? -ci : ci) < (cl ? sc->span : 1) || sc->n_stored == 16)
+        return sc->ok = false;
+    for (int b = 0; b < sc->n_stored; b++)
+        if (sc->stored[b] == s->u.store.buf && !texi_expr_equal(sc->at[b], idx))
+            return sc->ok = false;
+    sc->stored[sc->n_stored] = s->u.store.buf;
+    sc->at[sc->n_stored++] = idx;
+    return true;
+}
+
+static bool stationary_read(tex_expr *e, void *ud)
+{
+    stationary_check *sc = ud;
+    if (e->kind == TEXI_EXPR_LOAD)
+        for (int b = 0; b < sc->n_stored; b++)
+            if (sc->stored[b] == e->u.load.buf && !texi_expr_equal(sc->at[b], e->u.load.index))
+                sc->ok = false;
+    return sc->ok;
+}
+
+static bool stationary_reads(const tex_stmt *s, void *ud)
+{
+    texi_stmt_visit_exprs(s, stationary_read, ud);
+    return ((stationary_check *)ud)->ok;
+}
+
+/*
+ * Loop K (thread-invariant, serial) with its sunk body B: when B is
+ * `for (I) L` with L a vectorized leaf whose every store is at an index
+ * that does not use K, is affine in I and in the lane with I's coefficient
+ * at least the lanes' span (so different I's touch disjoint elements),
+ * and whose loads of stored buffers read the stored index, K goes inside
+ * I: `for (I) for (K) L`. The iterations of different I's are then
+ * independent and each I's run over K keeps its order, so the result is
+ * the same; the elements a K-run updates stay fixed across it, and pass
+ * promote keeps them in registers (a GEMM thread tile's accumulators
+ * across the k loop). Otherwise K around B.
+ */
+static tex_stmt *stationary(tex_ctx *ctx, tex_stmt *k, tex_stmt *b)
+{
+    tex_stmt *leaf_loop = b->kind == TEXI_STMT_FOR ? b->u.loop.body : NULL;
+    int64_t span;
+    if (!leaf_loop || leaf_loop->kind != TEXI_STMT_FOR ||
+        (b->u.loop.for_kind != TEXI_FOR_SERIAL && b->u.loop.for_kind != TEXI_FOR_UNROLLED) ||
+        leaf_loop->u.loop.for_kind != TEXI_FOR_VECTORIZED ||
+        texi_expr_uses_var(b->u.loop.min, k->u.loop.var) ||
+        texi_expr_uses_var(b->u.loop.extent, k->u.loop.var) ||
+        !texi_expr_is_int_const(leaf_loop->u.loop.extent, &span))
+        return texi_stmt_with_body(ctx, k, b);
+    stationary_check sc = {k->u.loop.var, b->u.loop.var, leaf_loop->u.loop.var, span, {0}, {0}, 0,
+                           true};
+    texi_stmt_visit(leaf_loop->u.loop.body, stationary_store, &sc);
+    if (sc.ok)
+        texi_stmt_visit(leaf_loop->u.loop.body, stationary_reads, &sc);
+    if (!sc.ok)
+        return texi_stmt_with_body(ctx, k, b);
+    return texi_stmt_with_body(ctx, b, texi_stmt_with_body(ctx, k, leaf_loop));
+}
 
 /* A LOCAL buffer of L's body as one array over L's threads. */
 static tex_stmt *sink_local(sinker *sk, tex_stmt *s)
@@ -523,7 +603,8 @@ static tex_stmt *sink(sinker *sk, tex_stmt *s)
             break;
         if ((r = fuse_lanes(sk, s)) || sk->refused)
             return r;
-        return texi_stmt_with_body(sk->ctx, s, sink(sk, s->u.loop.body));
+        r = sink(sk, s->u.loop.body);
+        return r ? stationary(sk->ctx, s, r) : NULL;
     case TEXI_STMT_SEQ:
         return sink_seq(sk, s);
     case TEXI_STMT_IF:

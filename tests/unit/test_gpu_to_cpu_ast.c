@@ -19,11 +19,9 @@
 
 static char cache_dir[] = "/tmp/tex_test_gpu_to_cpu_ast.XXXXXX";
 
-/* The CPU tail of case id (small sizes) printed, malloc'ed; NULL on failure. */
-static char *tail_text(tex_ctx *ctx, gc_id id, bool symbolic)
+/* The CPU tail of case id at `sizes` printed, malloc'ed; NULL on failure. */
+static char *tail_text_at(tex_ctx *ctx, gc_id id, bool symbolic, const int64_t sizes[])
 {
-    int64_t sizes[GC_MAX_SIZES];
-    gc_default_sizes(id, GC_SMALL, sizes);
     gc_case c;
     tex_func tail;
     if (gc_build(ctx, id, sizes, symbolic, &c) != 0 || !c.f) {
@@ -35,6 +33,14 @@ static char *tail_text(tex_ctx *ctx, gc_id id, bool symbolic)
         return NULL;
     }
     return texi_stmt_str(tail.body);
+}
+
+/* tail_text_at at the case's small sizes. */
+static char *tail_text(tex_ctx *ctx, gc_id id, bool symbolic)
+{
+    int64_t sizes[GC_MAX_SIZES];
+    gc_default_sizes(id, GC_SMALL, sizes);
+    return tail_text_at(ctx, id, symbolic, sizes);
 }
 
 /* The C source of case id built for "c", malloc'ed; NULL on failure. */
@@ -130,7 +136,9 @@ static void test_threads_reduction(void)
  * the write-back are vectorized over it (tail tiles guarded; with symbolic
  * sizes the tiles are thread-fastest, vectorized over the threads); the
  * cooperative fetches, whose tile rows are 8 (A) and 64
- * (B) wide, are vectorized piecewise. */
+ * (B) wide, are vectorized piecewise; the loop over k runs inside the
+ * loop over the tile rows, so that promote keeps a row's accumulators in
+ * registers. */
 static void test_threads_vectorized(void)
 {
     tex_ctx *ctx = tex_ctx_new();
@@ -141,19 +149,24 @@ static void test_threads_vectorized(void)
     ast = tail_text(ctx, GC_MATMUL, true); /* symbolic: tiles min(M, 4) x min(N, 4) */
     TT_CHECK(ast && strstr(ast, "C.local[ramp("));
     free(ast);
-    {
-        ast = tail_text(ctx, GC_MATMUL, false);
-        TT_CHECK(ast && strstr(ast, "allocate C.local: f32[4096] local"));
-        TT_CHECK(ast && strstr(ast, "C.local[ramp(i*64 + i.inner.outer*256 + chunk*8, 1, 8)] = "
-                                    "C.local[ramp(i*64 + i.inner.outer*256 + chunk*8, 1, 8)] + "
-                                    "broadcast(A.shared["));
-        TT_CHECK(ast &&
-                 strstr(ast, "C.local[ramp(i.inner.outer*256 + i.init*64 + chunk*8, 1, 8)]"));
-        TT_CHECK(ast && strstr(ast, "= C.local[ramp(i.inner.outer*256 + i.inner.inner*64"));
-        TT_CHECK(ast && strstr(ast, "A.shared[ramp(") && strstr(ast, "B.shared[ramp("));
-        TT_CHECK(ast && !strstr(ast, "threadIdx.x"));
-        free(ast);
-    }
+    ast = tail_text(ctx, GC_MATMUL, false);
+    TT_CHECK(ast && strstr(ast, "allocate C.local: f32[4096] local"));
+    const char *acc = ast ? strstr(ast, "C.local[ramp(i*64 + i.inner.outer*256 + chunk*") : NULL;
+    TT_CHECK(acc && strstr(acc, "broadcast(A.shared["));
+    TT_CHECK(ast && strstr(ast, "C.local[ramp(i.inner.outer*256 + i.init*64 + chunk*"));
+    TT_CHECK(ast && strstr(ast, "= C.local[ramp(i.inner.outer*256 + i.inner.inner*64"));
+    TT_CHECK(ast && strstr(ast, "A.shared[ramp(") && strstr(ast, "B.shared[ramp("));
+    TT_CHECK(ast && strstr(ast, "for (i, 0, 4) {\n                    for (k.inner, 0, 8) {"));
+    TT_CHECK(ast && !strstr(ast, "threadIdx.x"));
+    free(ast);
+    /* whole tiles: a row's accumulators in registers across k.inner */
+    ast = tail_text_at(ctx, GC_MATMUL, false, (const int64_t[GC_MAX_SIZES]){64, 128, 16});
+    const char *row = ast ? strstr(ast, "for (i, 0, 4) {") : NULL;
+    const char *k = row ? strstr(row, "for (k.inner, 0, 8) {") : NULL;
+    const char *reg = row ? strstr(row, "allocate C.local.reg: f32[64] local") : NULL;
+    TT_CHECK(k && reg && reg < k);
+    TT_CHECK(k && strstr(k, "C.local.reg[ramp(0, 1, ") && strstr(k, "] = C.local.reg[ramp(0, 1, "));
+    free(ast);
     tex_ctx_free(ctx);
 }
 
