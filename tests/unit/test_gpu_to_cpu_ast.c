@@ -216,6 +216,49 @@ static void test_threads_lanes_fused(void)
     tex_ctx_free(ctx);
 }
 
+/* `for (tx, 0, 16) bind threadIdx.x { for (k, 0, 8) for (i, 0, 4)
+ * O[at] = O[at] + A[k*16 + tx] }` through gpu_threads, printed (malloc'ed). */
+static char *stationary_nest(tex_ctx *ctx, tex_expr *tx, tex_expr *k, tex_expr *i, tex_expr *at)
+{
+    tex_expr *n = texi_int_imm(ctx, TEX_I32, 128);
+    texi_buffer *A = texi_buffer_new(ctx, "A", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
+    texi_buffer *O = texi_buffer_new(ctx, "O", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
+    tex_expr *a = texi_binary(TEXI_EXPR_ADD,
+                              texi_binary(TEXI_EXPR_MUL, k, texi_int_imm(ctx, TEX_I32, 16)), tx);
+    tex_stmt *body = texi_store_new(
+        ctx, O, at, texi_binary(TEXI_EXPR_ADD, texi_load_new(O, at), texi_load_new(A, a)));
+    body = texi_for_new(ctx, i, texi_int_imm(ctx, TEX_I32, 0), texi_int_imm(ctx, TEX_I32, 4),
+                        TEXI_FOR_SERIAL, -1, body);
+    body = texi_for_new(ctx, k, texi_int_imm(ctx, TEX_I32, 0), texi_int_imm(ctx, TEX_I32, 8),
+                        TEXI_FOR_SERIAL, -1, body);
+    body = texi_for_new(ctx, tx, texi_int_imm(ctx, TEX_I32, 0), texi_int_imm(ctx, TEX_I32, 16),
+                        TEXI_FOR_THREAD, TEX_THREAD_X, body);
+    tex_stmt *out = NULL;
+    texi_lower lw = {.ctx = ctx};
+    TT_CHECK(body && texi_pass_gpu_threads(&lw, body, &out) == 0);
+    return out ? texi_stmt_str(out) : NULL;
+}
+
+/* Accumulators at i*16 + tx, fixed across k: k goes inside i; at k*16 + tx
+ * (k's iterations write different elements) the loops keep their order. */
+static void test_threads_stationary(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_expr *tx = texi_var_new(ctx, "tx", TEX_I32), *k = texi_var_new(ctx, "k", TEX_I32);
+    tex_expr *i = texi_var_new(ctx, "i", TEX_I32), *sixteen = texi_int_imm(ctx, TEX_I32, 16);
+    tex_expr *at_i = texi_binary(TEXI_EXPR_ADD, texi_binary(TEXI_EXPR_MUL, i, sixteen), tx);
+    tex_expr *at_k = texi_binary(TEXI_EXPR_ADD, texi_binary(TEXI_EXPR_MUL, k, sixteen), tx);
+    char *ast = stationary_nest(ctx, tx, k, i, at_i);
+    TT_CHECK(ast &&
+             strstr(ast, "for (i, 0, 4) {\n  for (k, 0, 8) {\n    for (tx, 0, 16) vectorized"));
+    free(ast);
+    ast = stationary_nest(ctx, tx, k, i, at_k);
+    TT_CHECK(ast &&
+             strstr(ast, "for (k, 0, 8) {\n  for (i, 0, 4) {\n    for (tx, 0, 16) vectorized"));
+    free(ast);
+    tex_ctx_free(ctx);
+}
+
 /* `for (tx, 0, 16) bind threadIdx.x { S[tx] = A[tx/8*100 + tx%8] }`
  * through gpu_threads: the lanes whose tx/8 is 0 and those whose tx/8 is
  * 1 are two guarded vectorized loops, each reading A at an index affine
@@ -415,6 +458,7 @@ int main(void)
     TT_RUN(test_threads_vectorized);
     TT_RUN(test_threads_lanes_fused);
     TT_RUN(test_threads_divmod_peeled);
+    TT_RUN(test_threads_stationary);
     TT_RUN(test_region_fused);
     tt_remove_tree(cache_dir);
     return tt_finish();
