@@ -26,7 +26,14 @@
  *     extent is a constant of at least MIN_LANES and every access of S is
  *     affine in tx, stores with a coefficient of 0 or 1 (a coefficient 0
  *     is a reduction of all threads into one element: pass simd makes it a
- *     vectorized reduction, simd_reduce.c), otherwise serial.
+ *     vectorized reduction, simd_reduce.c), otherwise serial;
+ *   - a leaf indexed by a thread-dependent floor division or modulo by a
+ *     constant is first split into pieces in which it is affine (peel());
+ *   - a serial loop around a leaf whose accesses step by the loop's
+ *     extent per thread fuses with L into one loop over both (fuse_lanes(),
+ *     e.g. the rows of per-thread tiles laid out by gpu_to_cpu);
+ *   - a serial loop K around `for (I) vectorized leaf` whose stores stay
+ *     fixed across K goes inside I (stationary()), for pass promote.
  * A nest with something else in L's body (a thread, parallel or vectorized
  * loop, a thread-dependent loop bound, a shared allocation), or in which no
  * leaf would be vectorized, is left as it is: its thread loops run
@@ -136,6 +143,16 @@ static bool find_divmod_stmt(const tex_stmt *s, void *ud)
     return !((divmod *)ud)->a;
 }
 
+/* Clears the dividend found when it reads a LET of the leaf (the pieces'
+ * guards sit outside the leaf, where that variable is not bound). */
+static bool divmod_scope(const tex_stmt *s, void *ud)
+{
+    divmod *dm = ud;
+    if (dm->a && s->kind == TEXI_STMT_LET && texi_expr_uses_var(dm->a, s->u.let.var))
+        dm->a = NULL;
+    return dm->a != NULL;
+}
+
 /* The values of a / D and a % D in piece k: q + k and rm + u - k D. */
 typedef struct {
     const divmod *dm;
@@ -190,8 +207,8 @@ static tex_stmt *peel(sinker *sk, tex_stmt *s, int pieces);
  * piece is `for (tx) if (its range) s_k`, a guarded leaf simd_tail
  * vectorizes by chunks (a cooperative fetch of a tile whose rows are D
  * wide: one or two pieces per row crossing). Peeled again while other
- * divisions remain, up to MAX_PIECES leaves; otherwise, or when the count
- * of pieces is unknown, s is one leaf.
+ * divisions remain, up to MAX_PIECES leaves; otherwise s is one leaf (also
+ * when the dividend reads a LET of s).
  */
 static tex_stmt *peel(sinker *sk, tex_stmt *s, int pieces)
 {
@@ -203,6 +220,8 @@ static tex_stmt *peel(sinker *sk, tex_stmt *s, int pieces)
     int64_t x;
     if (!af.affine && texi_expr_is_int_const(l->u.loop.extent, &x))
         texi_stmt_visit(s, find_divmod_stmt, &dm);
+    if (dm.a)
+        texi_stmt_visit(s, divmod_scope, &dm);
     if (af.affine || !dm.a)
         return leaf(sk, s);
     tex_dtype t = dm.a->dtype;
