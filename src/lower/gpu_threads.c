@@ -218,7 +218,7 @@ static tex_stmt *peel(sinker *sk, tex_stmt *s, int pieces)
     texi_stmt_visit(s, check_access, &af);
     divmod dm = {l->u.loop.var, NULL, 0};
     int64_t x;
-    if (!af.affine && texi_expr_is_int_const(l->u.loop.extent, &x))
+    if (!af.affine && texi_expr_is_int_const(l->u.loop.extent, &x) && x >= MIN_LANES)
         texi_stmt_visit(s, find_divmod_stmt, &dm);
     if (dm.a)
         texi_stmt_visit(s, divmod_scope, &dm);
