@@ -86,18 +86,102 @@ static tex_stmt *split_seq(fission *fs, tex_stmt *s)
     return texi_seq_new(fs->ctx, n_out, out);
 }
 
+enum { MAX_RANGES = 32 };
+
+/* The ranges of the loops inside a per-thread buffer's scope, under which
+ * its new indices are simplified. A variable bound by several loops (a
+ * loop and its tail copy) gets the hull of their constant ranges, or none
+ * (unbounded) when one is not constant. */
+typedef struct {
+    texi_range r[MAX_RANGES];
+    int n;
+} loop_ranges;
+
+/* The hull of range r and [min, min + extent), or false when one is not constant. */
+static bool hull(tex_ctx *ctx, texi_range *r, tex_expr *min, tex_expr *extent)
+{
+    int64_t m0, e0, m1, e1;
+    if (!r->min || !texi_expr_is_int_const(r->min, &m0) ||
+        !texi_expr_is_int_const(r->extent, &e0) || !texi_expr_is_int_const(min, &m1) ||
+        !texi_expr_is_int_const(extent, &e1))
+        return false;
+    int64_t lo = m0 < m1 ? m0 : m1, hi = m0 + e0 > m1 + e1 ? m0 + e0 : m1 + e1;
+    r->min = texi_int_imm(ctx, min->dtype, lo);
+    r->extent = texi_int_imm(ctx, extent->dtype, hi - lo);
+    return r->min && r->extent;
+}
+
+typedef struct {
+    tex_ctx *ctx;
+    loop_ranges *lr;
+} range_walk;
+
+/* lr without the ranges hull() dropped. */
+static void compact(loop_ranges *lr)
+{
+    int n = 0;
+    for (int i = 0; i < lr->n; i++)
+        if (lr->r[i].min)
+            lr->r[n++] = lr->r[i];
+    lr->n = n;
+}
+
+static bool collect_range(const tex_stmt *s, void *ud)
+{
+    range_walk *w = ud;
+    loop_ranges *lr = w->lr;
+    if (s->kind != TEXI_STMT_FOR)
+        return true;
+    for (int i = 0; i < lr->n; i++)
+        if (lr->r[i].var == s->u.loop.var) {
+            if (!texi_expr_equal(lr->r[i].min, s->u.loop.min) ||
+                !texi_expr_equal(lr->r[i].extent, s->u.loop.extent))
+                if (!hull(w->ctx, &lr->r[i], s->u.loop.min, s->u.loop.extent))
+                    lr->r[i].min = lr->r[i].extent = NULL; /* dropped by compact() */
+            return true;
+        }
+    if (lr->n < MAX_RANGES) /* a variable left out is unbounded: merely less simplified */
+        lr->r[lr->n++] = (texi_range){s->u.loop.var, s->u.loop.min, s->u.loop.extent};
+    return true;
+}
+
 typedef struct {
     const void *key;
     texi_buffer *to;
-    tex_expr *base; /* linear thread id * slice size */
+    tex_expr *hi_base; /* linear id of the outer threads * (slice size / group) */
+    tex_expr *tid;     /* the innermost thread's id: its variable - min */
+    tex_expr *threads; /* the innermost thread loop's extent */
+    int64_t group;     /* the buffer's last dimension when constant, else 1 */
+    const loop_ranges *ranges;
     fission *fs;
 } expansion;
 
-/* base + idx in idx's dtype. */
+/*
+ * Element idx of the thread's slice in the array over the threads:
+ *     ((hi_base + idx / group) * threads + tid) * group + idx % group
+ * (floor division), in idx's dtype: the innermost thread's slices are
+ * interleaved by rows of the buffer's last dimension, so that a thread's
+ * row and its neighbours' rows are one contiguous run ([outer threads]
+ * [leading dims][threadIdx.x][last dim]), the layout gpu_threads needs to
+ * vectorize over the thread and the row together. floordiv/floormod keep
+ * it exact for any idx; under the loop ranges they reduce to the leading
+ * and last coordinates.
+ */
 static tex_expr *shifted(const expansion *x, tex_expr *idx)
 {
-    tex_expr *sum = idx ? texi_binary(TEXI_EXPR_ADD, texi_convert(x->base, idx->dtype), idx) : NULL;
-    return sum ? texi_simplify(sum, 0, NULL) : NULL;
+    if (!idx)
+        return NULL;
+    tex_dtype t = idx->dtype;
+    tex_expr *g = texi_int_imm(x->fs->ctx, t, x->group);
+    tex_expr *hi = x->group > 1 ? texi_binary(TEXI_EXPR_FLOORDIV, idx, g) : idx;
+    tex_expr *r = texi_binary(TEXI_EXPR_ADD, texi_convert(x->hi_base, t), hi);
+    r = texi_binary(TEXI_EXPR_MUL, r, texi_convert(x->threads, t));
+    r = texi_binary(TEXI_EXPR_ADD, r, texi_convert(x->tid, t));
+    if (x->group > 1)
+        r = texi_binary(TEXI_EXPR_ADD, texi_binary(TEXI_EXPR_MUL, r, g),
+                        texi_binary(TEXI_EXPR_FLOORMOD, idx, g));
+    const loop_ranges *lr = x->ranges;
+    return r ? texi_simplify(r, lr->n, lr->r) : NULL;
 }
 
 static tex_expr *expand_load(tex_expr *e, void *ud)
@@ -131,37 +215,62 @@ static tex_stmt *expand_store(tex_stmt *s, void *ud)
     return r ? r : s;
 }
 
-/* A LOCAL buffer inside the thread nest: one slice per thread. */
+/* The product of b's dimensions [0, n) in type t. */
+static tex_expr *dims_product(tex_ctx *ctx, const texi_buffer *b, int n, tex_dtype t)
+{
+    tex_expr *p = texi_int_imm(ctx, t, 1);
+    for (int d = 0; p && d < n; d++)
+        p = texi_binary(TEXI_EXPR_MUL, p, texi_convert(b->shape[d], t));
+    return p;
+}
+
+/* A LOCAL buffer inside the thread nest: one slice per thread, laid out
+ * as shifted() says, since its values live across segments. */
 static tex_stmt *expand_local(fission *fs, tex_stmt *s)
 {
     const texi_buffer *b = s->u.alloc.buf;
     tex_ctx *ctx = fs->ctx;
+    const tex_stmt *inner = fs->loops[fs->n_loops - 1];
     tex_dtype t = fs->loops[0]->u.loop.var->dtype; /* the index type of thread code */
-    tex_expr *slice = texi_int_imm(ctx, t, 1), *lin = texi_int_imm(ctx, t, 0);
-    tex_expr *threads = texi_int_imm(ctx, t, 1);
-    for (int d = 0; slice && d < b->ndim; d++)
-        slice = texi_binary(TEXI_EXPR_MUL, slice, texi_convert(b->shape[d], t));
-    for (int i = 0; lin && i < fs->n_loops; i++) {
+    expansion x = {.key = texi_buffer_key(b), .group = 1, .fs = fs};
+    int lead = b->ndim;
+    if (b->ndim && texi_expr_is_int_const(b->shape[b->ndim - 1], &x.group) && x.group >= 1)
+        lead = b->ndim - 1;
+    else
+        x.group = 1;
+    tex_expr *lin = texi_int_imm(ctx, t, 0), *outer = texi_int_imm(ctx, t, 1);
+    for (int i = 0; lin && i < fs->n_loops - 1; i++) {
         const tex_stmt *l = fs->loops[i];
         tex_expr *ext = texi_convert(l->u.loop.extent, t);
         tex_expr *id = texi_binary(TEXI_EXPR_SUB, texi_convert(l->u.loop.var, t),
                                    texi_convert(l->u.loop.min, t));
         lin = texi_binary(TEXI_EXPR_ADD, texi_binary(TEXI_EXPR_MUL, lin, ext), id);
-        threads = texi_binary(TEXI_EXPR_MUL, threads, ext);
+        outer = texi_binary(TEXI_EXPR_MUL, outer, ext);
     }
-    tex_expr *size = slice && threads
-                         ? texi_simplify(texi_binary(TEXI_EXPR_MUL, threads, slice), 0, NULL)
-                         : NULL;
-    texi_buffer *to =
-        size ? texi_buffer_new(ctx, b->name, b->dtype, TEXI_SCOPE_LOCAL, 1, &size) : NULL;
-    tex_expr *base =
-        to && lin ? texi_simplify(texi_binary(TEXI_EXPR_MUL, lin, slice), 0, NULL) : NULL;
-    if (!base)
+    tex_expr *hi_slice = dims_product(ctx, b, lead, t);
+    x.threads = texi_convert(inner->u.loop.extent, t);
+    x.tid = texi_binary(TEXI_EXPR_SUB, texi_convert(inner->u.loop.var, t),
+                        texi_convert(inner->u.loop.min, t));
+    tex_expr *size =
+        texi_binary(TEXI_EXPR_MUL, texi_binary(TEXI_EXPR_MUL, outer, hi_slice),
+                    texi_binary(TEXI_EXPR_MUL, x.threads, texi_int_imm(ctx, t, x.group)));
+    size = size ? texi_simplify(size, 0, NULL) : NULL;
+    x.to = size ? texi_buffer_new(ctx, b->name, b->dtype, TEXI_SCOPE_LOCAL, 1, &size) : NULL;
+    x.hi_base =
+        lin && hi_slice ? texi_simplify(texi_binary(TEXI_EXPR_MUL, lin, hi_slice), 0, NULL) : NULL;
+    x.tid = x.tid ? texi_simplify(x.tid, 0, NULL) : NULL;
+    if (!x.to || !x.hi_base || !x.tid || !x.threads)
         return NULL;
-    expansion x = {texi_buffer_key(b), to, base, fs};
+    loop_ranges lr = {.n = 0};
+    range_walk w = {ctx, &lr};
+    for (int i = 0; i < fs->n_loops; i++)
+        collect_range(fs->loops[i], &w);
+    texi_stmt_visit(s->u.alloc.body, collect_range, &w);
+    compact(&lr);
+    x.ranges = &lr;
     tex_stmt *body = texi_stmt_mutate(ctx, s->u.alloc.body, expand_store, expand_load, &x);
     body = body && !fs->rc ? split(fs, body) : NULL;
-    return body ? texi_allocate_new(ctx, to, body) : NULL;
+    return body ? texi_allocate_new(ctx, x.to, body) : NULL;
 }
 
 enum { RECOMPUTE_MAX_NODES = 8 };
@@ -242,8 +351,8 @@ static tex_stmt *split_let(fission *fs, tex_stmt *s)
  *   - ATTR stays around the rewritten body;
  *   - ALLOCATE of shared or global scope moves outside L (one buffer per
  *     block, as on the GPU); a LOCAL buffer is per thread, so it is
- *     expanded: one slice per thread of L, indexed by the linear thread id,
- *     since its values live across segments;
+ *     expanded: one slice per thread of L, since its values live across
+ *     segments (expand_local; layout: shifted());
  *   - a thread loop nested inside joins L.
  */
 static tex_stmt *split(fission *fs, tex_stmt *s)

@@ -26,6 +26,7 @@
  * valid), and B is accessed nowhere else inside L. Other threads touching
  * B[index] during L would race with L in the original too.
  *
+ * Local buffers of at most MAX_BYTES are left to the C compiler (small_local).
  * At most MAX_SLOTS slots and MAX_BYTES bytes per loop (beyond the
  * register file the compiler spills, which costs what the memory accesses
  * cost); buffers are taken in order of first access until the budget is
@@ -286,6 +287,23 @@ static int copies(promoter *pm, candidate *c, bool in, tex_stmt **items, int n)
     return n;
 }
 
+/* A local buffer of constant size within MAX_BYTES (a B.reg of an inner
+ * loop among them): the C compiler keeps it in registers where that pays.
+ * A larger one (a GPU schedule's per-thread accumulators, one array over
+ * the threads of a block on the CPU: gpu_to_cpu.c) is memory like any
+ * other. */
+static bool small_local(const texi_buffer *b)
+{
+    int64_t n = texi_dtype_bits(b->dtype) / 8;
+    for (int d = 0; d < b->ndim; d++) {
+        int64_t e;
+        if (!texi_expr_is_int_const(b->shape[d], &e))
+            return false;
+        n *= e;
+    }
+    return b->scope == TEXI_SCOPE_LOCAL && n <= MAX_BYTES;
+}
+
 /* Picks the candidates within the budget and makes their B.reg buffers. */
 static int choose(promoter *pm)
 {
@@ -293,7 +311,7 @@ static int choose(promoter *pm)
     int64_t bytes = 0;
     for (int i = 0; i < pm->n_cands; i++) {
         candidate *c = &pm->cands[i];
-        if (c->rejected || !c->stored || c->buf->scope == TEXI_SCOPE_LOCAL)
+        if (c->rejected || !c->stored || small_local(c->buf))
             continue;
         int64_t lanes = 0, size = texi_dtype_bits(c->buf->dtype) / 8;
         for (int k = 0; k < c->n_slots; k++) {

@@ -18,10 +18,11 @@
  * that the body is written twice, not twice per chunk) then reads
  *
  *   if (c at those end lanes) for (v, base, L) vectorized { S }
- *   else for (v, base, L) { if (c) S }
+ *   else if (c at the other end lanes) for (v, base, L) { if (c) S }
  *
- * (a chunk of one lane is the serial loop alone; a check the simplifier
- * decides leaves one of the two loops). simd turns the vectorized loop into
+ * (the second check: no lane passes when some conjunct fails where it holds
+ * if anywhere; a chunk of one lane is the serial loop alone; a check the
+ * simplifier decides leaves one of the two loops, or none). simd turns the vectorized loop into
  * vector statements, and guarded_loads treats the serial loop's guarded
  * loads as in any serial loop. A conjunct that loads is refused: the check
  * and the hoisted test would load where c's && might not.
@@ -184,13 +185,14 @@ static bool conjoin(tex_expr **acc, tex_expr *c)
     return *acc != NULL;
 }
 
-/* Whether the varying conjuncts hold on every lane of [base, base + lanes):
- * each at its end lane, simplified; NULL on ENOMEM. */
-static tex_expr *every_lane(const guard *g, tex_expr *v, tex_expr *base, int lanes)
+/* Whether the varying conjuncts hold on every lane of [base, base + lanes)
+ * (`every`: each at its end lane), or may hold on some lane (each at its
+ * other end lane, where it holds if anywhere), simplified; NULL on ENOMEM. */
+static tex_expr *lanes_check(const guard *g, tex_expr *v, tex_expr *base, int lanes, bool every)
 {
     tex_expr *last = texi_simd_plus(base, lanes - 1), *check = NULL;
     for (int i = 0; last && i < g->n_var; i++) {
-        tex_expr *at = texi_convert(g->at_last[i] ? last : base, v->dtype);
+        tex_expr *at = texi_convert(g->at_last[i] == every ? last : base, v->dtype);
         if (!at || !conjoin(&check, texi_substitute(g->var[i], 1, &v, &at)))
             return NULL;
     }
@@ -212,7 +214,8 @@ typedef struct {
 } chunker;
 
 /* Chunk builder (texi_simd_chunk_fn): an unguarded vector loop when every
- * lane passes the guard, else the lanes one by one under it. */
+ * lane passes the guard, else the lanes one by one under it when some lane
+ * may pass (a chunk wholly outside the guard does nothing). */
 static tex_stmt *guarded_chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, int lanes, void *ud)
 {
     const chunker *ch = ud;
@@ -220,9 +223,16 @@ static tex_stmt *guarded_chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, 
     tex_stmt *serial = base ? lanes_loop(ctx, s, base, lanes, TEXI_FOR_SERIAL, ch->g->body) : NULL;
     if (!serial || lanes == 1)
         return serial;
-    tex_expr *check = every_lane(ch->g, s->u.loop.var, base, lanes);
+    tex_expr *check = lanes_check(ch->g, s->u.loop.var, base, lanes, true);
+    tex_expr *some = lanes_check(ch->g, s->u.loop.var, base, lanes, false);
     int64_t known;
-    if (!check)
+    if (!check || !some)
+        return NULL;
+    if (texi_expr_is_int_const(some, &known))
+        serial = known ? serial : texi_seq_new(ctx, 0, NULL);
+    else
+        serial = texi_if_new(ctx, some, serial, NULL);
+    if (!serial)
         return NULL;
     if (texi_expr_is_int_const(check, &known))
         return known ? lanes_loop(ctx, s, base, lanes, TEXI_FOR_VECTORIZED, ch->plain) : serial;

@@ -6,8 +6,9 @@
  * go through tex_build(f, "cpu"), which inserts the barriers a GPU would
  * need and then removes them by barrier fission (gpu_to_cpu.c), and run as
  * ordinary compiled C. Each case runs at its small sizes (gpu_cases.h),
- * with constant and with symbolic sizes, on 1 and 2 threads; outputs are
- * poisoned first and compared with the oracle.
+ * with constant and with symbolic sizes, on 1 and 2 threads (matmul and
+ * stencil also at sizes of whole tiles); outputs are poisoned first and
+ * compared with the oracle.
  */
 #include "tt.h"
 #include "support/tmpdir.h"
@@ -82,9 +83,25 @@ static void test_source_has_no_barrier(void)
     tex_ctx_free(ctx);
 }
 
+/* Case id at constant sizes whose tiles are all whole (no tail guards:
+ * the unguarded paths, such as accumulators promoted to registers). */
+static void cpu_case_at(gc_id id, const int64_t sizes[GC_MAX_SIZES])
+{
+    if (!tex_target_available("cpu")) {
+        TT_SKIP("no C compiler for the \"cpu\" target");
+        return;
+    }
+    tex_ctx *ctx = tex_ctx_new();
+    gc_case c;
+    gc_build(ctx, id, sizes, false, &c);
+    cpu_check(&c);
+    tex_ctx_free(ctx);
+}
+
 static void test_matmul(void)
 {
     cpu_case(GC_MATMUL);
+    cpu_case_at(GC_MATMUL, (const int64_t[GC_MAX_SIZES]){64, 128, 24});
 }
 
 static void test_transpose(void)
@@ -126,6 +143,7 @@ static void test_vectile(void)
 static void test_stencil(void)
 {
     cpu_case(GC_STENCIL);
+    cpu_case_at(GC_STENCIL, (const int64_t[GC_MAX_SIZES]){16, 128});
 }
 
 int main(void)

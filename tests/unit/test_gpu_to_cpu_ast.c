@@ -19,11 +19,9 @@
 
 static char cache_dir[] = "/tmp/tex_test_gpu_to_cpu_ast.XXXXXX";
 
-/* The CPU tail of case id (small sizes) printed, malloc'ed; NULL on failure. */
-static char *tail_text(tex_ctx *ctx, gc_id id, bool symbolic)
+/* The CPU tail of case id at `sizes` printed, malloc'ed; NULL on failure. */
+static char *tail_text_at(tex_ctx *ctx, gc_id id, bool symbolic, const int64_t sizes[])
 {
-    int64_t sizes[GC_MAX_SIZES];
-    gc_default_sizes(id, GC_SMALL, sizes);
     gc_case c;
     tex_func tail;
     if (gc_build(ctx, id, sizes, symbolic, &c) != 0 || !c.f) {
@@ -35,6 +33,14 @@ static char *tail_text(tex_ctx *ctx, gc_id id, bool symbolic)
         return NULL;
     }
     return texi_stmt_str(tail.body);
+}
+
+/* tail_text_at at the case's small sizes. */
+static char *tail_text(tex_ctx *ctx, gc_id id, bool symbolic)
+{
+    int64_t sizes[GC_MAX_SIZES];
+    gc_default_sizes(id, GC_SMALL, sizes);
+    return tail_text_at(ctx, id, symbolic, sizes);
 }
 
 /* The C source of case id built for "c", malloc'ed; NULL on failure. */
@@ -57,8 +63,8 @@ static void test_fission(void)
     tex_ctx *ctx = tex_ctx_new();
     char *ast = tail_text(ctx, GC_MATMUL, false);
     TT_CHECK(ast && !strstr(ast, "barrier"));
-    const char *fetch = ast ? strstr(ast, "A.shared[ax0") : NULL;
-    const char *use = fetch ? strstr(fetch, "= B.shared[j") : NULL;
+    const char *fetch = ast ? strstr(ast, "A.shared[ramp(ax0") : NULL;
+    const char *use = fetch ? strstr(fetch, "= C.local[ramp(i*64") : NULL;
     const char *next_nest = fetch ? strstr(fetch, "bind threadIdx.y") : NULL;
     TT_CHECK(fetch && use && next_nest && next_nest < use);
     free(ast);
@@ -124,16 +130,161 @@ static void test_threads_reduction(void)
 }
 
 /* A segment whose accesses are unit-stride in threadIdx.x (the stencil's
- * compute) runs as vectors; one storing with a stride of 16 per thread
- * (matmul's 4x4 outputs per thread) keeps its serial thread loops. */
+ * compute) runs as vectors. matmul's 4x4 outputs per thread: the per-thread
+ * tiles are laid out [threadIdx.y][row][threadIdx.x][column], so a tile row
+ * of all threads is one run of 64 and the compute, the initialization and
+ * the write-back are vectorized over it (tail tiles guarded; with symbolic
+ * sizes the tiles are thread-fastest, vectorized over the threads); the
+ * cooperative fetches, whose tile rows are 8 (A) and 64
+ * (B) wide, are vectorized piecewise; the loop over k runs inside the
+ * loop over the tile rows, so that promote keeps a row's accumulators in
+ * registers. */
 static void test_threads_vectorized(void)
 {
     tex_ctx *ctx = tex_ctx_new();
     char *ast = tail_text(ctx, GC_STENCIL, false);
     TT_CHECK(ast && strstr(ast, "O[ramp("));
+    TT_CHECK(ast && strstr(ast, "T.shared[ramp("));
+    free(ast);
+    ast = tail_text(ctx, GC_MATMUL, true); /* symbolic: tiles min(M, 4) x min(N, 4) */
+    TT_CHECK(ast && strstr(ast, "C.local[ramp("));
     free(ast);
     ast = tail_text(ctx, GC_MATMUL, false);
-    TT_CHECK(ast && strstr(ast, "bind threadIdx.x") && !strstr(ast, "C.local[ramp("));
+    TT_CHECK(ast && strstr(ast, "allocate C.local: f32[4096] local"));
+    const char *acc = ast ? strstr(ast, "C.local[ramp(i*64 + i.inner.outer*256 + chunk*") : NULL;
+    TT_CHECK(acc && strstr(acc, "broadcast(A.shared["));
+    TT_CHECK(ast && strstr(ast, "C.local[ramp(i.inner.outer*256 + i.init*64 + chunk*"));
+    TT_CHECK(ast && strstr(ast, "= C.local[ramp(i.inner.outer*256 + i.inner.inner*64"));
+    TT_CHECK(ast && strstr(ast, "A.shared[ramp(") && strstr(ast, "B.shared[ramp("));
+    TT_CHECK(ast && strstr(ast, "for (i, 0, 4) {\n                    for (k.inner, 0, 8) {"));
+    TT_CHECK(ast && !strstr(ast, "threadIdx.x"));
+    free(ast);
+    /* whole tiles: a row's accumulators in registers across k.inner */
+    ast = tail_text_at(ctx, GC_MATMUL, false, (const int64_t[GC_MAX_SIZES]){64, 128, 16});
+    const char *row = ast ? strstr(ast, "for (i, 0, 4) {") : NULL;
+    const char *k = row ? strstr(row, "for (k.inner, 0, 8) {") : NULL;
+    const char *reg = row ? strstr(row, "allocate C.local.reg: f32[64] local") : NULL;
+    TT_CHECK(k && reg && reg < k);
+    TT_CHECK(k && strstr(k, "C.local.reg[ramp(0, 1, ") && strstr(k, "] = C.local.reg[ramp(0, 1, "));
+    free(ast);
+    tex_ctx_free(ctx);
+}
+
+/* `for (tx, 0, 16) bind threadIdx.x { for (j, 0, 4) body }` through
+ * gpu_threads, printed (malloc'ed). */
+static char *lane_nest(tex_ctx *ctx, tex_expr *tx, tex_expr *j, tex_stmt *body)
+{
+    body = texi_for_new(ctx, j, texi_int_imm(ctx, TEX_I32, 0), texi_int_imm(ctx, TEX_I32, 4),
+                        TEXI_FOR_SERIAL, -1, body);
+    body = texi_for_new(ctx, tx, texi_int_imm(ctx, TEX_I32, 0), texi_int_imm(ctx, TEX_I32, 16),
+                        TEXI_FOR_THREAD, TEX_THREAD_X, body);
+    tex_stmt *out = NULL;
+    texi_lower lw = {.ctx = ctx};
+    TT_CHECK(body && texi_pass_gpu_threads(&lw, body, &out) == 0);
+    return out ? texi_stmt_str(out) : NULL;
+}
+
+/* 4 consecutive elements per thread: the thread loop and the loop over
+ * the 4 become one vectorized loop over 64 lanes, a guard on the element
+ * rewritten with them; a thread that reads its next element, which it
+ * writes itself in the next iteration, keeps its loops. */
+static void test_threads_lanes_fused(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_expr *tx = texi_var_new(ctx, "tx", TEX_I32), *j = texi_var_new(ctx, "j", TEX_I32);
+    tex_expr *n = texi_int_imm(ctx, TEX_I32, 65);
+    texi_buffer *A = texi_buffer_new(ctx, "A", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
+    texi_buffer *O = texi_buffer_new(ctx, "O", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
+    tex_expr *at = texi_binary(TEXI_EXPR_ADD,
+                               texi_binary(TEXI_EXPR_MUL, tx, texi_int_imm(ctx, TEX_I32, 4)), j);
+    tex_expr *next = texi_binary(TEXI_EXPR_ADD, at, texi_int_imm(ctx, TEX_I32, 1));
+    tex_expr *two = texi_float_imm(ctx, TEX_F32, 2.0);
+    tex_stmt *st =
+        texi_store_new(ctx, O, at, texi_binary(TEXI_EXPR_MUL, texi_load_new(A, at), two));
+    tex_stmt *guarded =
+        texi_if_new(ctx, texi_binary(TEXI_EXPR_LT, at, texi_int_imm(ctx, TEX_I32, 50)), st, NULL);
+    char *ast = lane_nest(ctx, tx, j, guarded);
+    TT_CHECK(ast && strstr(ast, "for (lane, 0, 64) vectorized {\n  if (lane < 50) {\n"
+                                "    O[lane] = A[lane]*2"));
+    TT_CHECK(ast && !strstr(ast, "tx") && !strstr(ast, "for (j"));
+    free(ast);
+    tex_stmt *carried =
+        texi_store_new(ctx, O, at, texi_binary(TEXI_EXPR_MUL, texi_load_new(O, next), two));
+    ast = lane_nest(ctx, tx, j, carried);
+    TT_CHECK(ast && strstr(ast, "for (j, 0, 4)") && !strstr(ast, "lane"));
+    free(ast);
+    tex_ctx_free(ctx);
+}
+
+/* `for (tx, 0, 16) bind threadIdx.x { for (k, 0, 8) for (i, 0, 4)
+ * O[at] = O[at] + A[k*16 + tx] }` through gpu_threads, printed (malloc'ed). */
+static char *stationary_nest(tex_ctx *ctx, tex_expr *tx, tex_expr *k, tex_expr *i, tex_expr *at)
+{
+    tex_expr *n = texi_int_imm(ctx, TEX_I32, 128);
+    texi_buffer *A = texi_buffer_new(ctx, "A", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
+    texi_buffer *O = texi_buffer_new(ctx, "O", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
+    tex_expr *a = texi_binary(TEXI_EXPR_ADD,
+                              texi_binary(TEXI_EXPR_MUL, k, texi_int_imm(ctx, TEX_I32, 16)), tx);
+    tex_stmt *body = texi_store_new(
+        ctx, O, at, texi_binary(TEXI_EXPR_ADD, texi_load_new(O, at), texi_load_new(A, a)));
+    body = texi_for_new(ctx, i, texi_int_imm(ctx, TEX_I32, 0), texi_int_imm(ctx, TEX_I32, 4),
+                        TEXI_FOR_SERIAL, -1, body);
+    body = texi_for_new(ctx, k, texi_int_imm(ctx, TEX_I32, 0), texi_int_imm(ctx, TEX_I32, 8),
+                        TEXI_FOR_SERIAL, -1, body);
+    body = texi_for_new(ctx, tx, texi_int_imm(ctx, TEX_I32, 0), texi_int_imm(ctx, TEX_I32, 16),
+                        TEXI_FOR_THREAD, TEX_THREAD_X, body);
+    tex_stmt *out = NULL;
+    texi_lower lw = {.ctx = ctx};
+    TT_CHECK(body && texi_pass_gpu_threads(&lw, body, &out) == 0);
+    return out ? texi_stmt_str(out) : NULL;
+}
+
+/* Accumulators at i*16 + tx, fixed across k: k goes inside i; at k*16 + tx
+ * (k's iterations write different elements) the loops keep their order. */
+static void test_threads_stationary(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_expr *tx = texi_var_new(ctx, "tx", TEX_I32), *k = texi_var_new(ctx, "k", TEX_I32);
+    tex_expr *i = texi_var_new(ctx, "i", TEX_I32), *sixteen = texi_int_imm(ctx, TEX_I32, 16);
+    tex_expr *at_i = texi_binary(TEXI_EXPR_ADD, texi_binary(TEXI_EXPR_MUL, i, sixteen), tx);
+    tex_expr *at_k = texi_binary(TEXI_EXPR_ADD, texi_binary(TEXI_EXPR_MUL, k, sixteen), tx);
+    char *ast = stationary_nest(ctx, tx, k, i, at_i);
+    TT_CHECK(ast &&
+             strstr(ast, "for (i, 0, 4) {\n  for (k, 0, 8) {\n    for (tx, 0, 16) vectorized"));
+    free(ast);
+    ast = stationary_nest(ctx, tx, k, i, at_k);
+    TT_CHECK(ast &&
+             strstr(ast, "for (k, 0, 8) {\n  for (i, 0, 4) {\n    for (tx, 0, 16) vectorized"));
+    free(ast);
+    tex_ctx_free(ctx);
+}
+
+/* `for (tx, 0, 16) bind threadIdx.x { S[tx] = A[tx/8*100 + tx%8] }`
+ * through gpu_threads: the lanes whose tx/8 is 0 and those whose tx/8 is
+ * 1 are two guarded vectorized loops, each reading A at an index affine
+ * in tx. */
+static void test_threads_divmod_peeled(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_expr *tx = texi_var_new(ctx, "tx", TEX_I32), *n = texi_int_imm(ctx, TEX_I32, 200);
+    tex_expr *eight = texi_int_imm(ctx, TEX_I32, 8);
+    texi_buffer *A = texi_buffer_new(ctx, "A", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
+    texi_buffer *S = texi_buffer_new(ctx, "S", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
+    tex_expr *row = texi_binary(TEXI_EXPR_FLOORDIV, tx, eight);
+    tex_expr *idx =
+        texi_binary(TEXI_EXPR_ADD, texi_binary(TEXI_EXPR_MUL, row, texi_int_imm(ctx, TEX_I32, 100)),
+                    texi_binary(TEXI_EXPR_FLOORMOD, tx, eight));
+    tex_stmt *body = texi_store_new(ctx, S, tx, texi_load_new(A, idx));
+    body = texi_for_new(ctx, tx, texi_int_imm(ctx, TEX_I32, 0), texi_int_imm(ctx, TEX_I32, 16),
+                        TEXI_FOR_THREAD, TEX_THREAD_X, body);
+    tex_stmt *out = NULL;
+    texi_lower lw = {.ctx = ctx};
+    TT_CHECK(body && texi_pass_gpu_threads(&lw, body, &out) == 0);
+    char *ast = out ? texi_stmt_str(out) : NULL;
+    TT_CHECK(ast &&
+             strstr(ast, "for (tx, 0, 16) vectorized {\n  if (tx < 8) {\n    S[tx] = A[tx]"));
+    TT_CHECK(ast && strstr(ast, "if (tx >= 8) {\n    S[tx] = A[tx + 92]"));
+    TT_CHECK(ast && !strstr(ast, "threadIdx"));
     free(ast);
     tex_ctx_free(ctx);
 }
@@ -305,6 +456,9 @@ int main(void)
     TT_RUN(test_blocks_even);
     TT_RUN(test_threads_reduction);
     TT_RUN(test_threads_vectorized);
+    TT_RUN(test_threads_lanes_fused);
+    TT_RUN(test_threads_divmod_peeled);
+    TT_RUN(test_threads_stationary);
     TT_RUN(test_region_fused);
     tt_remove_tree(cache_dir);
     return tt_finish();

@@ -138,6 +138,12 @@ static void test_pass_forms(void)
     expect("guarded", sixteen,
            texi_if_new(c, texi_binary(TEXI_EXPR_LT, v, I32(5)), accumulate(I32(0)), NULL), false);
     expect("maybe no iteration", texi_var_new(c, "n", TEX_I32), accumulate(I32(0)), false);
+    /* local buffers: a small one is the C compiler's, a large one is promoted */
+    X = texi_buffer_new(c, "X", TEX_F32, TEXI_SCOPE_LOCAL, 1, &n);
+    expect("small local", sixteen, accumulate(I32(0)), false);
+    tex_expr *big = I32(4096);
+    X = texi_buffer_new(c, "X", TEX_F32, TEXI_SCOPE_LOCAL, 1, &big);
+    expect("large local", sixteen, accumulate(I32(0)), true);
     tex_ctx_free(c);
 }
 
