@@ -130,22 +130,31 @@ static tex_tensor *conv_define(tex_ctx *ctx, const conv_layer *L, tex_tensor **x
     return tex_op_conv2d(ctx, "Out", src, *w, NULL, NULL, NULL, 1, TEX_LAYOUT_NHWC);
 }
 
-/* Builds g->kernel with conv_schedule on g->threads threads; 0 or -1
+/* The schedule of layer L's computes: tex_auto_schedule's, or with
+ * `manual` conv_schedule; NULL on failure. */
+static tex_schedule *conv_plan(tex_ctx *ctx, const char *target, bool manual, tex_tensor *pad,
+                               tex_tensor *w, tex_tensor *out)
+{
+    if (!manual)
+        return tex_auto_schedule(ctx, 1, &out, target);
+    bool avx512 = __builtin_cpu_supports("avx512f");
+    tex_schedule *s = tex_schedule_new(ctx, 1, &out);
+    tex_intrin *in = tex_intrin_builtin(ctx, avx512 ? "cpu.gemm_f32_avx512" : "cpu.gemm_f32_avx2");
+    return s && in && conv_schedule(ctx, s, pad, w, out, in, avx512 ? 64 : 16) == 0 ? s : NULL;
+}
+
+/* Builds g->kernel (conv_plan's schedule) on g->threads threads; 0 or -1
  * (message printed). With `oracle`, also checks the kernel's output for
  * g's arrays against tex_eval_reference. */
-static int conv_build(conv_case *g, bool oracle)
+static int conv_build(conv_case *g, bool manual, bool oracle)
 {
-    bool avx512 = __builtin_cpu_supports("avx512f");
     char target[64];
     snprintf(target, sizeof target, "cpu -threads=%d", g->threads);
     tex_ctx *ctx = tex_ctx_new();
     tex_tensor *x, *w, *pad;
     tex_tensor *out = conv_define(ctx, g->L, &x, &w, &pad);
-    tex_schedule *s = out ? tex_schedule_new(ctx, 1, &out) : NULL;
-    tex_intrin *in = tex_intrin_builtin(ctx, avx512 ? "cpu.gemm_f32_avx512" : "cpu.gemm_f32_avx2");
-    tex_func *f = NULL;
-    if (s && in && conv_schedule(ctx, s, pad, w, out, in, avx512 ? 64 : 16) == 0)
-        f = tex_lower_tensors(s, "conv2d", 3, (tex_tensor *[]){x, w, out});
+    tex_schedule *s = out ? conv_plan(ctx, target, manual, pad, w, out) : NULL;
+    tex_func *f = s ? tex_lower_tensors(s, "conv2d", 3, (tex_tensor *[]){x, w, out}) : NULL;
     g->kernel = f ? tex_build(f, target) : NULL;
     int rc = g->kernel ? 0 : -1;
     if (!g->kernel)
@@ -340,13 +349,13 @@ static void conv_check(conv_case *g, const char *desc)
 }
 
 /* Builds, checks and times layer L on `threads` threads; prints its line. */
-static void conv_measure(const conv_layer *L, int threads, bool oracle)
+static void conv_measure(const conv_layer *L, int threads, bool manual, bool oracle)
 {
     char desc[64];
-    snprintf(desc, sizeof desc, "%s/t%d", L->name, threads);
+    snprintf(desc, sizeof desc, "%s/t%d%s", L->name, threads, manual ? "/manual" : "");
     conv_case g = {.L = L, .threads = threads};
     omp_set_num_threads(threads);
-    if (conv_alloc(&g) != 0 || conv_build(&g, oracle) != 0 || dnnl_setup(&g) != 0)
+    if (conv_alloc(&g) != 0 || conv_build(&g, manual, oracle) != 0 || dnnl_setup(&g) != 0)
         bench_fail("conv2d", desc, "setup_failed");
     memset(g.out->data, 0xff, sizeof(float) * (size_t)(g.oh * g.ow * L->f)); /* NaN */
     if (run_tex(&g) != 0 || run_dnnl(&g) != 0 || dnnl_result(&g) != 0)
@@ -362,6 +371,8 @@ int main(int argc, char **argv)
 {
     for (int l = 0; l < N_LAYERS; l++)
         for (int t = 1; t <= 2 && (argc < 2 || strstr(layers[l].name, argv[1])); t++)
-            conv_measure(&layers[l], t, t == 1 && (layers[l].k == 1 || layers[l].h == 7));
+            for (int manual = 0; manual <= 1; manual++)
+                conv_measure(&layers[l], t, manual,
+                             t == 1 && !manual && (layers[l].k == 1 || layers[l].h == 7));
     return 0;
 }

@@ -26,7 +26,7 @@
  */
 #include "autosched/autosched.h"
 
-enum { MAX_LEAVES = 64, TILE_ROWS = 6, K_UNROLL = 4 };
+enum { MAX_LEAVES = 64, TILE_ROWS = 6, K_UNROLL = 4, TZ_DEPTH = 256 };
 
 /* Elements of st's dtype in one vector register. */
 static int lanes_of(const texi_as_graph *g, const tex_stage *st)
@@ -36,9 +36,11 @@ static int lanes_of(const texi_as_graph *g, const tex_stage *st)
     return lanes > 0 ? lanes : 1;
 }
 
+/* Whether iv's extent is a constant (folded: an output size such as
+ * (7 + 2 - 3) / 1 + 1 is one), in *v. */
 static bool const_extent(const tex_iter *iv, int64_t *v)
 {
-    return texi_expr_is_int_const(iv->extent, v);
+    return tex_expr_const_int(iv->extent, v);
 }
 
 /* Vectorizes iv of st: directly when its extent is a constant of at most
@@ -269,6 +271,86 @@ static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
     return op->n_raxes ? 0 : tex_vectorize(st, ni);
 }
 
+/* The tensorized GEMM stage's loops inside its tile: (leading axes, other
+ * reduce axes, [k / KC], rows, k [% KC], columns), the rows tensorized with
+ * the built-in (one RESET, then one UPDATE per iteration of the loops
+ * between the tile and the rows; a K over 2 KC split by KC, the last
+ * partial k tile on a smaller-depth instance), the columns vectorized for
+ * the edge tiles that run the ordinary nest. */
+static int tz_tile_inner(texi_as_graph *g, tex_stage *gs)
+{
+    const texi_op *op = gs->op;
+    tex_iter *order[MAX_LEAVES], *k, *ko = NULL, *ki;
+    const char *name;
+    int64_t nr, e = 0;
+    int n = 0, nax = op->n_axes;
+    if (texi_as_tensorize_fit(g, gs, &k, &name, &nr) || nax + op->n_raxes + 1 > MAX_LEAVES)
+        return texi_error(g->ctx, TEX_EINTERNAL, "tex_auto_schedule: stage '%s' no longer fits %s",
+                          gs->tensor->name, g->tz_builtin);
+    for (int a = 0; a < nax - 2; a++)
+        order[n++] = op->axes[a];
+    for (int r = 0; r < op->n_raxes; r++)
+        if (op->raxes[r] != k)
+            order[n++] = op->raxes[r];
+    ki = k;
+    if (const_extent(k, &e) && e > 2 * TZ_DEPTH) {
+        TEXI_TRY(tex_split(gs, k, tex_int(g->ctx, TZ_DEPTH), &ko, &ki));
+        order[n++] = ko;
+    }
+    tex_iter *m = op->axes[nax - 2], *c = op->axes[nax - 1];
+    order[n++] = m;
+    order[n++] = ki;
+    order[n++] = c;
+    TEXI_TRY(tex_reorder(gs, n, order));
+    TEXI_TRY(tex_vectorize(gs, c));
+    tex_intrin *in = tex_intrin_builtin(g->ctx, name);
+    return in ? tex_tensorize(gs, m, in) : tex_errcode(g->ctx);
+}
+
+/* "tiles" on the CPU GEMM built-in: the root's last two dims tiled 6 x NR
+ * (the built-in's tile), loop order (column panels, leading dims, row
+ * tiles, [rows, columns]); the panel loop parallel alone when there are at
+ * least two panels per thread, else fused with the leading dims; the right
+ * operand packed per panel; the GEMM stage computed at the row tile and
+ * tensorized (tz_tile_inner); the epilogue computed there too. */
+static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
+{
+    tex_stage *st = g->nodes[r].st;
+    const texi_op *op = st->op;
+    int nax = op->n_axes, n = 0;
+    tex_iter *mo, *no, *mi, *ni, *order[MAX_LEAVES];
+    if (nax + 2 > MAX_LEAVES)
+        return 0;
+    TEXI_TRY(tex_tile(st, op->axes[nax - 2], op->axes[nax - 1], tex_int(g->ctx, TILE_ROWS),
+                      tex_int(g->ctx, g->tz_nr), &mo, &no, &mi, &ni));
+    order[n++] = no;
+    for (int k = 0; k < nax - 2; k++)
+        order[n++] = op->axes[k];
+    order[n++] = mo;
+    order[n++] = mi;
+    order[n++] = ni;
+    TEXI_TRY(tex_reorder(st, n, order));
+    int64_t cols = 0;
+    const_extent(op->axes[nax - 1], &cols);
+    bool alone = nax == 2 || (cols + g->tz_nr - 1) / g->tz_nr >= 2 * (int64_t)g->mach.threads;
+    tex_iter *par = no;
+    if (!alone)
+        TEXI_TRY(fuse_leading(st, nax - 1, &par));
+    TEXI_TRY(tex_parallel(st, par));
+    TEXI_TRY(tex_compute_at(gs, st, mo));
+    TEXI_TRY(pack_panel(g, gs, st, par));
+    TEXI_TRY(tz_tile_inner(g, gs));
+    TEXI_TRY(attach_members(g, r, mo, gemm_node));
+    return tex_vectorize(st, ni);
+}
+
+/* "tiles", tensorized when the GEMM-like node fits the built-in. */
+static int schedule_gemm_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
+{
+    return g->nodes[gemm_node].tz_why ? schedule_tiles(g, r, gs, gemm_node)
+                                      : schedule_tz_tiles(g, r, gs, gemm_node);
+}
+
 /* "alone": a kernel with nothing attached. */
 static int schedule_alone(texi_as_graph *g, int r)
 {
@@ -279,7 +361,7 @@ static int schedule_alone(texi_as_graph *g, int r)
         tex_tensor *local = tex_cache_write(g->sch, st->tensor, TEX_SCOPE_LOCAL);
         if (!local)
             return tex_errcode(g->ctx);
-        return schedule_tiles(g, r, tex_stage_of(g->sch, local), -1);
+        return schedule_gemm_tiles(g, r, tex_stage_of(g->sch, local), r);
     }
     if (nd->kind == TEXI_AS_INJECTIVE) {
         tex_iter *outer, *rest;
@@ -310,7 +392,7 @@ int texi_as_schedule_cpu(texi_as_graph *g)
             TEXI_TRY(schedule_rows(g, r));
             break;
         case TEXI_AS_MODE_TILES:
-            TEXI_TRY(schedule_tiles(g, r, g->nodes[nd->gemm].st, nd->gemm));
+            TEXI_TRY(schedule_gemm_tiles(g, r, g->nodes[nd->gemm].st, nd->gemm));
             break;
         }
     }
