@@ -271,24 +271,28 @@ static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
     return op->n_raxes ? 0 : tex_vectorize(st, ni);
 }
 
-/* The tensorized GEMM stage's loops inside its tile: (leading axes, other
- * reduce axes, [k / KC], rows, k [% KC], columns), the rows tensorized with
- * the built-in (one RESET, then one UPDATE per iteration of the loops
- * between the tile and the rows; a K over 2 KC split by KC, the last
- * partial k tile on a smaller-depth instance), the columns vectorized for
- * the edge tiles that run the ordinary nest. */
-static int tz_tile_inner(texi_as_graph *g, tex_stage *gs)
+/* The tensorized GEMM stage's loops inside its row strip: (leading axes,
+ * rows / 6, other reduce axes, [k / KC], rows % 6, k [% KC], columns), the
+ * rows % 6 tensorized with the built-in (one RESET, then one UPDATE per
+ * iteration of the loops between the strip's tile and the rows; a K over
+ * 2 KC split by KC, its last partial k tile and the strip's last partial
+ * row tile on built-in instances of smaller depth or fewer rows), the
+ * columns vectorized for the edge tiles that run the ordinary nest. */
+static int tz_strip_inner(texi_as_graph *g, tex_stage *gs)
 {
     const texi_op *op = gs->op;
-    tex_iter *order[MAX_LEAVES], *k, *ko = NULL, *ki;
+    tex_iter *order[MAX_LEAVES], *k, *ko = NULL, *ki, *mo, *mi;
     const char *name;
     int64_t nr, e = 0;
     int n = 0, nax = op->n_axes;
-    if (texi_as_tensorize_fit(g, gs, &k, &name, &nr) || nax + op->n_raxes + 1 > MAX_LEAVES)
+    if (texi_as_tensorize_fit(g, gs, &k, &name, &nr) || nax + op->n_raxes + 2 > MAX_LEAVES)
         return texi_error(g->ctx, TEX_EINTERNAL, "tex_auto_schedule: stage '%s' no longer fits %s",
                           gs->tensor->name, g->tz_builtin);
+    tex_iter *m = op->axes[nax - 2], *c = op->axes[nax - 1];
+    TEXI_TRY(tex_split(gs, m, tex_int(g->ctx, TILE_ROWS), &mo, &mi));
     for (int a = 0; a < nax - 2; a++)
         order[n++] = op->axes[a];
+    order[n++] = mo;
     for (int r = 0; r < op->n_raxes; r++)
         if (op->raxes[r] != k)
             order[n++] = op->raxes[r];
@@ -297,51 +301,69 @@ static int tz_tile_inner(texi_as_graph *g, tex_stage *gs)
         TEXI_TRY(tex_split(gs, k, tex_int(g->ctx, TZ_DEPTH), &ko, &ki));
         order[n++] = ko;
     }
-    tex_iter *m = op->axes[nax - 2], *c = op->axes[nax - 1];
-    order[n++] = m;
+    order[n++] = mi;
     order[n++] = ki;
     order[n++] = c;
     TEXI_TRY(tex_reorder(gs, n, order));
     TEXI_TRY(tex_vectorize(gs, c));
     tex_intrin *in = tex_intrin_builtin(g->ctx, name);
-    return in ? tex_tensorize(gs, m, in) : tex_errcode(g->ctx);
+    return in ? tex_tensorize(gs, mi, in) : tex_errcode(g->ctx);
 }
 
-/* "tiles" on the CPU GEMM built-in: the root's last two dims tiled 6 x NR
- * (the built-in's tile), loop order (column panels, leading dims, row
- * tiles, [rows, columns]); the panel loop parallel alone when there are at
- * least two panels per thread, else fused with the leading dims; the right
- * operand packed per panel; the GEMM stage computed at the row tile and
- * tensorized (tz_tile_inner); the epilogue computed there too. */
+/* The rows of a strip: all of them when a rows x NR strip of the output
+ * fits in half of L1 (a conv's output row), else the most multiple of 6
+ * rows that does; 0 for all. */
+static int64_t strip_rows(const texi_as_graph *g, const tex_stage *st)
+{
+    int64_t rows = 0, bytes = texi_dtype_bits(st->tensor->dtype) / 8;
+    int64_t fit = g->mach.l1 / 2 / (g->tz_nr * (bytes > 0 ? bytes : 1));
+    const_extent(st->op->axes[st->op->n_axes - 2], &rows);
+    if (rows <= fit)
+        return 0;
+    fit -= fit % TILE_ROWS;
+    return fit > TILE_ROWS ? fit : TILE_ROWS;
+}
+
+/* "tiles" on the CPU GEMM built-in: the root's columns split by NR (the
+ * built-in's tile) and its rows into strips (strip_rows), loop order
+ * (column panels, leading dims, [row strips], rows, columns); the panel
+ * loop parallel alone when there are at least two panels per thread, else
+ * fused with the leading dims; the right operand packed per panel; the
+ * GEMM stage computed per strip and tensorized (tz_strip_inner), so the
+ * built-in handles the strip's last rows; the epilogue computed per strip
+ * too, while the strip is in L1. */
 static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
 {
     tex_stage *st = g->nodes[r].st;
     const texi_op *op = st->op;
     int nax = op->n_axes, n = 0;
-    tex_iter *mo, *no, *mi, *ni, *order[MAX_LEAVES];
+    tex_iter *mo = NULL, *mi = op->axes[nax - 2], *no, *ni, *order[MAX_LEAVES];
     if (nax + 2 > MAX_LEAVES)
         return 0;
-    TEXI_TRY(tex_tile(st, op->axes[nax - 2], op->axes[nax - 1], tex_int(g->ctx, TILE_ROWS),
-                      tex_int(g->ctx, g->tz_nr), &mo, &no, &mi, &ni));
+    int64_t strip = strip_rows(g, st), cols = 0;
+    TEXI_TRY(tex_split(st, op->axes[nax - 1], tex_int(g->ctx, g->tz_nr), &no, &ni));
+    if (strip)
+        TEXI_TRY(tex_split(st, op->axes[nax - 2], tex_int(g->ctx, strip), &mo, &mi));
     order[n++] = no;
     for (int k = 0; k < nax - 2; k++)
         order[n++] = op->axes[k];
-    order[n++] = mo;
+    if (mo)
+        order[n++] = mo;
     order[n++] = mi;
     order[n++] = ni;
     TEXI_TRY(tex_reorder(st, n, order));
-    int64_t cols = 0;
     const_extent(op->axes[nax - 1], &cols);
     bool alone = nax == 2 || (cols + g->tz_nr - 1) / g->tz_nr >= 2 * (int64_t)g->mach.threads;
     tex_iter *par = no;
     if (!alone)
         TEXI_TRY(fuse_leading(st, nax - 1, &par));
     TEXI_TRY(tex_parallel(st, par));
-    TEXI_TRY(tex_compute_at(gs, st, mo));
+    tex_iter *at = mo ? mo : nax > 2 && alone ? op->axes[nax - 3] : par;
+    TEXI_TRY(tex_compute_at(gs, st, at));
     TEXI_TRY(pack_panel(g, gs, st, par));
-    TEXI_TRY(tz_tile_inner(g, gs));
-    TEXI_TRY(attach_members(g, r, mo, gemm_node));
-    return tex_vectorize(st, ni);
+    TEXI_TRY(tz_strip_inner(g, gs));
+    TEXI_TRY(attach_members(g, r, at, gemm_node));
+    return vectorize_axis(g, st, ni);
 }
 
 /* "tiles", tensorized when the GEMM-like node fits the built-in. */
