@@ -376,7 +376,10 @@ TEX_API int tex_schedule_apply_text(tex_schedule *s, const char *text);
  * a stated cost rule; TEX_DUMP=fusion prints which stage went into which
  * kernel and why. Kernel level ("cpu"): tiles from the host's vector width
  * and cache sizes, parallel outer loops, vectorized inner loops and
- * reductions (not reassociated under "-strict-float"). target: "cpu",
+ * reductions (not reassociated under "-strict-float"); a matmul or an NHWC
+ * conv2d whose shapes fit a CPU GEMM built-in (constant sizes, f32, at
+ * least NR columns; docs/auto_schedule.md, "Tensorized tiles") is
+ * tensorized with it, the others keep loop-nest tiles. target: "cpu",
  * optionally with "-strict-float" and "-threads=N" (the thread count to
  * size for; default TEX_NUM_THREADS or the online processors). The result
  * belongs to ctx; print it with tex_schedule_str, refine it with any

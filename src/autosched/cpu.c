@@ -272,12 +272,14 @@ static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
 }
 
 /* The tensorized GEMM stage's loops inside its row strip: (leading axes,
- * rows / 6, other reduce axes, [k / KC], rows % 6, k [% KC], columns), the
+ * rows / 6, other reduce axes, k / KC, rows % 6, k % KC, columns), the
  * rows % 6 tensorized with the built-in (one RESET, then one UPDATE per
- * iteration of the loops between the strip's tile and the rows; a K over
- * 2 KC split by KC, its last partial k tile and the strip's last partial
- * row tile on built-in instances of smaller depth or fewer rows), the
- * columns vectorized for the edge tiles that run the ordinary nest. */
+ * iteration of the loops between the strip's tile and the rows; KC = K up
+ * to 2 * 256, else 256; the last partial k tile and the strip's last
+ * partial row tile on built-in instances of smaller depth or fewer rows),
+ * the columns vectorized for the edge tiles that run the ordinary nest.
+ * The k split is there even when KC = K, so that tex_tune (which mutates
+ * the split factors of the schedule's trace) can block the depth. */
 static int tz_strip_inner(texi_as_graph *g, tex_stage *gs)
 {
     const texi_op *op = gs->op;
@@ -296,11 +298,9 @@ static int tz_strip_inner(texi_as_graph *g, tex_stage *gs)
     for (int r = 0; r < op->n_raxes; r++)
         if (op->raxes[r] != k)
             order[n++] = op->raxes[r];
-    ki = k;
-    if (const_extent(k, &e) && e > 2 * TZ_DEPTH) {
-        TEXI_TRY(tex_split(gs, k, tex_int(g->ctx, TZ_DEPTH), &ko, &ki));
-        order[n++] = ko;
-    }
+    const_extent(k, &e);
+    TEXI_TRY(tex_split(gs, k, tex_int(g->ctx, e > 2 * TZ_DEPTH ? TZ_DEPTH : e), &ko, &ki));
+    order[n++] = ko;
     order[n++] = mi;
     order[n++] = ki;
     order[n++] = c;
@@ -312,21 +312,21 @@ static int tz_strip_inner(texi_as_graph *g, tex_stage *gs)
 
 /* The rows of a strip: all of them when a rows x NR strip of the output
  * fits in half of L1 (a conv's output row), else the most multiple of 6
- * rows that does; 0 for all. */
+ * rows that does. */
 static int64_t strip_rows(const texi_as_graph *g, const tex_stage *st)
 {
     int64_t rows = 0, bytes = texi_dtype_bits(st->tensor->dtype) / 8;
     int64_t fit = g->mach.l1 / 2 / (g->tz_nr * (bytes > 0 ? bytes : 1));
     const_extent(st->op->axes[st->op->n_axes - 2], &rows);
     if (rows <= fit)
-        return 0;
+        return rows;
     fit -= fit % TILE_ROWS;
     return fit > TILE_ROWS ? fit : TILE_ROWS;
 }
 
 /* "tiles" on the CPU GEMM built-in: the root's columns split by NR (the
  * built-in's tile) and its rows into strips (strip_rows), loop order
- * (column panels, leading dims, [row strips], rows, columns); the panel
+ * (column panels, leading dims, row strips, rows, columns); the panel
  * loop parallel alone when there are at least two panels per thread, else
  * fused with the leading dims; the right operand packed per panel; the
  * GEMM stage computed per strip and tensorized (tz_strip_inner), so the
@@ -337,18 +337,16 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
     tex_stage *st = g->nodes[r].st;
     const texi_op *op = st->op;
     int nax = op->n_axes, n = 0;
-    tex_iter *mo = NULL, *mi = op->axes[nax - 2], *no, *ni, *order[MAX_LEAVES];
+    tex_iter *mo, *mi, *no, *ni, *order[MAX_LEAVES];
     if (nax + 2 > MAX_LEAVES)
         return 0;
-    int64_t strip = strip_rows(g, st), cols = 0;
+    int64_t cols = 0;
     TEXI_TRY(tex_split(st, op->axes[nax - 1], tex_int(g->ctx, g->tz_nr), &no, &ni));
-    if (strip)
-        TEXI_TRY(tex_split(st, op->axes[nax - 2], tex_int(g->ctx, strip), &mo, &mi));
+    TEXI_TRY(tex_split(st, op->axes[nax - 2], tex_int(g->ctx, strip_rows(g, st)), &mo, &mi));
     order[n++] = no;
     for (int k = 0; k < nax - 2; k++)
         order[n++] = op->axes[k];
-    if (mo)
-        order[n++] = mo;
+    order[n++] = mo;
     order[n++] = mi;
     order[n++] = ni;
     TEXI_TRY(tex_reorder(st, n, order));
@@ -358,11 +356,10 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
     if (!alone)
         TEXI_TRY(fuse_leading(st, nax - 1, &par));
     TEXI_TRY(tex_parallel(st, par));
-    tex_iter *at = mo ? mo : nax > 2 && alone ? op->axes[nax - 3] : par;
-    TEXI_TRY(tex_compute_at(gs, st, at));
+    TEXI_TRY(tex_compute_at(gs, st, mo));
     TEXI_TRY(pack_panel(g, gs, st, par));
     TEXI_TRY(tz_strip_inner(g, gs));
-    TEXI_TRY(attach_members(g, r, at, gemm_node));
+    TEXI_TRY(attach_members(g, r, mo, gemm_node));
     return vectorize_axis(g, st, ni);
 }
 
