@@ -294,13 +294,13 @@ static int tz_strip_inner(texi_as_graph *g, tex_stage *gs)
     TEXI_TRY(tex_split(gs, m, tex_int(g->ctx, TILE_ROWS), &mo, &mi));
     for (int a = 0; a < nax - 2; a++)
         order[n++] = op->axes[a];
-    order[n++] = mo;
     for (int r = 0; r < op->n_raxes; r++)
         if (op->raxes[r] != k)
             order[n++] = op->raxes[r];
     const_extent(k, &e);
     TEXI_TRY(tex_split(gs, k, tex_int(g->ctx, e > 2 * TZ_DEPTH ? TZ_DEPTH : e), &ko, &ki));
     order[n++] = ko;
+    order[n++] = mo;
     order[n++] = mi;
     order[n++] = ki;
     order[n++] = c;
