@@ -14,6 +14,10 @@
  *          unrolled, the columns vectorized; the epilogue's columns
  *          vectorized. With the panels outermost, the right operand is
  *          packed per panel (pack_panel).
+ *   tensorized tiles  (the GEMM-like stage fits a CPU GEMM built-in,
+ *          tensorize.c): the root's columns split by the built-in's NR and
+ *          its rows into strips that fit L1; the GEMM stage computed per
+ *          strip in 6-row tiles that call the built-in (schedule_tz_tiles).
  *   rows   (row-wise chains): the root's leading dims up to the kernel's
  *          depth (at most all but the last) fused into one parallel row
  *          loop, or for a 1-d root chunks sized to fit L1; every member
@@ -272,18 +276,21 @@ static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
 }
 
 /* The tensorized GEMM stage's loops inside its row strip: (leading axes,
- * rows / 6, other reduce axes, k / KC, rows % 6, k % KC, columns), the
- * rows % 6 tensorized with the built-in (one RESET, then one UPDATE per
- * iteration of the loops between the strip's tile and the rows; KC = K up
- * to 2 * 256, else 256; the last partial k tile and the strip's last
- * partial row tile on built-in instances of smaller depth or fewer rows),
- * the columns vectorized for the edge tiles that run the ordinary nest.
- * The k split is there even when KC = K, so that tex_tune (which mutates
- * the split factors of the schedule's trace) can block the depth. */
+ * other reduce axes, k / KC, rows / 6, rows % 6, k % KC, columns), the
+ * rows % 6 tensorized with the built-in: the strip's tiles RESET first,
+ * then one UPDATE per tile and iteration of the loops outside the row
+ * tiles (a conv's window positions, the depth blocks), so that each block
+ * of the right operand is reused from L1 by every tile of the strip.
+ * KC = K up to 2 * 256, else 256; the last partial k tile and the strip's
+ * last partial row tile run built-in instances of smaller depth or fewer
+ * rows; the columns are vectorized for the edge tiles that run the
+ * ordinary nest. The k split is there even when KC = K, so that tex_tune
+ * (which mutates the split factors of the schedule's trace) can block the
+ * depth. */
 static int tz_strip_inner(texi_as_graph *g, tex_stage *gs)
 {
     const texi_op *op = gs->op;
-    tex_iter *order[MAX_LEAVES], *k, *ko = NULL, *ki, *mo, *mi;
+    tex_iter *order[MAX_LEAVES], *k, *ko, *ki, *mo, *mi;
     const char *name;
     int64_t nr, e = 0;
     int n = 0, nax = op->n_axes;
@@ -338,7 +345,7 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
     const texi_op *op = st->op;
     int nax = op->n_axes, n = 0;
     tex_iter *mo, *mi, *no, *ni, *order[MAX_LEAVES];
-    if (nax + 2 > MAX_LEAVES)
+    if (nax + op->n_raxes + 2 > MAX_LEAVES)
         return 0;
     int64_t cols = 0;
     TEXI_TRY(tex_split(st, op->axes[nax - 1], tex_int(g->ctx, g->tz_nr), &no, &ni));
@@ -349,6 +356,8 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
     order[n++] = mo;
     order[n++] = mi;
     order[n++] = ni;
+    for (int k = 0; k < op->n_raxes; k++)
+        order[n++] = op->raxes[k];
     TEXI_TRY(tex_reorder(st, n, order));
     const_extent(op->axes[nax - 1], &cols);
     bool alone = nax == 2 || (cols + g->tz_nr - 1) / g->tz_nr >= 2 * (int64_t)g->mach.threads;
@@ -360,7 +369,7 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
     TEXI_TRY(pack_panel(g, gs, st, par));
     TEXI_TRY(tz_strip_inner(g, gs));
     TEXI_TRY(attach_members(g, r, mo, gemm_node));
-    return vectorize_axis(g, st, ni);
+    return op->n_raxes ? 0 : vectorize_axis(g, st, ni);
 }
 
 /* "tiles", tensorized when the GEMM-like node fits the built-in. */
