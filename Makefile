@@ -173,8 +173,10 @@ $(foreach h,$(HAND_SRC:bench/%_hand.c=%),$(eval $(BUILD)/bench/$(h): BENCH_OBJ =
 $(BUILD)/bench/layernorm: $(BUILD)/bench/softmax_hand.o
 $(BUILD)/bench/layernorm: BENCH_OBJ = $(BUILD)/bench/softmax_hand.o
 
-# bench/conv2d's anchor is oneDNN (libdnnl-dev); only that benchmark links it.
-$(BUILD)/bench/conv2d: BENCH_LIBS = -ldnnl
+# bench/conv2d's and bench/tune's conv anchor is oneDNN (libdnnl-dev, bench/onednn_conv.h);
+# only those benchmarks link it.
+$(BUILD)/bench/conv2d $(BUILD)/bench/tune: BENCH_LIBS = -ldnnl
+$(BUILD)/bench/conv2d $(BUILD)/bench/tune: bench/onednn_conv.h
 
 # The test programs (make -j tests builds them without running anything), the examples.
 tests: $(TEST_BIN)

@@ -3,37 +3,40 @@
  * oneDNN (Debian libdnnl-dev, its C API) on the same thread count.
  *
  * Layers (stride 1; the 3x3 ones with padding 1 and as many filters as
- * channels), each on 1 and 2 threads, one line per case (bench/common.h's
- * format, anchor=onednn), e.g. `case=c64h56w56k64r3/t2`:
+ * channels), each on 1 and 2 threads, two lines per case (bench/common.h's
+ * format, anchor=onednn): the automatic schedule, e.g.
+ * `case=c64h56w56k64r3/t2`, then the hand schedule, `case=.../t2/manual`:
  *   c64h56w56k64r3  c128h28w28k128r3  c256h14w14k256r3  c512h7w7k512r3
  *   c256h56w56k64r1 (256 channels to 64 filters, 1x1, no padding)
  *
  * Each side gets its preferred layouts, arranged outside the timed region:
- * oneDNN's convolution is created with format_tag::any for src, weights and
- * dst, so it picks its blocked layouts, and the plain NCHW input and OIHW
- * weights are reordered into them once; only the convolution's execution is
- * timed. tex takes the input in NHWC and the weights in HWCF ([KH, KW, C, F],
- * which is the [KH * KW * C, F] matrix of an implicit GEMM) and writes NHWC;
- * its padding (a tex_op_pad stage) runs inside the timed kernel.
+ * oneDNN picks its blocked layouts (bench/onednn_conv.h; only the
+ * convolution's execution is timed). tex takes the input in NHWC and the
+ * weights in HWCF ([KH, KW, C, F], which is the [KH * KW * C, F] matrix of
+ * an implicit GEMM) and writes NHWC; its padding (a tex_op_pad stage) runs
+ * inside the timed kernel.
  *
- * tex's kernel is tex_op_conv2d (NHWC) with the hand schedule of
- * conv_schedule (the one function an automatic schedule would replace),
- * which tensorizes the convolution with the CPU GEMM built-in as a direct
- * implicit GEMM: a 6-pixel x NR-filter output tile (6 consecutive x of one
- * row) is C, the input's 6 x C block at (y + ry, x + rx) is A (rows stride
- * C), the weights' C x NR block at (ry, rx) is B (rows stride F); the
- * channel axis is the built-in's depth (64 to 512: docs/api.md, rule 10).
+ * tex's kernel is tex_op_conv2d (NHWC) scheduled by
+ * tex_auto_schedule(..., "cpu -threads=N"), which tensorizes it with the
+ * CPU GEMM built-in (docs/auto_schedule.md, "Tensorized tiles"). The
+ * manual line is the hand schedule of conv_schedule, the same idea written
+ * out as a direct implicit GEMM: a 6-pixel x NR-filter output tile (6
+ * consecutive x of one row) is C, the input's 6 x C block at (y + ry,
+ * x + rx) is A (rows stride C), the weights' C x NR block at (ry, rx) is B;
+ * the channel axis is the built-in's depth (64 to 512: docs/api.md, rule
+ * 10). It stays as the reference the automatic schedule must match.
  *
  * Before timing, tex's output is compared with oneDNN's (reordered back to
  * plain NCHW; relative error <= 1e-3), and on the first 1x1 and 7x7 layers
- * with the oracle (tex_eval_reference of the same computes).
+ * (automatic schedule, 1 thread) with the oracle (tex_eval_reference of
+ * the same computes).
  *
  * usage: conv2d          every layer
  *        conv2d S        only the layers whose name contains S
  */
 #include "common.h"
+#include "onednn_conv.h"
 
-#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 #include <stdbool.h>
 #include <string.h>
@@ -58,11 +61,8 @@ typedef struct {
     tex_kernel *kernel;
     DLTensor *x, *w, *out;  /* tex's: NHWC input, HWCF weights, NHWC output */
     float *x_nchw, *w_oihw; /* the same values, plain, for oneDNN */
-    dnnl_engine_t eng;
-    dnnl_stream_t stream;
-    dnnl_primitive_t conv;
-    dnnl_memory_t src, wei, dst; /* in oneDNN's chosen layouts */
-    float *want;                 /* oneDNN's output, NCHW */
+    onednn_conv dnn;        /* oneDNN's convolution (onednn_conv.h) */
+    float *want;            /* oneDNN's output, NCHW */
 } conv_case;
 
 /* ------------------------------------------------------------------ tex */
@@ -130,22 +130,31 @@ static tex_tensor *conv_define(tex_ctx *ctx, const conv_layer *L, tex_tensor **x
     return tex_op_conv2d(ctx, "Out", src, *w, NULL, NULL, NULL, 1, TEX_LAYOUT_NHWC);
 }
 
-/* Builds g->kernel with conv_schedule on g->threads threads; 0 or -1
+/* The schedule of layer L's computes: tex_auto_schedule's, or with
+ * `manual` conv_schedule; NULL on failure. */
+static tex_schedule *conv_plan(tex_ctx *ctx, const char *target, bool manual, tex_tensor *pad,
+                               tex_tensor *w, tex_tensor *out)
+{
+    if (!manual)
+        return tex_auto_schedule(ctx, 1, &out, target);
+    bool avx512 = __builtin_cpu_supports("avx512f");
+    tex_schedule *s = tex_schedule_new(ctx, 1, &out);
+    tex_intrin *in = tex_intrin_builtin(ctx, avx512 ? "cpu.gemm_f32_avx512" : "cpu.gemm_f32_avx2");
+    return s && in && conv_schedule(ctx, s, pad, w, out, in, avx512 ? 64 : 16) == 0 ? s : NULL;
+}
+
+/* Builds g->kernel (conv_plan's schedule) on g->threads threads; 0 or -1
  * (message printed). With `oracle`, also checks the kernel's output for
  * g's arrays against tex_eval_reference. */
-static int conv_build(conv_case *g, bool oracle)
+static int conv_build(conv_case *g, bool manual, bool oracle)
 {
-    bool avx512 = __builtin_cpu_supports("avx512f");
     char target[64];
     snprintf(target, sizeof target, "cpu -threads=%d", g->threads);
     tex_ctx *ctx = tex_ctx_new();
     tex_tensor *x, *w, *pad;
     tex_tensor *out = conv_define(ctx, g->L, &x, &w, &pad);
-    tex_schedule *s = out ? tex_schedule_new(ctx, 1, &out) : NULL;
-    tex_intrin *in = tex_intrin_builtin(ctx, avx512 ? "cpu.gemm_f32_avx512" : "cpu.gemm_f32_avx2");
-    tex_func *f = NULL;
-    if (s && in && conv_schedule(ctx, s, pad, w, out, in, avx512 ? 64 : 16) == 0)
-        f = tex_lower_tensors(s, "conv2d", 3, (tex_tensor *[]){x, w, out});
+    tex_schedule *s = out ? conv_plan(ctx, target, manual, pad, w, out) : NULL;
+    tex_func *f = s ? tex_lower_tensors(s, "conv2d", 3, (tex_tensor *[]){x, w, out}) : NULL;
     g->kernel = f ? tex_build(f, target) : NULL;
     int rc = g->kernel ? 0 : -1;
     if (!g->kernel)
@@ -173,108 +182,6 @@ static int run_tex(void *arg)
     if (rc != 0)
         fprintf(stderr, "conv2d: call failed: %s\n", tex_kernel_errmsg(g->kernel));
     return rc;
-}
-
-/* ---------------------------------------------------------------- oneDNN */
-
-#define DNNL_OK(call) ((call) == dnnl_success)
-
-/* A oneDNN memory of layout md with the contents of `plain` (layout
- * plain_md), reordered once; NULL on failure. */
-static dnnl_memory_t dnnl_from_plain(conv_case *g, const dnnl_memory_desc_t *md,
-                                     const dnnl_memory_desc_t *plain_md, float *plain)
-{
-    dnnl_memory_t m = NULL, p = NULL;
-    dnnl_primitive_desc_t rpd = NULL;
-    dnnl_primitive_t r = NULL;
-    bool ok =
-        DNNL_OK(dnnl_memory_create(&m, md, g->eng, DNNL_MEMORY_ALLOCATE)) &&
-        DNNL_OK(dnnl_memory_create(&p, plain_md, g->eng, plain)) &&
-        DNNL_OK(dnnl_reorder_primitive_desc_create(&rpd, plain_md, g->eng, md, g->eng, NULL)) &&
-        DNNL_OK(dnnl_primitive_create(&r, rpd));
-    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, p}, {DNNL_ARG_TO, m}};
-    ok = ok && DNNL_OK(dnnl_primitive_execute(r, g->stream, 2, args)) &&
-         DNNL_OK(dnnl_stream_wait(g->stream));
-    dnnl_primitive_destroy(r);
-    dnnl_primitive_desc_destroy(rpd);
-    dnnl_memory_destroy(p);
-    if (!ok) {
-        dnnl_memory_destroy(m);
-        return NULL;
-    }
-    return m;
-}
-
-/* oneDNN's convolution of g->L with format_tag::any everywhere, its inputs
- * reordered from the plain arrays; 0 or -1. */
-static int dnnl_setup(conv_case *g)
-{
-    const conv_layer *L = g->L;
-    dnnl_dims_t src_d = {1, L->c, L->h, L->w}, wei_d = {L->f, L->c, L->k, L->k};
-    dnnl_dims_t dst_d = {1, L->f, g->oh, g->ow}, strides = {1, 1}, pad = {L->pad, L->pad};
-    dnnl_memory_desc_t src_any, wei_any, dst_any, src_plain, wei_plain;
-    dnnl_convolution_desc_t cd;
-    dnnl_primitive_desc_t pd = NULL;
-    bool ok =
-        DNNL_OK(dnnl_engine_create(&g->eng, dnnl_cpu, 0)) &&
-        DNNL_OK(dnnl_stream_create(&g->stream, g->eng, dnnl_stream_default_flags)) &&
-        DNNL_OK(dnnl_memory_desc_init_by_tag(&src_any, 4, src_d, dnnl_f32, dnnl_format_tag_any)) &&
-        DNNL_OK(dnnl_memory_desc_init_by_tag(&wei_any, 4, wei_d, dnnl_f32, dnnl_format_tag_any)) &&
-        DNNL_OK(dnnl_memory_desc_init_by_tag(&dst_any, 4, dst_d, dnnl_f32, dnnl_format_tag_any)) &&
-        DNNL_OK(dnnl_memory_desc_init_by_tag(&src_plain, 4, src_d, dnnl_f32, dnnl_nchw)) &&
-        DNNL_OK(dnnl_memory_desc_init_by_tag(&wei_plain, 4, wei_d, dnnl_f32, dnnl_oihw)) &&
-        DNNL_OK(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference,
-                                                   dnnl_convolution_direct, &src_any, &wei_any,
-                                                   NULL, &dst_any, strides, pad, pad)) &&
-        DNNL_OK(dnnl_primitive_desc_create(&pd, &cd, NULL, g->eng, NULL)) &&
-        DNNL_OK(dnnl_primitive_create(&g->conv, pd));
-    if (ok) {
-        const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-        g->src = dnnl_from_plain(g, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
-                                 &src_plain, g->x_nchw);
-        g->wei = dnnl_from_plain(g, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
-                                 &wei_plain, g->w_oihw);
-        ok = g->src && g->wei &&
-             DNNL_OK(dnnl_memory_create(&g->dst, dst_md, g->eng, DNNL_MEMORY_ALLOCATE));
-    }
-    dnnl_primitive_desc_destroy(pd);
-    return ok ? 0 : -1;
-}
-
-static int run_dnnl(void *arg)
-{
-    conv_case *g = arg;
-    dnnl_exec_arg_t args[3] = {
-        {DNNL_ARG_SRC, g->src}, {DNNL_ARG_WEIGHTS, g->wei}, {DNNL_ARG_DST, g->dst}};
-    return DNNL_OK(dnnl_primitive_execute(g->conv, g->stream, 3, args)) &&
-                   DNNL_OK(dnnl_stream_wait(g->stream))
-               ? 0
-               : -1;
-}
-
-/* oneDNN's output reordered into g->want (plain NCHW); 0 or -1. */
-static int dnnl_result(conv_case *g)
-{
-    const conv_layer *L = g->L;
-    dnnl_dims_t dst_d = {1, L->f, g->oh, g->ow};
-    dnnl_memory_desc_t plain_md;
-    const dnnl_memory_desc_t *dst_md = NULL;
-    dnnl_memory_t plain = NULL;
-    dnnl_primitive_desc_t rpd = NULL;
-    dnnl_primitive_t r = NULL;
-    bool ok = DNNL_OK(dnnl_memory_desc_init_by_tag(&plain_md, 4, dst_d, dnnl_f32, dnnl_nchw)) &&
-              DNNL_OK(dnnl_memory_get_memory_desc(g->dst, &dst_md)) &&
-              DNNL_OK(dnnl_memory_create(&plain, &plain_md, g->eng, g->want)) &&
-              DNNL_OK(dnnl_reorder_primitive_desc_create(&rpd, dst_md, g->eng, &plain_md, g->eng,
-                                                         NULL)) &&
-              DNNL_OK(dnnl_primitive_create(&r, rpd));
-    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, g->dst}, {DNNL_ARG_TO, plain}};
-    ok = ok && DNNL_OK(dnnl_primitive_execute(r, g->stream, 2, args)) &&
-         DNNL_OK(dnnl_stream_wait(g->stream));
-    dnnl_primitive_destroy(r);
-    dnnl_primitive_desc_destroy(rpd);
-    dnnl_memory_destroy(plain);
-    return ok ? 0 : -1;
 }
 
 /* ------------------------------------------------------------------ cases */
@@ -316,12 +223,7 @@ static void conv_release(conv_case *g)
     free(g->x_nchw);
     free(g->w_oihw);
     free(g->want);
-    dnnl_primitive_destroy(g->conv);
-    dnnl_memory_destroy(g->src);
-    dnnl_memory_destroy(g->wei);
-    dnnl_memory_destroy(g->dst);
-    dnnl_stream_destroy(g->stream);
-    dnnl_engine_destroy(g->eng);
+    onednn_conv_release(&g->dnn);
 }
 
 /* tex's NHWC output transposed to NCHW, compared with oneDNN's (exits
@@ -340,20 +242,22 @@ static void conv_check(conv_case *g, const char *desc)
 }
 
 /* Builds, checks and times layer L on `threads` threads; prints its line. */
-static void conv_measure(const conv_layer *L, int threads, bool oracle)
+static void conv_measure(const conv_layer *L, int threads, bool manual, bool oracle)
 {
     char desc[64];
-    snprintf(desc, sizeof desc, "%s/t%d", L->name, threads);
+    snprintf(desc, sizeof desc, "%s/t%d%s", L->name, threads, manual ? "/manual" : "");
     conv_case g = {.L = L, .threads = threads};
     omp_set_num_threads(threads);
-    if (conv_alloc(&g) != 0 || conv_build(&g, oracle) != 0 || dnnl_setup(&g) != 0)
+    onednn_conv_shape sh = {L->c, L->h, L->w, L->f, L->k, L->pad};
+    if (conv_alloc(&g) != 0 || conv_build(&g, manual, oracle) != 0 ||
+        onednn_conv_setup(&g.dnn, sh, g.x_nchw, g.w_oihw) != 0)
         bench_fail("conv2d", desc, "setup_failed");
     memset(g.out->data, 0xff, sizeof(float) * (size_t)(g.oh * g.ow * L->f)); /* NaN */
-    if (run_tex(&g) != 0 || run_dnnl(&g) != 0 || dnnl_result(&g) != 0)
+    if (run_tex(&g) != 0 || onednn_conv_run(&g.dnn) != 0 || onednn_conv_result(&g.dnn, g.want) != 0)
         bench_fail("conv2d", desc, "call_failed");
     conv_check(&g, desc);
     if (bench_compare("conv2d", desc, (bench_run){run_tex, &g, NULL}, "onednn",
-                      (bench_run){run_dnnl, &g, NULL}, 1500) != 0)
+                      (bench_run){onednn_conv_run, &g.dnn, NULL}, 1500) != 0)
         bench_fail("conv2d", desc, "call_failed");
     conv_release(&g);
 }
@@ -362,6 +266,8 @@ int main(int argc, char **argv)
 {
     for (int l = 0; l < N_LAYERS; l++)
         for (int t = 1; t <= 2 && (argc < 2 || strstr(layers[l].name, argv[1])); t++)
-            conv_measure(&layers[l], t, t == 1 && (layers[l].k == 1 || layers[l].h == 7));
+            for (int manual = 0; manual <= 1; manual++)
+                conv_measure(&layers[l], t, manual,
+                             t == 1 && !manual && (layers[l].k == 1 || layers[l].h == 7));
     return 0;
 }

@@ -6,13 +6,15 @@
  * from an empty log; the issue's goal allows 10 minutes):
  *   gemm1024     C = A . B, 1024^3                 anchors default, openblas
  *   conv256      conv2d NCHW 1x256x14x14, 256 filters 3x3, padding 1
- *                                                  anchor default
+ *                                                  anchors default, onednn
  *   softmax      softmax over the rows of 4096x1024 anchors default, bandwidth
  *   mlp          Y = gelu(X . W1 + b1) . W2 + X, 512x768x3072
  *                                                  anchors default, openblas
  * anchor=default is the automatic schedule (what tuning starts from);
  * openblas the same computation with cblas_sgemm for the GEMMs and OpenMP
- * loops for the rest; bandwidth a parallel copy of the same bytes (the
+ * loops for the rest; onednn oneDNN's convolution in its preferred blocked
+ * layouts (bench/onednn_conv.h; its output is checked against the default
+ * schedule's first); bandwidth a parallel copy of the same bytes (the
  * least any softmax can take). Each line's tex side is the tuned kernel,
  * timed interleaved with the anchor (bench/common.h); the tuner's own
  * numbers (seconds, trials, the trial that found the best) follow on a line
@@ -28,6 +30,7 @@
  * usage: tune [CASE]   every case, or only those whose name contains CASE
  */
 #include "common.h"
+#include "onednn_conv.h"
 
 #include <cblas.h>
 #include <omp.h>
@@ -45,6 +48,7 @@ typedef struct {
     DLTensor *tuned_out, *default_out;
     tex_kernel *tuned, *dflt;
     const char *name;
+    onednn_conv dnn; /* the onednn anchor's convolution (conv256) */
 } tune_case;
 
 static const char TARGET[] = "cpu -threads=2";
@@ -81,11 +85,14 @@ static void gemm1024(tune_case *c)
     gemm(c, 1024);
 }
 
+static const onednn_conv_shape CONV = {256, 14, 14, 256, 3, 1};
+
 static void conv(tune_case *c)
 {
-    tex_tensor *X = input(c, "X", 4, (int64_t[]){1, 256, 14, 14});
-    tex_tensor *W = input(c, "W", 4, (int64_t[]){256, 256, 3, 3});
-    add(c, tex_op_conv2d(c->ctx, "Y", X, W, NULL, (int64_t[]){1, 1}, NULL, 1, TEX_LAYOUT_NCHW));
+    tex_tensor *X = input(c, "X", 4, (int64_t[]){1, CONV.c, CONV.h, CONV.w});
+    tex_tensor *W = input(c, "W", 4, (int64_t[]){CONV.f, CONV.c, CONV.k, CONV.k});
+    const int64_t pad[2] = {CONV.pad, CONV.pad};
+    add(c, tex_op_conv2d(c->ctx, "Y", X, W, NULL, pad, NULL, 1, TEX_LAYOUT_NCHW));
 }
 
 static void softmax(tune_case *c)
@@ -162,6 +169,28 @@ static int run_blas_mlp(void *arg)
     return 0;
 }
 
+/* The onednn anchor of conv (its NCHW input and OIHW weights are oneDNN's
+ * plain layouts): set up, run once and checked against the default
+ * schedule's output; 0 or -1. */
+static int setup_onednn_conv(tune_case *c)
+{
+    float *got = malloc(sizeof(float) * (size_t)(CONV.f * CONV.h * CONV.w));
+    int rc = got && onednn_conv_setup(&c->dnn, CONV, data(c, 0), data(c, 1)) == 0 &&
+                     onednn_conv_run(&c->dnn) == 0 && onednn_conv_result(&c->dnn, got) == 0
+                 ? 0
+                 : -1;
+    if (rc == 0)
+        bench_check_close("tune", "conv256/onednn", got, c->default_out->data,
+                          CONV.f * CONV.h * CONV.w, 1e-3);
+    free(got);
+    return rc;
+}
+
+static int run_onednn_conv(void *arg)
+{
+    return onednn_conv_run(&((tune_case *)arg)->dnn);
+}
+
 static int run_copy(void *arg)
 {
     tune_case *c = arg;
@@ -212,8 +241,10 @@ static int64_t out_elements(const tune_case *c)
     return n;
 }
 
+/* Tunes, checks and times case `name` against the default schedule and
+ * anchor_fn (none when NULL), which setup (when not NULL) prepares. */
 static void run_case(const char *name, void (*define)(tune_case *), const char *anchor,
-                     int (*anchor_fn)(void *))
+                     int (*anchor_fn)(void *), int (*setup)(tune_case *))
 {
     tune_case c = {.ctx = tex_ctx_new(), .name = "k"};
     char desc[64];
@@ -234,6 +265,8 @@ static void run_case(const char *name, void (*define)(tune_case *), const char *
     bench_check_close("tune", desc, c.tuned_out->data, c.default_out->data, out_elements(&c), 1e-3);
     bench_compare("tune", desc, (bench_run){run_tuned, &c, NULL}, "default",
                   (bench_run){run_default, &c, NULL}, 300);
+    if (setup && setup(&c) != 0)
+        bench_fail("tune", desc, "anchor_setup_failed");
     if (anchor_fn)
         bench_compare("tune", desc, (bench_run){run_tuned, &c, NULL}, anchor,
                       (bench_run){anchor_fn, &c, NULL}, 300);
@@ -248,6 +281,7 @@ static void run_case(const char *name, void (*define)(tune_case *), const char *
         tex_array_free(c.a[i]);
     tex_array_free(c.tuned_out); /* c.a's last slot holds either output */
     tex_array_free(c.default_out);
+    onednn_conv_release(&c.dnn);
     tex_ctx_free(c.ctx);
 }
 
@@ -311,13 +345,15 @@ int main(int argc, char **argv)
         void (*define)(tune_case *);
         const char *anchor;
         int (*anchor_fn)(void *);
-    } cases[] = {{"gemm1024", gemm1024, "openblas", run_blas_gemm},
-                 {"conv256", conv, NULL, NULL},
-                 {"softmax4096x1024", softmax, "bandwidth", run_copy},
-                 {"mlp512x768x3072", mlp, "openblas", run_blas_mlp}};
+        int (*setup)(tune_case *);
+    } cases[] = {{"gemm1024", gemm1024, "openblas", run_blas_gemm, NULL},
+                 {"conv256", conv, "onednn", run_onednn_conv, setup_onednn_conv},
+                 {"softmax4096x1024", softmax, "bandwidth", run_copy, NULL},
+                 {"mlp512x768x3072", mlp, "openblas", run_blas_mlp, NULL}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (!only || strstr(cases[i].name, only))
-            run_case(cases[i].name, cases[i].define, cases[i].anchor, cases[i].anchor_fn);
+            run_case(cases[i].name, cases[i].define, cases[i].anchor, cases[i].anchor_fn,
+                     cases[i].setup);
     }
     if (!only || strstr("tune_search", only))
         compare_searches();

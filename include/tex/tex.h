@@ -376,7 +376,10 @@ TEX_API int tex_schedule_apply_text(tex_schedule *s, const char *text);
  * a stated cost rule; TEX_DUMP=fusion prints which stage went into which
  * kernel and why. Kernel level ("cpu"): tiles from the host's vector width
  * and cache sizes, parallel outer loops, vectorized inner loops and
- * reductions (not reassociated under "-strict-float"). Kernel level
+ * reductions (not reassociated under "-strict-float"); a matmul or an NHWC
+ * conv2d whose shapes fit a CPU GEMM built-in (constant sizes, f32, at
+ * least NR columns; docs/auto_schedule.md, "Tensorized tiles") is
+ * tensorized with it, the others keep loop-nest tiles. Kernel level
  * ("cuda"): elementwise kernels one element (or float4) per thread, blocks
  * of 256; reductions and row-wise chains one block per row with rfactor and
  * cross-thread reductions; GEMM-like stages in block tiles (up to 64x64) of

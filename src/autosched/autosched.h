@@ -15,6 +15,7 @@
  *                reductions, vectors
  *   cuda_gemm.c  CUDA GEMM-like kernels: block and register tiles, shared
  *                operand tiles, tensor cores
+ *   tensorize.c  whether a GEMM-like stage's tiles fit a CPU GEMM built-in
  *   machine.c    the cache sizes, thread count and vector width of the host
  *   dump.c       TEX_DUMP=fusion
  */
@@ -60,6 +61,8 @@ typedef struct {
     int depth;  /* leading dims every member is indexed by the root's axes (ROWS, TILES) */
     int gemm;   /* node of the GEMM-like member (TILES), else -1 */
     int n_memb; /* attached members */
+    /* For GEMM-like nodes (classify.c, tensorize.c) */
+    const char *tz_why; /* why its tiles do not fit the CPU GEMM built-in; NULL: they do */
 } texi_as_node;
 
 /* Properties of the host (machine.c). */
@@ -76,8 +79,10 @@ typedef struct {
     int n;               /* = sch->n_stages at the start (cache stages come later) */
     texi_as_node *nodes; /* parallel to sch->stages, producers first */
     texi_as_machine mach;
-    bool strict_float; /* "-strict-float": no reassociating reductions */
-    int sm;            /* "cuda -arch=sm_NN": NN; 0 when not given (or "cpu") */
+    bool strict_float;      /* "-strict-float": no reassociating reductions */
+    int sm;                 /* "cuda -arch=sm_NN": NN; 0 when not given (or "cpu") */
+    const char *tz_builtin; /* the host's CPU GEMM built-in, or NULL (tensorize.c) */
+    int64_t tz_nr;          /* its tile's column count */
 } texi_as_graph;
 
 /* Fills mach from the environment (TEX_NUM_THREADS), sysconf and /sys; every
@@ -96,6 +101,16 @@ bool texi_as_reads_with_reuse(const tex_stage *c, const tex_tensor *t);
  * axes in the same positions (t[i0, i1, ...]); ndim of t when c does not read
  * t (classify.c). */
 int texi_as_lead_match(const tex_stage *c, const tex_tensor *t);
+
+/* Whether iv appears in e (classify.c). */
+bool texi_as_expr_uses(tex_expr *e, const tex_iter *iv);
+
+/* Whether GEMM-like stage st's register tiles fit the host's CPU GEMM
+ * built-in (tensorize.c): NULL when they do, with its depth axis in *k,
+ * else the reason. *builtin receives the built-in's name (NULL without
+ * AVX2) and *nr its tile's column count either way. */
+const char *texi_as_tensorize_fit(const texi_as_graph *g, const tex_stage *st, tex_iter **k,
+                                  const char **builtin, int64_t *nr);
 
 /* The iter of stage st (axis or reduce axis) that the last index of the
  * first multi-dimensional read in its body is, or NULL (classify.c). */

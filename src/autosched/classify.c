@@ -84,6 +84,10 @@ void texi_as_classify(texi_as_graph *g)
         nd->kind = op->n_raxes == 0   ? TEXI_AS_INJECTIVE
                    : is_gemm_like(op) ? TEXI_AS_GEMM
                                       : TEXI_AS_REDUCE;
+        if (nd->kind == TEXI_AS_GEMM) {
+            tex_iter *k;
+            nd->tz_why = texi_as_tensorize_fit(g, nd->st, &k, &g->tz_builtin, &g->tz_nr);
+        }
         body_cost c = {false, false};
         texi_expr_visit(op->body, cost_visit, &c);
         nd->expensive = c.expensive;
@@ -110,13 +114,20 @@ static bool var_used(tex_expr *e, void *ud)
     return *iv != NULL;
 }
 
+bool texi_as_expr_uses(tex_expr *e, const tex_iter *iv)
+{
+    const tex_iter *left = iv;
+    texi_expr_visit(e, var_used, &left);
+    return left == NULL;
+}
+
 /* Whether iv appears in one of the access's indices. */
 static bool access_uses(const tex_expr *acc, const tex_iter *iv)
 {
-    const tex_iter *left = iv;
-    for (int k = 0; k < acc->u.access.n_idx && left; k++)
-        texi_expr_visit(acc->u.access.idx[k], var_used, &left);
-    return left == NULL;
+    for (int k = 0; k < acc->u.access.n_idx; k++)
+        if (texi_as_expr_uses(acc->u.access.idx[k], iv))
+            return true;
+    return false;
 }
 
 /* Whether iv (a loop of the reader) runs more than one iteration. */

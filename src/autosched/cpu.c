@@ -14,6 +14,10 @@
  *          unrolled, the columns vectorized; the epilogue's columns
  *          vectorized. With the panels outermost, the right operand is
  *          packed per panel (pack_panel).
+ *   tensorized tiles  (the GEMM-like stage fits a CPU GEMM built-in,
+ *          tensorize.c): the root's columns split by the built-in's NR and
+ *          its rows into strips that fit L1; the GEMM stage computed per
+ *          strip in 6-row tiles that call the built-in (schedule_tz_tiles).
  *   rows   (row-wise chains): the root's leading dims up to the kernel's
  *          depth (at most all but the last) fused into one parallel row
  *          loop, or for a 1-d root chunks sized to fit L1; every member
@@ -26,7 +30,7 @@
  */
 #include "autosched/autosched.h"
 
-enum { MAX_LEAVES = 64, TILE_ROWS = 6, K_UNROLL = 4 };
+enum { MAX_LEAVES = 64, TILE_ROWS = 6, K_UNROLL = 4, TZ_DEPTH = 256 };
 
 /* Elements of st's dtype in one vector register. */
 static int lanes_of(const texi_as_graph *g, const tex_stage *st)
@@ -36,9 +40,11 @@ static int lanes_of(const texi_as_graph *g, const tex_stage *st)
     return lanes > 0 ? lanes : 1;
 }
 
+/* Whether iv's extent is a constant (folded: an output size such as
+ * (7 + 2 - 3) / 1 + 1 is one), in *v. */
 static bool const_extent(const tex_iter *iv, int64_t *v)
 {
-    return texi_expr_is_int_const(iv->extent, v);
+    return tex_expr_const_int(iv->extent, v);
 }
 
 /* Vectorizes iv of st: directly when its extent is a constant of at most
@@ -269,6 +275,110 @@ static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
     return op->n_raxes ? 0 : tex_vectorize(st, ni);
 }
 
+/* The tensorized GEMM stage's loops inside its row strip: (leading axes,
+ * other reduce axes, k / KC, rows / 6, rows % 6, k % KC, columns), the
+ * rows % 6 tensorized with the built-in: the strip's tiles RESET first,
+ * then one UPDATE per tile and iteration of the loops outside the row
+ * tiles (a conv's window positions, the depth blocks), so that each block
+ * of the right operand is reused from L1 by every tile of the strip.
+ * KC = K up to 2 * 256, else 256; the last partial k tile and the strip's
+ * last partial row tile run built-in instances of smaller depth or fewer
+ * rows; the columns are vectorized for the edge tiles that run the
+ * ordinary nest. The k split is there even when KC = K, so that tex_tune
+ * (which mutates the split factors of the schedule's trace) can block the
+ * depth. */
+static int tz_strip_inner(texi_as_graph *g, tex_stage *gs)
+{
+    const texi_op *op = gs->op;
+    tex_iter *order[MAX_LEAVES], *k, *ko, *ki, *mo, *mi;
+    const char *name;
+    int64_t nr, e = 0;
+    int n = 0, nax = op->n_axes;
+    if (texi_as_tensorize_fit(g, gs, &k, &name, &nr) || nax + op->n_raxes + 2 > MAX_LEAVES)
+        return texi_error(g->ctx, TEX_EINTERNAL, "tex_auto_schedule: stage '%s' no longer fits %s",
+                          gs->tensor->name, g->tz_builtin);
+    tex_iter *m = op->axes[nax - 2], *c = op->axes[nax - 1];
+    TEXI_TRY(tex_split(gs, m, tex_int(g->ctx, TILE_ROWS), &mo, &mi));
+    for (int a = 0; a < nax - 2; a++)
+        order[n++] = op->axes[a];
+    for (int r = 0; r < op->n_raxes; r++)
+        if (op->raxes[r] != k)
+            order[n++] = op->raxes[r];
+    const_extent(k, &e);
+    TEXI_TRY(tex_split(gs, k, tex_int(g->ctx, e > 2 * TZ_DEPTH ? TZ_DEPTH : e), &ko, &ki));
+    order[n++] = ko;
+    order[n++] = mo;
+    order[n++] = mi;
+    order[n++] = ki;
+    order[n++] = c;
+    TEXI_TRY(tex_reorder(gs, n, order));
+    TEXI_TRY(tex_vectorize(gs, c));
+    tex_intrin *in = tex_intrin_builtin(g->ctx, name);
+    return in ? tex_tensorize(gs, mi, in) : tex_errcode(g->ctx);
+}
+
+/* The rows of a strip: all of them when a rows x NR strip of the output
+ * fits in half of L1 (a conv's output row), else the most multiple of 6
+ * rows that does. */
+static int64_t strip_rows(const texi_as_graph *g, const tex_stage *st)
+{
+    int64_t rows = 0, bytes = texi_dtype_bits(st->tensor->dtype) / 8;
+    int64_t fit = g->mach.l1 / 2 / (g->tz_nr * (bytes > 0 ? bytes : 1));
+    const_extent(st->op->axes[st->op->n_axes - 2], &rows);
+    if (rows <= fit)
+        return rows;
+    fit -= fit % TILE_ROWS;
+    return fit > TILE_ROWS ? fit : TILE_ROWS;
+}
+
+/* "tiles" on the CPU GEMM built-in: the root's columns split by NR (the
+ * built-in's tile) and its rows into strips (strip_rows), loop order
+ * (column panels, leading dims, row strips, rows, columns); the panel
+ * loop parallel alone when there are at least two panels per thread, else
+ * fused with the leading dims; the right operand packed per panel; the
+ * GEMM stage computed per strip and tensorized (tz_strip_inner), so the
+ * built-in handles the strip's last rows; the epilogue computed per strip
+ * too, while the strip is in L1. */
+static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
+{
+    tex_stage *st = g->nodes[r].st;
+    const texi_op *op = st->op;
+    int nax = op->n_axes, n = 0;
+    tex_iter *mo, *mi, *no, *ni, *order[MAX_LEAVES];
+    if (nax + op->n_raxes + 2 > MAX_LEAVES)
+        return 0;
+    int64_t cols = 0;
+    TEXI_TRY(tex_split(st, op->axes[nax - 1], tex_int(g->ctx, g->tz_nr), &no, &ni));
+    TEXI_TRY(tex_split(st, op->axes[nax - 2], tex_int(g->ctx, strip_rows(g, st)), &mo, &mi));
+    order[n++] = no;
+    for (int k = 0; k < nax - 2; k++)
+        order[n++] = op->axes[k];
+    order[n++] = mo;
+    order[n++] = mi;
+    order[n++] = ni;
+    for (int k = 0; k < op->n_raxes; k++)
+        order[n++] = op->raxes[k];
+    TEXI_TRY(tex_reorder(st, n, order));
+    const_extent(op->axes[nax - 1], &cols);
+    bool alone = nax == 2 || (cols + g->tz_nr - 1) / g->tz_nr >= 2 * (int64_t)g->mach.threads;
+    tex_iter *par = no;
+    if (!alone)
+        TEXI_TRY(fuse_leading(st, nax - 1, &par));
+    TEXI_TRY(tex_parallel(st, par));
+    TEXI_TRY(tex_compute_at(gs, st, mo));
+    TEXI_TRY(pack_panel(g, gs, st, par));
+    TEXI_TRY(tz_strip_inner(g, gs));
+    TEXI_TRY(attach_members(g, r, mo, gemm_node));
+    return op->n_raxes ? 0 : vectorize_axis(g, st, ni);
+}
+
+/* "tiles", tensorized when the GEMM-like node fits the built-in. */
+static int schedule_gemm_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
+{
+    return g->nodes[gemm_node].tz_why ? schedule_tiles(g, r, gs, gemm_node)
+                                      : schedule_tz_tiles(g, r, gs, gemm_node);
+}
+
 /* "alone": a kernel with nothing attached. */
 static int schedule_alone(texi_as_graph *g, int r)
 {
@@ -279,7 +389,7 @@ static int schedule_alone(texi_as_graph *g, int r)
         tex_tensor *local = tex_cache_write(g->sch, st->tensor, TEX_SCOPE_LOCAL);
         if (!local)
             return tex_errcode(g->ctx);
-        return schedule_tiles(g, r, tex_stage_of(g->sch, local), -1);
+        return schedule_gemm_tiles(g, r, tex_stage_of(g->sch, local), r);
     }
     if (nd->kind == TEXI_AS_INJECTIVE) {
         tex_iter *outer, *rest;
@@ -310,7 +420,7 @@ int texi_as_schedule_cpu(texi_as_graph *g)
             TEXI_TRY(schedule_rows(g, r));
             break;
         case TEXI_AS_MODE_TILES:
-            TEXI_TRY(schedule_tiles(g, r, g->nodes[nd->gemm].st, nd->gemm));
+            TEXI_TRY(schedule_gemm_tiles(g, r, g->nodes[nd->gemm].st, nd->gemm));
             break;
         }
     }

@@ -62,6 +62,18 @@ static int kernel_of(const texi_as_graph *g, int i)
     return g->nodes[i].root;
 }
 
+/* For a GEMM-like node: whether its tiles are tensorized, and with what. */
+static void dump_builtin(texi_sb *sb, const texi_as_graph *g, const texi_as_node *nd)
+{
+    if (nd->kind != TEXI_AS_GEMM)
+        return;
+    if (nd->tz_why)
+        texi_sb_printf(sb, "; not tensorized: %s", nd->tz_why);
+    else
+        texi_sb_printf(sb, "; tensorized with %s (6 x %lld tiles)", g->tz_builtin,
+                       (long long)g->tz_nr);
+}
+
 static void dump_kernel(texi_sb *sb, const texi_as_graph *g, int r, int number)
 {
     const texi_as_node *nd = &g->nodes[r];
@@ -69,13 +81,17 @@ static void dump_kernel(texi_sb *sb, const texi_as_graph *g, int r, int number)
                    mode_name(nd->mode));
     if (nd->mode != TEXI_AS_MODE_ALONE)
         texi_sb_printf(sb, ", depth %d", nd->depth);
-    texi_sb_printf(sb, " -- %s\n", nd->why);
+    texi_sb_printf(sb, " -- %s", nd->why);
+    dump_builtin(sb, g, nd);
+    texi_sb_printf(sb, "\n");
     for (int i = r - 1; i >= 0; i--) {
         const texi_as_node *m = &g->nodes[i];
-        if (m->fate == TEXI_AS_ATTACHED && m->root == r)
-            texi_sb_printf(sb, "  '%s' %s: computed inside it -- %s\n", m->st->tensor->name,
+        if (m->fate == TEXI_AS_ATTACHED && m->root == r) {
+            texi_sb_printf(sb, "  '%s' %s: computed inside it -- %s", m->st->tensor->name,
                            kind_name(m->kind), m->why);
-        else if (m->fate == TEXI_AS_INLINED && kernel_of(g, i) == r)
+            dump_builtin(sb, g, m);
+            texi_sb_printf(sb, "\n");
+        } else if (m->fate == TEXI_AS_INLINED && kernel_of(g, i) == r)
             texi_sb_printf(sb, "  '%s' %s: inlined -- %s\n", m->st->tensor->name,
                            kind_name(m->kind), m->why);
     }

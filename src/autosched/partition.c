@@ -4,7 +4,8 @@
  * inlined into its consumers, computed inside the loops of another kernel,
  * or is a kernel (a root stage) itself. The cost rule, consumers first:
  *
- *   inline    an injective stage that is not an output, when it only moves
+ *   inline    an injective stage that is not an output nor an operand of a
+ *             GEMM-like stage tensorized with a CPU built-in, when it only moves
  *             data (pad, transpose, reshape, broadcast: recomputing is a
  *             load), or when no consumer would evaluate one of its elements
  *             twice (no reuse) and it is cheap or read by one kernel only;
@@ -74,6 +75,20 @@ static bool would_recompute(texi_as_graph *g, int i)
     return false;
 }
 
+/* Whether a reader of node i is a GEMM-like stage whose tiles fit the CPU
+ * GEMM built-in: the built-in reads its operands from buffers. */
+static bool feeds_builtin(const texi_as_graph *g, int i)
+{
+    int nc = 0;
+    tex_stage **cons = texi_schedule_consumers(g->sch, g->nodes[i].st->tensor, &nc);
+    for (int k = 0; cons && k < nc; k++) {
+        const texi_as_node *c = &g->nodes[node_of(g, cons[k])];
+        if (c->kind == TEXI_AS_GEMM && !c->tz_why)
+            return true;
+    }
+    return false;
+}
+
 /* The inline half of the cost rule for injective node i (file comment). */
 static void decide_inline(texi_as_graph *g, int i)
 {
@@ -81,7 +96,9 @@ static void decide_inline(texi_as_graph *g, int i)
     nd->recomputed = would_recompute(g, i);
     nd->n_eff = 0;
     each_eff_reader(g, i, INT32_MAX, count_reader, &nd->n_eff);
-    if (nd->movement) {
+    if (feeds_builtin(g, i)) {
+        nd->why = "an operand of a tensorized GEMM: the built-in reads it from a buffer";
+    } else if (nd->movement) {
         nd->fate = TEXI_AS_INLINED;
         nd->why = "moves data only: recomputing an element is a load";
     } else if (nd->recomputed) {

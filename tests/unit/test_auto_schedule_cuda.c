@@ -24,8 +24,7 @@
  * (tex_tune on "cuda": test_tune).
  */
 #include "tt.h"
-#include "support/opcheck.h"
-#include "support/as_case.h"
+#include "support/autosched.h"
 #include "support/cuda_emu.h"
 #include "support/ptxas.h"
 
@@ -97,7 +96,7 @@ static void check_emu(as_case *c, tex_func *f, char **src)
 /* Auto-schedules c's output for target, lowers it and runs checks (1) to
  * (3) of the file comment. The schedule, or NULL after a failure (reported);
  * the CUDA source in *src (malloc'ed) when src is not NULL. */
-static tex_schedule *case_check(as_case *c, tex_tensor *out, const char *target, char **src)
+static tex_schedule *cuda_case_check(as_case *c, tex_tensor *out, const char *target, char **src)
 {
     char why[2048], *text = NULL;
     c->w.out = out;
@@ -151,7 +150,7 @@ static void run_elementwise(int64_t m, int64_t n, bool sym)
     tex_tensor *t = tex_op_relu(c.ctx, "R", tex_op_add(c.ctx, "S", A, B));
     tex_tensor *Y = tex_op_sigmoid(c.ctx, "Y", tex_op_mul(c.ctx, "P", t, C));
     char *src = NULL;
-    tex_schedule *s = case_check(&c, Y, "cuda", &src);
+    tex_schedule *s = cuda_case_check(&c, Y, "cuda", &src);
     if (s) {
         TT_EQ_INT(n_roots(s), 1);
         TT_EQ_INT(attach_of(s, "R"), TEXI_ATTACH_INLINE);
@@ -183,7 +182,7 @@ static void run_softmax(int64_t m, int64_t n, bool sym, const char *target)
     case_init(&c, "softmax", 2, (int64_t[]){m, n}, sym);
     tex_tensor *X = ops_input(&c.w, "X", 2, c.d);
     char *src = NULL;
-    tex_schedule *s = case_check(&c, tex_op_softmax(c.ctx, "Y", X, -1), target, &src);
+    tex_schedule *s = cuda_case_check(&c, tex_op_softmax(c.ctx, "Y", X, -1), target, &src);
     if (s) {
         TT_EQ_INT(n_roots(s), 1);
         TT_EQ_INT(attach_of(s, "Y_max"), TEXI_ATTACH_AT);
@@ -214,7 +213,7 @@ static void run_layernorm(int64_t b, int64_t m, int64_t n, int n_axes, bool sym)
     tex_tensor *G = ops_input(&c.w, "G", n_axes, &c.d[3 - n_axes]);
     tex_tensor *Be = ops_input(&c.w, "Be", n_axes, &c.d[3 - n_axes]);
     tex_schedule *s =
-        case_check(&c, tex_op_layernorm(c.ctx, "Y", X, G, Be, n_axes, 1e-5), "cuda", NULL);
+        cuda_case_check(&c, tex_op_layernorm(c.ctx, "Y", X, G, Be, n_axes, 1e-5), "cuda", NULL);
     if (s) {
         TT_EQ_INT(n_roots(s), 1);
         TT_EQ_INT(attach_of(s, "Y_sum"), TEXI_ATTACH_AT);
@@ -249,7 +248,7 @@ static void run_matmul(int64_t bt, int64_t m, int64_t n, int64_t k, bool epilogu
         Y = tex_op_relu(c.ctx, "Y", tex_op_bias_add(c.ctx, "Yb", Y, bias, -1));
     }
     char *src = NULL;
-    tex_schedule *s = case_check(&c, Y, "cuda", &src);
+    tex_schedule *s = cuda_case_check(&c, Y, "cuda", &src);
     if (s && epilogue) {
         TT_EQ_INT(n_roots(s), 1);
         TT_EQ_INT(attach_of(s, "MM"), TEXI_ATTACH_AT);
@@ -290,7 +289,7 @@ static void run_half_matmul(tex_dtype t, int64_t m, int64_t n, int64_t k, bool r
     if (relu)
         C = tex_op_relu(c.ctx, "Y", C);
     char *src = NULL;
-    tex_schedule *s = case_check(&c, C, "cuda -arch=sm_80", &src);
+    tex_schedule *s = cuda_case_check(&c, C, "cuda -arch=sm_80", &src);
     bool tc = m % 16 == 0 && n % 16 == 0 && k % 16 == 0;
     if (s && tc)
         source_has(c.w.name, src, "nvcuda::wmma::mma_sync", NULL);
@@ -332,7 +331,7 @@ static void run_conv(tex_layout layout, int64_t ch, int64_t hw, int64_t f, int64
     tex_tensor *y = (gemm ? tex_op_conv2d_gemm : tex_op_conv2d)(
         c.ctx, "Cv", X, W, (int64_t[]){st, st}, (int64_t[]){1, 1}, NULL, 1, layout);
     y = tex_op_relu(c.ctx, "Y", tex_op_bias_add(c.ctx, "Yb", y, bias, nchw ? 1 : 3));
-    tex_schedule *s = case_check(&c, y, "cuda", NULL);
+    tex_schedule *s = cuda_case_check(&c, y, "cuda", NULL);
     if (s) {
         TT_EQ_INT(n_roots(s), 1);
         TT_EQ_INT(attach_of(s, "Cv_pad"), TEXI_ATTACH_INLINE);
@@ -385,7 +384,7 @@ static void run_reduce(int which, int64_t m, int64_t n, bool sym)
         y = tex_op_sum(c.ctx, "Y", tex_op_sigmoid(c.ctx, "E", e), 1, (int[]){1}, 0);
         break;
     }
-    tex_schedule *s = case_check(&c, y, "cuda", NULL);
+    tex_schedule *s = cuda_case_check(&c, y, "cuda", NULL);
     if (s)
         TT_EQ_INT(attach_of(s, "T"), TEXI_ATTACH_INLINE);
     if (s && which == RED_SUM_EXP)

@@ -1,0 +1,90 @@
+/*
+ * autosched.h: the harness of the automatic scheduler's tests
+ * (tests/unit/test_auto_schedule*.c). Header-only; include it after tt.h.
+ * A case is an ops.h workload with its sizes (constant or symbolic);
+ * case_check auto-schedules its output, JIT-compiles it and compares it
+ * with the oracle on random non-zero inputs with the output poisoned;
+ * attach_of, n_roots and tensorized read the resulting schedule.
+ */
+#ifndef TEX_TESTS_SUPPORT_AUTOSCHED_H
+#define TEX_TESTS_SUPPORT_AUTOSCHED_H
+
+#include "support/opcheck.h"
+#include "schedule/schedule.h"
+#include "util/host.h"
+
+/* A workload named name with the sizes given: dims[k] (symbolic when
+ * sym[k]) become w's sizes in order. */
+typedef struct {
+    ops_wl w;
+    tex_ctx *ctx;
+    tex_expr *d[6];
+} as_case;
+
+static inline void case_init(as_case *c, const char *name, int n, const int64_t dims[], bool sym)
+{
+    c->ctx = tex_ctx_new();
+    ops_init(&c->w, c->ctx, name);
+    static const char *const names[6] = {"d0", "d1", "d2", "d3", "d4", "d5"};
+    for (int k = 0; k < n; k++)
+        c->d[k] = ops_size(&c->w, names[k], dims[k], sym && dims[k] > 1);
+}
+
+/* Auto-schedules c's output for target, checks the kernel against the
+ * oracle; returns the schedule (NULL after a failure, reported). */
+static inline tex_schedule *case_check(as_case *c, tex_tensor *out, const char *target)
+{
+    c->w.out = out;
+    if (!out) {
+        TT_FAILF("%s: building the operators failed: %s", c->w.name, tex_errmsg(c->ctx));
+        return NULL;
+    }
+    tex_schedule *s = tex_auto_schedule(c->ctx, 1, &out, target);
+    if (!s) {
+        TT_FAILF("%s: tex_auto_schedule failed: %s", c->w.name, tex_errmsg(c->ctx));
+        return NULL;
+    }
+    if (ops_check_jit(&c->w, s, target, 7, NULL, true) != 0) {
+        TT_FAILF("%s: the auto-scheduled kernel differs from the oracle (%s)", c->w.name, target);
+        return NULL;
+    }
+    return s;
+}
+
+/* The attach kind of the stage named name in s (-1 if none is). */
+static inline int attach_of(tex_schedule *s, const char *name)
+{
+    for (int i = 0; i < s->n_stages; i++)
+        if (strcmp(s->stages[i]->tensor->name, name) == 0)
+            return (int)s->stages[i]->attach;
+    return -1;
+}
+
+/* The number of kernels (compute stages at the root) of s. */
+static inline int n_roots(tex_schedule *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->n_stages; i++)
+        n += s->stages[i]->op->kind == TEXI_OP_COMPUTE && s->stages[i]->attach == TEXI_ATTACH_ROOT;
+    return n;
+}
+
+/* Whether the stage named name in s is tensorized (calls an intrinsic). */
+static inline bool tensorized(tex_schedule *s, const char *name)
+{
+    for (int i = 0; i < s->n_stages; i++)
+        if (strcmp(s->stages[i]->tensor->name, name) == 0)
+            return s->stages[i]->intrin != NULL;
+    return false;
+}
+
+/* Whether the automatic scheduler has a CPU GEMM built-in on this host
+ * (AVX2 or AVX-512), with the built-in's tile width in *nr. */
+static inline bool host_gemm_builtin(int64_t *nr)
+{
+    int vb = texi_host_vector_bytes();
+    *nr = vb >= 64 ? 64 : 16;
+    return vb >= 32;
+}
+
+#endif

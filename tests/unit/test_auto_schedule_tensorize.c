@@ -1,0 +1,206 @@
+/*
+ * tex_auto_schedule with the CPU GEMM built-ins (docs/auto_schedule.md,
+ * "Tensorized tiles"): matmul (alone, batched, with bias + gelu and
+ * residual epilogues) and conv2d in NHWC with HWCF weights (with and
+ * without padding, with a bias + relu epilogue), auto-scheduled,
+ * JIT-compiled, run on random non-zero inputs with the output poisoned and
+ * compared with the oracle (tests/support/autosched.h) over odd and prime
+ * channel counts, 1-sized dims, row counts that are not multiples of the
+ * 6-row tile, column counts that are not multiples of its width, and
+ * depths above the built-in's (split, with a partial last depth tile).
+ * Each case also checks that the GEMM-like stage is tensorized exactly
+ * when the rule says so, and the fallbacks (symbolic sizes, a transposed
+ * right operand, too few columns, NCHW, strided conv, -strict-float)
+ * still compute the right values on the ordinary register tiles.
+ * On a host without AVX2 nothing is tensorized and every case checks that.
+ */
+#include "tt.h"
+#include "support/autosched.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+static char cache_dir[] = "/tmp/tex-test-auto-schedule-tz-XXXXXX";
+
+/* Under make asan only the first case of each group runs (see
+ * test_auto_schedule.c). */
+static bool quick;
+
+/* The built-in's tile width on this host (0 without a built-in). */
+static int64_t nr;
+
+/* Y = A . B (A [bt,] m x k, B [bt,] k x n; trans_b: B given as [n, k]),
+ * then, with `epilogue`, gelu(Y + bias) + R; sym makes the sizes symbolic.
+ * The GEMM stage must be tensorized iff want_tz (and the host has a
+ * built-in). */
+static void run_matmul(int64_t bt, int64_t m, int64_t n, int64_t k, bool epilogue, bool sym,
+                       bool trans_b, const char *target, bool want_tz)
+{
+    as_case c;
+    case_init(&c, epilogue ? "tz_matmul_epilogue" : "tz_matmul", 4, (int64_t[]){bt, m, n, k}, sym);
+    int nd = bt > 0 ? 3 : 2;
+    tex_expr *sa[3] = {c.d[0], c.d[1], c.d[3]};
+    tex_expr *sb[3] = {c.d[0], trans_b ? c.d[2] : c.d[3], trans_b ? c.d[3] : c.d[2]};
+    tex_tensor *A = ops_input(&c.w, "A", nd, bt > 0 ? sa : sa + 1);
+    tex_tensor *B = ops_input(&c.w, "B", nd, bt > 0 ? sb : sb + 1);
+    tex_tensor *Y = tex_op_matmul(c.ctx, epilogue ? "MM" : "Y", A, B, 0, trans_b);
+    if (epilogue) {
+        tex_expr *sr[3] = {c.d[0], c.d[1], c.d[2]};
+        tex_tensor *bias = ops_input(&c.w, "bias", 1, &c.d[2]);
+        tex_tensor *R = ops_input(&c.w, "R", nd, bt > 0 ? sr : sr + 1);
+        Y = tex_op_gelu(c.ctx, "G", tex_op_bias_add(c.ctx, "Yb", Y, bias, -1));
+        Y = tex_op_add(c.ctx, "Y", Y, R);
+    }
+    tex_schedule *s = case_check(&c, Y, target);
+    if (s) {
+        TT_EQ_INT(tensorized(s, epilogue ? "MM" : "Y.local"), want_tz && nr > 0);
+        TT_EQ_INT(n_roots(s), 1);
+        if (epilogue)
+            TT_EQ_INT(attach_of(s, "MM"), TEXI_ATTACH_AT);
+    }
+    tex_ctx_free(c.ctx);
+}
+
+static void test_matmul(void)
+{
+    run_matmul(0, 37, 67, 70, false, false, false, "cpu", true);
+    if (quick)
+        return;
+    run_matmul(0, 1, 64, 1, false, false, false, "cpu", true);
+    run_matmul(0, 6, 64, 512, false, false, false, "cpu -threads=2", true);
+    run_matmul(0, 13, 67, 600, false, false, false, "cpu -threads=3", true);
+    run_matmul(0, 61, 131, 29, false, false, false, "cpu -threads=1", true);
+    run_matmul(0, 7, 67, 5, true, false, false, "cpu", true);
+    run_matmul(0, 24, 64, 64, true, false, false, "cpu -threads=2", true);
+    run_matmul(2, 5, 67, 7, false, false, false, "cpu", true);
+    run_matmul(3, 11, 64, 13, true, false, false, "cpu -threads=4", true);
+}
+
+/* The ordinary register tiles: every one of these misses a condition. */
+static void test_matmul_fallback(void)
+{
+    run_matmul(0, 13, 67, 31, false, true, false, "cpu", false); /* symbolic sizes */
+    if (quick)
+        return;
+    run_matmul(0, 13, 67, 31, false, false, true, "cpu", false); /* B as [N, K] (dense) */
+    run_matmul(0, 9, 7, 33, true, false, false, "cpu", false);   /* fewer columns than NR */
+    run_matmul(0, 9, 67, 33, false, false, false, "cpu -strict-float", false);
+}
+
+/* relu(conv2d(X, W) + bias) in NHWC, X [n, h, h, ch], W [r, r, ch, f],
+ * padding pad, stride st (layout NCHW: X [n, ch, h, h], W [f, ch, r, r]). */
+static void run_conv(tex_layout layout, int64_t n, int64_t ch, int64_t h, int64_t f, int64_t r,
+                     int64_t pad, int64_t st, bool epilogue, bool want_tz)
+{
+    as_case c;
+    case_init(&c, epilogue ? "tz_conv_epilogue" : "tz_conv", 0, NULL, false);
+    tex_expr *N = tex_int(c.ctx, n), *C = tex_int(c.ctx, ch), *H = tex_int(c.ctx, h);
+    tex_expr *F = tex_int(c.ctx, f), *R = tex_int(c.ctx, r);
+    bool nchw = layout == TEX_LAYOUT_NCHW;
+    tex_tensor *X =
+        ops_input(&c.w, "X", 4, nchw ? (tex_expr *[]){N, C, H, H} : (tex_expr *[]){N, H, H, C});
+    tex_tensor *W =
+        ops_input(&c.w, "W", 4, nchw ? (tex_expr *[]){F, C, R, R} : (tex_expr *[]){R, R, C, F});
+    tex_tensor *y = tex_op_conv2d(c.ctx, epilogue ? "Cv" : "Y", X, W, (int64_t[]){st, st},
+                                  (int64_t[]){pad, pad}, NULL, 1, layout);
+    if (epilogue) {
+        tex_tensor *bias = ops_input(&c.w, "bias", 1, &F);
+        y = tex_op_relu(c.ctx, "Y", tex_op_bias_add(c.ctx, "Yb", y, bias, nchw ? 1 : 3));
+    }
+    tex_schedule *s = case_check(&c, y, "cpu");
+    bool tz = want_tz && nr > 0 && f >= nr;
+    if (s) {
+        TT_EQ_INT(tensorized(s, epilogue ? "Cv" : "Y.local"), tz);
+        if (pad) /* the built-in reads the padded input from a buffer */
+            TT_EQ_INT(attach_of(s, epilogue ? "Cv_pad" : "Y_pad"),
+                      tz ? TEXI_ATTACH_ROOT : TEXI_ATTACH_INLINE);
+    }
+    tex_ctx_free(c.ctx);
+}
+
+static void test_conv(void)
+{
+    run_conv(TEX_LAYOUT_NHWC, 1, 5, 7, 67, 3, 1, 1, true, true);
+    if (quick)
+        return;
+    run_conv(TEX_LAYOUT_NHWC, 1, 3, 9, 64, 3, 1, 1, false, true);
+    run_conv(TEX_LAYOUT_NHWC, 2, 13, 8, 67, 3, 1, 1, false, true);
+    run_conv(TEX_LAYOUT_NHWC, 1, 1, 1, 64, 3, 1, 1, true, true);
+    run_conv(TEX_LAYOUT_NHWC, 1, 17, 11, 131, 1, 0, 1, true, true);
+    run_conv(TEX_LAYOUT_NHWC, 1, 7, 5, 67, 5, 2, 1, false, true);
+}
+
+/* The ordinary register tiles for convs the built-in does not fit. */
+static void test_conv_fallback(void)
+{
+    run_conv(TEX_LAYOUT_NCHW, 1, 5, 9, 67, 3, 1, 1, true, false);
+    if (quick)
+        return;
+    run_conv(TEX_LAYOUT_NHWC, 1, 5, 9, 67, 3, 1, 2, true, false); /* stride 2 */
+    run_conv(TEX_LAYOUT_NHWC, 1, 5, 9, 7, 3, 1, 1, true, false);  /* 7 filters */
+}
+
+/* TEX_DUMP=fusion says whether and with what a GEMM-like stage is
+ * tensorized, or why not. */
+static void test_dump(void)
+{
+    char path[] = "/tmp/tex-test-auto-schedule-tz-dump-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        TT_FAILF("mkstemp failed");
+        return;
+    }
+    tex_ctx *ctx = tex_ctx_new();
+    tex_tensor *A = tex_placeholder_c(ctx, "A", TEX_F32, 2, (int64_t[]){8, 4});
+    tex_tensor *B = tex_placeholder_c(ctx, "B", TEX_F32, 2, (int64_t[]){4, 64});
+    tex_tensor *BT = tex_placeholder_c(ctx, "BT", TEX_F32, 2, (int64_t[]){64, 4});
+    tex_tensor *outs[2] = {tex_op_matmul(ctx, "Y", A, B, 0, 0),
+                           tex_op_matmul(ctx, "Z", A, BT, 0, 1)};
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    setenv("TEX_DUMP", "fusion", 1);
+    tex_schedule *s = tex_auto_schedule(ctx, 2, outs, "cpu");
+    unsetenv("TEX_DUMP");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char text[4096] = {0};
+    ssize_t got = pread(fd, text, sizeof text - 1, 0);
+    close(fd);
+    unlink(path);
+    TT_CHECK(s != NULL);
+    TT_CHECK(got > 0);
+    if (nr > 0)
+        TT_CHECK(strstr(text, "'Y' (gemm-like): alone -- an output of the schedule; tensorized "
+                              "with cpu.gemm_f32_avx") != NULL);
+    TT_CHECK(
+        strstr(text, "'Z' (gemm-like): alone -- an output of the schedule; not tensorized: ") !=
+        NULL);
+    if (tt_failed_checks)
+        printf("  dump:\n%s", text);
+    tex_ctx_free(ctx);
+}
+
+int main(void)
+{
+    quick = getenv("TEX_SANITIZE_FLAGS") != NULL;
+    if (!host_gemm_builtin(&nr))
+        nr = 0;
+    if (oc_setup(cache_dir) != 0) {
+        printf("test_auto_schedule_tensorize: cannot make a temporary cache directory\n");
+        return 1;
+    }
+    TT_RUN(test_dump);
+    if (!tex_target_available("cpu")) {
+        printf("SKIP auto_schedule_tensorize (no working C compiler for target \"cpu\")\n");
+        tt_remove_tree(cache_dir);
+        return tt_finish();
+    }
+    TT_RUN(test_matmul);
+    TT_RUN(test_matmul_fallback);
+    TT_RUN(test_conv);
+    TT_RUN(test_conv_fallback);
+    tt_remove_tree(cache_dir);
+    return tt_finish();
+}
