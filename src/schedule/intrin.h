@@ -33,6 +33,11 @@ tex_intrin *texi_intrin_builtin_cuda(tex_ctx *ctx, const char *name);
  * as texi_intrin_builtin_cuda. */
 tex_intrin *texi_intrin_builtin_cuda_frag(tex_ctx *ctx, const char *name);
 
+/* Which of in's tensors (bit i: desc tensor i, inputs in order then the
+ * output) are fragment tiles, which must be TEX_SCOPE_LOCAL buffers
+ * (intrin_cuda_frag.c); 0 for every other intrinsic. */
+unsigned texi_intrin_frag_operands(const tex_intrin *in);
+
 /* The reduction depth (KR) of a CPU GEMM built-in instance, or 0 when `in`
  * is not one (intrin_cpu.c, "Any K"). */
 int64_t texi_intrin_cpu_depth(const tex_intrin *in);

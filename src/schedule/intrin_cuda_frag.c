@@ -206,6 +206,19 @@ static tex_tensor *relu_desc(tex_ctx *ctx)
     return tex_compute(ctx, "D", 2, (tex_iter *[]){i, j}, tex_cast(TEX_F16, r));
 }
 
+unsigned texi_intrin_frag_operands(const tex_intrin *in)
+{
+    if (!in->builtin)
+        return 0;
+    if (strcmp(in->builtin, "cuda.mma_m16n16k16_f16f32_frag") == 0)
+        return 1u << 2; /* C */
+    if (strcmp(in->builtin, "cuda.mma_frag_relu_f16") == 0)
+        return 1u << 0 | 1u << 1; /* P, D */
+    if (strcmp(in->builtin, "cuda.mma_m16n16k16_f16f32_afrag") == 0)
+        return 1u << 0; /* A */
+    return 0;
+}
+
 tex_intrin *texi_intrin_builtin_cuda_frag(tex_ctx *ctx, const char *name)
 {
     if (strcmp(name, "cuda.mma_m16n16k16_f16f32_frag") == 0) {

@@ -591,23 +591,34 @@ static void test_b2b_regs(void)
     b2b_check(b2b_regs_schedule, false, "mma.sync.aligned.m16n8k16", true);
 }
 
-/* The register-resident epilogue is relu only: a scaled D0 (alpha0 * P0)
- * does not match "cuda.mma_frag_relu_f16", which tex_lower refuses. */
-static void test_b2b_regs_mismatch(void)
+/* What tex_lower refuses of the register-resident schedule: a scaled D0
+ * (alpha0 * P0: the epilogue built-in is relu only), and a fragment tile in
+ * shared memory (P0 there: the lanes would share it). */
+static void test_b2b_regs_refused(void)
 {
-    tex_tensor *t[8];
-    tex_expr *v[3];
-    b2b_compute(32, 32, 32, 32, true, t, v);
-    tex_schedule *s = tex_schedule_new(ctx, 1, &t[7]);
-    TT_EQ_INT(s ? b2b_regs_schedule(s, t) : -1, 0);
-    tex_param p[8];
-    for (int i = 0; i < 8; i++)
-        p[i] = i < 5 ? (tex_param){.kind = TEX_ARG_TENSOR, .t = t[i < 4 ? i : 7]}
-                     : (tex_param){.kind = TEX_ARG_VAR, .v = v[i - 5]};
-    TT_CHECK(tex_lower(s, "b2b_tc", 8, p) == NULL);
-    TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
-    TT_CHECK(strstr(tex_errmsg(ctx), "cuda.mma_frag_relu_f16") != NULL);
-    tex_clear_error(ctx);
+    for (int shared = 0; shared < 2; shared++) {
+        tex_tensor *t[8];
+        tex_expr *v[3];
+        b2b_compute(32, 32, 32, 32, !shared, t, v);
+        tex_schedule *s = tex_schedule_new(ctx, 1, &t[7]);
+        TT_EQ_INT(s ? b2b_regs_schedule(s, t) : -1, 0);
+        if (shared)
+            TT_EQ_INT(tex_set_scope(tex_stage_of(s, t[4]), TEX_SCOPE_SHARED), 0);
+        tex_param p[8];
+        int np = 0;
+        for (int i = 0; i < 8; i++)
+            if (i < 5)
+                p[np++] = (tex_param){.kind = TEX_ARG_TENSOR, .t = t[i < 4 ? i : 7]};
+            else if (i > 5 || !shared)
+                p[np++] = (tex_param){.kind = TEX_ARG_VAR, .v = v[i - 5]};
+        TT_CHECK(tex_lower(s, "b2b_tc", np, p) == NULL);
+        TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
+        const char *want = shared ? "tensor 'P0' must be computed in scope local"
+                                  : "intrinsic 'cuda.mma_frag_relu_f16'";
+        if (!strstr(tex_errmsg(ctx), want))
+            TT_FAILF("expected \"%s\" in: %s", want, tex_errmsg(ctx));
+        tex_clear_error(ctx);
+    }
 }
 
 int main(void)
@@ -622,7 +633,7 @@ int main(void)
         TT_RUN(test_b2b);
     if (cuda_emu_have_cxx())
         TT_RUN(test_b2b_regs);
-    TT_RUN(test_b2b_regs_mismatch);
+    TT_RUN(test_b2b_regs_refused);
     tex_ctx_free(ctx);
     return tt_finish();
 }
