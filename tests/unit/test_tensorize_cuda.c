@@ -29,7 +29,13 @@
  * D1 = relu(alpha1 D0 B1 + beta1 C1), f16 inputs, f32 accumulation, the
  * scalars given at call time; one warp per 16 rows of D1, both GEMMs'
  * accumulator tiles and D0 in shared memory at the block (never in global
- * memory), both tensorized; checked like the GEMM above.
+ * memory), both tensorized; checked like the GEMM above. Register-resident
+ * (test_b2b_regs, D0 = f16(relu(A0 B0))): P0 and D0 are local fragment
+ * tiles of the mma.sync built-ins (src/schedule/intrin_cuda_frag.c), so D0
+ * goes from the first GEMM's accumulators to the second GEMM's A operand
+ * without leaving registers; ptxas must also report no local memory (0
+ * bytes stack frame). tex_lower refuses a scaled D0 (the epilogue built-in
+ * is relu only) and a fragment tile in shared memory.
  *
  * Checks: "cuda -emit-only -arch=sm_80 / sm_90" build; the source compiles
  * with nvcc -cubin for each arch (ptxas -v: no spills) and its SASS (cuobjdump -sass; make deps
@@ -575,6 +581,11 @@ static void b2b_check(int (*sched)(tex_schedule *, tex_tensor *const[8]), bool s
         TT_CHECK(worst < 1e-3);
         cuda_emu_free(e);
         tex_kernel_free(k);
+    }
+    if (registers) { /* no C source for the CPU */
+        TT_CHECK(tex_build(f, "cpu") == NULL);
+        TT_EQ_INT(tex_errcode(ctx), TEX_EUNAVAILABLE);
+        tex_clear_error(ctx);
     }
     free(a0), free(b0), free(b1), free(c1), free(d1), free(ref);
 }
