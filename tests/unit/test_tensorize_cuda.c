@@ -567,6 +567,10 @@ static void b2b_check(int (*sched)(tex_schedule *, tex_tensor *const[8]), bool s
             continue;
         }
         check_sass(src, archs[i], registers);
+        const char *ptx = tex_kernel_ptx(k); /* NVRTC's, when the library has it */
+        if (ptx)
+            TT_CHECK(strstr(ptx, "mma.sync.aligned") != NULL);
+        printf("  %s: NVRTC PTX %s\n", archs[i], ptx ? "checked" : "not available");
         char err[4096];
         cuda_emu *e = i == 0 ? cuda_emu_build(src, err, sizeof err) : NULL;
         if (i == 0 && !e)
