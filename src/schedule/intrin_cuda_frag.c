@@ -30,6 +30,11 @@
  * per lane) each lane holds the whole tile instead, row-major, so the tile's
  * values are the ordinary ones there.
  *
+ * On the CPU (gpu_to_cpu: the warp's calls run once, for the whole tile)
+ * the built-ins' host_source holds plain C functions of the same names over
+ * whole row-major tiles, f16 as uint16_t (the CPU emitter's storage type and
+ * its tex_f16_* conversions), so the same lowered function runs there too.
+ *
  * Arguments as docs/api.md rule 10 says (storage types __half / float, one
  * int64_t stride per dimension; fragment tiles use only their row stride,
  * in the emulation). Every function is called by all 32 lanes of a warp,
@@ -175,6 +180,58 @@ static const char afrag_source[] = FRAG_COMMON
     "#endif\n"
     "}\n";
 
+/* The C of all three built-ins for the CPU backend (file comment). */
+static const char host_source[] =
+    "static inline void tex_mma_frag_reset(float *C, int64_t c0, int64_t c1)\n"
+    "{\n"
+    "    for (int i = 0; i < 16; i++)\n"
+    "        for (int j = 0; j < 16; j++)\n"
+    "            C[i * c0 + j * c1] = 0.0f;\n"
+    "}\n"
+    "static inline void tex_mma_frag_update(const uint16_t *A, int64_t a0, int64_t a1,\n"
+    "    const uint16_t *B, int64_t b0, int64_t b1, float *C, int64_t c0, int64_t c1)\n"
+    "{\n"
+    "    for (int i = 0; i < 16; i++)\n"
+    "        for (int j = 0; j < 16; j++) {\n"
+    "            float s = C[i * c0 + j * c1];\n"
+    "            for (int k = 0; k < 16; k++)\n"
+    "                s += tex_f16_to_f32(A[i * a0 + k * a1]) * tex_f16_to_f32(B[k * b0 + j * "
+    "b1]);\n"
+    "            C[i * c0 + j * c1] = s;\n"
+    "        }\n"
+    "}\n"
+    "static inline void tex_mma_frag_relu(const float *P, int64_t p0, int64_t p1, uint16_t *D,\n"
+    "    int64_t d0, int64_t d1)\n"
+    "{\n"
+    "    for (int i = 0; i < 16; i++)\n"
+    "        for (int j = 0; j < 16; j++) {\n"
+    "            float v = P[i * p0 + j * p1];\n"
+    "            D[i * d0 + j * d1] = tex_f16_from_f32(v > 0.0f ? v : 0.0f);\n"
+    "        }\n"
+    "}\n"
+    "static inline void tex_mma_afrag_reset(float *C, int64_t c0, int64_t c1)\n"
+    "{\n"
+    "    tex_mma_frag_reset(C, c0, c1);\n"
+    "}\n"
+    "static inline void tex_mma_afrag_update(const uint16_t *A, int64_t a0, int64_t a1,\n"
+    "    const uint16_t *B, int64_t b0, int64_t b1, float *C, int64_t c0, int64_t c1)\n"
+    "{\n"
+    "    tex_mma_frag_update(A, a0, a1, B, b0, b1, C, c0, c1);\n"
+    "}\n";
+
+/* The built-in `name` (desc d, device source src, functions body or reset
+ * and update), with host_source for the CPU; NULL on failure. */
+static tex_intrin *make(tex_ctx *ctx, const char *name, tex_tensor *d, const char *src,
+                        const char *body, const char *reset, const char *update)
+{
+    tex_intrin *in =
+        d ? texi_intrin_make(ctx, "tex_intrin_builtin", name, d, src, body, reset, update, name)
+          : NULL;
+    if (in)
+        in->host_source = host_source;
+    return in;
+}
+
 /* A 16x16 placeholder of dtype t. */
 static tex_tensor *tile(tex_ctx *ctx, const char *name, tex_dtype t)
 {
@@ -221,23 +278,13 @@ unsigned texi_intrin_frag_operands(const tex_intrin *in)
 
 tex_intrin *texi_intrin_builtin_cuda_frag(tex_ctx *ctx, const char *name)
 {
-    if (strcmp(name, "cuda.mma_m16n16k16_f16f32_frag") == 0) {
-        tex_tensor *d = gemm_desc(ctx);
-        return d ? texi_intrin_make(ctx, "tex_intrin_builtin", name, d, frag_source, NULL,
-                                    "tex_mma_frag_reset", "tex_mma_frag_update", name)
-                 : NULL;
-    }
-    if (strcmp(name, "cuda.mma_frag_relu_f16") == 0) {
-        tex_tensor *d = relu_desc(ctx);
-        return d ? texi_intrin_make(ctx, "tex_intrin_builtin", name, d, relu_source,
-                                    "tex_mma_frag_relu", NULL, NULL, name)
-                 : NULL;
-    }
-    if (strcmp(name, "cuda.mma_m16n16k16_f16f32_afrag") == 0) {
-        tex_tensor *d = gemm_desc(ctx);
-        return d ? texi_intrin_make(ctx, "tex_intrin_builtin", name, d, afrag_source, NULL,
-                                    "tex_mma_afrag_reset", "tex_mma_afrag_update", name)
-                 : NULL;
-    }
+    if (strcmp(name, "cuda.mma_m16n16k16_f16f32_frag") == 0)
+        return make(ctx, name, gemm_desc(ctx), frag_source, NULL, "tex_mma_frag_reset",
+                    "tex_mma_frag_update");
+    if (strcmp(name, "cuda.mma_frag_relu_f16") == 0)
+        return make(ctx, name, relu_desc(ctx), relu_source, "tex_mma_frag_relu", NULL, NULL);
+    if (strcmp(name, "cuda.mma_m16n16k16_f16f32_afrag") == 0)
+        return make(ctx, name, gemm_desc(ctx), afrag_source, NULL, "tex_mma_afrag_reset",
+                    "tex_mma_afrag_update");
     return NULL;
 }
