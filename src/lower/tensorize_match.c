@@ -10,7 +10,9 @@
  * desc axes (leaves), the two bodies walked in parallel (bodies), accesses
  * to tiles (tiles).
  * A mismatch is TEX_EINVAL naming the stage, the axis and the intrinsic,
- * saying what differs, and printing both definitions. Nothing here builds
+ * saying what differs, and printing both definitions; so is a register
+ * fragment tile (schedule/intrin_cuda_frag.c) given a tensor that is not a
+ * local buffer. Nothing here builds
  * statements or decides about tails (schedule_ops.c does).
  */
 #include "lower/tensorize_match.h"
