@@ -11,8 +11,12 @@
  *                    memory and read back), each GEMM with the same register
  *                    tile and its epilogue fused;
  *   anchor=openblas  two cblas_sgemm calls (alpha0; alpha1) with separate
- *                    OpenMP epilogue loops (relu; relu(. + beta1 * C1)).
- * Both tex kernels are checked against OpenBLAS's result (relative error
+ *                    OpenMP epilogue loops (relu; relu(. + beta1 * C1));
+ *   anchor=gemm0_only the unfused pair's first GEMM alone (D0 written,
+ *                    nothing else): unfused_ms - gemm0_only_ms is the second
+ *                    GEMM with D0's round trip through memory, the most that
+ *                    fusion can save.
+ * The tex kernels are checked against OpenBLAS's results (relative error
  * at most 1e-4) before timing. The register tile is bench/gemm's: 6 rows x
  * 64 columns on a CPU with AVX-512, 6 x 16 with AVX2 only, k unrolled by 4.
  *
@@ -28,14 +32,16 @@
 #include "b2b_gemm.h"
 #include "openblas.h"
 
+#include <stdbool.h>
+
 #include <tex/tex.h>
 
 typedef struct {
     int64_t m, k0, n0, n1;
     int threads;
-    tex_kernel *fused, *unfused;
-    DLTensor *a0, *b0, *b1, *c1, *d1, *d1_unfused;
-    float *d0_blas, *p1_blas, *d1_blas; /* OpenBLAS's intermediates and result */
+    tex_kernel *fused, *unfused, *first;
+    DLTensor *a0, *b0, *b1, *c1, *d1, *d1_unfused, *d0; /* d0: the first GEMM's alone */
+    float *d0_blas, *p1_blas, *d1_blas;                 /* OpenBLAS's intermediates and result */
 } b2b_case;
 
 static const float ALPHA0 = 0.5f, ALPHA1 = 0.75f, BETA1 = -0.5f;
@@ -46,7 +52,8 @@ static const b2b_tile *cpu_tile(void)
     return __builtin_cpu_supports("avx512f") ? &avx512 : &avx2;
 }
 
-/* One kernel of case c with schedule `sched`; NULL with a message printed. */
+/* One kernel of case c with schedule `sched` (b2b_gemm_first: parameters
+ * A0, B0, D0, alpha0); NULL with a message printed. */
 static tex_kernel *b2b_build(const b2b_case *c, int (*sched)(tex_ctx *, tex_schedule *,
                                                              const b2b_gemm *, const b2b_tile *))
 {
@@ -55,10 +62,16 @@ static tex_kernel *b2b_build(const b2b_case *c, int (*sched)(tex_ctx *, tex_sche
     tex_ctx *ctx = tex_ctx_new();
     b2b_gemm g;
     b2b_gemm_define(ctx, tex_int(ctx, c->m), c->k0, c->n0, c->n1, &g);
-    tex_schedule *s = tex_schedule_new(ctx, 1, &g.d1);
+    bool first = sched == b2b_gemm_first;
+    tex_schedule *s = tex_schedule_new(ctx, 1, first ? &g.d0 : &g.d1);
     tex_param p[8];
     b2b_gemm_params(&g, p);
-    tex_func *f = s && sched(ctx, s, &g, cpu_tile()) == 0 ? tex_lower(s, "b2b", 8, p) : NULL;
+    if (first) {
+        p[2] = (tex_param){.kind = TEX_ARG_TENSOR, .t = g.d0};
+        p[3] = p[5];
+    }
+    tex_func *f =
+        s && sched(ctx, s, &g, cpu_tile()) == 0 ? tex_lower(s, "b2b", first ? 4 : 8, p) : NULL;
     tex_kernel *k = f ? tex_build(f, target) : NULL;
     if (!k)
         fprintf(stderr, "b2b: %s\n", tex_errmsg(ctx));
@@ -88,6 +101,19 @@ static int run_unfused(void *arg)
 {
     b2b_case *c = arg;
     return run_kernel(c->unfused, c, c->d1_unfused);
+}
+
+static int run_first(void *arg)
+{
+    b2b_case *c = arg;
+    tex_value v[4] = {{.kind = TEX_VAL_TENSOR, .t = c->a0},
+                      {.kind = TEX_VAL_TENSOR, .t = c->b0},
+                      {.kind = TEX_VAL_TENSOR, .t = c->d0},
+                      {.kind = TEX_VAL_F64, .f = ALPHA0}};
+    int rc = tex_kernel_call(c->first, 4, v);
+    if (rc != 0)
+        fprintf(stderr, "b2b: call failed: %s\n", tex_kernel_errmsg(c->first));
+    return rc;
 }
 
 /* Two sgemm calls, each followed by its epilogue loop. */
@@ -120,10 +146,11 @@ static int b2b_alloc(b2b_case *c)
 {
     c->a0 = array2(c->m, c->k0), c->b0 = array2(c->k0, c->n0), c->b1 = array2(c->n0, c->n1);
     c->c1 = array2(c->m, c->n1), c->d1 = array2(c->m, c->n1), c->d1_unfused = array2(c->m, c->n1);
+    c->d0 = array2(c->m, c->n0);
     c->d0_blas = malloc(sizeof(float) * (size_t)(c->m * c->n0));
     c->p1_blas = malloc(sizeof(float) * (size_t)(c->m * c->n1));
     c->d1_blas = malloc(sizeof(float) * (size_t)(c->m * c->n1));
-    if (!c->a0 || !c->b0 || !c->b1 || !c->c1 || !c->d1 || !c->d1_unfused || !c->d0_blas ||
+    if (!c->a0 || !c->b0 || !c->b1 || !c->c1 || !c->d1 || !c->d1_unfused || !c->d0 || !c->d0_blas ||
         !c->p1_blas || !c->d1_blas)
         return -1;
     bench_fill_random(c->a0->data, c->m * c->k0, 1);
@@ -137,8 +164,9 @@ static void b2b_release(b2b_case *c)
 {
     tex_kernel_free(c->fused);
     tex_kernel_free(c->unfused);
-    DLTensor *const arrays[6] = {c->a0, c->b0, c->b1, c->c1, c->d1, c->d1_unfused};
-    for (int i = 0; i < 6; i++)
+    tex_kernel_free(c->first);
+    DLTensor *const arrays[7] = {c->a0, c->b0, c->b1, c->c1, c->d1, c->d1_unfused, c->d0};
+    for (int i = 0; i < 7; i++)
         tex_array_free(arrays[i]);
     free(c->d0_blas);
     free(c->p1_blas);
@@ -152,22 +180,29 @@ static void run_case(int64_t m, int64_t k0, int64_t n0, int64_t n1, int threads)
              (long long)n0, (long long)n1, threads);
     b2b_case c = {.m = m, .k0 = k0, .n0 = n0, .n1 = n1, .threads = threads};
     if (b2b_alloc(&c) != 0 || !(c.fused = b2b_build(&c, b2b_gemm_fused)) ||
-        !(c.unfused = b2b_build(&c, b2b_gemm_unfused)))
+        !(c.unfused = b2b_build(&c, b2b_gemm_unfused)) ||
+        !(c.first = b2b_build(&c, b2b_gemm_first)))
         bench_fail("b2b_gemm", desc, "setup_failed");
     openblas_set_num_threads(threads);
     run_blas(&c);
     memset(c.d1->data, 0xff, sizeof(float) * (size_t)(m * n1)); /* NaN: must be overwritten */
     memset(c.d1_unfused->data, 0xff, sizeof(float) * (size_t)(m * n1));
-    if (run_fused(&c) != 0 || run_unfused(&c) != 0)
+    memset(c.d0->data, 0xff, sizeof(float) * (size_t)(m * n0));
+    if (run_fused(&c) != 0 || run_unfused(&c) != 0 || run_first(&c) != 0)
         bench_fail("b2b_gemm", desc, "call_failed");
     bench_check_close("b2b_gemm", desc, c.d1->data, c.d1_blas, m * n1, 1e-4);
     bench_check_close("b2b_gemm", desc, c.d1_unfused->data, c.d1_blas, m * n1, 1e-4);
-    bench_run sides[3] = {{run_fused, &c, NULL}, {run_unfused, &c, NULL}, {run_blas, &c, NULL}};
-    bench_stats st[3];
-    if (bench_interleave(3, sides, 1500, st) != 0)
+    bench_check_close("b2b_gemm", desc, c.d0->data, c.d0_blas, m * n0, 1e-4);
+    bench_run sides[4] = {{run_fused, &c, NULL},
+                          {run_unfused, &c, NULL},
+                          {run_blas, &c, NULL},
+                          {run_first, &c, NULL}};
+    bench_stats st[4];
+    if (bench_interleave(4, sides, 1500, st) != 0)
         bench_fail("b2b_gemm", desc, "call_failed");
     bench_report("b2b_gemm", desc, &st[0], "unfused", &st[1]);
     bench_report("b2b_gemm", desc, &st[0], "openblas", &st[2]);
+    bench_report("b2b_gemm", desc, &st[0], "gemm0_only", &st[3]);
     b2b_release(&c);
 }
 

@@ -21,6 +21,8 @@
  *            tex_lower refuses (docs/api.md, rule 5).
  *   unfused  D0 computed at root (written to memory, M x N0) with its own
  *            register-tiled GEMM, then D1's GEMM reading it back.
+ *   first    the unfused schedule's first GEMM alone (a kernel computing D0
+ *            only): what fusion cannot save.
  * Both GEMMs use bench/gemm's register tile: mb rows x bn columns of
  * accumulators, k split by kf and unrolled, the rows unrolled, the columns
  * vectorized (bn = 64 with AVX-512, 16 with AVX2 only).
@@ -125,25 +127,36 @@ static inline int b2b_gemm_fused(tex_ctx *ctx, tex_schedule *s, const b2b_gemm *
     return rc ? rc : b2b_register_tile(ctx, s1, t);
 }
 
-/* The unfused schedule: each GEMM as bench/gemm's, its accumulators a local
- * cache (cache_write) computed at its output's tile; D0 at root. */
+/* One GEMM of the unfused schedule, as bench/gemm's: its output `out` tiled
+ * t->mb x t->bn, the row-tile loop parallel, its accumulators `acc` local
+ * at the tile (b2b_register_tile). */
+static inline int b2b_gemm_tiled(tex_ctx *ctx, tex_schedule *s, tex_tensor *out, tex_tensor *acc,
+                                 const b2b_tile *t)
+{
+    tex_stage *so = tex_stage_of(s, out), *sa = tex_stage_of(s, acc);
+    tex_iter *mo, *no, *mi, *ni;
+    int rc = tex_tile(so, tex_op_axis(so, 0), tex_op_axis(so, 1), tex_int(ctx, t->mb),
+                      tex_int(ctx, t->bn), &mo, &no, &mi, &ni);
+    rc = rc ? rc : tex_parallel(so, mo);
+    rc = rc ? rc : tex_vectorize(so, ni);
+    rc = rc ? rc : tex_compute_at(sa, so, no);
+    rc = rc ? rc : tex_set_scope(sa, TEX_SCOPE_LOCAL);
+    return rc ? rc : b2b_register_tile(ctx, sa, t);
+}
+
+/* The unfused schedule: both GEMMs b2b_gemm_tiled; D0 at root. */
 static inline int b2b_gemm_unfused(tex_ctx *ctx, tex_schedule *s, const b2b_gemm *g,
                                    const b2b_tile *t)
 {
-    tex_tensor *const outs[2] = {g->d0, g->d1}, *const accs[2] = {g->p0, g->p1};
-    int rc = 0;
-    for (int i = 0; i < 2 && rc == 0; i++) {
-        tex_stage *so = tex_stage_of(s, outs[i]), *sa = tex_stage_of(s, accs[i]);
-        tex_iter *mo, *no, *mi, *ni;
-        rc = tex_tile(so, tex_op_axis(so, 0), tex_op_axis(so, 1), tex_int(ctx, t->mb),
-                      tex_int(ctx, t->bn), &mo, &no, &mi, &ni);
-        rc = rc ? rc : tex_parallel(so, mo);
-        rc = rc ? rc : tex_vectorize(so, ni);
-        rc = rc ? rc : tex_compute_at(sa, so, no);
-        rc = rc ? rc : tex_set_scope(sa, TEX_SCOPE_LOCAL);
-        rc = rc ? rc : b2b_register_tile(ctx, sa, t);
-    }
-    return rc;
+    int rc = b2b_gemm_tiled(ctx, s, g->d0, g->p0, t);
+    return rc ? rc : b2b_gemm_tiled(ctx, s, g->d1, g->p1, t);
+}
+
+/* The first GEMM alone (a schedule of D0), as the unfused schedule runs it. */
+static inline int b2b_gemm_first(tex_ctx *ctx, tex_schedule *s, const b2b_gemm *g,
+                                 const b2b_tile *t)
+{
+    return b2b_gemm_tiled(ctx, s, g->d0, g->p0, t);
 }
 
 #endif

@@ -466,7 +466,10 @@ TEX_API tex_intrin *tex_intrin_extern(tex_ctx *ctx, const char *name, tex_tensor
                                       const char *reset_fn, const char *update_fn);
 
 /* A built-in intrinsic: "cpu.gemm_f32_avx512", "cpu.gemm_f32_avx2",
- * "cuda.wmma_m16n16k16_f16f32", "cuda.wmma_m16n16k16_bf16f32". NULL with
+ * "cuda.wmma_m16n16k16_f16f32", "cuda.wmma_m16n16k16_bf16f32", and the
+ * register-resident "cuda.mma_m16n16k16_f16f32_frag", "cuda.mma_frag_relu_f16",
+ * "cuda.mma_m16n16k16_f16f32_afrag" (fragment tiles in local buffers,
+ * docs/api.md rule 10). NULL with
  * TEX_EINVAL for an unknown name. The CPU GEMM built-ins take any K: their
  * depth (256 in the description) follows the tensorized nest's reduction
  * leaf when its extent is constant, and the last, partial tile of a constant

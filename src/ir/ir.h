@@ -391,6 +391,7 @@ struct tex_intrin {
     const char *c_source;                 /* source defining the functions (CPU), or NULL */
     const char *fn[TEXI_INTRIN_FN_COUNT]; /* function names; NULL = absent */
     const char *builtin;                  /* the built-in's name, or NULL for a user intrinsic */
+    const char *host_source; /* a CUDA built-in's C for the CPU backend (gpu_to_cpu), or NULL */
 };
 
 /* One tile argument of an INTRIN statement, per tensor of the intrinsic's

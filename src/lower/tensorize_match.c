@@ -10,11 +10,14 @@
  * desc axes (leaves), the two bodies walked in parallel (bodies), accesses
  * to tiles (tiles).
  * A mismatch is TEX_EINVAL naming the stage, the axis and the intrinsic,
- * saying what differs, and printing both definitions. Nothing here builds
+ * saying what differs, and printing both definitions; so is a register
+ * fragment tile (schedule/intrin_cuda_frag.c) given a tensor that is not a
+ * local buffer. Nothing here builds
  * statements or decides about tails (schedule_ops.c does).
  */
 #include "lower/tensorize_match.h"
 #include "schedule/bound.h"
+#include "schedule/intrin.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -448,6 +451,28 @@ static int match_output(matcher *m)
     return match_tile(m, &m->args[n->intrin->n_inputs], n->st->tensor, n->out_idx, dt, g);
 }
 
+/* The register-resident built-ins' fragment tiles are per-lane storage in
+ * mma.sync's layout (schedule/intrin_cuda_frag.c): a tensor given for one
+ * must be a local buffer, else the lanes would share it. */
+static int check_fragments(matcher *m)
+{
+    const texi_tz_nest *n = m->n;
+    unsigned frag = texi_intrin_frag_operands(n->intrin);
+    for (int i = 0; i <= n->intrin->n_inputs; i++) {
+        tex_tensor *t = m->args[i].tensor;
+        const tex_stage *st = frag >> i & 1u ? texi_schedule_find_stage(n->st->sch, t) : NULL;
+        if (frag >> i & 1u && (!st || st->scope != TEXI_SCOPE_LOCAL)) {
+            tex_tensor *d = i < n->intrin->n_inputs ? n->intrin->inputs[i] : n->intrin->desc;
+            why(m,
+                "its '%s' is a register fragment tile, so tensor '%s' must be computed in scope "
+                "local (tex_set_scope) at a tile that all 32 lanes of a warp share",
+                d->name, t->name);
+            return fail(m);
+        }
+    }
+    return 0;
+}
+
 int texi_tz_match(tex_ctx *ctx, const texi_tz_nest *nest, texi_intrin_arg *args)
 {
     matcher m = {.ctx = ctx, .n = nest, .d = nest->intrin->desc->op, .args = args};
@@ -473,5 +498,6 @@ int texi_tz_match(tex_ctx *ctx, const texi_tz_nest *nest, texi_intrin_arg *args)
                 nest->intrin->inputs[i]->name);
             return fail(&m);
         }
-    return match_output(&m);
+    TEXI_TRY(match_output(&m));
+    return check_fragments(&m);
 }

@@ -7,7 +7,7 @@
  * writes: the CPU ones (intrin_cpu.c) carry C source that picks AVX-512,
  * AVX2 or portable code with the preprocessor (generated code is compiled
  * with -march=native); the CUDA ones (intrin_cuda.c) carry CUDA C++ device
- * functions using nvcuda::wmma, called by every thread of a warp.
+ * functions using nvcuda::wmma or mma.sync, called by every thread of a warp.
  */
 #ifndef TEX_SCHEDULE_INTRIN_H
 #define TEX_SCHEDULE_INTRIN_H
@@ -28,6 +28,15 @@ tex_intrin *texi_intrin_make(tex_ctx *ctx, const char *call, const char *name, t
  * recorded: tex_intrin_builtin reports it) or with ENOMEM recorded. */
 tex_intrin *texi_intrin_builtin_cpu(tex_ctx *ctx, const char *name);
 tex_intrin *texi_intrin_builtin_cuda(tex_ctx *ctx, const char *name);
+
+/* The register-resident CUDA built-ins ("cuda.mma_*", intrin_cuda_frag.c),
+ * as texi_intrin_builtin_cuda. */
+tex_intrin *texi_intrin_builtin_cuda_frag(tex_ctx *ctx, const char *name);
+
+/* Which of in's tensors (bit i: desc tensor i, inputs in order then the
+ * output) are fragment tiles, which must be TEX_SCOPE_LOCAL buffers
+ * (intrin_cuda_frag.c); 0 for every other intrinsic. */
+unsigned texi_intrin_frag_operands(const tex_intrin *in);
 
 /* The reduction depth (KR) of a CPU GEMM built-in instance, or 0 when `in`
  * is not one (intrin_cpu.c, "Any K"). */

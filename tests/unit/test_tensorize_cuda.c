@@ -29,7 +29,15 @@
  * D1 = relu(alpha1 D0 B1 + beta1 C1), f16 inputs, f32 accumulation, the
  * scalars given at call time; one warp per 16 rows of D1, both GEMMs'
  * accumulator tiles and D0 in shared memory at the block (never in global
- * memory), both tensorized; checked like the GEMM above.
+ * memory), both tensorized; checked like the GEMM above. Register-resident
+ * (test_b2b_regs, D0 = f16(relu(A0 B0))): P0 and D0 are local fragment
+ * tiles of the mma.sync built-ins (src/schedule/intrin_cuda_frag.c), so D0
+ * goes from the first GEMM's accumulators to the second GEMM's A operand
+ * without leaving registers; ptxas must also report no local memory (0
+ * bytes stack frame); the same lowered function also runs on the CPU
+ * ("cpu": gpu_to_cpu, the built-ins' host C) against the oracle. tex_lower
+ * refuses a scaled D0 (the epilogue built-in is relu only) and a fragment
+ * tile in shared memory.
  *
  * Checks: "cuda -emit-only -arch=sm_80 / sm_90" build; the source compiles
  * with nvcc -cubin for each arch (ptxas -v: no spills) and its SASS (cuobjdump -sass; make deps
@@ -161,20 +169,26 @@ static bool spawn(char *const argv[], const char *log)
     return tt_spawn(argv, log) == 0;
 }
 
-/* Every kernel in ptxas -v's log at path spills nothing. */
-static void check_no_spills(const char *path, const char *arch)
+/* Every kernel in ptxas -v's log at path spills nothing; with registers,
+ * it uses no local memory at all (0 bytes stack frame: every per-thread
+ * buffer lives in registers). */
+static void check_no_spills(const char *path, const char *arch, bool registers)
 {
     char *l = cuda_emu_slurp(path);
     TT_CHECK(l && strstr(l, "spill stores"));
+    for (const char *p = l; registers && p && (p = strstr(p, "bytes stack frame")); p++)
+        if (strncmp(p - 3, " 0 ", 3) != 0)
+            TT_FAILF("%s: ptxas reports a stack frame (local memory): %.40s", arch, p - 6);
     for (const char *p = l; p && (p = strstr(p, "bytes spill stores")); p++)
         if (strncmp(p - 2, "0 bytes spill stores, 0 bytes spill loads", 41) != 0)
             TT_FAILF("%s: ptxas reports spills: %.60s", arch, p - 2);
     free(l);
 }
 
-/* nvcc -cubin (ptxas -v: no spills) for arch, then cuobjdump -sass must show
- * HMMA (or, without cuobjdump, the PTX must hold an mma instruction). */
-static void check_sass(const char *src, const char *arch)
+/* nvcc -cubin (ptxas -v: no spills; with registers, no local memory) for
+ * arch, then cuobjdump -sass must show HMMA (or, without cuobjdump, the PTX
+ * must hold an mma instruction). */
+static void check_sass(const char *src, const char *arch, bool registers)
 {
     if (access(NVCC, X_OK) != 0) {
         printf("  (skip: no %s)\n", NVCC);
@@ -201,7 +215,7 @@ static void check_sass(const char *src, const char *arch)
         TT_FAILF("nvcc -cubin %s failed:\n%s", arch, l ? l : "");
         free(l);
     } else {
-        check_no_spills(log, arch);
+        check_no_spills(log, arch, registers);
     }
     if (!failed && dump_tool) {
         char *dump[] = {cuobjdump, o_sass, cubin, NULL};
@@ -313,7 +327,7 @@ static void tc_case(tex_dtype in, const char *intrin, int64_t m, int64_t n, int6
         TT_CHECK(src && strstr(src, "nvcuda::wmma::mma_sync"));
         if (getenv("TEX_TC_DUMP")) /* debugging: the generated source */
             printf("%s\n", src ? src : "");
-        check_sass(src, archs[i]);
+        check_sass(src, archs[i], false);
         if (i == 0 && emulate)
             check_emu(&g, kr, in, m, n, k);
         tex_kernel_free(kr);
@@ -362,15 +376,23 @@ static void test_names(void)
     TT_CHECK(a && b && strstr(a->c_source, "#include <mma.h>") &&
              strstr(b->c_source, "__nv_bfloat16") && a->fn[TEXI_INTRIN_RESET] &&
              a->fn[TEXI_INTRIN_UPDATE] && a->fn[TEXI_INTRIN_BODY]);
+    tex_intrin *f = tex_intrin_builtin(ctx, "cuda.mma_m16n16k16_f16f32_frag");
+    tex_intrin *r = tex_intrin_builtin(ctx, "cuda.mma_frag_relu_f16");
+    tex_intrin *af = tex_intrin_builtin(ctx, "cuda.mma_m16n16k16_f16f32_afrag");
+    TT_CHECK(f && r && af && strstr(f->c_source, "mma.sync.aligned.m16n8k16") &&
+             f->fn[TEXI_INTRIN_RESET] && !f->fn[TEXI_INTRIN_BODY] && r->fn[TEXI_INTRIN_BODY] &&
+             !r->fn[TEXI_INTRIN_UPDATE] && af->fn[TEXI_INTRIN_UPDATE] && !af->fn[TEXI_INTRIN_BODY]);
 }
 
 /* ---------------------------------------------------------- back-to-back GEMM */
 
-/* D0 = f16(relu(alpha0 * A0 . B0)), D1 = relu(alpha1 * D0 . B1 + beta1 * C1)
- * with f16 A0, B0, B1, f32 accumulation, f32 C1 and D1, alpha/beta runtime
- * scalars; t = {A0, B0, B1, C1, P0, D0, P1, D1}, v = {alpha0, alpha1, beta1}. */
-static void b2b_compute(int64_t m, int64_t k0, int64_t n0, int64_t n1, tex_tensor *t[8],
-                        tex_expr *v[3])
+/* D0 = f16(relu(alpha0 * A0 . B0)) (scaled; else D0 = f16(relu(A0 . B0))),
+ * D1 = relu(alpha1 * D0 . B1 + beta1 * C1) with f16 A0, B0, B1, f32
+ * accumulation, f32 C1 and D1, alpha/beta runtime scalars; t = {A0, B0, B1,
+ * C1, P0, D0, P1, D1}, v = {alpha0, alpha1, beta1} (alpha0 unused unless
+ * scaled). */
+static void b2b_compute(int64_t m, int64_t k0, int64_t n0, int64_t n1, bool scaled,
+                        tex_tensor *t[8], tex_expr *v[3])
 {
     t[0] = tex_placeholder_c(ctx, "A0", TEX_F16, 2, (int64_t[]){m, k0});
     t[1] = tex_placeholder_c(ctx, "B0", TEX_F16, 2, (int64_t[]){k0, n0});
@@ -390,7 +412,9 @@ static void b2b_compute(int64_t m, int64_t k0, int64_t n0, int64_t n1, tex_tenso
         t[4 + 2 * g] =
             tex_compute(ctx, g ? "P1" : "P0", 2, (tex_iter *[]){i, j}, tex_sum(prod, 1, &r));
         i = tex_axis(ctx, "i", I(m)), j = tex_axis(ctx, "j", I(n));
-        tex_expr *e = tex_mul(v[g], TEX_AT(t[4 + 2 * g], tex_iv(i), tex_iv(j)));
+        tex_expr *e = TEX_AT(t[4 + 2 * g], tex_iv(i), tex_iv(j));
+        if (g || scaled)
+            e = tex_mul(v[g], e);
         if (g)
             e = tex_add(e, tex_mul(v[2], TEX_AT(t[3], tex_iv(i), tex_iv(j))));
         e = tex_max(e, zero);
@@ -399,18 +423,24 @@ static void b2b_compute(int64_t m, int64_t k0, int64_t n0, int64_t n1, tex_tenso
     }
 }
 
-/* Accumulator stage st (shared, computed at `at` of stage c) in 16x16 tiles,
- * k split by 16, tensorized with in (all 32 lanes make each call). */
-static int b2b_tc_tiles(tex_stage *st, tex_stage *c, tex_iter *at, tex_intrin *in)
+/* Accumulator stage st (scope `scope`, computed at `at` of stage c) in
+ * 16x16 tiles, k split by 16, tensorized with in (all 32 lanes make each
+ * call); the tile loop `unrolled` (0: the column tiles, 1: k's tiles, -1:
+ * none) unrolled, ordered inside k's tile loop when it is the column one. */
+static int b2b_tc_tiles(tex_stage *st, tex_stage *c, tex_iter *at, tex_intrin *in, tex_scope scope,
+                        int unrolled)
 {
     tex_iter *io, *jo, *ii, *ji, *ko, *ki;
     int rc = tex_compute_at(st, c, at);
-    rc = rc ? rc : tex_set_scope(st, TEX_SCOPE_SHARED);
+    rc = rc ? rc : tex_set_scope(st, scope);
     rc =
         rc ? rc
            : tex_tile(st, tex_op_axis(st, 0), tex_op_axis(st, 1), I(16), I(16), &io, &jo, &ii, &ji);
     rc = rc ? rc : tex_split(st, tex_op_reduce_axis(st, 0), I(16), &ko, &ki);
-    rc = rc ? rc : tex_reorder(st, 6, (tex_iter *[]){io, jo, ko, ii, ji, ki});
+    rc = rc              ? rc
+         : unrolled == 0 ? tex_reorder(st, 6, (tex_iter *[]){io, ko, jo, ii, ji, ki})
+                         : tex_reorder(st, 6, (tex_iter *[]){io, jo, ko, ii, ji, ki});
+    rc = rc || unrolled < 0 ? rc : tex_unroll(st, unrolled == 0 ? jo : ko);
     return rc ? rc : tex_tensorize(st, ii, in);
 }
 
@@ -431,20 +461,60 @@ static int b2b_tc_lanes(tex_stage *st, bool block, tex_iter **bo)
  * 16 rows of D1; P0 (16 x N0, the first GEMM's accumulators), D0 (f16, the
  * second GEMM's A operand) and P1 (16 x N1) all in shared memory at the
  * block, never in global memory; A0, B0, B1 read by the wmma loads straight
- * from global memory. (The built-in intrinsics store their accumulator
- * fragment to memory after each call, so it does not stay in registers
- * from one call to the next.) */
-static int b2b_tc_schedule(tex_schedule *s, tex_tensor *const t[8], tex_intrin *in)
+ * from global memory. (The wmma built-ins store their accumulator fragment
+ * to memory after each call; b2b_regs_schedule keeps it in registers.) */
+static int b2b_tc_schedule(tex_schedule *s, tex_tensor *const t[8])
 {
+    tex_intrin *in = tex_intrin_builtin(ctx, "cuda.wmma_m16n16k16_f16f32");
     tex_stage *sp0 = tex_stage_of(s, t[4]), *sd0 = tex_stage_of(s, t[5]);
     tex_stage *sp1 = tex_stage_of(s, t[6]), *sd1 = tex_stage_of(s, t[7]);
     tex_iter *bo, *unused;
-    int rc = b2b_tc_lanes(sd1, true, &bo);
-    rc = rc ? rc : b2b_tc_tiles(sp1, sd1, bo, in);
+    int rc = in ? b2b_tc_lanes(sd1, true, &bo) : -1;
+    rc = rc ? rc : b2b_tc_tiles(sp1, sd1, bo, in, TEX_SCOPE_SHARED, -1);
     rc = rc ? rc : tex_compute_at(sd0, sd1, bo);
     rc = rc ? rc : tex_set_scope(sd0, TEX_SCOPE_SHARED);
     rc = rc ? rc : b2b_tc_lanes(sd0, false, &unused);
-    return rc ? rc : b2b_tc_tiles(sp0, sd1, bo, in);
+    return rc ? rc : b2b_tc_tiles(sp0, sd1, bo, in, TEX_SCOPE_SHARED, -1);
+}
+
+/* Back-to-back GEMM on tensor cores, register-resident: as b2b_tc_schedule,
+ * but P0 and D0 are local (per-lane fragment tiles, src/schedule/
+ * intrin_cuda_frag.c): P0 accumulates in registers over all of K0
+ * ("cuda.mma_m16n16k16_f16f32_frag", its column tiles unrolled), D0 =
+ * f16(relu(P0)) converts each tile in registers into the second GEMM's A
+ * fragment ("cuda.mma_frag_relu_f16", tiles unrolled), and P1 (shared)
+ * takes it from there ("cuda.mma_m16n16k16_f16f32_afrag", its k tiles
+ * unrolled). Only P1 touches shared memory. */
+static int b2b_regs_schedule(tex_schedule *s, tex_tensor *const t[8])
+{
+    tex_intrin *frag = tex_intrin_builtin(ctx, "cuda.mma_m16n16k16_f16f32_frag");
+    tex_intrin *relu = tex_intrin_builtin(ctx, "cuda.mma_frag_relu_f16");
+    tex_intrin *afrag = tex_intrin_builtin(ctx, "cuda.mma_m16n16k16_f16f32_afrag");
+    tex_stage *sp0 = tex_stage_of(s, t[4]), *sd0 = tex_stage_of(s, t[5]);
+    tex_stage *sp1 = tex_stage_of(s, t[6]), *sd1 = tex_stage_of(s, t[7]);
+    tex_iter *bo, *io, *jo, *ii, *ji;
+    int rc = frag && relu && afrag ? b2b_tc_lanes(sd1, true, &bo) : -1;
+    rc = rc ? rc : b2b_tc_tiles(sp1, sd1, bo, afrag, TEX_SCOPE_SHARED, 1);
+    rc = rc ? rc : tex_compute_at(sd0, sd1, bo);
+    rc = rc ? rc : tex_set_scope(sd0, TEX_SCOPE_LOCAL);
+    rc = rc ? rc
+            : tex_tile(sd0, tex_op_axis(sd0, 0), tex_op_axis(sd0, 1), I(16), I(16), &io, &jo, &ii,
+                       &ji);
+    rc = rc ? rc : tex_unroll(sd0, jo);
+    rc = rc ? rc : tex_tensorize(sd0, ii, relu);
+    return rc ? rc : b2b_tc_tiles(sp0, sd1, bo, frag, TEX_SCOPE_LOCAL, 0);
+}
+
+/* The largest |got - want| / (1 + |want|) over n values; NaN when got holds
+ * one (an unwritten output). */
+static double worst_rel(const float *got, const float *want, int n)
+{
+    double worst = 0;
+    for (int x = 0; x < n; x++) {
+        double d = fabs((double)got[x] - want[x]) / (1.0 + fabs(want[x]));
+        worst = d <= worst ? worst : d; /* a NaN stays */
+    }
+    return worst;
 }
 
 /* Fills n f16 values, multiples of 1/8 in [-1, 1]. */
@@ -454,23 +524,27 @@ static void fill_f16(uint16_t *x, int64_t n, uint64_t *st)
         x[i] = texi_f16_from_f32((float)((int64_t)(next_rand(st) % 17) - 8) / 8.0f);
 }
 
-/* The tensor-core back-to-back GEMM: emitted for sm_80 and sm_90 (nvcc:
- * HMMA, no spills), run by the emulation harness against the oracle. */
-static void test_b2b(void)
+/* A tensor-core back-to-back GEMM (b2b_compute, scaled or not, scheduled by
+ * sched): emitted for sm_80 and sm_90 (nvcc: HMMA, no spills, with
+ * registers no local memory either; the source must contain `needle`), run
+ * by the emulation harness against the oracle. */
+static void b2b_check(int (*sched)(tex_schedule *, tex_tensor *const[8]), bool scaled,
+                      const char *needle, bool registers)
 {
-    enum { M = 32, K0 = 32, N0 = 32, N1 = 48 };
+    enum { M = 32, K0 = 48, N0 = 32, N1 = 48 };
     tex_tensor *t[8];
     tex_expr *v[3];
-    b2b_compute(M, K0, N0, N1, t, v);
-    tex_intrin *in = tex_intrin_builtin(ctx, "cuda.wmma_m16n16k16_f16f32");
+    b2b_compute(M, K0, N0, N1, scaled, t, v);
     tex_schedule *s = tex_schedule_new(ctx, 1, &t[7]);
-    TT_EQ_INT(in && s ? b2b_tc_schedule(s, t, in) : -1, 0);
+    TT_EQ_INT(s ? sched(s, t) : -1, 0);
     tex_param p[8];
+    int np = 0;
     for (int i = 0; i < 8; i++)
-        p[i] = i < 4    ? (tex_param){.kind = TEX_ARG_TENSOR, .t = t[i]}
-               : i == 4 ? (tex_param){.kind = TEX_ARG_TENSOR, .t = t[7]}
-                        : (tex_param){.kind = TEX_ARG_VAR, .v = v[i - 5]};
-    tex_func *f = tex_lower(s, "b2b_tc", 8, p);
+        if (i < 5)
+            p[np++] = (tex_param){.kind = TEX_ARG_TENSOR, .t = t[i < 4 ? i : 7]};
+        else if (i > 5 || scaled)
+            p[np++] = (tex_param){.kind = TEX_ARG_VAR, .v = v[i - 5]};
+    tex_func *f = tex_lower(s, "b2b_tc", np, p);
     if (!f) {
         TT_FAILF("lower: %s", tex_errmsg(ctx));
         return;
@@ -489,7 +563,9 @@ static void test_b2b(void)
                          {.kind = TEX_VAL_TENSOR, .t = &db1},  {.kind = TEX_VAL_TENSOR, .t = &dc1},
                          {.kind = TEX_VAL_TENSOR, .t = &dref}, {.kind = TEX_VAL_F64, .f = 0.5},
                          {.kind = TEX_VAL_F64, .f = 0.75},     {.kind = TEX_VAL_F64, .f = -0.5}};
-    TT_EQ_INT(tex_eval_reference_ex(ctx, 8, p, vals), 0);
+    if (!scaled)
+        memmove(&vals[5], &vals[6], 2 * sizeof vals[0]);
+    TT_EQ_INT(tex_eval_reference_ex(ctx, np, p, vals), 0);
     vals[4].t = &dd1;
     const char *archs[] = {"sm_80", "sm_90"};
     for (int i = 0; i < 2; i++) {
@@ -497,28 +573,82 @@ static void test_b2b(void)
         snprintf(target, sizeof target, "cuda -emit-only -arch=%s", archs[i]);
         tex_kernel *k = tex_build(f, target);
         const char *src = k ? tex_kernel_source(k) : NULL;
-        TT_CHECK(src && strstr(src, "nvcuda::wmma::mma_sync"));
+        TT_CHECK(src && strstr(src, needle));
+        if (src && getenv("TEX_TC_DUMP")) /* debugging: the generated source */
+            printf("%s\n", src);
         if (!src) {
             TT_FAILF("tex_build(%s): %s", target, tex_errmsg(ctx));
             continue;
         }
-        check_sass(src, archs[i]);
+        check_sass(src, archs[i], registers);
+        const char *ptx = tex_kernel_ptx(k); /* NVRTC's, when the library has it */
+        if (ptx)
+            TT_CHECK(strstr(ptx, "mma.sync.aligned") != NULL);
+        printf("  %s: NVRTC PTX %s\n", archs[i], ptx ? "checked" : "not available");
         char err[4096];
         cuda_emu *e = i == 0 ? cuda_emu_build(src, err, sizeof err) : NULL;
         if (i == 0 && !e)
             TT_FAILF("emulation build: %s", err);
-        if (e && cuda_emu_run(e, k, 8, vals, err, sizeof err) != 0)
+        if (e && cuda_emu_run(e, k, np, vals, err, sizeof err) != 0)
             TT_FAILF("emulation run: %s", err);
-        double worst = 0;
-        for (int x = 0; e && x < M * N1; x++) {
-            double d = fabs((double)d1[x] - ref[x]) / (1.0 + fabs(ref[x]));
-            worst = d <= worst ? worst : d; /* a NaN (an unwritten output) stays */
-        }
-        TT_CHECK(worst < 1e-3);
+        TT_CHECK(!e || worst_rel(d1, ref, M * N1) < 1e-3);
         cuda_emu_free(e);
         tex_kernel_free(k);
     }
+    if (registers) { /* the same function on the CPU (gpu_to_cpu, host_source) */
+        tex_kernel *k = tex_build(f, "cpu");
+        for (int x = 0; x < M * N1; x++)
+            d1[x] = NAN;
+        if (!k || tex_kernel_call(k, np, vals) != 0) {
+            TT_FAILF("cpu: %s", k ? tex_kernel_errmsg(k) : tex_errmsg(ctx));
+            tex_clear_error(ctx);
+        } else
+            TT_CHECK(worst_rel(d1, ref, M * N1) < 1e-3);
+        tex_kernel_free(k);
+    }
     free(a0), free(b0), free(b1), free(c1), free(d1), free(ref);
+}
+
+/* Block-resident: both GEMMs on the wmma built-in, D0 in shared memory. */
+static void test_b2b(void)
+{
+    b2b_check(b2b_tc_schedule, true, "nvcuda::wmma::mma_sync", false);
+}
+
+/* Register-resident: D0 never leaves registers (the mma.sync built-ins). */
+static void test_b2b_regs(void)
+{
+    b2b_check(b2b_regs_schedule, false, "mma.sync.aligned.m16n8k16", true);
+}
+
+/* What tex_lower refuses of the register-resident schedule: a scaled D0
+ * (alpha0 * P0: the epilogue built-in is relu only), and a fragment tile in
+ * shared memory (P0 there: the lanes would share it). */
+static void test_b2b_regs_refused(void)
+{
+    for (int shared = 0; shared < 2; shared++) {
+        tex_tensor *t[8];
+        tex_expr *v[3];
+        b2b_compute(32, 32, 32, 32, !shared, t, v);
+        tex_schedule *s = tex_schedule_new(ctx, 1, &t[7]);
+        TT_EQ_INT(s ? b2b_regs_schedule(s, t) : -1, 0);
+        if (shared)
+            TT_EQ_INT(tex_set_scope(tex_stage_of(s, t[4]), TEX_SCOPE_SHARED), 0);
+        tex_param p[8];
+        int np = 0;
+        for (int i = 0; i < 8; i++)
+            if (i < 5)
+                p[np++] = (tex_param){.kind = TEX_ARG_TENSOR, .t = t[i < 4 ? i : 7]};
+            else if (i > 5 || !shared)
+                p[np++] = (tex_param){.kind = TEX_ARG_VAR, .v = v[i - 5]};
+        TT_CHECK(tex_lower(s, "b2b_tc", np, p) == NULL);
+        TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
+        const char *want = shared ? "tensor 'P0' must be computed in scope local"
+                                  : "intrinsic 'cuda.mma_frag_relu_f16'";
+        if (!strstr(tex_errmsg(ctx), want))
+            TT_FAILF("expected \"%s\" in: %s", want, tex_errmsg(ctx));
+        tex_clear_error(ctx);
+    }
 }
 
 int main(void)
@@ -531,6 +661,9 @@ int main(void)
     TT_RUN(test_tails);
     if (cuda_emu_have_cxx())
         TT_RUN(test_b2b);
+    if (cuda_emu_have_cxx())
+        TT_RUN(test_b2b_regs);
+    TT_RUN(test_b2b_regs_refused);
     tex_ctx_free(ctx);
     return tt_finish();
 }

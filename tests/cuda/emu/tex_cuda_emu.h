@@ -40,6 +40,10 @@
 #ifndef TEX_CUDA_EMU_H
 #define TEX_CUDA_EMU_H
 
+/* Tells device code written for the harness (the register-resident
+ * tensor-core built-ins, src/schedule/intrin_cuda_frag.c) that it runs here. */
+#define TEX_CUDA_EMULATION 1
+
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
