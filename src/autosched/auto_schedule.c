@@ -125,8 +125,12 @@ tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const outputs[]
         return NULL;
     if (apply_tuned(s, n, outputs, target))
         return s;
-    texi_as_graph g = {
-        .sch = s, .ctx = ctx, .n = s->n_stages, .strict_float = o.strict_float, .sm = o.sm};
+    texi_as_graph g = {.sch = s,
+                       .ctx = ctx,
+                       .n = s->n_stages,
+                       .strict_float = o.strict_float,
+                       .cuda = o.cuda,
+                       .sm = o.sm};
     g.nodes = texi_alloc(ctx, sizeof *g.nodes * (size_t)g.n, "an automatic schedule");
     if (!g.nodes)
         return NULL;

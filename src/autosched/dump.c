@@ -65,7 +65,7 @@ static int kernel_of(const texi_as_graph *g, int i)
 /* For a GEMM-like node: whether its tiles are tensorized, and with what. */
 static void dump_builtin(texi_sb *sb, const texi_as_graph *g, const texi_as_node *nd)
 {
-    if (nd->kind != TEXI_AS_GEMM)
+    if (nd->kind != TEXI_AS_GEMM || g->cuda)
         return;
     if (nd->tz_why)
         texi_sb_printf(sb, "; not tensorized: %s", nd->tz_why);
