@@ -30,38 +30,6 @@ static const char *host_builtin(const texi_as_machine *m, int64_t *nr)
     return m->vbytes >= 64 ? "cpu.gemm_f32_avx512" : m->vbytes >= 32 ? "cpu.gemm_f32_avx2" : NULL;
 }
 
-/* The coefficient of iv in integer index e (*c) when e is affine in iv
- * through + - and constant *; false otherwise. */
-static bool coef_of(tex_expr *e, const tex_iter *iv, int64_t *c)
-{
-    int64_t a, b, k;
-    switch (e->kind) {
-    case TEXI_EXPR_VAR:
-        *c = e->u.var.iter == iv;
-        return true;
-    case TEXI_EXPR_ADD:
-    case TEXI_EXPR_SUB:
-        if (!coef_of(e->u.bin.a, iv, &a) || !coef_of(e->u.bin.b, iv, &b))
-            return false;
-        *c = e->kind == TEXI_EXPR_ADD ? a + b : a - b;
-        return true;
-    case TEXI_EXPR_MUL:
-        if (texi_expr_is_int_const(e->u.bin.b, &k) && coef_of(e->u.bin.a, iv, &a)) {
-            *c = a * k;
-            return true;
-        }
-        if (texi_expr_is_int_const(e->u.bin.a, &k) && coef_of(e->u.bin.b, iv, &b)) {
-            *c = b * k;
-            return true;
-        }
-        break;
-    default:
-        break;
-    }
-    *c = 0;
-    return !texi_as_expr_uses(e, iv);
-}
-
 /* Whether access acc indexes iv in exactly one of its first `n` indices,
  * with coefficient 1, and nowhere else among them. */
 static bool once_unit(const tex_expr *acc, int n, const tex_iter *iv)
@@ -69,7 +37,7 @@ static bool once_unit(const tex_expr *acc, int n, const tex_iter *iv)
     int hits = 0;
     for (int d = 0; d < n; d++) {
         int64_t c;
-        if (!coef_of(acc->u.access.idx[d], iv, &c) || (c != 0 && c != 1))
+        if (!texi_linear_in(acc->u.access.idx[d], iv->var, &c) || (c != 0 && c != 1))
             return false;
         hits += c == 1;
     }

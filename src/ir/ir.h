@@ -590,6 +590,11 @@ bool texi_stmt_uses_var(tex_ctx *ctx, const tex_stmt *s, const tex_expr *var);
 /* Whether expression e reads variable var. */
 bool texi_expr_uses_var(const tex_expr *e, const tex_expr *var);
 
+/* Whether integer expression e is linear in variable v (sums, products by
+ * constants, integer casts); *coef receives v's coefficient (0 when e does
+ * not read v). */
+bool texi_linear_in(tex_expr *e, const tex_expr *v, int64_t *coef);
+
 /* e with each vars[i] replaced by values[i]. NULL on ENOMEM. */
 tex_expr *texi_substitute(tex_expr *e, int n, tex_expr *const vars[], tex_expr *const values[]);
 

@@ -462,6 +462,40 @@ bool texi_expr_uses_var(const tex_expr *e, const tex_expr *var)
     return p.found;
 }
 
+bool texi_linear_in(tex_expr *e, const tex_expr *v, int64_t *coef)
+{
+    int64_t a, b, k;
+    *coef = 0;
+    switch (e->kind) {
+    case TEXI_EXPR_VAR:
+        *coef = e == v;
+        return true;
+    case TEXI_EXPR_ADD:
+    case TEXI_EXPR_SUB:
+        if (!texi_linear_in(e->u.bin.a, v, &a) || !texi_linear_in(e->u.bin.b, v, &b))
+            return false;
+        *coef = e->kind == TEXI_EXPR_ADD ? a + b : a - b;
+        return true;
+    case TEXI_EXPR_MUL:
+        if (texi_expr_is_int_const(e->u.bin.b, &k) && texi_linear_in(e->u.bin.a, v, &a)) {
+            *coef = a * k;
+            return true;
+        }
+        if (texi_expr_is_int_const(e->u.bin.a, &k) && texi_linear_in(e->u.bin.b, v, &b)) {
+            *coef = b * k;
+            return true;
+        }
+        break;
+    case TEXI_EXPR_CAST:
+        if (!texi_dtype_is_float(e->dtype))
+            return texi_linear_in(e->u.un.a, v, coef);
+        break;
+    default:
+        break;
+    }
+    return !texi_expr_uses_var(e, v);
+}
+
 bool texi_stmt_uses_var(tex_ctx *ctx, const tex_stmt *s, const tex_expr *var)
 {
     (void)ctx;

@@ -113,10 +113,6 @@ int texi_pass_simd_gpu(texi_lower *lw, tex_stmt *in, tex_stmt **out);
  * and loads of stored buffers at that index only. */
 bool texi_simd_safe(const tex_stmt *s);
 
-/* Whether e is linear in variable v (sums, products by constants, integer
- * casts); *coef receives v's coefficient (simd_safe.c). */
-bool texi_linear_in(tex_expr *e, const tex_expr *v, int64_t *coef);
-
 /* What simd.c shares with simd_reduce.c. More chunks than this become a
  * serial loop over chunks. */
 enum { TEXI_SIMD_MAX_UNROLLED_CHUNKS = 8 };

@@ -7,59 +7,6 @@
  */
 #include "lower/lower.h"
 
-typedef struct {
-    const tex_expr *v;
-    bool found;
-} var_probe;
-
-static bool probe_var(tex_expr *e, void *ud)
-{
-    var_probe *p = ud;
-    p->found |= e == p->v;
-    return !p->found;
-}
-
-static bool mentions(tex_expr *e, const tex_expr *v)
-{
-    var_probe p = {v, false};
-    texi_expr_visit(e, probe_var, &p);
-    return p.found;
-}
-
-bool texi_linear_in(tex_expr *e, const tex_expr *v, int64_t *coef)
-{
-    int64_t a, b, k;
-    *coef = 0;
-    switch (e->kind) {
-    case TEXI_EXPR_VAR:
-        *coef = e == v;
-        return true;
-    case TEXI_EXPR_ADD:
-    case TEXI_EXPR_SUB:
-        if (!texi_linear_in(e->u.bin.a, v, &a) || !texi_linear_in(e->u.bin.b, v, &b))
-            return false;
-        *coef = e->kind == TEXI_EXPR_ADD ? a + b : a - b;
-        return true;
-    case TEXI_EXPR_MUL:
-        if (texi_expr_is_int_const(e->u.bin.b, &k) && texi_linear_in(e->u.bin.a, v, &a)) {
-            *coef = a * k;
-            return true;
-        }
-        if (texi_expr_is_int_const(e->u.bin.a, &k) && texi_linear_in(e->u.bin.b, v, &b)) {
-            *coef = b * k;
-            return true;
-        }
-        break;
-    case TEXI_EXPR_CAST:
-        if (!texi_dtype_is_float(e->dtype))
-            return texi_linear_in(e->u.un.a, v, coef);
-        break;
-    default:
-        break;
-    }
-    return !mentions(e, v);
-}
-
 /* The stores of a vector loop's body: one index per buffer. */
 typedef struct {
     const tex_expr *v;
