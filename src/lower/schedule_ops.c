@@ -475,7 +475,8 @@ static tex_stmt *guarded(sops *o, const stage_emit *se, tex_expr *conds, tex_stm
     return s && predicated(se) ? texi_attr_named(o->ctx, TEXI_ATTR_PREDICATE, NULL, s) : s;
 }
 
-/* The data indices T[..] of the stage's output from the values. */
+/* The data indices T[..] of the stage's output from the values; a scatter
+ * part (ir/scatter.c) stores row r at its rows[r]. */
 static tex_expr **out_index(sops *o, const stage_emit *se, tex_expr **val)
 {
     const tex_stage *st = se->st;
@@ -483,7 +484,15 @@ static tex_expr **out_index(sops *o, const stage_emit *se, tex_expr **val)
     tex_expr **idx = texi_alloc(o->ctx, sizeof *idx * (size_t)(nd + 1), "schedule_ops");
     for (int d = 0; idx && d < nd; d++)
         idx[d] = val[texi_bounds_iter_index(st, st->root[d])];
+    if (idx && st->op->scatter_rows && !(idx[0] = texi_access_new(st->op->scatter_rows, 1, idx)))
+        return NULL;
     return idx;
+}
+
+/* The tensor the stage's stores go to: its own, or a scatter part's group's. */
+static tex_tensor *out_tensor(const tex_stage *st)
+{
+    return st->op->scatter_into ? st->op->scatter_into : st->tensor;
 }
 
 /* e with the root variables replaced by their values. */
@@ -521,7 +530,7 @@ static enum texi_expr_kind combiner(enum texi_reduce_op op)
 static int build_body(sops *o, const stage_emit *se, tex_stmt **out)
 {
     const tex_stage *st = se->st;
-    tex_tensor *t = st->tensor;
+    tex_tensor *t = out_tensor(st);
     tex_expr *body = se->sb->body, **val = values(o, se, se->off), *conds;
     tex_expr **idx = val ? out_index(o, se, val) : NULL;
     if (!idx)
@@ -950,7 +959,7 @@ static int build_init(sops *o, const stage_emit *se, int m, tex_stmt **out)
         return TEX_ENOMEM;
     TEXI_TRY(root_guards(o, se, val, false, &conds));
     tex_stmt *s =
-        guarded(o, se, conds, texi_provide_new(o->ctx, st->tensor, st->op->n_axes, idx, id));
+        guarded(o, se, conds, texi_provide_new(o->ctx, out_tensor(st), st->op->n_axes, idx, id));
     for (int k = n - 1; k >= m; k--) {
         if (!se->red_leaf[k] && !se->no_loop[k])
             s = make_loop(o, se, off, k, s);
@@ -966,7 +975,7 @@ static int build_init(sops *o, const stage_emit *se, int m, tex_stmt **out)
 static tex_stmt *realize(sops *o, int ti, tex_stmt *body)
 {
     tex_stage *t = o->lw->sch->stages[ti];
-    if (!body || is_param(o, t->tensor))
+    if (!body || is_param(o, t->tensor) || out_tensor(t) != t->tensor)
         return body;
     int nd = t->tensor->ndim;
     tex_expr **mins = texi_alloc(o->ctx, sizeof *mins * (size_t)(nd + 1), "schedule_ops");

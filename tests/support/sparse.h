@@ -169,6 +169,22 @@ static inline int64_t sp_first_mismatch(const float *got, const double *want, in
     return -1;
 }
 
+/* n random non-zero floats (malloc'ed, one spare element). */
+static inline float *sp_random_floats(int64_t n, uint64_t seed)
+{
+    float *x = malloc(sizeof *x * (size_t)(n + 1));
+    for (int64_t q = 0; x && q < n; q++)
+        x[q] = sp_value(&seed);
+    return x;
+}
+
+/* Fills y with NaN, which no comparison passes. */
+static inline void sp_poison(float *y, int64_t n)
+{
+    for (int64_t q = 0; q < n; q++)
+        y[q] = NAN;
+}
+
 /* The CSR format of one context (I: m rows, J: n columns and nnz
  * non-zeros under I, K: f features) and the dense operands of SpMM / SDDMM. */
 typedef struct {
@@ -210,6 +226,28 @@ static inline tex_tensor *sp_fmt_sddmm(sp_fmt *c)
                              TEX_AT(c->Y, tex_sp_coord(c->J), tex_sp_coord(c->K)));
     return tex_sp_iteration(c->ctx, "sddmm", 3, (tex_sp_axis *[]){c->I, c->J, c->K}, "SSR", o,
                             body);
+}
+
+/* One part of hyb SpMM (tex_sp_hyb_spmm) scheduled: rows in parallel; per
+ * row and chunk of features, the part's non-zeros accumulate into a local
+ * buffer (cache_write at the chunk loop), vectorized over the features; a
+ * bucket's reduction (constant width) unrolled when unroll is set. 0 or the
+ * first failing call's code. */
+static inline int sp_hyb_schedule_part(tex_schedule *s, tex_tensor *part, tex_expr *chunk,
+                                       bool unroll)
+{
+    tex_tensor *pl = tex_cache_write(s, part, TEX_SCOPE_LOCAL);
+    if (!pl)
+        return -1;
+    tex_stage *st = tex_stage_of(s, part), *sl = tex_stage_of(s, pl);
+    tex_iter *ko, *ki, *j = tex_op_reduce_axis(sl, 0), *kl = tex_op_axis(sl, 1);
+    int rc = tex_split(st, tex_op_axis(st, 1), chunk, &ko, &ki);
+    rc = rc ? rc : tex_parallel(st, tex_op_axis(st, 0));
+    rc = rc ? rc : tex_vectorize(st, ki);
+    rc = rc ? rc : tex_compute_at(sl, st, ko);
+    rc = rc ? rc : tex_reorder(sl, 2, (tex_iter *[]){j, kl});
+    rc = rc ? rc : tex_vectorize(sl, kl);
+    return rc || !unroll ? rc : tex_unroll(sl, j);
 }
 
 #endif

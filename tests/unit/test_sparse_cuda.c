@@ -87,14 +87,6 @@ static tex_ctx *fmt_new(sp_fmt *c, const sp_csr *a, int64_t f, bool sym)
     return ctx;
 }
 
-static float *random_floats(int64_t n, uint64_t seed)
-{
-    float *x = malloc(sizeof *x * (size_t)(n + 1));
-    for (int64_t q = 0; q < n; q++)
-        x[q] = sp_value(&seed);
-    return x;
-}
-
 /* SpMM: rows on blocks, features on threads, the ragged loop inside. */
 static void run_spmm(const sp_csr *a, int64_t f, bool sym)
 {
@@ -106,7 +98,7 @@ static void run_spmm(const sp_csr *a, int64_t f, bool sym)
     TT_EQ_INT(tex_bind(st, tex_op_axis(st, 0), TEX_BLOCK_X), 0);
     TT_EQ_INT(tex_bind(st, tex_op_axis(st, 1), TEX_THREAD_X), 0);
     tex_tensor *args[] = {tex_sp_indptr(c.J), tex_sp_indices(c.J), tex_sp_values(c.A), c.X, y};
-    float *x = random_floats(a->n * f, 3), *out = malloc(sizeof *out * (size_t)(a->m * f + 1));
+    float *x = sp_random_floats(a->n * f, 3), *out = malloc(sizeof *out * (size_t)(a->m * f + 1));
     double *want = malloc(sizeof *want * (size_t)(a->m * f + 1));
     sp_view v[5];
     gpu_case g = {a,
@@ -143,7 +135,7 @@ static void run_sddmm(const sp_csr *a, int64_t f, bool sym)
     TT_EQ_INT(tex_bind(st, po, TEX_BLOCK_X), 0);
     TT_EQ_INT(tex_bind(st, pi, TEX_THREAD_X), 0);
     tex_tensor *args[] = {tex_sp_indices(c.J), tex_sp_rows(c.J), c.X, c.Y, o};
-    float *x = random_floats(a->m * f, 4), *y = random_floats(a->n * f, 5);
+    float *x = sp_random_floats(a->m * f, 4), *y = sp_random_floats(a->n * f, 5);
     float *out = malloc(sizeof *out * (size_t)(a->nnz + 1));
     double *want = malloc(sizeof *want * (size_t)(a->nnz + 1));
     int32_t *rows = malloc(sizeof *rows * (size_t)(a->nnz + 1));
