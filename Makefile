@@ -176,6 +176,10 @@ $(BUILD)/bench/layernorm: BENCH_OBJ = $(BUILD)/bench/softmax_hand.o
 # bench/conv2d's anchor is oneDNN (libdnnl-dev); only that benchmark links it.
 $(BUILD)/bench/conv2d: BENCH_LIBS = -ldnnl
 
+# bench/spmm's library anchor is librsb (librsb-dev) when it is installed; without it the
+# benchmark builds and measures its other anchors.
+$(BUILD)/bench/spmm: BENCH_LIBS = $(if $(wildcard /usr/include/rsb.h),-DTEX_HAVE_LIBRSB=1 -lrsb)
+
 # The test programs (make -j tests builds them without running anything), the examples.
 tests: $(TEST_BIN)
 

@@ -1133,6 +1133,44 @@ static int collect_params(sops *o)
     return 0;
 }
 
+/* The scatter group stage st stores into (ir/scatter.c), or NULL. */
+static const tex_tensor *group_of(const tex_stage *st)
+{
+    return st->op->scatter_rows ? st->op->scatter_into : NULL;
+}
+
+/* The nests of the stages at root, in stage order, into items[*n..]; a run
+ * of two or more nests of one scatter group's parts goes in one ATTR
+ * "disjoint_nests" (they write disjoint rows, so a backend may run them
+ * without waiting for each other between them). */
+static int root_nests(sops *o, tex_stmt **items, int *n)
+{
+    tex_schedule *s = o->lw->sch;
+    const tex_tensor *group = NULL;
+    int first = 0;
+    for (int si = 0; si <= s->n_stages; si++) {
+        const tex_stage *st = si < s->n_stages ? s->stages[si] : NULL;
+        if (st && (!is_compute(st) || st->attach != TEXI_ATTACH_ROOT))
+            continue;
+        const tex_tensor *g = st ? group_of(st) : NULL;
+        if (group && g != group && *n - first > 1) {
+            tex_stmt *seq = texi_seq_new(o->ctx, *n - first, items + first);
+            items[first] =
+                seq ? texi_attr_named(o->ctx, TEXI_ATTR_DISJOINT_NESTS, NULL, seq) : NULL;
+            if (!items[first])
+                return TEX_ENOMEM;
+            *n = first + 1;
+        }
+        if (!st)
+            break;
+        if (g != group)
+            first = *n;
+        group = g;
+        TEXI_TRY(emit_stage(o, si, &items[(*n)++]));
+    }
+    return 0;
+}
+
 int texi_schedule_ops(texi_lower *lw, tex_stmt **out)
 {
     if (!lw || !lw->sch || !out)
@@ -1149,9 +1187,7 @@ int texi_schedule_ops(texi_lower *lw, tex_stmt **out)
     int n = 0;
     if (!items)
         return TEX_ENOMEM;
-    for (int si = 0; si < s->n_stages; si++)
-        if (is_compute(s->stages[si]) && s->stages[si]->attach == TEXI_ATTACH_ROOT)
-            TEXI_TRY(emit_stage(&o, si, &items[n++]));
+    TEXI_TRY(root_nests(&o, items, &n));
     tex_stmt *body = n == 1 ? items[0] : texi_seq_new(o.ctx, n, items);
     for (int si = s->n_stages - 1; si >= 0 && body; si--)
         if (is_compute(s->stages[si]) && s->stages[si]->attach == TEXI_ATTACH_ROOT)

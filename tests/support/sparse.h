@@ -228,25 +228,31 @@ static inline tex_tensor *sp_fmt_sddmm(sp_fmt *c)
                             body);
 }
 
-/* One part of hyb SpMM (tex_sp_hyb_spmm) scheduled: rows in parallel; per
- * row and chunk of features, the part's non-zeros accumulate into a local
- * buffer (cache_write at the chunk loop), vectorized over the features; a
- * bucket's reduction (constant width) unrolled when unroll is set. 0 or the
- * first failing call's code. */
-static inline int sp_hyb_schedule_part(tex_schedule *s, tex_tensor *part, tex_expr *chunk,
-                                       bool unroll)
+/* A sparse SpMM stage (one part of hyb SpMM, tex_sp_hyb_spmm, or CSR SpMM)
+ * scheduled: rows in parallel, `rows` at a time (0: one); per row and
+ * chunk of `chunk` features, the non-zeros accumulate into a local buffer
+ * (cache_write at the chunk loop), `lanes` features at a time outside the
+ * loop over the non-zeros (so the accumulators stay in registers),
+ * vectorized; the reduction (a bucket's constant width) unrolled when
+ * unroll is set. 0 or the first failing call's code. */
+static inline int sp_hyb_schedule_part(tex_schedule *s, tex_tensor *part, int rows, int chunk,
+                                       int lanes, bool unroll)
 {
+    tex_ctx *ctx = tex_tensor_ctx(part);
     tex_tensor *pl = tex_cache_write(s, part, TEX_SCOPE_LOCAL);
     if (!pl)
         return -1;
     tex_stage *st = tex_stage_of(s, part), *sl = tex_stage_of(s, pl);
-    tex_iter *ko, *ki, *j = tex_op_reduce_axis(sl, 0), *kl = tex_op_axis(sl, 1);
-    int rc = tex_split(st, tex_op_axis(st, 1), chunk, &ko, &ki);
-    rc = rc ? rc : tex_parallel(st, tex_op_axis(st, 0));
+    tex_iter *r = tex_op_axis(st, 0), *ro = r, *ri, *ko, *ki, *klo, *kli;
+    tex_iter *j = tex_op_reduce_axis(sl, 0);
+    int rc = rows > 1 ? tex_split(st, r, tex_int(ctx, rows), &ro, &ri) : 0;
+    rc = rc ? rc : tex_split(st, tex_op_axis(st, 1), tex_int(ctx, chunk), &ko, &ki);
+    rc = rc ? rc : tex_parallel(st, ro);
     rc = rc ? rc : tex_vectorize(st, ki);
     rc = rc ? rc : tex_compute_at(sl, st, ko);
-    rc = rc ? rc : tex_reorder(sl, 2, (tex_iter *[]){j, kl});
-    rc = rc ? rc : tex_vectorize(sl, kl);
+    rc = rc ? rc : tex_split(sl, tex_op_axis(sl, 1), tex_int(ctx, lanes), &klo, &kli);
+    rc = rc ? rc : tex_reorder(sl, 3, (tex_iter *[]){klo, j, kli});
+    rc = rc ? rc : tex_vectorize(sl, kli);
     return rc || !unroll ? rc : tex_unroll(sl, j);
 }
 
