@@ -38,7 +38,7 @@
 #define THREADS 2
 #define CHUNK 64     /* features accumulated in registers per pass over a row */
 #define MAX_WIDTH 32 /* the widest ELL bucket of the hyb format */
-#define ROWS 16      /* hyb: rows handed to a thread at a time */
+#define ROWS 0       /* hyb: rows handed to a thread at a time (0: one) */
 #define LANES 16     /* features accumulated in registers across a row's non-zeros */
 #define MAX_ARGS 48
 
