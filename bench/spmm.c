@@ -19,6 +19,16 @@
  * the feature reduction vectorized (tex_vectorize_reduce), against the
  * hand-written kernel (anchor openmp).
  *
+ * Measured under heavy load on 2 shared cores (load average 11-15; medians
+ * of interleaved runs, every case flagged noisy): hyb 1.07x csr_openmp at
+ * width 64 and 1.0x at 128, 0.91-0.92x csr_tex (the CSR schedule with the
+ * same register accumulation), 1.45-2.4x librsb; SDDMM 2.2-3x the hand
+ * kernel. Not the 1.5x over csr_openmp hyb aims at: the gathers of X rows
+ * dominate, which hyb does not change, its buckets pay up to 2x (on average
+ * about 1.25x) padded multiply-adds, and tex's vectors here are 4 lanes
+ * wide (the widest type of a vectorized body counts its 64-bit index
+ * arithmetic), half of the hand kernel's AVX2 width.
+ *
  * Lines: bench=spmm case=powerlaw64k_fF/t2 anchor=csr_openmp|csr_tex|library
  * and bench=sddmm case=powerlaw64k_fF/t2 anchor=openmp. Every result is
  * checked against the hand-written kernel's before timing.

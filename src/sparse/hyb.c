@@ -68,7 +68,7 @@ static bool is_i32(const DLTensor *t)
 
 static const void *data_of(const DLTensor *t)
 {
-    return (const char *)t->data + t->byte_offset;
+    return t->data ? (const char *)t->data + t->byte_offset : NULL;
 }
 
 static int check_shapes(tex_ctx *ctx, const DLTensor *ip, const DLTensor *ix, const DLTensor *v)
@@ -162,6 +162,8 @@ static void place_row(tex_sp_hyb *h, int64_t *fill, int32_t r, int64_t len, cons
     }
     int32_t *ip = a[1].data;
     ip[s + 1] = ip[s] + (int32_t)len;
+    if (len == 0) /* an empty row: nothing to copy (the arrays may be NULL) */
+        return;
     memcpy((int32_t *)a[2].data + ip[s], cols, (size_t)len * sizeof *cols);
     memcpy((char *)a[3].data + (size_t)ip[s] * vsize, vals, (size_t)len * vsize);
 }
@@ -205,8 +207,8 @@ tex_sp_hyb *tex_sp_hyb_convert(tex_ctx *ctx, int64_t n_cols, const DLTensor *ind
         return NULL;
     }
     for (int64_t r = 0; r < m; r++)
-        place_row(h, fill, (int32_t)r, ip[r + 1] - ip[r], cols + ip[r],
-                  vals + (size_t)ip[r] * vsize, vsize);
+        place_row(h, fill, (int32_t)r, ip[r + 1] - ip[r], cols ? cols + ip[r] : NULL,
+                  vals ? vals + (size_t)ip[r] * vsize : NULL, vsize);
     return h;
 }
 
