@@ -19,10 +19,11 @@
  * the feature reduction vectorized (tex_vectorize_reduce), against the
  * hand-written kernel (anchor openmp).
  *
- * Measured under heavy load on 2 shared cores (load average 11-15; medians
- * of interleaved runs, every case flagged noisy): hyb 1.07x csr_openmp at
- * width 64 and 1.0x at 128, 0.91-0.92x csr_tex (the CSR schedule with the
- * same register accumulation), 1.45-2.4x librsb; SDDMM 2.2-3x the hand
+ * Measured on 2 shared cores under load (medians of interleaved runs, two
+ * runs at load averages 2 and 11-15, every case flagged noisy): hyb
+ * 1.07-1.16x csr_openmp at width 64 and 0.9-1.0x at 128, 0.91-1.06x
+ * csr_tex (the CSR schedule with the same register accumulation),
+ * 1.44-2.4x librsb; SDDMM 2.0-3x the hand
  * kernel. Not the 1.5x over csr_openmp hyb aims at: the gathers of X rows
  * dominate, which hyb does not change, its buckets pay up to 2x (on average
  * about 1.25x) padded multiply-adds, and tex's vectors here are 4 lanes
