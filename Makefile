@@ -178,6 +178,10 @@ $(BUILD)/bench/layernorm: BENCH_OBJ = $(BUILD)/bench/softmax_hand.o
 $(BUILD)/bench/conv2d $(BUILD)/bench/tune: BENCH_LIBS = -ldnnl
 $(BUILD)/bench/conv2d $(BUILD)/bench/tune: bench/onednn_conv.h
 
+# bench/spmm's library anchor is librsb (librsb-dev) when it is installed; without it the
+# benchmark builds and measures its other anchors.
+$(BUILD)/bench/spmm: BENCH_LIBS = $(if $(wildcard /usr/include/rsb.h),-DTEX_HAVE_LIBRSB=1 -lrsb)
+
 # The test programs (make -j tests builds them without running anything), the examples.
 tests: $(TEST_BIN)
 

@@ -1,51 +1,69 @@
 /*
- * bench/spmm: CSR SpMM Y = A X and SDDMM O = (X Y^T) at A's non-zeros on a
+ * bench/spmm: SpMM Y = A X and SDDMM O = (X Y^T) at A's non-zeros on a
  * power-law matrix (64k x 64k, about 1M non-zeros, a few rows holding most
  * of them; tests/support/sparse.h), f32, feature widths 64 and 128, on 2
- * threads. tex's kernels are sparse iterations (src/sparse) lowered to
- * position space and scheduled with the public API: SpMM rows in parallel,
- * the ragged loop over a row's non-zeros accumulating a chunk of 64
- * features in a local buffer (cache_write, vectorized); SDDMM the fused
- * loop over non-zeros in parallel with the feature reduction vectorized
- * (tex_vectorize_reduce). Measured under heavy load on 2 shared cores
- * (medians of interleaved runs, several runs, often flagged noisy): SpMM
- * 0.98-1.46x the hand-written kernel at width 64 and 0.98-1.1x at 128 (a
- * parity, not the 1.5x a hyb decomposition aims at); SDDMM 2-2.9x (the
- * hand-written dot product is not vectorized without -ffast-math; tex
- * reassociates it explicitly). Anchors: hand-written OpenMP CSR
- * kernels (bench/spmm_hand.c, dynamic row scheduling). Lines: bench=spmm case=powerlaw64k_fF/t2
- * anchor=csr_openmp bench=sddmm case=powerlaw64k_fF/t2 anchor=openmp Results are checked against
- * the anchors' before timing. spmm --source  prints the C of both tex kernels
+ * threads.
+ *
+ * SpMM: the tex side is hyb SpMM (tex_sp_hyb_spmm: the matrix decomposed
+ * into ELL buckets of widths 1 .. MAX_WIDTH and a CSR remainder for the
+ * longer rows, one kernel whose parts each run their rows in parallel,
+ * accumulate a chunk of up to 64 features in registers, vectorized, with
+ * a bucket's fixed width unrolled). Its anchors, measured interleaved with
+ * it: csr_openmp, the hand-written OpenMP CSR kernel (bench/spmm_hand.c,
+ * dynamic row scheduling); csr_tex, tex's CSR SpMM (a sparse iteration, rows
+ * in parallel, the ragged loop over a row's non-zeros accumulating into a
+ * local buffer); and, when librsb (Debian librsb-dev) is installed at build
+ * time, library: librsb's rsb_spmm on its own RSB format built from the
+ * same CSR (row-major X and Y, 2 threads). Conversions are made once,
+ * outside the timings. SDDMM: the fused loop over non-zeros in parallel,
+ * the feature reduction vectorized (tex_vectorize_reduce), against the
+ * hand-written kernel (anchor openmp).
+ *
+ * Measured on 2 shared cores under load (medians of interleaved runs, two
+ * runs at load averages 2 and 11-15, every case flagged noisy): hyb
+ * 1.07-1.16x csr_openmp at width 64 and 0.9-1.0x at 128, 0.91-1.06x
+ * csr_tex (the CSR schedule with the same register accumulation),
+ * 1.44-2.4x librsb; SDDMM 2.0-3x the hand
+ * kernel. Not the 1.5x over csr_openmp hyb aims at: the gathers of X rows
+ * dominate, which hyb does not change, its buckets pay up to 2x (on average
+ * about 1.25x) padded multiply-adds, and tex's vectors here are 4 lanes
+ * wide (the widest type of a vectorized body counts its 64-bit index
+ * arithmetic), half of the hand kernel's AVX2 width.
+ *
+ * Lines: bench=spmm case=powerlaw64k_fF/t2 anchor=csr_openmp|csr_tex|library
+ * and bench=sddmm case=powerlaw64k_fF/t2 anchor=openmp. Every result is
+ * checked against the hand-written kernel's before timing.
+ * `spmm --source` prints the C of the hyb and SDDMM kernels.
  */
 #include "common.h"
 #include "spmm_hand.h"
 #include "support/sparse.h"
 
+#ifdef TEX_HAVE_LIBRSB
+#include <rsb.h>
+#endif
 #include <stdbool.h>
 #include <string.h>
 
 #define M 65536
 #define THREADS 2
-#define CHUNK 64 /* features accumulated in registers per pass over a row */
+#define CHUNK 64     /* features accumulated in registers per pass over a row */
+#define MAX_WIDTH 32 /* the widest ELL bucket of the hyb format */
+#define ROWS 0       /* hyb: rows handed to a thread at a time (0: one) */
+#define LANES 16     /* features accumulated in registers across a row's non-zeros */
+#define MAX_ARGS 48
 
 typedef struct {
     const sp_csr *a;
     int64_t f;
-    float *x, *y2, *out, *want; /* X [M, f], Y [M, f] (SDDMM), tex's and the anchor's outputs */
-    int32_t *rows;
-    tex_kernel *k;
-    sp_view v[6];
-    DLTensor *arr[6];
-    int n_arr;
+    float *x, *y2, *want; /* X [M, f], Y [M, f] (SDDMM), the hand-written kernel's output */
+    float *out[3];        /* hyb, csr_tex, library outputs (SDDMM: out[0]) */
+    tex_kernel *k[2];     /* hyb (or SDDMM) and csr_tex */
+    DLTensor *arr[2][MAX_ARGS];
+    int n_arr[2];
+    sp_view v[2][6];
+    void *rsb; /* librsb's matrix, when built with it */
 } sp_case;
-
-/* The CSR format of the benchmark's matrix: m x m, m and nnz symbolic. */
-static void fmt_init(sp_fmt *c, int64_t f)
-{
-    tex_ctx *ctx = tex_ctx_new();
-    tex_expr *m = tex_var(ctx, "m", TEX_I64);
-    sp_fmt_init(c, ctx, m, m, tex_var(ctx, "nnz", TEX_I64), tex_int(ctx, f));
-}
 
 static tex_kernel *build(tex_schedule *s, const char *name, int n, tex_tensor *const args[])
 {
@@ -55,27 +73,48 @@ static tex_kernel *build(tex_schedule *s, const char *name, int n, tex_tensor *c
     return fn ? tex_build(fn, target) : NULL;
 }
 
-/* SpMM: rows in parallel; per row and chunk of CHUNK features, the row's
- * non-zeros accumulate into a local (register) buffer, vectorized, which is
- * stored once (cache_write at the chunk loop). */
-static tex_kernel *build_spmm(int64_t f)
+/* The CSR format of the benchmark's matrix: m x m, m and nnz symbolic. */
+static void fmt_init(sp_fmt *c, int64_t f)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_expr *m = tex_var(ctx, "m", TEX_I64);
+    sp_fmt_init(c, ctx, m, m, tex_var(ctx, "nnz", TEX_I64), tex_int(ctx, f));
+}
+
+/* Hyb SpMM: every part scheduled alike (sp_hyb_schedule_part), each
+ * bucket's fixed width unrolled. */
+static tex_kernel *build_hyb(int64_t f)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_tensor *parts[16], *params[MAX_ARGS];
+    tex_expr *m = tex_var(ctx, "m", TEX_I64);
+    tex_tensor *x = tex_placeholder(ctx, "X", TEX_F32, 2, (tex_expr *[]){m, tex_int(ctx, f)});
+    tex_tensor *y = tex_sp_hyb_spmm(ctx, "Y", MAX_WIDTH, m, x, parts, params);
+    int n = tex_sp_hyb_nparts(MAX_WIDTH);
+    tex_schedule *s = y ? tex_schedule_new(ctx, 1, &y) : NULL;
+    for (int p = 0; s && p < n; p++)
+        if (sp_hyb_schedule_part(s, parts[p], ROWS, f < CHUNK ? (int)f : CHUNK, LANES, p + 1 < n))
+            s = NULL;
+    tex_kernel *k = s ? build(s, "hyb_spmm", tex_sp_hyb_narrays(MAX_WIDTH) + 2, params) : NULL;
+    if (!k)
+        fprintf(stderr, "hyb spmm: %s\n", tex_errmsg(ctx));
+    tex_ctx_free(ctx);
+    return k;
+}
+
+/* CSR SpMM: rows in parallel; per row and chunk of CHUNK features, the
+ * row's non-zeros accumulate into a local (register) buffer, vectorized,
+ * which is stored once (cache_write at the chunk loop). */
+static tex_kernel *build_csr(int64_t f)
 {
     sp_fmt c;
     fmt_init(&c, f);
     tex_tensor *Y = sp_fmt_spmm(&c);
     tex_schedule *s = tex_schedule_new(c.ctx, 1, &Y);
-    tex_tensor *YL = tex_cache_write(s, Y, TEX_SCOPE_LOCAL);
-    tex_stage *st = tex_stage_of(s, Y), *sl = tex_stage_of(s, YL);
-    tex_iter *ko, *ki;
-    tex_split(st, tex_op_axis(st, 1), tex_int(c.ctx, f < CHUNK ? f : CHUNK), &ko, &ki);
-    tex_parallel(st, tex_op_axis(st, 0));
-    tex_vectorize(st, ki);
-    tex_compute_at(sl, st, ko);
-    tex_iter *kl = tex_op_axis(sl, 1);
-    tex_reorder(sl, 2, (tex_iter *[]){tex_op_reduce_axis(sl, 0), kl});
-    tex_vectorize(sl, kl);
     tex_tensor *args[] = {tex_sp_indptr(c.J), tex_sp_indices(c.J), tex_sp_values(c.A), c.X, Y};
-    tex_kernel *k = build(s, "spmm", 5, args);
+    tex_kernel *k = sp_hyb_schedule_part(s, Y, 0, f < CHUNK ? (int)f : CHUNK, LANES, false) == 0
+                        ? build(s, "spmm", 5, args)
+                        : NULL;
     if (!k)
         fprintf(stderr, "spmm: %s\n", tex_errmsg(c.ctx));
     tex_ctx_free(c.ctx);
@@ -101,10 +140,16 @@ static tex_kernel *build_sddmm(int64_t f)
     return k;
 }
 
-static int run_tex(void *arg)
+static int run_tex0(void *arg)
 {
     sp_case *c = arg;
-    return tex_kernel_call_tensors(c->k, c->n_arr, c->arr);
+    return tex_kernel_call_tensors(c->k[0], c->n_arr[0], c->arr[0]);
+}
+
+static int run_tex1(void *arg)
+{
+    sp_case *c = arg;
+    return tex_kernel_call_tensors(c->k[1], c->n_arr[1], c->arr[1]);
 }
 
 static int run_spmm_hand(void *arg)
@@ -121,65 +166,158 @@ static int run_sddmm_hand(void *arg)
     return 0;
 }
 
-/* Checks tex's output against the anchor's, then times both. */
-static void measure(const char *bench, const char *desc, sp_case *c, int (*hand)(void *),
-                    const char *anchor, int64_t n_out)
+#ifdef TEX_HAVE_LIBRSB
+/* librsb's matrix from the CSR arrays (its own format, built once). */
+static void *rsb_matrix(const sp_csr *a)
 {
-    if (!c->k)
-        bench_fail(bench, desc, "build_failed");
-    if (run_tex(c) != 0 || hand(c) != 0)
-        bench_fail(bench, desc, "call_failed");
-    bench_check_close(bench, desc, c->out, c->want, n_out, 1e-4);
-    if (bench_compare(bench, desc, (bench_run){run_tex, c, NULL}, anchor,
-                      (bench_run){hand, c, NULL}, 2000) != 0)
-        bench_fail(bench, desc, "call_failed");
+    rsb_err_t err = RSB_ERR_NO_ERROR;
+    rsb_int_t nt = THREADS;
+    if (rsb_lib_init(RSB_NULL_INIT_OPTIONS) != RSB_ERR_NO_ERROR ||
+        rsb_lib_set_opt(RSB_IO_WANT_EXECUTING_THREADS, &nt) != RSB_ERR_NO_ERROR)
+        return NULL;
+    struct rsb_mtx_t *mtx = rsb_mtx_alloc_from_csr_const(
+        a->values, a->indptr, a->indices, (rsb_nnz_idx_t)a->nnz, RSB_NUMERICAL_TYPE_FLOAT,
+        (rsb_coo_idx_t)a->m, (rsb_coo_idx_t)a->n, 1, 1, RSB_FLAG_NOFLAGS, &err);
+    return err == RSB_ERR_NO_ERROR ? mtx : NULL;
 }
 
-static void run_width(const sp_csr *a, int64_t f, bool source)
+static int run_library(void *arg)
+{
+    sp_case *c = arg;
+    const float one = 1, zero = 0;
+    return rsb_spmm(RSB_TRANSPOSITION_N, &one, c->rsb, (rsb_coo_idx_t)c->f,
+                    RSB_FLAG_WANT_ROW_MAJOR_ORDER, c->x, (rsb_nnz_idx_t)c->f, &zero, c->out[2],
+                    (rsb_nnz_idx_t)c->f) != RSB_ERR_NO_ERROR;
+}
+
+static void rsb_release(void *mtx)
+{
+    if (mtx)
+        rsb_mtx_free(mtx);
+    rsb_lib_exit(RSB_NULL_EXIT_OPTIONS);
+}
+#endif
+
+/* The hyb kernel's arguments: h's arrays, then X and tex's output. */
+static void hyb_args(sp_case *c, tex_sp_hyb *h)
+{
+    int n = tex_sp_hyb_narrays(MAX_WIDTH);
+    if (!h || tex_sp_hyb_arrays(h, n, c->arr[0]) != 0)
+        bench_fail("spmm", "hyb", "convert_failed");
+    c->arr[0][n] = sp_f32(&c->v[0][0], c->x, 2, M, c->f);
+    c->arr[0][n + 1] = sp_f32(&c->v[0][1], c->out[0], 2, M, c->f);
+    c->n_arr[0] = n + 2;
+}
+
+static void csr_args(sp_case *c)
+{
+    const sp_csr *a = c->a;
+    DLTensor **arr = c->arr[1];
+    arr[0] = sp_i32(&c->v[1][0], a->indptr, M + 1);
+    arr[1] = sp_i32(&c->v[1][1], a->indices, a->nnz);
+    arr[2] = sp_f32(&c->v[1][2], a->values, 1, a->nnz, 0);
+    arr[3] = sp_f32(&c->v[1][3], c->x, 2, M, c->f);
+    arr[4] = sp_f32(&c->v[1][4], c->out[1], 2, M, c->f);
+    c->n_arr[1] = 5;
+}
+
+/* SpMM: every side checked against the hand-written kernel, then timed
+ * interleaved: hyb, csr_openmp, csr_tex (and library). */
+static void measure_spmm(const char *desc, sp_case *c)
+{
+    if (!c->k[0] || !c->k[1])
+        bench_fail("spmm", desc, "build_failed");
+    bench_run runs[4] = {{run_tex0, c, NULL}, {run_spmm_hand, c, NULL}, {run_tex1, c, NULL}};
+    int n_runs = 3;
+#ifdef TEX_HAVE_LIBRSB
+    if (!c->rsb)
+        bench_fail("spmm", desc, "library_setup_failed");
+    runs[n_runs++] = (bench_run){run_library, c, NULL};
+#endif
+    for (int r = 0; r < n_runs; r++)
+        if (runs[r].fn(c) != 0)
+            bench_fail("spmm", desc, "call_failed");
+    for (int r = 0; r < n_runs - 1; r++)
+        bench_check_close("spmm", desc, c->out[r], c->want, M * c->f, 1e-4);
+    bench_stats st[4];
+    if (bench_interleave(n_runs, runs, 3000, st) != 0)
+        bench_fail("spmm", desc, "call_failed");
+    bench_report("spmm", desc, &st[0], "csr_openmp", &st[1]);
+    bench_report("spmm", desc, &st[0], "csr_tex", &st[2]);
+    if (n_runs == 4)
+        bench_report("spmm", desc, &st[0], "library", &st[3]);
+}
+
+static void run_spmm(sp_case *c, const char *desc, bool source)
+{
+    sp_view v[3];
+    tex_ctx *ctx = tex_ctx_new();
+    tex_sp_hyb *h = tex_sp_hyb_convert(ctx, M, sp_i32(&v[0], c->a->indptr, M + 1),
+                                       sp_i32(&v[1], c->a->indices, c->a->nnz),
+                                       sp_f32(&v[2], c->a->values, 1, c->a->nnz, 0), MAX_WIDTH);
+    hyb_args(c, h);
+    csr_args(c);
+    c->k[0] = build_hyb(c->f);
+    c->k[1] = build_csr(c->f);
+    if (source && c->k[0])
+        printf("%s\n", tex_kernel_source(c->k[0]));
+    measure_spmm(desc, c);
+    tex_kernel_free(c->k[0]);
+    tex_kernel_free(c->k[1]);
+    tex_sp_hyb_free(h);
+    tex_ctx_free(ctx);
+}
+
+static void run_sddmm(sp_case *c, const char *desc, bool source)
+{
+    const sp_csr *a = c->a;
+    int32_t *rows = malloc(sizeof(int32_t) * (size_t)(a->nnz + 1));
+    sp_view ip, *v = c->v[0];
+    if (!rows || tex_sp_fill_rows(sp_i32(&ip, a->indptr, M + 1), sp_i32(&v[1], rows, a->nnz)) != 0)
+        bench_fail("sddmm", desc, "setup_failed");
+    c->k[0] = build_sddmm(c->f);
+    c->arr[0][0] = sp_i32(&v[0], a->indices, a->nnz);
+    c->arr[0][1] = &v[1].t;
+    c->arr[0][2] = sp_f32(&v[2], c->x, 2, M, c->f);
+    c->arr[0][3] = sp_f32(&v[3], c->y2, 2, M, c->f);
+    c->arr[0][4] = sp_f32(&v[4], c->out[0], 1, a->nnz, 0);
+    c->n_arr[0] = 5;
+    if (source && c->k[0])
+        printf("%s\n", tex_kernel_source(c->k[0]));
+    if (!c->k[0])
+        bench_fail("sddmm", desc, "build_failed");
+    if (run_tex0(c) != 0 || run_sddmm_hand(c) != 0)
+        bench_fail("sddmm", desc, "call_failed");
+    bench_check_close("sddmm", desc, c->out[0], c->want, a->nnz, 1e-4);
+    if (bench_compare("sddmm", desc, (bench_run){run_tex0, c, NULL}, "openmp",
+                      (bench_run){run_sddmm_hand, c, NULL}, 2000) != 0)
+        bench_fail("sddmm", desc, "call_failed");
+    tex_kernel_free(c->k[0]);
+    free(rows);
+}
+
+static void run_width(const sp_csr *a, int64_t f, bool source, void *rsb)
 {
     char desc[64];
     snprintf(desc, sizeof desc, "powerlaw64k_f%lld/t%d", (long long)f, THREADS);
-    sp_case c = {.a = a, .f = f};
+    sp_case c = {.a = a, .f = f, .rsb = rsb};
+    int64_t n_out = M * f > a->nnz ? M * f : a->nnz;
     c.x = malloc(sizeof(float) * (size_t)(M * f));
     c.y2 = malloc(sizeof(float) * (size_t)(M * f));
-    int64_t n_out = M * f > a->nnz ? M * f : a->nnz;
-    c.out = malloc(sizeof(float) * (size_t)n_out);
     c.want = malloc(sizeof(float) * (size_t)n_out);
-    c.rows = malloc(sizeof(int32_t) * (size_t)(a->nnz + 1));
+    for (int r = 0; r < 3; r++)
+        c.out[r] = malloc(sizeof(float) * (size_t)n_out);
+    if (!c.x || !c.y2 || !c.want || !c.out[0] || !c.out[1] || !c.out[2])
+        bench_fail("spmm", desc, "setup_failed");
     bench_fill_random(c.x, M * f, 1);
     bench_fill_random(c.y2, M * f, 2);
-    sp_view ip;
-    if (!c.x || !c.y2 || !c.out || !c.want || !c.rows ||
-        tex_sp_fill_rows(sp_i32(&ip, a->indptr, M + 1), sp_i32(&c.v[5], c.rows, a->nnz)) != 0)
-        bench_fail("spmm", desc, "setup_failed");
-
-    c.k = build_spmm(f);
-    c.n_arr = 5;
-    c.arr[0] = sp_i32(&c.v[0], a->indptr, M + 1);
-    c.arr[1] = sp_i32(&c.v[1], a->indices, a->nnz);
-    c.arr[2] = sp_f32(&c.v[2], a->values, 1, a->nnz, 0);
-    c.arr[3] = sp_f32(&c.v[3], c.x, 2, M, f);
-    c.arr[4] = sp_f32(&c.v[4], c.out, 2, M, f);
-    if (source && c.k)
-        printf("%s\n", tex_kernel_source(c.k));
-    measure("spmm", desc, &c, run_spmm_hand, "csr_openmp", M * f);
-    tex_kernel_free(c.k);
-
-    c.k = build_sddmm(f);
-    c.arr[0] = sp_i32(&c.v[0], a->indices, a->nnz);
-    c.arr[1] = sp_i32(&c.v[1], c.rows, a->nnz);
-    c.arr[2] = sp_f32(&c.v[2], c.x, 2, M, f);
-    c.arr[3] = sp_f32(&c.v[3], c.y2, 2, M, f);
-    c.arr[4] = sp_f32(&c.v[4], c.out, 1, a->nnz, 0);
-    if (source && c.k)
-        printf("%s\n", tex_kernel_source(c.k));
-    measure("sddmm", desc, &c, run_sddmm_hand, "openmp", a->nnz);
-    tex_kernel_free(c.k);
+    run_spmm(&c, desc, source);
+    run_sddmm(&c, desc, source);
     free(c.x);
     free(c.y2);
-    free(c.out);
     free(c.want);
-    free(c.rows);
+    for (int r = 0; r < 3; r++)
+        free(c.out[r]);
 }
 
 int main(int argc, char **argv)
@@ -192,9 +330,16 @@ int main(int argc, char **argv)
             longest = a.indptr[r + 1] - a.indptr[r];
     fprintf(stderr, "spmm: %d x %d, %lld non-zeros, longest row %lld\n", M, M, (long long)a.nnz,
             (long long)longest);
-    run_width(&a, 64, source);
+    void *rsb = NULL;
+#ifdef TEX_HAVE_LIBRSB
+    rsb = rsb_matrix(&a);
+#endif
+    run_width(&a, 64, source, rsb);
     if (!source)
-        run_width(&a, 128, false);
+        run_width(&a, 128, false, rsb);
+#ifdef TEX_HAVE_LIBRSB
+    rsb_release(rsb);
+#endif
     sp_csr_free(&a);
     return 0;
 }

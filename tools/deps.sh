@@ -12,7 +12,9 @@ set -eu
 # kernels through libffi. libdlpack-dev: <dlpack/dlpack.h>, included by <tex/tex.h>.
 # pkg-config: tex.pc and the install test. libopenblas-openmp-dev: the demo's and the
 # benchmarks' reference point. libdnnl-dev: oneDNN, bench/conv2d's reference point.
-packages="gcc pkg-config libffi-dev libdlpack-dev libopenblas-openmp-dev libdnnl-dev"
+# librsb-dev: librsb's sparse x dense product, bench/spmm's library reference point
+# (optional at build time: bench/spmm builds without it).
+packages="gcc pkg-config libffi-dev libdlpack-dev libopenblas-openmp-dev libdnnl-dev librsb-dev"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "deps: not a Debian system (no dpkg-query); please make sure these are installed:"

@@ -745,6 +745,70 @@ TEX_API tex_tensor *tex_sp_iteration(tex_ctx *ctx, const char *name, int n,
                                      tex_sp_axis *const axes[], const char *kinds,
                                      tex_sp_buffer *out, tex_expr *body);
 
+/* Format decomposition "hyb" (SparseTIR; docs/sparse.md): a CSR matrix split
+ * by row length into ELL buckets of widths 1, 2, 4, ..., max_width (a row of
+ * length L in (w/2, w] goes to the bucket of width w, padded with its last
+ * column and zero values) and a CSR remainder holding the empty rows and the
+ * rows longer than max_width. Every part keeps the ids of its rows (i32,
+ * increasing), so each row of the matrix is in exactly one part.
+ *
+ * tex_sp_hyb_nparts: the number of parts for max_width, a power of two in
+ * [1, 1024] (log2(max_width) + 2: the buckets, then the remainder), or 0
+ * for another max_width. tex_sp_hyb_narrays: the number of arrays of the
+ * storage (3 per bucket: rows, indices, values; 4 for the remainder: rows,
+ * indptr, indices, values), or 0. Thread-safe. */
+TEX_API int tex_sp_hyb_nparts(int max_width);
+TEX_API int tex_sp_hyb_narrays(int max_width);
+
+typedef struct tex_sp_hyb tex_sp_hyb; /* a CSR matrix decomposed into hyb parts (host storage) */
+
+/* Converts a host CSR matrix of n_cols columns (indptr i32 [m + 1], indices
+ * i32 [nnz], values [nnz] of any tex dtype; compact 1-D kDLCPU arrays,
+ * only read) into hyb storage of max_width. Returns a new tex_sp_hyb the
+ * caller owns and frees with tex_sp_hyb_free (it does not depend on ctx);
+ * NULL with TEX_EINVAL recorded in ctx, naming the array, when an array is
+ * malformed (indptr not starting at 0, decreasing, or not ending at nnz;
+ * an index outside [0, n_cols); sizes or dtypes that disagree), max_width
+ * is not a power of two in [1, 1024] or n_cols is outside [0, 2^31);
+ * TEX_EMISUSE for a NULL array, TEX_ENOMEM. Nothing is allocated on error.
+ * Not thread-safe per context (it records errors in ctx). */
+TEX_API tex_sp_hyb *tex_sp_hyb_convert(tex_ctx *ctx, int64_t n_cols, const DLTensor *indptr,
+                                       const DLTensor *indices, const DLTensor *values,
+                                       int max_width);
+/* Frees h and its arrays; NULL is a no-op. */
+TEX_API void tex_sp_hyb_free(tex_sp_hyb *h);
+/* Fills arrays[0..n) with h's arrays (host DLTensors owned by h, valid
+ * until tex_sp_hyb_free), in the order of tex_sp_hyb_spmm's params: per
+ * bucket rows, indices, values, then the remainder's rows, indptr, indices,
+ * values. 0, TEX_EMISUSE for NULL, TEX_EINVAL when n is not
+ * tex_sp_hyb_narrays of h's max_width. */
+TEX_API int tex_sp_hyb_arrays(tex_sp_hyb *h, int n, DLTensor *arrays[]);
+
+/* SpMM Y = A X over hyb storage of max_width: X is [n, f] (any float dtype;
+ * A's values have X's dtype), m the number of rows of A (and Y). Fills
+ * parts[0 .. tex_sp_hyb_nparts(max_width)) with one compute per part, each
+ * over (that part's rows, f) with one reduce axis (a bucket's: its constant
+ * width; the remainder's: ragged, as in CSR SpMM), and params[0 ..
+ * tex_sp_hyb_narrays(max_width) + 2) with the kernel's parameters: the
+ * hyb arrays' placeholders in tex_sp_hyb_arrays' order, then X, then Y.
+ * Returns Y, which is also the last part (the remainder, named `name`; the
+ * buckets are "NAME_w1", "NAME_w2", ...): a tensor of shape [m, f] into
+ * which every part stores its rows through its row ids. Schedule the parts
+ * with the ordinary primitives (tex_schedule_new over Y, or over all the
+ * parts, then per part's stage: parallel rows, vectorize features, unroll
+ * a bucket's reduce axis, cache_write, ...) and lower with params; the
+ * parts' nests run one after another in one function (one kernel call),
+ * each writing only its own rows. The row counts and the remainder's nnz
+ * are size variables bound from the arrays, so one kernel serves every
+ * matrix converted with the same max_width. The rows arrays are checked at
+ * call time to lie in [0, m); that they are distinct (as
+ * tex_sp_hyb_convert makes them) is the caller's contract. NULL with
+ * TEX_EINVAL (a max_width not a power of two in [1, 1024], X not 2-D,
+ * NULL parts or params), TEX_ETYPE (m not an integer), TEX_EMISUSE (a NULL
+ * m or X, or operands of another context). */
+TEX_API tex_tensor *tex_sp_hyb_spmm(tex_ctx *ctx, const char *name, int max_width, tex_expr *m,
+                                    tex_tensor *X, tex_tensor *parts[], tex_tensor *params[]);
+
 /* -------------------------------------------------------------- operators */
 
 /* Operators (docs/ops.md): tensor-level functions in the style of TVM's topi,

@@ -23,7 +23,9 @@
  * `#pragma omp parallel for` (num_threads when fixed; schedule(dynamic) under
  * a "parallel_dynamic" ATTR), except inside another parallel loop, where
  * they run serially; a "parallel_region" ATTR is `#pragma omp parallel`
- * around its body, whose parallel loops are then `#pragma omp for`; VECTORIZED loops get `#pragma
+ * around its body, whose parallel loops are then `#pragma omp for`, as is a
+ * "disjoint_nests" ATTR of parallel loops, whose loops are then `#pragma omp
+ * for schedule(dynamic) nowait`; VECTORIZED loops get `#pragma
  * omp simd` when every store of the body writes one index, linear in the loop variable with a
  * nonzero coefficient, and every load of a stored buffer reads that same index (otherwise a
  * loop-carried dependence is possible and the loop is left to the auto-vectorizer); UNROLLED loops
@@ -69,6 +71,7 @@ typedef struct {
     int unroll;      /* "pragma_unroll" factor for the loop printed next, or 0 */
     bool dynamic;    /* "parallel_dynamic": the loop printed next is scheduled dynamically */
     bool region;     /* directly inside a "parallel_region": its parallel loops share its team */
+    bool nowait;     /* the region is a "disjoint_nests": its loops are dynamic and nowait */
     bool uses_rc;    /* the body sets tex_rc */
     bool uses_alloc; /* the body calls tex_alloc */
     size_t rc_check_at[2];   /* body text [from, to) of the last tex_rc check, see assemble */
@@ -270,7 +273,9 @@ static void loop_pragma(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll, 
     case TEXI_FOR_PARALLEL:
         if (g->region) {
             *parallel = true;
-            texi_cp_line(p, sb, "#pragma omp for%s", dynamic ? " schedule(dynamic)" : "");
+            texi_cp_line(p, sb, "#pragma omp for%s%s",
+                         dynamic || g->nowait ? " schedule(dynamic)" : "",
+                         g->nowait ? " nowait" : "");
             break;
         }
         if (g->par_depth) {
@@ -456,6 +461,32 @@ static void emit_region(texi_cg *g, texi_sb *sb, const tex_stmt *s)
     texi_cp_line(p, sb, "}");
 }
 
+/* s is a PARALLEL loop, maybe under ATTR "parallel_dynamic". */
+static bool is_parallel_loop(const tex_stmt *s)
+{
+    if (s->kind == TEXI_STMT_ATTR && s->u.attr.id == TEXI_ATTR_PARALLEL_DYNAMIC)
+        s = s->u.attr.body;
+    return s->kind == TEXI_STMT_FOR && s->u.loop.for_kind == TEXI_FOR_PARALLEL;
+}
+
+/* ATTR "disjoint_nests" whose nests are all parallel loops: one thread team
+ * runs them, each a worksharing loop handed out dynamically (its
+ * iterations: rows of uneven cost) with no barrier after it (the nests
+ * write disjoint elements). Otherwise the nests are printed one by one. */
+static bool emit_disjoint(texi_cg *g, texi_sb *sb, const tex_stmt *s)
+{
+    const tex_stmt *body = s->u.attr.body;
+    if (g->par_depth || body->kind != TEXI_STMT_SEQ)
+        return false;
+    for (int i = 0; i < body->u.seq.n; i++)
+        if (!is_parallel_loop(body->u.seq.items[i]))
+            return false;
+    g->nowait = true;
+    emit_region(g, sb, s);
+    g->nowait = false;
+    return true;
+}
+
 /* The ATTRs the CPU prints itself; false for the others (their body is printed). */
 static bool emit_attr(texi_cg *g, texi_sb *sb, const tex_stmt *s)
 {
@@ -479,6 +510,8 @@ static bool emit_attr(texi_cg *g, texi_sb *sb, const tex_stmt *s)
         emit_region(g, sb, s);
         return true;
     }
+    if (key == TEXI_ATTR_DISJOINT_NESTS)
+        return emit_disjoint(g, sb, s);
     if (key == TEXI_ATTR_PARALLEL_DYNAMIC) {
         g->dynamic = true;
         texi_cp_stmt(&g->p, sb, s->u.attr.body);

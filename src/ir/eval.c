@@ -388,6 +388,38 @@ static int compile_body(texi_eval *st, tex_expr *body, compiled_body *cb)
     return 0;
 }
 
+/* The storage of tensor t in this evaluation (it is there: an input of a
+ * compute or the group of a scatter part). */
+static texi_eval_storage *storage_of(texi_eval *st, const tex_tensor *t)
+{
+    for (int32_t k = 0; k < st->n_store; k++)
+        if (st->store[k].tensor == t)
+            return &st->store[k];
+    return NULL;
+}
+
+/* Where point `flat` of storage s lands: s itself, or for a scatter part
+ * (ir/scatter.c) its group's storage at row rows[flat / row size]; a row id
+ * outside the group's rows fails. */
+static texi_eval_storage *destination(texi_eval *st, texi_eval_storage *s, int64_t *flat)
+{
+    const texi_op *op = s->tensor->op;
+    if (!op->scatter_rows)
+        return s;
+    texi_eval_storage *g = storage_of(st, op->scatter_into), *r = storage_of(st, op->scatter_rows);
+    int64_t row_size = s->shape[0] ? s->size / s->shape[0] : 1;
+    int64_t row = texi_eval_load(TEX_I32, r->data, *flat / row_size).i;
+    if (row < 0 || row >= g->shape[0]) {
+        texi_eval_fail(st, TEX_EINVAL,
+                       CALL ": '%s' scatters its row %lld to row %lld of '%s', which has %lld",
+                       s->tensor->name, (long long)(*flat / row_size), (long long)row,
+                       g->tensor->name, (long long)g->shape[0]);
+        return NULL;
+    }
+    *flat = row * row_size + *flat % row_size;
+    return g;
+}
+
 /* Fills storage s from its compute definition. */
 static int run_compute(texi_eval *st, texi_eval_storage *s)
 {
@@ -406,7 +438,10 @@ static int run_compute(texi_eval *st, texi_eval_storage *s)
                 cb.reduce ? reduce_point(st, &cb) : texi_eval_node_value(st, cb.body);
             if (cb.dtype != t)
                 v = texi_eval_convert(cb.dtype, t, v);
-            texi_eval_store(t, s->data, flat++, v);
+            int64_t at = flat++;
+            texi_eval_storage *d = destination(st, s, &at);
+            if (d)
+                texi_eval_store(t, d->data, at, v);
         } while (!st->rc && nest_next(&axes, st->env));
         rc = st->rc;
     }

@@ -276,7 +276,10 @@ struct texi_op {
     tex_iter **raxes; /* COMPUTE: reduce axes, in order of first use */
     tex_expr *body;   /* COMPUTE: the element, maybe a REDUCE at the top */
     int n_inputs;
-    tex_tensor **inputs; /* COMPUTE: tensors read by body, in order of first use */
+    tex_tensor **inputs;      /* COMPUTE: tensors read by body, in order of first use */
+    tex_tensor *scatter_rows; /* COMPUTE, scatter stores: i32 [extent of axis 0]; else NULL */
+    tex_tensor *scatter_into; /* with scatter_rows: point (r, k..) is stored at
+                                 scatter_into[scatter_rows[r], k..] (texi_scatter_group_new) */
 };
 
 /* What an integer placeholder of a sparse format holds (src/sparse); a
@@ -303,6 +306,21 @@ struct tex_tensor {
 tex_tensor *texi_compute_tensor_new(tex_ctx *ctx, const char *name, int ndim,
                                     tex_iter *const axes[], tex_expr *body, int n_inputs,
                                     tex_tensor *const inputs[]);
+
+/* A scatter group: n compute tensors whose points go to one storage through
+ * row ids. parts[i] is a copy of srcs[i] (a compute, reduce or not) whose
+ * point (r, k..) is stored at G[rows[i][r], k..], G being parts[n - 1]: the
+ * group's tensor, of shape (extent0, srcs[n - 1]'s other extents), which
+ * lists the other parts among its inputs so that they are computed (and
+ * scheduled) before it. Each part lists its rows among its inputs. The row
+ * ids of all parts together must be distinct (each row of G written once);
+ * rows a part does not list keep their contents. Returns 0 or TEX_ENOMEM. */
+int texi_scatter_group_new(tex_ctx *ctx, int n, tex_tensor *const srcs[], tex_tensor *const rows[],
+                           tex_expr *extent0, tex_tensor *parts[]);
+
+/* The tensor whose storage receives t's points: t's scatter group's tensor
+ * for a scatter part, else t itself. */
+tex_tensor *texi_scatter_target(tex_tensor *t);
 
 /* All tensors `outputs` depend on (themselves included), producers before
  * consumers, each once. Arena array; *n receives the count. NULL on ENOMEM. */

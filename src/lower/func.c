@@ -127,7 +127,7 @@ static int check_graph(const request *r)
 {
     tex_schedule *s = r->sch;
     for (int i = 0; i < s->n_outputs; i++)
-        if (find_tensor_param(r, s->outputs[i]) < 0)
+        if (find_tensor_param(r, texi_scatter_target(s->outputs[i])) < 0)
             return texi_error(r->ctx, TEX_EINVAL,
                               "%s: output '%s' of the schedule is not a parameter of '%s'", r->call,
                               s->outputs[i]->name, r->name);

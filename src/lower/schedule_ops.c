@@ -475,7 +475,8 @@ static tex_stmt *guarded(sops *o, const stage_emit *se, tex_expr *conds, tex_stm
     return s && predicated(se) ? texi_attr_named(o->ctx, TEXI_ATTR_PREDICATE, NULL, s) : s;
 }
 
-/* The data indices T[..] of the stage's output from the values. */
+/* The data indices T[..] of the stage's output from the values; a scatter
+ * part (ir/scatter.c) stores row r at its rows[r]. */
 static tex_expr **out_index(sops *o, const stage_emit *se, tex_expr **val)
 {
     const tex_stage *st = se->st;
@@ -483,7 +484,15 @@ static tex_expr **out_index(sops *o, const stage_emit *se, tex_expr **val)
     tex_expr **idx = texi_alloc(o->ctx, sizeof *idx * (size_t)(nd + 1), "schedule_ops");
     for (int d = 0; idx && d < nd; d++)
         idx[d] = val[texi_bounds_iter_index(st, st->root[d])];
+    if (idx && st->op->scatter_rows && !(idx[0] = texi_access_new(st->op->scatter_rows, 1, idx)))
+        return NULL;
     return idx;
+}
+
+/* The tensor the stage's stores go to: its own, or a scatter part's group's. */
+static tex_tensor *out_tensor(const tex_stage *st)
+{
+    return st->op->scatter_into ? st->op->scatter_into : st->tensor;
 }
 
 /* e with the root variables replaced by their values. */
@@ -521,7 +530,7 @@ static enum texi_expr_kind combiner(enum texi_reduce_op op)
 static int build_body(sops *o, const stage_emit *se, tex_stmt **out)
 {
     const tex_stage *st = se->st;
-    tex_tensor *t = st->tensor;
+    tex_tensor *t = out_tensor(st);
     tex_expr *body = se->sb->body, **val = values(o, se, se->off), *conds;
     tex_expr **idx = val ? out_index(o, se, val) : NULL;
     if (!idx)
@@ -950,7 +959,7 @@ static int build_init(sops *o, const stage_emit *se, int m, tex_stmt **out)
         return TEX_ENOMEM;
     TEXI_TRY(root_guards(o, se, val, false, &conds));
     tex_stmt *s =
-        guarded(o, se, conds, texi_provide_new(o->ctx, st->tensor, st->op->n_axes, idx, id));
+        guarded(o, se, conds, texi_provide_new(o->ctx, out_tensor(st), st->op->n_axes, idx, id));
     for (int k = n - 1; k >= m; k--) {
         if (!se->red_leaf[k] && !se->no_loop[k])
             s = make_loop(o, se, off, k, s);
@@ -966,7 +975,7 @@ static int build_init(sops *o, const stage_emit *se, int m, tex_stmt **out)
 static tex_stmt *realize(sops *o, int ti, tex_stmt *body)
 {
     tex_stage *t = o->lw->sch->stages[ti];
-    if (!body || is_param(o, t->tensor))
+    if (!body || is_param(o, t->tensor) || out_tensor(t) != t->tensor)
         return body;
     int nd = t->tensor->ndim;
     tex_expr **mins = texi_alloc(o->ctx, sizeof *mins * (size_t)(nd + 1), "schedule_ops");
@@ -1124,6 +1133,44 @@ static int collect_params(sops *o)
     return 0;
 }
 
+/* The scatter group stage st stores into (ir/scatter.c), or NULL. */
+static const tex_tensor *group_of(const tex_stage *st)
+{
+    return st->op->scatter_rows ? st->op->scatter_into : NULL;
+}
+
+/* The nests of the stages at root, in stage order, into items[*n..]; a run
+ * of two or more nests of one scatter group's parts goes in one ATTR
+ * "disjoint_nests" (they write disjoint rows, so a backend may run them
+ * without waiting for each other between them). */
+static int root_nests(sops *o, tex_stmt **items, int *n)
+{
+    tex_schedule *s = o->lw->sch;
+    const tex_tensor *group = NULL;
+    int first = 0;
+    for (int si = 0; si <= s->n_stages; si++) {
+        const tex_stage *st = si < s->n_stages ? s->stages[si] : NULL;
+        if (st && (!is_compute(st) || st->attach != TEXI_ATTACH_ROOT))
+            continue;
+        const tex_tensor *g = st ? group_of(st) : NULL;
+        if (group && g != group && *n - first > 1) {
+            tex_stmt *seq = texi_seq_new(o->ctx, *n - first, items + first);
+            items[first] =
+                seq ? texi_attr_named(o->ctx, TEXI_ATTR_DISJOINT_NESTS, NULL, seq) : NULL;
+            if (!items[first])
+                return TEX_ENOMEM;
+            *n = first + 1;
+        }
+        if (!st)
+            break;
+        if (g != group)
+            first = *n;
+        group = g;
+        TEXI_TRY(emit_stage(o, si, &items[(*n)++]));
+    }
+    return 0;
+}
+
 int texi_schedule_ops(texi_lower *lw, tex_stmt **out)
 {
     if (!lw || !lw->sch || !out)
@@ -1140,9 +1187,7 @@ int texi_schedule_ops(texi_lower *lw, tex_stmt **out)
     int n = 0;
     if (!items)
         return TEX_ENOMEM;
-    for (int si = 0; si < s->n_stages; si++)
-        if (is_compute(s->stages[si]) && s->stages[si]->attach == TEXI_ATTACH_ROOT)
-            TEXI_TRY(emit_stage(&o, si, &items[n++]));
+    TEXI_TRY(root_nests(&o, items, &n));
     tex_stmt *body = n == 1 ? items[0] : texi_seq_new(o.ctx, n, items);
     for (int si = s->n_stages - 1; si >= 0 && body; si--)
         if (is_compute(s->stages[si]) && s->stages[si]->attach == TEXI_ATTACH_ROOT)

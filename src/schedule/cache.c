@@ -115,13 +115,23 @@ static tex_expr *swap_access(tex_expr *e, void *ud)
 }
 
 /* The reader's op with every read of from redirected to to. */
+texi_op *texi_op_keep_scatter(texi_op *op, const texi_op *from)
+{
+    if (op) {
+        op->scatter_rows = from->scatter_rows;
+        op->scatter_into = from->scatter_into;
+    }
+    return op;
+}
+
 static texi_op *redirect_op(tex_ctx *ctx, const texi_op *op, tex_tensor *from, tex_tensor *to)
 {
     access_swap w = {from, to, false};
     tex_expr *body = texi_expr_mutate(op->body, swap_access, &w);
     if (!body || w.failed)
         return NULL;
-    texi_op *out = texi_op_new(ctx, op->n_axes, op->axes, body, op->n_inputs, op->inputs);
+    texi_op *out = texi_op_keep_scatter(
+        texi_op_new(ctx, op->n_axes, op->axes, body, op->n_inputs, op->inputs), op);
     if (!out)
         return NULL;
     for (int i = 0; i < out->n_inputs; i++)
@@ -314,7 +324,8 @@ tex_tensor *tex_cache_write(tex_schedule *s, tex_tensor *t, tex_scope scope)
         body ? texi_compute_tensor_new(ctx, name, op->n_axes, fresh, body, op->n_inputs, op->inputs)
              : NULL;
     tex_stage *cst = cl ? texi_stage_new(s, cl, cl->op, false) : NULL;
-    texi_op *copy = cst ? identity_op(ctx, op->n_axes, op->axes, cl) : NULL;
+    texi_op *copy =
+        cst ? texi_op_keep_scatter(identity_op(ctx, op->n_axes, op->axes, cl), op) : NULL;
     tex_stage *fresh_st = copy ? texi_stage_new(s, t, copy, st->is_output) : NULL;
     if (!fresh_st || texi_schedule_reserve(s, 1) < 0)
         return NULL;

@@ -57,6 +57,9 @@ int texi_iters_copy(tex_ctx *ctx, int n, tex_iter *const src[], tex_iter **dst);
  * a REDUCE) reading inputs; arrays are copied. NULL on ENOMEM. (cache.c) */
 texi_op *texi_op_new(tex_ctx *ctx, int n_axes, tex_iter *const axes[], tex_expr *body, int n_inputs,
                      tex_tensor *const inputs[]);
+/* A stage's new op stores where its old one did: op takes from's scatter
+ * fields (ir/scatter.c) and returns op (NULL stays NULL). (cache.c) */
+texi_op *texi_op_keep_scatter(texi_op *op, const texi_op *from);
 
 /* The stage of tensor t in s for `call`: NULL with TEX_EMISUSE (NULL tensor,
  * another context) or TEX_EINVAL (no stage) recorded. */

@@ -244,7 +244,7 @@ tex_tensor *tex_rfactor(tex_schedule *s, tex_tensor *t, tex_iter *raxis, int fac
                                                     p.st->op->n_inputs, p.st->op->inputs)
                           : NULL;
     tex_stage *cst = cf ? texi_stage_new(s, cf, cf->op, false) : NULL;
-    texi_op *op = cst ? final_op(&p, factor_axis, cf) : NULL;
+    texi_op *op = cst ? texi_op_keep_scatter(final_op(&p, factor_axis, cf), p.st->op) : NULL;
     tex_stage *fresh = op ? texi_stage_new(s, t, op, p.st->is_output) : NULL;
     if (!fresh || texi_schedule_reserve(s, 1) < 0)
         return NULL;

@@ -365,7 +365,8 @@ tex_schedule *tex_schedule_new(tex_ctx *ctx, int n, tex_tensor *const outputs[])
         return NULL;
     memcpy(s->outputs, outputs, sizeof *s->outputs * (size_t)n);
     for (int i = 0; i < n_ops; i++) {
-        tex_stage *st = texi_stage_new(s, order[i], order[i]->op, listed(outputs, n, order[i]));
+        tex_stage *st = texi_stage_new(s, order[i], order[i]->op,
+                                       listed(outputs, n, order[i]) || order[i]->op->scatter_into);
         if (!st)
             return NULL;
         s->stages[s->n_stages++] = st;

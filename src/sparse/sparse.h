@@ -39,6 +39,9 @@ struct tex_sp_buffer {
     tex_tensor *values; /* tex_sp_values, made on first use */
 };
 
+/* The widest ELL bucket of the hyb format (tex_sp_hyb_*) is 2^10. */
+#define TEXI_SP_HYB_MAX_LOG2 10
+
 /* The position-space form of one iteration axis (iteration.c -> position.c). */
 typedef struct {
     tex_expr *pos;   /* the axis's position over the compute's axes */

@@ -394,7 +394,7 @@ static inline int cuda_emu_prepare(const texi_launch_plan *plan, const int64_t *
 
 /* Launches every plan kernel in order with the prepared argument values,
  * after evaluating every kernel's launch extents (as the runtime does: a
- * refused call launches nothing). */
+ * refused call launches nothing, a kernel with an extent of 0 is skipped). */
 static inline int cuda_emu_launch_plan(cuda_emu *e, const texi_launch_plan *plan,
                                        const int64_t *sizes, int nargs, ffi_type **types,
                                        void **values, char *err, size_t en)
@@ -409,7 +409,7 @@ static inline int cuda_emu_launch_plan(cuda_emu *e, const texi_launch_plan *plan
         const texi_launch_kernel *lk = &plan->kernels[k];
         for (int t = 0; t < TEXI_N_LAUNCH_TAGS && rc == 0; t++) {
             int64_t v = 0;
-            if (texi_launch_prog_eval(&lk->extent[t], sizes, &v) != 0 || v < 1 || v > INT32_MAX) {
+            if (texi_launch_prog_eval(&lk->extent[t], sizes, &v) != 0 || v < 0 || v > INT32_MAX) {
                 cuda_emu_errf(err, en, "cuda_emu: kernel '%s': launch extent %d is %lld", lk->name,
                               t, (long long)v);
                 rc = -1;
@@ -417,11 +417,15 @@ static inline int cuda_emu_launch_plan(cuda_emu *e, const texi_launch_plan *plan
             dims[k][t] = (unsigned)v;
         }
     }
-    for (int k = 0; k < plan->n_kernels && rc == 0; k++)
-        rc = cuda_emu_launch_ffi(e, plan->kernels[k].name, dims[k], dims[k] + 3, nargs, types,
-                                 values, err, en) != 0
+    for (int k = 0; k < plan->n_kernels && rc == 0; k++) {
+        bool empty = false;
+        for (int t = 0; t < TEXI_N_LAUNCH_TAGS; t++)
+            empty = empty || dims[k][t] == 0;
+        rc = !empty && cuda_emu_launch_ffi(e, plan->kernels[k].name, dims[k], dims[k] + 3, nargs,
+                                           types, values, err, en) != 0
                  ? -1
                  : 0;
+    }
     free(dims);
     return rc;
 }

@@ -169,6 +169,22 @@ static inline int64_t sp_first_mismatch(const float *got, const double *want, in
     return -1;
 }
 
+/* n random non-zero floats (malloc'ed, one spare element). */
+static inline float *sp_random_floats(int64_t n, uint64_t seed)
+{
+    float *x = malloc(sizeof *x * (size_t)(n + 1));
+    for (int64_t q = 0; x && q < n; q++)
+        x[q] = sp_value(&seed);
+    return x;
+}
+
+/* Fills y with NaN, which no comparison passes. */
+static inline void sp_poison(float *y, int64_t n)
+{
+    for (int64_t q = 0; q < n; q++)
+        y[q] = NAN;
+}
+
 /* The CSR format of one context (I: m rows, J: n columns and nnz
  * non-zeros under I, K: f features) and the dense operands of SpMM / SDDMM. */
 typedef struct {
@@ -210,6 +226,34 @@ static inline tex_tensor *sp_fmt_sddmm(sp_fmt *c)
                              TEX_AT(c->Y, tex_sp_coord(c->J), tex_sp_coord(c->K)));
     return tex_sp_iteration(c->ctx, "sddmm", 3, (tex_sp_axis *[]){c->I, c->J, c->K}, "SSR", o,
                             body);
+}
+
+/* A sparse SpMM stage (one part of hyb SpMM, tex_sp_hyb_spmm, or CSR SpMM)
+ * scheduled: rows in parallel, `rows` at a time (0: one); per row and
+ * chunk of `chunk` features, the non-zeros accumulate into a local buffer
+ * (cache_write at the chunk loop), `lanes` features at a time outside the
+ * loop over the non-zeros (so the accumulators stay in registers),
+ * vectorized; the reduction (a bucket's constant width) unrolled when
+ * unroll is set. 0 or the first failing call's code. */
+static inline int sp_hyb_schedule_part(tex_schedule *s, tex_tensor *part, int rows, int chunk,
+                                       int lanes, bool unroll)
+{
+    tex_ctx *ctx = tex_tensor_ctx(part);
+    tex_tensor *pl = tex_cache_write(s, part, TEX_SCOPE_LOCAL);
+    if (!pl)
+        return -1;
+    tex_stage *st = tex_stage_of(s, part), *sl = tex_stage_of(s, pl);
+    tex_iter *r = tex_op_axis(st, 0), *ro = r, *ri, *ko, *ki, *klo, *kli;
+    tex_iter *j = tex_op_reduce_axis(sl, 0);
+    int rc = rows > 1 ? tex_split(st, r, tex_int(ctx, rows), &ro, &ri) : 0;
+    rc = rc ? rc : tex_split(st, tex_op_axis(st, 1), tex_int(ctx, chunk), &ko, &ki);
+    rc = rc ? rc : tex_parallel(st, ro);
+    rc = rc ? rc : tex_vectorize(st, ki);
+    rc = rc ? rc : tex_compute_at(sl, st, ko);
+    rc = rc ? rc : tex_split(sl, tex_op_axis(sl, 1), tex_int(ctx, lanes), &klo, &kli);
+    rc = rc ? rc : tex_reorder(sl, 3, (tex_iter *[]){klo, j, kli});
+    rc = rc ? rc : tex_vectorize(sl, kli);
+    return rc || !unroll ? rc : tex_unroll(sl, j);
 }
 
 #endif

@@ -61,20 +61,6 @@ static void check_out(const char *what, const float *got, const double *want, in
         TT_FAILF("%s: element %lld is %.7g, expected %.7g", what, (long long)q, got[q], want[q]);
 }
 
-static float *random_floats(int64_t n, uint64_t seed)
-{
-    float *x = malloc(sizeof *x * (size_t)(n + 1));
-    for (int64_t q = 0; q < n; q++)
-        x[q] = sp_value(&seed);
-    return x;
-}
-
-static void poison(float *y, int64_t n)
-{
-    for (int64_t q = 0; q < n; q++)
-        y[q] = NAN;
-}
-
 /* SpMM of one matrix: JIT and oracle against the dense reference. */
 static void run_spmm(const sp_csr *a, int64_t f, bool sym, uint64_t seed)
 {
@@ -91,17 +77,18 @@ static void run_spmm(const sp_csr *a, int64_t f, bool sym, uint64_t seed)
         tex_ctx_free(c.ctx);
         return;
     }
-    float *x = random_floats(a->n * f, seed), *out = malloc(sizeof *out * (size_t)(a->m * f + 1));
+    float *x = sp_random_floats(a->n * f, seed),
+          *out = malloc(sizeof *out * (size_t)(a->m * f + 1));
     double *want = malloc(sizeof *want * (size_t)(a->m * f + 1));
     sp_view v[5];
     DLTensor *arr[] = {sp_i32(&v[0], a->indptr, a->m + 1), sp_i32(&v[1], a->indices, a->nnz),
                        sp_f32(&v[2], a->values, 1, a->nnz, 0), sp_f32(&v[3], x, 2, a->n, f),
                        sp_f32(&v[4], out, 2, a->m, f)};
     sp_spmm_ref(a, x, f, want);
-    poison(out, a->m * f);
+    sp_poison(out, a->m * f);
     TT_EQ_INT(tex_kernel_call_tensors(k, 5, arr), 0);
     check_out("spmm kernel", out, want, a->m * f);
-    poison(out, a->m * f);
+    sp_poison(out, a->m * f);
     TT_EQ_INT(tex_eval_reference(c.ctx, 5, args, arr), 0);
     check_out("spmm oracle", out, want, a->m * f);
     free(x);
@@ -158,7 +145,7 @@ static void run_sddmm(const sp_csr *a, int64_t f, bool sym, uint64_t seed)
         tex_ctx_free(c.ctx);
         return;
     }
-    float *x = random_floats(a->m * f, seed), *y = random_floats(a->n * f, seed + 1);
+    float *x = sp_random_floats(a->m * f, seed), *y = sp_random_floats(a->n * f, seed + 1);
     float *out = malloc(sizeof *out * (size_t)(a->nnz + 1));
     double *want = malloc(sizeof *want * (size_t)(a->nnz + 1));
     int32_t *rows = malloc(sizeof *rows * (size_t)(a->nnz + 1));
@@ -168,7 +155,7 @@ static void run_sddmm(const sp_csr *a, int64_t f, bool sym, uint64_t seed)
                        sp_f32(&v[4], out, 1, a->nnz, 0)};
     TT_EQ_INT(tex_sp_fill_rows(sp_i32(&v[5], a->indptr, a->m + 1), arr[1]), 0);
     sp_sddmm_ref(a, x, y, f, want);
-    poison(out, a->nnz);
+    sp_poison(out, a->nnz);
     if (a->nnz > 0) { /* a row coordinate out of range: refused */
         int32_t last = rows[a->nnz - 1];
         rows[a->nnz - 1] = (int32_t)a->m;
@@ -178,7 +165,7 @@ static void run_sddmm(const sp_csr *a, int64_t f, bool sym, uint64_t seed)
     }
     TT_EQ_INT(tex_kernel_call_tensors(k, 5, arr), 0);
     check_out("sddmm kernel", out, want, a->nnz);
-    poison(out, a->nnz);
+    sp_poison(out, a->nnz);
     TT_EQ_INT(tex_eval_reference(c.ctx, 5, args, arr), 0);
     check_out("sddmm oracle", out, want, a->nnz);
     free(x);
@@ -229,12 +216,12 @@ static void test_malformed_csr(void)
     tex_func *fn = tex_lower_tensors(s, "spmm", 5, args);
     tex_kernel *k = fn ? tex_build(fn, "cpu") : NULL;
     TT_CHECK(k != NULL);
-    float *x = random_floats(a.n * 4, 1), out[9 * 4];
+    float *x = sp_random_floats(a.n * 4, 1), out[9 * 4];
     sp_view v[5];
     DLTensor *arr[] = {sp_i32(&v[0], a.indptr, a.m + 1), sp_i32(&v[1], a.indices, a.nnz),
                        sp_f32(&v[2], a.values, 1, a.nnz, 0), sp_f32(&v[3], x, 2, a.n, 4),
                        sp_f32(&v[4], out, 2, a.m, 4)};
-    poison(out, a.m * 4);
+    sp_poison(out, a.m * 4);
     int32_t saved = a.indptr[4];
     a.indptr[4] = a.indptr[5] + 1;
     expect_refused(k, arr, out, a.m * 4, "J_indptr");

@@ -7,7 +7,8 @@
  * (tests/support/cuda_emu.h) and (3) built for the CPU through gpu_to_cpu
  * and run, each on random matrices (empty rows, a dense row, power-law
  * rows; constant and symbolic sizes) against the dense reference, outputs
- * poisoned first.
+ * poisoned first. Hyb SpMM too: every part with its rows on blocks and
+ * features on threads, all parts in one function.
  */
 #include "tt.h"
 #include "backend_cuda/cuda_driver.h"
@@ -24,12 +25,14 @@ static void sp_check_out(const char *what, const float *got, const double *want,
         TT_FAILF("%s: element %lld is %.7g, expected %.7g", what, (long long)q, got[q], want[q]);
 }
 
+enum { MAX_ARGS = 48 };
+
 typedef struct {
     const sp_csr *a;
     int64_t f;
     tex_func *fn;
     int n_args;
-    DLTensor *arr[5];
+    DLTensor *arr[MAX_ARGS];
     float *out;
     const double *want;
     int64_t n_out;
@@ -39,7 +42,7 @@ typedef struct {
  * (gpu_to_cpu), each run on c's arrays; NVRTC's PTX checked when present. */
 static void run_targets(const char *what, gpu_case *c, tex_ctx *ctx)
 {
-    tex_value vals[5];
+    tex_value vals[MAX_ARGS];
     for (int i = 0; i < c->n_args; i++)
         vals[i] = (tex_value){.kind = TEX_VAL_TENSOR, .t = c->arr[i]};
     tex_kernel *cu = tex_build(c->fn, "cuda -emit-only -arch=sm_80");
@@ -87,14 +90,6 @@ static tex_ctx *fmt_new(sp_fmt *c, const sp_csr *a, int64_t f, bool sym)
     return ctx;
 }
 
-static float *random_floats(int64_t n, uint64_t seed)
-{
-    float *x = malloc(sizeof *x * (size_t)(n + 1));
-    for (int64_t q = 0; q < n; q++)
-        x[q] = sp_value(&seed);
-    return x;
-}
-
 /* SpMM: rows on blocks, features on threads, the ragged loop inside. */
 static void run_spmm(const sp_csr *a, int64_t f, bool sym)
 {
@@ -106,7 +101,7 @@ static void run_spmm(const sp_csr *a, int64_t f, bool sym)
     TT_EQ_INT(tex_bind(st, tex_op_axis(st, 0), TEX_BLOCK_X), 0);
     TT_EQ_INT(tex_bind(st, tex_op_axis(st, 1), TEX_THREAD_X), 0);
     tex_tensor *args[] = {tex_sp_indptr(c.J), tex_sp_indices(c.J), tex_sp_values(c.A), c.X, y};
-    float *x = random_floats(a->n * f, 3), *out = malloc(sizeof *out * (size_t)(a->m * f + 1));
+    float *x = sp_random_floats(a->n * f, 3), *out = malloc(sizeof *out * (size_t)(a->m * f + 1));
     double *want = malloc(sizeof *want * (size_t)(a->m * f + 1));
     sp_view v[5];
     gpu_case g = {a,
@@ -143,7 +138,7 @@ static void run_sddmm(const sp_csr *a, int64_t f, bool sym)
     TT_EQ_INT(tex_bind(st, po, TEX_BLOCK_X), 0);
     TT_EQ_INT(tex_bind(st, pi, TEX_THREAD_X), 0);
     tex_tensor *args[] = {tex_sp_indices(c.J), tex_sp_rows(c.J), c.X, c.Y, o};
-    float *x = random_floats(a->m * f, 4), *y = random_floats(a->n * f, 5);
+    float *x = sp_random_floats(a->m * f, 4), *y = sp_random_floats(a->n * f, 5);
     float *out = malloc(sizeof *out * (size_t)(a->nnz + 1));
     double *want = malloc(sizeof *want * (size_t)(a->nnz + 1));
     int32_t *rows = malloc(sizeof *rows * (size_t)(a->nnz + 1));
@@ -172,6 +167,50 @@ static void run_sddmm(const sp_csr *a, int64_t f, bool sym)
     tex_ctx_free(ctx);
 }
 
+/* Hyb SpMM (max width 4): in every part rows on blocks, features on
+ * threads, a bucket's fixed width unrolled; one function for all parts. */
+static void run_hyb(const sp_csr *a, int64_t f, bool sym)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_tensor *parts[4], *params[MAX_ARGS];
+    tex_expr *m = sym ? tex_var(ctx, "m", TEX_I64) : tex_int(ctx, a->m);
+    tex_expr *n = sym ? tex_var(ctx, "n", TEX_I64) : tex_int(ctx, a->n);
+    tex_tensor *x = tex_placeholder(ctx, "X", TEX_F32, 2, (tex_expr *[]){n, tex_int(ctx, f)});
+    tex_tensor *y = tex_sp_hyb_spmm(ctx, "Y", 4, m, x, parts, params);
+    tex_schedule *s = y ? tex_schedule_new(ctx, 1, &y) : NULL;
+    for (int p = 0; s && p < 4; p++) {
+        tex_stage *st = tex_stage_of(s, parts[p]);
+        TT_EQ_INT(tex_bind(st, tex_op_axis(st, 0), TEX_BLOCK_X), 0);
+        TT_EQ_INT(tex_bind(st, tex_op_axis(st, 1), TEX_THREAD_X), 0);
+        if (p < 3)
+            TT_EQ_INT(tex_unroll(st, tex_op_reduce_axis(st, 0)), 0);
+    }
+    sp_view v[5];
+    gpu_case g = {a,    f,       s ? tex_lower_tensors(s, "hyb_spmm", 15, params) : NULL,
+                  15,   {0},     NULL,
+                  NULL, a->m * f};
+    tex_sp_hyb *h = tex_sp_hyb_convert(ctx, a->n, sp_i32(&v[0], a->indptr, a->m + 1),
+                                       sp_i32(&v[1], a->indices, a->nnz),
+                                       sp_f32(&v[2], a->values, 1, a->nnz, 0), 4);
+    float *xd = sp_random_floats(a->n * f, 6);
+    g.out = malloc(sizeof *g.out * (size_t)(a->m * f + 1));
+    double *want = malloc(sizeof *want * (size_t)(a->m * f + 1));
+    g.want = want;
+    TT_EQ_INT(h ? tex_sp_hyb_arrays(h, 13, g.arr) : -1, 0);
+    g.arr[13] = sp_f32(&v[3], xd, 2, a->n, f);
+    g.arr[14] = sp_f32(&v[4], g.out, 2, a->m, f);
+    sp_spmm_ref(a, xd, f, want);
+    if (g.fn && h)
+        run_targets("hyb spmm", &g, ctx);
+    else
+        TT_FAILF("hyb spmm: %s", tex_errmsg(ctx));
+    tex_sp_hyb_free(h);
+    free(xd);
+    free(g.out);
+    free(want);
+    tex_ctx_free(ctx);
+}
+
 static const struct {
     int64_t m, n, f;
     double avg;
@@ -189,6 +228,15 @@ static void test_spmm_gpu(void)
             run_spmm(&a, cases[i].f, sym);
             sp_csr_free(&a);
         }
+}
+
+static void test_hyb_gpu(void)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        sp_csr a = sp_csr_random(cases[i].m, cases[i].n, cases[i].avg, cases[i].p, 29 + i);
+        run_hyb(&a, cases[i].f, i % 2);
+        sp_csr_free(&a);
+    }
 }
 
 static void test_sddmm_gpu(void)
@@ -209,5 +257,6 @@ int main(void)
     }
     TT_RUN(test_spmm_gpu);
     TT_RUN(test_sddmm_gpu);
+    TT_RUN(test_hyb_gpu);
     return tt_finish();
 }
