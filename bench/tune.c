@@ -5,8 +5,8 @@
  * Cases (each tuned with a budget of $TEX_BENCH_TUNE_SECONDS, default 60 s,
  * from an empty log; the issue's goal allows 10 minutes):
  *   gemm1024     C = A . B, 1024^3                 anchors default, openblas
- *   conv256      conv2d NCHW 1x256x14x14, 256 filters 3x3, padding 1
- *                                                  anchors default, onednn
+ *   conv256      conv2d 1x256x14x14, 256 filters 3x3, padding 1, NHWC
+ *                (tex's preferred layout)          anchors default, onednn
  *   softmax      softmax over the rows of 4096x1024 anchors default, bandwidth
  *   mlp          Y = gelu(X . W1 + b1) . W2 + X, 512x768x3072
  *                                                  anchors default, openblas
@@ -87,12 +87,14 @@ static void gemm1024(tune_case *c)
 
 static const onednn_conv_shape CONV = {256, 14, 14, 256, 3, 1};
 
+/* In tex's preferred layouts, as bench/conv2d: X [1, H, W, C] (NHWC), W
+ * [KH, KW, C, F], Y [1, H, W, F]. */
 static void conv(tune_case *c)
 {
-    tex_tensor *X = input(c, "X", 4, (int64_t[]){1, CONV.c, CONV.h, CONV.w});
-    tex_tensor *W = input(c, "W", 4, (int64_t[]){CONV.f, CONV.c, CONV.k, CONV.k});
+    tex_tensor *X = input(c, "X", 4, (int64_t[]){1, CONV.h, CONV.w, CONV.c});
+    tex_tensor *W = input(c, "W", 4, (int64_t[]){CONV.k, CONV.k, CONV.c, CONV.f});
     const int64_t pad[2] = {CONV.pad, CONV.pad};
-    add(c, tex_op_conv2d(c->ctx, "Y", X, W, NULL, pad, NULL, 1, TEX_LAYOUT_NCHW));
+    add(c, tex_op_conv2d(c->ctx, "Y", X, W, NULL, pad, NULL, 1, TEX_LAYOUT_NHWC));
 }
 
 static void softmax(tune_case *c)
@@ -169,20 +171,48 @@ static int run_blas_mlp(void *arg)
     return 0;
 }
 
-/* The onednn anchor of conv (its NCHW input and OIHW weights are oneDNN's
- * plain layouts): set up, run once and checked against the default
+/* dst[p][q] = src[q][p] for a rows x cols src (layouts between tex's
+ * channels-last arrays and oneDNN's plain ones). */
+static void transpose(float *dst, const float *src, int64_t rows, int64_t cols)
+{
+    for (int64_t p = 0; p < rows; p++)
+        for (int64_t q = 0; q < cols; q++)
+            dst[q * rows + p] = src[p * cols + q];
+}
+
+/* The onednn anchor of conv, given the same values in its plain NCHW input
+ * and OIHW weights: set up, run once and checked against the default
  * schedule's output; 0 or -1. */
 static int setup_onednn_conv(tune_case *c)
 {
-    float *got = malloc(sizeof(float) * (size_t)(CONV.f * CONV.h * CONV.w));
-    int rc = got && onednn_conv_setup(&c->dnn, CONV, data(c, 0), data(c, 1)) == 0 &&
-                     onednn_conv_run(&c->dnn) == 0 && onednn_conv_result(&c->dnn, got) == 0
+    int64_t hw = CONV.h * CONV.w, kk = CONV.k * CONV.k;
+    float *x = malloc(sizeof(float) * (size_t)(hw * CONV.c));
+    float *w = malloc(sizeof(float) * (size_t)(kk * CONV.c * CONV.f));
+    float *got = malloc(sizeof(float) * (size_t)(CONV.f * hw));
+    float *got_nhwc = malloc(sizeof(float) * (size_t)(CONV.f * hw));
+    int rc = -1;
+    if (x && w && got && got_nhwc) {
+        transpose(x, data(c, 0), hw, CONV.c);          /* [HW][C] -> [C][HW] */
+        transpose(w, data(c, 1), kk * CONV.c, CONV.f); /* [KH KW C][F] -> [F][KH KW C] */
+        for (int64_t f = 0; f < CONV.f; f++) {         /* [F][KH KW][C] -> [F][C][KH KW] */
+            float *row = w + f * kk * CONV.c;
+            memcpy(got, row, sizeof(float) * (size_t)(kk * CONV.c));
+            transpose(row, got, kk, CONV.c);
+        }
+        rc = onednn_conv_setup(&c->dnn, CONV, x, w) == 0 && onednn_conv_run(&c->dnn) == 0 &&
+                     onednn_conv_result(&c->dnn, got) == 0
                  ? 0
                  : -1;
-    if (rc == 0)
-        bench_check_close("tune", "conv256/onednn", got, c->default_out->data,
-                          CONV.f * CONV.h * CONV.w, 1e-3);
+    }
+    if (rc == 0) {
+        transpose(got_nhwc, got, CONV.f, hw); /* [F][HW] -> [HW][F] */
+        bench_check_close("tune", "conv256/onednn", got_nhwc, c->default_out->data, CONV.f * hw,
+                          1e-3);
+    }
+    free(x);
+    free(w);
     free(got);
+    free(got_nhwc);
     return rc;
 }
 

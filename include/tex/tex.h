@@ -386,8 +386,9 @@ TEX_API int tex_schedule_apply_text(tex_schedule *s, const char *text);
  * 4x4 register tiles per thread, operand tiles double-buffered in shared
  * memory, epilogues applied on write-back; f16/bf16 GEMMs with f32
  * accumulation and shapes multiple of 16 on tensor cores (wmma). target:
- * "cpu", optionally with "-strict-float" and "-threads=N" (the thread count
- * to size for; default TEX_NUM_THREADS or the online processors), or
+ * "cpu", optionally with "-strict-float", "-threads=N" (the thread count
+ * to size for; default TEX_NUM_THREADS or the online processors) and
+ * "-no-tensorize" (no CPU GEMM built-ins), or
  * "cuda", optionally with "-strict-float" (no cross-thread reductions, no
  * tensor cores), "-arch=sm_NN" (NN >= 50; tensor cores from sm_70) and
  * "-emit-only" (accepted and ignored). The result

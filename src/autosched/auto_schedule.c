@@ -19,8 +19,9 @@ static const char CALL[] = "tex_auto_schedule";
 typedef struct {
     bool cuda;
     bool strict_float;
-    int threads; /* "cpu -threads=N": N; 0 when not given */
-    int sm;      /* "cuda -arch=sm_NN": NN; 0 when not given */
+    int threads;       /* "cpu -threads=N": N; 0 when not given */
+    int sm;            /* "cuda -arch=sm_NN": NN; 0 when not given */
+    bool no_tensorize; /* "cpu -no-tensorize": no CPU GEMM built-ins */
 } as_options;
 
 /* Whether the word p[0, len) is "-arch=sm_NN" (two or three digits, NN >= 50);
@@ -41,7 +42,7 @@ static bool parse_arch(const char *p, size_t len, int *sm)
 }
 
 /* Whether the word p[0, len) is an option of the target family: both take
- * "-strict-float"; "cpu" "-threads=N" (N >= 1); "cuda" "-arch=sm_NN" and
+ * "-strict-float"; "cpu" "-threads=N" (N >= 1) and "-no-tensorize"; "cuda" "-arch=sm_NN" and
  * "-emit-only" (accepted so that tex_build's target string may be given). */
 static bool parse_option(const char *p, size_t len, as_options *o)
 {
@@ -50,6 +51,8 @@ static bool parse_option(const char *p, size_t len, as_options *o)
         return o->strict_float = true;
     if (o->cuda)
         return (len == 10 && strncmp(p, "-emit-only", 10) == 0) || parse_arch(p, len, &o->sm);
+    if (len == 13 && strncmp(p, "-no-tensorize", 13) == 0)
+        return o->no_tensorize = true;
     return len > 9 && strncmp(p, "-threads=", 9) == 0 &&
            (o->threads = (int)strtol(p + 9, &end, 10)) > 0 && end == p + len;
 }
@@ -117,7 +120,7 @@ static bool apply_tuned(tex_schedule *s, int n, tex_tensor *const outputs[], con
 tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const outputs[],
                                 const char *target)
 {
-    as_options o = {false, false, 0, 0};
+    as_options o = {false, false, 0, 0, false};
     if (!ctx || check_outputs(ctx, n, outputs) || parse_target(ctx, target, &o))
         return NULL;
     tex_schedule *s = tex_schedule_new(ctx, n, outputs);
@@ -130,7 +133,8 @@ tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const outputs[]
                        .n = s->n_stages,
                        .strict_float = o.strict_float,
                        .cuda = o.cuda,
-                       .sm = o.sm};
+                       .sm = o.sm,
+                       .no_tensorize = o.no_tensorize};
     g.nodes = texi_alloc(ctx, sizeof *g.nodes * (size_t)g.n, "an automatic schedule");
     if (!g.nodes)
         return NULL;

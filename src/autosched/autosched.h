@@ -81,6 +81,7 @@ typedef struct {
     texi_as_machine mach;
     bool strict_float;      /* "-strict-float": no reassociating reductions */
     bool cuda;              /* the target is "cuda" */
+    bool no_tensorize;      /* "cpu -no-tensorize": the GEMM built-ins are not used */
     int sm;                 /* "cuda -arch=sm_NN": NN; 0 when not given (or "cpu") */
     const char *tz_builtin; /* the host's CPU GEMM built-in, or NULL (tensorize.c) */
     int64_t tz_nr;          /* its tile's column count */

@@ -87,7 +87,9 @@ void texi_as_classify(texi_as_graph *g)
         if (nd->kind == TEXI_AS_GEMM) {
             tex_iter *k;
             nd->tz_why = g->cuda ? "the CPU GEMM built-ins serve \"cpu\" only"
-                                 : texi_as_tensorize_fit(g, nd->st, &k, &g->tz_builtin, &g->tz_nr);
+                         : g->no_tensorize
+                             ? "the target says -no-tensorize"
+                             : texi_as_tensorize_fit(g, nd->st, &k, &g->tz_builtin, &g->tz_nr);
         }
         body_cost c = {false, false};
         texi_expr_visit(op->body, cost_visit, &c);

@@ -51,8 +51,9 @@ typedef struct {
     int trials; /* timed */
     int rejected;
     int best_trial;
-    double start; /* texi_tune_now_ms at the call */
-    int overlap;  /* threads compiling the next batch while one is timed; 0: none */
+    double base_ms; /* the automatic schedule's time */
+    double start;   /* texi_tune_now_ms at the call */
+    int overlap;    /* threads compiling the next batch while one is timed; 0: none */
     const texi_tune_candidate *pending; /* built, not yet timed */
     int n_pending;
 } tuner;
@@ -191,7 +192,7 @@ static void measure_batch(tuner *t, texi_tune_candidate *c, int n)
             t->best_trial = t->trials;
             if (t->opt.verbose)
                 fprintf(stderr, "tex_tune: trial %d: %.4g ms (the automatic schedule: %.4g ms)\n",
-                        t->trials, c[i].ms, t->hist.ms[0]);
+                        t->trials, c[i].ms, t->base_ms);
         }
         tex_kernel_free(c[i].kernel);
         free(c[i].text);
@@ -274,41 +275,77 @@ static int overlap_threads(const tuner *t)
     return spare < 1 ? 0 : spare > t->opt.jobs ? t->opt.jobs : (int)spare;
 }
 
-/* The base: the automatic schedule, its text, its kernel (the first trial
- * and, for large workloads, the reference). */
+/* The automatic schedule for target `as_target`, as text, lowered and built
+ * for the tuner's target into *c; 0 or an error (recorded). */
+static int auto_candidate(tuner *t, int n, tex_tensor *const outputs[], const char *as_target,
+                          texi_tune_candidate *c)
+{
+    tex_ctx *ctx = t->w.ctx;
+    tex_schedule *s = tex_auto_schedule(ctx, n, outputs, as_target);
+    *c = (texi_tune_candidate){.text = s ? tex_schedule_trace(s) : NULL};
+    if (!c->text)
+        return tex_errcode(ctx) ? tex_errcode(ctx) : TEX_ENOMEM;
+    if (!texi_tune_lower(&t->w, c))
+        return texi_error(ctx, TEX_EINTERNAL,
+                          "%s: the automatic schedule's text does not lower: %s", CALL, c->why);
+    texi_tune_build(ctx, c, 1, t->target, 1);
+    return c->kernel ? 0 : texi_error(ctx, TEX_EUNAVAILABLE, "%s: %s", CALL, c->why);
+}
+
+/* On the CPU, the automatic schedule without the GEMM built-ins too (the
+ * "tensorize on/off" knob): built into *alt when its text differs, else
+ * alt->kernel stays NULL. Failures only leave it out. */
+static void untensorized_candidate(tuner *t, int n, tex_tensor *const outputs[],
+                                   const texi_tune_candidate *base, texi_tune_candidate *alt)
+{
+    char as_target[256];
+    *alt = (texi_tune_candidate){0};
+    if (!texi_tune_target_is_cpu(t->target) || strstr(t->target, "-no-tensorize") ||
+        snprintf(as_target, sizeof as_target, "%s -no-tensorize", t->target) >=
+            (int)sizeof as_target)
+        return;
+    if (auto_candidate(t, n, outputs, as_target, alt) != 0 || strcmp(alt->text, base->text) == 0) {
+        tex_kernel_free(alt->kernel);
+        alt->kernel = NULL;
+    }
+    texi_clear_error(t->w.ctx);
+}
+
+/* The base: the automatic schedule, its kernel (the first trial and, for
+ * large workloads, the reference), and where its GEMMs are tensorized the
+ * same schedule without the built-ins; the faster of the two is where the
+ * search starts (t->space), the first one's time the baseline. */
 static int start(tuner *t, int n, tex_tensor *const outputs[])
 {
     tex_ctx *ctx = t->w.ctx;
-    tex_schedule *s = tex_auto_schedule(ctx, n, outputs, t->target);
-    char *text = s ? tex_schedule_trace(s) : NULL;
-    if (!text)
-        return tex_errcode(ctx) ? tex_errcode(ctx) : TEX_ENOMEM;
-    int rc = texi_tune_space_init(&t->space, text);
-    texi_tune_candidate base = {.text = text};
-    texi_tune_space_base(&t->space, &base.point);
-    if (rc == 0 && !texi_tune_lower(&t->w, &base))
-        rc = texi_error(ctx, TEX_EINTERNAL, "%s: the automatic schedule's text does not lower: %s",
-                        CALL, base.why);
-    if (rc == 0) {
-        texi_tune_build(ctx, &base, 1, t->target, 1);
-        if (!base.kernel)
-            rc = texi_error(ctx, TEX_EUNAVAILABLE, "%s: %s", CALL, base.why);
-    }
-    rc = rc ? rc : texi_tune_reference(&t->w, base.kernel);
-    if (rc == 0) {
-        texi_tune_time(&t->w, &base, 100.0);
-        if (base.ms < 0)
+    texi_tune_candidate c[2];
+    memset(c, 0, sizeof c);
+    int rc = auto_candidate(t, n, outputs, t->target, &c[0]);
+    rc = rc ? rc : texi_tune_reference(&t->w, c[0].kernel);
+    if (rc == 0)
+        untensorized_candidate(t, n, outputs, &c[0], &c[1]);
+    for (int k = 0; rc == 0 && k < 2 && c[k].kernel; k++) {
+        texi_tune_time(&t->w, &c[k], 100.0);
+        if (k == 0 && c[k].ms < 0)
             rc = texi_error(ctx, TEX_EINTERNAL, "%s: the automatic schedule's kernel fails: %s",
-                            CALL, base.why);
+                            CALL, c[k].why);
+        t->trials += c[k].ms >= 0;
+        if (t->log_path && rc == 0)
+            texi_tune_log_append(t->log_path, t->w.key, t->target, c[k].ms, c[k].text);
     }
+    int pick = c[1].kernel && c[1].ms >= 0 && c[1].ms < c[0].ms;
+    if (rc == 0)
+        rc = texi_tune_space_init(&t->space, c[pick].text);
     if (rc == 0) {
-        t->trials = t->best_trial = 1;
-        if (t->log_path)
-            texi_tune_log_append(t->log_path, t->w.key, t->target, base.ms, text);
-        remember(t, &base.point, base.ms);
+        t->base_ms = c[0].ms;
+        t->best_trial = pick + 1;
+        texi_tune_space_base(&t->space, &c[pick].point);
+        remember(t, &c[pick].point, c[pick].ms);
     }
-    tex_kernel_free(base.kernel);
-    free(text);
+    for (int k = 0; k < 2; k++) {
+        tex_kernel_free(c[k].kernel);
+        free(c[k].text);
+    }
     return rc;
 }
 
@@ -381,7 +418,7 @@ int tex_tune(tex_ctx *ctx, int n, tex_tensor *const outputs[], const char *targe
         *t->opt.stats = (tex_tune_stats){t->trials,
                                          t->best_trial,
                                          t->rejected,
-                                         t->hist.ms[0],
+                                         t->base_ms,
                                          t->hist.ms[t->best],
                                          (texi_tune_now_ms() - t->start) / 1e3,
                                          t->w.want_from_oracle,

@@ -10,7 +10,8 @@
  * depths above the built-in's (split, with a partial last depth tile).
  * Each case also checks that the GEMM-like stage is tensorized exactly
  * when the rule says so, and the fallbacks (symbolic sizes, a transposed
- * right operand, too few columns, NCHW, strided conv, -strict-float)
+ * right operand, too few columns, NCHW, strided conv, -strict-float,
+ * -no-tensorize)
  * still compute the right values on the ordinary register tiles.
  * On a host without AVX2 nothing is tensorized and every case checks that.
  */
@@ -85,6 +86,21 @@ static void test_matmul_fallback(void)
     run_matmul(0, 13, 67, 31, false, false, true, "cpu", false); /* B as [N, K] (dense) */
     run_matmul(0, 9, 7, 33, true, false, false, "cpu", false);   /* fewer columns than NR */
     run_matmul(0, 9, 67, 33, false, false, false, "cpu -strict-float", false);
+}
+
+/* "cpu -no-tensorize" (the tuner's other base): the ordinary register
+ * tiles, built for plain "cpu". */
+static void test_no_tensorize(void)
+{
+    as_case c;
+    case_init(&c, "tz_off", 3, (int64_t[]){9, 67, 33}, false);
+    tex_tensor *A = ops_input(&c.w, "A", 2, (tex_expr *[]){c.d[0], c.d[2]});
+    tex_tensor *B = ops_input(&c.w, "B", 2, (tex_expr *[]){c.d[2], c.d[1]});
+    tex_tensor *Y = c.w.out = tex_op_matmul(c.ctx, "Y", A, B, 0, 0);
+    tex_schedule *s = tex_auto_schedule(c.ctx, 1, &Y, "cpu -no-tensorize");
+    TT_CHECK(s && !tensorized(s, "Y.local"));
+    TT_CHECK(s && ops_check_jit(&c.w, s, "cpu", 7, NULL, true) == 0);
+    tex_ctx_free(c.ctx);
 }
 
 /* relu(conv2d(X, W) + bias) in NHWC, X [n, h, h, ch], W [r, r, ch, f],
@@ -199,6 +215,7 @@ int main(void)
     }
     TT_RUN(test_matmul);
     TT_RUN(test_matmul_fallback);
+    TT_RUN(test_no_tensorize);
     TT_RUN(test_conv);
     TT_RUN(test_conv_fallback);
     tt_remove_tree(cache_dir);
