@@ -13,6 +13,10 @@
 #include "schedule/schedule.h"
 #include "util/host.h"
 
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 /* A workload named name with the sizes given: dims[k] (symbolic when
  * sym[k]) become w's sizes in order. */
 typedef struct {
@@ -85,6 +89,36 @@ static inline bool host_gemm_builtin(int64_t *nr)
     int vb = texi_host_vector_bytes();
     *nr = vb >= 64 ? 64 : 16;
     return vb >= 32;
+}
+
+/* tex_auto_schedule(ctx, n, outs, target) with TEX_DUMP=fusion, its dump
+ * (stderr) read into text[0, cap); the schedule, NULL after a failure
+ * (reported; text then may be empty). */
+static inline tex_schedule *dump_fusion(tex_ctx *ctx, int n, tex_tensor *const outs[],
+                                        const char *target, char *text, size_t cap)
+{
+    char path[] = "/tmp/tex-test-fusion-dump-XXXXXX";
+    int fd = mkstemp(path);
+    memset(text, 0, cap);
+    if (fd < 0) {
+        TT_FAILF("mkstemp failed");
+        return NULL;
+    }
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    setenv("TEX_DUMP", "fusion", 1);
+    tex_schedule *s = tex_auto_schedule(ctx, n, outs, target);
+    unsetenv("TEX_DUMP");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t got = pread(fd, text, cap - 1, 0);
+    close(fd);
+    unlink(path);
+    TT_CHECK(s != NULL);
+    TT_CHECK(got > 0);
+    return s;
 }
 
 #endif
