@@ -587,6 +587,28 @@ static int build_body(sops *o, const stage_emit *se, tex_stmt **out)
  *     real allreduce.
  */
 
+/* Whether the values val of the roots that e reads lie in their ranges:
+ * a ragged extent reads its parents' positions (indptr[q + 1] - indptr[q]),
+ * and in the tail of a split parent those may be past the end, where the
+ * loop must not run and its extent must not be read. */
+static tex_expr *roots_inside(sops *o, const stage_emit *se, tex_expr **val, tex_expr *e)
+{
+    const tex_stage *st = se->st;
+    tex_expr *all = texi_int_imm(o->ctx, TEX_BOOL, 1);
+    for (int k = 0; all && k < st->n_root; k++) {
+        const tex_iter *r = st->root[k];
+        if (texi_iter_is_ragged(r) || !texi_expr_uses_var(e, r->var))
+            continue;
+        tex_expr *v = val[texi_bounds_iter_index(st, r)];
+        tex_expr *end = texi_binary(TEXI_EXPR_ADD, r->min, r->extent);
+        tex_expr *in = end ? texi_binary(TEXI_EXPR_AND, texi_binary(TEXI_EXPR_GE, v, r->min),
+                                         texi_binary(TEXI_EXPR_LT, v, end))
+                           : NULL;
+        all = in ? texi_binary(TEXI_EXPR_AND, all, in) : NULL;
+    }
+    return all;
+}
+
 /* The extent of leaf m's loop given leaf offsets off. A ragged axis (a
  * sparse iteration's position axis, whose extent reads the axes outside it)
  * gets those axes' values over the enclosing loops. */
@@ -595,7 +617,12 @@ static tex_expr *leaf_extent(sops *o, const stage_emit *se, tex_expr **off, int 
     tex_expr *ext = se->st->range[leaf_all(se->st, m)].extent;
     if (ext && texi_iter_is_ragged(se->st->leaf[m])) {
         tex_expr **val = values(o, se, off);
-        ext = val ? bind_roots(o, se, val, ext) : NULL;
+        tex_expr *bound = val ? bind_roots(o, se, val, ext) : NULL;
+        tex_expr *inside = val ? roots_inside(o, se, val, ext) : NULL;
+        ext = !bound || !inside ? NULL
+              : texi_prove(inside, o->n_env, o->env)
+                  ? bound
+                  : texi_select_new(inside, bound, imm(o->ctx, bound->dtype, 0));
     }
     return env_expr(o, ext);
 }
