@@ -125,10 +125,10 @@ static void test_vector_add(void)
                (const char *[]){"__launch_bounds__(64)", "blockIdx.x", "threadIdx.x",
                                 "vadd_kernel0", "const float *__restrict__ A"},
                5);
-    tex_kernel *k = tex_build(f, "cuda");
-    TT_CHECK(k == NULL);
-    TT_CHECK(strstr(tex_errmsg(ctx), "cuda -emit-only") != NULL);
-    TT_EQ_INT(tex_target_available("cuda"), 0);
+    if (tex_target_available("cuda") != 1) { /* no GPU: the error points to -emit-only */
+        TT_CHECK(tex_build(f, "cuda") == NULL);
+        TT_CHECK(strstr(tex_errmsg(ctx), "cuda -emit-only") != NULL);
+    }
     TT_EQ_INT(tex_target_available("cuda -emit-only"), 1);
     TT_CHECK(tex_build(f, "cuda -arch=sm_7") == NULL);
     TT_CHECK(tex_build(f, "cuda -fast") == NULL);

@@ -74,7 +74,7 @@ static void test_targets(void)
 {
     TT_EQ_INT(tex_target_available(NULL), 0);
     TT_EQ_INT(tex_target_available("c"), 1);
-    TT_EQ_INT(tex_target_available("cuda"), 0);
+    bool gpu = tex_target_available("cuda") == 1;
     TT_EQ_INT(tex_target_available("gpu"), 0);
     TT_EQ_INT(tex_target_available("cpu -threads=0"), 0);
     vadd v;
@@ -87,9 +87,11 @@ static void test_targets(void)
         TT_EQ_INT(tex_errcode(v.ctx), TEX_EINVAL);
     }
     tex_clear_error(v.ctx);
-    TT_CHECK(tex_build(v.f, "cuda -arch=sm_80") == NULL);
-    TT_EQ_INT(tex_errcode(v.ctx), TEX_EUNAVAILABLE);
-    TT_CHECK(strstr(tex_errmsg(v.ctx), "target 'cuda -arch=sm_80' is not available") != NULL);
+    if (!gpu) {
+        TT_CHECK(tex_build(v.f, "cuda -arch=sm_80") == NULL);
+        TT_EQ_INT(tex_errcode(v.ctx), TEX_EUNAVAILABLE);
+        TT_CHECK(strstr(tex_errmsg(v.ctx), "target 'cuda -arch=sm_80' is not available") != NULL);
+    }
     tex_clear_error(v.ctx);
     TT_CHECK(tex_build(v.f, NULL) == NULL);
     TT_CHECK(tex_build(NULL, "cpu") == NULL);
