@@ -6,7 +6,8 @@
 #   tests/cuda/run_on_gpu.sh [CASE...]      (from anywhere; cases: matmul transpose
 #                                            softmax layernorm conv2d sum vectile
 #                                            stencil b2b b2b_unfused auto_matmul
-#                                            auto_softmax auto_layernorm auto_conv2d;
+#                                            auto_softmax auto_layernorm auto_conv2d
+#                                            b2b_tc b2b_tc_unfused b2b_regs;
 #                                            default all)
 #
 # The auto_ cases are scheduled by tex_auto_schedule(..., "cuda"); compare
@@ -14,6 +15,8 @@
 #
 # b2b (back-to-back GEMM, D0 kept in shared memory) and b2b_unfused (D0 through
 # global memory) run the same computation: compare their ms.
+# Likewise b2b_tc (tensor cores, D0 in shared memory), b2b_regs (D0 in
+# registers) and b2b_tc_unfused (D0 through global memory).
 #
 # Environment: GPU_RUN_REPS (timed runs per case, default 10), GPU_RUN_TARGET=cpu
 # and GPU_RUN_SMALL=1 (a check of the runner without a GPU), CC, and what

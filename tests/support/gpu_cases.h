@@ -71,6 +71,13 @@
  *              relu, softmax, layernorm and conv2d (NCHW, 3x3, padding 1) +
  *              bias + relu built from tex_op_* and scheduled by
  *              tex_auto_schedule(..., "cuda") (docs/auto_schedule.md).
+ *   b2b_tc, b2b_tc_unfused, b2b_regs  back-to-back GEMM on tensor cores:
+ *              D0 = f16(relu(A0 B0)), D1 = relu(0.75 D0 B1 - 0.5 C1), f16
+ *              A0, B0, B1, f32 accumulation, constant sizes (multiples of
+ *              16); one warp per 16 rows. b2b_tc: P0, D0, P1 in shared
+ *              memory at the block (wmma); b2b_tc_unfused: D0 through global
+ *              memory; b2b_regs: P0 and D0 in registers (mma.sync fragment
+ *              tiles), only P1 in shared memory (support/b2b_tc.h). [32]
  * Inputs from gc_fill are multiples of 1/4 in [-2, 2]: sums of their
  * products are exact in f32 at these sizes, so matmul, conv2d and sum
  * match the oracle whatever the order of accumulation.
@@ -78,6 +85,7 @@
 #ifndef TEX_TESTS_SUPPORT_GPU_CASES_H
 #define TEX_TESTS_SUPPORT_GPU_CASES_H
 
+#include "support/b2b_tc.h"
 #include "tex/tex.h"
 
 #include <math.h>
@@ -105,6 +113,9 @@ typedef enum {
     GC_AUTO_SOFTMAX,
     GC_AUTO_LAYERNORM,
     GC_AUTO_CONV2D,
+    GC_B2B_TC,
+    GC_B2B_TC_UNFUSED,
+    GC_B2B_REGS,
     GC_N_CASES
 } gc_id;
 
@@ -118,6 +129,7 @@ typedef struct {
     tex_tensor *tensors[GC_MAX_TENSORS];
     int ndim[GC_MAX_TENSORS];
     int64_t shape[GC_MAX_TENSORS][GC_MAX_DIMS]; /* concrete shapes at the sizes built for */
+    tex_dtype dtype[GC_MAX_TENSORS];            /* f32, or f16 (inputs only) */
     int n_in;                                   /* tensors[0 .. n_in) are inputs */
     int n_out;                                  /* tensors[n_in .. n) are outputs */
     double tol;                                 /* max |got - want| / max(1, |want|) accepted */
@@ -129,25 +141,28 @@ typedef struct {
 } gc_case;
 
 static const char *const gc_names[GC_N_CASES] = {
-    "matmul",      "transpose",    "softmax",        "layernorm",  "conv2d",
-    "sum",         "vectile",      "stencil",        "b2b",        "b2b_unfused",
-    "auto_matmul", "auto_softmax", "auto_layernorm", "auto_conv2d"};
+    "matmul",         "transpose",   "softmax", "layernorm",      "conv2d",      "sum",
+    "vectile",        "stencil",     "b2b",     "b2b_unfused",    "auto_matmul", "auto_softmax",
+    "auto_layernorm", "auto_conv2d", "b2b_tc",  "b2b_tc_unfused", "b2b_regs"};
 
 /* Sizes per case: matmul M N K; transpose M N; softmax, layernorm M N;
  * conv2d batch, channels, H, W, filters; sum L, blocks; vectile M N;
- * stencil M N (the output's; T is (M+2) x (N+2)); b2b and b2b_unfused M K0 N0 N1;
+ * stencil M N (the output's; T is (M+2) x (N+2)); b2b, b2b_unfused and the
+ * tensor-core b2b cases M K0 N0 N1;
  * the auto_ cases as their hand-scheduled namesakes. */
 static inline void gc_default_sizes(gc_id id, gc_scale scale, int64_t sizes[GC_MAX_SIZES])
 {
     static const int64_t small[GC_N_CASES][GC_MAX_SIZES] = {
-        {80, 72, 20}, {70, 45},  {5, 300},  {4, 250},         {2, 3, 10, 19, 4},
-        {5000, 8},    {48, 192}, {21, 133}, {40, 20, 24, 36}, {40, 20, 24, 36},
-        {80, 72, 20}, {5, 300},  {4, 250},  {2, 3, 10, 19, 4}};
+        {80, 72, 20},     {70, 45},        {5, 300},  {4, 250},          {2, 3, 10, 19, 4},
+        {5000, 8},        {48, 192},       {21, 133}, {40, 20, 24, 36},  {40, 20, 24, 36},
+        {80, 72, 20},     {5, 300},        {4, 250},  {2, 3, 10, 19, 4}, {32, 48, 32, 48},
+        {32, 48, 32, 48}, {32, 48, 32, 48}};
     static const int64_t large[GC_N_CASES][GC_MAX_SIZES] = {
-        {1024, 1024, 1024},    {4096, 4096},          {4096, 4096},       {4096, 4096},
-        {4, 32, 56, 56, 32},   {1 << 24, 512},        {4096, 4096},       {4096, 4096},
-        {16384, 576, 64, 128}, {16384, 576, 64, 128}, {1024, 1024, 1024}, {4096, 4096},
-        {4096, 4096},          {4, 32, 56, 56, 32}};
+        {1024, 1024, 1024},    {4096, 4096},          {4096, 4096},          {4096, 4096},
+        {4, 32, 56, 56, 32},   {1 << 24, 512},        {4096, 4096},          {4096, 4096},
+        {16384, 576, 64, 128}, {16384, 576, 64, 128}, {1024, 1024, 1024},    {4096, 4096},
+        {4096, 4096},          {4, 32, 56, 56, 32},   {16384, 576, 64, 128}, {16384, 576, 64, 128},
+        {16384, 576, 64, 128}};
     memcpy(sizes, scale == GC_SMALL ? small[id] : large[id], sizeof small[id]);
 }
 
@@ -204,18 +219,25 @@ static inline void gc_param(gc_case *c, tex_tensor *t, int ndim, const int64_t s
     if (c->n == GC_MAX_TENSORS)
         return;
     c->tensors[c->n] = t;
+    c->dtype[c->n] = tex_tensor_dtype(t);
     c->ndim[c->n] = ndim;
     memcpy(c->shape[c->n], shape, sizeof(int64_t) * (size_t)ndim);
     c->n++;
 }
 
-static inline tex_tensor *gc_input(gc_case *c, const char *name, int ndim, tex_expr *const shape[],
-                                   const int64_t concrete[])
+static inline tex_tensor *gc_input_t(gc_case *c, const char *name, tex_dtype dt, int ndim,
+                                     tex_expr *const shape[], const int64_t concrete[])
 {
-    tex_tensor *t = tex_placeholder(c->ctx, name, TEX_F32, ndim, shape);
+    tex_tensor *t = tex_placeholder(c->ctx, name, dt, ndim, shape);
     gc_param(c, t, ndim, concrete);
     c->n_in++;
     return t;
+}
+
+static inline tex_tensor *gc_input(gc_case *c, const char *name, int ndim, tex_expr *const shape[],
+                                   const int64_t concrete[])
+{
+    return gc_input_t(c, name, TEX_F32, ndim, shape, concrete);
 }
 
 static inline tex_tensor *gc_output(gc_case *c, tex_tensor *t, int ndim, const int64_t concrete[])
@@ -767,13 +789,68 @@ static inline void gc_b2b_unfused(gc_case *c, tex_schedule **sp)
     gc_b2b_case(c, sp, false);
 }
 
+/* The tensor-core b2b computation (support/b2b_tc.h: unscaled D0, f16 A0,
+ * B0, B1) at constant sizes (the tensor-core tiles need multiples of 16),
+ * scheduled by sched. */
+static inline void gc_b2b_tc_case(gc_case *c, tex_schedule **sp,
+                                  int (*sched)(tex_ctx *, tex_schedule *, tex_tensor *const[8]))
+{
+    const int64_t *z = c->sizes;
+    tex_ctx *x = c->ctx;
+    tex_expr *M = gc_i(c, z[0]), *K0 = gc_i(c, z[1]), *N0 = gc_i(c, z[2]), *N1 = gc_i(c, z[3]);
+    tex_tensor *t[8];
+    t[0] = gc_input_t(c, "A0", TEX_F16, 2, (tex_expr *[]){M, K0}, (int64_t[]){z[0], z[1]});
+    t[1] = gc_input_t(c, "B0", TEX_F16, 2, (tex_expr *[]){K0, N0}, (int64_t[]){z[1], z[2]});
+    t[2] = gc_input_t(c, "B1", TEX_F16, 2, (tex_expr *[]){N0, N1}, (int64_t[]){z[2], z[3]});
+    t[3] = gc_input(c, "C1", 2, (tex_expr *[]){M, N1}, (int64_t[]){z[0], z[3]});
+    for (int g = 0; g < 2; g++) {
+        tex_tensor *a = t[g ? 5 : 0], *b = t[1 + g];
+        tex_iter *i = tex_axis(x, "m", tex_tensor_dim(a, 0)),
+                 *j = tex_axis(x, "n", tex_tensor_dim(b, 1));
+        tex_iter *k = tex_reduce_axis(x, "k", tex_tensor_dim(a, 1));
+        tex_expr *prod = tex_mul(tex_cast(TEX_F32, TEX_AT(a, tex_iv(i), tex_iv(k))),
+                                 tex_cast(TEX_F32, TEX_AT(b, tex_iv(k), tex_iv(j))));
+        GC_TRYP(c, t[4 + 2 * g],
+                tex_compute(x, g ? "P1" : "P0", 2, (tex_iter *[]){i, j}, tex_sum(prod, 1, &k)));
+        if (g) {
+            GC_TRYP(c, t[7], gc_epilogue(c, "D1", t[6], 0.75, t[3], -0.5));
+        } else {
+            i = tex_axis(x, "m", M), j = tex_axis(x, "n", N0);
+            tex_expr *r = tex_max(TEX_AT(t[4], tex_iv(i), tex_iv(j)), gc_f(c, 0));
+            GC_TRYP(c, t[5], tex_compute(x, "D0", 2, (tex_iter *[]){i, j}, tex_cast(TEX_F16, r)));
+        }
+    }
+    gc_output(c, t[7], 2, (int64_t[]){z[0], z[3]});
+    GC_TRYP(c, *sp, tex_schedule_new(x, 1, &t[7]));
+    GC_TRY(c, sched(x, *sp, t));
+    c->needs_sync = true;
+}
+
+static inline void gc_b2b_tc(gc_case *c, tex_schedule **sp)
+{
+    gc_b2b_tc_case(c, sp, b2b_tc_schedule);
+}
+
+static inline void gc_b2b_tc_unfused(gc_case *c, tex_schedule **sp)
+{
+    gc_b2b_tc_case(c, sp, b2b_tc_unfused_schedule);
+}
+
+static inline void gc_b2b_regs(gc_case *c, tex_schedule **sp)
+{
+    gc_b2b_tc_case(c, sp, b2b_regs_schedule);
+}
+
 static inline int gc_build(tex_ctx *ctx, gc_id id, const int64_t sizes[GC_MAX_SIZES], bool symbolic,
                            gc_case *c)
 {
     static void (*const builders[GC_N_CASES])(gc_case *, tex_schedule **) = {
-        gc_matmul,      gc_transpose,    gc_softmax,        gc_layernorm,  gc_conv2d,
-        gc_sum,         gc_vectile,      gc_stencil,        gc_b2b,        gc_b2b_unfused,
-        gc_auto_matmul, gc_auto_softmax, gc_auto_layernorm, gc_auto_conv2d};
+        gc_matmul,         gc_transpose,   gc_softmax,
+        gc_layernorm,      gc_conv2d,      gc_sum,
+        gc_vectile,        gc_stencil,     gc_b2b,
+        gc_b2b_unfused,    gc_auto_matmul, gc_auto_softmax,
+        gc_auto_layernorm, gc_auto_conv2d, gc_b2b_tc,
+        gc_b2b_tc_unfused, gc_b2b_regs};
     memset(c, 0, sizeof *c);
     c->name = gc_names[id];
     c->ctx = ctx;
@@ -783,7 +860,8 @@ static inline int gc_build(tex_ctx *ctx, gc_id id, const int64_t sizes[GC_MAX_SI
     c->tol = id == GC_LAYERNORM || id == GC_AUTO_LAYERNORM ? 5e-4
              : id == GC_SOFTMAX || id == GC_AUTO_SOFTMAX || id == GC_B2B || id == GC_B2B_UNFUSED
                  ? 1e-4
-                 : 1e-5;
+             : id >= GC_B2B_TC ? 1e-3 /* D0 rounded to f16 */
+                               : 1e-5;
     tex_schedule *s = NULL;
     builders[id](c, &s);
     if (c->why[0])
@@ -818,13 +896,26 @@ static inline int64_t gc_numel(const gc_case *c, int t)
     return n;
 }
 
-/* A new f32 array of tensor t's concrete shape on dev (NULL on failure). */
+/* A new array of tensor t's concrete shape and dtype on dev (NULL on failure). */
 static inline DLTensor *gc_array(const gc_case *c, int t, DLDevice dev)
 {
-    return tex_array_new(c->ndim[t], c->shape[t], TEX_F32, dev);
+    return tex_array_new(c->ndim[t], c->shape[t], c->dtype[t], dev);
 }
 
-/* Fills a host f32 array with seeded multiples of 1/4 in [-2, 2]. */
+/* The f16 bits of q / 4 for an integer q in [-8, 8] (exact in f16). */
+static inline uint16_t gc_f16_quarter(int q)
+{
+    if (q == 0)
+        return 0;
+    uint16_t sign = q < 0 ? 0x8000u : 0;
+    int m = q < 0 ? -q : q, e = 0;
+    while (m >= 2 << e) /* m in [2^e, 2^(e+1)) */
+        e++;
+    /* q/4 = m 2^-2 = (m / 2^e) 2^(e-2): biased exponent e - 2 + 15, 10 mantissa bits */
+    return (uint16_t)(sign | (uint16_t)((e + 13) << 10) | (uint16_t)(((m << 10) >> e) & 0x3ff));
+}
+
+/* Fills a host f32 or f16 array with seeded multiples of 1/4 in [-2, 2]. */
 static inline void gc_fill(DLTensor *a, uint64_t seed)
 {
     int64_t n = 1;
@@ -833,22 +924,31 @@ static inline void gc_fill(DLTensor *a, uint64_t seed)
     uint64_t st = seed * 0x9E3779B97F4A7C15u + 1;
     for (int64_t k = 0; k < n; k++) {
         st = st * 6364136223846793005u + 1442695040888963407u;
-        ((float *)a->data)[k] = (float)((int)((st >> 33) % 17) - 8) * 0.25f;
+        int q = (int)((st >> 33) % 17) - 8;
+        if (a->dtype.bits == 16)
+            ((uint16_t *)a->data)[k] = gc_f16_quarter(q);
+        else
+            ((float *)a->data)[k] = (float)q * 0.25f;
     }
 }
 
-/* Fills a host f32 array with NaN (an output nobody writes shows). */
+/* Fills a host f32 (or f16) array with NaN (an output nobody writes shows). */
 static inline void gc_poison(DLTensor *a)
 {
     int64_t n = 1;
     for (int d = 0; d < a->ndim; d++)
         n *= a->shape[d];
-    for (int64_t k = 0; k < n; k++)
-        ((float *)a->data)[k] = NAN;
+    for (int64_t k = 0; k < n; k++) {
+        if (a->dtype.bits == 16)
+            ((uint16_t *)a->data)[k] = 0x7e00u;
+        else
+            ((float *)a->data)[k] = NAN;
+    }
 }
 
 /* max over elements of |got - want| / max(1, |want|) for host f32 arrays of
- * the same shape; NaN anywhere gives INFINITY. *at gets the worst index. */
+ * the same shape (every case's outputs are f32); NaN anywhere gives INFINITY. *at gets the worst
+ * index. */
 static inline double gc_max_rel_err(const DLTensor *got, const DLTensor *want, int64_t *at)
 {
     int64_t n = 1;

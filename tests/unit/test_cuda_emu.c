@@ -888,6 +888,9 @@ GPU_CASE_TEST(auto_matmul, GC_AUTO_MATMUL)
 GPU_CASE_TEST(auto_softmax, GC_AUTO_SOFTMAX)
 GPU_CASE_TEST(auto_layernorm, GC_AUTO_LAYERNORM)
 GPU_CASE_TEST(auto_conv2d, GC_AUTO_CONV2D)
+GPU_CASE_TEST(b2b_tc, GC_B2B_TC)
+GPU_CASE_TEST(b2b_tc_unfused, GC_B2B_TC_UNFUSED)
+GPU_CASE_TEST(b2b_regs, GC_B2B_REGS)
 
 int main(void)
 {
@@ -917,5 +920,8 @@ int main(void)
     TT_RUN(test_gpu_auto_softmax);
     TT_RUN(test_gpu_auto_layernorm);
     TT_RUN(test_gpu_auto_conv2d);
+    TT_RUN(test_gpu_b2b_tc);
+    TT_RUN(test_gpu_b2b_tc_unfused);
+    TT_RUN(test_gpu_b2b_regs);
     return tt_finish();
 }

@@ -133,6 +133,7 @@ static void test_b2b(void)
 {
     cpu_case(GC_B2B);
     cpu_case(GC_B2B_UNFUSED);
+    cpu_case(GC_B2B_REGS); /* the mma.sync built-ins have host C (wmma's have not) */
 }
 
 static void test_vectile(void)

@@ -48,6 +48,7 @@
  * unknown built-in name gives NULL + TEX_EINVAL.
  */
 #include "tt.h"
+#include "support/b2b_tc.h"
 #include "support/cuda_emu.h"
 
 #include "util/half.h"
@@ -423,88 +424,6 @@ static void b2b_compute(int64_t m, int64_t k0, int64_t n0, int64_t n1, bool scal
     }
 }
 
-/* Accumulator stage st (scope `scope`, computed at `at` of stage c) in
- * 16x16 tiles, k split by 16, tensorized with in (all 32 lanes make each
- * call); the tile loop `unrolled` (0: the column tiles, 1: k's tiles, -1:
- * none) unrolled, ordered inside k's tile loop when it is the column one. */
-static int b2b_tc_tiles(tex_stage *st, tex_stage *c, tex_iter *at, tex_intrin *in, tex_scope scope,
-                        int unrolled)
-{
-    tex_iter *io, *jo, *ii, *ji, *ko, *ki;
-    int rc = tex_compute_at(st, c, at);
-    rc = rc ? rc : tex_set_scope(st, scope);
-    rc =
-        rc ? rc
-           : tex_tile(st, tex_op_axis(st, 0), tex_op_axis(st, 1), I(16), I(16), &io, &jo, &ii, &ji);
-    rc = rc ? rc : tex_split(st, tex_op_reduce_axis(st, 0), I(16), &ko, &ki);
-    rc = rc              ? rc
-         : unrolled == 0 ? tex_reorder(st, 6, (tex_iter *[]){io, ko, jo, ii, ji, ki})
-                         : tex_reorder(st, 6, (tex_iter *[]){io, jo, ko, ii, ji, ki});
-    rc = rc || unrolled < 0 ? rc : tex_unroll(st, unrolled == 0 ? jo : ko);
-    return rc ? rc : tex_tensorize(st, ii, in);
-}
-
-/* The elementwise stage st over 32 lanes: its two axes fused, split by 32,
- * the inner part on threadIdx.x; with block, its rows first split by 16, the
- * outer part on blockIdx.x (returned in *bo). */
-static int b2b_tc_lanes(tex_stage *st, bool block, tex_iter **bo)
-{
-    tex_iter *m = tex_op_axis(st, 0), *fu, *o, *l;
-    int rc = block ? tex_split(st, m, I(16), bo, &m) : 0;
-    rc = rc ? rc : block ? tex_bind(st, *bo, TEX_BLOCK_X) : 0;
-    rc = rc ? rc : tex_fuse(st, m, tex_op_axis(st, 1), &fu);
-    rc = rc ? rc : tex_split(st, fu, I(32), &o, &l);
-    return rc ? rc : tex_bind(st, l, TEX_THREAD_X);
-}
-
-/* Back-to-back GEMM on tensor cores, block-resident: one warp per block of
- * 16 rows of D1; P0 (16 x N0, the first GEMM's accumulators), D0 (f16, the
- * second GEMM's A operand) and P1 (16 x N1) all in shared memory at the
- * block, never in global memory; A0, B0, B1 read by the wmma loads straight
- * from global memory. (The wmma built-ins store their accumulator fragment
- * to memory after each call; b2b_regs_schedule keeps it in registers.) */
-static int b2b_tc_schedule(tex_schedule *s, tex_tensor *const t[8])
-{
-    tex_intrin *in = tex_intrin_builtin(ctx, "cuda.wmma_m16n16k16_f16f32");
-    tex_stage *sp0 = tex_stage_of(s, t[4]), *sd0 = tex_stage_of(s, t[5]);
-    tex_stage *sp1 = tex_stage_of(s, t[6]), *sd1 = tex_stage_of(s, t[7]);
-    tex_iter *bo, *unused;
-    int rc = in ? b2b_tc_lanes(sd1, true, &bo) : -1;
-    rc = rc ? rc : b2b_tc_tiles(sp1, sd1, bo, in, TEX_SCOPE_SHARED, -1);
-    rc = rc ? rc : tex_compute_at(sd0, sd1, bo);
-    rc = rc ? rc : tex_set_scope(sd0, TEX_SCOPE_SHARED);
-    rc = rc ? rc : b2b_tc_lanes(sd0, false, &unused);
-    return rc ? rc : b2b_tc_tiles(sp0, sd1, bo, in, TEX_SCOPE_SHARED, -1);
-}
-
-/* Back-to-back GEMM on tensor cores, register-resident: as b2b_tc_schedule,
- * but P0 and D0 are local (per-lane fragment tiles, src/schedule/
- * intrin_cuda_frag.c): P0 accumulates in registers over all of K0
- * ("cuda.mma_m16n16k16_f16f32_frag", its column tiles unrolled), D0 =
- * f16(relu(P0)) converts each tile in registers into the second GEMM's A
- * fragment ("cuda.mma_frag_relu_f16", tiles unrolled), and P1 (shared)
- * takes it from there ("cuda.mma_m16n16k16_f16f32_afrag", its k tiles
- * unrolled). Only P1 touches shared memory. */
-static int b2b_regs_schedule(tex_schedule *s, tex_tensor *const t[8])
-{
-    tex_intrin *frag = tex_intrin_builtin(ctx, "cuda.mma_m16n16k16_f16f32_frag");
-    tex_intrin *relu = tex_intrin_builtin(ctx, "cuda.mma_frag_relu_f16");
-    tex_intrin *afrag = tex_intrin_builtin(ctx, "cuda.mma_m16n16k16_f16f32_afrag");
-    tex_stage *sp0 = tex_stage_of(s, t[4]), *sd0 = tex_stage_of(s, t[5]);
-    tex_stage *sp1 = tex_stage_of(s, t[6]), *sd1 = tex_stage_of(s, t[7]);
-    tex_iter *bo, *io, *jo, *ii, *ji;
-    int rc = frag && relu && afrag ? b2b_tc_lanes(sd1, true, &bo) : -1;
-    rc = rc ? rc : b2b_tc_tiles(sp1, sd1, bo, afrag, TEX_SCOPE_SHARED, 1);
-    rc = rc ? rc : tex_compute_at(sd0, sd1, bo);
-    rc = rc ? rc : tex_set_scope(sd0, TEX_SCOPE_LOCAL);
-    rc = rc ? rc
-            : tex_tile(sd0, tex_op_axis(sd0, 0), tex_op_axis(sd0, 1), I(16), I(16), &io, &jo, &ii,
-                       &ji);
-    rc = rc ? rc : tex_unroll(sd0, jo);
-    rc = rc ? rc : tex_tensorize(sd0, ii, relu);
-    return rc ? rc : b2b_tc_tiles(sp0, sd1, bo, frag, TEX_SCOPE_LOCAL, 0);
-}
-
 /* The largest |got - want| / (1 + |want|) over n values; NaN when got holds
  * one (an unwritten output). */
 static double worst_rel(const float *got, const float *want, int n)
@@ -528,7 +447,7 @@ static void fill_f16(uint16_t *x, int64_t n, uint64_t *st)
  * sched): emitted for sm_80 and sm_90 (nvcc: HMMA, no spills, with
  * registers no local memory either; the source must contain `needle`), run
  * by the emulation harness against the oracle. */
-static void b2b_check(int (*sched)(tex_schedule *, tex_tensor *const[8]), bool scaled,
+static void b2b_check(int (*sched)(tex_ctx *, tex_schedule *, tex_tensor *const[8]), bool scaled,
                       const char *needle, bool registers)
 {
     enum { M = 32, K0 = 48, N0 = 32, N1 = 48 };
@@ -536,7 +455,7 @@ static void b2b_check(int (*sched)(tex_schedule *, tex_tensor *const[8]), bool s
     tex_expr *v[3];
     b2b_compute(M, K0, N0, N1, scaled, t, v);
     tex_schedule *s = tex_schedule_new(ctx, 1, &t[7]);
-    TT_EQ_INT(s ? sched(s, t) : -1, 0);
+    TT_EQ_INT(s ? sched(ctx, s, t) : -1, 0);
     tex_param p[8];
     int np = 0;
     for (int i = 0; i < 8; i++)
@@ -631,7 +550,7 @@ static void test_b2b_regs_refused(void)
         tex_expr *v[3];
         b2b_compute(32, 32, 32, 32, !shared, t, v);
         tex_schedule *s = tex_schedule_new(ctx, 1, &t[7]);
-        TT_EQ_INT(s ? b2b_regs_schedule(s, t) : -1, 0);
+        TT_EQ_INT(s ? b2b_regs_schedule(ctx, s, t) : -1, 0);
         if (shared)
             TT_EQ_INT(tex_set_scope(tex_stage_of(s, t[4]), TEX_SCOPE_SHARED), 0);
         tex_param p[8];
