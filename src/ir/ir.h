@@ -547,6 +547,10 @@ typedef tex_stmt *(*texi_stmt_rewrite_fn)(tex_stmt *s, void *ud);
 tex_stmt *texi_stmt_mutate(tex_ctx *ctx, tex_stmt *s, texi_stmt_rewrite_fn stmt_pre,
                            texi_expr_rewrite_fn expr_pre, void *ud);
 
+/* s with every use of the variable var replaced by value (through
+ * texi_stmt_mutate; NULL on failure, recorded in ctx). */
+tex_stmt *texi_stmt_substitute(tex_ctx *ctx, tex_stmt *s, tex_expr *var, tex_expr *value);
+
 /* Loop rewriting, innermost loops first: each FOR of s is replaced by
  * fn(ctx, loop, body, ud), where body is the loop's body with its own loops
  * already rewritten (loop->u.loop.body itself when none changed). fn

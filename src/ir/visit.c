@@ -694,3 +694,9 @@ bool texi_stmt_is_thread_loop(const tex_stmt *s, bool vthread)
     int tag = s->u.loop.thread_tag;
     return tag >= (int)TEX_THREAD_X && tag <= (int)(vthread ? TEX_VTHREAD : TEX_THREAD_Z);
 }
+
+tex_stmt *texi_stmt_substitute(tex_ctx *ctx, tex_stmt *s, tex_expr *var, tex_expr *value)
+{
+    substitution x = {1, &var, &value};
+    return texi_stmt_mutate(ctx, s, NULL, substitute_var, &x);
+}

@@ -32,8 +32,8 @@ typedef struct {
     tex_stmt *fetch[MAX_FETCH];
     tex_stmt *compute;
     /* rewriting */
-    tex_expr *var, *value; /* substitution var := value */
-    tex_expr *half;        /* the half being addressed */
+    tex_expr *var;  /* the variable instance() substitutes */
+    tex_expr *half; /* the half being addressed */
 } db_pass;
 
 static int find_buf(const db_pass *p, const void *key)
@@ -189,12 +189,6 @@ static tex_stmt *redirect_stmt(tex_stmt *s, void *ud)
     return r ? r : s;
 }
 
-static tex_expr *subst_expr(tex_expr *e, void *ud)
-{
-    db_pass *p = ud;
-    return e == p->var ? p->value : NULL;
-}
-
 static tex_expr *tidy_expr(tex_expr *e, void *ud)
 {
     db_pass *p = ud;
@@ -237,10 +231,9 @@ static tex_stmt *tidy_stmt(tex_stmt *s, void *ud)
 /* s with var := value (value NULL: unchanged), addressing `half`. */
 static tex_stmt *instance(db_pass *p, tex_stmt *s, tex_expr *value, tex_expr *half)
 {
-    p->value = value;
     p->half = half;
     if (value)
-        s = texi_stmt_mutate(p->lw->ctx, s, NULL, subst_expr, p);
+        s = texi_stmt_substitute(p->lw->ctx, s, p->var, value);
     if (s)
         s = texi_stmt_mutate(p->lw->ctx, s, redirect_stmt, redirect_expr, p);
     if (s)

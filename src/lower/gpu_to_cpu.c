@@ -291,17 +291,6 @@ static bool cost_step(tex_expr *e, void *ud)
     return true;
 }
 
-typedef struct {
-    const tex_expr *var;
-    tex_expr *value;
-} substitution;
-
-static tex_expr *substitute(tex_expr *e, void *ud)
-{
-    const substitution *x = ud;
-    return e == x->var ? x->value : NULL;
-}
-
 /*
  * A LET whose value depends on the thread, around a barrier: its value is
  * live across segments, so each thread's value is either recomputed in
@@ -319,16 +308,15 @@ static tex_stmt *split_let(fission *fs, tex_stmt *s)
     value_cost c = {fs, 0, false};
     texi_expr_visit(s->u.let.value, cost_step, &c);
     if (!c.reads_written && c.nodes <= RECOMPUTE_MAX_NODES) {
-        substitution x = {s->u.let.var, s->u.let.value};
-        tex_stmt *body = texi_stmt_mutate(ctx, s->u.let.body, NULL, substitute, &x);
+        tex_stmt *body = texi_stmt_substitute(ctx, s->u.let.body, s->u.let.var, s->u.let.value);
         return body ? split(fs, body) : NULL;
     }
     tex_expr *one = texi_int_imm(ctx, TEX_I32, 1), *zero = texi_int_imm(ctx, TEX_I32, 0);
     tex_expr *var = s->u.let.var;
     texi_buffer *b =
         one ? texi_buffer_new(ctx, var->u.var.name, var->dtype, TEXI_SCOPE_LOCAL, 1, &one) : NULL;
-    substitution x = {var, b && zero ? texi_load_new(b, zero) : NULL};
-    tex_stmt *body = x.value ? texi_stmt_mutate(ctx, s->u.let.body, NULL, substitute, &x) : NULL;
+    tex_expr *slot = b && zero ? texi_load_new(b, zero) : NULL;
+    tex_stmt *body = slot ? texi_stmt_substitute(ctx, s->u.let.body, var, slot) : NULL;
     tex_stmt *items[2] = {body ? texi_store_new(ctx, b, zero, s->u.let.value) : NULL, body};
     tex_stmt *seq = items[0] ? texi_seq_new(ctx, 2, items) : NULL;
     tex_stmt *alloc = seq ? texi_allocate_new(ctx, b, seq) : NULL;

@@ -89,23 +89,12 @@ static bool independent(fuser *f, const tex_stmt *a, const tex_stmt *b)
     return !fa.blocked && !fb.blocked && !f->failed && untouched_by(&fa, b) && untouched_by(&fb, a);
 }
 
-typedef struct {
-    tex_expr *from, *to;
-} renaming;
-
-static tex_expr *rename_var(tex_expr *e, void *ud)
-{
-    const renaming *r = ud;
-    return e == r->from ? r->to : NULL;
-}
-
 static tex_stmt *fuse(fuser *f, tex_stmt *s);
 
 /* Loops a and b as one loop over a's variable, its body fused again. */
 static tex_stmt *merge(fuser *f, tex_stmt *a, tex_stmt *b)
 {
-    renaming r = {b->u.loop.var, a->u.loop.var};
-    tex_stmt *bb = texi_stmt_mutate(f->ctx, b->u.loop.body, NULL, rename_var, &r);
+    tex_stmt *bb = texi_stmt_substitute(f->ctx, b->u.loop.body, b->u.loop.var, a->u.loop.var);
     tex_stmt *body = bb ? texi_seq_new(f->ctx, 2, (tex_stmt *[]){a->u.loop.body, bb}) : NULL;
     body = body ? fuse(f, body) : NULL;
     if (!body) {

@@ -305,16 +305,6 @@ static tex_stmt *part_loop(part *p, const tex_stmt *loop, tex_expr *min, tex_exp
              : NULL;
 }
 
-typedef struct {
-    tex_expr *var, *value;
-} subst_ctx;
-
-static tex_expr *subst_var(tex_expr *e, void *ud)
-{
-    const subst_ctx *x = ud;
-    return e == x->var ? x->value : NULL;
-}
-
 /* The main part and the tail of loop s split at m. A tail of extent 1 is
  * its body at v = m. */
 static tex_stmt *split_at(part *p, tex_stmt *s, const scan *sc, tex_expr *m)
@@ -329,9 +319,9 @@ static tex_stmt *split_at(part *p, tex_stmt *s, const scan *sc, tex_expr *m)
         return NULL;
     tex_stmt *items[2] = {part_loop(p, s, lo, main_ext, main_body), NULL};
     if (texi_expr_is_int_const(tail_ext, &n) && n == 1) {
-        subst_ctx sb = {s->u.loop.var, note(p, texi_convert(m, s->u.loop.var->dtype))};
+        tex_expr *at_m = note(p, texi_convert(m, s->u.loop.var->dtype));
         tex_stmt *tail =
-            sb.value ? texi_stmt_mutate(p->ctx, s->u.loop.body, NULL, subst_var, &sb) : NULL;
+            at_m ? texi_stmt_substitute(p->ctx, s->u.loop.body, s->u.loop.var, at_m) : NULL;
         items[1] = tail ? process(p, tail) : NULL;
     } else {
         items[1] = part_loop(p, s, m, tail_ext, s->u.loop.body);

@@ -50,16 +50,6 @@ static tex_stmt *empty(simp *s)
     return e;
 }
 
-typedef struct {
-    tex_expr *var, *value;
-} subst;
-
-static tex_expr *subst_var(tex_expr *e, void *ud)
-{
-    const subst *sb = ud;
-    return e == sb->var ? sb->value : NULL;
-}
-
 /* st with every expression simplified; NULL on failure (s->failed). */
 static tex_stmt *simp_stmt(simp *s, tex_stmt *st);
 
@@ -86,9 +76,9 @@ static tex_stmt *simp_for(simp *s, tex_stmt *st)
     if (texi_expr_is_int_const(ext, &n) && n <= 0)
         return empty(s);
     if (texi_expr_is_int_const(ext, &n) && n == 1 && st->u.loop.for_kind != TEXI_FOR_THREAD) {
-        subst sb = {st->u.loop.var, texi_convert(min, st->u.loop.var->dtype)};
+        tex_expr *value = texi_convert(min, st->u.loop.var->dtype);
         tex_stmt *body =
-            sb.value ? texi_stmt_mutate(s->ctx, st->u.loop.body, NULL, subst_var, &sb) : NULL;
+            value ? texi_stmt_substitute(s->ctx, st->u.loop.body, st->u.loop.var, value) : NULL;
         if (!body) {
             s->failed = true;
             return NULL;
