@@ -8,7 +8,10 @@
  *             N = 1024, 4096; tex uses tensor cores (wmma); anchor
  *             cublasGemmEx (CUDA_R_16F inputs, CUBLAS_COMPUTE_32F)
  * tex's kernel is tex_auto_schedule(..., "cuda") of the computation, built
- * with tex_build(f, "cuda"); both sides read and write the same device
+ * with tex_build(f, "cuda"); the "/tuned" lines (f32_2048/tuned,
+ * f16f32_1024/tuned) time the schedule tex_tune(..., "cuda") found instead,
+ * searching for $TEX_BENCH_TUNE_SECONDS (default 20) from the automatic one,
+ * its numbers on a line starting with "  tuned:"; both sides read and write the same device
  * arrays (tex_array_new on kDLCUDA). cuBLAS is column-major, so it computes
  * C^T = B^T A^T, which is C in row-major order. tex's result is checked
  * against cuBLAS's (relative error <= 1e-4 for f32, 1e-3 for f16 inputs)
@@ -90,6 +93,7 @@ typedef struct {
     const char *name;
     int64_t n; /* M = N = K */
     bool f16;  /* f16 inputs, f32 accumulation */
+    bool tune; /* tex_tune's schedule instead of the automatic one */
 } gemm_case;
 
 /* One case's arrays and kernel. */
@@ -176,7 +180,19 @@ static tex_kernel *build_tex(tex_ctx *x, const gemm_case *gc, char *why, size_t 
         b = tex_cast(TEX_F32, b);
     }
     tex_tensor *C = tex_compute(x, "C", 2, (tex_iter *[]){i, j}, tex_sum(tex_mul(a, b), 1, &k));
-    tex_schedule *s = C ? tex_auto_schedule(x, 1, &C, "cuda") : NULL;
+    tex_schedule *s = NULL;
+    if (C && gc->tune) {
+        const char *e = getenv("TEX_BENCH_TUNE_SECONDS");
+        tex_tune_stats st;
+        tex_tune_options o = {.time_budget_s = e && atof(e) > 0 ? atof(e) : 20, .stats = &st};
+        if (tex_tune(x, 1, &C, "cuda", &o, &s) == 0)
+            printf("  tuned: %s base_ms=%.3f best_ms=%.3f trials=%d best_trial=%d rejected=%d "
+                   "seconds=%.1f\n",
+                   gc->name, st.base_ms, st.best_ms, st.trials, st.best_trial, st.rejected,
+                   st.seconds);
+    } else if (C) {
+        s = tex_auto_schedule(x, 1, &C, "cuda");
+    }
     tex_func *f = s ? tex_lower_tensors(s, "gemm", 3, (tex_tensor *[]){A, B, C}) : NULL;
     tex_kernel *kern = f ? tex_build(f, "cuda") : NULL;
     if (!kern)
@@ -240,8 +256,10 @@ static void run_case(const gemm_case *gc, cublas_lib *cb)
 int main(void)
 {
     static const gemm_case cases[] = {
-        {"f32_1024", 1024, false},   {"f32_2048", 2048, false},   {"f32_4096", 4096, false},
-        {"f16f32_1024", 1024, true}, {"f16f32_4096", 4096, true},
+        {"f32_1024", 1024, false, false},        {"f32_2048", 2048, false, false},
+        {"f32_4096", 4096, false, false},        {"f16f32_1024", 1024, true, false},
+        {"f16f32_4096", 4096, true, false},      {"f32_2048/tuned", 2048, false, true},
+        {"f16f32_1024/tuned", 1024, true, true},
     };
     char why[256];
     cublas_lib cb = {0};
