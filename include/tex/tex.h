@@ -893,7 +893,7 @@ TEX_API tex_tensor *tex_op_argmax(tex_ctx *ctx, const char *name, tex_tensor *x,
 TEX_API tex_tensor *tex_op_argmin(tex_ctx *ctx, const char *name, tex_tensor *x, int axis,
                                   int keepdims);
 
-/* softmax(x) along axis, max-subtracted: e = exp(x - max), out = e / sum e.
+/* softmax(x) along axis, max-subtracted: e = exp(x - max), out = e * (1 / sum e).
  * log_softmax: x - max - log(sum exp(x - max)). Floats only; out has x's
  * shape and dtype. */
 TEX_API tex_tensor *tex_op_softmax(tex_ctx *ctx, const char *name, tex_tensor *x, int axis);

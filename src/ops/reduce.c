@@ -159,7 +159,9 @@ static tex_expr *centered(tex_ctx *ctx, tex_tensor *x, tex_tensor *mx, tex_expr 
     return tex_sub(tex_at(x, nd, idx), texi_ops_bcast_load(ctx, mx, nd, idx));
 }
 
-/* softmax's stages after the max: NAME_exp, NAME_sum, NAME = exp / sum. */
+/* softmax's stages after the max: NAME_exp, NAME_sum, NAME = exp * (1 / sum)
+ * (one division per row, hoisted out of the row's loop, instead of one per
+ * element; as PyTorch's and oneDNN's softmax do). */
 static tex_tensor *softmax_tail(tex_ctx *ctx, const char *out, tex_tensor *x, tex_tensor *mx,
                                 const texi_ops_frame *f, tex_iter *const axes[],
                                 tex_expr *const ivs[])
@@ -174,8 +176,9 @@ static tex_tensor *softmax_tail(tex_ctx *ctx, const char *out, tex_tensor *x, te
                                 tex_exp(centered(ctx, x, mx, eivs)));
     tex_tensor *sum = reduce_stage(ctx, texi_ops_stage_name(nm, sizeof nm, out, "sum"), RED_SUM,
                                    tex_at(e, nd, f->idx), f);
-    return tex_compute(ctx, out, nd, axes,
-                       tex_div(tex_at(e, nd, ivs), texi_ops_bcast_load(ctx, sum, nd, ivs)));
+    tex_expr *inv =
+        tex_div(tex_const(ctx, tex_tensor_dtype(x), 1), texi_ops_bcast_load(ctx, sum, nd, ivs));
+    return tex_compute(ctx, out, nd, axes, tex_mul(tex_at(e, nd, ivs), inv));
 }
 
 /* log_softmax's stages after the max: NAME_sum of exp(x - max), then
