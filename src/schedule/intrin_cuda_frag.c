@@ -4,7 +4,8 @@
  * two intrinsics that let a back-to-back GEMM hand that accumulator to the
  * second GEMM as its f16 A operand without leaving registers (CUTLASS's
  * example 13, register-resident variant). f16 inputs, f32 accumulation,
- * sm_80+ (PTX mma.sync.m16n8k16).
+ * sm_80+ (PTX mma.sync.m16n8k16), and the write-back of an accumulator
+ * fragment to memory.
  *
  *   "cuda.mma_m16n16k16_f16f32_frag"   C[i,j] = sum_k f32(A[i,k]) * f32(B[k,j]),
  *                                      A, B f16 in memory, C a fragment tile
@@ -13,6 +14,9 @@
  *   "cuda.mma_m16n16k16_f16f32_afrag"  C[i,j] = sum_k f32(A[i,k]) * f32(B[k,j]),
  *                                      A an f16 fragment tile, B f16 and C f32
  *                                      in memory
+ *   "cuda.mma_frag_store_f32"          D[i,j] = P[i,j], P an f32 fragment tile,
+ *                                      D f32 in memory (shared or global): an
+ *                                      accumulator written back once
  *
  * A fragment tile is a 16x16 tile of a per-thread (TEX_SCOPE_LOCAL) buffer
  * that only these intrinsics read and write: on the device each lane keeps
@@ -46,7 +50,7 @@
 
 #include <string.h>
 
-/* Device helpers shared by the three built-ins' sources. */
+/* Device helpers shared by the built-ins' sources. */
 #define FRAG_COMMON                                                                                \
     "#include <mma.h>\n"                                                                           \
     "#include <cuda_fp16.h>\n"                                                                     \
@@ -137,6 +141,22 @@ static const char relu_source[] = FRAG_COMMON
     "#endif\n"
     "}\n";
 
+static const char store_source[] = FRAG_COMMON
+    "__device__ __forceinline__ void tex_mma_frag_store(const float *P, int64_t p0, int64_t p1,\n"
+    "    float *D, int64_t d0, int64_t d1)\n"
+    "{\n"
+    "    (void)p1; (void)d1;\n"
+    "#ifdef TEX_CUDA_EMULATION\n"
+    "    for (int i = 0; i < 16; i++)\n"
+    "        for (int j = 0; j < 16; j++)\n"
+    "            D[i * d0 + j] = P[i * p0 + j];\n"
+    "#else\n"
+    "    (void)p0;\n"
+    "    for (int s = 0; s < 8; s++)\n"
+    "        D[tex_mma_slot(s, d0)] = P[s];\n"
+    "#endif\n"
+    "}\n";
+
 static const char afrag_source[] = FRAG_COMMON
     "__device__ __forceinline__ void tex_mma_afrag_reset(float *C, int64_t c0, int64_t c1)\n"
     "{\n"
@@ -180,7 +200,7 @@ static const char afrag_source[] = FRAG_COMMON
     "#endif\n"
     "}\n";
 
-/* The C of all three built-ins for the CPU backend (file comment). */
+/* The C of all the built-ins for the CPU backend (file comment). */
 static const char host_source[] =
     "static inline void tex_mma_frag_reset(float *C, int64_t c0, int64_t c1)\n"
     "{\n"
@@ -208,6 +228,13 @@ static const char host_source[] =
     "            float v = P[i * p0 + j * p1];\n"
     "            D[i * d0 + j * d1] = tex_f16_from_f32(v > 0.0f ? v : 0.0f);\n"
     "        }\n"
+    "}\n"
+    "static inline void tex_mma_frag_store(const float *P, int64_t p0, int64_t p1, float *D,\n"
+    "    int64_t d0, int64_t d1)\n"
+    "{\n"
+    "    for (int i = 0; i < 16; i++)\n"
+    "        for (int j = 0; j < 16; j++)\n"
+    "            D[i * d0 + j * d1] = P[i * p0 + j * p1];\n"
     "}\n"
     "static inline void tex_mma_afrag_reset(float *C, int64_t c0, int64_t c1)\n"
     "{\n"
@@ -252,6 +279,16 @@ static tex_tensor *gemm_desc(tex_ctx *ctx)
     return tex_compute(ctx, "C", 2, (tex_iter *[]){i, j}, tex_sum(prod, 1, &k));
 }
 
+/* D[i,j] = P[i,j] over an f32 tile; NULL on failure. */
+static tex_tensor *store_desc(tex_ctx *ctx)
+{
+    tex_tensor *p = tile(ctx, "P", TEX_F32);
+    tex_iter *i = tex_axis(ctx, "i", tex_int(ctx, 16)), *j = tex_axis(ctx, "j", tex_int(ctx, 16));
+    if (!p || !i || !j)
+        return NULL;
+    return tex_compute(ctx, "D", 2, (tex_iter *[]){i, j}, TEX_AT(p, tex_iv(i), tex_iv(j)));
+}
+
 /* D[i,j] = f16(max(P[i,j], 0)) over an f32 tile; NULL on failure. */
 static tex_tensor *relu_desc(tex_ctx *ctx)
 {
@@ -273,6 +310,8 @@ unsigned texi_intrin_frag_operands(const tex_intrin *in)
         return 1u << 0 | 1u << 1; /* P, D */
     if (strcmp(in->builtin, "cuda.mma_m16n16k16_f16f32_afrag") == 0)
         return 1u << 0; /* A */
+    if (strcmp(in->builtin, "cuda.mma_frag_store_f32") == 0)
+        return 1u << 0; /* P */
     return 0;
 }
 
@@ -283,6 +322,8 @@ tex_intrin *texi_intrin_builtin_cuda_frag(tex_ctx *ctx, const char *name)
                     "tex_mma_frag_update");
     if (strcmp(name, "cuda.mma_frag_relu_f16") == 0)
         return make(ctx, name, relu_desc(ctx), relu_source, "tex_mma_frag_relu", NULL, NULL);
+    if (strcmp(name, "cuda.mma_frag_store_f32") == 0)
+        return make(ctx, name, store_desc(ctx), store_source, "tex_mma_frag_store", NULL, NULL);
     if (strcmp(name, "cuda.mma_m16n16k16_f16f32_afrag") == 0)
         return make(ctx, name, gemm_desc(ctx), afrag_source, NULL, "tex_mma_afrag_reset",
                     "tex_mma_afrag_update");
