@@ -24,7 +24,11 @@
  *               input) is read from global memory.
  *   tensor cores  f16/bf16 inputs accumulated in f32 (sum of f32(A) f32(B))
  *               with constant M, N, K multiples of 16, sm_70 or newer (or
- *               no -arch) and no -strict-float: the wmma built-ins
+ *               no -arch) and no -strict-float. f16 on sm_80 or newer (or
+ *               no -arch): cuda_mma.c's block tiles up to 128 x 128 of
+ *               warp tiles whose accumulator fragments stay in registers,
+ *               A and B K tiles double-buffered in shared memory. bf16, and
+ *               f16 on sm_70 to sm_75: the wmma built-ins
  *               (cuda.wmma_m16n16k16_*), one warp per 16 x 16 accumulator
  *               tile in shared memory, up to 4 warps per block along M.
  */

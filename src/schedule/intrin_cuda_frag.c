@@ -50,6 +50,39 @@
 
 #include <string.h>
 
+/* ldmatrix loads of 16x16 f16 tiles in shared memory (frag_source's fast
+ * path; its fallback reads element by element, e.g. from global memory). */
+#define FRAG_LDM                                                                                   \
+    "#ifndef TEX_CUDA_EMULATION\n"                                                                 \
+    "/* whether ldmatrix can read the 16x16 tile at p: shared, rows 16-byte aligned */\n"          \
+    "__device__ __forceinline__ bool tex_mma_ldm_ok(const __half *p, int64_t ld)\n"                \
+    "{\n"                                                                                          \
+    "    return __isShared(p) && ((size_t)p & 15) == 0 && (ld & 7) == 0;\n"                        \
+    "}\n"                                                                                          \
+    "/* this lane's row address for ldmatrix .x4 over the four 8x8 quarters of a 16x16\n"          \
+    "   tile, in the order (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) */\n"      \
+    "__device__ __forceinline__ unsigned tex_mma_ldm_addr(const __half *p, int64_t ld)\n"          \
+    "{\n"                                                                                          \
+    "    unsigned lane = threadIdx.x % 32, q = lane / 8;\n"                                        \
+    "    return (unsigned)__cvta_generic_to_shared(p + (lane % 8 + 8 * (q & 1)) * ld + 8 * (q >> " \
+    "1));\n"                                                                                       \
+    "}\n"                                                                                          \
+    "/* r: a 16x16 A tile in m16n8k16's A registers (trans 0), or a 16x16 B tile as the\n"         \
+    "   two n8 halves' B registers {b0, b1, b0', b1'} (trans 1) */\n"                              \
+    "__device__ __forceinline__ void tex_mma_ldm(unsigned *r, const __half *p, int64_t ld,\n"      \
+    "    bool trans)\n"                                                                            \
+    "{\n"                                                                                          \
+    "    unsigned a = tex_mma_ldm_addr(p, ld);\n"                                                  \
+    "    if (trans)\n"                                                                             \
+    "        asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, "        \
+    "[%4];\\n\"\n"                                                                                 \
+    "                     : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a));\n" \
+    "    else\n"                                                                                   \
+    "        asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"\n"  \
+    "                     : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a));\n" \
+    "}\n"                                                                                          \
+    "#endif\n"
+
 /* Device helpers shared by the built-ins' sources. */
 #define FRAG_COMMON                                                                                \
     "#include <mma.h>\n"                                                                           \
@@ -61,17 +94,22 @@
     "{\n"                                                                                          \
     "    return (unsigned)__half_as_ushort(lo) | ((unsigned)__half_as_ushort(hi) << 16);\n"        \
     "}\n"                                                                                          \
-    "/* c[0..3] += A (registers a) . B[0..15][n..n+7] (memory, row stride ldb) */\n"               \
-    "__device__ __forceinline__ void tex_mma_n8(float *c, const unsigned *a, const __half *B,\n"   \
-    "    int64_t ldb, unsigned g, unsigned t)\n"                                                   \
+    "/* c[0..3] += A (registers a) . B (registers b0, b1: one n8 half) */\n"                       \
+    "__device__ __forceinline__ void tex_mma_regs(float *c, const unsigned *a, unsigned b0,\n"     \
+    "    unsigned b1)\n"                                                                           \
     "{\n"                                                                                          \
-    "    unsigned b0 = tex_mma_pack(B[2 * t * ldb + g], B[(2 * t + 1) * ldb + g]);\n"              \
-    "    unsigned b1 = tex_mma_pack(B[(2 * t + 8) * ldb + g], B[(2 * t + 9) * ldb + g]);\n"        \
     "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 \"\n"                    \
     "                 \"{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\"\n"              \
     "                 : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"                  \
     "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b0), "           \
     "\"r\"(b1));\n"                                                                                \
+    "}\n"                                                                                          \
+    "/* c[0..3] += A (registers a) . B[0..15][n..n+7] (memory, row stride ldb) */\n"               \
+    "__device__ __forceinline__ void tex_mma_n8(float *c, const unsigned *a, const __half *B,\n"   \
+    "    int64_t ldb, unsigned g, unsigned t)\n"                                                   \
+    "{\n"                                                                                          \
+    "    tex_mma_regs(c, a, tex_mma_pack(B[2 * t * ldb + g], B[(2 * t + 1) * ldb + g]),\n"         \
+    "                 tex_mma_pack(B[(2 * t + 8) * ldb + g], B[(2 * t + 9) * ldb + g]));\n"        \
     "}\n"                                                                                          \
     "/* c[0..7] (slot order) += A (registers a) . B (16x16, memory) */\n"                          \
     "__device__ __forceinline__ void tex_mma_tile(float *c, const unsigned *a, const __half *B,\n" \
@@ -90,7 +128,8 @@
     "#endif\n"                                                                                     \
     "#endif\n"
 
-static const char frag_source[] = FRAG_COMMON
+/* After FRAG_COMMON (joined at run time: one literal would be too long). */
+static const char frag_source[] = FRAG_LDM
     "__device__ __forceinline__ void tex_mma_frag_reset(float *C, int64_t c0, int64_t c1)\n"
     "{\n"
     "    (void)c1;\n"
@@ -119,6 +158,14 @@ static const char frag_source[] = FRAG_COMMON
     "#else\n"
     "    (void)c0;\n"
     "    unsigned a[4];\n"
+    "    if (tex_mma_ldm_ok(A, a0) && tex_mma_ldm_ok(B, b0)) {\n"
+    "        unsigned b[4];\n"
+    "        tex_mma_ldm(a, A, a0, false);\n"
+    "        tex_mma_ldm(b, B, b0, true);\n"
+    "        tex_mma_regs(C, a, b[0], b[1]);\n"
+    "        tex_mma_regs(C + 4, a, b[2], b[3]);\n"
+    "        return;\n"
+    "    }\n"
     "    for (int r = 0; r < 4; r++)\n"
     "        a[r] = tex_mma_pack(A[tex_mma_slot(2 * r, a0)], A[tex_mma_slot(2 * r + 1, a0)]);\n"
     "    tex_mma_tile(C, a, B, b0);\n"
@@ -246,14 +293,27 @@ static const char host_source[] =
     "    tex_mma_frag_update(A, a0, a1, B, b0, b1, C, c0, c1);\n"
     "}\n";
 
+/* FRAG_COMMON followed by src, in ctx's arena; NULL on failure. */
+static const char *with_common(tex_ctx *ctx, const char *src)
+{
+    static const char common[] = FRAG_COMMON;
+    size_t n = strlen(src);
+    char *r = texi_alloc(ctx, sizeof common + n, "a built-in's source");
+    if (r) {
+        memcpy(r, common, sizeof common - 1);
+        memcpy(r + sizeof common - 1, src, n + 1);
+    }
+    return r;
+}
+
 /* The built-in `name` (desc d, device source src, functions body or reset
  * and update), with host_source for the CPU; NULL on failure. */
 static tex_intrin *make(tex_ctx *ctx, const char *name, tex_tensor *d, const char *src,
                         const char *body, const char *reset, const char *update)
 {
-    tex_intrin *in =
-        d ? texi_intrin_make(ctx, "tex_intrin_builtin", name, d, src, body, reset, update, name)
-          : NULL;
+    tex_intrin *in = d && src ? texi_intrin_make(ctx, "tex_intrin_builtin", name, d, src, body,
+                                                 reset, update, name)
+                              : NULL;
     if (in)
         in->host_source = host_source;
     return in;
@@ -318,8 +378,8 @@ unsigned texi_intrin_frag_operands(const tex_intrin *in)
 tex_intrin *texi_intrin_builtin_cuda_frag(tex_ctx *ctx, const char *name)
 {
     if (strcmp(name, "cuda.mma_m16n16k16_f16f32_frag") == 0)
-        return make(ctx, name, gemm_desc(ctx), frag_source, NULL, "tex_mma_frag_reset",
-                    "tex_mma_frag_update");
+        return make(ctx, name, gemm_desc(ctx), with_common(ctx, frag_source), NULL,
+                    "tex_mma_frag_reset", "tex_mma_frag_update");
     if (strcmp(name, "cuda.mma_frag_relu_f16") == 0)
         return make(ctx, name, relu_desc(ctx), relu_source, "tex_mma_frag_relu", NULL, NULL);
     if (strcmp(name, "cuda.mma_frag_store_f32") == 0)
