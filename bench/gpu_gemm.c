@@ -5,7 +5,8 @@
  * Cases (row-major C[M, N] = A[M, K] . B[K, N]):
  *   f32_N     f32 inputs and output, N = 1024, 2048, 4096; anchor cublasSgemm
  *   f16f32_N  f16 inputs, f32 accumulation and output (C = sum f32(A) f32(B)),
- *             N = 1024, 4096; tex uses tensor cores (wmma); anchor
+ *             N = 1024, 4096; tex uses tensor cores (mma.sync on register
+ *             fragments from sm_80, wmma before); anchor
  *             cublasGemmEx (CUDA_R_16F inputs, CUBLAS_COMPUTE_32F)
  * tex's kernel is tex_auto_schedule(..., "cuda") of the computation, built
  * with tex_build(f, "cuda"); the "/tuned" lines (f32_2048/tuned,

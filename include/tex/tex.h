@@ -385,7 +385,10 @@ TEX_API int tex_schedule_apply_text(tex_schedule *s, const char *text);
  * cross-thread reductions; GEMM-like stages in block tiles (up to 64x64) of
  * 4x4 register tiles per thread, operand tiles double-buffered in shared
  * memory, epilogues applied on write-back; f16/bf16 GEMMs with f32
- * accumulation and shapes multiple of 16 on tensor cores (wmma). target:
+ * accumulation and shapes multiple of 16 on tensor cores: f16 from sm_80 in
+ * block tiles up to 128x128 of warp tiles whose accumulators stay in
+ * registers (mma.sync), operand K tiles double-buffered in shared memory;
+ * bf16 and older archs with wmma (docs/auto_schedule.md). target:
  * "cpu", optionally with "-strict-float", "-threads=N" (the thread count
  * to size for; default TEX_NUM_THREADS or the online processors) and
  * "-no-tensorize" (no CPU GEMM built-ins), or
@@ -469,8 +472,9 @@ TEX_API tex_intrin *tex_intrin_extern(tex_ctx *ctx, const char *name, tex_tensor
 /* A built-in intrinsic: "cpu.gemm_f32_avx512", "cpu.gemm_f32_avx2",
  * "cuda.wmma_m16n16k16_f16f32", "cuda.wmma_m16n16k16_bf16f32", and the
  * register-resident "cuda.mma_m16n16k16_f16f32_frag", "cuda.mma_frag_relu_f16",
- * "cuda.mma_m16n16k16_f16f32_afrag" (fragment tiles in local buffers,
- * docs/api.md rule 10). NULL with
+ * "cuda.mma_m16n16k16_f16f32_afrag", "cuda.mma_frag_store_f32" (D = P: an
+ * f32 fragment tile written to shared or global memory) (fragment tiles in
+ * local buffers, docs/api.md rule 10). NULL with
  * TEX_EINVAL for an unknown name. The CPU GEMM built-ins take any K: their
  * depth (256 in the description) follows the tensorized nest's reduction
  * leaf when its extent is constant, and the last, partial tile of a constant

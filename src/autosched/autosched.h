@@ -148,6 +148,13 @@ int texi_as_cuda_gemm_tiles(texi_as_graph *g, int r);
  * epilogue, then as texi_as_cuda_gemm_tiles (cuda_gemm.c). */
 int texi_as_cuda_gemm_alone(texi_as_graph *g, tex_stage *st);
 
+/* The register-fragment tensor-core forms of the two above (cuda_mma.c),
+ * for a GEMM stage whose f16 operands A and B are ab and that
+ * texi_as_cuda_gemm_tiles found fit: st alone, or root node r's kernel
+ * computing GEMM stage gs and its epilogue. */
+int texi_as_cuda_mma_alone(texi_as_graph *g, tex_stage *st, tex_tensor *ab[2]);
+int texi_as_cuda_mma_tiles(texi_as_graph *g, int r, tex_stage *gs, tex_tensor *ab[2]);
+
 /* Prints the partition to stderr when TEX_DUMP lists "fusion" (dump.c). */
 void texi_as_dump(const texi_as_graph *g, const char *target);
 

@@ -24,7 +24,11 @@
  *               input) is read from global memory.
  *   tensor cores  f16/bf16 inputs accumulated in f32 (sum of f32(A) f32(B))
  *               with constant M, N, K multiples of 16, sm_70 or newer (or
- *               no -arch) and no -strict-float: the wmma built-ins
+ *               no -arch) and no -strict-float. f16 on sm_80 or newer (or
+ *               no -arch): cuda_mma.c's block tiles up to 128 x 128 of
+ *               warp tiles whose accumulator fragments stay in registers,
+ *               A and B K tiles double-buffered in shared memory. bf16, and
+ *               f16 on sm_70 to sm_75: the wmma built-ins
  *               (cuda.wmma_m16n16k16_*), one warp per 16 x 16 accumulator
  *               tile in shared memory, up to 4 warps per block along M.
  */
@@ -355,13 +359,21 @@ static int wmma_tiles(texi_as_graph *g, int r, tex_stage *st, tex_stage *cs, tex
     return tex_tensorize(cs, cii, in);
 }
 
+/* Whether a tensor-core GEMM of operands ab (wmma_fits) takes the
+ * register-fragment form (cuda_mma.c): f16, sm_80 or newer (or no -arch). */
+static bool mma_fits(const texi_as_graph *g, tex_tensor *ab[2])
+{
+    return ab[0]->dtype == TEX_F16 && (g->sm == 0 || g->sm >= 80);
+}
+
 int texi_as_cuda_gemm_tiles(texi_as_graph *g, int r)
 {
     texi_as_node *nd = &g->nodes[r];
     tex_stage *gs = g->nodes[nd->gemm].st;
     tex_tensor *ab[2];
     if (wmma_fits(g, nd->st, gs, ab))
-        return wmma_tiles(g, r, nd->st, gs, ab);
+        return mma_fits(g, ab) ? texi_as_cuda_mma_tiles(g, r, gs, ab)
+                               : wmma_tiles(g, r, nd->st, gs, ab);
     return register_tiles(g, r, nd->st, gs, nd->gemm);
 }
 
@@ -369,6 +381,8 @@ int texi_as_cuda_gemm_alone(texi_as_graph *g, tex_stage *st)
 {
     tex_tensor *ab[2];
     bool tc = wmma_fits(g, st, st, ab);
+    if (tc && mma_fits(g, ab))
+        return texi_as_cuda_mma_alone(g, st, ab);
     tex_tensor *c = tex_cache_write(g->sch, st->tensor, tc ? TEX_SCOPE_SHARED : TEX_SCOPE_LOCAL);
     if (!c)
         return tex_errcode(g->ctx);

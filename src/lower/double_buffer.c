@@ -15,7 +15,9 @@
  * Output: each marked buffer doubled, a prologue fetching step m, and a loop
  * whose body fetches step k+1 into one half (ATTR "double_buffer_write")
  * while it computes step k from the other (the form in full: above
- * pipeline()). Not done: barriers, which are thread_sync's (it runs after).
+ * pipeline()); a tensor intrinsic's tile of a marked buffer (an INTRIN
+ * argument) moves into the half as a LOAD does. Not done: barriers, which
+ * are thread_sync's (it runs after).
  */
 #include "lower/device.h"
 
@@ -173,9 +175,45 @@ static tex_expr *redirect_expr(tex_expr *e, void *ud)
     return idx ? texi_load_new(p->neu[b], idx) : e;
 }
 
+/* The intrinsic call s with its tiles of marked buffers moved into the half
+ * addressed (offset as a LOAD's index), every tile offset simplified when
+ * tidy; s itself when nothing changes. */
+static tex_stmt *intrin_tiles(db_pass *p, tex_stmt *s, bool tidy)
+{
+    int n = s->u.intrin.n_args;
+    texi_intrin_arg *args = texi_alloc(p->lw->ctx, (size_t)n * sizeof *args, "intrinsic tiles");
+    if (!args) {
+        p->rc = TEX_ENOMEM;
+        return s;
+    }
+    bool changed = false;
+    for (int i = 0; i < n; i++) {
+        args[i] = s->u.intrin.args[i];
+        int b = args[i].buf ? find_buf(p, texi_buffer_key(args[i].buf)) : -1;
+        tex_expr *o = args[i].offset;
+        if (tidy && o)
+            o = texi_simplify(o, 0, NULL);
+        else if (b >= 0 && o)
+            o = offset(p, b, o);
+        if (b >= 0 && !tidy)
+            args[i].buf = p->neu[b];
+        if (!o && args[i].offset)
+            p->rc = TEX_ENOMEM;
+        changed |= o != args[i].offset || args[i].buf != s->u.intrin.args[i].buf;
+        args[i].offset = o ? o : args[i].offset;
+    }
+    tex_stmt *r =
+        changed ? texi_intrin_new(p->lw->ctx, s->u.intrin.intrin, s->u.intrin.fn, n, args) : s;
+    if (!r)
+        p->rc = TEX_ENOMEM;
+    return r ? r : s;
+}
+
 static tex_stmt *redirect_stmt(tex_stmt *s, void *ud)
 {
     db_pass *p = ud;
+    if (s->kind == TEXI_STMT_INTRIN)
+        return intrin_tiles(p, s, false);
     if (s->kind != TEXI_STMT_STORE)
         return NULL;
     int b = find_buf(p, texi_buffer_key(s->u.store.buf));
@@ -207,6 +245,8 @@ static tex_stmt *tidy_stmt(tex_stmt *s, void *ud)
 {
     db_pass *p = ud;
     tex_stmt *r = NULL;
+    if (s->kind == TEXI_STMT_INTRIN)
+        return intrin_tiles(p, s, true);
     if (s->kind == TEXI_STMT_STORE) {
         tex_expr *idx = texi_expr_mutate(s->u.store.index, tidy_expr, p);
         tex_expr *v = texi_expr_mutate(s->u.store.value, tidy_expr, p);

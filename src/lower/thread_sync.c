@@ -22,20 +22,24 @@
 #include "lower/device.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_MAP 256 /* enclosing loops and LETs of one kernel */
 #define N_TTAGS 3   /* THREAD_X .. THREAD_Z */
+#define MAX_INJ 8   /* terms of an index the one-to-one rule looks at */
 
 typedef struct {
     const void *key; /* texi_buffer_key of the shared buffer */
     tex_expr *idx;   /* canonical index; NULL: unknown (conflicts with everything) */
     bool write;
-    bool pure;          /* idx uses only every active T_t, block indices and parameters */
-    tex_expr *owner;    /* h of the ownership rule (accesses section), or NULL */
-    int64_t owner_g;    /* G: every other term is a multiple of it (0: there is none) */
-    int64_t owner_span; /* largest h + 1 */
-    bool db;            /* a write under ATTR "double_buffer_write" */
-    bool carried;       /* from the previous iteration of the loop being planned */
+    bool pure;                /* idx uses only every active T_t, block indices and parameters */
+    tex_expr *owner;          /* h of the ownership rule (accesses section), or NULL */
+    int64_t owner_g;          /* G: every other term is a multiple of it (0: there is none) */
+    int64_t owner_span;       /* largest h + 1 */
+    bool db;                  /* a write under ATTR "double_buffer_write" */
+    bool carried;             /* from the previous iteration of the loop being planned */
+    int n_inj;                /* the one-to-one rule (accesses section): terms of idx; 0: not */
+    int64_t inj_ext[MAX_INJ]; /* their variables' extents, in the form's order */
 } access;
 
 typedef struct {
@@ -52,7 +56,8 @@ typedef struct {
                                               when one is not constant, 0 when none */
     tex_expr *from[MAX_MAP], *to[MAX_MAP]; /* canonicalization */
     int n_map;
-    tex_expr *serial[MAX_MAP]; /* variables of enclosing serial loops */
+    tex_expr *serial[MAX_MAP];   /* variables of enclosing serial loops */
+    int64_t serial_ext[MAX_MAP]; /* their extents when constant and from 0, else -1 */
     int n_serial;
     bool db; /* inside ATTR "double_buffer_write" */
 } sync_pass;
@@ -62,7 +67,8 @@ typedef struct {
 static bool same_access(const access *a, const access *b)
 {
     return a->key == b->key && a->write == b->write && a->db == b->db && a->carried == b->carried &&
-           a->pure == b->pure && a->owner_g == b->owner_g &&
+           a->pure == b->pure && a->owner_g == b->owner_g && a->n_inj == b->n_inj &&
+           memcmp(a->inj_ext, b->inj_ext, sizeof a->inj_ext[0] * (size_t)a->n_inj) == 0 &&
            (a->owner == b->owner ||
             (a->owner && b->owner && texi_expr_equal(a->owner, b->owner))) &&
            (a->idx == b->idx || (a->idx && b->idx && texi_expr_equal(a->idx, b->idx)));
@@ -152,6 +158,10 @@ static int enter_loop(sync_pass *p, const tex_stmt *s)
     if (p->n_serial == MAX_MAP)
         return p->rc = texi_error(p->lw->ctx, TEX_EUNAVAILABLE,
                                   "tex_build: thread_sync: more than %d nested loops", MAX_MAP);
+    int64_t m, e;
+    bool from0 = texi_expr_is_int_const(s->u.loop.min, &m) && m == 0;
+    p->serial_ext[p->n_serial] =
+        from0 && texi_expr_is_int_const(s->u.loop.extent, &e) && e > 0 ? e : -1;
     p->serial[p->n_serial++] = var;
     return 0;
 }
@@ -229,6 +239,14 @@ static bool uniform(sync_pass *p, tex_expr *e)
  *     elements then have equal h, hence one thread: a cooperative fetch
  *     S[o*256 + T_y*16 + T_x] in a serial loop over o, or the two halves
  *     of a double buffer, need no barrier between a thread's own accesses;
+ *   - both indices are the same expression, a linear sum over distinct
+ *     atoms of known range (every active T_t, serial-loop variables of
+ *     loops from 0 with constant extents, x % c for a constant c > 0; the
+ *     same extents for both accesses) with positive mixed-radix
+ *     coefficients, plus a constant: each atom's value, T_t's included, is
+ *     then a function of the element, so equal elements have one thread (a cooperative
+ *     fetch S[o*1088 + p*32 + T_y*136 + T_x] over serial o and p, whose
+ *     padded rows defeat the ownership rule); or
  *   - the earlier one is a write inside ATTR "double_buffer_write"
  *     (double_buffer.c: the fetch of step k+1 into the other half) and the
  *     later one a read in the same loop iteration (TVM's rule: it reads the
@@ -315,6 +333,65 @@ static void find_owner(sync_pass *p, access *a, tex_expr *idx)
     texi_simp_fini(&s);
 }
 
+/* The extent of the range that term t's variable runs over (a thread index
+ * or a serial loop from 0 with a constant extent), or -1 when t is not
+ * such a linear term. */
+static int64_t inj_extent(const sync_pass *p, const texi_term *t)
+{
+    int64_t c;
+    if (t->n_atoms != 1 || t->coef <= 0)
+        return -1;
+    int g = linear_tag(p, t);
+    if (g >= 0)
+        return p->launch[g] > 0 ? p->launch[g] : -1;
+    const tex_expr *x = t->atoms[0];
+    if (x->kind == TEXI_EXPR_FLOORMOD && texi_expr_is_int_const(x->u.bin.b, &c) && c > 0)
+        return c; /* a double buffer's half, (k + 1) % 2 */
+    for (int i = p->n_serial - 1; i >= 0; i--)
+        if (t->atoms[0] == p->serial[i])
+            return p->serial_ext[i];
+    return -1;
+}
+
+/* Sets a->n_inj and a->inj_ext (the one-to-one rule above) for canonical
+ * index idx: its terms, sorted by coefficient, each above the largest value
+ * of the smaller ones. */
+static void find_injective(sync_pass *p, access *a, tex_expr *idx)
+{
+    texi_simp s;
+    texi_simp_init(&s, p->lw->ctx, 0, NULL);
+    texi_form *f = texi_form_of(&s, idx);
+    int n = f && !f->wrapped && f->n <= MAX_INJ ? f->n : 0;
+    int order[MAX_INJ];
+    bool ok = n > 0, seen[N_TTAGS] = {false};
+    for (int i = 0; ok && i < n; i++) {
+        int g = linear_tag(p, &f->terms[i]);
+        if (g >= 0)
+            seen[g] = true;
+        a->inj_ext[i] = inj_extent(p, &f->terms[i]);
+        ok = a->inj_ext[i] > 0;
+        for (int j = 0; ok && j < i; j++)
+            ok = f->terms[j].atoms[0] != f->terms[i].atoms[0];
+        order[i] = i;
+    }
+    for (int g = 0; g < N_TTAGS; g++) /* every thread of the block tells apart */
+        ok &= seen[g] || !p->active[g];
+    for (int i = 1; ok && i < n; i++) /* by coefficient, smallest first */
+        for (int j = i; j > 0 && f->terms[order[j]].coef < f->terms[order[j - 1]].coef; j--) {
+            int x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    int64_t reach = 0;
+    for (int i = 0; ok && i < n; i++) {
+        int64_t c = f->terms[order[i]].coef, e = a->inj_ext[order[i]];
+        ok = c > reach && e <= INT64_MAX / 4 / c;
+        reach += c * (e - 1);
+    }
+    a->n_inj = ok ? n : 0;
+    texi_simp_fini(&s);
+}
+
 static int add_access(sync_pass *p, access_set *s, const texi_buffer *b, tex_expr *idx, bool write)
 {
     if (b->scope != TEXI_SCOPE_SHARED)
@@ -327,6 +404,7 @@ static int add_access(sync_pass *p, access_set *s, const texi_buffer *b, tex_exp
         for (int t = 0; t < N_TTAGS; t++)
             a.pure &= u.thread[t] || !p->active[t];
         find_owner(p, &a, a.idx);
+        find_injective(p, &a, a.idx);
     }
     return set_add(p, s, a);
 }
@@ -366,13 +444,17 @@ static int collect_for(sync_pass *p, const tex_stmt *s, access_set *out)
     return rc;
 }
 
+/* The tiles of an intrinsic call, at unknown indices: its inputs are read,
+ * its output (the last argument) read and written. */
 static int collect_intrin(sync_pass *p, const tex_stmt *s, access_set *out)
 {
-    for (int i = 0; i < s->u.intrin.n_args; i++) {
+    int n = s->u.intrin.n_args;
+    for (int i = 0; i < n; i++) {
         const texi_buffer *b = s->u.intrin.args[i].buf;
         if (b) {
             TEXI_TRY(add_access(p, out, b, NULL, false));
-            TEXI_TRY(add_access(p, out, b, NULL, true));
+            if (i == n - 1)
+                TEXI_TRY(add_access(p, out, b, NULL, true));
         }
     }
     return 0;
@@ -515,7 +597,11 @@ static bool conflict(const access *prev, const access *cur)
     if (prev->owner && cur->owner && texi_expr_equal(prev->owner, cur->owner) &&
         (g == 0 || g >= cur->owner_span))
         return false;
-    return !(prev->pure && cur->pure && texi_expr_equal(prev->idx, cur->idx));
+    bool same = prev->idx && cur->idx && texi_expr_equal(prev->idx, cur->idx);
+    if (same && prev->n_inj && prev->n_inj == cur->n_inj &&
+        memcmp(prev->inj_ext, cur->inj_ext, sizeof prev->inj_ext[0] * (size_t)cur->n_inj) == 0)
+        return false;
+    return !(prev->pure && cur->pure && same);
 }
 
 static bool conflicts(const access_set *pending, const access_set *item)

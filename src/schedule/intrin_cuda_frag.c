@@ -4,7 +4,8 @@
  * two intrinsics that let a back-to-back GEMM hand that accumulator to the
  * second GEMM as its f16 A operand without leaving registers (CUTLASS's
  * example 13, register-resident variant). f16 inputs, f32 accumulation,
- * sm_80+ (PTX mma.sync.m16n8k16).
+ * sm_80+ (PTX mma.sync.m16n8k16), and the write-back of an accumulator
+ * fragment to memory.
  *
  *   "cuda.mma_m16n16k16_f16f32_frag"   C[i,j] = sum_k f32(A[i,k]) * f32(B[k,j]),
  *                                      A, B f16 in memory, C a fragment tile
@@ -13,6 +14,9 @@
  *   "cuda.mma_m16n16k16_f16f32_afrag"  C[i,j] = sum_k f32(A[i,k]) * f32(B[k,j]),
  *                                      A an f16 fragment tile, B f16 and C f32
  *                                      in memory
+ *   "cuda.mma_frag_store_f32"          D[i,j] = P[i,j], P an f32 fragment tile,
+ *                                      D f32 in memory (shared or global): an
+ *                                      accumulator written back once
  *
  * A fragment tile is a 16x16 tile of a per-thread (TEX_SCOPE_LOCAL) buffer
  * that only these intrinsics read and write: on the device each lane keeps
@@ -46,7 +50,40 @@
 
 #include <string.h>
 
-/* Device helpers shared by the three built-ins' sources. */
+/* ldmatrix loads of 16x16 f16 tiles in shared memory (frag_source's fast
+ * path; its fallback reads element by element, e.g. from global memory). */
+#define FRAG_LDM                                                                                   \
+    "#ifndef TEX_CUDA_EMULATION\n"                                                                 \
+    "/* whether ldmatrix can read the 16x16 tile at p: shared, rows 16-byte aligned */\n"          \
+    "__device__ __forceinline__ bool tex_mma_ldm_ok(const __half *p, int64_t ld)\n"                \
+    "{\n"                                                                                          \
+    "    return __isShared(p) && ((size_t)p & 15) == 0 && (ld & 7) == 0;\n"                        \
+    "}\n"                                                                                          \
+    "/* this lane's row address for ldmatrix .x4 over the four 8x8 quarters of a 16x16\n"          \
+    "   tile, in the order (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) */\n"      \
+    "__device__ __forceinline__ unsigned tex_mma_ldm_addr(const __half *p, int64_t ld)\n"          \
+    "{\n"                                                                                          \
+    "    unsigned lane = threadIdx.x % 32, q = lane / 8;\n"                                        \
+    "    return (unsigned)__cvta_generic_to_shared(p + (lane % 8 + 8 * (q & 1)) * ld + 8 * (q >> " \
+    "1));\n"                                                                                       \
+    "}\n"                                                                                          \
+    "/* r: a 16x16 A tile in m16n8k16's A registers (trans 0), or a 16x16 B tile as the\n"         \
+    "   two n8 halves' B registers {b0, b1, b0', b1'} (trans 1) */\n"                              \
+    "__device__ __forceinline__ void tex_mma_ldm(unsigned *r, const __half *p, int64_t ld,\n"      \
+    "    bool trans)\n"                                                                            \
+    "{\n"                                                                                          \
+    "    unsigned a = tex_mma_ldm_addr(p, ld);\n"                                                  \
+    "    if (trans)\n"                                                                             \
+    "        asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, "        \
+    "[%4];\\n\"\n"                                                                                 \
+    "                     : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a));\n" \
+    "    else\n"                                                                                   \
+    "        asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"\n"  \
+    "                     : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a));\n" \
+    "}\n"                                                                                          \
+    "#endif\n"
+
+/* Device helpers shared by the built-ins' sources. */
 #define FRAG_COMMON                                                                                \
     "#include <mma.h>\n"                                                                           \
     "#include <cuda_fp16.h>\n"                                                                     \
@@ -57,17 +94,22 @@
     "{\n"                                                                                          \
     "    return (unsigned)__half_as_ushort(lo) | ((unsigned)__half_as_ushort(hi) << 16);\n"        \
     "}\n"                                                                                          \
-    "/* c[0..3] += A (registers a) . B[0..15][n..n+7] (memory, row stride ldb) */\n"               \
-    "__device__ __forceinline__ void tex_mma_n8(float *c, const unsigned *a, const __half *B,\n"   \
-    "    int64_t ldb, unsigned g, unsigned t)\n"                                                   \
+    "/* c[0..3] += A (registers a) . B (registers b0, b1: one n8 half) */\n"                       \
+    "__device__ __forceinline__ void tex_mma_regs(float *c, const unsigned *a, unsigned b0,\n"     \
+    "    unsigned b1)\n"                                                                           \
     "{\n"                                                                                          \
-    "    unsigned b0 = tex_mma_pack(B[2 * t * ldb + g], B[(2 * t + 1) * ldb + g]);\n"              \
-    "    unsigned b1 = tex_mma_pack(B[(2 * t + 8) * ldb + g], B[(2 * t + 9) * ldb + g]);\n"        \
     "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 \"\n"                    \
     "                 \"{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\"\n"              \
     "                 : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"                  \
     "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b0), "           \
     "\"r\"(b1));\n"                                                                                \
+    "}\n"                                                                                          \
+    "/* c[0..3] += A (registers a) . B[0..15][n..n+7] (memory, row stride ldb) */\n"               \
+    "__device__ __forceinline__ void tex_mma_n8(float *c, const unsigned *a, const __half *B,\n"   \
+    "    int64_t ldb, unsigned g, unsigned t)\n"                                                   \
+    "{\n"                                                                                          \
+    "    tex_mma_regs(c, a, tex_mma_pack(B[2 * t * ldb + g], B[(2 * t + 1) * ldb + g]),\n"         \
+    "                 tex_mma_pack(B[(2 * t + 8) * ldb + g], B[(2 * t + 9) * ldb + g]));\n"        \
     "}\n"                                                                                          \
     "/* c[0..7] (slot order) += A (registers a) . B (16x16, memory) */\n"                          \
     "__device__ __forceinline__ void tex_mma_tile(float *c, const unsigned *a, const __half *B,\n" \
@@ -86,7 +128,8 @@
     "#endif\n"                                                                                     \
     "#endif\n"
 
-static const char frag_source[] = FRAG_COMMON
+/* After FRAG_COMMON (joined at run time: one literal would be too long). */
+static const char frag_source[] = FRAG_LDM
     "__device__ __forceinline__ void tex_mma_frag_reset(float *C, int64_t c0, int64_t c1)\n"
     "{\n"
     "    (void)c1;\n"
@@ -115,6 +158,14 @@ static const char frag_source[] = FRAG_COMMON
     "#else\n"
     "    (void)c0;\n"
     "    unsigned a[4];\n"
+    "    if (tex_mma_ldm_ok(A, a0) && tex_mma_ldm_ok(B, b0)) {\n"
+    "        unsigned b[4];\n"
+    "        tex_mma_ldm(a, A, a0, false);\n"
+    "        tex_mma_ldm(b, B, b0, true);\n"
+    "        tex_mma_regs(C, a, b[0], b[1]);\n"
+    "        tex_mma_regs(C + 4, a, b[2], b[3]);\n"
+    "        return;\n"
+    "    }\n"
     "    for (int r = 0; r < 4; r++)\n"
     "        a[r] = tex_mma_pack(A[tex_mma_slot(2 * r, a0)], A[tex_mma_slot(2 * r + 1, a0)]);\n"
     "    tex_mma_tile(C, a, B, b0);\n"
@@ -134,6 +185,22 @@ static const char relu_source[] = FRAG_COMMON
     "    (void)p0; (void)d0;\n"
     "    for (int s = 0; s < 8; s++)\n"
     "        D[s] = __float2half(P[s] > 0.0f ? P[s] : 0.0f);\n"
+    "#endif\n"
+    "}\n";
+
+static const char store_source[] = FRAG_COMMON
+    "__device__ __forceinline__ void tex_mma_frag_store(const float *P, int64_t p0, int64_t p1,\n"
+    "    float *D, int64_t d0, int64_t d1)\n"
+    "{\n"
+    "    (void)p1; (void)d1;\n"
+    "#ifdef TEX_CUDA_EMULATION\n"
+    "    for (int i = 0; i < 16; i++)\n"
+    "        for (int j = 0; j < 16; j++)\n"
+    "            D[i * d0 + j] = P[i * p0 + j];\n"
+    "#else\n"
+    "    (void)p0;\n"
+    "    for (int s = 0; s < 8; s++)\n"
+    "        D[tex_mma_slot(s, d0)] = P[s];\n"
     "#endif\n"
     "}\n";
 
@@ -180,7 +247,7 @@ static const char afrag_source[] = FRAG_COMMON
     "#endif\n"
     "}\n";
 
-/* The C of all three built-ins for the CPU backend (file comment). */
+/* The C of all the built-ins for the CPU backend (file comment). */
 static const char host_source[] =
     "static inline void tex_mma_frag_reset(float *C, int64_t c0, int64_t c1)\n"
     "{\n"
@@ -209,6 +276,13 @@ static const char host_source[] =
     "            D[i * d0 + j * d1] = tex_f16_from_f32(v > 0.0f ? v : 0.0f);\n"
     "        }\n"
     "}\n"
+    "static inline void tex_mma_frag_store(const float *P, int64_t p0, int64_t p1, float *D,\n"
+    "    int64_t d0, int64_t d1)\n"
+    "{\n"
+    "    for (int i = 0; i < 16; i++)\n"
+    "        for (int j = 0; j < 16; j++)\n"
+    "            D[i * d0 + j * d1] = P[i * p0 + j * p1];\n"
+    "}\n"
     "static inline void tex_mma_afrag_reset(float *C, int64_t c0, int64_t c1)\n"
     "{\n"
     "    tex_mma_frag_reset(C, c0, c1);\n"
@@ -219,14 +293,27 @@ static const char host_source[] =
     "    tex_mma_frag_update(A, a0, a1, B, b0, b1, C, c0, c1);\n"
     "}\n";
 
+/* FRAG_COMMON followed by src, in ctx's arena; NULL on failure. */
+static const char *with_common(tex_ctx *ctx, const char *src)
+{
+    static const char common[] = FRAG_COMMON;
+    size_t n = strlen(src);
+    char *r = texi_alloc(ctx, sizeof common + n, "a built-in's source");
+    if (r) {
+        memcpy(r, common, sizeof common - 1);
+        memcpy(r + sizeof common - 1, src, n + 1);
+    }
+    return r;
+}
+
 /* The built-in `name` (desc d, device source src, functions body or reset
  * and update), with host_source for the CPU; NULL on failure. */
 static tex_intrin *make(tex_ctx *ctx, const char *name, tex_tensor *d, const char *src,
                         const char *body, const char *reset, const char *update)
 {
-    tex_intrin *in =
-        d ? texi_intrin_make(ctx, "tex_intrin_builtin", name, d, src, body, reset, update, name)
-          : NULL;
+    tex_intrin *in = d && src ? texi_intrin_make(ctx, "tex_intrin_builtin", name, d, src, body,
+                                                 reset, update, name)
+                              : NULL;
     if (in)
         in->host_source = host_source;
     return in;
@@ -252,6 +339,16 @@ static tex_tensor *gemm_desc(tex_ctx *ctx)
     return tex_compute(ctx, "C", 2, (tex_iter *[]){i, j}, tex_sum(prod, 1, &k));
 }
 
+/* D[i,j] = P[i,j] over an f32 tile; NULL on failure. */
+static tex_tensor *store_desc(tex_ctx *ctx)
+{
+    tex_tensor *p = tile(ctx, "P", TEX_F32);
+    tex_iter *i = tex_axis(ctx, "i", tex_int(ctx, 16)), *j = tex_axis(ctx, "j", tex_int(ctx, 16));
+    if (!p || !i || !j)
+        return NULL;
+    return tex_compute(ctx, "D", 2, (tex_iter *[]){i, j}, TEX_AT(p, tex_iv(i), tex_iv(j)));
+}
+
 /* D[i,j] = f16(max(P[i,j], 0)) over an f32 tile; NULL on failure. */
 static tex_tensor *relu_desc(tex_ctx *ctx)
 {
@@ -273,16 +370,20 @@ unsigned texi_intrin_frag_operands(const tex_intrin *in)
         return 1u << 0 | 1u << 1; /* P, D */
     if (strcmp(in->builtin, "cuda.mma_m16n16k16_f16f32_afrag") == 0)
         return 1u << 0; /* A */
+    if (strcmp(in->builtin, "cuda.mma_frag_store_f32") == 0)
+        return 1u << 0; /* P */
     return 0;
 }
 
 tex_intrin *texi_intrin_builtin_cuda_frag(tex_ctx *ctx, const char *name)
 {
     if (strcmp(name, "cuda.mma_m16n16k16_f16f32_frag") == 0)
-        return make(ctx, name, gemm_desc(ctx), frag_source, NULL, "tex_mma_frag_reset",
-                    "tex_mma_frag_update");
+        return make(ctx, name, gemm_desc(ctx), with_common(ctx, frag_source), NULL,
+                    "tex_mma_frag_reset", "tex_mma_frag_update");
     if (strcmp(name, "cuda.mma_frag_relu_f16") == 0)
         return make(ctx, name, relu_desc(ctx), relu_source, "tex_mma_frag_relu", NULL, NULL);
+    if (strcmp(name, "cuda.mma_frag_store_f32") == 0)
+        return make(ctx, name, store_desc(ctx), store_source, "tex_mma_frag_store", NULL, NULL);
     if (strcmp(name, "cuda.mma_m16n16k16_f16f32_afrag") == 0)
         return make(ctx, name, gemm_desc(ctx), afrag_source, NULL, "tex_mma_afrag_reset",
                     "tex_mma_afrag_update");

@@ -160,7 +160,7 @@ tex_intrin *tex_intrin_builtin(tex_ctx *ctx, const char *name)
                    "%s: unknown intrinsic \"%s\" (built-ins: cpu.gemm_f32_avx512, "
                    "cpu.gemm_f32_avx2, cuda.wmma_m16n16k16_f16f32, cuda.wmma_m16n16k16_bf16f32, "
                    "cuda.mma_m16n16k16_f16f32_frag, cuda.mma_frag_relu_f16, "
-                   "cuda.mma_m16n16k16_f16f32_afrag)",
+                   "cuda.mma_m16n16k16_f16f32_afrag, cuda.mma_frag_store_f32)",
                    call, name);
     return in;
 }

@@ -101,6 +101,7 @@ static inline char *read_file(const char *path)
 typedef struct {
     char name[128];
     long regs, smem, spill_st, spill_ld;
+    long stack; /* bytes of stack frame (local memory) */
 } ptx_info;
 
 /* Parses ptxas -v output: per "Compiling entry function 'X'", its spill
@@ -132,6 +133,14 @@ static inline int parse_ptxas(const char *log, ptx_info *k, int cap)
             memset(&k[n], 0, sizeof k[n]);
             sscanf(q + strlen(entry), "%127[^']", k[n].name);
             n++;
+        } else if (n && (q = strstr(p, " bytes stack frame")) && q < e) {
+            k[n - 1].stack = number_before(p, q);
+            const char *sp = strstr(p, " bytes spill stores");
+            if (sp && sp < e)
+                k[n - 1].spill_st = number_before(p, sp);
+            const char *ld = strstr(p, " bytes spill loads");
+            if (ld && ld < e)
+                k[n - 1].spill_ld = number_before(p, ld);
         } else if (n && (q = strstr(p, " bytes spill stores")) && q < e) {
             k[n - 1].spill_st = number_before(p, q);
             const char *ld = strstr(p, " bytes spill loads");
@@ -180,8 +189,9 @@ static inline char *get_ptx(const tex_kernel *k, const char *arch, const char *d
     return text;
 }
 
-/* ptxas -v -arch=ARCH on ptx; checks spills and shared memory of every kernel. */
-static inline void check_ptxas(const char *what, const char *ptx, const char *arch, const char *dir,
+/* ptxas -v -arch=ARCH on ptx; checks spills and shared memory of every
+ * kernel. The largest stack frame (local memory) of a kernel, in bytes. */
+static inline long check_ptxas(const char *what, const char *ptx, const char *arch, const char *dir,
                                const char *ptxas)
 {
     char file[600], cubin[600], archopt[64], *log = NULL;
@@ -197,9 +207,11 @@ static inline void check_ptxas(const char *what, const char *ptx, const char *ar
     int nk = parse_ptxas(log, k, 16);
     if (rc != 0 || nk == 0)
         TT_FAILF("%s: ptxas (%d) gave %d kernels:\n%s", what, rc, nk, log ? log : "");
+    long stack = 0;
     for (int i = 0; i < nk; i++) {
-        printf("  %s %s: %ld registers, %ld bytes smem, spills %ld/%ld\n", what, k[i].name,
-               k[i].regs, k[i].smem, k[i].spill_st, k[i].spill_ld);
+        printf("  %s %s: %ld registers, %ld bytes smem, %ld bytes stack, spills %ld/%ld\n", what,
+               k[i].name, k[i].regs, k[i].smem, k[i].stack, k[i].spill_st, k[i].spill_ld);
+        stack = k[i].stack > stack ? k[i].stack : stack;
         if (k[i].spill_st || k[i].spill_ld || k[i].smem > PTX_SMEM_LIMIT)
             TT_FAILF("%s %s: spill stores %ld, spill loads %ld, smem %ld (limit %d)", what,
                      k[i].name, k[i].spill_st, k[i].spill_ld, k[i].smem, PTX_SMEM_LIMIT);
@@ -207,6 +219,7 @@ static inline void check_ptxas(const char *what, const char *ptx, const char *ar
     free(log);
     unlink(file);
     unlink(cubin);
+    return stack;
 }
 
 #endif

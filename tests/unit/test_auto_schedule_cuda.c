@@ -33,9 +33,14 @@ static char cache_dir[] = "/tmp/tex-test-auto-schedule-cuda-XXXXXX";
 /* Under make asan (TEX_SANITIZE_FLAGS set) only each chain's first shape runs. */
 static bool quick;
 
+/* The largest stack frame (local memory) of the kernels check_ptx last
+ * assembled, in bytes. */
+static long ptx_stack;
+
 /* (1): the PTX of f for sm_80 and sm_90 through ptxas -v. */
 static void check_ptx(as_case *c, tex_func *f)
 {
+    ptx_stack = 0;
     char ptxas[512], dir[] = "/tmp/tex-as-ptx-XXXXXX";
     if (!cuda_bin("ptxas", ptxas, sizeof ptxas) || !mkdtemp(dir)) {
         printf("  %s: PTX not checked (no ptxas)\n", c->w.name);
@@ -53,9 +58,10 @@ static void check_ptx(as_case *c, tex_func *f)
         }
         bool skip = false;
         char *ptx = get_ptx(k, archs[a], dir, why, sizeof why, &skip);
-        if (ptx)
-            check_ptxas(what, ptx, archs[a], dir, ptxas);
-        else if (skip)
+        if (ptx) {
+            long stack = check_ptxas(what, ptx, archs[a], dir, ptxas);
+            ptx_stack = stack > ptx_stack ? stack : ptx_stack;
+        } else if (skip)
             printf("  %s: PTX not checked (%s)\n", what, why);
         else
             TT_FAILF("%s: %s", what, why);
@@ -113,8 +119,9 @@ static tex_schedule *cuda_case_check(as_case *c, tex_tensor *out, const char *ta
     }
     check_ptx(c, f);
     check_emu(c, f, &text);
-    /* tensor-core built-ins have no CPU form: such kernels skip (3) */
-    bool wmma = text && strstr(text, "nvcuda::wmma");
+    /* tensor-core kernels skip (3): the wmma built-ins have no CPU form, and
+     * the CPU backend refuses the register-fragment ones of several warps */
+    bool wmma = text && (strstr(text, "nvcuda::wmma") || strstr(text, "mma.sync"));
     if (!wmma && ops_jit_compare(&c->w, f, "cpu", 13, why, sizeof why) != 0)
         TT_FAILF("%s: gpu_to_cpu: %s", c->w.name, why);
     if (src)
@@ -271,9 +278,30 @@ static void test_matmul(void)
     run_matmul(3, 17, 20, 9, true, false);
 }
 
-/* C = sum_k f32(A[i, k]) * f32(B[k, j]) with A, B in dtype t: tensor cores
- * when M, N, K are multiples of 16 (wmma in the source), else register tiles. */
-static void run_half_matmul(tex_dtype t, int64_t m, int64_t n, int64_t k, bool relu)
+/* The epilogue of a half matmul case. */
+enum half_epilogue { HALF_NONE, HALF_RELU, HALF_BIAS_RELU };
+
+/* Checks of a tensor-core source on the register-fragment form (f16,
+ * sm_80+): mma.sync on fragments kept in registers (no stack frame), the
+ * operands' K tiles in shared memory, the accumulators written back once by
+ * the store built-in; without an epilogue no f32 shared array at all. */
+static void check_fragments(const char *name, const char *src, bool epilogue)
+{
+    source_has(name, src, "mma.sync.aligned.m16n8k16", "tex_mma_frag_store",
+               "__shared__ __align__(16) __half", NULL);
+    if (src && strstr(src, "nvcuda::wmma"))
+        TT_FAILF("%s: the wmma built-ins on the register-fragment path", name);
+    if (src && !epilogue && strstr(src, "__shared__ float"))
+        TT_FAILF("%s: accumulators in shared memory", name);
+    if (ptx_stack != 0)
+        TT_FAILF("%s: %ld bytes of stack frame: the fragments left registers", name, ptx_stack);
+}
+
+/* C = sum_k f32(A[i, k]) * f32(B[k, j]) with A, B in dtype t, then the
+ * epilogue ep: tensor cores when M, N, K are multiples of 16 (f16 from
+ * sm_80: register fragments; else wmma), else register tiles. */
+static void run_half_matmul(tex_dtype t, int64_t m, int64_t n, int64_t k, enum half_epilogue ep,
+                            int sm)
 {
     as_case c;
     case_init(&c, t == TEX_F16 ? "f16_matmul" : "bf16_matmul", 3, (int64_t[]){m, n, k}, false);
@@ -286,14 +314,19 @@ static void run_half_matmul(tex_dtype t, int64_t m, int64_t n, int64_t k, bool r
     tex_expr *prod = tex_mul(tex_cast(TEX_F32, TEX_AT(A, tex_iv(i), tex_iv(r))),
                              tex_cast(TEX_F32, TEX_AT(B, tex_iv(r), tex_iv(j))));
     tex_tensor *C = tex_compute(c.ctx, "C", 2, (tex_iter *[]){i, j}, tex_sum(prod, 1, &r));
-    if (relu)
+    if (ep == HALF_BIAS_RELU)
+        C = tex_op_bias_add(c.ctx, "Cb", C, ops_input(&c.w, "bias", 1, &c.d[1]), 1);
+    if (ep != HALF_NONE)
         C = tex_op_relu(c.ctx, "Y", C);
-    char *src = NULL;
-    tex_schedule *s = cuda_case_check(&c, C, "cuda -arch=sm_80", &src);
+    char *src = NULL, target[64];
+    snprintf(target, sizeof target, "cuda -arch=sm_%d", sm);
+    tex_schedule *s = cuda_case_check(&c, C, target, &src);
     bool tc = m % 16 == 0 && n % 16 == 0 && k % 16 == 0;
-    if (s && tc)
+    if (s && tc && t == TEX_F16 && sm >= 80)
+        check_fragments(c.w.name, src, ep != HALF_NONE);
+    else if (s && tc)
         source_has(c.w.name, src, "nvcuda::wmma::mma_sync", NULL);
-    if (s && !tc && src && strstr(src, "wmma"))
+    if (s && !tc && src && (strstr(src, "wmma") || strstr(src, "mma.sync")))
         TT_FAILF("%s: tensor cores on a shape that is not a multiple of 16", c.w.name);
     free(src);
     tex_ctx_free(c.ctx);
@@ -301,12 +334,18 @@ static void run_half_matmul(tex_dtype t, int64_t m, int64_t n, int64_t k, bool r
 
 static void test_half_matmul(void)
 {
-    run_half_matmul(TEX_F16, 64, 48, 32, false);
+    run_half_matmul(TEX_F16, 64, 48, 32, HALF_NONE, 80);
     if (quick)
         return;
-    run_half_matmul(TEX_F16, 32, 16, 48, true);
-    run_half_matmul(TEX_BF16, 16, 32, 16, false);
-    run_half_matmul(TEX_F16, 40, 24, 36, false);
+    run_half_matmul(TEX_F16, 32, 16, 48, HALF_RELU, 80);
+    run_half_matmul(TEX_F16, 32, 48, 64, HALF_NONE, 80);
+    run_half_matmul(TEX_F16, 128, 128, 32, HALF_BIAS_RELU, 90);
+    run_half_matmul(TEX_F16, 64, 256, 48, HALF_BIAS_RELU, 80);
+    run_half_matmul(TEX_F16, 1536, 1280, 32, HALF_NONE, 90); /* 128 x 128 blocks, 8 warps */
+    run_half_matmul(TEX_F16, 48, 32, 16, HALF_NONE, 75);     /* before sm_80: wmma */
+    run_half_matmul(TEX_BF16, 16, 32, 16, HALF_NONE, 80);
+    run_half_matmul(TEX_BF16, 32, 64, 32, HALF_BIAS_RELU, 80);
+    run_half_matmul(TEX_F16, 40, 24, 36, HALF_NONE, 80);
 }
 
 /* ------------------------------------------------------------------- conv */

@@ -511,6 +511,56 @@ static void test_sync_owner(void)
     tex_ctx_free(ctx);
 }
 
+/* The one-to-one rule (thread_sync.c): inside one 8 x 8 thread nest, serial
+ * loops o (2) and p (4) fetch S[o*320 + p*8 + ty*40 + tx] (padded rows: the
+ * ownership rule fails, the rest's gcd 8 being under the threads' span),
+ * then a loop reads S[q*64 + ty*8 + tx]. Each element of the fetch has one
+ * (thread, iteration): no barrier between its iterations, one before the
+ * read. With p's coefficient 4 instead, iterations of different threads
+ * write the same elements (p*4 + tx overlap): a barrier inside the fetch
+ * too. */
+static tex_stmt *one_to_one_body(tex_ctx *ctx, texi_buffer *sh, texi_buffer *g, int64_t pc)
+{
+    tex_expr *zero = tex_int(ctx, 0), *eight = tex_int(ctx, 8);
+    tex_expr *ty = texi_var_new(ctx, "ty", TEX_I32), *tx = texi_var_new(ctx, "tx", TEX_I32);
+    tex_expr *o = texi_var_new(ctx, "o", TEX_I32), *pv = texi_var_new(ctx, "p", TEX_I32);
+    tex_expr *q = texi_var_new(ctx, "q", TEX_I32);
+    tex_expr *w_idx = tex_add(tex_add(tex_mul(o, tex_int(ctx, 320)), tex_mul(pv, tex_int(ctx, pc))),
+                              tex_add(tex_mul(ty, tex_int(ctx, 40)), tx));
+    tex_expr *r_idx = tex_add(tex_mul(q, tex_int(ctx, 64)), tex_add(tex_mul(ty, eight), tx));
+    tex_stmt *fetch = texi_store_new(ctx, sh, w_idx, texi_load_new(g, w_idx));
+    fetch = texi_for_new(ctx, pv, zero, tex_int(ctx, 4), TEXI_FOR_SERIAL, -1, fetch);
+    fetch = texi_for_new(ctx, o, zero, tex_int(ctx, 2), TEXI_FOR_SERIAL, -1, fetch);
+    tex_stmt *use = texi_for_new(ctx, q, zero, tex_int(ctx, 3), TEXI_FOR_SERIAL, -1,
+                                 texi_store_new(ctx, g, r_idx, texi_load_new(sh, r_idx)));
+    tex_stmt *body = texi_seq_new(ctx, 2, (tex_stmt *[]){fetch, use});
+    body = texi_for_new(ctx, tx, zero, eight, TEXI_FOR_THREAD, TEX_THREAD_X, body);
+    body = texi_for_new(ctx, ty, zero, eight, TEXI_FOR_THREAD, TEX_THREAD_Y, body);
+    return texi_allocate_new(ctx, sh, body);
+}
+
+static void test_sync_one_to_one(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_expr *len = tex_int(ctx, 640);
+    texi_buffer *sh = texi_buffer_new(ctx, "S", TEX_F32, TEXI_SCOPE_SHARED, 1, &len);
+    texi_buffer *g = texi_buffer_new(ctx, "G", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &len);
+    texi_lower lw = {.ctx = ctx};
+    for (int overlap = 0; overlap < 2; overlap++) {
+        tex_stmt *in = one_to_one_body(ctx, sh, g, overlap ? 4 : 8), *out = NULL;
+        TT_EQ_INT(texi_pass_thread_sync(&lw, in, &out), 0);
+        char *s = out ? texi_stmt_str(out) : NULL;
+        int n = s ? count(s, "barrier(shared)") : -1;
+        if (n != 1 + overlap)
+            TT_FAILF("p * %d: %d barriers, want %d:\n%s", overlap ? 4 : 8, n, 1 + overlap,
+                     s ? s : "");
+        else if (!strstr(s, "}\n      barrier(shared)\n      for (q"))
+            TT_FAILF("p * %d: no barrier between the loops:\n%s", overlap ? 4 : 8, s);
+        free(s);
+    }
+    tex_ctx_free(ctx);
+}
+
 /* ---------------------------------------------------------- double_buffer */
 
 enum { DB_T = 16, DB_BLOCKS = 3, DB_STEPS = 5 };
@@ -666,6 +716,7 @@ int main(void)
     TT_RUN(test_sync_matmul);
     TT_RUN(test_sync_none);
     TT_RUN(test_sync_owner);
+    TT_RUN(test_sync_one_to_one);
     TT_RUN(test_double_buffer);
     TT_RUN(test_double_buffer_no_match);
     TT_RUN(test_double_buffer_matmul);
