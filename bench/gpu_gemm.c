@@ -24,6 +24,8 @@
  * cuBLAS (libcublas.so.N, found through CUDA_HOME, /usr/local/cuda or the
  * loader's path), the program prints one "bench=gpu_gemm skipped: ..." line
  * and exits with 0, so make bench runs everywhere.
+ *
+ * usage: gpu_gemm [CASE]   every case, or only those whose name contains CASE
  */
 #include "common.h"
 
@@ -254,7 +256,7 @@ static void run_case(const gemm_case *gc, cublas_lib *cb)
     tex_ctx_free(x);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     static const gemm_case cases[] = {
         {"f32_1024", 1024, false, false},        {"f32_2048", 2048, false, false},
@@ -273,7 +275,8 @@ int main(void)
         return 0;
     }
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
-        run_case(&cases[c], &cb);
+        if (argc < 2 || strstr(cases[c].name, argv[1]))
+            run_case(&cases[c], &cb);
     cb.destroy(cb.handle);
     return 0;
 }
