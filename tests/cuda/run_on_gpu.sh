@@ -19,7 +19,9 @@
 # registers) and b2b_tc_unfused (D0 through global memory).
 #
 # Environment: GPU_RUN_REPS (timed runs per case, default 10), GPU_RUN_TARGET=cpu
-# and GPU_RUN_SMALL=1 (a check of the runner without a GPU), CC, and what
+# and GPU_RUN_SMALL=1 (a check of the runner without a GPU), GPU_RUN_BUILD_ONLY=1
+# (build build/cuda/gpu_run, run nothing) and GPU_RUN_PREBUILT=1 (run it
+# without building), CC, and what
 # the library reads (CUDA_HOME for NVRTC). Exit status: gpu_run's (0 all
 # passed, 1 a case failed), 77 when there is no GPU or driver (skipped),
 # 2 when the build fails.
@@ -30,7 +32,7 @@ cd "$root" || exit 2
 # A quick look before building: no device node and no nvidia-smi listing a GPU
 # means no GPU (gpu_run itself skips too when the driver cannot be used).
 # GPU_RUN_TARGET=cpu (gpu_run's self-check on the CPU backend) skips the look.
-if [ "${GPU_RUN_TARGET:-}" = cpu ]; then
+if [ "${GPU_RUN_TARGET:-}" = cpu ] || [ "${GPU_RUN_BUILD_ONLY:-}" = 1 ]; then
     :
 elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null; then
     :
@@ -39,7 +41,14 @@ elif ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then
     exit 77
 fi
 
-make -j"$(nproc 2>/dev/null || echo 2)" lib/libtex.a || { echo "run_on_gpu.sh: make failed"; exit 2; }
+# GPU_RUN_PREBUILT=1 runs build/cuda/gpu_run as it is: for a GPU machine
+# without tex's build dependencies (make deps: the DLPack header, libffi's),
+# build it elsewhere with GPU_RUN_BUILD_ONLY=1 and copy the tree.
+if [ "${GPU_RUN_PREBUILT:-}" = 1 ] && [ -x build/cuda/gpu_run ]; then
+    exec build/cuda/gpu_run "$@"
+fi
+make -j"$(nproc 2>/dev/null || echo 2)" lib/libtex.a ||
+    { echo "run_on_gpu.sh: make failed (missing build dependencies? see GPU_RUN_PREBUILT above)"; exit 2; }
 mkdir -p build/cuda
 ffi_libs=$(pkg-config --libs libffi 2>/dev/null || echo -lffi)
 # shellcheck disable=SC2086 # $ffi_libs is a list of flags
@@ -47,4 +56,5 @@ ${CC:-cc} -std=c11 -O2 -g -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -D_DEF
     -Iinclude -Itests tests/cuda/gpu_run.c -o build/cuda/gpu_run lib/libtex.a \
     $ffi_libs -lm -ldl -lpthread || { echo "run_on_gpu.sh: compiling gpu_run.c failed"; exit 2; }
 
+[ "${GPU_RUN_BUILD_ONLY:-}" = 1 ] && exit 0
 build/cuda/gpu_run "$@"
