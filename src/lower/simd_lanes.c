@@ -58,11 +58,12 @@ static bool is_marked(const lane_walk *w, const tex_expr *var)
     return w->overflow;
 }
 
-/* A node of an address: loads and floats count, integer arithmetic not. */
+/* A node of an address: loads and (unless data_only) floats count,
+ * integer arithmetic not. */
 static bool address_node(tex_expr *e, void *ud)
 {
     lane_walk *w = ud;
-    if (e->kind == TEXI_EXPR_LOAD || texi_dtype_is_float(e->dtype))
+    if (e->kind == TEXI_EXPR_LOAD || (!w->data_only && texi_dtype_is_float(e->dtype)))
         count(w, e->dtype);
     return true;
 }
