@@ -13,9 +13,10 @@
  *
  * L is the target's vector width (texi_simd_rules; on the CPU the native
  * one, AVX-512: 64 bytes, AVX: 32, else 16) over the widest lane type of
- * the body's values, not counting integer arithmetic that only feeds
- * addresses (simd_lanes.c; loads and stores only under
- * rules->data_lanes), at most N. N is cut into chunks: N / L chunks of L lanes, one after the other
+ * the body's values that vary with the loop variable, not counting
+ * integer arithmetic that only feeds addresses (simd_lanes.c; loads and
+ * stores only under rules->data_lanes), at most N. N is cut into chunks:
+ * N / L chunks of L lanes, one after the other
  * (up to MAX_UNROLLED_CHUNKS, otherwise a serial loop over them), then the
  * rest in power-of-two chunks, a single lane as scalar statements. Running
  * the body chunk after chunk, each statement for all lanes at once, is the
@@ -313,12 +314,12 @@ static int main_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n_main, int lane
     return items[n] ? n + 1 : -1;
 }
 
-/* The vector width under rules for a loop of extent n over body: the
- * widest vector over the body's widest lane type (texi_simd_lane_bytes),
+/* The vector width under rules for vectorized loop s of extent n: the
+ * widest vector over its body's widest lane type (texi_simd_lane_bytes),
  * halved until at most n. */
-static int lanes_for(const tex_stmt *body, int64_t n, const texi_simd_rules *rules)
+static int lanes_for(const tex_stmt *s, int64_t n, const texi_simd_rules *rules)
 {
-    int bytes = texi_simd_lane_bytes(body, rules->data_lanes);
+    int bytes = texi_simd_lane_bytes(s, rules->data_lanes);
     int lanes = (rules->max_bytes ? rules->max_bytes : texi_host_vector_bytes()) / bytes;
     while (lanes > n)
         lanes /= 2;
@@ -328,9 +329,9 @@ static int lanes_for(const tex_stmt *body, int64_t n, const texi_simd_rules *rul
 /* The host CPU's rules: its native width, reductions allowed. */
 static const texi_simd_rules HOST_RULES = {0, false, true};
 
-int texi_simd_lanes(const tex_stmt *body, int64_t n)
+int texi_simd_lanes(const tex_stmt *loop, int64_t n)
 {
-    return lanes_for(body, n, &HOST_RULES);
+    return lanes_for(loop, n, &HOST_RULES);
 }
 
 /* Loop s of extent n cut into chunks of `lanes` lanes, each built by fn:
@@ -356,7 +357,7 @@ static tex_stmt *chunks_of(tex_ctx *ctx, const tex_stmt *s, int64_t n, int lanes
 tex_stmt *texi_simd_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n, int max_unrolled,
                            texi_simd_chunk_fn fn, void *ud)
 {
-    return chunks_of(ctx, s, n, texi_simd_lanes(s->u.loop.body, n), max_unrolled, fn, ud);
+    return chunks_of(ctx, s, n, texi_simd_lanes(s, n), max_unrolled, fn, ud);
 }
 
 tex_stmt *texi_simd_serial(tex_ctx *ctx, const tex_stmt *s, enum texi_vector_reason why)
@@ -386,7 +387,7 @@ static tex_stmt *simd_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
                                     : texi_simd_serial(ctx, s, TEXI_VECTOR_DEPENDENCE);
     if (!texi_simd_straight_line(body))
         return texi_attr_vector_failed(ctx, texi_simd_guard_reason(s), s);
-    return chunks_of(ctx, s, n, lanes_for(body, n, &sw->rules), MAX_UNROLLED_CHUNKS, chunk, NULL);
+    return chunks_of(ctx, s, n, lanes_for(s, n, &sw->rules), MAX_UNROLLED_CHUNKS, chunk, NULL);
 }
 
 int texi_simd_rewrite(texi_lower *lw, const texi_simd_rules *rules, tex_stmt *in, tex_stmt **out)

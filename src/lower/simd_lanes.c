@@ -10,27 +10,86 @@
  * LETs read only there. Such index arithmetic is i64 wherever a size is
  * symbolic; counting it would give an f32 loop half the lanes of the
  * native width. Its vectors are RAMPs folded into dense accesses, or a
- * gather's per-lane indices, both right at any lane count.
+ * gather's per-lane indices, both right at any lane count. Nor does what
+ * does not vary with the loop variable (n > 0, f32(n), a row's value):
+ * the vector statements compute it once, as a scalar, and broadcast it.
  *
  * An integer that is a value (a loop variable compared or converted to a
  * float, an i64 tensor's elements) counts at its width, so such a loop
- * keeps that width's lanes. Floats count wherever they are.
+ * keeps that width's lanes. Floats count wherever they vary.
  *
  * Under data_only (CUDA, which computes every lane as a scalar) only
- * loaded and stored elements count.
+ * loaded and stored elements count, wherever they are.
  */
 #include "lower/lower.h"
 
-enum { MAX_MARKED = 64 };
+enum { MAX_LETS = 64 };
 
-/* The walk: the widest lane so far, and the LET variables read as values. */
+/* LET variables: a set that saturates (holds every variable once full). */
 typedef struct {
+    int n;
+    bool full;
+    const tex_expr *vars[MAX_LETS];
+} let_set;
+
+/* The walk: the loop variable, the widest lane so far, the LET variables
+ * that vary with the loop variable and those read as values. */
+typedef struct {
+    const tex_expr *var;
     int bytes;
     bool data_only;
-    int n_marked;
-    bool overflow; /* more value LETs than marked holds: every LET counts */
-    const tex_expr *marked[MAX_MARKED];
+    let_set varying, read_as_value;
 } lane_walk;
+
+static void set_add(let_set *set, const tex_expr *var)
+{
+    for (int i = 0; i < set->n; i++)
+        if (set->vars[i] == var)
+            return;
+    if (set->n == MAX_LETS)
+        set->full = true;
+    else
+        set->vars[set->n++] = var;
+}
+
+static bool set_has(const let_set *set, const tex_expr *var)
+{
+    for (int i = 0; i < set->n; i++)
+        if (set->vars[i] == var)
+            return true;
+    return set->full;
+}
+
+/* texi_expr_visit probe: sets *found at the loop variable or a varying LET's. */
+typedef struct {
+    const lane_walk *w;
+    bool found;
+} vary_probe;
+
+static bool probe_varying(tex_expr *e, void *ud)
+{
+    vary_probe *p = ud;
+    if (e->kind == TEXI_EXPR_VAR && (e == p->w->var || set_has(&p->w->varying, e)))
+        p->found = true;
+    return !p->found;
+}
+
+/* Whether e differs between the loop's iterations (a vector once widened). */
+static bool varies(const lane_walk *w, tex_expr *e)
+{
+    vary_probe p = {w, false};
+    texi_expr_visit(e, probe_varying, &p);
+    return p.found;
+}
+
+/* texi_stmt_visit callback: LETs whose value varies (outer LETs first). */
+static bool find_varying(const tex_stmt *s, void *ud)
+{
+    lane_walk *w = ud;
+    if (s->kind == TEXI_STMT_LET && varies(w, s->u.let.value))
+        set_add(&w->varying, s->u.let.var);
+    return true;
+}
 
 static void count(lane_walk *w, tex_dtype t)
 {
@@ -39,42 +98,27 @@ static void count(lane_walk *w, tex_dtype t)
         w->bytes = b;
 }
 
-static void mark(lane_walk *w, const tex_expr *var)
-{
-    for (int i = 0; i < w->n_marked; i++)
-        if (w->marked[i] == var)
-            return;
-    if (w->n_marked == MAX_MARKED)
-        w->overflow = true;
-    else
-        w->marked[w->n_marked++] = var;
-}
-
-static bool is_marked(const lane_walk *w, const tex_expr *var)
-{
-    for (int i = 0; i < w->n_marked; i++)
-        if (w->marked[i] == var)
-            return true;
-    return w->overflow;
-}
-
 /* A node of an address: loads and (unless data_only) floats count,
- * integer arithmetic not. */
+ * integer arithmetic not; an invariant part not at all (unless data_only). */
 static bool address_node(tex_expr *e, void *ud)
 {
     lane_walk *w = ud;
+    if (!w->data_only && !varies(w, e))
+        return false;
     if (e->kind == TEXI_EXPR_LOAD || (!w->data_only && texi_dtype_is_float(e->dtype)))
         count(w, e->dtype);
     return true;
 }
 
-/* A node of a value: it counts (only loads under data_only); a load's
- * index is an address, a variable read here a value. */
+/* A node of a value: it counts (only loads under data_only) unless it is
+ * invariant; a load's index is an address, a variable read here a value. */
 static bool value_node(tex_expr *e, void *ud)
 {
     lane_walk *w = ud;
+    if (!w->data_only && !varies(w, e))
+        return false;
     if (e->kind == TEXI_EXPR_VAR)
-        mark(w, e);
+        set_add(&w->read_as_value, e);
     if (e->kind != TEXI_EXPR_LOAD) {
         if (!w->data_only)
             count(w, e->dtype);
@@ -97,7 +141,8 @@ static void walk_stmt(lane_walk *w, const tex_stmt *s)
         return;
     case TEXI_STMT_LET:
         walk_stmt(w, s->u.let.body);
-        texi_expr_visit(s->u.let.value, is_marked(w, s->u.let.var) ? value_node : address_node, w);
+        texi_expr_visit(s->u.let.value,
+                        set_has(&w->read_as_value, s->u.let.var) ? value_node : address_node, w);
         return;
     case TEXI_STMT_SEQ:
         for (int i = 0; i < s->u.seq.n; i++)
@@ -127,9 +172,10 @@ static void walk_stmt(lane_walk *w, const tex_stmt *s)
     }
 }
 
-int texi_simd_lane_bytes(const tex_stmt *body, bool data_only)
+int texi_simd_lane_bytes(const tex_stmt *loop, bool data_only)
 {
-    lane_walk w = {.bytes = 1, .data_only = data_only};
-    walk_stmt(&w, body);
+    lane_walk w = {.var = loop->u.loop.var, .bytes = 1, .data_only = data_only};
+    texi_stmt_visit(loop->u.loop.body, find_varying, &w);
+    walk_stmt(&w, loop->u.loop.body);
     return w.bytes;
 }

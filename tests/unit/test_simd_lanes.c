@@ -4,7 +4,8 @@
  * Every workload computes f32 data over an i64 symbolic size n, so its
  * indices (loop variables, addresses) are i64. Where i64 arithmetic only
  * feeds addresses (dense accesses, a gather whose index is computed from
- * the loop variable, a reduction's accumulator), the generated C must use
+ * the loop variable, a reduction's accumulator) or is invariant in the
+ * vectorized loop (converted to f32, compared), the generated C must use
  * f32 vectors of the native width (vector register bytes / 4 lanes, from
  * texi_host_vector_bytes, so AVX-512 hosts are checked too; a guarded
  * reduction's last chunk, whose guard is a value, may be narrower); where
@@ -81,6 +82,20 @@ static tex_tensor *gather_computed(ops_wl *w)
     tex_expr *idx =
         tex_floormod(tex_add(tex_mul(tex_iv(j), tex_int(w->ctx, 7)), tex_iv(i)), shape[1]);
     tex_expr *v = tex_sub(TEX_AT(A, tex_iv(i), idx), TEX_AT(A, tex_iv(i), tex_iv(j)));
+    return w->out = tex_compute(w->ctx, "Out", 2, (tex_iter *[]){i, j}, v);
+}
+
+/* Out[i, j] = A[i, j] * f32(n - i) + select(n > 5, 1, -1): i64 values that
+ * do not vary along j, scalars broadcast into f32 vectors. */
+static tex_tensor *invariant(ops_wl *w)
+{
+    tex_expr *shape[2];
+    tex_iter *i, *j;
+    tex_tensor *A = rows(w, shape, &i, &j);
+    tex_expr *scale = tex_cast(TEX_F32, tex_sub(shape[1], tex_iv(i)));
+    tex_expr *sign =
+        tex_select(tex_gt(shape[1], tex_int(w->ctx, 5)), ops_f(w, 1.0), ops_f(w, -1.0));
+    tex_expr *v = tex_add(tex_mul(TEX_AT(A, tex_iv(i), tex_iv(j)), scale), sign);
     return w->out = tex_compute(w->ctx, "Out", 2, (tex_iter *[]){i, j}, v);
 }
 
@@ -202,12 +217,14 @@ static void check(const char *name, workload_fn fn, int lane_bytes)
     }
 }
 
-/* i64 arithmetic that only feeds addresses: f32 lanes. */
+/* i64 arithmetic that only feeds addresses or does not vary with the
+ * loop variable: f32 lanes. */
 static void test_address_only(void)
 {
     check("dense", dense, 4);
     check("gather_computed", gather_computed, 4);
     check("row_sum", row_sum, 4);
+    check("invariant", invariant, 4);
 }
 
 /* i64 values: i64 lanes. */
