@@ -11,7 +11,8 @@
  * reduction's last chunk, whose guard is a value, may be narrower); where
  * an i64 is a value (the loop variable compared or converted to f32, an
  * i64 index tensor loaded), i64 lanes size the loop (register bytes / 8)
- * and no f32 vector is wider.
+ * and no f32 vector is wider. An i8 loop gets i8 lanes (register bytes,
+ * at most its 32 iterations), not those of its indices either.
  *
  * Each workload's last axis is split by 32 (the lane check) and by 13
  * (chunks of several widths), its inner part vectorized; one kernel runs
@@ -99,6 +100,18 @@ static tex_tensor *invariant(ops_wl *w)
     return w->out = tex_compute(w->ctx, "Out", 2, (tex_iter *[]){i, j}, v);
 }
 
+/* Out[i, j] = A8[i, j] * 3 - B8[i, j] in i8: narrow data, as many lanes
+ * as fit (at most the 32 iterations of the lane check). */
+static tex_tensor *narrow_i8(ops_wl *w)
+{
+    tex_expr *shape[2] = {tex_int(w->ctx, 3), size_n(w)};
+    tex_tensor *A = input(w, "A8", TEX_I8, 2, shape), *B = input(w, "B8", TEX_I8, 2, shape);
+    tex_iter *i = tex_axis(w->ctx, "i", shape[0]), *j = tex_axis(w->ctx, "j", shape[1]);
+    tex_expr *a = tex_mul(TEX_AT(A, tex_iv(i), tex_iv(j)), tex_const(w->ctx, TEX_I8, 3));
+    tex_expr *v = tex_sub(a, TEX_AT(B, tex_iv(i), tex_iv(j)));
+    return w->out = tex_compute(w->ctx, "Out", 2, (tex_iter *[]){i, j}, v);
+}
+
 /* Out[i, j] = select(j * 2 < n, A[i, j], A[i, j] * -3): the i64 loop
  * variable compared, a value. */
 static tex_tensor *iota_compare(ops_wl *w)
@@ -162,18 +175,19 @@ static tex_schedule *split_vectorize(ops_wl *w, int factor)
     return (k ? tex_vectorize_reduce(st, in) : tex_vectorize(st, in)) == 0 ? s : NULL;
 }
 
-/* Whether the C source of f uses f32 vectors of `lanes` lanes and none of
- * twice as many. */
+/* Whether the C source of f uses vectors of w->out's dtype (f32 for a
+ * reduction) of `lanes` lanes and none of twice as many. */
 static bool has_lanes(ops_wl *w, tex_func *f, int lanes)
 {
+    tex_dtype t = tex_tensor_dtype(w->out);
     tex_kernel *k = tex_build(f, "c");
     const char *src = k ? tex_kernel_source(k) : NULL;
     char want[32], wider[32];
-    snprintf(want, sizeof want, "tex_v%d_f32 ", lanes);
-    snprintf(wider, sizeof wider, "tex_v%d_f32 ", lanes * 2);
+    snprintf(want, sizeof want, "tex_v%d_%s ", lanes, tex_dtype_name(t));
+    snprintf(wider, sizeof wider, "tex_v%d_%s ", lanes * 2, tex_dtype_name(t));
     bool ok = src && strstr(src, want) && !strstr(src, wider);
     if (!ok)
-        printf("  %s: wanted f32 vectors of %d lanes:\n%s\n", w->name, lanes,
+        printf("  %s: wanted %s vectors of %d lanes:\n%s\n", w->name, tex_dtype_name(t), lanes,
                src ? src : tex_errmsg(w->ctx));
     tex_kernel_free(k);
     return ok;
@@ -198,8 +212,9 @@ static void check(const char *name, workload_fn fn, int lane_bytes)
         ops_log log = {0};
         ops_logf(&log, "%s, split by %d, inner part vectorized, n symbolic (i64)\n", name,
                  FACTORS[f]);
+        int lanes = texi_host_vector_bytes() / lane_bytes;
         if (lowered && f == 0)
-            TT_CHECK(has_lanes(&w, lowered, texi_host_vector_bytes() / lane_bytes));
+            TT_CHECK(has_lanes(&w, lowered, lanes < FACTORS[0] ? lanes : FACTORS[0]));
         if (lowered)
             simd_run_sizes(&w, lowered, NULL, &log, N_SIZES, SIZES);
         for (int cc = 0; lowered && cc < 1 + clang; cc++) {
@@ -225,6 +240,7 @@ static void test_address_only(void)
     check("gather_computed", gather_computed, 4);
     check("row_sum", row_sum, 4);
     check("invariant", invariant, 4);
+    check("narrow_i8", narrow_i8, 1);
 }
 
 /* i64 values: i64 lanes. */
