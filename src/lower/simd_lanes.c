@@ -162,7 +162,7 @@ static void walk_stmt(lane_walk *w, const tex_stmt *s)
     case TEXI_STMT_INTRIN:
     case TEXI_STMT_ALLOCATE:
     case TEXI_STMT_BARRIER:
-    case TEXI_STMT_KIND_COUNT: { /* not vectorized as such: everything counts */
+    case TEXI_STMT_KIND_COUNT: { /* expressions walked as values, then the body */
         texi_stmt_visit_exprs(s, value_node, w);
         const tex_stmt *body = texi_stmt_body(s);
         if (body)
