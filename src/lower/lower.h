@@ -116,10 +116,15 @@ bool texi_simd_safe(const tex_stmt *s);
 /* What simd.c shares with simd_reduce.c. More chunks than this become a
  * serial loop over chunks. */
 enum { TEXI_SIMD_MAX_UNROLLED_CHUNKS = 8 };
-/* The vector width of the host CPU for a loop of extent n over body: the
- * native width over the body's widest lane type, halved until it is at
+/* The widest lane type of vectorized loop's body in bytes (simd_lanes.c):
+ * its loaded, stored and computed values that vary with the loop variable,
+ * not integer arithmetic that only feeds addresses; every loaded and
+ * stored element, nothing else, under data_only. */
+int texi_simd_lane_bytes(const tex_stmt *loop, bool data_only);
+/* The vector width of the host CPU for vectorized loop of extent n: the
+ * native width over its body's widest lane type, halved until it is at
  * most n. */
-int texi_simd_lanes(const tex_stmt *body, int64_t n);
+int texi_simd_lanes(const tex_stmt *loop, int64_t n);
 /* body over lanes [base, base + lanes) of loop variable var (a RAMP, or
  * base itself for one lane), with variable slot replaced by slot_value
  * too (slot NULL: none); NULL on failure (recorded in ctx). */

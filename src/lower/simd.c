@@ -13,8 +13,10 @@
  *
  * L is the target's vector width (texi_simd_rules; on the CPU the native
  * one, AVX-512: 64 bytes, AVX: 32, else 16) over the widest lane type of
- * the body (of its loads and stores only under rules->data_lanes), at most
- * N. N is cut into chunks: N / L chunks of L lanes, one after the other
+ * the body's values that vary with the loop variable, not counting
+ * integer arithmetic that only feeds addresses (simd_lanes.c; loads and
+ * stores only under rules->data_lanes), at most N. N is cut into chunks:
+ * N / L chunks of L lanes, one after the other
  * (up to MAX_UNROLLED_CHUNKS, otherwise a serial loop over them), then the
  * rest in power-of-two chunks, a single lane as scalar statements. Running
  * the body chunk after chunk, each statement for all lanes at once, is the
@@ -49,36 +51,6 @@ typedef struct {
     const tex_expr *old_lets[MAX_LETS];
     tex_expr *new_lets[MAX_LETS];
 } widener;
-
-/* The widest lane in bytes so far, and whether only data counts. */
-typedef struct {
-    int bytes;
-    bool data_lanes;
-} widest;
-
-static void count_lane(widest *w, tex_dtype t)
-{
-    int b = texi_dtype_bits(texi_dtype_lane(t)) / 8;
-    if (b > w->bytes)
-        w->bytes = b;
-}
-
-static bool widest_lane(tex_expr *e, void *ud)
-{
-    widest *w = ud;
-    if (!w->data_lanes || e->kind == TEXI_EXPR_LOAD)
-        count_lane(w, e->dtype);
-    return true;
-}
-
-static bool widest_in_stmt(const tex_stmt *s, void *ud)
-{
-    widest *w = ud;
-    if (w->data_lanes && s->kind == TEXI_STMT_STORE)
-        count_lane(w, s->u.store.buf->dtype);
-    texi_stmt_visit_exprs(s, widest_lane, ud);
-    return true;
-}
 
 /* ----------------------------------------------------------- expressions */
 
@@ -342,13 +314,13 @@ static int main_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n_main, int lane
     return items[n] ? n + 1 : -1;
 }
 
-/* The vector width under rules for a loop of extent n over body: the
- * widest vector over the body's widest lane type, halved until at most n. */
-static int lanes_for(const tex_stmt *body, int64_t n, const texi_simd_rules *rules)
+/* The vector width under rules for vectorized loop s of extent n: the
+ * widest vector over its body's widest lane type (texi_simd_lane_bytes),
+ * halved until at most n. */
+static int lanes_for(const tex_stmt *s, int64_t n, const texi_simd_rules *rules)
 {
-    widest w = {1, rules->data_lanes};
-    texi_stmt_visit(body, widest_in_stmt, &w);
-    int lanes = (rules->max_bytes ? rules->max_bytes : texi_host_vector_bytes()) / w.bytes;
+    int bytes = texi_simd_lane_bytes(s, rules->data_lanes);
+    int lanes = (rules->max_bytes ? rules->max_bytes : texi_host_vector_bytes()) / bytes;
     while (lanes > n)
         lanes /= 2;
     return lanes;
@@ -357,9 +329,9 @@ static int lanes_for(const tex_stmt *body, int64_t n, const texi_simd_rules *rul
 /* The host CPU's rules: its native width, reductions allowed. */
 static const texi_simd_rules HOST_RULES = {0, false, true};
 
-int texi_simd_lanes(const tex_stmt *body, int64_t n)
+int texi_simd_lanes(const tex_stmt *loop, int64_t n)
 {
-    return lanes_for(body, n, &HOST_RULES);
+    return lanes_for(loop, n, &HOST_RULES);
 }
 
 /* Loop s of extent n cut into chunks of `lanes` lanes, each built by fn:
@@ -385,7 +357,7 @@ static tex_stmt *chunks_of(tex_ctx *ctx, const tex_stmt *s, int64_t n, int lanes
 tex_stmt *texi_simd_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n, int max_unrolled,
                            texi_simd_chunk_fn fn, void *ud)
 {
-    return chunks_of(ctx, s, n, texi_simd_lanes(s->u.loop.body, n), max_unrolled, fn, ud);
+    return chunks_of(ctx, s, n, texi_simd_lanes(s, n), max_unrolled, fn, ud);
 }
 
 tex_stmt *texi_simd_serial(tex_ctx *ctx, const tex_stmt *s, enum texi_vector_reason why)
@@ -415,7 +387,7 @@ static tex_stmt *simd_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
                                     : texi_simd_serial(ctx, s, TEXI_VECTOR_DEPENDENCE);
     if (!texi_simd_straight_line(body))
         return texi_attr_vector_failed(ctx, texi_simd_guard_reason(s), s);
-    return chunks_of(ctx, s, n, lanes_for(body, n, &sw->rules), MAX_UNROLLED_CHUNKS, chunk, NULL);
+    return chunks_of(ctx, s, n, lanes_for(s, n, &sw->rules), MAX_UNROLLED_CHUNKS, chunk, NULL);
 }
 
 int texi_simd_rewrite(texi_lower *lw, const texi_simd_rules *rules, tex_stmt *in, tex_stmt **out)

@@ -316,7 +316,7 @@ static tex_stmt *rest(tex_ctx *ctx, const tex_stmt *s, bool plain, int64_t done,
 /* The rewriting of the file comment. */
 static tex_stmt *vector_reduction(tex_ctx *ctx, const tex_stmt *s, const reduction *r, int64_t n)
 {
-    rewriter w = {.ctx = ctx, .loop = s, .r = r, .lanes = texi_simd_lanes(s->u.loop.body, n)};
+    rewriter w = {.ctx = ctx, .loop = s, .r = r, .lanes = texi_simd_lanes(s, n)};
     int64_t n_main = n / w.lanes;
     int k = n_main < MAX_PARTIALS ? (int)n_main : MAX_PARTIALS;
     tex_expr *size = texi_int_imm(ctx, TEX_I64, (int64_t)k * w.lanes);

@@ -9,7 +9,9 @@
  * - simd_source_of: the generated C of a schedule;
  * - simd_tail_of: the CPU tail of a schedule's lowering (what the simd pass
  *   made of it), and simd_interpret_tail, which runs it in the interpreter
- *   (vector statements lane by lane) against the oracle.
+ *   (vector statements lane by lane) against the oracle;
+ * - simd_run_sizes: a kernel (or the interpreter) at each value of a
+ *   symbolic size, against the oracle.
  */
 #ifndef TEX_TESTS_SUPPORT_SIMD_CHECK_H
 #define TEX_TESTS_SUPPORT_SIMD_CHECK_H
@@ -108,6 +110,24 @@ static inline int simd_interpret_tail(ops_wl *w, tex_func *f, uint64_t seed)
         return -1;
     }
     return 0;
+}
+
+/* Runs kernel k (or the interpreter on f's CPU tail when k is NULL) at
+ * each size, the value of w's first symbolic size, against the oracle;
+ * a failure is a test failure (reported with log). */
+static inline void simd_run_sizes(ops_wl *w, tex_func *f, tex_kernel *k, const ops_log *log,
+                                  int n_sizes, const int64_t *sizes)
+{
+    for (int z = 0; z < n_sizes; z++) {
+        char why[2048];
+        w->vals[0] = sizes[z];
+        int rc = k ? ops_run_and_compare(w, f, k, "cpu: ", (uint64_t)z + 1, why, sizeof why)
+                   : simd_interpret_tail(w, f, (uint64_t)z + 1);
+        if (rc != 0 && k)
+            ops_report(w, (uint64_t)z + 1, log, f, why);
+        if (rc != 0)
+            TT_FAILF("%s: n = %lld fails", w->name, (long long)sizes[z]);
+    }
 }
 
 #endif

@@ -188,23 +188,6 @@ static bool has_form(ops_wl *w, tex_func *f, const tail_form *form, bool sym)
     return ok;
 }
 
-/* Runs kernel k (or the interpreter on f's CPU tail when k is NULL) at
- * each size (the symbolic size's values), against the oracle. */
-static void run_sizes(ops_wl *w, tex_func *f, tex_kernel *k, const ops_log *log, int n_sizes,
-                      const int64_t *sizes)
-{
-    for (int z = 0; z < n_sizes; z++) {
-        char why[2048];
-        w->vals[0] = sizes[z];
-        int rc = k ? ops_run_and_compare(w, f, k, "cpu: ", (uint64_t)z + 1, why, sizeof why)
-                   : simd_interpret_tail(w, f, (uint64_t)z + 1);
-        if (rc != 0 && k)
-            ops_report(w, (uint64_t)z + 1, log, f, why);
-        if (rc != 0)
-            TT_FAILF("%s: n = %lld fails", w->name, (long long)sizes[z]);
-    }
-}
-
 /* One workload at size n (symbolic: every size of SIZES through one
  * kernel) with the schedule of each factor, for each compiler. */
 static void check_one(const char *name, workload_fn fn, schedule_fn sched,
@@ -231,7 +214,7 @@ static void check_one(const char *name, workload_fn fn, schedule_fn sched,
         int n_sizes = sym ? N_SIZES : 1;
         const int64_t *sizes = sym ? SIZES : &n;
         if (lowered)
-            run_sizes(&w, lowered, NULL, &log, n_sizes, sizes);
+            simd_run_sizes(&w, lowered, NULL, &log, n_sizes, sizes);
         for (int cc = 0; lowered && cc < 1 + clang; cc++) {
             simd_cc saved;
             simd_cc_use(&saved, cc ? "clang" : NULL);
@@ -240,7 +223,7 @@ static void check_one(const char *name, workload_fn fn, schedule_fn sched,
             if (!k)
                 TT_FAILF("%s: tex_build failed: %s", name, tex_errmsg(ctx));
             else
-                run_sizes(&w, lowered, k, &log, n_sizes, sizes);
+                simd_run_sizes(&w, lowered, k, &log, n_sizes, sizes);
             tex_kernel_free(k);
         }
         tex_ctx_free(ctx);
