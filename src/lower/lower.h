@@ -139,6 +139,11 @@ tex_stmt *texi_simd_serial(tex_ctx *ctx, const tex_stmt *s, enum texi_vector_rea
  * each other (simd_reduce.c): a reduction into one element as vector
  * partial accumulators, else serial with the reason. */
 tex_stmt *texi_simd_reduce(tex_ctx *ctx, const tex_stmt *s, int64_t n, bool strict_float);
+/* The same for a vectorized loop of symbolic extent; texi_simd_is_reduction
+ * says whether s is one such reduction (pass vectorize keeps those
+ * vectorized). */
+tex_stmt *texi_simd_reduce_symbolic(tex_ctx *ctx, const tex_stmt *s, bool strict_float);
+bool texi_simd_is_reduction(const tex_stmt *s);
 
 /* The pieces of the simd pass (simd.c) that simd_tail.c builds on. */
 

@@ -378,10 +378,13 @@ static tex_stmt *simd_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
 {
     const simd_walk *sw = ud;
     int64_t n;
-    if (s->u.loop.for_kind != TEXI_FOR_VECTORIZED || !texi_expr_is_int_const(s->u.loop.extent, &n))
+    if (s->u.loop.for_kind != TEXI_FOR_VECTORIZED)
         return texi_stmt_with_body(ctx, s, body);
     if (!(s = texi_stmt_with_body(ctx, s, body)))
         return NULL;
+    if (!texi_expr_is_int_const(s->u.loop.extent, &n)) /* a reduction (pass vectorize) */
+        return sw->rules.reductions ? texi_simd_reduce_symbolic(ctx, s, sw->lw->strict_float)
+                                    : texi_simd_serial(ctx, s, TEXI_VECTOR_EXTENT);
     if (!texi_simd_safe(s))
         return sw->rules.reductions ? texi_simd_reduce(ctx, s, n, sw->lw->strict_float)
                                     : texi_simd_serial(ctx, s, TEXI_VECTOR_DEPENDENCE);

@@ -25,6 +25,11 @@
  * serial loop whose iteration runs K chunks (one per accumulator, so they
  * do not wait on each other), then the rest of the chunks unrolled.
  *
+ * A symbolic extent E (texi_simd_reduce_symbolic) gets K = 4 and, with
+ * E' = max(E, 0): a serial loop of E' / (K L) groups of K chunks, a serial
+ * loop of the (E' % (K L)) / L chunks left (into partial 0), the final
+ * store, then the E' % L last iterations as a serial scalar loop.
+ *
  * The result is the reduction in another order: exact for integers (they
  * wrap) and for min/max, a rounding difference for float + and *. Under
  * -strict-float those stay serial with ATTR vectorize_failed(STRICT_FLOAT);
@@ -343,13 +348,105 @@ static tex_stmt *vector_reduction(tex_ctx *ctx, const tex_stmt *s, const reducti
     return tail ? texi_seq_new(ctx, 2, (tex_stmt *[]){vec, tail}) : NULL;
 }
 
+/* ---------------------------------------------------- symbolic extents */
+
+/* a op b for integer expressions of one dtype, simplified (NULL propagates). */
+static tex_expr *arith(enum texi_expr_kind kind, tex_expr *a, tex_expr *b)
+{
+    tex_expr *e = a && b ? texi_binary(kind, a, b) : NULL;
+    return e ? texi_simplify(e, 0, NULL) : NULL;
+}
+
+/* A serial loop of `count` iterations running body_at(first lane) for
+ * chunks of `width` lanes from `start` (chunk c: start + c * width). */
+static tex_stmt *chunk_loop(const rewriter *w, tex_expr *start, tex_expr *count, int width,
+                            int group)
+{
+    tex_ctx *ctx = w->ctx;
+    tex_expr *cv = count ? texi_var_new(ctx, "chunk", count->dtype) : NULL;
+    tex_stmt *items[MAX_PARTIALS];
+    for (int j = 0; j < group; j++) {
+        tex_expr *first = cv ? texi_simd_chunk_base(start, cv, width) : NULL;
+        tex_expr *base = first ? texi_simd_plus(first, (int64_t)j * w->lanes) : NULL;
+        if (!base || !(items[j] = accumulate(w, base, j)))
+            return NULL;
+    }
+    tex_stmt *body = group == 1 ? items[0] : texi_seq_new(ctx, group, items);
+    tex_expr *zero = body ? texi_int_imm(ctx, count->dtype, 0) : NULL;
+    return zero ? texi_for_new(ctx, cv, zero, count, TEXI_FOR_SERIAL, -1, body) : NULL;
+}
+
+/* The rewriting of a symbolic extent (file comment). */
+static tex_stmt *symbolic_reduction(tex_ctx *ctx, const tex_stmt *s, const reduction *r)
+{
+    rewriter w = {.ctx = ctx, .loop = s, .r = r, .lanes = texi_simd_lanes(s, INT64_MAX)};
+    tex_expr *min = s->u.loop.min;
+    tex_dtype t = min->dtype;
+    int k = MAX_PARTIALS, group = k * w.lanes;
+    tex_expr *n = arith(TEXI_EXPR_MAX, s->u.loop.extent, texi_int_imm(ctx, t, 0));
+    tex_expr *imm_group = texi_int_imm(ctx, t, group), *imm_lanes = texi_int_imm(ctx, t, w.lanes);
+    tex_expr *groups = arith(TEXI_EXPR_FLOORDIV, n, imm_group);
+    tex_expr *grouped = arith(TEXI_EXPR_MUL, groups, imm_group);
+    tex_expr *singles = arith(TEXI_EXPR_FLOORDIV, arith(TEXI_EXPR_SUB, n, grouped), imm_lanes);
+    tex_expr *vectored = arith(TEXI_EXPR_MUL, arith(TEXI_EXPR_FLOORDIV, n, imm_lanes), imm_lanes);
+    tex_expr *size = texi_int_imm(ctx, TEX_I64, group);
+    const texi_buffer *b = r->store->u.store.buf;
+    w.acc = size ? texi_buffer_new(ctx, "vacc", b->dtype, TEXI_SCOPE_LOCAL, 1, &size) : NULL;
+    w.slot = w.acc ? texi_var_new(ctx, "lane", s->u.loop.var->dtype) : NULL;
+    w.update = w.slot ? update_template(&w, s->u.loop.body) : NULL;
+    tex_expr *identity = w.update ? texi_reduce_identity(ctx, r->op, b->dtype) : NULL;
+    if (!identity || !singles || !vectored)
+        return NULL;
+    tex_stmt *items[MAX_PARTIALS + 3];
+    for (int j = 0; j < k; j++) {
+        tex_expr *index = partial_index(&w, j), *all = texi_broadcast_new(identity, w.lanes);
+        if (!index || !all || !(items[j] = texi_store_new(ctx, w.acc, index, all)))
+            return NULL;
+    }
+    items[k] = chunk_loop(&w, min, groups, group, k);
+    items[k + 1] = chunk_loop(&w, arith(TEXI_EXPR_ADD, min, grouped), singles, w.lanes, 1);
+    items[k + 2] = final_store(&w, k);
+    tex_stmt *body =
+        items[k] && items[k + 1] && items[k + 2] ? texi_seq_new(ctx, k + 3, items) : NULL;
+    tex_stmt *vec = body ? texi_allocate_new(ctx, w.acc, body) : NULL;
+    tex_expr *tail_min = arith(TEXI_EXPR_ADD, min, vectored);
+    tex_expr *tail_n = arith(TEXI_EXPR_SUB, n, vectored);
+    tex_stmt *tail = vec && tail_min && tail_n ? texi_for_new(ctx, s->u.loop.var, tail_min, tail_n,
+                                                              TEXI_FOR_SERIAL, -1, s->u.loop.body)
+                                               : NULL;
+    return tail ? texi_seq_new(ctx, 2, (tex_stmt *[]){vec, tail}) : NULL;
+}
+
+/* The recognized reduction of s: TEXI_VECTOR_REASON_COUNT, or the reason
+ * it stays serial. */
+static enum texi_vector_reason reducible(const tex_stmt *s, bool strict_float, reduction *r)
+{
+    if (!match(s, r))
+        return TEXI_VECTOR_DEPENDENCE;
+    bool reassociates = r->op == TEXI_REDUCE_SUM || r->op == TEXI_REDUCE_PROD;
+    if (strict_float && reassociates && texi_dtype_is_float(r->store->u.store.buf->dtype))
+        return TEXI_VECTOR_STRICT_FLOAT;
+    return TEXI_VECTOR_REASON_COUNT;
+}
+
 tex_stmt *texi_simd_reduce(tex_ctx *ctx, const tex_stmt *s, int64_t n, bool strict_float)
 {
     reduction r;
-    if (n < 1 || !match(s, &r))
-        return texi_simd_serial(ctx, s, TEXI_VECTOR_DEPENDENCE);
-    bool reassociates = r.op == TEXI_REDUCE_SUM || r.op == TEXI_REDUCE_PROD;
-    if (strict_float && reassociates && texi_dtype_is_float(r.store->u.store.buf->dtype))
-        return texi_simd_serial(ctx, s, TEXI_VECTOR_STRICT_FLOAT);
-    return vector_reduction(ctx, s, &r, n);
+    enum texi_vector_reason why = n < 1 ? TEXI_VECTOR_DEPENDENCE : reducible(s, strict_float, &r);
+    return why != TEXI_VECTOR_REASON_COUNT ? texi_simd_serial(ctx, s, why)
+                                           : vector_reduction(ctx, s, &r, n);
+}
+
+bool texi_simd_is_reduction(const tex_stmt *s)
+{
+    reduction r;
+    return !texi_simd_safe(s) && match(s, &r);
+}
+
+tex_stmt *texi_simd_reduce_symbolic(tex_ctx *ctx, const tex_stmt *s, bool strict_float)
+{
+    reduction r;
+    enum texi_vector_reason why = reducible(s, strict_float, &r);
+    return why != TEXI_VECTOR_REASON_COUNT ? texi_simd_serial(ctx, s, why)
+                                           : symbolic_reduction(ctx, s, &r);
 }

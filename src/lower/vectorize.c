@@ -62,8 +62,8 @@ static enum texi_vector_reason body_problem(const tex_stmt *s)
 
 static enum texi_vector_reason loop_problem(const tex_stmt *s)
 {
-    if (!texi_expr_is_int_const(s->u.loop.extent, NULL))
-        return TEXI_VECTOR_EXTENT;
+    if (!texi_expr_is_int_const(s->u.loop.extent, NULL) && !texi_simd_is_reduction(s))
+        return TEXI_VECTOR_EXTENT; /* a reduction's partial sums need no constant extent */
     return body_problem(s->u.loop.body);
 }
 

@@ -293,11 +293,12 @@ static void test_vector_let(void)
 /* ------------------------------------------------------------ reductions */
 
 /* R[i] = reduce_k X[i, k] over k < n of kind op (0 sum, 1 prod, 2 max,
- * 3 min) in dtype t, restricted to (k + i) % 3 != 1 when `where`. */
-static tex_tensor *reduction(ops_wl *w, tex_dtype t, int op, int64_t n, bool where)
+ * 3 min) in dtype t, restricted to (k + i) % 3 != 1 when `where`; n a
+ * symbolic size when sym. */
+static tex_tensor *reduction(ops_wl *w, tex_dtype t, int op, int64_t n, bool where, bool sym)
 {
     tex_ctx *c = w->ctx;
-    tex_expr *shape[2] = {tex_int(c, 3), tex_int(c, n)};
+    tex_expr *shape[2] = {tex_int(c, 3), ops_size(w, "n", n, sym)};
     tex_tensor *X = input(w, "X", t, 2, shape);
     tex_iter *i = tex_axis(c, "i", shape[0]), *k = tex_reduce_axis(c, "k", shape[1]);
     tex_expr *x = TEX_AT(X, tex_iv(i), tex_iv(k));
@@ -351,8 +352,8 @@ static const char *const RED_WANT[4][2] = {{"tex_vreduce_add_v", NULL},
  * (factor: the split's); the source must call the horizontal reduction
  * wherever a vector loop remains (extent > 1). clang on the extents of
  * clang_from on. */
-static void check_reductions(tex_dtype t, enum red_sched how, int factor, const int64_t *extents,
-                             int n_extents, int clang_from)
+static void check_reductions_of(tex_dtype t, enum red_sched how, int factor, const int64_t *extents,
+                                int n_extents, int clang_from, bool sym)
 {
     bool clang = simd_have_clang();
     for (int op = 0; op < 4; op++)
@@ -360,15 +361,23 @@ static void check_reductions(tex_dtype t, enum red_sched how, int factor, const 
             tex_ctx *ctx = tex_ctx_new();
             ops_wl w;
             ops_init(&w, ctx, tex_dtype_name(t));
-            TT_CHECK(reduction(&w, t, op, extents[e], how == RED_WHERE) != NULL);
+            TT_CHECK(reduction(&w, t, op, extents[e], how == RED_WHERE, sym) != NULL);
             ops_log log = {0};
-            ops_logf(&log, "op %d, extent %lld: ", op, (long long)extents[e]);
+            ops_logf(&log, "op %d, extent %lld%s: ", op, (long long)extents[e],
+                     sym ? " (symbolic)" : "");
             tex_schedule *s = reduce_schedule(&w, how, factor, &log);
-            bool vector = how == RED_VECTOR || how == RED_WHERE ? extents[e] > 1 : factor > 1;
+            bool vector =
+                how == RED_VECTOR || how == RED_WHERE ? sym || extents[e] > 1 : factor > 1;
             check_schedule(&w, s, (uint64_t)(op * 100 + e + 1), clang && e >= clang_from,
                            vector ? RED_WANT[op] : NULL, &log);
             tex_ctx_free(ctx);
         }
+}
+
+static void check_reductions(tex_dtype t, enum red_sched how, int factor, const int64_t *extents,
+                             int n_extents, int clang_from)
+{
+    check_reductions_of(t, how, factor, extents, n_extents, clang_from, false);
 }
 
 static const int64_t RED_EXTENTS[] = {1, 3, 13, 37, 64, 100};
@@ -400,6 +409,17 @@ static void test_reduce_narrow(void)
     static const int64_t ext[] = {37, 100};
     check_reductions(TEX_I16, RED_VECTOR, 0, ext, 2, 1);
     check_reductions(TEX_U8, RED_VECTOR, 0, ext, 2, 2);
+}
+
+/* A symbolic extent: groups of 4 vector chunks, single chunks, then the
+ * scalar tail, each count computed at run time (every split of the extent
+ * below 4 chunks, between, and beyond). */
+static void test_reduce_symbolic(void)
+{
+    static const int64_t ext[] = {1, 7, 8, 13, 33, 100};
+    check_reductions_of(TEX_F32, RED_VECTOR, 0, ext, 6, 3, true);
+    check_reductions_of(TEX_I32, RED_VECTOR, 0, ext, 6, 5, true);
+    check_reductions_of(TEX_F64, RED_VECTOR, 0, ext, 6, 5, true);
 }
 
 /* A split whose factor does not divide the extent: a vector main part and
@@ -441,7 +461,7 @@ static void test_reduce_strict_float(void)
         tex_ctx *ctx = tex_ctx_new();
         ops_wl w;
         ops_init(&w, ctx, "strict");
-        TT_CHECK(reduction(&w, TEX_F32, op, 100, false) != NULL);
+        TT_CHECK(reduction(&w, TEX_F32, op, 100, false, false) != NULL);
         ops_log log = {0};
         tex_schedule *s = reduce_schedule(&w, RED_VECTOR, 0, &log);
         char *src = s ? simd_source_of(&w, s, "c -strict-float") : NULL;
@@ -595,6 +615,7 @@ int main(void)
     TT_RUN(test_reduce_i32);
     TT_RUN(test_reduce_i64);
     TT_RUN(test_reduce_narrow);
+    TT_RUN(test_reduce_symbolic);
     TT_RUN(test_reduce_split);
     TT_RUN(test_reduce_rfactor);
     TT_RUN(test_reduce_guarded);
