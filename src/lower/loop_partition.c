@@ -13,6 +13,18 @@
  * Which conditions qualify and where m lies: above consider(); what becomes
  * of the parts: above try_partition(). Thread-bound loops are never
  * partitioned.
+ *
+ * A guard that depends on enclosing loops too (the rows of a thread's
+ * register tile against a symbolic size: `if (i + by*64 + ty*4 < M)`) holds
+ * on no prefix that is the same for every thread. A loop whose body only
+ * writes local buffers is then unswitched on the guards' worst case over it
+ * and its inner loops:
+ *
+ *   for v { .. if (c && rest) S .. }
+ *     ->  if (worst c) { for v { .. if (rest) S .. } }   whole tile inside
+ *         else         { for v { .. if (c && rest) S .. } }
+ *
+ * (above try_unswitch()).
  */
 #include "lower/lower.h"
 
@@ -21,6 +33,7 @@ typedef struct {
     texi_range *env; /* enclosing loops of the current statement, outermost first */
     int n_env, cap_env;
     bool failed;
+    bool no_unswitch; /* inside the guarded copy of an unswitched loop */
 } part;
 
 /* The candidates of one loop. */
@@ -34,6 +47,8 @@ typedef struct {
     tex_expr **conds; /* conjuncts holding in the main part */
     int n_conds, cap_conds;
     tex_expr *bound; /* min of their bounds, or NULL */
+    bool unswitch;   /* collecting the conjuncts of try_unswitch */
+    tex_expr *test;  /* unswitch: conjunction of their worst cases, or NULL */
 } scan;
 
 /* texi_grow for this pass: NULL sets p->failed. */
@@ -191,11 +206,49 @@ static void consider(part *p, scan *sc, tex_expr *c)
     sc->bound = sc->bound ? arith(p, TEXI_EXPR_MIN, sc->bound, b) : b;
 }
 
+/* Whether e mentions the loop, its inner loops or the lets between. */
+static bool mentions_inner(const scan *sc, tex_expr *e)
+{
+    for (int i = 0; i < sc->n_inner; i++)
+        if (texi_expr_uses_var(e, sc->inner[i].var))
+            return true;
+    for (int i = 0; i < sc->n_blocked; i++)
+        if (texi_expr_uses_var(e, sc->blocked[i]))
+            return true;
+    return false;
+}
+
+/*
+ * Unswitching (sc->inner starts with the loop itself): records conjunct c
+ * when it is a comparison d < 0 that varies with the loop or its inner
+ * loops, linearly with constant coefficients, and whose worst value over
+ * them, rhi, mentions none of them (nor a let between): rhi < 0 then makes
+ * c true throughout the loop, for whatever enclosing loops rhi names.
+ */
+static void consider_unswitch(part *p, scan *sc, tex_expr *c)
+{
+    tex_expr *d = normalized(p, c);
+    if (!d || !mentions_inner(sc, d))
+        return;
+    tex_expr *rhi = worst_case(p, sc, d);
+    if (!rhi || mentions_inner(sc, rhi))
+        return;
+    tex_expr *holds = arith(p, TEXI_EXPR_LT, rhi, imm(p, rhi->dtype, 0));
+    tex_expr **conds = holds ? grow(p, sc->conds, sc->n_conds, &sc->cap_conds, sizeof *conds) : NULL;
+    if (!conds)
+        return;
+    sc->conds = conds;
+    sc->conds[sc->n_conds++] = c;
+    sc->test = sc->test ? note(p, texi_binary(TEXI_EXPR_AND, sc->test, holds)) : holds;
+}
+
 static void scan_conds(part *p, scan *sc, tex_expr *cond)
 {
     if (cond->kind == TEXI_EXPR_AND) {
         scan_conds(p, sc, cond->u.bin.a);
         scan_conds(p, sc, cond->u.bin.b);
+    } else if (sc->unswitch) {
+        consider_unswitch(p, sc, cond);
     } else {
         consider(p, sc, cond);
     }
@@ -369,6 +422,80 @@ static tex_stmt *try_partition(part *p, tex_stmt *s)
     return split_at(p, s, &sc, m);
 }
 
+/* Visitor: clears *ud at a statement that may not run under a test that
+ * differs between GPU threads, or whose copies would differ from one run:
+ * a store to a non-local buffer (threads may read it after a barrier), a
+ * barrier, an intrinsic call, an evaluated expression, a thread loop, a
+ * shared allocation. */
+static bool local_only(const tex_stmt *s, void *ud)
+{
+    bool *ok = ud;
+    switch (s->kind) {
+    case TEXI_STMT_STORE:
+        *ok = *ok && s->u.store.buf->scope == TEXI_SCOPE_LOCAL;
+        break;
+    case TEXI_STMT_ALLOCATE:
+        *ok = *ok && s->u.alloc.buf->scope == TEXI_SCOPE_LOCAL;
+        break;
+    case TEXI_STMT_FOR:
+        *ok = *ok && s->u.loop.for_kind != TEXI_FOR_THREAD;
+        break;
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_REALIZE:
+    case TEXI_STMT_BARRIER:
+    case TEXI_STMT_INTRIN:
+    case TEXI_STMT_EVALUATE:
+        *ok = false;
+        break;
+    case TEXI_STMT_IF:
+    case TEXI_STMT_LET:
+    case TEXI_STMT_SEQ:
+    case TEXI_STMT_ATTR:
+    case TEXI_STMT_KIND_COUNT:
+        break;
+    }
+    return *ok;
+}
+
+/*
+ * Unswitches serial loop s on the guards of its body that hold throughout
+ * it when their worst case does (consider_unswitch); NULL when there are
+ * none or the body writes more than local buffers (local_only). The guarded
+ * copy is processed without further unswitching (its inner loops would only
+ * test the same worst cases again); the guard-free copy as usual. A test the
+ * simplifier decides keeps one copy (none when it is false).
+ */
+static tex_stmt *try_unswitch(part *p, tex_stmt *s)
+{
+    bool ok = !p->no_unswitch && (s->u.loop.for_kind == TEXI_FOR_SERIAL ||
+                                  s->u.loop.for_kind == TEXI_FOR_UNROLLED);
+    if (ok)
+        texi_stmt_visit(s->u.loop.body, local_only, &ok);
+    if (!ok)
+        return NULL;
+    texi_range self = {s->u.loop.var, s->u.loop.min, s->u.loop.extent};
+    scan sc = {.p = p, .v = s->u.loop.var, .unswitch = true};
+    sc.inner = grow(p, NULL, 0, &sc.cap_inner, sizeof *sc.inner);
+    if (!sc.inner)
+        return NULL;
+    sc.inner[sc.n_inner++] = self;
+    texi_stmt_visit(s->u.loop.body, scan_stmt, &sc);
+    tex_expr *test = sc.test ? simp(p, sc.test) : NULL;
+    int64_t known;
+    bool decided = test && texi_expr_is_int_const(test, &known);
+    if (!test || p->failed || (decided && !known))
+        return NULL;
+    strip_ctx x = {p, &sc};
+    tex_stmt *body = texi_stmt_mutate(p->ctx, s->u.loop.body, strip_if, NULL, &x);
+    tex_stmt *fast = body ? part_loop(p, s, s->u.loop.min, s->u.loop.extent, body) : NULL;
+    if (!fast || decided)
+        return fast;
+    p->no_unswitch = true;
+    tex_stmt *guarded = part_loop(p, s, s->u.loop.min, s->u.loop.extent, s->u.loop.body);
+    p->no_unswitch = false;
+    return guarded ? texi_if_new(p->ctx, test, fast, guarded) : NULL;
+}
+
 /* ------------------------------------------------------------ the walk */
 
 static tex_stmt *process_children(tex_stmt *s, void *ud);
@@ -392,6 +519,8 @@ static tex_stmt *process_children(tex_stmt *s, void *ud)
         return NULL;
     tex_stmt *r = try_partition(p, s);
     if (!r && !p->failed)
+        r = try_unswitch(p, s);
+    if (!r && !p->failed)
         r = part_loop(p, s, s->u.loop.min, s->u.loop.extent, s->u.loop.body);
     if (!r)
         p->failed = true;
@@ -400,7 +529,7 @@ static tex_stmt *process_children(tex_stmt *s, void *ud)
 
 int texi_pass_loop_partition(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
-    part p = {lw->ctx, NULL, 0, 0, false};
+    part p = {lw->ctx, NULL, 0, 0, false, false};
     tex_stmt *r = process(&p, in);
     return texi_pass_result(lw, p.failed ? NULL : r, out);
 }
