@@ -24,7 +24,9 @@
  *     ->  if (worst c) { for v { .. if (rest) S .. } }   whole tile inside
  *         else         { for v { .. if (c && rest) S .. } }
  *
- * (above try_unswitch()).
+ * The conditions of selects count too (a padded read's bounds, which hold
+ * for every tile but those at the border: `select(r >= 1, X[r - 1], 0)`
+ * becomes `X[r - 1]` in the first copy). Above try_unswitch().
  */
 #include "lower/lower.h"
 
@@ -35,6 +37,10 @@ typedef struct {
     bool failed;
     bool no_unswitch; /* inside the guarded copy of an unswitched loop */
 } part;
+
+/* What an unswitching scan collects: the conditions of guards (IFs without
+ * else), or of selects. */
+enum { UNSWITCH_GUARDS = 1, UNSWITCH_SELECTS };
 
 /* The candidates of one loop. */
 typedef struct {
@@ -47,7 +53,7 @@ typedef struct {
     tex_expr **conds; /* conjuncts holding in the main part */
     int n_conds, cap_conds;
     tex_expr *bound; /* min of their bounds, or NULL */
-    bool unswitch;   /* collecting the conjuncts of try_unswitch */
+    int unswitch;    /* 0, or what try_unswitch collects: UNSWITCH_* */
     tex_expr *test;  /* unswitch: conjunction of their worst cases, or NULL */
 } scan;
 
@@ -254,12 +260,25 @@ static void scan_conds(part *p, scan *sc, tex_expr *cond)
     }
 }
 
+/* Unswitching: the conditions of the selects met (boundary conditions
+ * such as a padded read's, `select(r >= 1 && r <= H, X[r - 1], 0)`). */
+static bool scan_select(tex_expr *e, void *ud)
+{
+    scan *sc = ud;
+    if (e->kind == TEXI_EXPR_SELECT)
+        scan_conds(sc->p, sc, e->u.sel.cond);
+    return true;
+}
+
 /* Visitor over the candidate loop's body: the conditions of IFs without
- * else are considered; inner loops and lets are scopes. */
+ * else (and, when unswitching, of selects) are considered; inner loops and
+ * lets are scopes. */
 static bool scan_stmt(const tex_stmt *s, void *ud)
 {
     scan *sc = ud;
     part *p = sc->p;
+    if (sc->unswitch == UNSWITCH_SELECTS)
+        texi_stmt_visit_exprs(s, scan_select, sc);
     if (s->kind == TEXI_STMT_FOR) {
         texi_range *inner = grow(p, sc->inner, sc->n_inner, &sc->cap_inner, sizeof *inner);
         if (!inner)
@@ -280,7 +299,7 @@ static bool scan_stmt(const tex_stmt *s, void *ud)
         sc->n_blocked--;
         return false;
     }
-    if (s->kind == TEXI_STMT_IF && !s->u.ifs.else_s)
+    if (s->kind == TEXI_STMT_IF && !s->u.ifs.else_s && sc->unswitch != UNSWITCH_SELECTS)
         scan_conds(p, sc, s->u.ifs.cond);
     return true;
 }
@@ -312,14 +331,31 @@ static tex_stmt *strip_if(tex_stmt *s, void *ud);
 typedef struct {
     part *p;
     const scan *sc;
+    texi_expr_rewrite_fn sel; /* strip_select when unswitching, else NULL */
 } strip_ctx;
+
+/* A select whose condition lost conjuncts: the rest, or its true arm. */
+static tex_expr *strip_select(tex_expr *e, void *ud)
+{
+    strip_ctx *x = ud;
+    if (e->kind != TEXI_EXPR_SELECT)
+        return NULL;
+    tex_expr *cond = strip_cond(x->p, x->sc, e->u.sel.cond);
+    if (cond == e->u.sel.cond)
+        return NULL;
+    tex_expr *t = note(x->p, texi_expr_mutate(e->u.sel.t, strip_select, x));
+    if (!cond || !t)
+        return t ? t : e;
+    tex_expr *f = note(x->p, texi_expr_mutate(e->u.sel.f, strip_select, x));
+    return f ? note(x->p, texi_select_new(cond, t, f)) : e;
+}
 
 static tex_stmt *strip_if(tex_stmt *s, void *ud)
 {
     strip_ctx *x = ud;
     if (s->kind != TEXI_STMT_IF || s->u.ifs.else_s)
         return NULL;
-    tex_stmt *then_s = texi_stmt_mutate(x->p->ctx, s->u.ifs.then_s, strip_if, NULL, x);
+    tex_stmt *then_s = texi_stmt_mutate(x->p->ctx, s->u.ifs.then_s, strip_if, x->sel, x);
     tex_expr *cond = strip_cond(x->p, x->sc, s->u.ifs.cond);
     if (!then_s) {
         x->p->failed = true;
@@ -373,7 +409,7 @@ static tex_expr *subst_var(tex_expr *e, void *ud)
 static tex_stmt *split_at(part *p, tex_stmt *s, const scan *sc, tex_expr *m)
 {
     tex_expr *lo = s->u.loop.min, *hi = arith(p, TEXI_EXPR_ADD, lo, s->u.loop.extent);
-    strip_ctx x = {p, sc};
+    strip_ctx x = {p, sc, NULL};
     tex_stmt *main_body = texi_stmt_mutate(p->ctx, s->u.loop.body, strip_if, NULL, &x);
     tex_expr *main_ext = simp(p, arith(p, TEXI_EXPR_SUB, m, lo));
     tex_expr *tail_ext = simp(p, arith(p, TEXI_EXPR_SUB, hi, m));
@@ -415,7 +451,7 @@ static tex_stmt *try_partition(part *p, tex_stmt *s)
     if (!m || texi_prove(arith(p, TEXI_EXPR_LE, m, lo), p->n_env, p->env))
         return NULL;
     if (texi_prove(arith(p, TEXI_EXPR_GE, m, hi), p->n_env, p->env)) {
-        strip_ctx x = {p, &sc};
+        strip_ctx x = {p, &sc, NULL};
         tex_stmt *body = texi_stmt_mutate(p->ctx, s->u.loop.body, strip_if, NULL, &x);
         return part_loop(p, s, lo, s->u.loop.extent, body);
     }
@@ -458,14 +494,18 @@ static bool local_only(const tex_stmt *s, void *ud)
 }
 
 /*
- * Unswitches serial loop s on the guards of its body that hold throughout
- * it when their worst case does (consider_unswitch); NULL when there are
- * none or the body writes more than local buffers (local_only). The guarded
- * copy is processed without further unswitching (its inner loops would only
- * test the same worst cases again); the guard-free copy as usual. A test the
- * simplifier decides keeps one copy (none when it is false).
+ * Unswitches serial loop s on the conditions of its body (what: the guards,
+ * then, in the guard-free copy or where there are none, the selects) that
+ * hold throughout it when their worst case does (consider_unswitch); NULL
+ * when there are none or the body writes more than local buffers
+ * (local_only). So a tile past the domain runs the guarded copy, one at the
+ * border the copy with selects and no guards, the others neither. A copy
+ * that keeps conditions is processed without further unswitching (its inner
+ * loops would only test the same worst cases again); the condition-free
+ * copy as usual. A test the simplifier decides keeps one copy (none when it
+ * is false).
  */
-static tex_stmt *try_unswitch(part *p, tex_stmt *s)
+static tex_stmt *try_unswitch(part *p, tex_stmt *s, int what)
 {
     bool ok = !p->no_unswitch && (s->u.loop.for_kind == TEXI_FOR_SERIAL ||
                                   s->u.loop.for_kind == TEXI_FOR_UNROLLED);
@@ -474,7 +514,7 @@ static tex_stmt *try_unswitch(part *p, tex_stmt *s)
     if (!ok)
         return NULL;
     texi_range self = {s->u.loop.var, s->u.loop.min, s->u.loop.extent};
-    scan sc = {.p = p, .v = s->u.loop.var, .unswitch = true};
+    scan sc = {.p = p, .v = s->u.loop.var, .unswitch = what};
     sc.inner = grow(p, NULL, 0, &sc.cap_inner, sizeof *sc.inner);
     if (!sc.inner)
         return NULL;
@@ -484,10 +524,18 @@ static tex_stmt *try_unswitch(part *p, tex_stmt *s)
     int64_t known;
     bool decided = test && texi_expr_is_int_const(test, &known);
     if (!test || p->failed || (decided && !known))
-        return NULL;
-    strip_ctx x = {p, &sc};
-    tex_stmt *body = texi_stmt_mutate(p->ctx, s->u.loop.body, strip_if, NULL, &x);
-    tex_stmt *fast = body ? part_loop(p, s, s->u.loop.min, s->u.loop.extent, body) : NULL;
+        return what == UNSWITCH_GUARDS && !p->failed ? try_unswitch(p, s, UNSWITCH_SELECTS) : NULL;
+    texi_expr_rewrite_fn sel = what == UNSWITCH_SELECTS ? strip_select : NULL;
+    strip_ctx x = {p, &sc, sel};
+    tex_stmt *body = texi_stmt_mutate(p->ctx, s->u.loop.body, strip_if, sel, &x);
+    tex_stmt *fast = NULL;
+    if (body && what == UNSWITCH_GUARDS)
+        fast = try_unswitch(p,
+                            texi_for_new(p->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
+                                         s->u.loop.for_kind, s->u.loop.thread_tag, body),
+                            UNSWITCH_SELECTS);
+    if (body && !fast && !p->failed)
+        fast = part_loop(p, s, s->u.loop.min, s->u.loop.extent, body);
     if (!fast || decided)
         return fast;
     p->no_unswitch = true;
@@ -519,7 +567,7 @@ static tex_stmt *process_children(tex_stmt *s, void *ud)
         return NULL;
     tex_stmt *r = try_partition(p, s);
     if (!r && !p->failed)
-        r = try_unswitch(p, s);
+        r = try_unswitch(p, s, UNSWITCH_GUARDS);
     if (!r && !p->failed)
         r = part_loop(p, s, s->u.loop.min, s->u.loop.extent, s->u.loop.body);
     if (!r)
