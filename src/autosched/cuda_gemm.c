@@ -189,11 +189,9 @@ static int gemm_thread_tile(texi_as_graph *g, tex_stage *gs, tile_walk w, int ty
     for (int a = 0; a < nax; a++)
         order[n++] = op->axes[a];
     TEXI_TRY(tex_reorder(gs, n, order));
-    for (int k = 0; k < op->n_raxes; k++) {
-        int64_t e;
-        if (op->raxes[k] != w.k && const_extent(op->raxes[k], &e) && e <= REG)
-            TEXI_TRY(tex_unroll(gs, op->raxes[k]));
-    }
+    /* a conv's window axes stay loops: unrolled too, with 16 outputs per
+     * tap, the body is too large for ptxas to keep spill-free once loop
+     * partitioning gives it a copy without bounds checks */
     TEXI_TRY(tex_unroll(gs, op->axes[nax - 2]));
     TEXI_TRY(tex_unroll(gs, op->axes[nax - 1]));
     return share_operands(g, gs, w, ko, ty, tx);

@@ -13,20 +13,6 @@
  * Which conditions qualify and where m lies: above consider(); what becomes
  * of the parts: above try_partition(). Thread-bound loops are never
  * partitioned.
- *
- * A guard that depends on enclosing loops too (the rows of a thread's
- * register tile against a symbolic size: `if (i + by*64 + ty*4 < M)`) holds
- * on no prefix that is the same for every thread. A loop whose body only
- * writes local buffers is then unswitched on the guards' worst case over it
- * and its inner loops:
- *
- *   for v { .. if (c && rest) S .. }
- *     ->  if (worst c) { for v { .. if (rest) S .. } }   whole tile inside
- *         else         { for v { .. if (c && rest) S .. } }
- *
- * The conditions of selects count too (a padded read's bounds, which hold
- * for every tile but those at the border: `select(r >= 1, X[r - 1], 0)`
- * becomes `X[r - 1]` in the first copy). Above try_unswitch().
  */
 #include "lower/lower.h"
 
@@ -35,12 +21,7 @@ typedef struct {
     texi_range *env; /* enclosing loops of the current statement, outermost first */
     int n_env, cap_env;
     bool failed;
-    bool no_unswitch; /* inside the guarded copy of an unswitched loop */
 } part;
-
-/* What an unswitching scan collects: the conditions of guards (IFs without
- * else), or of selects. */
-enum { UNSWITCH_GUARDS = 1, UNSWITCH_SELECTS };
 
 /* The candidates of one loop. */
 typedef struct {
@@ -53,8 +34,6 @@ typedef struct {
     tex_expr **conds; /* conjuncts holding in the main part */
     int n_conds, cap_conds;
     tex_expr *bound; /* min of their bounds, or NULL */
-    int unswitch;    /* 0, or what try_unswitch collects: UNSWITCH_* */
-    tex_expr *test;  /* unswitch: conjunction of their worst cases, or NULL */
 } scan;
 
 /* texi_grow for this pass: NULL sets p->failed. */
@@ -212,73 +191,22 @@ static void consider(part *p, scan *sc, tex_expr *c)
     sc->bound = sc->bound ? arith(p, TEXI_EXPR_MIN, sc->bound, b) : b;
 }
 
-/* Whether e mentions the loop, its inner loops or the lets between. */
-static bool mentions_inner(const scan *sc, tex_expr *e)
-{
-    for (int i = 0; i < sc->n_inner; i++)
-        if (texi_expr_uses_var(e, sc->inner[i].var))
-            return true;
-    for (int i = 0; i < sc->n_blocked; i++)
-        if (texi_expr_uses_var(e, sc->blocked[i]))
-            return true;
-    return false;
-}
-
-/*
- * Unswitching (sc->inner starts with the loop itself): records conjunct c
- * when it is a comparison d < 0 that varies with the loop or its inner
- * loops, linearly with constant coefficients, and whose worst value over
- * them, rhi, mentions none of them (nor a let between): rhi < 0 then makes
- * c true throughout the loop, for whatever enclosing loops rhi names.
- */
-static void consider_unswitch(part *p, scan *sc, tex_expr *c)
-{
-    tex_expr *d = normalized(p, c);
-    if (!d || !mentions_inner(sc, d))
-        return;
-    tex_expr *rhi = worst_case(p, sc, d);
-    if (!rhi || mentions_inner(sc, rhi))
-        return;
-    tex_expr *holds = arith(p, TEXI_EXPR_LT, rhi, imm(p, rhi->dtype, 0));
-    tex_expr **conds = holds ? grow(p, sc->conds, sc->n_conds, &sc->cap_conds, sizeof *conds) : NULL;
-    if (!conds)
-        return;
-    sc->conds = conds;
-    sc->conds[sc->n_conds++] = c;
-    sc->test = sc->test ? note(p, texi_binary(TEXI_EXPR_AND, sc->test, holds)) : holds;
-}
-
 static void scan_conds(part *p, scan *sc, tex_expr *cond)
 {
     if (cond->kind == TEXI_EXPR_AND) {
         scan_conds(p, sc, cond->u.bin.a);
         scan_conds(p, sc, cond->u.bin.b);
-    } else if (sc->unswitch) {
-        consider_unswitch(p, sc, cond);
     } else {
         consider(p, sc, cond);
     }
 }
 
-/* Unswitching: the conditions of the selects met (boundary conditions
- * such as a padded read's, `select(r >= 1 && r <= H, X[r - 1], 0)`). */
-static bool scan_select(tex_expr *e, void *ud)
-{
-    scan *sc = ud;
-    if (e->kind == TEXI_EXPR_SELECT)
-        scan_conds(sc->p, sc, e->u.sel.cond);
-    return true;
-}
-
 /* Visitor over the candidate loop's body: the conditions of IFs without
- * else (and, when unswitching, of selects) are considered; inner loops and
- * lets are scopes. */
+ * else are considered; inner loops and lets are scopes. */
 static bool scan_stmt(const tex_stmt *s, void *ud)
 {
     scan *sc = ud;
     part *p = sc->p;
-    if (sc->unswitch == UNSWITCH_SELECTS)
-        texi_stmt_visit_exprs(s, scan_select, sc);
     if (s->kind == TEXI_STMT_FOR) {
         texi_range *inner = grow(p, sc->inner, sc->n_inner, &sc->cap_inner, sizeof *inner);
         if (!inner)
@@ -299,7 +227,7 @@ static bool scan_stmt(const tex_stmt *s, void *ud)
         sc->n_blocked--;
         return false;
     }
-    if (s->kind == TEXI_STMT_IF && !s->u.ifs.else_s && sc->unswitch != UNSWITCH_SELECTS)
+    if (s->kind == TEXI_STMT_IF && !s->u.ifs.else_s)
         scan_conds(p, sc, s->u.ifs.cond);
     return true;
 }
@@ -331,31 +259,14 @@ static tex_stmt *strip_if(tex_stmt *s, void *ud);
 typedef struct {
     part *p;
     const scan *sc;
-    texi_expr_rewrite_fn sel; /* strip_select when unswitching, else NULL */
 } strip_ctx;
-
-/* A select whose condition lost conjuncts: the rest, or its true arm. */
-static tex_expr *strip_select(tex_expr *e, void *ud)
-{
-    strip_ctx *x = ud;
-    if (e->kind != TEXI_EXPR_SELECT)
-        return NULL;
-    tex_expr *cond = strip_cond(x->p, x->sc, e->u.sel.cond);
-    if (cond == e->u.sel.cond)
-        return NULL;
-    tex_expr *t = note(x->p, texi_expr_mutate(e->u.sel.t, strip_select, x));
-    if (!cond || !t)
-        return t ? t : e;
-    tex_expr *f = note(x->p, texi_expr_mutate(e->u.sel.f, strip_select, x));
-    return f ? note(x->p, texi_select_new(cond, t, f)) : e;
-}
 
 static tex_stmt *strip_if(tex_stmt *s, void *ud)
 {
     strip_ctx *x = ud;
     if (s->kind != TEXI_STMT_IF || s->u.ifs.else_s)
         return NULL;
-    tex_stmt *then_s = texi_stmt_mutate(x->p->ctx, s->u.ifs.then_s, strip_if, x->sel, x);
+    tex_stmt *then_s = texi_stmt_mutate(x->p->ctx, s->u.ifs.then_s, strip_if, NULL, x);
     tex_expr *cond = strip_cond(x->p, x->sc, s->u.ifs.cond);
     if (!then_s) {
         x->p->failed = true;
@@ -409,7 +320,7 @@ static tex_expr *subst_var(tex_expr *e, void *ud)
 static tex_stmt *split_at(part *p, tex_stmt *s, const scan *sc, tex_expr *m)
 {
     tex_expr *lo = s->u.loop.min, *hi = arith(p, TEXI_EXPR_ADD, lo, s->u.loop.extent);
-    strip_ctx x = {p, sc, NULL};
+    strip_ctx x = {p, sc};
     tex_stmt *main_body = texi_stmt_mutate(p->ctx, s->u.loop.body, strip_if, NULL, &x);
     tex_expr *main_ext = simp(p, arith(p, TEXI_EXPR_SUB, m, lo));
     tex_expr *tail_ext = simp(p, arith(p, TEXI_EXPR_SUB, hi, m));
@@ -451,97 +362,11 @@ static tex_stmt *try_partition(part *p, tex_stmt *s)
     if (!m || texi_prove(arith(p, TEXI_EXPR_LE, m, lo), p->n_env, p->env))
         return NULL;
     if (texi_prove(arith(p, TEXI_EXPR_GE, m, hi), p->n_env, p->env)) {
-        strip_ctx x = {p, &sc, NULL};
+        strip_ctx x = {p, &sc};
         tex_stmt *body = texi_stmt_mutate(p->ctx, s->u.loop.body, strip_if, NULL, &x);
         return part_loop(p, s, lo, s->u.loop.extent, body);
     }
     return split_at(p, s, &sc, m);
-}
-
-/* Visitor: clears *ud at a statement that may not run under a test that
- * differs between GPU threads, or whose copies would differ from one run:
- * a store to a non-local buffer (threads may read it after a barrier), a
- * barrier, an intrinsic call, an evaluated expression, a thread loop, a
- * shared allocation. */
-static bool local_only(const tex_stmt *s, void *ud)
-{
-    bool *ok = ud;
-    switch (s->kind) {
-    case TEXI_STMT_STORE:
-        *ok = *ok && s->u.store.buf->scope == TEXI_SCOPE_LOCAL;
-        break;
-    case TEXI_STMT_ALLOCATE:
-        *ok = *ok && s->u.alloc.buf->scope == TEXI_SCOPE_LOCAL;
-        break;
-    case TEXI_STMT_FOR:
-        *ok = *ok && s->u.loop.for_kind != TEXI_FOR_THREAD;
-        break;
-    case TEXI_STMT_PROVIDE:
-    case TEXI_STMT_REALIZE:
-    case TEXI_STMT_BARRIER:
-    case TEXI_STMT_INTRIN:
-    case TEXI_STMT_EVALUATE:
-        *ok = false;
-        break;
-    case TEXI_STMT_IF:
-    case TEXI_STMT_LET:
-    case TEXI_STMT_SEQ:
-    case TEXI_STMT_ATTR:
-    case TEXI_STMT_KIND_COUNT:
-        break;
-    }
-    return *ok;
-}
-
-/*
- * Unswitches serial loop s on the conditions of its body (what: the guards,
- * then, in the guard-free copy or where there are none, the selects) that
- * hold throughout it when their worst case does (consider_unswitch); NULL
- * when there are none or the body writes more than local buffers
- * (local_only). So a tile past the domain runs the guarded copy, one at the
- * border the copy with selects and no guards, the others neither. A copy
- * that keeps conditions is processed without further unswitching (its inner
- * loops would only test the same worst cases again); the condition-free
- * copy as usual. A test the simplifier decides keeps one copy (none when it
- * is false).
- */
-static tex_stmt *try_unswitch(part *p, tex_stmt *s, int what)
-{
-    bool ok = !p->no_unswitch && (s->u.loop.for_kind == TEXI_FOR_SERIAL ||
-                                  s->u.loop.for_kind == TEXI_FOR_UNROLLED);
-    if (ok)
-        texi_stmt_visit(s->u.loop.body, local_only, &ok);
-    if (!ok)
-        return NULL;
-    texi_range self = {s->u.loop.var, s->u.loop.min, s->u.loop.extent};
-    scan sc = {.p = p, .v = s->u.loop.var, .unswitch = what};
-    sc.inner = grow(p, NULL, 0, &sc.cap_inner, sizeof *sc.inner);
-    if (!sc.inner)
-        return NULL;
-    sc.inner[sc.n_inner++] = self;
-    texi_stmt_visit(s->u.loop.body, scan_stmt, &sc);
-    tex_expr *test = sc.test ? simp(p, sc.test) : NULL;
-    int64_t known;
-    bool decided = test && texi_expr_is_int_const(test, &known);
-    if (!test || p->failed || (decided && !known))
-        return what == UNSWITCH_GUARDS && !p->failed ? try_unswitch(p, s, UNSWITCH_SELECTS) : NULL;
-    texi_expr_rewrite_fn sel = what == UNSWITCH_SELECTS ? strip_select : NULL;
-    strip_ctx x = {p, &sc, sel};
-    tex_stmt *body = texi_stmt_mutate(p->ctx, s->u.loop.body, strip_if, sel, &x);
-    tex_stmt *fast = NULL;
-    if (body && what == UNSWITCH_GUARDS)
-        fast = try_unswitch(p,
-                            texi_for_new(p->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
-                                         s->u.loop.for_kind, s->u.loop.thread_tag, body),
-                            UNSWITCH_SELECTS);
-    if (body && !fast && !p->failed)
-        fast = part_loop(p, s, s->u.loop.min, s->u.loop.extent, body);
-    if (!fast || decided)
-        return fast;
-    p->no_unswitch = true;
-    tex_stmt *guarded = part_loop(p, s, s->u.loop.min, s->u.loop.extent, s->u.loop.body);
-    p->no_unswitch = false;
-    return guarded ? texi_if_new(p->ctx, test, fast, guarded) : NULL;
 }
 
 /* ------------------------------------------------------------ the walk */
@@ -567,8 +392,6 @@ static tex_stmt *process_children(tex_stmt *s, void *ud)
         return NULL;
     tex_stmt *r = try_partition(p, s);
     if (!r && !p->failed)
-        r = try_unswitch(p, s, UNSWITCH_GUARDS);
-    if (!r && !p->failed)
         r = part_loop(p, s, s->u.loop.min, s->u.loop.extent, s->u.loop.body);
     if (!r)
         p->failed = true;
@@ -577,7 +400,7 @@ static tex_stmt *process_children(tex_stmt *s, void *ud)
 
 int texi_pass_loop_partition(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
-    part p = {lw->ctx, NULL, 0, 0, false, false};
+    part p = {lw->ctx, NULL, 0, 0, false};
     tex_stmt *r = process(&p, in);
     return texi_pass_result(lw, p.failed ? NULL : r, out);
 }

@@ -14,8 +14,12 @@
  *             nvcc -ptx on the source) assembled by ptxas -v for that
  *             architecture: no kernel spills (0 bytes spill stores and
  *             loads) and each uses at most 48 KiB of static shared memory.
- *             The registers of each kernel are printed; vectile's PTX (constant
- *             sizes) has 16-byte (v4.f32) global and shared loads and stores.
+ *             No PTX declares local memory (.local: an array such as a
+ *             thread's register tile indexed by values NVRTC cannot fold,
+ *             as with tiles of symbolic sizes whose extents were not
+ *             constants). The registers of each kernel are printed; vectile's
+ *             PTX (constant sizes) has 16-byte (v4.f32) global and shared
+ *             loads and stores.
  *             Skipped when ptxas
  *             (or, without NVRTC, nvcc) is absent, and while the emitter
  *             reports the case unsupported (TEX_EUNAVAILABLE, printed).
@@ -133,6 +137,9 @@ static void ptx_arch(gc_case *c, const char *arch, const char *dir, const char *
         !(strstr(ptx, "ld.global.nc.v4.f32") && strstr(ptx, "st.shared.v4.f32") &&
           strstr(ptx, "ld.shared.v4.f32") && strstr(ptx, "st.global.v4.f32")))
         TT_FAILF("%s: no 16-byte global and shared loads and stores in its PTX", what);
+    /* register tiles (symbolic sizes included) stay in registers */
+    if (ptx && strstr(ptx, ".local"))
+        TT_FAILF("%s: local memory (.local) in its PTX", what);
     if (ptx)
         check_ptxas(what, ptx, arch, dir, ptxas);
     else if (skipped)
