@@ -115,8 +115,8 @@ static int run_cublas(void *arg)
     int rc = r->gc->f16 ? r->cb->gemm_ex(r->cb->handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b,
                                          CUDA_R_16F, n, a, CUDA_R_16F, n, &zero, c, CUDA_R_32F, n,
                                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
-                        : r->cb->sgemm(r->cb->handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n,
-                                       a, n, &zero, c, n);
+                        : r->cb->sgemm(r->cb->handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b,
+                                       n, a, n, &zero, c, n);
     return rc != 0 || r->cb->ctx_sync() != 0;
 }
 
@@ -240,7 +240,7 @@ static void run_case(const gemm_case *gc, cublas_lib *cb)
 int main(void)
 {
     static const gemm_case cases[] = {
-        {"f32_1024", 1024, false},   {"f32_2048", 2048, false},   {"f32_4096", 4096, false},
+        {"f32_1024", 1024, false},   {"f32_2048", 2048, false}, {"f32_4096", 4096, false},
         {"f16f32_1024", 1024, true}, {"f16f32_4096", 4096, true},
     };
     char why[256];
