@@ -19,10 +19,10 @@
  * past the domain runs the guarded copy, one at the border the copy with
  * selects and no guards, the others neither.
  *
- * A condition is a conjunct that compares integers (IFs without else, or a
- * select's condition); its worst case is the upper bound over the loops
- * (texi_expr_bound) of lhs - rhs (< 0), which must name none of those loops
- * nor a LET between them. Copies that keep conditions are left as they
+ * A condition is a conjunct that compares integers without loads or calls
+ * (IFs without else, or a select's condition); its worst case is the upper
+ * bound over the loops (texi_expr_bound) of lhs - rhs (< 0), which must name
+ * none of those loops nor a LET between them. Copies that keep conditions are left as they
  * were; a test the simplifier decides keeps one copy (a false one leaves
  * the loop alone). Loops are visited outermost first, so the test runs as
  * rarely as possible. GPU only: on the CPU, gpu_threads vectorizes a thread
@@ -100,12 +100,27 @@ static bool mentions_scope(const scan *sc, const tex_expr *e)
     return false;
 }
 
-/* Records conjunct c when its worst case over the loops names none of them. */
+/* Visitor: clears *ud at a node that reads memory or calls a function. */
+static bool pure(tex_expr *e, void *ud)
+{
+    bool *ok = ud;
+    if (e->kind == TEXI_EXPR_LOAD || e->kind == TEXI_EXPR_ACCESS || e->kind == TEXI_EXPR_CALL ||
+        e->kind == TEXI_EXPR_REDUCE)
+        *ok = false;
+    return *ok;
+}
+
+/* Records conjunct c when its worst case over the loops names none of them.
+ * A conjunct that loads is left alone: the test, ahead of the loop and of
+ * the other guards, might load where they would not. */
 static void consider(scan *sc, tex_expr *c)
 {
     unsw *u = sc->u;
     tex_expr *d = as_negative(u, c);
-    if (!d)
+    bool ok = d != NULL;
+    if (d)
+        texi_expr_visit(d, pure, &ok);
+    if (!ok)
         return;
     for (int i = 0; i < sc->n_lets; i++)
         if (texi_expr_uses_var(d, sc->lets[i]))

@@ -232,6 +232,18 @@ static void test_loop_unswitch(void)
         TT_EQ_INT(count(s, "else"), 0);
         free(s);
     }
+    /* A guard that loads stays where it is (the test would load ahead of it). */
+    tex_expr *t = var("t"), *k = var("k"), *n = var("n");
+    texi_buffer *acc =
+        texi_buffer_new(ctx, "acc", TEX_F32, TEXI_SCOPE_LOCAL, 1, (tex_expr *[]){I(4)});
+    texi_buffer *idx =
+        texi_buffer_new(ctx, "idx", TEX_I32, TEXI_SCOPE_GLOBAL, 1, (tex_expr *[]){I(16)});
+    tex_stmt *st =
+        texi_if_new(ctx, LT(texi_load_new(idx, t), n), texi_store_new(ctx, acc, I(0), F(1)), NULL);
+    s = run_pass(texi_pass_loop_unswitch, &lw,
+                 loop(t, 0, I(16), TEXI_FOR_THREAD, loop(k, 0, I(8), TEXI_FOR_SERIAL, st)));
+    TT_EQ_INT(count(s, "else"), 0);
+    free(s);
     tex_ctx_free(ctx);
 }
 
