@@ -9,8 +9,12 @@
  *               when one divides the extent, else 64, or the power of two
  *               covering a smaller extent; guarded tails), on blockIdx.y/x;
  *               leading (batch, image, filter) dims fused on blockIdx.z.
- *   thread tile each thread computes REG x REG outputs (split_nparts into
- *               TM / REG x TN / REG threads on threadIdx.y/x): the GEMM
+ *               128 x 128 where both dims are constants of at least 128
+ *               and that still gives BIG_BLOCKS blocks or more (a GPU's
+ *               multiprocessors each get one: 2048^2 does, 1024^2 not).
+ *   thread tile each thread computes REG x REG outputs, 8 x 8 in a
+ *               128 x 128 tile (split_nparts into TM / REG x TN / REG
+ *               threads, 16 x 16 at most, on threadIdx.y/x): the GEMM
  *               stage in local memory computed at threadIdx.x, its loop
  *               order (k / K_TILE, k % K_TILE, other reduce axes, rows,
  *               columns) with the tile's rows and columns unrolled; the
@@ -35,8 +39,11 @@
 #include "autosched/autosched.h"
 
 enum {
-    TILE_MAX = 64,           /* the largest block tile along a dim */
-    REG = 4,                 /* outputs per thread along each tile dim */
+    TILE_MAX = 64,  /* the largest block tile along a dim */
+    REG = 4,        /* outputs per thread along each tile dim */
+    BIG_TILE = 128, /* the block tile of large GEMMs, BIG_REG x BIG_REG per thread */
+    BIG_REG = 8,
+    BIG_BLOCKS = 128,        /* blocks a large GEMM's tiles must still give */
     K_TILE = 8,              /* the reduction's step between shared tiles */
     SMEM_BUDGET = 32 * 1024, /* bytes of shared operand tiles, double-buffered */
     MAX_OPERANDS = 8,        /* inputs of a GEMM-like stage considered for sharing */
@@ -62,6 +69,21 @@ static int block_tile(const tex_iter *iv)
     while (t < TILE_MAX && t < e)
         t *= 2;
     return t;
+}
+
+/* Whether the root's last two dims m, n (batch: the product of the
+ * others, 1 when not constant) take BIG_TILE x BIG_TILE block tiles. */
+static bool big_tiles(const texi_op *op)
+{
+    int64_t em, en, e, batch = 1;
+    int nax = op->n_axes;
+    if (!const_extent(op->axes[nax - 2], &em) || !const_extent(op->axes[nax - 1], &en) ||
+        em < BIG_TILE || en < BIG_TILE)
+        return false;
+    for (int a = 0; a < nax - 2; a++)
+        batch *= const_extent(op->axes[a], &e) && e > 0 ? e : 1;
+    return batch * ((em + BIG_TILE - 1) / BIG_TILE) * ((en + BIG_TILE - 1) / BIG_TILE) >=
+           BIG_BLOCKS;
 }
 
 /* The reduce axis split by K_TILE: the longest (a symbolic one first). */
@@ -193,11 +215,9 @@ static int gemm_thread_tile(texi_as_graph *g, tex_stage *gs, tile_walk w, int ty
     for (int a = 0; a < nax; a++)
         order[n++] = op->axes[a];
     TEXI_TRY(tex_reorder(gs, n, order));
-    for (int k = 0; k < op->n_raxes; k++) {
-        int64_t e;
-        if (op->raxes[k] != w.k && const_extent(op->raxes[k], &e) && e <= REG)
-            TEXI_TRY(tex_unroll(gs, op->raxes[k]));
-    }
+    /* a conv's window axes stay loops: unrolled too, with 16 outputs per
+     * tap, the body is too large for ptxas to keep spill-free once loop
+     * partitioning gives it a copy without bounds checks */
     TEXI_TRY(tex_unroll(gs, op->axes[nax - 2]));
     TEXI_TRY(tex_unroll(gs, op->axes[nax - 1]));
     return share_operands(g, gs, w, ko, ty, tx);
@@ -211,7 +231,9 @@ static int register_tiles(texi_as_graph *g, int r, tex_stage *st, tex_stage *gs,
     const texi_op *op = st->op;
     int nax = op->n_axes;
     tex_iter *m = op->axes[nax - 2], *nn = op->axes[nax - 1];
-    int tm = block_tile(m), tn = block_tile(nn), ty = tm / REG, tx = tn / REG;
+    bool big = big_tiles(op);
+    int tm = big ? BIG_TILE : block_tile(m), tn = big ? BIG_TILE : block_tile(nn);
+    int reg = big ? BIG_REG : REG, ty = tm / reg, tx = tn / reg;
     tex_iter *by, *yi, *bx, *xi, *tyi, *yii, *txi, *xii, *bz;
     TEXI_TRY(tex_split(st, m, tex_int(g->ctx, tm), &by, &yi));
     TEXI_TRY(tex_split(st, nn, tex_int(g->ctx, tn), &bx, &xi));

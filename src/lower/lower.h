@@ -69,6 +69,9 @@ int texi_pass_storage_rewrite(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_inplace(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_remove_noops(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
+/* The GPU tail: local-only loops of register tiles unswitched on their
+ * bounds checks (loop_unswitch.c). */
+int texi_pass_loop_unswitch(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* The CPU tail (texi_lower_tail): barrier fission of thread loops that
  * contain barriers (gpu_to_cpu.c), then loads in select arms and right
  * operands of && / || made unconditional loads at a clamped index, bound by

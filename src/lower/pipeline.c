@@ -31,9 +31,9 @@
  *   thread_sync    barriers where threads  thread_allreduce  "cross_thread_reduction"
  *                  share memory                              -> "thread_allreduce"
  *   gpu_barriers   barriers between        double_buffer     two copies of shared tiles
- *                  thread-owned accesses
- *                  dropped; owned shared
- *                  buffers: registers
+ *                  thread-owned accesses   loop_unswitch     register tiles: a copy
+ *                  dropped; owned shared                     without bounds checks for
+ *                  buffers: registers                        tiles inside them
  *   gpu_to_cpu     barrier fission: thread
  *                  loops run serially      device_split      kernels, launch extents,
  *   gpu_blocks     block loops: one                          workspace, asserts
@@ -116,6 +116,7 @@ static const struct {
     {"promote", FOR_CPU, ON_BODY, texi_pass_promote},
     {"thread_allreduce", FOR_GPU, ON_BODY, texi_pass_thread_allreduce},
     {"double_buffer", FOR_GPU, ON_BODY, texi_pass_double_buffer},
+    {"loop_unswitch", FOR_GPU, ON_BODY, texi_pass_loop_unswitch},
     {"device_split", FOR_GPU, SPLIT, NULL},
     {"thread_sync", FOR_GPU, ON_KERNELS, texi_pass_thread_sync},
     {"simd", FOR_GPU, ON_KERNELS, texi_pass_simd_gpu},

@@ -30,7 +30,13 @@
  *      with min/max distributed over the subtraction) is maximized over them,
  *      so allocations and loop extents are loop-invariant (the last
  *      tile of a non-divisible split may then run past the producer's domain:
- *      ScheduleOps guards root values against the domain, as TVM does).
+ *      ScheduleOps guards root values against the domain, as TVM does). In
+ *      a stage computed inside a thread-bound loop, an extent that is not a
+ *      constant but has a constant upper bound (min(M, 4): a tile of a
+ *      symbolic size) becomes that constant, as with constant sizes: a
+ *      thread's tiles then stay in registers and tile indices free of
+ *      divisions by sizes (on the CPU, constant extents of symbolic sizes
+ *      would only multiply the code the partitioned, unrolled loops take).
  *      An index that cannot be bounded (data-dependent, A[B[i]]) makes that
  *      dimension the tensor's whole shape. Regions are not clamped to shapes.
  *      Bounds are texi_expr_bounds, retried where it gives up with every
@@ -892,6 +898,20 @@ static int consumer_region(binf *bi, int pi, int ci, const path_ent *pp, int np,
     return add_accesses(bi, p->tensor, &w, rr, c->n_root, ra);
 }
 
+/* e, or the constant it cannot exceed over pr[0..np) where e is not a
+ * constant itself: a tile of a symbolic size, min(M, 4), becomes 4. The
+ * extra rows lie past the domain (ScheduleOps guards them), and constant
+ * extents keep per-thread tiles in registers, shared tiles' indices free of
+ * divisions by sizes and loops unrollable. */
+static tex_expr *const_cap(tex_expr *e, int np, const texi_range *pr)
+{
+    int64_t v;
+    if (!e || texi_expr_is_int_const(e, &v))
+        return e;
+    texi_interval iv = texi_const_interval(e, np, pr);
+    return iv.hi_inf || iv.hi < 0 ? e : imm(e->ctx, e->dtype, iv.hi);
+}
+
 /* The region of stage pi's tensor its consumers need: mins over the loops
  * around pi, extents maximized over them. *any is false when nobody reads it. */
 static int needed_region(binf *bi, int pi, texi_rng *out, bool *any)
@@ -915,11 +935,18 @@ static int needed_region(binf *bi, int pi, texi_rng *out, bool *any)
     texi_range *pr = path_ranges(bi, pp, np);
     if (!pr)
         return TEX_ENOMEM;
+    bool in_threads = false; /* computed inside a thread-bound loop */
+    for (int i = 0; i < np; i++) {
+        const tex_stage *ps = bi->s->stages[pp[i].stage];
+        in_threads = in_threads || ps->attr[leaf_all(ps, pp[i].leaf)].for_kind == TEXI_FOR_THREAD;
+    }
     for (int d = 0; d < nd; d++) {
         int rc;
         out[d].min = simp(ra.lo[d], np, pr);
         out[d].extent = simp(span(simp(ra.hi[d], np, pr), out[d].min, 0), np, pr);
         out[d].extent = nonneg(simp(upper(bi->ctx, out[d].extent, np, pr, &rc), 0, NULL), np, pr);
+        if (in_threads)
+            out[d].extent = const_cap(out[d].extent, np, pr);
         if (rc < 0 || !out[d].min || !out[d].extent)
             return rc < 0 ? rc : TEX_ENOMEM;
     }

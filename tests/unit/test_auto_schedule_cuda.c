@@ -5,7 +5,8 @@
  * and two axes, an elementwise broadcast chain, conv2d + bias + relu in
  * NCHW and NHWC (direct and as an implicit GEMM), sums over the last axis
  * (of two and of three dims), over the first axis and over everything, and
- * a sum of sigmoid(x - row max). Each is auto-scheduled for CUDA, lowered once,
+ * a sum of sigmoid(x - row max); a batched matmul large enough for the
+ * 128 x 128 block tiles. Each is auto-scheduled for CUDA, lowered once,
  * then
  *
  *   (1) built for "cuda -emit-only -arch=sm_80" and "-arch=sm_90", its PTX
@@ -262,6 +263,11 @@ static void run_matmul(int64_t bt, int64_t m, int64_t n, int64_t k, bool epilogu
     }
     if (s && !sym && k >= 8)
         source_has(c.w.name, src, "__shared__", "blockIdx.y", "threadIdx.y", NULL);
+    /* 128 x 128 block tiles of 16 x 16 threads with 8 x 8 outputs each where
+     * both dims are at least 128 and there are 128 such tiles or more */
+    int64_t tiles = (bt > 0 ? bt : 1) * ((m + 127) / 128) * ((n + 127) / 128);
+    if (s && !sym && m >= 128 && n >= 128 && tiles >= 128)
+        source_has(c.w.name, src, "[64];", "block (16, 16, 1)", NULL);
     free(src);
     tex_ctx_free(c.ctx);
 }
@@ -276,6 +282,7 @@ static void test_matmul(void)
     run_matmul(0, 13, 29, 31, true, true);
     run_matmul(2, 5, 9, 7, false, false);
     run_matmul(3, 17, 20, 9, true, false);
+    run_matmul(32, 130, 131, 11, true, false);
 }
 
 /* The epilogue of a half matmul case. */

@@ -7,15 +7,22 @@
  *             the oracle (tex_eval_reference). A case whose shared stage is
  *             fetched inside the consumer's thread loops (matmul) needs
  *             barriers first: it runs after the thread_sync pass. vectile's
- *             kernel also runs after the whole GPU tail (vector statements).
+ *             kernel also runs after the whole GPU tail (vector statements),
+ *             and so do the register tiles' (matmul, auto_matmul,
+ *             auto_conv2d: loop_unswitch's guard-free copies, which symbolic
+ *             sizes must have).
  *   ptx_*     each case at large sizes, constant and symbolic, built for
  *             "cuda -emit-only -arch=sm_80" and "-arch=sm_90"; its PTX (NVRTC
  *             through tex_kernel_ptx when the library gives one, else
  *             nvcc -ptx on the source) assembled by ptxas -v for that
  *             architecture: no kernel spills (0 bytes spill stores and
  *             loads) and each uses at most 48 KiB of static shared memory.
- *             The registers of each kernel are printed; vectile's PTX (constant
- *             sizes) has 16-byte (v4.f32) global and shared loads and stores.
+ *             No PTX declares local memory (.local: an array such as a
+ *             thread's register tile indexed by values NVRTC cannot fold,
+ *             as with tiles of symbolic sizes whose extents were not
+ *             constants). The registers of each kernel are printed; vectile's
+ *             PTX (constant sizes) has 16-byte (v4.f32) global and shared
+ *             loads and stores.
  *             Skipped when ptxas
  *             (or, without NVRTC, nvcc) is absent, and while the emitter
  *             reports the case unsupported (TEX_EUNAVAILABLE, printed).
@@ -83,9 +90,25 @@ static bool is_vector_store(const tex_stmt *s)
     return s->kind == TEXI_STMT_STORE && s->u.store.index->lanes > 1;
 }
 
+/* An IF. */
+static bool is_if(const tex_stmt *s)
+{
+    return s->kind == TEXI_STMT_IF;
+}
+
+/* An IF with else whose then-branch updates a local buffer in a loop and
+ * has no IF: loop_unswitch's copy of a register tile without guards. */
+static bool is_unswitched(const tex_stmt *s)
+{
+    return s->kind == TEXI_STMT_IF && s->u.ifs.else_s && s->u.ifs.then_s->kind == TEXI_STMT_FOR &&
+           !texi_stmt_any(s->u.ifs.then_s, is_if);
+}
+
 /* A one-kernel case after the GPU tail (texi_lower_tail: pass simd's vector
- * statements included) in the interpreter: the kernel's body as the
- * function's. With constant sizes the kernel must hold vector stores. */
+ * statements and loop_unswitch's copies included) in the interpreter: the
+ * kernel's body as the function's. With constant sizes vectile's kernel
+ * must hold vector stores; with symbolic sizes, a GEMM-like kernel a register
+ * tile without guards. */
 static void tail_check(gc_case *c)
 {
     tex_func copy;
@@ -97,8 +120,11 @@ static void tail_check(gc_case *c)
         return;
     }
     copy.body = m.kernels[0].body;
-    if (!c->symbolic && !texi_stmt_any(copy.body, is_vector_store))
+    bool vectile = strcmp(c->name, "vectile") == 0;
+    if (vectile && !c->symbolic && !texi_stmt_any(copy.body, is_vector_store))
         TT_FAILF("%s: no vector store in the kernel", c->name);
+    if (!vectile && c->symbolic && !texi_stmt_any(copy.body, is_unswitched))
+        TT_FAILF("%s (symbolic): no register tile without guards in the kernel", c->name);
     if (gc_run_compare(c, "interpreted kernel", interpret, &copy, 1) != 0)
         TT_FAILF("%s", c->why);
 }
@@ -106,6 +132,16 @@ static void tail_check(gc_case *c)
 static void test_interp_vectile_kernel(void)
 {
     gc_each_small(GC_VECTILE, tail_check);
+}
+
+/* The register tiles' kernels after the GPU tail: guard-free copies for
+ * whole tiles, guarded ones for the tails (every size a non-multiple of the
+ * tiles; conv2d's padded reads at the borders), against the oracle. */
+static void test_interp_tile_kernels(void)
+{
+    static const gc_id ids[] = {GC_MATMUL, GC_AUTO_MATMUL, GC_AUTO_CONV2D};
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
+        gc_each_small(ids[i], tail_check);
 }
 
 /* Builds case c for arch, gets its PTX, checks it. A skip reason in skip. */
@@ -133,6 +169,9 @@ static void ptx_arch(gc_case *c, const char *arch, const char *dir, const char *
         !(strstr(ptx, "ld.global.nc.v4.f32") && strstr(ptx, "st.shared.v4.f32") &&
           strstr(ptx, "ld.shared.v4.f32") && strstr(ptx, "st.global.v4.f32")))
         TT_FAILF("%s: no 16-byte global and shared loads and stores in its PTX", what);
+    /* register tiles (symbolic sizes included) stay in registers */
+    if (ptx && strstr(ptx, ".local"))
+        TT_FAILF("%s: local memory (.local) in its PTX", what);
     if (ptx)
         check_ptxas(what, ptx, arch, dir, ptxas);
     else if (skipped)
@@ -232,6 +271,7 @@ int main(void)
     TT_RUN(test_interp_b2b);
     TT_RUN(test_interp_b2b_unfused);
     TT_RUN(test_interp_vectile_kernel);
+    TT_RUN(test_interp_tile_kernels);
     TT_RUN(test_interp_stencil);
     TT_RUN(test_interp_auto_matmul);
     TT_RUN(test_interp_auto_softmax);

@@ -146,7 +146,7 @@ static void test_threads_vectorized(void)
     TT_CHECK(ast && strstr(ast, "O[ramp("));
     TT_CHECK(ast && strstr(ast, "T.shared[ramp("));
     free(ast);
-    ast = tail_text(ctx, GC_MATMUL, true); /* symbolic: tiles min(M, 4) x min(N, 4) */
+    ast = tail_text(ctx, GC_MATMUL, true); /* symbolic: 4 x 4 tiles, the last ones guarded */
     TT_CHECK(ast && strstr(ast, "C.local[ramp("));
     free(ast);
     ast = tail_text(ctx, GC_MATMUL, false);

@@ -188,6 +188,65 @@ static void test_loop_partition_symbolic(void)
     tex_ctx_free(ctx);
 }
 
+/* ---------------------------------------------------------- loop_unswitch */
+
+/* A thread's register tile against a symbolic n, with a padded read:
+ * for (t, 0, 16) thread { for (k, 0, 8) { for (i, 0, 4) {
+ *   if (t*4 + i < n) acc[i] = acc[i] + select(t*4 + i >= 1, X[t*4 + i - 1], 0) } } }
+ * with acc in `scope` (and a barrier after the store when `barrier`). */
+static tex_stmt *tile_nest(enum texi_scope scope, bool barrier)
+{
+    tex_expr *t = var("t"), *k = var("k"), *i = var("i"), *n = var("n");
+    tex_expr *row = ADD(MUL(t, I(4)), i);
+    texi_buffer *acc = texi_buffer_new(ctx, "acc", TEX_F32, scope, 1, (tex_expr *[]){I(4)});
+    tex_expr *rd = texi_select_new(bin(TEXI_EXPR_GE, row, I(1)),
+                                   texi_load_new(buffer("X", 64), ADD(row, I(-1))), F(0));
+    tex_stmt *st = texi_store_new(ctx, acc, i, bin(TEXI_EXPR_ADD, texi_load_new(acc, i), rd));
+    if (barrier)
+        st = seq2(st, texi_barrier_new(ctx, TEXI_SCOPE_SHARED));
+    tex_stmt *body = loop(i, 0, I(4), TEXI_FOR_UNROLLED, texi_if_new(ctx, LT(row, n), st, NULL));
+    return loop(t, 0, I(16), TEXI_FOR_THREAD, loop(k, 0, I(8), TEXI_FOR_SERIAL, body));
+}
+
+static void test_loop_unswitch(void)
+{
+    ctx = tex_ctx_new();
+    texi_lower lw = {ctx, NULL, NULL, false};
+    char *s = run_pass(texi_pass_loop_unswitch, &lw, tile_nest(TEXI_SCOPE_LOCAL, false));
+    /* Three copies of the k loop: tiles inside n and away from the border
+     * (neither guard nor select), at the border (the select), past n (both). */
+    TT_EQ_INT(count(s, "for (k"), 3);
+    TT_EQ_INT(count(s, "} else {"), 2);
+    TT_EQ_INT(count(s, "select("), 2);
+    TT_EQ_INT(count(s, "if (t*4 + i < n)"), 1);
+    const char *first = s ? strstr(s, "for (k") : NULL;
+    TT_CHECK(first && strstr(first, "acc[i] = acc[i] + X[") != NULL);
+    TT_CHECK(first && strstr(first, "select(") > strstr(first, "acc[i] = acc[i] + X["));
+    free(s);
+    /* A tile written to shared or global memory, or with a barrier, may not
+     * branch per thread around it: left alone. */
+    tex_stmt *keep[] = {tile_nest(TEXI_SCOPE_SHARED, false), tile_nest(TEXI_SCOPE_LOCAL, true)};
+    for (int c = 0; c < 2; c++) {
+        s = run_pass(texi_pass_loop_unswitch, &lw, keep[c]);
+        TT_EQ_INT(count(s, "for (k"), 1);
+        TT_EQ_INT(count(s, "else"), 0);
+        free(s);
+    }
+    /* A guard that loads stays where it is (the test would load ahead of it). */
+    tex_expr *t = var("t"), *k = var("k"), *n = var("n");
+    texi_buffer *acc =
+        texi_buffer_new(ctx, "acc", TEX_F32, TEXI_SCOPE_LOCAL, 1, (tex_expr *[]){I(4)});
+    texi_buffer *idx =
+        texi_buffer_new(ctx, "idx", TEX_I32, TEXI_SCOPE_GLOBAL, 1, (tex_expr *[]){I(16)});
+    tex_stmt *st =
+        texi_if_new(ctx, LT(texi_load_new(idx, t), n), texi_store_new(ctx, acc, I(0), F(1)), NULL);
+    s = run_pass(texi_pass_loop_unswitch, &lw,
+                 loop(t, 0, I(16), TEXI_FOR_THREAD, loop(k, 0, I(8), TEXI_FOR_SERIAL, st)));
+    TT_EQ_INT(count(s, "else"), 0);
+    free(s);
+    tex_ctx_free(ctx);
+}
+
 /* --------------------------------------------------------------- simplify */
 
 static void test_simplify(void)
@@ -415,6 +474,7 @@ int main(void)
     TT_RUN(test_flatten);
     TT_RUN(test_loop_partition_const);
     TT_RUN(test_loop_partition_symbolic);
+    TT_RUN(test_loop_unswitch);
     TT_RUN(test_simplify);
     TT_RUN(test_unroll);
     TT_RUN(test_vectorize);

@@ -1,0 +1,360 @@
+/*
+ * Pass loop_unswitch (GPU tail): a thread's register tile runs without
+ * bounds checks when the whole tile is inside them.
+ *
+ * The guards of a tile against symbolic sizes depend on the block and
+ * thread indices (`if (by*64 + ty*4 + i < M)`), so loop_partition finds no
+ * prefix of a loop where they hold for every thread. A serial or unrolled
+ * loop whose body only writes local buffers (a register tile's update: no
+ * barrier can fall inside it, so threads may take different copies) is
+ * unswitched on the worst case of its guards over it and its inner loops:
+ *
+ *   for v { .. if (c && rest) S .. }
+ *     ->  if (c at its worst) { for v { .. if (rest) S .. } }
+ *         else                { for v { .. if (c && rest) S .. } }
+ *
+ * and then, in the first copy (or where there are no guards), on the
+ * conditions of its selects (a padded read's bounds: `select(r >= 1,
+ * X[r - 1], 0)` is `X[r - 1]` in a tile away from the border). So a tile
+ * past the domain runs the guarded copy, one at the border the copy with
+ * selects and no guards, the others neither.
+ *
+ * A condition is a conjunct that compares integers without loads or calls
+ * (IFs without else, or a select's condition); its worst case is the upper
+ * bound over the loops (texi_expr_bound) of lhs - rhs (< 0), which must name
+ * none of those loops nor a LET between them. Copies that keep conditions are left as they
+ * were; a test the simplifier decides keeps one copy (a false one leaves
+ * the loop alone). Loops are visited outermost first, so the test runs as
+ * rarely as possible. GPU only: on the CPU, gpu_threads vectorizes a thread
+ * loop across the threads, which a branch per thread would prevent.
+ */
+#include "lower/lower.h"
+
+enum { GUARDS, SELECTS }; /* what a scan collects */
+
+typedef struct {
+    tex_ctx *ctx;
+    bool failed;
+} unsw;
+
+/* The conditions of one loop's body. */
+typedef struct {
+    unsw *u;
+    int what;
+    texi_range *loops; /* the loop, then the inner loops around the statement */
+    int n_loops, cap_loops;
+    tex_expr **lets; /* LET variables between them */
+    int n_lets, cap_lets;
+    tex_expr **conds; /* conjuncts that hold in the first copy */
+    int n_conds, cap_conds;
+    tex_expr *test; /* conjunction of their worst cases, or NULL */
+} scan;
+
+static void *grow(unsw *u, void *arr, int n, int *cap, size_t size)
+{
+    void *a = texi_grow(u->ctx, arr, n, cap, size, "loop_unswitch");
+    if (!a)
+        u->failed = true;
+    return a;
+}
+
+static tex_expr *note(unsw *u, tex_expr *e)
+{
+    if (!e)
+        u->failed = true;
+    return e;
+}
+
+/* d with c holding exactly when d < 0 (c an integer comparison whose sides
+ * have one type), or NULL. */
+static tex_expr *as_negative(unsw *u, tex_expr *c)
+{
+    if (!texi_expr_is_compare(c) || !texi_dtype_is_int(c->u.bin.a->dtype) ||
+        c->u.bin.a->dtype != c->u.bin.b->dtype || c->u.bin.a->lanes != 1)
+        return NULL;
+    tex_expr *a = c->u.bin.a, *b = c->u.bin.b, *one = note(u, texi_int_imm(u->ctx, a->dtype, 1));
+    switch (c->kind) {
+    case TEXI_EXPR_LT:
+        return note(u, texi_binary(TEXI_EXPR_SUB, a, b));
+    case TEXI_EXPR_LE:
+        return one ? note(u, texi_binary(TEXI_EXPR_SUB, texi_binary(TEXI_EXPR_SUB, a, b), one))
+                   : NULL;
+    case TEXI_EXPR_GT:
+        return note(u, texi_binary(TEXI_EXPR_SUB, b, a));
+    case TEXI_EXPR_GE:
+        return one ? note(u, texi_binary(TEXI_EXPR_SUB, texi_binary(TEXI_EXPR_SUB, b, a), one))
+                   : NULL;
+    default:
+        return NULL;
+    }
+}
+
+static bool mentions_scope(const scan *sc, const tex_expr *e)
+{
+    for (int i = 0; i < sc->n_loops; i++)
+        if (texi_expr_uses_var(e, sc->loops[i].var))
+            return true;
+    for (int i = 0; i < sc->n_lets; i++)
+        if (texi_expr_uses_var(e, sc->lets[i]))
+            return true;
+    return false;
+}
+
+/* Visitor: clears *ud at a node that reads memory or calls a function. */
+static bool pure(tex_expr *e, void *ud)
+{
+    bool *ok = ud;
+    if (e->kind == TEXI_EXPR_LOAD || e->kind == TEXI_EXPR_ACCESS || e->kind == TEXI_EXPR_CALL ||
+        e->kind == TEXI_EXPR_REDUCE)
+        *ok = false;
+    return *ok;
+}
+
+/* Records conjunct c when its worst case over the loops names none of them.
+ * A conjunct that loads is left alone: the test, ahead of the loop and of
+ * the other guards, might load where they would not. */
+static void consider(scan *sc, tex_expr *c)
+{
+    unsw *u = sc->u;
+    tex_expr *d = as_negative(u, c);
+    bool ok = d != NULL;
+    if (d)
+        texi_expr_visit(d, pure, &ok);
+    if (!ok)
+        return;
+    for (int i = 0; i < sc->n_lets; i++)
+        if (texi_expr_uses_var(d, sc->lets[i]))
+            return;
+    tex_expr *hi = texi_expr_bound(u->ctx, d, sc->n_loops, sc->loops, true);
+    if (!hi || mentions_scope(sc, hi))
+        return;
+    tex_expr *zero = note(u, texi_int_imm(u->ctx, hi->dtype, 0));
+    tex_expr *holds = zero ? note(u, texi_binary(TEXI_EXPR_LT, hi, zero)) : NULL;
+    tex_expr **conds =
+        holds ? grow(u, sc->conds, sc->n_conds, &sc->cap_conds, sizeof *conds) : NULL;
+    if (!conds)
+        return;
+    sc->conds = conds;
+    sc->conds[sc->n_conds++] = c;
+    sc->test = sc->test ? note(u, texi_binary(TEXI_EXPR_AND, sc->test, holds)) : holds;
+}
+
+static void scan_conds(scan *sc, tex_expr *cond)
+{
+    if (cond->kind == TEXI_EXPR_AND) {
+        scan_conds(sc, cond->u.bin.a);
+        scan_conds(sc, cond->u.bin.b);
+    } else {
+        consider(sc, cond);
+    }
+}
+
+static bool scan_select(tex_expr *e, void *ud)
+{
+    if (e->kind == TEXI_EXPR_SELECT && e->u.sel.cond->lanes == 1)
+        scan_conds(ud, e->u.sel.cond);
+    return true;
+}
+
+/* Visitor over the loop's body: the guards' or the selects' conditions;
+ * inner loops and lets are scopes. */
+static bool scan_stmt(const tex_stmt *s, void *ud)
+{
+    scan *sc = ud;
+    unsw *u = sc->u;
+    if (sc->what == SELECTS)
+        texi_stmt_visit_exprs(s, scan_select, sc);
+    if (s->kind == TEXI_STMT_FOR) {
+        texi_range *loops = grow(u, sc->loops, sc->n_loops, &sc->cap_loops, sizeof *loops);
+        if (!loops)
+            return false;
+        sc->loops = loops;
+        sc->loops[sc->n_loops++] = (texi_range){s->u.loop.var, s->u.loop.min, s->u.loop.extent};
+        texi_stmt_visit(s->u.loop.body, scan_stmt, sc);
+        sc->n_loops--;
+        return false;
+    }
+    if (s->kind == TEXI_STMT_LET) {
+        tex_expr **lets = grow(u, sc->lets, sc->n_lets, &sc->cap_lets, sizeof *lets);
+        if (!lets)
+            return false;
+        sc->lets = lets;
+        sc->lets[sc->n_lets++] = s->u.let.var;
+        texi_stmt_visit(s->u.let.body, scan_stmt, sc);
+        sc->n_lets--;
+        return false;
+    }
+    if (sc->what == GUARDS && s->kind == TEXI_STMT_IF && !s->u.ifs.else_s)
+        scan_conds(sc, s->u.ifs.cond);
+    return true;
+}
+
+/* ------------------------------------------------------------ rewriting */
+
+static bool dropped(const scan *sc, const tex_expr *c)
+{
+    for (int i = 0; i < sc->n_conds; i++)
+        if (sc->conds[i] == c)
+            return true;
+    return false;
+}
+
+/* cond without the recorded conjuncts; NULL when none is left. */
+static tex_expr *strip_cond(const scan *sc, tex_expr *cond)
+{
+    if (cond->kind != TEXI_EXPR_AND)
+        return dropped(sc, cond) ? NULL : cond;
+    tex_expr *a = strip_cond(sc, cond->u.bin.a), *b = strip_cond(sc, cond->u.bin.b);
+    if (a && b)
+        return a == cond->u.bin.a && b == cond->u.bin.b
+                   ? cond
+                   : note(sc->u, texi_binary(TEXI_EXPR_AND, a, b));
+    return a ? a : b;
+}
+
+/* A select whose condition lost conjuncts: over the rest, or its true arm. */
+static tex_expr *strip_select(tex_expr *e, void *ud)
+{
+    scan *sc = ud;
+    if (e->kind != TEXI_EXPR_SELECT)
+        return NULL;
+    tex_expr *cond = strip_cond(sc, e->u.sel.cond);
+    if (cond == e->u.sel.cond)
+        return NULL;
+    tex_expr *t = note(sc->u, texi_expr_mutate(e->u.sel.t, strip_select, sc));
+    if (!cond || !t)
+        return t ? t : e;
+    tex_expr *f = note(sc->u, texi_expr_mutate(e->u.sel.f, strip_select, sc));
+    return f ? note(sc->u, texi_select_new(cond, t, f)) : e;
+}
+
+/* A guard that lost conjuncts: over the rest, or its body. */
+static tex_stmt *strip_if(tex_stmt *s, void *ud)
+{
+    scan *sc = ud;
+    if (s->kind != TEXI_STMT_IF || s->u.ifs.else_s)
+        return NULL;
+    tex_stmt *then_s = texi_stmt_mutate(sc->u->ctx, s->u.ifs.then_s, strip_if, NULL, sc);
+    tex_expr *cond = strip_cond(sc, s->u.ifs.cond);
+    if (!then_s) {
+        sc->u->failed = true;
+        return s;
+    }
+    if (!cond)
+        return then_s;
+    return cond == s->u.ifs.cond && then_s == s->u.ifs.then_s
+               ? s
+               : texi_if_new(sc->u->ctx, cond, then_s, NULL);
+}
+
+/* Visitor: clears *ud at what may not run under a test that differs between
+ * the threads of a block: a store to a non-local buffer (threads may read
+ * it after a barrier), a barrier, an intrinsic call, an evaluated
+ * expression, a thread loop, a shared allocation. */
+static bool local_only(const tex_stmt *s, void *ud)
+{
+    bool *ok = ud;
+    switch (s->kind) {
+    case TEXI_STMT_STORE:
+        *ok = *ok && s->u.store.buf->scope == TEXI_SCOPE_LOCAL;
+        break;
+    case TEXI_STMT_ALLOCATE:
+        *ok = *ok && s->u.alloc.buf->scope == TEXI_SCOPE_LOCAL;
+        break;
+    case TEXI_STMT_FOR:
+        *ok = *ok && s->u.loop.for_kind != TEXI_FOR_THREAD;
+        break;
+    case TEXI_STMT_PROVIDE:
+    case TEXI_STMT_REALIZE:
+    case TEXI_STMT_BARRIER:
+    case TEXI_STMT_INTRIN:
+    case TEXI_STMT_EVALUATE:
+        *ok = false;
+        break;
+    case TEXI_STMT_IF:
+    case TEXI_STMT_LET:
+    case TEXI_STMT_SEQ:
+    case TEXI_STMT_ATTR:
+    case TEXI_STMT_KIND_COUNT:
+        break;
+    }
+    return *ok;
+}
+
+static tex_stmt *process(unsw *u, tex_stmt *s);
+
+/* Loop s over `body` (processed). */
+static tex_stmt *with_body(unsw *u, const tex_stmt *s, tex_stmt *body)
+{
+    tex_stmt *b = body ? process(u, body) : NULL;
+    return b ? texi_for_new(u->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
+                            s->u.loop.for_kind, s->u.loop.thread_tag, b)
+             : NULL;
+}
+
+/* Loop s unswitched on what (file comment); NULL when there is nothing to
+ * unswitch on, the loop is not serial or unrolled, or its body writes more
+ * than local buffers. */
+static tex_stmt *try_unswitch(unsw *u, tex_stmt *s, int what)
+{
+    bool ok = s->u.loop.for_kind == TEXI_FOR_SERIAL || s->u.loop.for_kind == TEXI_FOR_UNROLLED;
+    if (ok)
+        texi_stmt_visit(s->u.loop.body, local_only, &ok);
+    if (!ok)
+        return NULL;
+    scan sc = {.u = u, .what = what};
+    sc.loops = grow(u, NULL, 0, &sc.cap_loops, sizeof *sc.loops);
+    if (!sc.loops)
+        return NULL;
+    sc.loops[sc.n_loops++] = (texi_range){s->u.loop.var, s->u.loop.min, s->u.loop.extent};
+    texi_stmt_visit(s->u.loop.body, scan_stmt, &sc);
+    tex_expr *test = sc.test ? note(u, texi_simplify(sc.test, 0, NULL)) : NULL;
+    int64_t known;
+    bool decided = test && texi_expr_is_int_const(test, &known);
+    if (u->failed || !test || (decided && !known))
+        return what == GUARDS && !u->failed ? try_unswitch(u, s, SELECTS) : NULL;
+    tex_stmt *body = what == GUARDS
+                         ? texi_stmt_mutate(u->ctx, s->u.loop.body, strip_if, NULL, &sc)
+                         : texi_stmt_mutate(u->ctx, s->u.loop.body, NULL, strip_select, &sc);
+    tex_stmt *fast = NULL;
+    if (body && what == GUARDS)
+        fast = try_unswitch(u,
+                            texi_for_new(u->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
+                                         s->u.loop.for_kind, s->u.loop.thread_tag, body),
+                            SELECTS);
+    if (body && !fast && !u->failed)
+        fast = with_body(u, s, body);
+    if (!fast || decided)
+        return fast;
+    return texi_if_new(u->ctx, test, fast, s);
+}
+
+/* ------------------------------------------------------------ the walk */
+
+static tex_stmt *visit_loop(tex_stmt *s, void *ud)
+{
+    unsw *u = ud;
+    if (u->failed || s->kind != TEXI_STMT_FOR)
+        return u->failed ? s : NULL;
+    tex_stmt *r = try_unswitch(u, s, GUARDS);
+    if (!r && !u->failed)
+        r = with_body(u, s, s->u.loop.body);
+    if (!r)
+        u->failed = true;
+    return r ? r : s;
+}
+
+static tex_stmt *process(unsw *u, tex_stmt *s)
+{
+    tex_stmt *r = texi_stmt_mutate(u->ctx, s, visit_loop, NULL, u);
+    if (!r)
+        u->failed = true;
+    return r;
+}
+
+int texi_pass_loop_unswitch(texi_lower *lw, tex_stmt *in, tex_stmt **out)
+{
+    unsw u = {lw->ctx, false};
+    tex_stmt *r = process(&u, in);
+    return texi_pass_result(lw, u.failed ? NULL : r, out);
+}
