@@ -11,7 +11,8 @@
  *   made of it), and simd_interpret_tail, which runs it in the interpreter
  *   (vector statements lane by lane) against the oracle;
  * - simd_run_sizes: a kernel (or the interpreter) at each value of a
- *   symbolic size, against the oracle.
+ *   symbolic size, against the oracle; simd_run_compilers: the interpreter
+ *   and the kernels of both compilers so.
  */
 #ifndef TEX_TESTS_SUPPORT_SIMD_CHECK_H
 #define TEX_TESTS_SUPPORT_SIMD_CHECK_H
@@ -127,6 +128,25 @@ static inline void simd_run_sizes(ops_wl *w, tex_func *f, tex_kernel *k, const o
             ops_report(w, (uint64_t)z + 1, log, f, why);
         if (rc != 0)
             TT_FAILF("%s: n = %lld fails", w->name, (long long)sizes[z]);
+    }
+}
+
+/* f at each size: in the interpreter, then built for "cpu" with the default
+ * C compiler and (with `clang`) with clang, each against the oracle. */
+static inline void simd_run_compilers(ops_wl *w, tex_func *f, const ops_log *log, int n_sizes,
+                                      const int64_t *sizes, bool clang)
+{
+    simd_run_sizes(w, f, NULL, log, n_sizes, sizes);
+    for (int cc = 0; cc < 1 + clang; cc++) {
+        simd_cc saved;
+        simd_cc_use(&saved, cc ? "clang" : NULL);
+        tex_kernel *k = tex_build(f, "cpu");
+        simd_cc_restore(&saved);
+        if (!k)
+            TT_FAILF("%s: tex_build failed: %s", w->name, tex_errmsg(w->ctx));
+        else
+            simd_run_sizes(w, f, k, log, n_sizes, sizes);
+        tex_kernel_free(k);
     }
 }
 

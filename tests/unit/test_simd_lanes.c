@@ -216,18 +216,7 @@ static void check(const char *name, workload_fn fn, int lane_bytes)
         if (lowered && f == 0)
             TT_CHECK(has_lanes(&w, lowered, lanes < FACTORS[0] ? lanes : FACTORS[0]));
         if (lowered)
-            simd_run_sizes(&w, lowered, NULL, &log, N_SIZES, SIZES);
-        for (int cc = 0; lowered && cc < 1 + clang; cc++) {
-            simd_cc saved;
-            simd_cc_use(&saved, cc ? "clang" : NULL);
-            tex_kernel *k = tex_build(lowered, "cpu");
-            simd_cc_restore(&saved);
-            if (!k)
-                TT_FAILF("%s: tex_build failed: %s", name, tex_errmsg(ctx));
-            else
-                simd_run_sizes(&w, lowered, k, &log, N_SIZES, SIZES);
-            tex_kernel_free(k);
-        }
+            simd_run_compilers(&w, lowered, &log, N_SIZES, SIZES, clang);
         tex_ctx_free(ctx);
     }
 }

@@ -214,18 +214,7 @@ static void check_one(const char *name, workload_fn fn, schedule_fn sched,
         int n_sizes = sym ? N_SIZES : 1;
         const int64_t *sizes = sym ? SIZES : &n;
         if (lowered)
-            simd_run_sizes(&w, lowered, NULL, &log, n_sizes, sizes);
-        for (int cc = 0; lowered && cc < 1 + clang; cc++) {
-            simd_cc saved;
-            simd_cc_use(&saved, cc ? "clang" : NULL);
-            tex_kernel *k = tex_build(lowered, "cpu");
-            simd_cc_restore(&saved);
-            if (!k)
-                TT_FAILF("%s: tex_build failed: %s", name, tex_errmsg(ctx));
-            else
-                simd_run_sizes(&w, lowered, k, &log, n_sizes, sizes);
-            tex_kernel_free(k);
-        }
+            simd_run_compilers(&w, lowered, &log, n_sizes, sizes, clang);
         tex_ctx_free(ctx);
     }
 }
