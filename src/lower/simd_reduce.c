@@ -266,6 +266,32 @@ static int unrolled(const rewriter *w, int64_t c0, int64_t c1, int k, tex_stmt *
     return 0;
 }
 
+/* a op b for integer expressions of one dtype, simplified (NULL propagates). */
+static tex_expr *arith(enum texi_expr_kind kind, tex_expr *a, tex_expr *b)
+{
+    tex_expr *e = a && b ? texi_binary(kind, a, b) : NULL;
+    return e ? texi_simplify(e, 0, NULL) : NULL;
+}
+
+/* A serial loop of `count` iterations, iteration c running `group` chunks
+ * from start + c * width, chunk j into partial j. */
+static tex_stmt *chunk_loop(const rewriter *w, tex_expr *start, tex_expr *count, int width,
+                            int group)
+{
+    tex_ctx *ctx = w->ctx;
+    tex_expr *cv = count ? texi_var_new(ctx, "chunk", count->dtype) : NULL;
+    tex_stmt *items[MAX_PARTIALS];
+    for (int j = 0; j < group; j++) {
+        tex_expr *first = cv ? texi_simd_chunk_base(start, cv, width) : NULL;
+        tex_expr *base = first ? texi_simd_plus(first, (int64_t)j * w->lanes) : NULL;
+        if (!base || !(items[j] = accumulate(w, base, j)))
+            return NULL;
+    }
+    tex_stmt *body = group == 1 ? items[0] : texi_seq_new(ctx, group, items);
+    tex_expr *zero = body ? texi_int_imm(ctx, count->dtype, 0) : NULL;
+    return zero ? texi_for_new(ctx, cv, zero, count, TEXI_FOR_SERIAL, -1, body) : NULL;
+}
+
 /* n_main chunks: unrolled, or a serial loop of k chunks per iteration and
  * the rest unrolled; 0 or -1. */
 static int main_chunks(const rewriter *w, int64_t n_main, int k, tex_stmt **items, int *n)
@@ -273,19 +299,8 @@ static int main_chunks(const rewriter *w, int64_t n_main, int k, tex_stmt **item
     if (n_main <= TEXI_SIMD_MAX_UNROLLED_CHUNKS)
         return unrolled(w, 0, n_main, k, items, n);
     tex_expr *min = w->loop->u.loop.min;
-    tex_expr *cv = texi_var_new(w->ctx, "chunk", min->dtype);
-    tex_stmt *group[MAX_PARTIALS];
-    for (int j = 0; j < k; j++) {
-        tex_expr *first = cv ? texi_simd_chunk_base(min, cv, (int64_t)k * w->lanes) : NULL;
-        tex_expr *base = first ? texi_simd_plus(first, (int64_t)j * w->lanes) : NULL;
-        if (!base || !(group[j] = accumulate(w, base, j)))
-            return -1;
-    }
-    tex_stmt *body = texi_seq_new(w->ctx, k, group);
-    tex_expr *zero = body ? texi_int_imm(w->ctx, min->dtype, 0) : NULL;
-    tex_expr *count = zero ? texi_int_imm(w->ctx, min->dtype, n_main / k) : NULL;
-    if (!count ||
-        !(items[(*n)++] = texi_for_new(w->ctx, cv, zero, count, TEXI_FOR_SERIAL, -1, body)))
+    tex_expr *count = texi_int_imm(w->ctx, min->dtype, n_main / k);
+    if (!(items[(*n)++] = chunk_loop(w, min, count, k * w->lanes, k)))
         return -1;
     return unrolled(w, n_main / k * k, n_main, k, items, n);
 }
@@ -318,26 +333,35 @@ static tex_stmt *rest(tex_ctx *ctx, const tex_stmt *s, bool plain, int64_t done,
                : NULL;
 }
 
+/* The k partial accumulators of w (w->lanes set): w's buffer, slot and
+ * update template, and items[0 .. k) set to the identity; 0 or -1. */
+static int start_partials(rewriter *w, int k, tex_stmt **items)
+{
+    tex_ctx *ctx = w->ctx;
+    tex_expr *size = texi_int_imm(ctx, TEX_I64, (int64_t)k * w->lanes);
+    const texi_buffer *b = w->r->store->u.store.buf;
+    w->acc = size ? texi_buffer_new(ctx, "vacc", b->dtype, TEXI_SCOPE_LOCAL, 1, &size) : NULL;
+    w->slot = w->acc ? texi_var_new(ctx, "lane", w->loop->u.loop.var->dtype) : NULL;
+    w->update = w->slot ? update_template(w, w->loop->u.loop.body) : NULL;
+    tex_expr *identity = w->update ? texi_reduce_identity(ctx, w->r->op, b->dtype) : NULL;
+    for (int j = 0; j < k; j++) {
+        tex_expr *index = identity ? partial_index(w, j) : NULL;
+        tex_expr *all = index ? texi_broadcast_new(identity, w->lanes) : NULL;
+        if (!all || !(items[j] = texi_store_new(ctx, w->acc, index, all)))
+            return -1;
+    }
+    return identity ? 0 : -1;
+}
+
 /* The rewriting of the file comment. */
 static tex_stmt *vector_reduction(tex_ctx *ctx, const tex_stmt *s, const reduction *r, int64_t n)
 {
     rewriter w = {.ctx = ctx, .loop = s, .r = r, .lanes = texi_simd_lanes(s, n)};
     int64_t n_main = n / w.lanes;
     int k = n_main < MAX_PARTIALS ? (int)n_main : MAX_PARTIALS;
-    tex_expr *size = texi_int_imm(ctx, TEX_I64, (int64_t)k * w.lanes);
-    const texi_buffer *b = r->store->u.store.buf;
-    w.acc = size ? texi_buffer_new(ctx, "vacc", b->dtype, TEXI_SCOPE_LOCAL, 1, &size) : NULL;
-    w.slot = w.acc ? texi_var_new(ctx, "lane", s->u.loop.var->dtype) : NULL;
-    w.update = w.slot ? update_template(&w, s->u.loop.body) : NULL;
-    tex_expr *identity = w.update ? texi_reduce_identity(ctx, r->op, b->dtype) : NULL;
     tex_stmt *items[2 * MAX_PARTIALS + TEXI_SIMD_MAX_UNROLLED_CHUNKS + 2];
-    int m = 0;
-    for (int j = 0; identity && j < k; j++) {
-        tex_expr *index = partial_index(&w, j), *all = texi_broadcast_new(identity, w.lanes);
-        if (!index || !all || !(items[m++] = texi_store_new(ctx, w.acc, index, all)))
-            return NULL;
-    }
-    if (!identity || main_chunks(&w, n_main, k, items, &m) != 0 ||
+    int m = k;
+    if (start_partials(&w, k, items) != 0 || main_chunks(&w, n_main, k, items, &m) != 0 ||
         !(items[m++] = final_store(&w, k)))
         return NULL;
     tex_stmt *body = texi_seq_new(ctx, m, items);
@@ -349,32 +373,6 @@ static tex_stmt *vector_reduction(tex_ctx *ctx, const tex_stmt *s, const reducti
 }
 
 /* ---------------------------------------------------- symbolic extents */
-
-/* a op b for integer expressions of one dtype, simplified (NULL propagates). */
-static tex_expr *arith(enum texi_expr_kind kind, tex_expr *a, tex_expr *b)
-{
-    tex_expr *e = a && b ? texi_binary(kind, a, b) : NULL;
-    return e ? texi_simplify(e, 0, NULL) : NULL;
-}
-
-/* A serial loop of `count` iterations running body_at(first lane) for
- * chunks of `width` lanes from `start` (chunk c: start + c * width). */
-static tex_stmt *chunk_loop(const rewriter *w, tex_expr *start, tex_expr *count, int width,
-                            int group)
-{
-    tex_ctx *ctx = w->ctx;
-    tex_expr *cv = count ? texi_var_new(ctx, "chunk", count->dtype) : NULL;
-    tex_stmt *items[MAX_PARTIALS];
-    for (int j = 0; j < group; j++) {
-        tex_expr *first = cv ? texi_simd_chunk_base(start, cv, width) : NULL;
-        tex_expr *base = first ? texi_simd_plus(first, (int64_t)j * w->lanes) : NULL;
-        if (!base || !(items[j] = accumulate(w, base, j)))
-            return NULL;
-    }
-    tex_stmt *body = group == 1 ? items[0] : texi_seq_new(ctx, group, items);
-    tex_expr *zero = body ? texi_int_imm(ctx, count->dtype, 0) : NULL;
-    return zero ? texi_for_new(ctx, cv, zero, count, TEXI_FOR_SERIAL, -1, body) : NULL;
-}
 
 /* The rewriting of a symbolic extent (file comment). */
 static tex_stmt *symbolic_reduction(tex_ctx *ctx, const tex_stmt *s, const reduction *r)
@@ -389,20 +387,9 @@ static tex_stmt *symbolic_reduction(tex_ctx *ctx, const tex_stmt *s, const reduc
     tex_expr *grouped = arith(TEXI_EXPR_MUL, groups, imm_group);
     tex_expr *singles = arith(TEXI_EXPR_FLOORDIV, arith(TEXI_EXPR_SUB, n, grouped), imm_lanes);
     tex_expr *vectored = arith(TEXI_EXPR_MUL, arith(TEXI_EXPR_FLOORDIV, n, imm_lanes), imm_lanes);
-    tex_expr *size = texi_int_imm(ctx, TEX_I64, group);
-    const texi_buffer *b = r->store->u.store.buf;
-    w.acc = size ? texi_buffer_new(ctx, "vacc", b->dtype, TEXI_SCOPE_LOCAL, 1, &size) : NULL;
-    w.slot = w.acc ? texi_var_new(ctx, "lane", s->u.loop.var->dtype) : NULL;
-    w.update = w.slot ? update_template(&w, s->u.loop.body) : NULL;
-    tex_expr *identity = w.update ? texi_reduce_identity(ctx, r->op, b->dtype) : NULL;
-    if (!identity || !singles || !vectored)
-        return NULL;
     tex_stmt *items[MAX_PARTIALS + 3];
-    for (int j = 0; j < k; j++) {
-        tex_expr *index = partial_index(&w, j), *all = texi_broadcast_new(identity, w.lanes);
-        if (!index || !all || !(items[j] = texi_store_new(ctx, w.acc, index, all)))
-            return NULL;
-    }
+    if (!singles || !vectored || start_partials(&w, k, items) != 0)
+        return NULL;
     items[k] = chunk_loop(&w, min, groups, group, k);
     items[k + 1] = chunk_loop(&w, arith(TEXI_EXPR_ADD, min, grouped), singles, w.lanes, 1);
     items[k + 2] = final_store(&w, k);
