@@ -170,18 +170,26 @@ static void test_threads_vectorized(void)
     tex_ctx_free(ctx);
 }
 
+/* `for (tx, 0, 16) bind threadIdx.x { body }` through gpu_threads,
+ * printed (malloc'ed). */
+static char *threads_of(tex_ctx *ctx, tex_expr *tx, tex_stmt *body)
+{
+    body = body ? texi_for_new(ctx, tx, texi_int_imm(ctx, TEX_I32, 0),
+                               texi_int_imm(ctx, TEX_I32, 16), TEXI_FOR_THREAD, TEX_THREAD_X, body)
+                : NULL;
+    tex_stmt *out = NULL;
+    texi_lower lw = {.ctx = ctx};
+    TT_CHECK(body && texi_pass_gpu_threads(&lw, body, &out) == 0);
+    return out ? texi_stmt_str(out) : NULL;
+}
+
 /* `for (tx, 0, 16) bind threadIdx.x { for (j, 0, 4) body }` through
  * gpu_threads, printed (malloc'ed). */
 static char *lane_nest(tex_ctx *ctx, tex_expr *tx, tex_expr *j, tex_stmt *body)
 {
     body = texi_for_new(ctx, j, texi_int_imm(ctx, TEX_I32, 0), texi_int_imm(ctx, TEX_I32, 4),
                         TEXI_FOR_SERIAL, -1, body);
-    body = texi_for_new(ctx, tx, texi_int_imm(ctx, TEX_I32, 0), texi_int_imm(ctx, TEX_I32, 16),
-                        TEXI_FOR_THREAD, TEX_THREAD_X, body);
-    tex_stmt *out = NULL;
-    texi_lower lw = {.ctx = ctx};
-    TT_CHECK(body && texi_pass_gpu_threads(&lw, body, &out) == 0);
-    return out ? texi_stmt_str(out) : NULL;
+    return threads_of(ctx, tx, body);
 }
 
 /* 4 consecutive elements per thread: the thread loop and the loop over
@@ -231,12 +239,7 @@ static char *stationary_nest(tex_ctx *ctx, tex_expr *tx, tex_expr *k, tex_expr *
                         TEXI_FOR_SERIAL, -1, body);
     body = texi_for_new(ctx, k, texi_int_imm(ctx, TEX_I32, 0), texi_int_imm(ctx, TEX_I32, 8),
                         TEXI_FOR_SERIAL, -1, body);
-    body = texi_for_new(ctx, tx, texi_int_imm(ctx, TEX_I32, 0), texi_int_imm(ctx, TEX_I32, 16),
-                        TEXI_FOR_THREAD, TEX_THREAD_X, body);
-    tex_stmt *out = NULL;
-    texi_lower lw = {.ctx = ctx};
-    TT_CHECK(body && texi_pass_gpu_threads(&lw, body, &out) == 0);
-    return out ? texi_stmt_str(out) : NULL;
+    return threads_of(ctx, tx, body);
 }
 
 /* Accumulators at i*16 + tx, fixed across k: k goes inside i; at k*16 + tx
