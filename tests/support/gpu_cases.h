@@ -474,16 +474,38 @@ static inline tex_tensor *gc_conv_pad(gc_case *c, tex_tensor *D, tex_expr *N, te
                        tex_select(inb, val, gc_f(c, 0)));
 }
 
+/* The conv2d cases' sizes (file comment: batch, channels, H, W, filters) and
+ * inputs: D [N, C, H, W] and the 3x3 filters Wt [F, C, K, K]. */
+typedef struct {
+    tex_expr *N, *C, *H, *W, *F, *KK;
+    tex_tensor *D, *Wt;
+} gc_conv_in;
+
+static inline gc_conv_in gc_conv_inputs(gc_case *c)
+{
+    const int64_t *z = c->sizes;
+    gc_conv_in in = {gc_dim(c, "N", z[0]),
+                     gc_i(c, z[1]),
+                     gc_dim(c, "H", z[2]),
+                     gc_dim(c, "W", z[3]),
+                     gc_i(c, z[4]),
+                     gc_i(c, GC_CONV_K),
+                     NULL,
+                     NULL};
+    in.D = gc_input(c, "D", 4, (tex_expr *[]){in.N, in.C, in.H, in.W},
+                    (int64_t[]){z[0], z[1], z[2], z[3]});
+    in.Wt = gc_input(c, "Wt", 4, (tex_expr *[]){in.F, in.C, in.KK, in.KK},
+                     (int64_t[]){z[4], z[1], GC_CONV_K, GC_CONV_K});
+    return in;
+}
+
 static inline void gc_conv2d(gc_case *c, tex_schedule **sp)
 {
     const int64_t *z = c->sizes;
     tex_ctx *x = c->ctx;
-    tex_expr *N = gc_dim(c, "N", z[0]), *C = gc_i(c, z[1]), *H = gc_dim(c, "H", z[2]);
-    tex_expr *W = gc_dim(c, "W", z[3]), *F = gc_i(c, z[4]), *KK = gc_i(c, GC_CONV_K);
-    tex_tensor *D =
-        gc_input(c, "D", 4, (tex_expr *[]){N, C, H, W}, (int64_t[]){z[0], z[1], z[2], z[3]});
-    tex_tensor *Wt = gc_input(c, "Wt", 4, (tex_expr *[]){F, C, KK, KK},
-                              (int64_t[]){z[4], z[1], GC_CONV_K, GC_CONV_K});
+    gc_conv_in in = gc_conv_inputs(c);
+    tex_expr *N = in.N, *C = in.C, *H = in.H, *W = in.W, *F = in.F, *KK = in.KK;
+    tex_tensor *D = in.D, *Wt = in.Wt;
     tex_tensor *Pad;
     GC_TRYP(c, Pad, gc_conv_pad(c, D, N, C, H, W));
     tex_iter *on = tex_axis(x, "n", N), *of = tex_axis(x, "f", F), *oy = tex_axis(x, "y", H);
@@ -597,15 +619,10 @@ static inline void gc_auto_conv2d(gc_case *c, tex_schedule **sp)
 {
     const int64_t *z = c->sizes;
     tex_ctx *x = c->ctx;
-    tex_expr *N = gc_dim(c, "N", z[0]), *C = gc_i(c, z[1]), *H = gc_dim(c, "H", z[2]);
-    tex_expr *W = gc_dim(c, "W", z[3]), *F = gc_i(c, z[4]), *KK = gc_i(c, GC_CONV_K);
-    tex_tensor *D =
-        gc_input(c, "D", 4, (tex_expr *[]){N, C, H, W}, (int64_t[]){z[0], z[1], z[2], z[3]});
-    tex_tensor *Wt = gc_input(c, "Wt", 4, (tex_expr *[]){F, C, KK, KK},
-                              (int64_t[]){z[4], z[1], GC_CONV_K, GC_CONV_K});
-    tex_tensor *bias = gc_input(c, "bias", 1, &F, &z[4]);
-    tex_tensor *cv = tex_op_conv2d(x, "Cv", D, Wt, NULL, (int64_t[]){GC_CONV_PAD, GC_CONV_PAD},
-                                   NULL, 1, TEX_LAYOUT_NCHW);
+    gc_conv_in in = gc_conv_inputs(c);
+    tex_tensor *bias = gc_input(c, "bias", 1, &in.F, &z[4]);
+    tex_tensor *cv = tex_op_conv2d(x, "Cv", in.D, in.Wt, NULL,
+                                   (int64_t[]){GC_CONV_PAD, GC_CONV_PAD}, NULL, 1, TEX_LAYOUT_NCHW);
     c->needs_sync = true;
     gc_auto(c, sp, tex_op_relu(x, "Y", tex_op_bias_add(x, "Yb", cv, bias, 1)), 4,
             (int64_t[]){z[0], z[4], z[2], z[3]});
