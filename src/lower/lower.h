@@ -77,6 +77,9 @@ int texi_pass_loop_unswitch(texi_lower *lw, tex_stmt *in, tex_stmt **out);
  * operands of && / || made unconditional loads at a clamped index, bound by
  * LETs around their statement (guarded_loads.c). */
 int texi_pass_gpu_to_cpu(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+/* Shared-memory copies of read-only inputs dropped, their readers reading
+ * the input (unstage_shared.c), first in the CPU tail. */
+int texi_pass_unstage_shared(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* Barriers between thread-owned accesses removed, thread-owned shared
  * buffers as per-thread scalars (gpu_barriers.c), before gpu_to_cpu. */
 int texi_pass_gpu_barriers(texi_lower *lw, tex_stmt *in, tex_stmt **out);

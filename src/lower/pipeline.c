@@ -28,6 +28,10 @@
  *   tex_func body     (target independent: tex_lower stops here)
  *        |
  *        +-- cpu (at tex_build)            +-- gpu (at tex_build)
+ *   unstage_shared shared copies of
+ *                  read-only inputs
+ *                  dropped: readers read
+ *                  the input
  *   thread_sync    barriers where threads  thread_allreduce  "cross_thread_reduction"
  *                  share memory                              -> "thread_allreduce"
  *   gpu_barriers   barriers between        double_buffer     two copies of shared tiles
@@ -104,6 +108,7 @@ static const struct {
     {"storage_rewrite", AT_LOWER, ON_BODY, texi_pass_storage_rewrite},
     {"inplace", AT_LOWER, ON_BODY, texi_pass_inplace},
     {"remove_noops", AT_LOWER, ON_BODY, texi_pass_remove_noops},
+    {"unstage_shared", FOR_CPU, ON_BODY, texi_pass_unstage_shared},
     {"thread_sync", FOR_CPU, ON_BODY, texi_pass_thread_sync},
     {"gpu_barriers", FOR_CPU, ON_BODY, texi_pass_gpu_barriers},
     {"gpu_to_cpu", FOR_CPU, ON_BODY, texi_pass_gpu_to_cpu},

@@ -17,9 +17,11 @@
  *     blocks), or across blocks with atomic updates (tex_atomic: the outer
  *     part of the reduction on blockIdx.y);
  *   - maybe a local write cache at the innermost thread axis;
- *   - maybe a shared read cache of an input, computed at the thread axis or
- *     at the outer part of a split reduction axis (then maybe double
- *     buffered), fetched cooperatively by the consumer's threads;
+ *   - maybe a shared read cache of an input, computed at the thread axis,
+ *     at the block axis (a tile per block, which the CPU reads in place:
+ *     unstage_shared) or at the outer part of a split reduction axis (then
+ *     maybe double buffered), fetched cooperatively by the consumer's
+ *     threads;
  *   - intermediates inlined when they can be, else at root with their own
  *     1-D block/thread mapping.
  * Thread counts and split factors are random and rarely divide the
@@ -108,8 +110,8 @@ static tex_iter *fused_data(gen *g, tex_stage *st)
 }
 
 /* 1-D mapping: data axes fused, split by t, bound to blockIdx.x / threadIdx.x.
- * The thread leaf, or NULL. */
-static tex_iter *map_1d(gen *g, tex_stage *st, int64_t t)
+ * The thread leaf (*block, when block is not NULL: the block leaf), or NULL. */
+static tex_iter *map_1d(gen *g, tex_stage *st, int64_t t, tex_iter **block)
 {
     const char *name = tex_tensor_name(st->tensor);
     tex_iter *fu = fused_data(g, st), *bo, *th;
@@ -119,11 +121,13 @@ static tex_iter *map_1d(gen *g, tex_stage *st, int64_t t)
     if (!step(g, tex_bind(st, bo, TEX_BLOCK_X), "bind(%s, %s, blockIdx.x)", name, bo->name) ||
         !step(g, tex_bind(st, th, TEX_THREAD_X), "bind(%s, %s, threadIdx.x)", name, th->name))
         return NULL;
+    if (block)
+        *block = bo;
     return th;
 }
 
 /* 2-D mapping of the first two data axes: (by, bx, ty, tx) outermost. */
-static tex_iter *map_2d(gen *g, tex_stage *st, int64_t ty, int64_t tx)
+static tex_iter *map_2d(gen *g, tex_stage *st, int64_t ty, int64_t tx, tex_iter **block)
 {
     const char *name = tex_tensor_name(st->tensor);
     tex_iter *yo, *xo, *yi, *xi;
@@ -145,6 +149,7 @@ static tex_iter *map_2d(gen *g, tex_stage *st, int64_t ty, int64_t tx)
         !step(g, tex_bind(st, yi, TEX_THREAD_Y), "bind(%s, ty)", name) ||
         !step(g, tex_bind(st, xi, TEX_THREAD_X), "bind(%s, tx)", name))
         return NULL;
+    *block = xo;
     return xi;
 }
 
@@ -185,9 +190,9 @@ static tex_tensor *cache_some_input(gen *g, tex_stage *reader)
 }
 
 /* Maybe a shared cache of an input read by stage `reader`, computed at the
- * thread leaf `at` of stage `owner` or at the outer part of a split of
- * reader's reduction. */
-static void shared_cache(gen *g, tex_stage *reader, tex_stage *owner, tex_iter *at)
+ * thread leaf `at` or the block leaf `block` of stage `owner`, or at the
+ * outer part of a split of reader's reduction. */
+static void shared_cache(gen *g, tex_stage *reader, tex_stage *owner, tex_iter *at, tex_iter *block)
 {
     if (!chance(g, 50) || g->w->n_in == 0)
         return;
@@ -204,6 +209,8 @@ static void shared_cache(gen *g, tex_stage *reader, tex_stage *owner, tex_iter *
             return;
         owner = reader;
         at = ko;
+    } else if (chance(g, 50)) {
+        at = block;
     }
     if (!step(g, tex_compute_at(sa, owner, at), "compute_at(%s, %s, %s)", tex_tensor_name(sh),
               tex_tensor_name(owner->tensor), at->name))
@@ -250,7 +257,7 @@ static void block_reduce_output(gen *g)
         return;
     g->ty = 1;
     g->tx = draw_threads(g);
-    if (map_1d(g, st, g->tx))
+    if (map_1d(g, st, g->tx, NULL))
         step(g, tex_bind(st, ko, TEX_BLOCK_Y), "bind(%s, %s, blockIdx.y)", name, ko->name);
 }
 
@@ -268,7 +275,8 @@ static void map_output(gen *g)
     bool two_d = tex_tensor_ndim(w->out) >= 2 && chance(g, 50);
     g->ty = two_d ? rnd(g, 1, 9) : 1;
     g->tx = two_d ? rnd(g, 1, 17) : draw_threads(g);
-    tex_iter *th = two_d ? map_2d(g, st, g->ty, g->tx) : map_1d(g, st, g->tx);
+    tex_iter *bl = NULL;
+    tex_iter *th = two_d ? map_2d(g, st, g->ty, g->tx, &bl) : map_1d(g, st, g->tx, &bl);
     if (!th)
         return;
     tex_stage *reader = st;
@@ -278,7 +286,7 @@ static void map_output(gen *g)
                   w->out->name, th->name))
             return;
     }
-    shared_cache(g, reader, st, th);
+    shared_cache(g, reader, st, th, bl);
 }
 
 /* An intermediate: inlined when it can be, else at root with a 1-D mapping. */
@@ -292,7 +300,7 @@ static void place_mid(gen *g, tex_tensor *t)
         return;
     }
     tex_clear_error(g->w->ctx);
-    map_1d(g, st, draw_threads(g));
+    map_1d(g, st, draw_threads(g), NULL);
 }
 
 /* The kernel function with thread_sync's barriers, for the interpreter. */

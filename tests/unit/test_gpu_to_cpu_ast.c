@@ -143,8 +143,7 @@ static void test_threads_vectorized(void)
 {
     tex_ctx *ctx = tex_ctx_new();
     char *ast = tail_text(ctx, GC_STENCIL, false);
-    TT_CHECK(ast && strstr(ast, "O[ramp("));
-    TT_CHECK(ast && strstr(ast, "T.shared[ramp("));
+    TT_CHECK(ast && strstr(ast, "O[ramp(") && strstr(ast, "T[ramp("));
     free(ast);
     ast = tail_text(ctx, GC_MATMUL, true); /* symbolic: 4 x 4 tiles, the last ones guarded */
     TT_CHECK(ast && strstr(ast, "C.local[ramp("));
@@ -166,6 +165,30 @@ static void test_threads_vectorized(void)
     const char *reg = row ? strstr(row, "allocate C.local.reg: f32[64] local") : NULL;
     TT_CHECK(k && reg && reg < k);
     TT_CHECK(k && strstr(k, "C.local.reg[ramp(0, 1, ") && strstr(k, "] = C.local.reg[ramp(0, 1, "));
+    free(ast);
+    tex_ctx_free(ctx);
+}
+
+/* unstage_shared: the stencil's halo tile, copied at block level, is
+ * read from T itself (no copy, no barrier, so one vectorized segment);
+ * the transpose's tile stays (reading A directly would make its vector
+ * loop strided), and so do matmul's (a thread loop encloses them: their
+ * barriers run the block's threads together around k). */
+static void test_unstaged(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    char *ast = tail_text(ctx, GC_STENCIL, false);
+    TT_CHECK(ast && !strstr(ast, "T.shared") && !strstr(ast, "barrier"));
+    TT_CHECK(ast && strstr(ast, "O[ramp(") && strstr(ast, "T[ramp("));
+    free(ast);
+    ast = tail_text(ctx, GC_VECTILE, true);
+    TT_CHECK(ast && !strstr(ast, "X.shared") && strstr(ast, "X[ramp("));
+    free(ast);
+    ast = tail_text(ctx, GC_TRANSPOSE, false);
+    TT_CHECK(ast && strstr(ast, "allocate A.shared") && strstr(ast, "= A.shared["));
+    free(ast);
+    ast = tail_text(ctx, GC_MATMUL, false);
+    TT_CHECK(ast && strstr(ast, "A.shared[ramp(") && strstr(ast, "B.shared[ramp("));
     free(ast);
     tex_ctx_free(ctx);
 }
@@ -459,6 +482,7 @@ int main(void)
     TT_RUN(test_blocks_even);
     TT_RUN(test_threads_reduction);
     TT_RUN(test_threads_vectorized);
+    TT_RUN(test_unstaged);
     TT_RUN(test_threads_lanes_fused);
     TT_RUN(test_threads_divmod_peeled);
     TT_RUN(test_threads_stationary);
