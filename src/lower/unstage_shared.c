@@ -147,18 +147,17 @@ typedef struct {
     bool ok;
 } staging;
 
-/* Whether F may use variable v: a non-thread loop enclosing Q, or a
- * variable no loop or let of the function binds. */
+/* Whether F may use variable v: a loop enclosing Q (none is a thread
+ * loop: unstage refuses those), or a variable no loop or let of the
+ * function binds. */
 static bool allowed_var(tex_expr *e, void *ud)
 {
     staging *st = ud;
     if (e->kind != TEXI_EXPR_VAR || e == st->h)
         return true;
     for (int i = 0; i < st->env_at_q; i++)
-        if (st->u->env[i].var == e) {
-            st->ok &= !st->u->thread[i];
+        if (st->u->env[i].var == e)
             return true;
-        }
     for (int i = 0; i < st->bound.n; i++)
         st->ok &= st->bound.vars[i] != e;
     return true;
@@ -175,11 +174,10 @@ static tex_expr *bin(enum texi_expr_kind kind, tex_expr *a, tex_expr *b)
     return a && b ? texi_binary(kind, a, b) : NULL;
 }
 
-/* Whether env entry i may be solved for: a loop inside the store items or
- * a thread loop (its value differs between writer and reader). */
+/* Env entry i may be solved for when it is a loop inside the store items. */
 static bool solvable(const staging *st, int i)
 {
-    return i >= st->env_at_q || st->u->thread[i];
+    return i >= st->env_at_q;
 }
 
 /* G's index g with vars[0 .. n) replaced by values (functions of h),
