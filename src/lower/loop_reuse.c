@@ -21,25 +21,27 @@
  * an item through ATTRs, ALLOCATEs and SEQs only, the consumer B one
  * reached the same way from a later item, so each runs once, A first. Both
  * are perfect nests of serial, unrolled or vectorized loops of the same
- * constant bounds level by level around one STORE, guarded or not by one
- * IF without else; A's guard, if any, equals B's once A's loop variables
- * are renamed to B's. The value e is a subexpression of A's stored value
- * (the largest such, outermost first) that
+ * constant bounds level by level around one STORE or a sequence of
+ * STOREs, guarded or not by one IF without else; when A has a guard, B has
+ * the same once A's loop variables are renamed to B's. The value e is a
+ * subexpression of a value A stores (the largest such, outermost first)
+ * that
  *   - calls exp, log, tanh, sigmoid, erf, sin, cos or pow (costly to
  *     recompute; an L1 load is not), is an f32 or f64 scalar and uses A's
  *     innermost loop variable;
  *   - loads no buffer that a statement of the items from A's to B's
- *     stores to or allocates (so it has the same value at A and at B), and
- *     those items call no intrinsic;
- * and that, renamed, equals a subexpression of B's stored value (both
- * simplified). A's store index must use A's innermost loop variable (an
- * elementwise loop: a reduction into one element stays one for simd).
- * The buffer, one element per point of the nest (row-major, innermost
- * fastest, at most 16 KiB so that it stays on the stack and in cache), is
- * allocated around the items from A's to B's; A binds e in a LET under its
- * guard and stores it, B loads it where it computed it. Every point B
- * reads was written by A under the same guard, so the result is the
- * same, with e computed once instead of twice.
+ *     stores to or allocates (so it has the same value at A and at B,
+ *     wherever A computes it), and those items call no intrinsic;
+ * and that, renamed, equals a subexpression of a value B stores (both
+ * simplified). A body of one store must store at an index that uses the
+ * innermost loop variable: a reduction into one element stays the one
+ * store that simd vectorizes as a reduction. The buffer, one element per
+ * point of the nest (row-major, innermost fastest, at most 16 KiB so that
+ * it stays on the stack and in cache), is allocated around the items from
+ * A's to B's; A binds e in a LET under its guard and stores it there, B
+ * loads it where it computed it. Every point at which B reads ran A's
+ * body, so the result is the same, with e computed once instead of twice.
+ * Sizes that are not constant leave the nests as they are.
  */
 #include "lower/lower.h"
 
@@ -48,17 +50,21 @@
 
 enum { MAX_DEPTH = 8, MAX_NESTS = 16, MAX_BYTES = 16384 };
 
-/* A perfect nest: its loops outermost first and its guarded store. */
+/* A perfect nest: its loops outermost first and its (guarded) stores. */
 typedef struct {
     tex_stmt *top; /* the outermost loop, as it is in the tree */
     tex_stmt *loops[MAX_DEPTH];
     int depth;
-    tex_stmt *guard; /* the IF around the store, or NULL */
-    tex_stmt *store;
+    tex_stmt *guard; /* the IF around the stores, or NULL */
+    tex_stmt *body;  /* one STORE or a SEQ of STOREs */
 } nest;
+
+enum { MAX_RANGES = 32 };
 
 typedef struct {
     tex_ctx *ctx;
+    texi_range ranges[MAX_RANGES]; /* of the loops around the sequence */
+    int n_ranges;
     bool failed;
 } reuser;
 
@@ -70,7 +76,17 @@ static bool reusable_loop(const tex_stmt *s)
             s->u.loop.for_kind == TEXI_FOR_VECTORIZED);
 }
 
-/* Whether s is a perfect nest around a (guarded) store; fills n. */
+static bool all_stores(const tex_stmt *s)
+{
+    if (s->kind != TEXI_STMT_SEQ)
+        return s->kind == TEXI_STMT_STORE;
+    for (int i = 0; i < s->u.seq.n; i++)
+        if (s->u.seq.items[i]->kind != TEXI_STMT_STORE)
+            return false;
+    return true;
+}
+
+/* Whether s is a perfect nest around (guarded) stores; fills n. */
 static bool nest_of(tex_stmt *s, nest *n)
 {
     n->top = s;
@@ -84,8 +100,8 @@ static bool nest_of(tex_stmt *s, nest *n)
         n->guard = s;
         s = s->u.ifs.then_s;
     }
-    n->store = s;
-    return n->depth > 0 && s->kind == TEXI_STMT_STORE;
+    n->body = s;
+    return n->depth > 0 && all_stores(s);
 }
 
 /* The nests reached from s through ATTRs, ALLOCATEs and SEQs, in order. */
@@ -205,33 +221,50 @@ static bool stable(tex_stmt *const *items, int n_items, tex_expr *e)
 
 /* A producer-consumer pair under test, and what the search found. */
 typedef struct {
+    tex_ctx *ctx;
+    const reuser *r; /* the ranges of the enclosing loops */
     const nest *a, *b;
     tex_expr *vars_a[MAX_DEPTH], *vars_b[MAX_DEPTH];
     tex_stmt *const *items; /* from A's item to B's */
     int n_items;
-    int64_t points;    /* of the nests */
-    tex_expr *e;       /* the value in A's terms */
-    tex_expr *want;    /* e renamed to B's variables, simplified */
-    tex_expr *load;    /* the buffer's element in B's terms */
-    tex_expr *v;       /* the LET's variable in A */
-    int n_replaced;    /* subexpressions of B's value replaced by load */
+    int64_t points; /* of the nests */
+    tex_expr *e;    /* the value in A's terms */
+    tex_expr *want; /* e renamed to B's variables, simplified */
+    tex_expr *load; /* the buffer's element in B's terms */
+    tex_expr *v;    /* the LET's variable in A */
+    int n_replaced; /* subexpressions of B's value replaced by load */
     bool failed;
 } pair;
+
+/* e simplified under the enclosing loops' ranges, the variable of a loop
+ * of extent 1 replaced by its minimum; NULL on ENOMEM. */
+static tex_expr *simplified(const reuser *r, tex_expr *e)
+{
+    tex_expr *vars[MAX_RANGES], *mins[MAX_RANGES];
+    int n = 0;
+    for (int i = 0; i < r->n_ranges; i++)
+        if (texi_expr_is_int_const(r->ranges[i].extent, NULL) && int_of(r->ranges[i].extent) == 1) {
+            vars[n] = r->ranges[i].var;
+            mins[n++] = r->ranges[i].min;
+        }
+    e = n ? texi_substitute(e, n, vars, mins) : e;
+    return e ? texi_simplify(e, r->n_ranges, r->ranges) : NULL;
+}
 
 /* e with A's loop variables renamed to B's, simplified; NULL on ENOMEM. */
 static tex_expr *in_b(pair *p, tex_expr *e)
 {
     tex_expr *r = texi_substitute(e, p->a->depth, p->vars_a, p->vars_b);
-    return r ? texi_simplify(r, 0, NULL) : NULL;
+    return r ? simplified(p->r, r) : NULL;
 }
 
 /* Rewriter of B's value: each subexpression equal to p->want becomes p->load. */
 static tex_expr *replace_want(tex_expr *e, void *ud)
 {
     pair *p = ud;
-    if (p->failed || e->kind != p->want->kind || e->lanes != 1)
+    if (p->failed || e->kind != p->want->kind || e->dtype != p->want->dtype || e->lanes != 1)
         return NULL;
-    tex_expr *s = texi_simplify(e, 0, NULL);
+    tex_expr *s = simplified(p->r, e);
     if (!s) {
         p->failed = true;
         return NULL;
@@ -252,7 +285,7 @@ static bool b_holds(pair *p, tex_expr *e)
     }
     p->n_replaced = 0;
     p->load = e; /* any non-NULL node: only counting here */
-    texi_expr_mutate(p->b->store->u.store.value, replace_want, p);
+    texi_stmt_mutate(p->ctx, p->b->body, NULL, replace_want, p);
     return !p->failed && p->n_replaced > 0;
 }
 
@@ -266,10 +299,8 @@ static bool find_value(tex_expr *e, void *ud)
         return false;
     const tex_expr *inner = p->a->loops[p->a->depth - 1]->u.loop.var;
     if (e->lanes == 1 && (e->dtype == TEX_F32 || e->dtype == TEX_F64) &&
-        p->points * tex_dtype_bytes(e->dtype) <= MAX_BYTES &&
-        texi_expr_uses_var(e, inner) &&
-        !texi_expr_uses_buffer(e, p->a->store->u.store.buf) && stable(p->items, p->n_items, e) &&
-        b_holds(p, e)) {
+        p->points * tex_dtype_bytes(e->dtype) <= MAX_BYTES && texi_expr_uses_var(e, inner) &&
+        stable(p->items, p->n_items, e) && b_holds(p, e)) {
         p->e = e;
         return false;
     }
@@ -300,7 +331,7 @@ static tex_expr *element(tex_ctx *ctx, const nest *n, tex_expr *const vars[])
     return idx ? texi_simplify(idx, 0, NULL) : NULL;
 }
 
-/* Nest n with its store (and guard) replaced by `body`. */
+/* Nest n with its stores (and guard) replaced by `body`. */
 static tex_stmt *rebuild_nest(tex_ctx *ctx, const nest *n, tex_stmt *body)
 {
     if (n->guard)
@@ -333,8 +364,8 @@ static tex_stmt *reuse(reuser *r, pair *p)
     tex_expr *size = texi_int_imm(ctx, TEX_I64, p->points);
     char name[64];
     snprintf(name, sizeof name, "%s.val", texi_math_names[costly_call(p->e)]);
-    texi_buffer *buf = size ? texi_buffer_new(ctx, name, p->e->dtype, TEXI_SCOPE_LOCAL, 1, &size)
-                            : NULL;
+    texi_buffer *buf =
+        size ? texi_buffer_new(ctx, name, p->e->dtype, TEXI_SCOPE_LOCAL, 1, &size) : NULL;
     tex_expr *at_a = buf ? element(ctx, p->a, p->vars_a) : NULL;
     tex_expr *at_b = at_a ? element(ctx, p->b, p->vars_b) : NULL;
     name[strlen(name) - 2] = 0; /* the variable: "exp.v" */
@@ -343,19 +374,14 @@ static tex_stmt *reuse(reuser *r, pair *p)
     p->load = v ? texi_load_new(buf, at_b) : NULL;
     if (!p->load)
         return NULL;
-    /* A: let v = e { buf[at] = v; the store with e read as v } */
-    tex_stmt *sa = p->a->store;
-    tex_expr *value = texi_expr_mutate(sa->u.store.value, replace_e, p);
-    tex_stmt *keep = value ? texi_store_new(ctx, sa->u.store.buf, sa->u.store.index, value) : NULL;
+    /* A: let v = e { buf[at] = v; the stores with e read as v } */
+    tex_stmt *keep = texi_stmt_mutate(ctx, p->a->body, NULL, replace_e, p);
     tex_stmt *put = keep ? texi_store_new(ctx, buf, at_a, v) : NULL;
     tex_stmt *seq = put ? texi_seq_new(ctx, 2, (tex_stmt *[]){put, keep}) : NULL;
     tex_stmt *let = seq ? texi_let_new(ctx, v, p->e, seq) : NULL;
-    /* B: the store with e read from buf */
-    tex_stmt *sb = p->b->store;
-    p->n_replaced = 0;
-    tex_expr *vb = texi_expr_mutate(sb->u.store.value, replace_want, p);
-    tex_stmt *nb = vb && !p->failed ? texi_store_new(ctx, sb->u.store.buf, sb->u.store.index, vb)
-                                    : NULL;
+    /* B: the stores with e read from buf */
+    tex_stmt *nb = texi_stmt_mutate(ctx, p->b->body, NULL, replace_want, p);
+    nb = p->failed ? NULL : nb;
     swap w = {{p->a->top, p->b->top},
               {let ? rebuild_nest(ctx, p->a, let) : NULL, nb ? rebuild_nest(ctx, p->b, nb) : NULL}};
     if (!w.new[0] || !w.new[1])
@@ -378,17 +404,30 @@ static bool guards_agree(pair *p)
     if (!p->b->guard)
         return false;
     tex_expr *ga = in_b(p, p->a->guard->u.ifs.cond);
-    tex_expr *gb = texi_simplify(p->b->guard->u.ifs.cond, 0, NULL);
+    tex_expr *gb = simplified(p->r, p->b->guard->u.ifs.cond);
     p->failed |= !ga || !gb;
     return !p->failed && texi_expr_equal(ga, gb);
 }
 
-/* Whether nest a's store is elementwise in its innermost loop. */
+/* Whether nest a's body is not one store into one element across its
+ * innermost loop (a reduction simd vectorizes only as the body's one store). */
 static bool elementwise(const nest *a)
 {
     int64_t coef;
     const tex_expr *inner = a->loops[a->depth - 1]->u.loop.var;
-    return texi_linear_in(a->store->u.store.index, inner, &coef) && coef != 0;
+    return a->body->kind == TEXI_STMT_SEQ ||
+           (texi_linear_in(a->body->u.store.index, inner, &coef) && coef != 0);
+}
+
+/* Search of A's stored values for a value to reuse (find_value). */
+static void search(pair *p)
+{
+    const tex_stmt *b = p->a->body;
+    int n = b->kind == TEXI_STMT_SEQ ? b->u.seq.n : 1;
+    for (int i = 0; i < n && !p->e && !p->failed; i++) {
+        const tex_stmt *st = b->kind == TEXI_STMT_SEQ ? b->u.seq.items[i] : b;
+        texi_expr_visit(st->u.store.value, find_value, p);
+    }
 }
 
 /* Items [i, j] of a sequence with one value of a nest in item i reused by
@@ -406,14 +445,19 @@ static tex_stmt *try_items(reuser *r, tex_stmt *const *items, int i, int j)
             int64_t points = same_points(&na[x], &nb[y]);
             if (!points)
                 continue;
-            pair p = {.a = &na[x], .b = &nb[y], .items = items + i, .n_items = j - i + 1,
+            pair p = {.ctx = r->ctx,
+                      .r = r,
+                      .a = &na[x],
+                      .b = &nb[y],
+                      .items = items + i,
+                      .n_items = j - i + 1,
                       .points = points};
             for (int d = 0; d < na[x].depth; d++) {
                 p.vars_a[d] = na[x].loops[d]->u.loop.var;
                 p.vars_b[d] = nb[y].loops[d]->u.loop.var;
             }
             if (guards_agree(&p))
-                texi_expr_visit(na[x].store->u.store.value, find_value, &p);
+                search(&p);
             tex_stmt *done = p.e && !p.failed ? reuse(r, &p) : NULL;
             r->failed |= p.failed || (p.e && !done);
             if (done || r->failed)
@@ -455,23 +499,46 @@ static tex_stmt *reuse_seq(reuser *r, tex_stmt *s)
     return changed ? texi_seq_new(r->ctx, n, items) : s;
 }
 
-static tex_stmt *visit_seq(tex_stmt *s, void *ud)
-{
-    reuser *r = ud;
-    if (s->kind != TEXI_STMT_SEQ)
-        return NULL;
-    tex_stmt *out = reuse_seq(r, s);
-    return out ? out : s;
-}
-
+/* s with values reused in every sequence, inner ones first; the ranges of
+ * the loops around each sequence let the simplifier see, for example, that
+ * a loop of extent 1 has its variable at its minimum. */
 static tex_stmt *reuse_in(reuser *r, tex_stmt *s)
 {
-    return texi_stmt_mutate(r->ctx, s, visit_seq, NULL, r);
+    if (!s || r->failed)
+        return NULL;
+    switch (s->kind) {
+    case TEXI_STMT_SEQ:
+        return reuse_seq(r, s);
+    case TEXI_STMT_IF: {
+        tex_stmt *t = reuse_in(r, s->u.ifs.then_s);
+        tex_stmt *e = s->u.ifs.else_s ? reuse_in(r, s->u.ifs.else_s) : NULL;
+        if (r->failed)
+            return NULL;
+        return t == s->u.ifs.then_s && e == s->u.ifs.else_s
+                   ? s
+                   : texi_if_new(r->ctx, s->u.ifs.cond, t, e);
+    }
+    case TEXI_STMT_FOR: {
+        bool ranged = r->n_ranges < MAX_RANGES;
+        if (ranged)
+            r->ranges[r->n_ranges++] = (texi_range){s->u.loop.var, s->u.loop.min, s->u.loop.extent};
+        tex_stmt *body = reuse_in(r, s->u.loop.body);
+        r->n_ranges -= ranged;
+        return body ? texi_stmt_with_body(r->ctx, s, body) : NULL;
+    }
+    default: {
+        tex_stmt *body = texi_stmt_body(s);
+        if (!body)
+            return s;
+        tex_stmt *nb = reuse_in(r, body);
+        return nb ? texi_stmt_with_body(r->ctx, s, nb) : NULL;
+    }
+    }
 }
 
 int texi_pass_loop_reuse(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
-    reuser r = {lw->ctx, false};
+    reuser r = {.ctx = lw->ctx};
     tex_stmt *res = reuse_in(&r, in);
     return texi_pass_result(lw, r.failed ? NULL : res, out);
 }
