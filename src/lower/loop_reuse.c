@@ -17,13 +17,17 @@
  *                                             }
  *
  * (a GPU schedule's sum of exp and its output, each a thread loop, after
- * gpu_threads). Within one sequence, the producer A is a nest reached from
- * an item through ATTRs, ALLOCATEs and SEQs only, the consumer B one
- * reached the same way from a later item, so each runs once, A first. Both
+ * gpu_threads). Within one sequence whose items run in order (not under
+ * ATTR disjoint_nests or parallel_region), the producer A is a nest
+ * reached from an item through ALLOCATEs, SEQs and ATTRs whose bodies run
+ * once in order (not a thread team's, an atomic update's, ...), the
+ * consumer B one reached the same way from a later item, so each runs
+ * once, A first. Both
  * are perfect nests of serial, unrolled or vectorized loops of the same
  * constant bounds level by level around one STORE or a sequence of
  * STOREs, guarded or not by one IF without else; when A has a guard, B has
- * the same once A's loop variables are renamed to B's. The value e is a
+ * the same once A's loop variables are renamed to B's, and it loads
+ * nothing the items from A's to B's store to. The value e is a
  * subexpression of a value A stores (the largest such, outermost first)
  * that
  *   - calls exp, log, tanh, sigmoid, erf, sin, cos or pow (costly to
@@ -104,6 +108,18 @@ static bool nest_of(tex_stmt *s, nest *n)
     return n->depth > 0 && all_stores(s);
 }
 
+/* Whether the statements under ATTR s run once each, in order, on one
+ * thread (not a thread team's region, unordered nests, an atomic update,
+ * a GPU allreduce or double buffering). */
+static bool ordered(const tex_stmt *s)
+{
+    return !texi_attr_is(s, TEXI_ATTR_PARALLEL_REGION) &&
+           !texi_attr_is(s, TEXI_ATTR_DISJOINT_NESTS) && !texi_attr_is(s, TEXI_ATTR_ATOMIC) &&
+           !texi_attr_is(s, TEXI_ATTR_THREAD_ALLREDUCE) &&
+           !texi_attr_is(s, TEXI_ATTR_DOUBLE_BUFFER) &&
+           !texi_attr_is(s, TEXI_ATTR_DOUBLE_BUFFER_WRITE);
+}
+
 /* The nests reached from s through ATTRs, ALLOCATEs and SEQs, in order. */
 static void nests_in(tex_stmt *s, nest *out, int *n)
 {
@@ -115,6 +131,10 @@ static void nests_in(tex_stmt *s, nest *out, int *n)
             nests_in(s->u.seq.items[i], out, n);
         return;
     case TEXI_STMT_ATTR:
+        if (!ordered(s))
+            return;
+        nests_in(texi_stmt_body(s), out, n);
+        return;
     case TEXI_STMT_ALLOCATE:
         nests_in(texi_stmt_body(s), out, n);
         return;
@@ -401,7 +421,7 @@ static bool guards_agree(pair *p)
 {
     if (!p->a->guard)
         return true;
-    if (!p->b->guard)
+    if (!p->b->guard || !stable(p->items, p->n_items, p->a->guard->u.ifs.cond))
         return false;
     tex_expr *ga = in_b(p, p->a->guard->u.ifs.cond);
     tex_expr *gb = simplified(p->r, p->b->guard->u.ifs.cond);
@@ -499,6 +519,19 @@ static tex_stmt *reuse_seq(reuser *r, tex_stmt *s)
     return changed ? texi_seq_new(r->ctx, n, items) : s;
 }
 
+/* ATTR s over a sequence whose items run in no set order: each item on
+ * its own. */
+static tex_stmt *unordered_items(reuser *r, tex_stmt *s)
+{
+    const tex_stmt *seq = s->u.attr.body;
+    tex_stmt **items = texi_alloc(r->ctx, sizeof *items * (size_t)seq->u.seq.n, "loop_reuse");
+    for (int i = 0; items && i < seq->u.seq.n; i++)
+        if (!(items[i] = reuse_in(r, seq->u.seq.items[i])))
+            return NULL;
+    tex_stmt *body = items ? texi_seq_new(r->ctx, seq->u.seq.n, items) : NULL;
+    return body ? texi_stmt_with_body(r->ctx, s, body) : NULL;
+}
+
 /* s with values reused in every sequence, inner ones first; the ranges of
  * the loops around each sequence let the simplifier see, for example, that
  * a loop of extent 1 has its variable at its minimum. */
@@ -509,6 +542,10 @@ static tex_stmt *reuse_in(reuser *r, tex_stmt *s)
     switch (s->kind) {
     case TEXI_STMT_SEQ:
         return reuse_seq(r, s);
+    case TEXI_STMT_ATTR:
+        if (!ordered(s) && s->u.attr.body->kind == TEXI_STMT_SEQ)
+            return unordered_items(r, s);
+        return texi_stmt_with_body(r->ctx, s, reuse_in(r, s->u.attr.body));
     case TEXI_STMT_IF: {
         tex_stmt *t = reuse_in(r, s->u.ifs.then_s);
         tex_stmt *e = s->u.ifs.else_s ? reuse_in(r, s->u.ifs.else_s) : NULL;

@@ -7,12 +7,12 @@
  * producer is elementwise in its innermost loop, the guards agree and
  * nothing in between writes what the value reads; it is not otherwise
  * (a store in between, other bounds, a producer's guard the consumer does
- * not have, a reduction into one element, a buffer over 16 KiB, a cheap
- * value). The GPU softmax of tests/support/gpu_cases.h (the sum of exp and
- * the output recompute exp(X - max)) is checked after the whole CPU tail
- * and run through the JIT against the oracle at odd sizes (1-sized rows,
- * prime row lengths, rows shorter and longer than the 128 threads, a row
- * too long to reuse, symbolic sizes) on 1 and 2 threads.
+ * not have, guards that read what the producer writes, a reduction into
+ * one element, a buffer over 16 KiB, a cheap value). The GPU softmax of tests/support/gpu_cases.h
+ * (the sum of exp and the output recompute exp(X - max)) is checked after the whole CPU tail and
+ * run through the JIT against the oracle at odd sizes (1-sized rows, prime row lengths, rows
+ * shorter and longer than the 128 threads, a row too long to reuse, symbolic sizes) on 1 and 2
+ * threads.
  */
 #include "tt.h"
 
@@ -34,6 +34,7 @@ typedef struct {
     bool reduction;        /* the producer stores S[0], not S[i] */
     bool guard_a, guard_b; /* `o*8 + i < 29` around the store */
     bool store_between;    /* X[0] = 1 between the nests */
+    bool guard_on_s;       /* the guards read S[i] (which the producer writes) */
     bool cheap;            /* X*X instead of exp(X) */
 } pair_spec;
 
@@ -64,7 +65,10 @@ static tex_stmt *nest2(const pair_spec *p, tex_expr *o, tex_expr *i, int64_t inn
                        tex_stmt *store)
 {
     tex_ctx *ctx = p->ctx;
-    tex_expr *cond = texi_binary(TEXI_EXPR_LT, flat(ctx, o, i, false), i32(ctx, 29));
+    tex_expr *cond =
+        p->guard_on_s
+            ? texi_binary(TEXI_EXPR_LT, texi_load_new(p->S, i), texi_float_imm(ctx, TEX_F32, 29.0))
+            : texi_binary(TEXI_EXPR_LT, flat(ctx, o, i, false), i32(ctx, 29));
     tex_stmt *body = guard ? texi_if_new(ctx, cond, store, NULL) : store;
     body = texi_for_new(ctx, i, i32(ctx, 0), i32(ctx, inner), TEXI_FOR_VECTORIZED, -1, body);
     return texi_for_new(ctx, o, i32(ctx, 0), i32(ctx, p->outer), TEXI_FOR_SERIAL, -1, body);
@@ -146,6 +150,8 @@ static void test_guards(void)
     TT_CHECK(reused(p));
     p.guard_a = true;
     p.guard_b = false;
+    TT_CHECK(!reused(p));
+    p.guard_b = p.guard_on_s = true; /* the guards' value changes between the nests */
     TT_CHECK(!reused(p));
 }
 
