@@ -52,7 +52,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { MAX_DEPTH = 8, MAX_NESTS = 16, MAX_BYTES = 16384 };
+enum { MAX_DEPTH = 8, MAX_NESTS = 16, MAX_BYTES = 16384, MAX_RANGES = 32 };
 
 /* A perfect nest: its loops outermost first and its (guarded) stores. */
 typedef struct {
@@ -62,8 +62,6 @@ typedef struct {
     tex_stmt *guard; /* the IF around the stores, or NULL */
     tex_stmt *body;  /* one STORE or a SEQ of STOREs */
 } nest;
-
-enum { MAX_RANGES = 32 };
 
 typedef struct {
     tex_ctx *ctx;
@@ -416,6 +414,28 @@ static tex_stmt *reuse(reuser *r, pair *p)
     return body ? texi_allocate_new(ctx, buf, body) : NULL;
 }
 
+typedef struct {
+    const tex_stmt *s;
+    int n;
+} occurrences;
+
+static bool count_stmt(const tex_stmt *s, void *ud)
+{
+    occurrences *o = ud;
+    o->n += s == o->s;
+    return true;
+}
+
+/* Whether nest n's statement occurs once in the items (a subtree may be
+ * shared: a second copy elsewhere would be rewritten too). */
+static bool occurs_once(tex_stmt *const *items, int n_items, const nest *n)
+{
+    occurrences o = {n->top, 0};
+    for (int i = 0; i < n_items; i++)
+        texi_stmt_visit(items[i], count_stmt, &o);
+    return o.n == 1;
+}
+
 /* Whether A's and B's guards agree (none in A, or equal once renamed). */
 static bool guards_agree(pair *p)
 {
@@ -476,7 +496,8 @@ static tex_stmt *try_items(reuser *r, tex_stmt *const *items, int i, int j)
                 p.vars_a[d] = na[x].loops[d]->u.loop.var;
                 p.vars_b[d] = nb[y].loops[d]->u.loop.var;
             }
-            if (guards_agree(&p))
+            if (occurs_once(p.items, p.n_items, p.a) && occurs_once(p.items, p.n_items, p.b) &&
+                guards_agree(&p))
                 search(&p);
             tex_stmt *done = p.e && !p.failed ? reuse(r, &p) : NULL;
             r->failed |= p.failed || (p.e && !done);
