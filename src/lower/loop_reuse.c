@@ -332,10 +332,13 @@ static tex_expr *replace_e(tex_expr *e, void *ud)
     return e == p->e ? p->v : NULL;
 }
 
-/* The buffer's element at the nest point of vars (row-major). */
+/* The buffer's element at the nest point of vars (row-major), in the
+ * innermost variable's type, or i64 when a variable is. */
 static tex_expr *element(tex_ctx *ctx, const nest *n, tex_expr *const vars[])
 {
     tex_dtype t = vars[n->depth - 1]->dtype;
+    for (int d = 0; d < n->depth; d++)
+        t = vars[d]->dtype == TEX_I64 ? TEX_I64 : t;
     tex_expr *idx = texi_int_imm(ctx, t, 0);
     for (int d = 0; d < n->depth && idx; d++) {
         const tex_stmt *l = n->loops[d];
