@@ -90,6 +90,9 @@ int texi_pass_gpu_threads(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* Adjacent independent parallel (or serial) loops over one range as one
  * loop: horizontal fusion (loop_fuse.c). */
 int texi_pass_loop_fuse(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+/* A costly value that a later loop nest recomputes at the points an earlier
+ * one computed it, stored by the earlier and read back (loop_reuse.c). */
+int texi_pass_loop_reuse(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
 int texi_pass_guarded_loads(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* Guarded vectorized loops as chunks that are either unguarded vector

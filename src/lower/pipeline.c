@@ -48,6 +48,9 @@
  *   loop_fuse      adjacent independent
  *                  parallel (serial) loops
  *                  over one range: one loop
+ *   loop_reuse     a costly value a later
+ *                  nest recomputes: stored
+ *                  once, read back
  *   simd_tail      guarded vector loops:
  *                  unguarded vector chunks
  *                  or lanes one by one
@@ -115,6 +118,7 @@ static const struct {
     {"gpu_blocks", FOR_CPU, ON_BODY, texi_pass_gpu_blocks},
     {"gpu_threads", FOR_CPU, ON_BODY, texi_pass_gpu_threads},
     {"loop_fuse", FOR_CPU, ON_BODY, texi_pass_loop_fuse},
+    {"loop_reuse", FOR_CPU, ON_BODY, texi_pass_loop_reuse},
     {"simd_tail", FOR_CPU, ON_BODY, texi_pass_simd_tail},
     {"guarded_loads", FOR_CPU, ON_BODY, texi_pass_guarded_loads},
     {"simd", FOR_CPU, ON_BODY, texi_pass_simd},
