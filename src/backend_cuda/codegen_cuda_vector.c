@@ -141,7 +141,8 @@ static bool scan_load(tex_expr *e, void *ud)
     for (int i = 0; i < g->n_vloads; i++)
         if (g->vload[i] == e)
             return false;
-    if (g->n_vloads < TEXI_CU_MAX_VLOADS && vector_access(g, e->u.load.buf, e->u.load.index))
+    if (g->n_vloads < TEXI_CU_MAX_VLOADS && !e->u.load.mask && // predicated: lane by lane
+        vector_access(g, e->u.load.buf, e->u.load.index))
         g->vload[g->n_vloads++] = e;
     return false;
 }
@@ -228,7 +229,11 @@ static void emit_vector_let(texi_cu *g, texi_sb *sb, const tex_stmt *s)
 
 bool texi_cu_emit_vector(texi_cu *g, texi_sb *sb, const tex_stmt *s)
 {
-    if (s->kind == TEXI_STMT_STORE && s->u.store.index->lanes > 1)
+    if (s->kind == TEXI_STMT_STORE && s->u.store.mask)
+        texi_cp_fail(&g->p, TEX_EUNAVAILABLE,
+                     "a predicated vector store has no CUDA form: predicated chunks are the CPU "
+                     "tail's only");
+    else if (s->kind == TEXI_STMT_STORE && s->u.store.index->lanes > 1)
         emit_vector_store(g, sb, s);
     else if (s->kind == TEXI_STMT_LET && s->u.let.var->lanes > 1)
         emit_vector_let(g, sb, s);

@@ -597,7 +597,10 @@ void texi_cp_expr(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec, bool ind
         emit_call(p, sb, e, prec, index);
         return;
     case TEXI_EXPR_LOAD:
-        texi_cp_load(p, sb, e->u.load.buf, e->u.load.index, e->dtype, prec);
+        if (e->u.load.mask)
+            texi_cp_masked_load_lane(p, sb, e, prec);
+        else
+            texi_cp_load(p, sb, e->u.load.buf, e->u.load.index, e->dtype, prec);
         return;
     case TEXI_EXPR_VREDUCE:
         texi_cp_vreduce(p, sb, e);

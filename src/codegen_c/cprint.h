@@ -95,6 +95,8 @@ struct texi_cp {
     unsigned vector_types[TEXI_CP_N_DTYPES];
     unsigned vector_minmax[2];                /* [f64]: bit k, min/max helpers of 2^k lanes */
     unsigned vector_select[TEXI_CP_N_DTYPES]; /* bit k: select helper of 2^k lanes */
+    unsigned vector_masked[2]
+                          [TEXI_CP_N_DTYPES]; /* [store]: bit k, tex_mload_/_mstore_ of 2^k lanes */
     unsigned vector_math[TEXI_CP_MAX_LANES_LOG2 + 1]; /* [k]: TEXI_VM_* of 2^k lanes */
     /* [op][element dtype]: bit k, the tex_vreduce_ helper of 2^k lanes */
     unsigned vector_reduce[TEXI_REDUCE_COUNT][TEXI_CP_N_DTYPES];
@@ -217,6 +219,17 @@ void texi_cp_vector_store(texi_cp *p, texi_sb *sb, const tex_stmt *s);
  * tex_vreduce_ helper; TEX_EUNAVAILABLE recorded for a target without
  * vector extensions (CUDA). */
 void texi_cp_vreduce(texi_cp *p, texi_sb *sb, const tex_expr *e);
+
+/* ------------------------------------------------------------- cvmask.c */
+/* A predicated vector LOAD (p->lane -1) as a call of its masked-move
+ * helper; false when it has none (then it is a composite of its lanes). */
+bool texi_cp_masked_load(texi_cp *p, texi_sb *sb, const tex_expr *e);
+/* Lane p->lane of a predicated LOAD: `(mask ? load : 0)`. */
+void texi_cp_masked_load_lane(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec);
+/* A predicated vector STORE: one masked-move helper call, or lane by lane. */
+void texi_cp_masked_store(texi_cp *p, texi_sb *sb, const tex_stmt *s);
+/* The masked-move helpers used (with <immintrin.h>), after the typedefs. */
+void texi_cp_mask_helpers(const texi_cp *p, texi_sb *sb);
 
 /* ------------------------------------------------------------ cvtypes.c */
 

@@ -252,6 +252,11 @@ void texi_cp_vector(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
         texi_sb_puts(sb, texi_cp_lookup(p, e, e->u.var.name));
         return;
     case TEXI_EXPR_LOAD:
+        if (e->u.load.mask) {
+            if (texi_cp_masked_load(p, sb, e))
+                return;
+            break;
+        }
         if (dense_access(e->u.load.buf->dtype, e->u.load.index)) {
             bool par = TEXI_CP_P_UNARY < prec;
             texi_sb_puts(sb, par ? "(" : "");
@@ -314,6 +319,10 @@ void texi_cp_vector_store(texi_cp *p, texi_sb *sb, const tex_stmt *s)
 {
     const texi_buffer *b = s->u.store.buf;
     const tex_expr *index = s->u.store.index;
+    if (s->u.store.mask) {
+        texi_cp_masked_store(p, sb, s);
+        return;
+    }
     if (dense_access(b->dtype, index)) {
         texi_cp_indent(p, sb);
         emit_dense_access(p, sb, b, index, false);

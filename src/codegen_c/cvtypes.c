@@ -134,6 +134,7 @@ void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb)
     select_helpers(p, sb);
     minmax_helpers(p, sb);
     reduce_helpers(p, sb);
+    texi_cp_mask_helpers(p, sb);
     for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++)
         texi_vmath_source(sb, 1 << k, p->vector_math[k]);
 }

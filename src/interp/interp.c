@@ -260,26 +260,32 @@ static int exec_provide(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
 }
 
 /* A STORE of lanes elements (1: scalar): every lane's index and value is
- * evaluated before the first is stored, as a vector store does. */
+ * evaluated before the first is stored, as a vector store does; lanes its
+ * mask turns off are skipped. */
 static int exec_store(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
 {
     enum { MAX_LANES = 64 };
     texi_storage *st[MAX_LANES];
     int64_t idx[MAX_LANES];
     texi_eval_value v[MAX_LANES];
+    bool on[MAX_LANES];
     int lanes = s->u.store.index->lanes, rc = 0;
     if (lanes > MAX_LANES)
         return texi_interp_fail(ip, TEX_EINTERNAL, "a store of %d lanes", lanes);
     for (ip->lane = 0; ip->lane < lanes && rc == 0; ip->lane++) {
         int k = ip->lane;
+        rc = texi_interp_mask(ip, fr, s->u.store.mask, &on[k]);
+        if (rc || !on[k])
+            continue; /* a lane the mask turns off: neither index nor value */
         rc = texi_interp_buffer_index(ip, fr, s->u.store.buf, s->u.store.index, true, &st[k],
                                       &idx[k]);
         rc = rc ? rc : texi_interp_expr(ip, fr, s->u.store.value, &v[k]);
     }
     ip->lane = 0;
     for (int k = 0; k < lanes && rc == 0; k++)
-        texi_eval_store(st[k]->dtype, st[k]->data, idx[k],
-                        texi_eval_convert(s->u.store.value->dtype, st[k]->dtype, v[k]));
+        if (on[k])
+            texi_eval_store(st[k]->dtype, st[k]->data, idx[k],
+                            texi_eval_convert(s->u.store.value->dtype, st[k]->dtype, v[k]));
     return rc;
 }
 

@@ -81,6 +81,8 @@ int texi_interp_expr(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_ev
 
 /* e evaluated as an integer of any integer/bool dtype, as int64. */
 int texi_interp_int(texi_interp *ip, texi_frame *fr, const tex_expr *e, int64_t *out);
+/* Whether lane ip->lane of a predicated access is on (mask NULL: always). */
+int texi_interp_mask(texi_interp *ip, texi_frame *fr, const tex_expr *mask, bool *on);
 
 /* The innermost storage bound to tensor t / buffer b in fr, or NULL. */
 texi_storage *texi_interp_find_tensor(texi_frame *fr, const tex_tensor *t);

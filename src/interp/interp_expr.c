@@ -209,10 +209,25 @@ static int eval_access(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_
     return 0;
 }
 
+int texi_interp_mask(texi_interp *ip, texi_frame *fr, const tex_expr *mask, bool *on)
+{
+    texi_eval_value m = {.i = 1};
+    TEXI_TRY(mask ? texi_interp_expr(ip, fr, mask, &m) : 0);
+    *on = m.i != 0;
+    return 0;
+}
+
+/* buf[index]; a lane its mask turns off is 0 and reads nothing. */
 static int eval_load(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
 {
     texi_storage *st;
     int64_t i;
+    bool on;
+    TEXI_TRY(texi_interp_mask(ip, fr, e->u.load.mask, &on));
+    if (!on) {
+        *out = (texi_eval_value){0};
+        return 0;
+    }
     TEXI_TRY(texi_interp_buffer_index(ip, fr, e->u.load.buf, e->u.load.index, false, &st, &i));
     *out = texi_eval_convert(st->dtype, e->dtype, texi_eval_load(st->dtype, st->data, i));
     return 0;

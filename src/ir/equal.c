@@ -84,7 +84,9 @@ bool texi_expr_equal(const tex_expr *a, const tex_expr *b)
         return a->u.access.tensor == b->u.access.tensor && a->u.access.n_idx == b->u.access.n_idx &&
                list_equal(a->u.access.n_idx, a->u.access.idx, b->u.access.idx);
     case TEXI_EXPR_LOAD:
-        return a->u.load.buf == b->u.load.buf && texi_expr_equal(a->u.load.index, b->u.load.index);
+        return a->u.load.buf == b->u.load.buf &&
+               texi_expr_equal(a->u.load.index, b->u.load.index) &&
+               texi_expr_equal(a->u.load.mask, b->u.load.mask);
     case TEXI_EXPR_REDUCE:
         if (a->u.red.op != b->u.red.op || a->u.red.n_axes != b->u.red.n_axes ||
             !texi_expr_equal(a->u.red.body, b->u.red.body) ||
@@ -136,7 +138,8 @@ uint64_t texi_expr_hash(const tex_expr *e)
             h = mix(h, texi_expr_hash(e->u.access.idx[i]));
         return h;
     case TEXI_EXPR_LOAD:
-        return mix(mix(h, buffer_hash(e->u.load.buf)), texi_expr_hash(e->u.load.index));
+        h = mix(mix(h, buffer_hash(e->u.load.buf)), texi_expr_hash(e->u.load.index));
+        return mix(h, texi_expr_hash(e->u.load.mask));
     case TEXI_EXPR_REDUCE:
         h = mix(mix(h, (uint64_t)e->u.red.op), texi_expr_hash(e->u.red.body));
         for (int i = 0; i < e->u.red.n_axes; i++)
@@ -222,7 +225,8 @@ bool texi_stmt_equal(const tex_stmt *a, const tex_stmt *b)
     case TEXI_STMT_STORE:
         return a->u.store.buf == b->u.store.buf &&
                texi_expr_equal(a->u.store.index, b->u.store.index) &&
-               texi_expr_equal(a->u.store.value, b->u.store.value);
+               texi_expr_equal(a->u.store.value, b->u.store.value) &&
+               texi_expr_equal(a->u.store.mask, b->u.store.mask);
     case TEXI_STMT_ALLOCATE:
         return a->u.alloc.buf == b->u.alloc.buf &&
                texi_stmt_equal(a->u.alloc.body, b->u.alloc.body);
@@ -275,7 +279,8 @@ uint64_t texi_stmt_hash(const tex_stmt *s)
         return mix(h, texi_stmt_hash(s->u.realize.body));
     case TEXI_STMT_STORE:
         h = mix(h, buffer_hash(s->u.store.buf));
-        return mix(mix(h, texi_expr_hash(s->u.store.index)), texi_expr_hash(s->u.store.value));
+        h = mix(mix(h, texi_expr_hash(s->u.store.index)), texi_expr_hash(s->u.store.value));
+        return mix(h, texi_expr_hash(s->u.store.mask));
     case TEXI_STMT_ALLOCATE:
         return mix(mix(h, buffer_hash(s->u.alloc.buf)), texi_stmt_hash(s->u.alloc.body));
     case TEXI_STMT_IF:

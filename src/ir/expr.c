@@ -163,6 +163,19 @@ tex_expr *texi_load_new(texi_buffer *buf, tex_expr *index)
     return e;
 }
 
+tex_expr *texi_masked_load_new(texi_buffer *buf, tex_expr *index, tex_expr *mask)
+{
+    tex_expr *e = texi_load_new(buf, index);
+    if (e)
+        e->u.load.mask = mask;
+    return e;
+}
+
+tex_expr *texi_load_at(const tex_expr *e, tex_expr *index)
+{
+    return texi_masked_load_new(e->u.load.buf, index, e->u.load.mask);
+}
+
 tex_expr *texi_ramp_new(tex_expr *base, tex_expr *stride, int lanes)
 {
     tex_expr *e = node_new(base->ctx, TEXI_EXPR_RAMP, base->dtype);

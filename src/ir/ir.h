@@ -185,6 +185,7 @@ struct tex_expr {
         struct {
             texi_buffer *buf;
             tex_expr *index; /* in elements */
+            tex_expr *mask;  /* NULL, or bool of index's lanes: lanes not read (value 0) */
         } load;              /* LOAD */
         struct {
             enum texi_reduce_op op;
@@ -222,6 +223,12 @@ tex_expr *texi_select_new(tex_expr *c, tex_expr *t, tex_expr *f);
 tex_expr *texi_call_new(enum texi_math op, tex_dtype t, int n, tex_expr *const args[]);
 tex_expr *texi_access_new(tex_tensor *t, int n, tex_expr *const idx[]);
 tex_expr *texi_load_new(texi_buffer *buf, tex_expr *index);
+/* A predicated vector load (CPU tail, docs/passes.md): lane k reads
+ * buf[index lane k] only where mask lane k is true, else is 0 and touches
+ * no memory. mask: bool, index's lanes; NULL makes it texi_load_new. */
+tex_expr *texi_masked_load_new(texi_buffer *buf, tex_expr *index, tex_expr *mask);
+/* Load e (LOAD) at another index, keeping its mask. */
+tex_expr *texi_load_at(const tex_expr *e, tex_expr *index);
 tex_expr *texi_reduce_new(enum texi_reduce_op op, tex_expr *body, int n, tex_iter *const axes[],
                           tex_expr *cond);
 /* Vectors (lanes > 1): composite nodes take the lanes of their vector
@@ -463,7 +470,8 @@ struct tex_stmt {
             texi_buffer *buf;
             tex_expr *index;
             tex_expr *value;
-        } store; /* STORE */
+            tex_expr *mask; /* NULL, or bool of index's lanes: lanes not written */
+        } store;            /* STORE */
         struct {
             texi_buffer *buf; /* size = product of buf->shape, scope = buf->scope */
             tex_stmt *body;
@@ -513,6 +521,12 @@ tex_stmt *texi_provide_new(tex_ctx *ctx, tex_tensor *t, int n, tex_expr *const i
 tex_stmt *texi_realize_new(tex_ctx *ctx, tex_tensor *t, int ndim, tex_expr *const mins[],
                            tex_expr *const extents[], enum texi_scope scope, tex_stmt *body);
 tex_stmt *texi_store_new(tex_ctx *ctx, texi_buffer *buf, tex_expr *index, tex_expr *value);
+/* A predicated vector store: lanes whose mask lane is false write nothing;
+ * mask NULL makes it texi_store_new. */
+tex_stmt *texi_masked_store_new(tex_ctx *ctx, texi_buffer *buf, tex_expr *index, tex_expr *value,
+                                tex_expr *mask);
+/* Store s (STORE) with another index and value, keeping its mask. */
+tex_stmt *texi_store_at(tex_ctx *ctx, const tex_stmt *s, tex_expr *index, tex_expr *value);
 tex_stmt *texi_allocate_new(tex_ctx *ctx, texi_buffer *buf, tex_stmt *body);
 tex_stmt *texi_if_new(tex_ctx *ctx, tex_expr *cond, tex_stmt *then_s, tex_stmt *else_s);
 tex_stmt *texi_let_new(tex_ctx *ctx, tex_expr *var, tex_expr *value, tex_stmt *body);

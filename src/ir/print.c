@@ -173,6 +173,19 @@ static void print_reduce(texi_sb *sb, const tex_expr *e)
     texi_sb_putc(sb, ')');
 }
 
+/* `buf[index]`, or `buf[index if mask]` for a predicated vector access. */
+static void print_access(texi_sb *sb, const texi_buffer *buf, const tex_expr *index,
+                         const tex_expr *mask)
+{
+    texi_sb_printf(sb, "%s[", buf->name);
+    texi_expr_print(sb, index);
+    if (mask) {
+        texi_sb_puts(sb, " if ");
+        texi_expr_print(sb, mask);
+    }
+    texi_sb_putc(sb, ']');
+}
+
 void texi_expr_print(texi_sb *sb, const tex_expr *e)
 {
     if (!e) {
@@ -211,9 +224,7 @@ void texi_expr_print(texi_sb *sb, const tex_expr *e)
         texi_sb_putc(sb, ']');
         return;
     case TEXI_EXPR_LOAD:
-        texi_sb_printf(sb, "%s[", e->u.load.buf->name);
-        texi_expr_print(sb, e->u.load.index);
-        texi_sb_putc(sb, ']');
+        print_access(sb, e->u.load.buf, e->u.load.index, e->u.load.mask);
         return;
     case TEXI_EXPR_RAMP:
         texi_sb_puts(sb, "ramp(");
@@ -392,9 +403,8 @@ void texi_stmt_print(texi_sb *sb, const tex_stmt *s, int indent)
         print_realize(sb, s, indent);
         return;
     case TEXI_STMT_STORE:
-        texi_sb_printf(sb, "%s[", s->u.store.buf->name);
-        texi_expr_print(sb, s->u.store.index);
-        texi_sb_puts(sb, "] = ");
+        print_access(sb, s->u.store.buf, s->u.store.index, s->u.store.mask);
+        texi_sb_puts(sb, " = ");
         texi_expr_print(sb, s->u.store.value);
         texi_sb_putc(sb, '\n');
         return;

@@ -855,7 +855,7 @@ static tex_expr *simp_opaque(texi_simp *s, tex_expr *e)
         x = texi_simp_expr(s, e->u.load.index);
         if (!x || x == e->u.load.index)
             return x ? e : NULL;
-        return texi_simp_note(s, texi_load_new(e->u.load.buf, x));
+        return texi_simp_note(s, texi_load_at(e, x));
     default: /* REDUCE */
         x = texi_simp_expr(s, e->u.red.body);
         cond = e->u.red.cond && x ? texi_simp_expr(s, e->u.red.cond) : NULL;

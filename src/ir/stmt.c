@@ -108,7 +108,21 @@ tex_stmt *texi_store_new(tex_ctx *ctx, texi_buffer *buf, tex_expr *index, tex_ex
     if (!operands_ok(ctx, "texi_store_new", 3,
                      (operand[]){{buf, "buffer"}, {index, "index"}, {value, "value"}}))
         return NULL;
-    return stmt_new(ctx, (tex_stmt){TEXI_STMT_STORE, .u.store = {buf, index, value}});
+    return stmt_new(ctx, (tex_stmt){TEXI_STMT_STORE, .u.store = {buf, index, value, NULL}});
+}
+
+tex_stmt *texi_masked_store_new(tex_ctx *ctx, texi_buffer *buf, tex_expr *index, tex_expr *value,
+                                tex_expr *mask)
+{
+    if (!operands_ok(ctx, "texi_masked_store_new", 3,
+                     (operand[]){{buf, "buffer"}, {index, "index"}, {value, "value"}}))
+        return NULL;
+    return stmt_new(ctx, (tex_stmt){TEXI_STMT_STORE, .u.store = {buf, index, value, mask}});
+}
+
+tex_stmt *texi_store_at(tex_ctx *ctx, const tex_stmt *s, tex_expr *index, tex_expr *value)
+{
+    return texi_masked_store_new(ctx, s->u.store.buf, index, value, s->u.store.mask);
 }
 
 tex_stmt *texi_allocate_new(tex_ctx *ctx, texi_buffer *buf, tex_stmt *body)

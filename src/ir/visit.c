@@ -90,10 +90,12 @@ static tex_expr *mutate_children(tex_expr *e, texi_expr_rewrite_fn pre, void *ud
             return e;
         return failed ? NULL : texi_access_new(e->u.access.tensor, n, idx);
     }
-    case TEXI_EXPR_LOAD:
-        if (!mutate_list(k, &e->u.load.index, 1, pre, ud, &failed))
+    case TEXI_EXPR_LOAD: {
+        tex_expr *mask = e->u.load.mask;
+        if (!mutate_list(k, (tex_expr *[]){e->u.load.index, mask}, mask ? 2 : 1, pre, ud, &failed))
             return e;
-        return failed ? NULL : texi_load_new(e->u.load.buf, k[0]);
+        return failed ? NULL : texi_masked_load_new(e->u.load.buf, k[0], mask ? k[1] : NULL);
+    }
     case TEXI_EXPR_REDUCE: {
         tex_expr *cond = e->u.red.cond;
         int n = cond ? 2 : 1;
@@ -161,6 +163,7 @@ void texi_expr_visit(tex_expr *e, texi_expr_visit_fn fn, void *ud)
         return;
     case TEXI_EXPR_LOAD:
         texi_expr_visit(e->u.load.index, fn, ud);
+        texi_expr_visit(e->u.load.mask, fn, ud);
         return;
     case TEXI_EXPR_REDUCE:
         texi_expr_visit(e->u.red.body, fn, ud);
@@ -314,11 +317,12 @@ static tex_stmt *walk_children(stmt_walk *w, tex_stmt *s)
     }
     case TEXI_STMT_STORE: {
         tex_expr *index = walk_expr(w, s->u.store.index), *value = walk_expr(w, s->u.store.value);
+        tex_expr *mask = walk_expr(w, s->u.store.mask);
         if (w->failed)
             return NULL;
-        if (index == s->u.store.index && value == s->u.store.value)
+        if (index == s->u.store.index && value == s->u.store.value && mask == s->u.store.mask)
             return s;
-        return texi_store_new(ctx, s->u.store.buf, index, value);
+        return texi_masked_store_new(ctx, s->u.store.buf, index, value, mask);
     }
     case TEXI_STMT_ALLOCATE: {
         tex_stmt *body = walk_stmt(w, s->u.alloc.body);
@@ -589,6 +593,7 @@ void texi_stmt_visit_exprs(const tex_stmt *s, texi_expr_visit_fn fn, void *ud)
     case TEXI_STMT_STORE:
         texi_expr_visit(s->u.store.index, fn, ud);
         texi_expr_visit(s->u.store.value, fn, ud);
+        texi_expr_visit(s->u.store.mask, fn, ud);
         return;
     case TEXI_STMT_IF:
         texi_expr_visit(s->u.ifs.cond, fn, ud);

@@ -171,11 +171,11 @@ static tex_expr *rewrite(tex_expr *e, void *ud)
         return (c = texi_binary(e->kind, a, b)) ? c : (g->failed = true, e);
     case TEXI_EXPR_LOAD:
         a = sub(g, e->u.load.index, false);
-        if (g->cond)
+        if (g->cond && !e->u.load.mask) // a predicated load reads only where it may
             return hoist_load(g, e, a);
         if (a == e->u.load.index)
             return e;
-        return (c = texi_load_new(e->u.load.buf, a)) ? c : (g->failed = true, e);
+        return (c = texi_load_at(e, a)) ? c : (g->failed = true, e);
     default:
         return NULL;
     }
@@ -255,7 +255,7 @@ static tex_stmt *walk_store(guard *g, tex_stmt *s)
     tex_expr *index = top(g, s->u.store.index), *value = top(g, s->u.store.value);
     if (index == s->u.store.index && value == s->u.store.value)
         return s;
-    return texi_store_new(g->ctx, s->u.store.buf, index, value);
+    return texi_store_at(g->ctx, s, index, value);
 }
 
 /* The store under a guard (IF without else): every load of its index and
@@ -268,7 +268,7 @@ static tex_stmt *guarded_store(guard *g, tex_stmt *s)
     tex_expr *index = sub(g, s->u.store.index, true), *value = sub(g, s->u.store.value, true);
     if (index == s->u.store.index && value == s->u.store.value)
         return s;
-    return texi_store_new(g->ctx, s->u.store.buf, index, value);
+    return texi_store_at(g->ctx, s, index, value);
 }
 
 static tex_stmt *walk_attr(guard *g, tex_stmt *s)

@@ -109,6 +109,7 @@ typedef struct {
     int max_bytes;   /* widest vector in bytes; 0: the host CPU's native width */
     bool data_lanes; /* only loaded and stored elements count toward the width */
     bool reductions; /* a reduction into one element may become a horizontal one */
+    bool masked;     /* a partial last chunk may be one predicated vector chunk */
 } texi_simd_rules;
 
 /* Pass simd under a target's rules (texi_pass_simd: the host CPU's). */
@@ -135,10 +136,29 @@ int texi_simd_lane_bytes(const tex_stmt *loop, bool data_only);
  * most n. */
 int texi_simd_lanes(const tex_stmt *loop, int64_t n);
 /* body over lanes [base, base + lanes) of loop variable var (a RAMP, or
- * base itself for one lane), with variable slot replaced by slot_value
- * too (slot NULL: none); NULL on failure (recorded in ctx). */
+ * base itself for one lane), every vector load and store predicated by
+ * mask (bool, lanes lanes; NULL: none), with variable slot replaced by
+ * slot_value too (slot NULL: none); NULL on failure (recorded in ctx). */
 tex_stmt *texi_simd_widen(tex_ctx *ctx, const tex_expr *var, const tex_stmt *body, tex_expr *base,
-                          int lanes, const tex_expr *slot, tex_expr *slot_value);
+                          int lanes, tex_expr *mask, const tex_expr *slot, tex_expr *slot_value);
+/* Predicated chunks (simd_mask.c). Whether the host has masked vector
+ * moves (AVX2 or AVX-512; elsewhere the lanes one by one are as fast). */
+bool texi_simd_host_masks(void);
+/* Whether straight-line body of a vectorized loop over var may run as a
+ * predicated chunk (var NULL: a reduction's update, whose store index
+ * becomes a partial accumulator's lanes): every loaded and stored element is
+ * 32 or 64 bits wide (not bool, f16, bf16), every store's index reads var,
+ * no load sits in a select arm or the right operand of && / || (a vector
+ * evaluates both), and no integer is divided by anything but a nonzero
+ * constant (a lane turned off computes on zeros). */
+bool texi_simd_maskable(const tex_expr *var, const tex_stmt *body);
+/* ramp(0, 1, lanes) < broadcast(count, lanes): the first count lanes
+ * (count an integer expression; any value, none below 0). */
+tex_expr *texi_simd_prefix_mask(tex_ctx *ctx, int lanes, tex_expr *count);
+/* Lanes [base, base + lanes) of body over var of which the first count
+ * run: body widened under texi_simd_prefix_mask. */
+tex_stmt *texi_simd_masked_chunk(tex_ctx *ctx, const tex_expr *var, const tex_stmt *body,
+                                 tex_expr *base, int lanes, tex_expr *count);
 /* a + k, simplified; min + cv * width (a chunk loop's first lane). */
 tex_expr *texi_simd_plus(tex_expr *a, int64_t k);
 tex_expr *texi_simd_chunk_base(tex_expr *min, tex_expr *cv, int64_t width);

@@ -52,8 +52,9 @@
  *                  nest recomputes: stored
  *                  once, read back
  *   simd_tail      guarded vector loops:
- *                  unguarded vector chunks
- *                  or lanes one by one
+ *                  unguarded vector chunks,
+ *                  predicated ones, or
+ *                  lanes one by one
  *   guarded_loads  loads in select arms
  *                  made unconditional
  *   simd           vectorized loops as

@@ -7,14 +7,11 @@
  * and each buffer B that L stores to, B is promoted when every access of
  * B inside L (LOADs and STOREs, scalar or vector) is at an index that uses
  * no variable bound inside L (L's own, inner loops', LETs'), outside any
- * IF, and any two of these indices are the same or provably disjoint
- * (their first elements differ by a constant at least the lanes of the
- * lower one). Each distinct index k gets a slot in a local buffer
- * B.reg: L becomes
- *     ALLOCATE B.reg (local) {
- *       B.reg[slot k] = B[index k]     for every slot
- *       L, with B[index k] read and written as B.reg[slot k]
- *       B[index k] = B.reg[slot k]     for every slot L stores to
+ * IF and without a mask (a predicated access), and any two of these indices are the same or
+ * provably disjoint (their first elements differ by a constant at least the lanes of the lower
+ * one). Each distinct index k gets a slot in a local buffer B.reg: L becomes ALLOCATE B.reg (local)
+ * { B.reg[slot k] = B[index k]     for every slot L, with B[index k] read and written as B.reg[slot
+ * k] B[index k] = B.reg[slot k]     for every slot L stores to
  *     }
  * The C compiler keeps a small local array accessed at constant indices in
  * registers (scalar replacement), which it does not do for the original
@@ -128,8 +125,11 @@ static bool disjoint(tex_expr *a, tex_expr *b)
     return d && texi_expr_is_int_const(d, &k) && (k >= la || -k >= lb);
 }
 
-/* Records one access of b at index (stored: a STORE) in its candidate. */
-static void note_access(promoter *pm, texi_buffer *b, tex_expr *index, bool stored)
+/* Records one access of b at index (stored: a STORE) in its candidate; a
+ * predicated one (mask) rejects it: the copies in and out would touch every
+ * lane. */
+static void note_access(promoter *pm, texi_buffer *b, tex_expr *index, const tex_expr *mask,
+                        bool stored)
 {
     candidate *c = candidate_of(pm, b);
     if (!c) {
@@ -139,7 +139,7 @@ static void note_access(promoter *pm, texi_buffer *b, tex_expr *index, bool stor
     c->stored |= stored;
     if (c->rejected)
         return;
-    if (pm->if_depth || uses_bound(pm, index) ||
+    if (pm->if_depth || mask || uses_bound(pm, index) ||
         (index->lanes > 1 && index->kind != TEXI_EXPR_RAMP)) {
         c->rejected = true;
         return;
@@ -165,7 +165,7 @@ static void note_access(promoter *pm, texi_buffer *b, tex_expr *index, bool stor
 static bool visit_load(tex_expr *e, void *ud)
 {
     if (e->kind == TEXI_EXPR_LOAD)
-        note_access(ud, e->u.load.buf, e->u.load.index, false);
+        note_access(ud, e->u.load.buf, e->u.load.index, e->u.load.mask, false);
     return true;
 }
 
@@ -201,7 +201,7 @@ static bool scan(promoter *pm, const tex_stmt *s)
         break;
     }
     case TEXI_STMT_STORE:
-        note_access(pm, s->u.store.buf, s->u.store.index, true);
+        note_access(pm, s->u.store.buf, s->u.store.index, s->u.store.mask, true);
         break;
     default:
         break;

@@ -46,7 +46,9 @@ enum { MAX_UNROLLED_CHUNKS = TEXI_SIMD_MAX_UNROLLED_CHUNKS, MAX_LETS = 32 };
 typedef struct {
     tex_ctx *ctx;
     const tex_expr *var;
-    tex_expr *value; /* RAMP of the chunk's lanes, or a scalar for one lane */
+    tex_expr *value;      /* RAMP of the chunk's lanes, or a scalar for one lane */
+    tex_expr *mask;       /* predicate of the vector loads and stores, or NULL */
+    const tex_expr *slot; /* accesses at this index are a reduction's partial: not masked */
     int n_lets;
     const tex_expr *old_lets[MAX_LETS];
     tex_expr *new_lets[MAX_LETS];
@@ -185,7 +187,10 @@ static tex_expr *widen(widener *w, tex_expr *e)
         return widen_call(w, e);
     case TEXI_EXPR_LOAD:
         a = widen(w, e->u.load.index);
-        return !a || a == e->u.load.index ? a ? e : NULL : texi_load_new(e->u.load.buf, a);
+        if (!a || a == e->u.load.index)
+            return a ? e : NULL;
+        return texi_masked_load_new(e->u.load.buf, a,
+                                    a->lanes > 1 && e->u.load.index != w->slot ? w->mask : NULL);
     default: /* constants; no other kind reaches the CPU tail's loop bodies */
         return e;
     }
@@ -241,7 +246,13 @@ static tex_stmt *widen_stmt(widener *w, const tex_stmt *s)
     case TEXI_STMT_STORE: {
         tex_expr *index = widen(w, s->u.store.index);
         tex_expr *value = index ? broadcast(widen(w, s->u.store.value), index->lanes) : NULL;
-        return value ? texi_store_new(w->ctx, s->u.store.buf, index, value) : NULL;
+        tex_expr *mask = index && index->lanes > 1 ? w->mask : NULL;
+        if (mask && s->u.store.index == w->slot) { /* the partial keeps its lanes off */
+            tex_expr *old = value ? texi_load_new(s->u.store.buf, index) : NULL;
+            value = old ? texi_select_new(mask, value, old) : NULL;
+            mask = NULL;
+        }
+        return value ? texi_masked_store_new(w->ctx, s->u.store.buf, index, value, mask) : NULL;
     }
     case TEXI_STMT_LET:
         return widen_let(w, s);
@@ -256,12 +267,13 @@ static tex_stmt *widen_stmt(widener *w, const tex_stmt *s)
 }
 
 tex_stmt *texi_simd_widen(tex_ctx *ctx, const tex_expr *var, const tex_stmt *body, tex_expr *base,
-                          int lanes, const tex_expr *slot, tex_expr *slot_value)
+                          int lanes, tex_expr *mask, const tex_expr *slot, tex_expr *slot_value)
 {
     tex_expr *one = texi_int_imm(ctx, base->dtype, 1);
-    widener w = {.ctx = ctx, .var = var};
+    widener w = {.ctx = ctx, .var = var, .mask = mask};
     w.value = lanes == 1 ? base : one ? texi_ramp_new(base, one, lanes) : NULL;
     if (slot) {
+        w.slot = slot;
         w.old_lets[0] = slot;
         w.new_lets[w.n_lets++] = slot_value;
     }
@@ -274,7 +286,7 @@ tex_stmt *texi_simd_widen(tex_ctx *ctx, const tex_expr *var, const tex_stmt *bod
 static tex_stmt *chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, int lanes, void *ud)
 {
     (void)ud;
-    return texi_simd_widen(ctx, s->u.loop.var, s->u.loop.body, base, lanes, NULL, NULL);
+    return texi_simd_widen(ctx, s->u.loop.var, s->u.loop.body, base, lanes, NULL, NULL, NULL);
 }
 
 tex_expr *texi_simd_plus(tex_expr *a, int64_t k)
@@ -326,8 +338,9 @@ static int lanes_for(const tex_stmt *s, int64_t n, const texi_simd_rules *rules)
     return lanes;
 }
 
-/* The host CPU's rules: its native width, reductions allowed. */
-static const texi_simd_rules HOST_RULES = {0, false, true};
+/* The host CPU's rules: its native width, reductions allowed (predicated
+ * chunks where it has masked moves: texi_pass_simd). */
+static const texi_simd_rules HOST_RULES = {0, false, true, false};
 
 int texi_simd_lanes(const tex_stmt *loop, int64_t n)
 {
@@ -367,6 +380,31 @@ tex_stmt *texi_simd_serial(tex_ctx *ctx, const tex_stmt *s, enum texi_vector_rea
     return loop ? texi_attr_vector_failed(ctx, why, loop) : NULL;
 }
 
+/* Safe straight-line vectorized loop s of extent n as vector chunks: those
+ * of chunks_of, or, when the rest after the full chunks of the native width
+ * would take two or more (it is not a power of two; fewer than n lanes
+ * count as a rest too) and the rules and the body allow it, the full
+ * chunks and then one predicated chunk of the native width. */
+static tex_stmt *vector_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n,
+                               const texi_simd_rules *rules)
+{
+    int full = lanes_for(s, INT64_MAX, rules);
+    int64_t rest = n % full;
+    if (!rules->masked || rest < 2 || (rest & (rest - 1)) == 0 ||
+        !texi_simd_maskable(s->u.loop.var, s->u.loop.body))
+        return chunks_of(ctx, s, n, lanes_for(s, n, rules), MAX_UNROLLED_CHUNKS, chunk, NULL);
+    tex_stmt *items[2] = {NULL, NULL};
+    int k = 0;
+    if (n > rest &&
+        !(items[k++] = chunks_of(ctx, s, n - rest, full, MAX_UNROLLED_CHUNKS, chunk, NULL)))
+        return NULL;
+    tex_expr *base = texi_simd_plus(s->u.loop.min, n - rest);
+    tex_expr *count = base ? texi_int_imm(ctx, base->dtype, rest) : NULL;
+    items[k] = count ? texi_simd_masked_chunk(ctx, s->u.loop.var, s->u.loop.body, base, full, count)
+                     : NULL;
+    return !items[k] ? NULL : k ? texi_seq_new(ctx, 2, items) : items[0];
+}
+
 /* What the loop walk carries: the pass's context and the target's rules. */
 typedef struct {
     const texi_lower *lw;
@@ -390,7 +428,7 @@ static tex_stmt *simd_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
                                     : texi_simd_serial(ctx, s, TEXI_VECTOR_DEPENDENCE);
     if (!texi_simd_straight_line(body))
         return texi_attr_vector_failed(ctx, texi_simd_guard_reason(s), s);
-    return chunks_of(ctx, s, n, lanes_for(s, n, &sw->rules), MAX_UNROLLED_CHUNKS, chunk, NULL);
+    return vector_chunks(ctx, s, n, &sw->rules);
 }
 
 int texi_simd_rewrite(texi_lower *lw, const texi_simd_rules *rules, tex_stmt *in, tex_stmt **out)
@@ -401,5 +439,7 @@ int texi_simd_rewrite(texi_lower *lw, const texi_simd_rules *rules, tex_stmt *in
 
 int texi_pass_simd(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
-    return texi_simd_rewrite(lw, &HOST_RULES, in, out);
+    texi_simd_rules rules = HOST_RULES;
+    rules.masked = texi_simd_host_masks();
+    return texi_simd_rewrite(lw, &rules, in, out);
 }

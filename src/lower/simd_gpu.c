@@ -15,6 +15,6 @@
 
 int texi_pass_simd_gpu(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
-    static const texi_simd_rules gpu = {16, true, false};
+    static const texi_simd_rules gpu = {16, true, false, false};
     return texi_simd_rewrite(lw, &gpu, in, out);
 }

@@ -21,6 +21,13 @@
  *   }
  *   the N % L last iterations: the scalar body (a serial loop for several)
  *
+ * or, where the CPU has masked moves and the update may be predicated
+ * (texi_simd_maskable), two or more last iterations are one predicated
+ * chunk of L lanes into partial 0 before the final store (simd_mask.c):
+ * the lanes past the end load nothing, and partial 0 keeps them
+ * (acc = select(mask, acc op g, acc), its own accesses unmasked so that
+ * the C compiler keeps it in registers).
+ *
  * Up to TEXI_SIMD_MAX_UNROLLED_CHUNKS chunks are unrolled; more become a
  * serial loop whose iteration runs K chunks (one per accumulator, so they
  * do not wait on each other), then the rest of the chunks unrolled.
@@ -28,7 +35,8 @@
  * A symbolic extent E (texi_simd_reduce_symbolic) gets K = 4 and, with
  * E' = max(E, 0): a serial loop of E' / (K L) groups of K chunks, a serial
  * loop of the (E' % (K L)) / L chunks left (into partial 0), the final
- * store, then the E' % L last iterations as a serial scalar loop.
+ * store, then the E' % L last iterations as a serial scalar loop (or, as
+ * above, one predicated chunk before the final store).
  *
  * The result is the reduction in another order: exact for integers (they
  * wrap) and for min/max, a rounding difference for float + and *. Under
@@ -250,8 +258,8 @@ static tex_stmt *update_template(rewriter *w, const tex_stmt *s)
 static tex_stmt *accumulate(const rewriter *w, tex_expr *base, int j)
 {
     tex_expr *index = partial_index(w, j);
-    return index ? texi_simd_widen(w->ctx, w->loop->u.loop.var, w->update, base, w->lanes, w->slot,
-                                   index)
+    return index ? texi_simd_widen(w->ctx, w->loop->u.loop.var, w->update, base, w->lanes, NULL,
+                                   w->slot, index)
                  : NULL;
 }
 
@@ -326,7 +334,8 @@ static tex_stmt *rest(tex_ctx *ctx, const tex_stmt *s, bool plain, int64_t done,
 {
     tex_expr *min = texi_simd_plus(s->u.loop.min, done);
     if (!min || (plain && n - done == 1))
-        return min ? texi_simd_widen(ctx, s->u.loop.var, s->u.loop.body, min, 1, NULL, NULL) : NULL;
+        return min ? texi_simd_widen(ctx, s->u.loop.var, s->u.loop.body, min, 1, NULL, NULL, NULL)
+                   : NULL;
     tex_expr *extent = texi_int_imm(ctx, min->dtype, n - done);
     return extent
                ? texi_for_new(ctx, s->u.loop.var, min, extent, TEXI_FOR_SERIAL, -1, s->u.loop.body)
@@ -353,20 +362,43 @@ static int start_partials(rewriter *w, int k, tex_stmt **items)
     return identity ? 0 : -1;
 }
 
+/* Whether the last iterations may be one predicated chunk (simd_mask.c):
+ * the host has masked moves and the update template may be predicated. */
+static bool maskable_rest(const rewriter *w)
+{
+    return texi_simd_host_masks() && texi_simd_maskable(NULL, w->update);
+}
+
+/* The iterations [base, base + count), count < lanes, as one predicated
+ * chunk into partial 0: the lanes past count neither load nor update it. */
+static tex_stmt *masked_rest(const rewriter *w, tex_expr *base, tex_expr *count)
+{
+    tex_expr *mask = base && count ? texi_simd_prefix_mask(w->ctx, w->lanes, count) : NULL;
+    tex_expr *index = mask ? partial_index(w, 0) : NULL;
+    return index ? texi_simd_widen(w->ctx, w->loop->u.loop.var, w->update, base, w->lanes, mask,
+                                   w->slot, index)
+                 : NULL;
+}
+
 /* The rewriting of the file comment. */
 static tex_stmt *vector_reduction(tex_ctx *ctx, const tex_stmt *s, const reduction *r, int64_t n)
 {
     rewriter w = {.ctx = ctx, .loop = s, .r = r, .lanes = texi_simd_lanes(s, n)};
-    int64_t n_main = n / w.lanes;
+    int64_t n_main = n / w.lanes, done = n_main * w.lanes;
     int k = n_main < MAX_PARTIALS ? (int)n_main : MAX_PARTIALS;
-    tex_stmt *items[2 * MAX_PARTIALS + TEXI_SIMD_MAX_UNROLLED_CHUNKS + 2];
+    tex_stmt *items[2 * MAX_PARTIALS + TEXI_SIMD_MAX_UNROLLED_CHUNKS + 3];
     int m = k;
-    if (start_partials(&w, k, items) != 0 || main_chunks(&w, n_main, k, items, &m) != 0 ||
+    if (start_partials(&w, k, items) != 0 || main_chunks(&w, n_main, k, items, &m) != 0)
+        return NULL;
+    bool masked = n - done >= 2 && maskable_rest(&w);
+    tex_expr *base = masked ? texi_simd_plus(s->u.loop.min, done) : NULL;
+    if ((masked &&
+         !(items[m++] = masked_rest(&w, base, texi_int_imm(ctx, base->dtype, n - done)))) ||
         !(items[m++] = final_store(&w, k)))
         return NULL;
     tex_stmt *body = texi_seq_new(ctx, m, items);
     tex_stmt *vec = body ? texi_allocate_new(ctx, w.acc, body) : NULL;
-    if (!vec || n_main * w.lanes == n)
+    if (!vec || done == n || masked)
         return vec;
     tex_stmt *tail = rest(ctx, s, r->plain, n_main * w.lanes, n);
     return tail ? texi_seq_new(ctx, 2, (tex_stmt *[]){vec, tail}) : NULL;
@@ -387,20 +419,28 @@ static tex_stmt *symbolic_reduction(tex_ctx *ctx, const tex_stmt *s, const reduc
     tex_expr *grouped = arith(TEXI_EXPR_MUL, groups, imm_group);
     tex_expr *singles = arith(TEXI_EXPR_FLOORDIV, arith(TEXI_EXPR_SUB, n, grouped), imm_lanes);
     tex_expr *vectored = arith(TEXI_EXPR_MUL, arith(TEXI_EXPR_FLOORDIV, n, imm_lanes), imm_lanes);
-    tex_stmt *items[MAX_PARTIALS + 3];
+    tex_stmt *items[MAX_PARTIALS + 4];
     if (!singles || !vectored || start_partials(&w, k, items) != 0)
         return NULL;
-    items[k] = chunk_loop(&w, min, groups, group, k);
-    items[k + 1] = chunk_loop(&w, arith(TEXI_EXPR_ADD, min, grouped), singles, w.lanes, 1);
-    items[k + 2] = final_store(&w, k);
-    tex_stmt *body =
-        items[k] && items[k + 1] && items[k + 2] ? texi_seq_new(ctx, k + 3, items) : NULL;
-    tex_stmt *vec = body ? texi_allocate_new(ctx, w.acc, body) : NULL;
     tex_expr *tail_min = arith(TEXI_EXPR_ADD, min, vectored);
     tex_expr *tail_n = arith(TEXI_EXPR_SUB, n, vectored);
-    tex_stmt *tail = vec && tail_min && tail_n ? texi_for_new(ctx, s->u.loop.var, tail_min, tail_n,
-                                                              TEXI_FOR_SERIAL, -1, s->u.loop.body)
-                                               : NULL;
+    bool masked = maskable_rest(&w);
+    int m = k;
+    items[m++] = chunk_loop(&w, min, groups, group, k);
+    items[m++] = chunk_loop(&w, arith(TEXI_EXPR_ADD, min, grouped), singles, w.lanes, 1);
+    if (masked) /* the last iterations: one predicated chunk */
+        items[m++] = masked_rest(&w, tail_min, tail_n);
+    items[m++] = final_store(&w, k);
+    bool all = true;
+    for (int i = k; i < m; i++)
+        all &= items[i] != NULL;
+    tex_stmt *body = all ? texi_seq_new(ctx, m, items) : NULL;
+    tex_stmt *vec = body ? texi_allocate_new(ctx, w.acc, body) : NULL;
+    if (!vec || masked)
+        return vec;
+    tex_stmt *tail = tail_min && tail_n ? texi_for_new(ctx, s->u.loop.var, tail_min, tail_n,
+                                                       TEXI_FOR_SERIAL, -1, s->u.loop.body)
+                                        : NULL;
     return tail ? texi_seq_new(ctx, 2, (tex_stmt *[]){vec, tail}) : NULL;
 }
 

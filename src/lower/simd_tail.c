@@ -207,37 +207,103 @@ static tex_stmt *lanes_loop(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, int
     return extent && body ? texi_for_new(ctx, s->u.loop.var, base, extent, kind, -1, body) : NULL;
 }
 
-/* What a chunk needs: the guard, and the unguarded body. */
+/* Integer e at v = at, simplified; NULL on ENOMEM. */
+static tex_expr *at_lane(tex_expr *e, tex_expr *v, tex_expr *at)
+{
+    tex_expr *x = at ? texi_convert(at, v->dtype) : NULL;
+    x = x ? texi_substitute(e, 1, &v, &x) : NULL;
+    return x ? texi_simplify(x, 0, NULL) : NULL;
+}
+
+/* For varying conjunct c (a comparison) whose passing lanes are the first
+ * ones: how many of the lanes from base pass, when c's difference d (a - b
+ * for < and <=, b - a for > and >=) is v plus something that does not
+ * depend on v (d(v + 1) - d(v) simplifies to 1), so lane base + k passes
+ * iff d(base) + k < 0 (<= 0); else NULL. */
+static tex_expr *conjunct_count(tex_expr *c, tex_expr *v, tex_expr *base)
+{
+    bool below = c->kind == TEXI_EXPR_LT || c->kind == TEXI_EXPR_LE;
+    bool strict = c->kind == TEXI_EXPR_LT || c->kind == TEXI_EXPR_GT;
+    tex_expr *a = below ? c->u.bin.a : c->u.bin.b, *b = below ? c->u.bin.b : c->u.bin.a;
+    tex_dtype t = a->dtype == TEX_I64 || b->dtype == TEX_I64 ? TEX_I64 : a->dtype;
+    tex_expr *wa = texi_convert(a, t), *wb = texi_convert(b, t);
+    tex_expr *d = wa && wb ? texi_binary(TEXI_EXPR_SUB, wa, wb) : NULL;
+    tex_expr *next = d ? at_lane(d, v, texi_simd_plus(v, 1)) : NULL;
+    tex_expr *slope = next ? texi_binary(TEXI_EXPR_SUB, next, d) : NULL;
+    int64_t k;
+    if (!slope || !texi_expr_is_int_const(texi_simplify(slope, 0, NULL), &k) || k != 1)
+        return NULL;
+    tex_expr *d0 = at_lane(d, v, base), *zero = texi_int_imm(base->ctx, t, strict ? 0 : 1);
+    tex_expr *count = d0 && zero ? texi_binary(TEXI_EXPR_SUB, zero, d0) : NULL;
+    return count ? texi_simplify(count, 0, NULL) : NULL;
+}
+
+/* How many of the lanes from base pass every varying conjunct of g, when
+ * each one's passing lanes are the first ones and conjunct_count knows
+ * them (the guard is then the mask of a predicated chunk); else NULL. */
+static tex_expr *prefix_count(const guard *g, tex_expr *v, tex_expr *base)
+{
+    tex_expr *count = NULL;
+    for (int i = 0; i < g->n_var; i++) {
+        tex_expr *c = g->at_last[i] ? conjunct_count(g->var[i], v, base) : NULL;
+        if (c && count && c->dtype != count->dtype) {
+            c = texi_convert(c, TEX_I64);
+            count = texi_convert(count, TEX_I64);
+        }
+        count = !c ? NULL : count ? texi_binary(TEXI_EXPR_MIN, count, c) : c;
+        if (!count)
+            return NULL;
+    }
+    return count ? texi_simplify(count, 0, NULL) : NULL;
+}
+
+/* What a chunk needs: the guard, the unguarded body, and whether that body
+ * may run as a predicated chunk. */
 typedef struct {
     const guard *g;
     tex_stmt *plain;
+    bool maskable;
 } chunker;
 
+/* The chunk's lanes that may pass the guard when some lane may: one
+ * predicated vector chunk when the guard is its mask, else the lanes one
+ * by one under the guard. */
+static tex_stmt *partial_chunk(tex_ctx *ctx, const chunker *ch, const tex_stmt *s, tex_expr *base,
+                               int lanes)
+{
+    tex_expr *count = ch->maskable ? prefix_count(ch->g, s->u.loop.var, base) : NULL;
+    if (count)
+        return texi_simd_masked_chunk(ctx, s->u.loop.var, ch->plain, base, lanes, count);
+    return lanes_loop(ctx, s, base, lanes, TEXI_FOR_SERIAL, ch->g->body);
+}
+
 /* Chunk builder (texi_simd_chunk_fn): an unguarded vector loop when every
- * lane passes the guard, else the lanes one by one under it when some lane
- * may pass (a chunk wholly outside the guard does nothing). */
+ * lane passes the guard, else when some lane may pass the partial chunk
+ * (a chunk wholly outside the guard does nothing). */
 static tex_stmt *guarded_chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, int lanes, void *ud)
 {
     const chunker *ch = ud;
     base = texi_simplify(base, 0, NULL);
-    tex_stmt *serial = base ? lanes_loop(ctx, s, base, lanes, TEXI_FOR_SERIAL, ch->g->body) : NULL;
-    if (!serial || lanes == 1)
-        return serial;
+    if (base && lanes == 1)
+        return lanes_loop(ctx, s, base, lanes, TEXI_FOR_SERIAL, ch->g->body);
+    tex_stmt *partial = base ? partial_chunk(ctx, ch, s, base, lanes) : NULL;
+    if (!partial)
+        return NULL;
     tex_expr *check = lanes_check(ch->g, s->u.loop.var, base, lanes, true);
     tex_expr *some = lanes_check(ch->g, s->u.loop.var, base, lanes, false);
     int64_t known;
     if (!check || !some)
         return NULL;
     if (texi_expr_is_int_const(some, &known))
-        serial = known ? serial : texi_seq_new(ctx, 0, NULL);
+        partial = known ? partial : texi_seq_new(ctx, 0, NULL);
     else
-        serial = texi_if_new(ctx, some, serial, NULL);
-    if (!serial)
+        partial = texi_if_new(ctx, some, partial, NULL);
+    if (!partial)
         return NULL;
     if (texi_expr_is_int_const(check, &known))
-        return known ? lanes_loop(ctx, s, base, lanes, TEXI_FOR_VECTORIZED, ch->plain) : serial;
+        return known ? lanes_loop(ctx, s, base, lanes, TEXI_FOR_VECTORIZED, ch->plain) : partial;
     tex_stmt *vector = lanes_loop(ctx, s, base, lanes, TEXI_FOR_VECTORIZED, ch->plain);
-    return vector ? texi_if_new(ctx, check, vector, serial) : NULL;
+    return vector ? texi_if_new(ctx, check, vector, partial) : NULL;
 }
 
 /* Vectorized loop s (safe, constant extent n): chunks when its body is
@@ -247,9 +313,10 @@ static tex_stmt *tail_loop(tex_ctx *ctx, tex_stmt *s, int64_t n)
     guard g = {.body = s->u.loop.body};
     if (peel(&g, s->u.loop.var) != NO_PROBLEM)
         return s;
-    chunker ch = {&g, unguarded(ctx, g.body)};
+    chunker ch = {&g, unguarded(ctx, g.body), false};
     if (!ch.plain)
         return NULL;
+    ch.maskable = texi_simd_host_masks() && texi_simd_maskable(s->u.loop.var, ch.plain);
     // one copy of the checked chunk in a loop: each copy holds both versions
     tex_stmt *r = g.n_var ? texi_simd_chunks(ctx, s, n, 1, guarded_chunk, &ch)
                           : texi_stmt_with_body(ctx, s, ch.plain);

@@ -150,7 +150,7 @@ static bool lanes_agree(const tex_expr *e)
                 return false;
         return true;
     case TEXI_EXPR_LOAD:
-        return e->u.load.index->lanes == e->lanes;
+        return e->u.load.index->lanes == e->lanes; /* the mask: check_mask() */
     case TEXI_EXPR_RAMP:
         return e->lanes > 1 && e->u.ramp.base->lanes == 1 && e->u.ramp.stride->lanes == 1;
     case TEXI_EXPR_BROADCAST:
@@ -162,6 +162,19 @@ static bool lanes_agree(const tex_expr *e)
     default:
         return e->lanes == 1;
     }
+}
+
+/* The mask of a predicated access of buffer b at index (NULL: none): a
+ * bool vector of the index's lanes. */
+static int check_mask(verifier *v, const tex_expr *mask, const tex_expr *index,
+                      const texi_buffer *b)
+{
+    if (!mask)
+        return 0;
+    TEXI_TRY(check_expr(v, mask));
+    if (mask->dtype != TEX_BOOL || index->lanes < 2 || mask->lanes != index->lanes)
+        return fail(v, "mask that is not a bool vector of the index's lanes accessing", b->name);
+    return 0;
 }
 
 static int check_expr(verifier *v, const tex_expr *e)
@@ -204,6 +217,7 @@ static int check_expr(verifier *v, const tex_expr *e)
                         e->u.load.buf->name);
         if (e->dtype != e->u.load.buf->dtype)
             return fail(v, "load of a wrong dtype from buffer", e->u.load.buf->name);
+        TEXI_TRY(check_mask(v, e->u.load.mask, e->u.load.index, e->u.load.buf));
         return check_index(v, e->u.load.index, "non-integer index loading", e->u.load.buf->name);
     case TEXI_EXPR_RAMP:
         TEXI_TRY(check_index(v, e->u.ramp.base, "non-integer base of", "ramp"));
@@ -286,6 +300,7 @@ static int check_store(verifier *v, const tex_stmt *s)
     if (v->strict && !defined(v, b))
         return fail(v, "store to a buffer that is neither a parameter nor allocated:", b->name);
     TEXI_TRY(check_index(v, s->u.store.index, "non-integer index storing", b->name));
+    TEXI_TRY(check_mask(v, s->u.store.mask, s->u.store.index, b));
     TEXI_TRY(check_expr(v, s->u.store.value));
     if (s->u.store.value->lanes != s->u.store.index->lanes)
         return fail(v, "value of other lanes than the index storing", b->name);

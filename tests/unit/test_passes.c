@@ -466,6 +466,17 @@ static void test_verify(void)
     tex_stmt *use = texi_store_new(ctx, t, I(0), F(1));
     TT_EQ_INT(texi_verify(&lw, texi_allocate_new(ctx, t, use), "test"), 0);
     expect_invalid(&lw, seq2(texi_allocate_new(ctx, t, use), use), "'T'");
+    /* A predicated access: a bool mask of the index's lanes, on vectors only. */
+    tex_expr *r4 = texi_ramp_new(I(0), I(1), 4), *c4 = texi_broadcast_new(I(3), 4);
+    tex_expr *m4 = texi_binary(TEXI_EXPR_LT, r4, c4), *v4 = texi_broadcast_new(F(1), 4);
+    tex_expr *ld = texi_masked_load_new(p.buf, r4, m4);
+    TT_EQ_INT(texi_verify(&lw, texi_masked_store_new(ctx, p.buf, r4, ld, m4), "test"), 0);
+    expect_invalid(&lw, texi_masked_store_new(ctx, p.buf, r4, v4, r4), "mask");
+    expect_invalid(
+        &lw, texi_masked_store_new(ctx, p.buf, I(0), F(1), texi_binary(TEXI_EXPR_LT, I(0), I(1))),
+        "mask");
+    expect_invalid(&lw, texi_store_new(ctx, p.buf, r4, texi_masked_load_new(p.buf, r4, c4)),
+                   "mask");
     tex_ctx_free(ctx);
 }
 

@@ -18,6 +18,7 @@
 #include "support/simd_check.h"
 
 #include "tex/tex.h"
+#include "util/host.h"
 
 typedef tex_tensor *(*workload_fn)(ops_wl *w, int64_t n, bool sym);
 typedef tex_schedule *(*schedule_fn)(ops_wl *w, int factor);
@@ -272,7 +273,10 @@ static void test_not_monotone(void)
 
 /* One hand-built vectorized loop v in [0, extent) over f64 buffers X, Y
  * after simd_tail and simd: the text must have the form. An extent of 3 is
- * a chunk of 2 lanes and one of 1 on every CPU. */
+ * a chunk of 2 lanes and one of 1 on every CPU; where the CPU has masked
+ * moves (AVX2, AVX-512), a guard that passes the first lanes of the chunk
+ * of 2 predicates it, and an unguarded extent of 3 is one predicated chunk
+ * of the native width. */
 typedef struct {
     const char *what;
     int extent;
@@ -310,14 +314,21 @@ static void test_pass_forms(void)
     tex_expr *mod3 = CMP(FLOORMOD, v, I(3));
     /* a chunk [0, 2) that fails on one lane: checking the wrong end would vectorize it */
     const tail_form per_lane = {{"for (v, 0, 2) {", "for (v, 2, 1) {"}, {"ramp("}};
+    bool masks = texi_host_vector_bytes() >= 32;
+    const tail_form first_lane = {{"if ramp(0, 1, 2) < broadcast(1, 2)]", "for (v, 2, 1) {"},
+                                  {"for (v, 0, 2)"}};
+    const tail_form hoisted =
+        masks ? (tail_form){{"if (m > 2) {", "< broadcast(3, 4)]"}, {"for ("}}
+              : (tail_form){{"if (m > 2) {", "ramp(0, 1, 2)"}, {"for (", "vectorize_failed"}};
     const pass_case cases[] = {
         {"v < 2: a vector chunk, then one lane",
          3,
          GUARD(CMP(LT, v, I(2)), S, NULL),
          {{"ramp(0, 1, 2)", "for (v, 2, 1) {"}, {"vectorize_failed"}}},
-        {"v < 1 (rising, checked on the last lane)", 3, GUARD(CMP(LT, v, I(1)), S, NULL), per_lane},
+        {"v < 1 (rising, checked on the last lane)", 3, GUARD(CMP(LT, v, I(1)), S, NULL),
+         masks ? first_lane : per_lane},
         {"1 - v > 0 (falling, checked on the last lane)", 3,
-         GUARD(CMP(GT, CMP(SUB, I(1), v), I(0)), S, NULL), per_lane},
+         GUARD(CMP(GT, CMP(SUB, I(1), v), I(0)), S, NULL), masks ? first_lane : per_lane},
         {"v >= 1 (rising, checked on the first lane)", 3, GUARD(CMP(GE, v, I(1)), S, NULL),
          per_lane},
         {"v >= 2: no lane of the chunk [0, 2) passes, so it is left out",
@@ -332,10 +343,11 @@ static void test_pass_forms(void)
          64,
          GUARD(CMP(LT, v, m), S, NULL),
          {{"for (chunk, 0, ", "} else {", "ramp("}, {"vectorize_failed"}}},
-        {"m > 2: hoisted",
-         3,
-         GUARD(CMP(GT, m, I(2)), S, NULL),
-         {{"if (m > 2) {", "ramp(0, 1, 2)"}, {"for (", "vectorize_failed"}}},
+        {"m > 2: hoisted", 3, GUARD(CMP(GT, m, I(2)), S, NULL), hoisted},
+        {"(v + 1) / 2 < m: monotone, not one lane per step, so never a mask",
+         64,
+         GUARD(CMP(LT, CMP(FLOORDIV, CMP(ADD, v, I(1)), I(2)), m), S, NULL),
+         {{"for (chunk, 0, ", "} else {", "for (v, "}, {" if ramp(", "vectorize_failed"}}},
         {"else branch",
          3,
          GUARD(CMP(LT, v, m), S, S2),
