@@ -85,6 +85,11 @@ bool texi_expr_equal(const tex_expr *a, const tex_expr *b)
                list_equal(a->u.access.n_idx, a->u.access.idx, b->u.access.idx);
     case TEXI_EXPR_LOAD:
         return a->u.load.buf == b->u.load.buf && texi_expr_equal(a->u.load.index, b->u.load.index);
+    case TEXI_EXPR_SEARCH:
+        return a->u.search.op == b->u.search.op && a->u.search.tensor == b->u.search.tensor &&
+               a->u.search.buf == b->u.search.buf &&
+               list_equal(3, (tex_expr *[]){a->u.search.lo, a->u.search.hi, a->u.search.value},
+                          (tex_expr *[]){b->u.search.lo, b->u.search.hi, b->u.search.value});
     case TEXI_EXPR_REDUCE:
         if (a->u.red.op != b->u.red.op || a->u.red.n_axes != b->u.red.n_axes ||
             !texi_expr_equal(a->u.red.body, b->u.red.body) ||
@@ -137,6 +142,11 @@ uint64_t texi_expr_hash(const tex_expr *e)
         return h;
     case TEXI_EXPR_LOAD:
         return mix(mix(h, buffer_hash(e->u.load.buf)), texi_expr_hash(e->u.load.index));
+    case TEXI_EXPR_SEARCH:
+        h = mix(mix(h, (uint64_t)e->u.search.op),
+                e->u.search.tensor ? e->u.search.tensor->id : buffer_hash(e->u.search.buf));
+        h = mix(mix(h, texi_expr_hash(e->u.search.lo)), texi_expr_hash(e->u.search.hi));
+        return mix(h, texi_expr_hash(e->u.search.value));
     case TEXI_EXPR_REDUCE:
         h = mix(mix(h, (uint64_t)e->u.red.op), texi_expr_hash(e->u.red.body));
         for (int i = 0; i < e->u.red.n_axes; i++)
