@@ -161,12 +161,15 @@ static tex_expr *widen_search(widener *w, tex_expr *e)
 {
     tex_expr *ops[3] = {e->u.search.lo, e->u.search.hi, e->u.search.value};
     int lanes = 1;
+    bool changed = false;
     for (int i = 0; i < 3; i++) {
-        if (!(ops[i] = widen(w, ops[i])))
+        tex_expr *was = ops[i];
+        if (!(ops[i] = widen(w, was)))
             return NULL;
+        changed |= ops[i] != was;
         lanes = ops[i]->lanes > lanes ? ops[i]->lanes : lanes;
     }
-    if (lanes == 1)
+    if (!changed)
         return e;
     for (int i = 0; i < 3; i++)
         if (!(ops[i] = broadcast(ops[i], lanes)))

@@ -57,12 +57,19 @@ static tex_expr *level_pos(const tex_sp_axis *a, tex_expr *q, tex_expr *c, tex_e
     return NULL;
 }
 
+/* An axis variable as i64: lowering 1 replaces it by a position-space
+ * expression of any integer dtype, which arithmetic on it must not see. */
+static tex_expr *wide(tex_expr *var)
+{
+    return tex_cast(TEX_I64, var);
+}
+
 /* Levels d.. of b under parent position q: nested selects down to the values. */
 static tex_expr *read_levels(tex_sp_buffer *b, tex_sp_axis *const axes[], int d, tex_expr *q)
 {
     if (d == b->n_axes)
         return TEX_AT(tex_sp_values(b), q);
-    tex_expr *ok = NULL, *pos = level_pos(b->axes[d], q, axes[d]->coord, &ok);
+    tex_expr *ok = NULL, *pos = level_pos(b->axes[d], q, wide(axes[d]->coord), &ok);
     tex_expr *inner = pos && ok ? read_levels(b, axes, d + 1, pos) : NULL;
     return tex_select(ok, inner, tex_const(b->ctx, b->dtype, 0));
 }
@@ -72,5 +79,7 @@ tex_expr *texi_sp_read_at(tex_sp_buffer *b, tex_sp_axis *const axes[])
     int own = 0;
     while (own < b->n_axes && axes[own] == b->axes[own])
         own++;
-    return read_levels(b, axes, own, own ? b->axes[own - 1]->pos : NULL);
+    if (own == b->n_axes)
+        return TEX_AT(tex_sp_values(b), b->axes[own - 1]->pos);
+    return read_levels(b, axes, own, own ? wide(b->axes[own - 1]->pos) : NULL);
 }
