@@ -855,11 +855,11 @@ TEX_API int tex_sp_hyb_arrays(tex_sp_hyb *h, int n, DLTensor *arrays[]);
  * parts, then per part's stage: parallel rows, vectorize features, unroll
  * a bucket's reduce axis, cache_write, ...) and lower with params; the
  * parts' nests run one after another in one function (one kernel call),
- * each writing only its own rows. The row counts and the remainder's nnz
- * are size variables bound from the arrays, so one kernel serves every
- * matrix converted with the same max_width. The rows arrays are checked at
- * call time to lie in [0, m); that they are distinct (as
- * tex_sp_hyb_convert makes them) is the caller's contract. NULL with
+ * each writing only its own rows; bound to blocks and threads, they are one
+ * CUDA kernel (one launch) in which each part takes a range of blocks. The row counts and the
+ * remainder's nnz are size variables bound from the arrays, so one kernel serves every matrix
+ * converted with the same max_width. The rows arrays are checked at call time to lie in [0, m);
+ * that they are distinct (as tex_sp_hyb_convert makes them) is the caller's contract. NULL with
  * TEX_EINVAL (a max_width not a power of two in [1, 1024], X not 2-D,
  * NULL parts or params), TEX_ETYPE (m not an integer), TEX_EMISUSE (a NULL
  * m or X, or operands of another context). */

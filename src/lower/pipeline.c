@@ -25,6 +25,9 @@
  *        |
  *   remove_noops      empty loops / branches / sequences, unused allocations dropped
  *        |
+ *   hfuse             disjoint nests bound to blockIdx.x (hyb SpMM's parts) -> one block
+ *        |            loop, each part a range of blocks (one kernel)
+ *        |
  *   tex_func body     (target independent: tex_lower stops here)
  *        |
  *        +-- cpu (at tex_build)            +-- gpu (at tex_build)
@@ -104,6 +107,7 @@ static const struct {
     {"storage_rewrite", AT_LOWER, ON_BODY, texi_pass_storage_rewrite},
     {"inplace", AT_LOWER, ON_BODY, texi_pass_inplace},
     {"remove_noops", AT_LOWER, ON_BODY, texi_pass_remove_noops},
+    {"hfuse", AT_LOWER, ON_BODY, texi_pass_hfuse},
     {"thread_sync", FOR_CPU, ON_BODY, texi_pass_thread_sync},
     {"gpu_barriers", FOR_CPU, ON_BODY, texi_pass_gpu_barriers},
     {"gpu_to_cpu", FOR_CPU, ON_BODY, texi_pass_gpu_to_cpu},

@@ -397,6 +397,42 @@ static void test_storage_rewrite(void)
     tex_ctx_free(ctx);
 }
 
+/* ------------------------------------------------------------------ hfuse */
+
+/* A loop bound to blockIdx.x storing its index into B. */
+static tex_stmt *block_loop(tex_expr *v, int64_t min, int64_t ext, texi_buffer *b, tex_stmt *more)
+{
+    tex_stmt *st = texi_store_new(ctx, b, v, F(1));
+    return texi_for_new(ctx, v, I(min), I(ext), TEXI_FOR_THREAD, TEX_BLOCK_X,
+                        more ? seq2(st, more) : st);
+}
+
+/* Disjoint block nests become one block loop, each part a range of
+ * blocks; with a barrier in a part they stay as they are. */
+static void test_hfuse(void)
+{
+    ctx = tex_ctx_new();
+    texi_lower lw = {ctx, NULL, NULL, false};
+    texi_buffer *b = buffer("B", 16);
+    tex_stmt *two = seq2(block_loop(var("p"), 0, 3, b, NULL), block_loop(var("q"), 2, 5, b, NULL));
+    char *s =
+        run_pass(texi_pass_hfuse, &lw, texi_attr_named(ctx, TEXI_ATTR_DISJOINT_NESTS, NULL, two));
+    TT_EQ_STR(s, "for (blk, 0i64, 8i64) bind blockIdx.x {\n"
+                 "  if (blk < 3i64) {\n"
+                 "    B[i32(blk)] = 1.0f\n"
+                 "  } else {\n"
+                 "    B[i32(blk - 1i64)] = 1.0f\n"
+                 "  }\n"
+                 "}\n");
+    free(s);
+    tex_stmt *bar = texi_barrier_new(ctx, TEXI_SCOPE_SHARED);
+    two = seq2(block_loop(var("p"), 0, 3, b, bar), block_loop(var("q"), 0, 5, b, NULL));
+    s = run_pass(texi_pass_hfuse, &lw, texi_attr_named(ctx, TEXI_ATTR_DISJOINT_NESTS, NULL, two));
+    TT_CHECK(strstr(s, "attr disjoint_nests") != NULL && count(s, "bind blockIdx.x") == 2);
+    free(s);
+    tex_ctx_free(ctx);
+}
+
 /* ----------------------------------------------------------- remove_noops */
 
 static void test_remove_noops(void)
@@ -480,6 +516,7 @@ int main(void)
     TT_RUN(test_vectorize);
     TT_RUN(test_storage_rewrite);
     TT_RUN(test_remove_noops);
+    TT_RUN(test_hfuse);
     TT_RUN(test_verify);
     return tt_finish();
 }

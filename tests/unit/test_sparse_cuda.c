@@ -164,7 +164,9 @@ static void run_sddmm(const sp_csr *a, int64_t f, bool sym, tex_sp_rows_mode mod
 }
 
 /* Hyb SpMM (max width 4): in every part rows on blocks, features on
- * threads, a bucket's fixed width unrolled; one function for all parts. */
+ * threads (the remainder's split by 2, so the parts' block sizes differ),
+ * a bucket's fixed width unrolled; one function, and one CUDA kernel (its
+ * parts fused horizontally, pass hfuse), for all parts. */
 static void run_hyb(const sp_csr *a, int64_t f, bool sym)
 {
     tex_ctx *ctx = tex_ctx_new();
@@ -176,8 +178,11 @@ static void run_hyb(const sp_csr *a, int64_t f, bool sym)
     tex_schedule *s = y ? tex_schedule_new(ctx, 1, &y) : NULL;
     for (int p = 0; s && p < 4; p++) {
         tex_stage *st = tex_stage_of(s, parts[p]);
+        tex_iter *k = tex_op_axis(st, 1), *ko;
         TT_EQ_INT(tex_bind(st, tex_op_axis(st, 0), TEX_BLOCK_X), 0);
-        TT_EQ_INT(tex_bind(st, tex_op_axis(st, 1), TEX_THREAD_X), 0);
+        if (p == 3)
+            TT_EQ_INT(tex_split(st, tex_op_axis(st, 1), tex_int(ctx, 2), &ko, &k), 0);
+        TT_EQ_INT(tex_bind(st, k, TEX_THREAD_X), 0);
         if (p < 3)
             TT_EQ_INT(tex_unroll(st, tex_op_reduce_axis(st, 0)), 0);
     }
@@ -196,6 +201,10 @@ static void run_hyb(const sp_csr *a, int64_t f, bool sym)
     g.arr[13] = sp_f32(&v[3], xd, 2, a->n, f);
     g.arr[14] = sp_f32(&v[4], g.out, 2, a->m, f);
     sp_spmm_ref(a, xd, f, want);
+    tex_kernel *cu = g.fn ? tex_build(g.fn, "cuda -emit-only -arch=sm_80") : NULL;
+    TT_CHECK(cu && strstr(tex_kernel_source(cu), "hyb_spmm_kernel0") &&
+             !strstr(tex_kernel_source(cu), "hyb_spmm_kernel1"));
+    tex_kernel_free(cu);
     if (g.fn && h)
         run_targets("hyb spmm", &g, ctx);
     else
