@@ -28,6 +28,8 @@
  *   hfuse             disjoint nests bound to blockIdx.x (hyb SpMM's parts) -> one block
  *        |            loop, each part a range of blocks (one kernel)
  *        |
+ *   hoist_search      binary searches a loop does not change: a LET around it
+ *        |
  *   tex_func body     (target independent: tex_lower stops here)
  *        |
  *        +-- cpu (at tex_build)            +-- gpu (at tex_build)
@@ -108,6 +110,7 @@ static const struct {
     {"inplace", AT_LOWER, ON_BODY, texi_pass_inplace},
     {"remove_noops", AT_LOWER, ON_BODY, texi_pass_remove_noops},
     {"hfuse", AT_LOWER, ON_BODY, texi_pass_hfuse},
+    {"hoist_search", AT_LOWER, ON_BODY, texi_pass_hoist_search},
     {"thread_sync", FOR_CPU, ON_BODY, texi_pass_thread_sync},
     {"gpu_barriers", FOR_CPU, ON_BODY, texi_pass_gpu_barriers},
     {"gpu_to_cpu", FOR_CPU, ON_BODY, texi_pass_gpu_to_cpu},
