@@ -144,10 +144,12 @@ static void find_in_stmt(scope *sc, const tex_stmt *s)
 }
 
 typedef struct {
+    tex_ctx *ctx;
     const scope *sc;
     tex_expr **vars;
 } replacer;
 
+/* The variable standing for search e, or NULL. */
 static tex_expr *replace_expr(tex_expr *e, void *ud)
 {
     const replacer *r = ud;
@@ -155,6 +157,18 @@ static tex_expr *replace_expr(tex_expr *e, void *ud)
         if (texi_expr_equal(e, r->sc->found[i]))
             return r->vars[i];
     return NULL;
+}
+
+/* A LET of a hoisted search (an inner loop's or store's) is dropped, its
+ * variable replaced by the hoisted one. */
+static tex_stmt *drop_alias(tex_stmt *s, void *ud)
+{
+    const replacer *r = ud;
+    tex_expr *v = s->kind == TEXI_STMT_LET ? replace_expr(s->u.let.value, ud) : NULL;
+    if (!v)
+        return NULL;
+    tex_stmt *body = texi_stmt_mutate(r->ctx, s->u.let.body, drop_alias, replace_expr, ud);
+    return body ? texi_stmt_substitute(r->ctx, body, s->u.let.var, v) : NULL;
 }
 
 /* Loop s (its body already rewritten), or store s, inside LETs of its
@@ -175,8 +189,8 @@ static tex_stmt *hoist(hoister *h, tex_stmt *s)
     for (int i = 0; i < sc.n; i++)
         if (!(vars[i] = texi_var_new(h->ctx, "srch", sc.found[i]->dtype)))
             return h->failed = true, s;
-    replacer r = {&sc, vars};
-    tex_stmt *out = texi_stmt_mutate(h->ctx, s, NULL, replace_expr, &r);
+    replacer r = {h->ctx, &sc, vars};
+    tex_stmt *out = texi_stmt_mutate(h->ctx, s, drop_alias, replace_expr, &r);
     for (int i = sc.n - 1; i >= 0 && out; i--)
         out = texi_let_new(h->ctx, vars[i], sc.found[i], out);
     h->failed |= !out;

@@ -421,7 +421,6 @@ static void test_hoist_search(void)
     TT_EQ_STR(s, "for (p, 0, 4) {\n"
                  "  let srch = upper_bound(IP, 1, 9, p)\n"
                  "  for (k, 0, 3) {\n"
-                 "    let srch = srch\n"
                  "    let srch = find(IP, 0, 9, k)\n"
                  "    B[p] = f32(srch) + select(srch < 2, f32(find(IP, 0, p, 3)), 0.0f)\n"
                  "  }\n"
