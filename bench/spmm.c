@@ -31,7 +31,10 @@
  * arithmetic), half of the hand kernel's AVX2 width.
  *
  * Lines: bench=spmm case=powerlaw64k_fF/t2 anchor=csr_openmp|csr_tex|library
- * and bench=sddmm case=powerlaw64k_fF/t2 anchor=openmp. Every result is
+ * and bench=sddmm case=powerlaw64k_fF/t2 anchor=openmp; bench=sddmm_search: SDDMM
+ * finding each non-zero's row by a binary search of indptr in the kernel
+ * (TEX_SP_ROWS_SEARCH) against the same schedule reading the rows array
+ * (anchor tex_rows). Every result is
  * checked against the hand-written kernel's before timing.
  * `spmm --source` prints the C of the hyb and SDDMM kernels.
  */
@@ -122,17 +125,19 @@ static tex_kernel *build_csr(int64_t f)
 }
 
 /* SDDMM: the fused loop over non-zeros in parallel, the feature reduction
- * vectorized. */
-static tex_kernel *build_sddmm(int64_t f)
+ * vectorized; the rows read from J_rows or searched in J_indptr (mode). */
+static tex_kernel *build_sddmm(int64_t f, tex_sp_rows_mode mode)
 {
     sp_fmt c;
     fmt_init(&c, f);
-    tex_tensor *O = sp_fmt_sddmm(&c);
+    tex_tensor *O = tex_sp_iter_lower(sp_fmt_sddmm_iter(&c, mode));
     tex_schedule *s = tex_schedule_new(c.ctx, 1, &O);
     tex_stage *st = tex_stage_of(s, O);
     tex_parallel(st, tex_op_axis(st, 0));
     tex_vectorize_reduce(st, tex_op_reduce_axis(st, 0));
-    tex_tensor *args[] = {tex_sp_indices(c.J), tex_sp_rows(c.J), c.X, c.Y, O};
+    tex_tensor *args[] = {tex_sp_indices(c.J),
+                          mode == TEX_SP_ROWS_SEARCH ? tex_sp_indptr(c.J) : tex_sp_rows(c.J), c.X,
+                          c.Y, O};
     tex_kernel *k = build(s, "sddmm", 5, args);
     if (!k)
         fprintf(stderr, "sddmm: %s\n", tex_errmsg(c.ctx));
@@ -275,24 +280,31 @@ static void run_sddmm(sp_case *c, const char *desc, bool source)
     sp_view ip, *v = c->v[0];
     if (!rows || tex_sp_fill_rows(sp_i32(&ip, a->indptr, M + 1), sp_i32(&v[1], rows, a->nnz)) != 0)
         bench_fail("sddmm", desc, "setup_failed");
-    c->k[0] = build_sddmm(c->f);
-    c->arr[0][0] = sp_i32(&v[0], a->indices, a->nnz);
+    c->k[0] = build_sddmm(c->f, TEX_SP_ROWS_ARRAY);
+    c->k[1] = build_sddmm(c->f, TEX_SP_ROWS_SEARCH);
+    c->arr[0][0] = c->arr[1][0] = sp_i32(&v[0], a->indices, a->nnz);
     c->arr[0][1] = &v[1].t;
-    c->arr[0][2] = sp_f32(&v[2], c->x, 2, M, c->f);
-    c->arr[0][3] = sp_f32(&v[3], c->y2, 2, M, c->f);
+    c->arr[1][1] = &ip.t;
+    c->arr[0][2] = c->arr[1][2] = sp_f32(&v[2], c->x, 2, M, c->f);
+    c->arr[0][3] = c->arr[1][3] = sp_f32(&v[3], c->y2, 2, M, c->f);
     c->arr[0][4] = sp_f32(&v[4], c->out[0], 1, a->nnz, 0);
-    c->n_arr[0] = 5;
+    c->arr[1][4] = sp_f32(&c->v[1][4], c->out[1], 1, a->nnz, 0);
+    c->n_arr[0] = c->n_arr[1] = 5;
     if (source && c->k[0])
         printf("%s\n", tex_kernel_source(c->k[0]));
-    if (!c->k[0])
+    if (!c->k[0] || !c->k[1])
         bench_fail("sddmm", desc, "build_failed");
-    if (run_tex0(c) != 0 || run_sddmm_hand(c) != 0)
+    if (run_tex0(c) != 0 || run_tex1(c) != 0 || run_sddmm_hand(c) != 0)
         bench_fail("sddmm", desc, "call_failed");
     bench_check_close("sddmm", desc, c->out[0], c->want, a->nnz, 1e-4);
+    bench_check_close("sddmm_search", desc, c->out[1], c->want, a->nnz, 1e-4);
     if (bench_compare("sddmm", desc, (bench_run){run_tex0, c, NULL}, "openmp",
-                      (bench_run){run_sddmm_hand, c, NULL}, 2000) != 0)
+                      (bench_run){run_sddmm_hand, c, NULL}, 2000) != 0 ||
+        bench_compare("sddmm_search", desc, (bench_run){run_tex1, c, NULL}, "tex_rows",
+                      (bench_run){run_tex0, c, NULL}, 2000) != 0)
         bench_fail("sddmm", desc, "call_failed");
     tex_kernel_free(c->k[0]);
+    tex_kernel_free(c->k[1]);
     free(rows);
 }
 

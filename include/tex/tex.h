@@ -733,7 +733,20 @@ TEX_API tex_sp_buffer *tex_sp_buffer_new(tex_ctx *ctx, const char *name, tex_dty
                                          tex_sp_axis *const axes[]);
 /* The values array of b as a 1-D placeholder named after b (an input buffer). */
 TEX_API tex_tensor *tex_sp_values(tex_sp_buffer *b);
-/* b read at the iteration's current point of axes (b's own axes, in order). */
+/* b read at the coordinates of n iteration axes, one per axis of b (n is
+ * b's number of axes). At b's own axes, in order, the element is read at
+ * its position. At other axes (from the first level where axes[d] is not
+ * b's d-th axis) the position is searched for: a sparse level's by a
+ * binary search of its indices under the parent's position for the
+ * coordinate of axes[d], a dense level's computed (the coordinate must lie
+ * below its extent); the read is 0 where b has no element there (a masked
+ * product O[i, j] = A[i, j] * B[i, j] at A's non-zeros, B of another
+ * pattern). The indices of every level searched must be strictly
+ * increasing within each parent position (CSR rows sorted, no repeats):
+ * a kernel that searches them checks this at call time and otherwise
+ * returns TEX_EINVAL naming the array, writing nothing (host arrays).
+ * NULL with TEX_EINVAL when n is not b's number of axes, TEX_EMISUSE for
+ * NULL axes or axes of another context. */
 TEX_API tex_expr *tex_sp_at(tex_sp_buffer *b, int n, tex_sp_axis *const axes[]);
 
 /* A sparse iteration over n axes (each axis after its parent), kinds[i] 'S'
@@ -743,12 +756,51 @@ TEX_API tex_expr *tex_sp_at(tex_sp_buffer *b, int n, tex_sp_axis *const axes[]);
  * axes, and the result is its values array, 1-D over out's non-zeros (SDDMM:
  * O[i, j] = sum_k X[i, k] Y[j, k] at A's non-zeros); its spatial axes are
  * fused into one loop over the non-zeros, which reads tex_sp_rows of the
- * last one. A reduction axis must be a child of a spatial axis or a
- * dense-fixed root. Returns NULL with TEX_EINVAL naming the iteration and
- * the axis for a shape this lowering does not handle. */
+ * last one (or searches indptr: tex_sp_iter_rows). A reduction axis must be a child of a spatial
+ * axis or a dense-fixed root. Returns NULL with TEX_EINVAL naming the iteration and the axis for a
+ * shape this lowering does not handle. */
 TEX_API tex_tensor *tex_sp_iteration(tex_ctx *ctx, const char *name, int n,
                                      tex_sp_axis *const axes[], const char *kinds,
                                      tex_sp_buffer *out, tex_expr *body);
+
+/* Stage I (SparseTIR's schedules on sparse iterations, before lowering):
+ * tex_sp_iteration is tex_sp_iter_lower(tex_sp_iter_new(...)); in between,
+ * tex_sp_reorder and tex_sp_iter_rows change how the iteration is lowered.
+ * The iteration lives in the context; each call records its error there. */
+typedef struct tex_sp_iter tex_sp_iter; /* a sparse iteration before lowering */
+
+/* How the fused loop over a sparse output's non-zeros finds the row
+ * (parent coordinate) of each one. */
+typedef enum {
+    TEX_SP_ROWS_ARRAY, /* read tex_sp_rows(J), filled on the host (tex_sp_fill_rows); default */
+    TEX_SP_ROWS_SEARCH /* a binary search of J's indptr in the kernel: no rows array */
+} tex_sp_rows_mode;
+
+/* The iteration tex_sp_iteration would lower, not lowered yet; the same
+ * arguments and checks (NULL, TEX_EINVAL naming the iteration and axis). */
+TEX_API tex_sp_iter *tex_sp_iter_new(tex_ctx *ctx, const char *name, int n,
+                                     tex_sp_axis *const axes[], const char *kinds,
+                                     tex_sp_buffer *out, tex_expr *body);
+/* Selects how a sparse output's fused loop finds rows. 0; TEX_EINVAL for an
+ * unknown mode or an iteration with a dense output; TEX_EMISUSE for NULL. */
+TEX_API int tex_sp_iter_rows(tex_sp_iter *it, tex_sp_rows_mode mode);
+/* sparse_reorder: the loop order of the iteration's axes, order[0..n) a
+ * permutation of them in which each axis comes after its parent (and a
+ * sparse output's variable axis right after its root: the two are one
+ * fused loop). Spatial and reduction axes may interleave (CSR SpMM
+ * (I, J, K) "SRS": I, J, K keeps the features innermost). The output's
+ * layout does not change (a dense output's dimensions stay the 'S' axes
+ * in tex_sp_iter_new's order); the lowered compute's stage starts with its
+ * axes in this order (tex_stage_axis), and reduction axes are summed in
+ * it. 0; TEX_EINVAL naming the iteration and the axis (not an axis of it,
+ * named twice, before its parent, a fused pair split) or when n is not its
+ * number of axes, nothing changed; TEX_EMISUSE for NULL. */
+TEX_API int tex_sp_reorder(tex_sp_iter *it, int n, tex_sp_axis *const order[]);
+/* Lowers it (lowering 1 and 2) to a compute, as tex_sp_iteration does;
+ * NULL with the error recorded (TEX_EINVAL naming the iteration and the
+ * axis for a shape the lowering does not handle). May be called again
+ * (each call makes a new compute). */
+TEX_API tex_tensor *tex_sp_iter_lower(tex_sp_iter *it);
 
 /* Format decomposition "hyb" (SparseTIR; docs/sparse.md): a CSR matrix split
  * by row length into ELL buckets of widths 1, 2, 4, ..., max_width (a row of
@@ -803,11 +855,11 @@ TEX_API int tex_sp_hyb_arrays(tex_sp_hyb *h, int n, DLTensor *arrays[]);
  * parts, then per part's stage: parallel rows, vectorize features, unroll
  * a bucket's reduce axis, cache_write, ...) and lower with params; the
  * parts' nests run one after another in one function (one kernel call),
- * each writing only its own rows. The row counts and the remainder's nnz
- * are size variables bound from the arrays, so one kernel serves every
- * matrix converted with the same max_width. The rows arrays are checked at
- * call time to lie in [0, m); that they are distinct (as
- * tex_sp_hyb_convert makes them) is the caller's contract. NULL with
+ * each writing only its own rows; bound to blocks and threads, they are one
+ * CUDA kernel (one launch) in which each part takes a range of blocks. The row counts and the
+ * remainder's nnz are size variables bound from the arrays, so one kernel serves every matrix
+ * converted with the same max_width. The rows arrays are checked at call time to lie in [0, m);
+ * that they are distinct (as tex_sp_hyb_convert makes them) is the caller's contract. NULL with
  * TEX_EINVAL (a max_width not a power of two in [1, 1024], X not 2-D,
  * NULL parts or params), TEX_ETYPE (m not an integer), TEX_EMISUSE (a NULL
  * m or X, or operands of another context). */

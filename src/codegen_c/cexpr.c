@@ -556,6 +556,31 @@ static void emit_select(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec, bo
     close_paren(sb, par);
 }
 
+/* (T)tex_upper_bound_i32(buf, lo, hi, value) / tex_find_...: the helpers
+ * of chelpers.c over an int32_t or int64_t buffer. */
+static void emit_search(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
+{
+    const texi_buffer *b = e->u.search.buf;
+    bool wide = b && b->dtype == TEX_I64;
+    if (!b || (b->dtype != TEX_I32 && !wide)) {
+        texi_cp_fail(p, TEX_EINTERNAL, "a search of '%s', which is not an i32 or i64 buffer",
+                     b ? b->name : e->u.search.tensor->name);
+        return;
+    }
+    p->helpers |= wide ? TEXI_CP_H_SEARCH_I64 : TEXI_CP_H_SEARCH_I32;
+    bool par = open_paren(sb, TEXI_CP_P_UNARY, prec);
+    texi_sb_printf(sb, "(%s)tex_%s_%s(%s", texi_dtype_ctype(e->dtype),
+                   texi_search_names[e->u.search.op], wide ? "i64" : "i32",
+                   texi_cp_lookup(p, texi_buffer_key(b), b->name));
+    tex_expr *ops[] = {e->u.search.lo, e->u.search.hi, e->u.search.value};
+    for (int i = 0; i < 3; i++) {
+        texi_sb_puts(sb, ", ");
+        texi_cp_expr(p, sb, ops[i], TEXI_CP_P_COND, true);
+    }
+    texi_sb_putc(sb, ')');
+    close_paren(sb, par);
+}
+
 void texi_cp_expr(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec, bool index)
 {
     bool par;
@@ -604,6 +629,9 @@ void texi_cp_expr(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec, bool ind
         return;
     case TEXI_EXPR_VREDUCE:
         texi_cp_vreduce(p, sb, e);
+        return;
+    case TEXI_EXPR_SEARCH:
+        emit_search(p, sb, e, prec);
         return;
     case TEXI_EXPR_ACCESS:
     case TEXI_EXPR_REDUCE:

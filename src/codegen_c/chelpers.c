@@ -45,6 +45,31 @@ static void helper_minmax(texi_sb *sb, const char *kw, const char *t, const char
                    t, t, fl ? "(a < b || b != b)" : "a < b");
 }
 
+/* The binary searches of SEARCH over a sorted array of type t, with the
+ * oracle's semantics (texi_eval_search): upper_bound, the first a[k] > v
+ * in [lo, hi) or hi; find, the first a[k] == v or -1. */
+static void helper_search(texi_sb *sb, const char *kw, const char *t, const char *sfx)
+{
+    static const char loop[] = "    while (lo < hi) {\n"
+                               "        int64_t mid = lo + (hi - lo) / 2;\n"
+                               "        if (a[mid] %s v)\n"
+                               "            hi = mid;\n"
+                               "        else\n"
+                               "            lo = mid + 1;\n"
+                               "    }\n";
+    texi_sb_printf(
+        sb, "%s int64_t tex_upper_bound_%s(const %s *a, int64_t lo, int64_t hi, int64_t v)\n{\n",
+        kw, sfx, t);
+    texi_sb_printf(sb, loop, ">");
+    texi_sb_puts(sb, "    return lo;\n}\n\n");
+    texi_sb_printf(sb,
+                   "%s int64_t tex_find_%s(const %s *a, int64_t lo, int64_t hi, int64_t v)\n{\n",
+                   kw, sfx, t);
+    texi_sb_puts(sb, "    int64_t end = hi;\n");
+    texi_sb_printf(sb, loop, ">=");
+    texi_sb_puts(sb, "    return lo < end && a[lo] == v ? lo : -1;\n}\n\n");
+}
+
 static const char helper_f2i[] =
     "TEX_INLINE int64_t tex_f2i64(double v)\n{\n"
     "    return v != v ? 0 : v >= 9223372036854775807.0 ? INT64_MAX\n"
@@ -81,4 +106,8 @@ void texi_cp_helpers(const texi_cp_target *target, texi_sb *sb, unsigned mask)
         put_helper(sb, helper_f2i, kw);
     if (mask & TEXI_CP_H_ABS)
         put_helper(sb, helper_abs, kw);
+    if (mask & TEXI_CP_H_SEARCH_I32)
+        helper_search(sb, kw, "int32_t", "i32");
+    if (mask & TEXI_CP_H_SEARCH_I64)
+        helper_search(sb, kw, "int64_t", "i64");
 }

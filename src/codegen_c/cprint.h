@@ -41,8 +41,10 @@ enum {
     TEXI_CP_H_MINMAX_U64 = 1 << 7,
     TEXI_CP_H_MINMAX_F32 = 1 << 8,
     TEXI_CP_H_MINMAX_F64 = 1 << 9,
-    TEXI_CP_H_F2I = 1 << 10, /* saturating float -> integer conversions */
-    TEXI_CP_H_ABS = 1 << 11  /* tex_abs_i32 / tex_abs_i64 */
+    TEXI_CP_H_F2I = 1 << 10,        /* saturating float -> integer conversions */
+    TEXI_CP_H_ABS = 1 << 11,        /* tex_abs_i32 / tex_abs_i64 */
+    TEXI_CP_H_SEARCH_I32 = 1 << 12, /* tex_upper_bound_i32 / tex_find_i32 (SEARCH) */
+    TEXI_CP_H_SEARCH_I64 = 1 << 13  /* the same over int64_t arrays */
 };
 
 /* Vector types: element dtypes (tex_dtype) and lanes up to 2^6. */

@@ -233,6 +233,29 @@ static int eval_load(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_ev
     return 0;
 }
 
+/* A search of a tensor (before flattening) or buffer; a non-empty range
+ * outside its storage is an error. */
+static int eval_search(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
+{
+    const tex_tensor *t = e->u.search.tensor;
+    texi_storage *st =
+        t ? texi_interp_find_tensor(fr, t) : texi_interp_find_buffer(fr, e->u.search.buf);
+    const char *name = t ? t->name : e->u.search.buf->name;
+    if (!st)
+        return texi_interp_fail(ip, TEX_EINTERNAL, "search of '%s', which is not allocated", name);
+    int64_t lo, hi, v;
+    TEXI_TRY(texi_interp_int(ip, fr, e->u.search.lo, &lo));
+    TEXI_TRY(texi_interp_int(ip, fr, e->u.search.hi, &hi));
+    TEXI_TRY(texi_interp_int(ip, fr, e->u.search.value, &v));
+    if (lo < hi && (lo < 0 || hi > st->size))
+        return texi_interp_fail(ip, TEX_EINTERNAL,
+                                "out-of-bounds search of '%s': [%lld, %lld), size %lld", name,
+                                (long long)lo, (long long)hi, (long long)st->size);
+    int64_t k = texi_eval_search(e->u.search.op, st->dtype, st->data, lo, hi, v);
+    *out = texi_eval_convert(TEX_I64, e->dtype, (texi_eval_value){.i = k});
+    return 0;
+}
+
 static int eval_select(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
 {
     texi_eval_value c, v;
@@ -284,6 +307,8 @@ int texi_interp_expr(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_ev
         return eval_access(ip, fr, e, out);
     case TEXI_EXPR_LOAD:
         return eval_load(ip, fr, e, out);
+    case TEXI_EXPR_SEARCH:
+        return eval_search(ip, fr, e, out);
     case TEXI_EXPR_RAMP: /* vectors: their lane ip->lane (vector statements) */
         return eval_ramp_lane(ip, fr, e, out);
     case TEXI_EXPR_BROADCAST:

@@ -63,12 +63,14 @@ typedef struct {
     bool found;
 } use_search;
 
-/* Expression visitor: a LOAD of the key's storage, or its data variable
- * itself (an ATTR naming the storage). */
+/* Expression visitor: a LOAD or SEARCH of the key's storage, or its data
+ * variable itself (an ATTR naming the storage). */
 static bool use_expr_step(tex_expr *e, void *ud)
 {
     use_search *us = ud;
-    if ((e->kind == TEXI_EXPR_LOAD && texi_buffer_key(e->u.load.buf) == us->key) || e == us->key)
+    if ((e->kind == TEXI_EXPR_LOAD && texi_buffer_key(e->u.load.buf) == us->key) || e == us->key ||
+        (e->kind == TEXI_EXPR_SEARCH && e->u.search.buf &&
+         texi_buffer_key(e->u.search.buf) == us->key))
         us->found = true;
     return !us->found;
 }

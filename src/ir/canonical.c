@@ -75,6 +75,22 @@ static int cmp_load(const tex_expr *a, const tex_expr *b)
     return texi_arith_cmp(a->u.load.index, b->u.load.index);
 }
 
+/* Searches: op, array (tensor id, else as cmp_load), then lo, hi, value. */
+static int cmp_search(const tex_expr *a, const tex_expr *b)
+{
+    int c = cmp_i64(a->u.search.op, b->u.search.op);
+    const tex_tensor *ta = a->u.search.tensor, *tb = b->u.search.tensor;
+    if (!c && (ta || tb))
+        c = cmp_i64(ta ? ta->id : 0, tb ? tb->id : 0);
+    const texi_buffer *ba = a->u.search.buf, *bb = b->u.search.buf;
+    if (!c && ba && bb && ba != bb && !(c = strcmp(ba->name, bb->name)))
+        c = cmp_opt(ba->data, bb->data);
+    if (c || (c = texi_arith_cmp(a->u.search.lo, b->u.search.lo)) ||
+        (c = texi_arith_cmp(a->u.search.hi, b->u.search.hi)))
+        return c;
+    return texi_arith_cmp(a->u.search.value, b->u.search.value);
+}
+
 static int cmp_reduce(const tex_expr *a, const tex_expr *b)
 {
     int c = cmp_i64(a->u.red.op, b->u.red.op);
@@ -134,6 +150,8 @@ int texi_arith_cmp(const tex_expr *a, const tex_expr *b)
         return cmp_list(a->u.access.n_idx, a->u.access.idx, b->u.access.n_idx, b->u.access.idx);
     case TEXI_EXPR_LOAD:
         return cmp_load(a, b);
+    case TEXI_EXPR_SEARCH:
+        return cmp_search(a, b);
     case TEXI_EXPR_REDUCE:
         return cmp_reduce(a, b);
     case TEXI_EXPR_KIND_COUNT:

@@ -72,6 +72,12 @@ static bool check_node(tex_expr *e, void *ud)
     case TEXI_EXPR_ACCESS:
         w->rc = note_input(w, e->u.access.tensor);
         break;
+    case TEXI_EXPR_SEARCH:
+        w->rc = e->u.search.tensor
+                    ? note_input(w, e->u.search.tensor)
+                    : texi_error(w->ctx, TEX_EINVAL,
+                                 "tex_compute: '%s' contains a lowered buffer search", w->name);
+        break;
     case TEXI_EXPR_REDUCE:
         w->rc = texi_error(w->ctx, TEX_EINVAL,
                            "tex_compute: '%s' has a reduction inside its body; a reduction must "

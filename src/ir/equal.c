@@ -87,6 +87,11 @@ bool texi_expr_equal(const tex_expr *a, const tex_expr *b)
         return a->u.load.buf == b->u.load.buf &&
                texi_expr_equal(a->u.load.index, b->u.load.index) &&
                texi_expr_equal(a->u.load.mask, b->u.load.mask);
+    case TEXI_EXPR_SEARCH:
+        return a->u.search.op == b->u.search.op && a->u.search.tensor == b->u.search.tensor &&
+               a->u.search.buf == b->u.search.buf &&
+               list_equal(3, (tex_expr *[]){a->u.search.lo, a->u.search.hi, a->u.search.value},
+                          (tex_expr *[]){b->u.search.lo, b->u.search.hi, b->u.search.value});
     case TEXI_EXPR_REDUCE:
         if (a->u.red.op != b->u.red.op || a->u.red.n_axes != b->u.red.n_axes ||
             !texi_expr_equal(a->u.red.body, b->u.red.body) ||
@@ -140,6 +145,11 @@ uint64_t texi_expr_hash(const tex_expr *e)
     case TEXI_EXPR_LOAD:
         h = mix(mix(h, buffer_hash(e->u.load.buf)), texi_expr_hash(e->u.load.index));
         return mix(h, texi_expr_hash(e->u.load.mask));
+    case TEXI_EXPR_SEARCH:
+        h = mix(mix(h, (uint64_t)e->u.search.op),
+                e->u.search.tensor ? e->u.search.tensor->id : buffer_hash(e->u.search.buf));
+        h = mix(mix(h, texi_expr_hash(e->u.search.lo)), texi_expr_hash(e->u.search.hi));
+        return mix(h, texi_expr_hash(e->u.search.value));
     case TEXI_EXPR_REDUCE:
         h = mix(mix(h, (uint64_t)e->u.red.op), texi_expr_hash(e->u.red.body));
         for (int i = 0; i < e->u.red.n_axes; i++)

@@ -59,6 +59,13 @@ int texi_eval_scalar_arg(tex_dtype t, const tex_value *a, texi_eval_value *out, 
 texi_eval_value texi_eval_load(tex_dtype t, const char *base, int64_t i);
 void texi_eval_store(tex_dtype t, char *base, int64_t i, texi_eval_value v);
 
+/* SEARCH op (enum texi_search_op) over elements [lo, hi) of the integer
+ * storage of dtype t at base for v, as every printer's search helper does
+ * it (the caller has checked that [lo, hi) lies in the storage when
+ * lo < hi): upper_bound gives a value in [lo, hi], find one in [lo, hi) or
+ * -1. */
+int64_t texi_eval_search(int op, tex_dtype t, const char *base, int64_t lo, int64_t hi, int64_t v);
+
 /* A compiled expression node; children are indices into texi_eval.nodes. */
 typedef struct {
     enum texi_expr_kind kind;
@@ -73,7 +80,7 @@ typedef struct {
         struct {
             int32_t storage; /* index into texi_eval.store */
             int32_t first;   /* its n indices are args[first .. first + n) */
-        } access;            /* ACCESS */
+        } access;            /* ACCESS; SEARCH: storage and first = its op */
     } u;
 } texi_eval_node;
 

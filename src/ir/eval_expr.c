@@ -97,6 +97,26 @@ static texi_eval_value read_element(texi_eval *st, const texi_eval_node *nd)
     return texi_eval_load(s->tensor->dtype, s->data, off);
 }
 
+/* A search of a placeholder (node a, b, c: lo, hi, value); a non-empty
+ * range outside the array is an error naming it. */
+static texi_eval_value search(texi_eval *st, const texi_eval_node *nd)
+{
+    const texi_eval_storage *s = &st->store[nd->u.access.storage];
+    int64_t lo = texi_eval_node_value(st, nd->a).i, hi = texi_eval_node_value(st, nd->b).i;
+    int64_t v = texi_eval_node_value(st, nd->c).i;
+    if (st->rc)
+        return (texi_eval_value){0};
+    if (lo < hi && (lo < 0 || hi > s->size)) {
+        texi_eval_fail(st, TEX_EINVAL,
+                       "tex_eval_reference: tensor '%s' searches '%s' out of bounds: [%lld, %lld) "
+                       "is outside [0, %lld)",
+                       st->cur, s->tensor->name, (long long)lo, (long long)hi, (long long)s->size);
+        return (texi_eval_value){0};
+    }
+    int64_t k = texi_eval_search(nd->u.access.first, s->tensor->dtype, s->data, lo, hi, v);
+    return texi_eval_convert(TEX_I64, nd->dtype, (texi_eval_value){.i = k});
+}
+
 /* ------------------------------------------------------------- evaluation */
 
 texi_eval_value texi_eval_node_value(texi_eval *st, int32_t n)
@@ -150,6 +170,8 @@ texi_eval_value texi_eval_node_value(texi_eval *st, int32_t n)
         return math_call(st, nd);
     case TEXI_EXPR_ACCESS:
         return read_element(st, nd);
+    case TEXI_EXPR_SEARCH:
+        return search(st, nd);
     case TEXI_EXPR_LOAD:
     case TEXI_EXPR_RAMP:
     case TEXI_EXPR_BROADCAST:
@@ -279,6 +301,25 @@ static int32_t compile_access(texi_eval *st, int32_t n, tex_expr *e)
     return n;
 }
 
+static int32_t compile_operands(texi_eval *st, int32_t n, int k, tex_expr *const ops[]);
+
+/* A search of a placeholder: its storage, op, and lo, hi, value as a, b, c. */
+static int32_t compile_search(texi_eval *st, int32_t n, tex_expr *e)
+{
+    const tex_tensor *t = e->u.search.tensor;
+    int32_t s = t ? storage_of(st, e->u.search.tensor) : -1;
+    if (s < 0) {
+        texi_eval_fail(st, TEX_EINTERNAL, "tex_eval_reference: tensor '%s' searches %s '%s'",
+                       st->cur, t ? "a tensor not in its graph" : "the lowered buffer",
+                       t ? t->name : e->u.search.buf->name);
+        return -1;
+    }
+    st->nodes[n].u.access.storage = s;
+    st->nodes[n].u.access.first = (int32_t)e->u.search.op;
+    return compile_operands(st, n, 3,
+                            (tex_expr *[]){e->u.search.lo, e->u.search.hi, e->u.search.value});
+}
+
 /* Compiles operands ops[0..k) into the a, b, c fields of node n. */
 static int32_t compile_operands(texi_eval *st, int32_t n, int k, tex_expr *const ops[])
 {
@@ -320,6 +361,8 @@ int32_t texi_eval_compile(texi_eval *st, tex_expr *e)
         return compile_operands(st, n, e->u.call.n_args, e->u.call.args);
     case TEXI_EXPR_ACCESS:
         return compile_access(st, n, e);
+    case TEXI_EXPR_SEARCH:
+        return compile_search(st, n, e);
     case TEXI_EXPR_LOAD:
     case TEXI_EXPR_RAMP:
     case TEXI_EXPR_BROADCAST:

@@ -76,6 +76,21 @@ texi_eval_value texi_eval_convert(tex_dtype from, tex_dtype to, texi_eval_value 
     return r;
 }
 
+int64_t texi_eval_search(int op, tex_dtype t, const char *base, int64_t lo, int64_t hi, int64_t v)
+{
+    int64_t end = hi;
+    while (lo < hi) { /* upper_bound: the first a[k] > v; find: the first a[k] >= v */
+        int64_t mid = lo + (hi - lo) / 2, a = texi_eval_load(t, base, mid).i;
+        if (op == TEXI_SEARCH_UPPER ? a > v : a >= v)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (op == TEXI_SEARCH_UPPER)
+        return lo;
+    return lo < end && texi_eval_load(t, base, lo).i == v ? lo : -1;
+}
+
 texi_eval_value texi_eval_load(tex_dtype t, const char *base, int64_t i)
 {
     texi_eval_value r = {0};

@@ -40,6 +40,8 @@ const char *const texi_reduce_names[TEXI_REDUCE_COUNT] = {"sum", "prod", "reduce
 
 const char *const texi_vreduce_names[TEXI_REDUCE_COUNT] = {"add", "mul", "max", "min"};
 
+const char *const texi_search_names[TEXI_SEARCH_COUNT] = {"upper_bound", "find"};
+
 /* ------------------------------------------------------- raw constructors */
 
 static tex_expr *node_new(tex_ctx *ctx, enum texi_expr_kind kind, tex_dtype t)
@@ -174,6 +176,23 @@ tex_expr *texi_masked_load_new(texi_buffer *buf, tex_expr *index, tex_expr *mask
 tex_expr *texi_load_at(const tex_expr *e, tex_expr *index)
 {
     return texi_masked_load_new(e->u.load.buf, index, e->u.load.mask);
+}
+
+tex_expr *texi_search_new(enum texi_search_op op, tex_tensor *t, texi_buffer *buf, tex_expr *lo,
+                          tex_expr *hi, tex_expr *value)
+{
+    tex_expr *e = node_new(lo->ctx, TEXI_EXPR_SEARCH, lo->dtype);
+    if (e) {
+        int lanes = lanes_of(lo, hi);
+        e->lanes = lanes > value->lanes ? lanes : value->lanes;
+        e->u.search.op = op;
+        e->u.search.tensor = t;
+        e->u.search.buf = t ? NULL : buf;
+        e->u.search.lo = lo;
+        e->u.search.hi = hi;
+        e->u.search.value = value;
+    }
+    return e;
 }
 
 tex_expr *texi_ramp_new(tex_expr *base, tex_expr *stride, int lanes)

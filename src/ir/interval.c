@@ -331,6 +331,18 @@ static texi_ival ival_binary(const tex_expr *e, int n, const texi_range ranges[]
     }
 }
 
+static texi_ival ival_rec(const tex_expr *e, int n, const texi_range ranges[], int depth);
+
+/* upper_bound lies in [lo, hi]; find in [lo, hi) or is -1. */
+static texi_ival ival_search(const tex_expr *e, int n, const texi_range ranges[], int depth)
+{
+    texi_ival lo = ival_rec(e->u.search.lo, n, ranges, depth);
+    texi_ival hi = ival_rec(e->u.search.hi, n, ranges, depth);
+    if (e->u.search.op == TEXI_SEARCH_UPPER)
+        return ival(lo.lo, hi.hi);
+    return ival_union(ival(-1, -1), ival(lo.lo, texi_ival_add(hi, ival(-1, -1)).hi));
+}
+
 static texi_ival ival_rec(const tex_expr *e, int n, const texi_range ranges[], int depth)
 {
     if (texi_dtype_is_float(e->dtype))
@@ -359,6 +371,8 @@ static texi_ival ival_rec(const tex_expr *e, int n, const texi_range ranges[], i
     case TEXI_EXPR_RAMP:
         c = ival_mul(ival_rec(e->u.ramp.stride, n, ranges, depth), ival(0, e->lanes - 1));
         return fit(texi_ival_add(ival_rec(e->u.ramp.base, n, ranges, depth), c), e->dtype);
+    case TEXI_EXPR_SEARCH:
+        return ival_search(e, n, ranges, depth);
     case TEXI_EXPR_FLOAT:
     case TEXI_EXPR_CALL:
     case TEXI_EXPR_ACCESS:
@@ -505,6 +519,10 @@ static bool mentions(const texi_simp *s, const tex_expr *e, bool want_ranged, in
         return mentions_any(s, e->u.access.n_idx, e->u.access.idx, want_ranged, depth);
     case TEXI_EXPR_LOAD:
         return mentions(s, e->u.load.index, want_ranged, depth);
+    case TEXI_EXPR_SEARCH:
+        return mentions_any(s, 3,
+                            (tex_expr *const[]){e->u.search.lo, e->u.search.hi, e->u.search.value},
+                            want_ranged, depth);
     case TEXI_EXPR_REDUCE:
     case TEXI_EXPR_KIND_COUNT:
         return true; /* opaque: assume the worst either way */

@@ -146,6 +146,14 @@ enum texi_reduce_op {
     TEXI_REDUCE_COUNT
 };
 
+/* The binary searches of SEARCH over a[lo .. hi), which must be sorted
+ * (non-decreasing); both read only a[lo .. hi) and give the node's dtype. */
+enum texi_search_op {
+    TEXI_SEARCH_UPPER, /* the first k in [lo, hi) with a[k] > value, hi when none */
+    TEXI_SEARCH_FIND,  /* a k in [lo, hi) with a[k] == value, -1 when none */
+    TEXI_SEARCH_COUNT
+};
+
 struct tex_expr {
     enum texi_expr_kind kind;
     tex_dtype dtype; /* of each lane */
@@ -198,6 +206,12 @@ struct tex_expr {
             tex_iter **axes;
             tex_expr *cond; /* tex_reduce_where predicate, or NULL */
         } red;              /* REDUCE */
+        struct {
+            enum texi_search_op op;
+            tex_tensor *tensor;        /* the array before flattening: a 1-D integer placeholder */
+            texi_buffer *buf;          /* the array after flattening (tensor NULL) */
+            tex_expr *lo, *hi, *value; /* integers of the node's dtype */
+        } search;                      /* SEARCH */
     } u;
 };
 
@@ -207,6 +221,8 @@ extern const int texi_math_arity[TEXI_MATH_COUNT];
 extern const char *const texi_reduce_names[TEXI_REDUCE_COUNT];
 /* The operator word of a horizontal reduction: "add", "mul", "max", "min". */
 extern const char *const texi_vreduce_names[TEXI_REDUCE_COUNT];
+/* The printer's name of a search: "upper_bound", "find". */
+extern const char *const texi_search_names[TEXI_SEARCH_COUNT];
 
 /* Raw node constructors (expr.c). They check nothing beyond allocation: the
  * operands must already have the dtype the node needs. Passes use them; the
@@ -229,6 +245,11 @@ tex_expr *texi_load_new(texi_buffer *buf, tex_expr *index);
 tex_expr *texi_masked_load_new(texi_buffer *buf, tex_expr *index, tex_expr *mask);
 /* Load e (LOAD) at another index, keeping its mask. */
 tex_expr *texi_load_at(const tex_expr *e, tex_expr *index);
+/* SEARCH op over array t (before flattening) or buf (after; t NULL) in
+ * [lo, hi) for value; lo, hi and value have one integer dtype, the node's,
+ * and the node has the lanes of the widest. */
+tex_expr *texi_search_new(enum texi_search_op op, tex_tensor *t, texi_buffer *buf, tex_expr *lo,
+                          tex_expr *hi, tex_expr *value);
 tex_expr *texi_reduce_new(enum texi_reduce_op op, tex_expr *body, int n, tex_iter *const axes[],
                           tex_expr *cond);
 /* Vectors (lanes > 1): composite nodes take the lanes of their vector
@@ -287,6 +308,9 @@ struct texi_op {
     tex_tensor *scatter_rows; /* COMPUTE, scatter stores: i32 [extent of axis 0]; else NULL */
     tex_tensor *scatter_into; /* with scatter_rows: point (r, k..) is stored at
                                  scatter_into[scatter_rows[r], k..] (texi_scatter_group_new) */
+    tex_iter **leaf_order;    /* COMPUTE: the stage's first loop order (axes and raxes
+                                 interleaved, src/sparse's tex_sp_reorder), or NULL: axes, then
+                                 raxes */
 };
 
 /* What an integer placeholder of a sparse format holds (src/sparse); a
@@ -307,6 +331,9 @@ struct tex_tensor {
     texi_op *op;                     /* what produces it */
     enum texi_index_role index_role; /* placeholders of sparse formats */
     tex_expr *index_bound;           /* the role's bound (a size expression) */
+    tex_tensor *index_rows;          /* INDICES of a variable axis: its indptr, whose rows a
+                                        kernel that searches the indices checks sorted */
+    tex_expr *index_row_len;         /* INDICES of a fixed axis: its entries per row */
 };
 
 /* A compute tensor over already validated parts (compute.c checks them). */

@@ -241,6 +241,12 @@ void texi_expr_print(texi_sb *sb, const tex_expr *e)
         texi_expr_print(sb, e->u.vred.a);
         texi_sb_putc(sb, ')');
         return;
+    case TEXI_EXPR_SEARCH:
+        texi_sb_printf(sb, "%s(%s, ", texi_search_names[e->u.search.op],
+                       e->u.search.tensor ? e->u.search.tensor->name : e->u.search.buf->name);
+        print_list(sb, 3, (tex_expr *const[]){e->u.search.lo, e->u.search.hi, e->u.search.value});
+        texi_sb_putc(sb, ')');
+        return;
     case TEXI_EXPR_REDUCE:
         print_reduce(sb, e);
         return;

@@ -837,7 +837,8 @@ static bool simp_list(texi_simp *s, int n, tex_expr *const es[], tex_expr **out)
     return changed && !s->failed;
 }
 
-/* Calls, accesses, loads and reductions: only their operands are simplified. */
+/* Calls, accesses, loads, searches and reductions: only their operands are
+ * simplified. */
 static tex_expr *simp_opaque(texi_simp *s, tex_expr *e)
 {
     tex_expr *args[3], **idx, *x, *cond;
@@ -856,6 +857,12 @@ static tex_expr *simp_opaque(texi_simp *s, tex_expr *e)
         if (!x || x == e->u.load.index)
             return x ? e : NULL;
         return texi_simp_note(s, texi_load_at(e, x));
+    case TEXI_EXPR_SEARCH:
+        if (!simp_list(s, 3, (tex_expr *[]){e->u.search.lo, e->u.search.hi, e->u.search.value},
+                       args))
+            return s->failed ? NULL : e;
+        return texi_simp_note(s, texi_search_new(e->u.search.op, e->u.search.tensor,
+                                                 e->u.search.buf, args[0], args[1], args[2]));
     default: /* REDUCE */
         x = texi_simp_expr(s, e->u.red.body);
         cond = e->u.red.cond && x ? texi_simp_expr(s, e->u.red.cond) : NULL;
@@ -893,6 +900,7 @@ tex_expr *texi_simp_expr(texi_simp *s, tex_expr *e)
     case TEXI_EXPR_CALL:
     case TEXI_EXPR_ACCESS:
     case TEXI_EXPR_LOAD:
+    case TEXI_EXPR_SEARCH:
     case TEXI_EXPR_REDUCE:
         return simp_opaque(s, e);
     case TEXI_EXPR_KIND_COUNT:

@@ -24,7 +24,7 @@ static bool extent_node_ok(tex_expr *e, void *ud)
 {
     bool *bad = ud;
     if ((e->kind == TEXI_EXPR_VAR && e->u.var.iter) || e->kind == TEXI_EXPR_ACCESS ||
-        e->kind == TEXI_EXPR_LOAD || e->kind == TEXI_EXPR_REDUCE)
+        e->kind == TEXI_EXPR_LOAD || e->kind == TEXI_EXPR_SEARCH || e->kind == TEXI_EXPR_REDUCE)
         *bad = true;
     return !*bad;
 }

@@ -96,6 +96,13 @@ static tex_expr *mutate_children(tex_expr *e, texi_expr_rewrite_fn pre, void *ud
             return e;
         return failed ? NULL : texi_masked_load_new(e->u.load.buf, k[0], mask ? k[1] : NULL);
     }
+    case TEXI_EXPR_SEARCH:
+        if (!mutate_list(k, (tex_expr *[]){e->u.search.lo, e->u.search.hi, e->u.search.value}, 3,
+                         pre, ud, &failed))
+            return e;
+        return failed ? NULL
+                      : texi_search_new(e->u.search.op, e->u.search.tensor, e->u.search.buf, k[0],
+                                        k[1], k[2]);
     case TEXI_EXPR_REDUCE: {
         tex_expr *cond = e->u.red.cond;
         int n = cond ? 2 : 1;
@@ -164,6 +171,11 @@ void texi_expr_visit(tex_expr *e, texi_expr_visit_fn fn, void *ud)
     case TEXI_EXPR_LOAD:
         texi_expr_visit(e->u.load.index, fn, ud);
         texi_expr_visit(e->u.load.mask, fn, ud);
+        return;
+    case TEXI_EXPR_SEARCH:
+        texi_expr_visit(e->u.search.lo, fn, ud);
+        texi_expr_visit(e->u.search.hi, fn, ud);
+        texi_expr_visit(e->u.search.value, fn, ud);
         return;
     case TEXI_EXPR_REDUCE:
         texi_expr_visit(e->u.red.body, fn, ud);

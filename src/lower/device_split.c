@@ -80,6 +80,8 @@ static bool check_var(tex_expr *e, void *ud)
         hc->bad = e->u.var.name;
     if (e->kind == TEXI_EXPR_LOAD && !hc->bad)
         hc->bad = e->u.load.buf->name;
+    if (e->kind == TEXI_EXPR_SEARCH && !hc->bad)
+        hc->bad = e->u.search.buf ? e->u.search.buf->name : e->u.search.tensor->name;
     return !hc->bad;
 }
 

@@ -4,6 +4,7 @@
  *   REALIZE t(region) scope { body }  ->  ALLOCATE buf: t.dtype[extents] scope { body' }
  *   PROVIDE t[i0, .., ik] = v         ->  STORE buf[flat] = v
  *   ACCESS t[i0, .., ik]              ->  LOAD buf[flat]
+ *   SEARCH of parameter t             ->  SEARCH of its buffer (1-D, compact)
  *   flat = sum_d (i_d - min_d) * stride_d
  *   INTRIN tile (t, mins, dim_map)    ->  (buf, offset = flat(mins), strides[j] =
  * stride_dim_map[j])
@@ -174,9 +175,32 @@ static tex_expr **rewrite_indices(flattener *fl, int n, tex_expr *const idx[])
     return out;
 }
 
+/* A search of a 1-D parameter (min 0, stride 1, so positions are its flat
+ * indices) searches its buffer. */
+static tex_expr *flatten_search(flattener *fl, tex_expr *e)
+{
+    const binding *b = find(fl, e->u.search.tensor);
+    int64_t min, stride;
+    if (!b || !texi_expr_is_int_const(b->mins[0], &min) ||
+        !texi_expr_is_int_const(b->strides[0], &stride) || min != 0 || stride != 1) {
+        texi_error(fl->ctx, TEX_EINTERNAL,
+                   "tex_lower: flatten: search of '%s', which is not a compact 1-D parameter",
+                   e->u.search.tensor->name);
+        fl->failed = true;
+        return e;
+    }
+    tex_expr **ops =
+        rewrite_indices(fl, 3, (tex_expr *[]){e->u.search.lo, e->u.search.hi, e->u.search.value});
+    tex_expr *r =
+        ops ? texi_search_new(e->u.search.op, NULL, b->buf, ops[0], ops[1], ops[2]) : NULL;
+    return r ? r : failed_at(fl, e);
+}
+
 static tex_expr *rewrite_expr(tex_expr *e, void *ud)
 {
     flattener *fl = ud;
+    if (e->kind == TEXI_EXPR_SEARCH && e->u.search.tensor)
+        return flatten_search(fl, e);
     if (e->kind != TEXI_EXPR_ACCESS)
         return NULL;
     const binding *b = find(fl, e->u.access.tensor);

@@ -105,7 +105,7 @@ static bool pure(tex_expr *e, void *ud)
 {
     bool *ok = ud;
     if (e->kind == TEXI_EXPR_LOAD || e->kind == TEXI_EXPR_ACCESS || e->kind == TEXI_EXPR_CALL ||
-        e->kind == TEXI_EXPR_REDUCE)
+        e->kind == TEXI_EXPR_SEARCH || e->kind == TEXI_EXPR_REDUCE)
         *ok = false;
     return *ok;
 }

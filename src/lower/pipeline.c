@@ -25,6 +25,11 @@
  *        |
  *   remove_noops      empty loops / branches / sequences, unused allocations dropped
  *        |
+ *   hfuse             disjoint nests bound to blockIdx.x (hyb SpMM's parts) -> one block
+ *        |            loop, each part a range of blocks (one kernel)
+ *        |
+ *   hoist_search      binary searches a loop does not change: a LET around it
+ *        |
  *   tex_func body     (target independent: tex_lower stops here)
  *        |
  *        +-- cpu (at tex_build)            +-- gpu (at tex_build)
@@ -112,6 +117,8 @@ static const struct {
     {"storage_rewrite", AT_LOWER, ON_BODY, texi_pass_storage_rewrite},
     {"inplace", AT_LOWER, ON_BODY, texi_pass_inplace},
     {"remove_noops", AT_LOWER, ON_BODY, texi_pass_remove_noops},
+    {"hfuse", AT_LOWER, ON_BODY, texi_pass_hfuse},
+    {"hoist_search", AT_LOWER, ON_BODY, texi_pass_hoist_search},
     {"unstage_shared", FOR_CPU, ON_BODY, texi_pass_unstage_shared},
     {"thread_sync", FOR_CPU, ON_BODY, texi_pass_thread_sync},
     {"gpu_barriers", FOR_CPU, ON_BODY, texi_pass_gpu_barriers},

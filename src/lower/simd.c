@@ -158,6 +158,27 @@ static tex_expr *widen_call(widener *w, tex_expr *e)
     return texi_call_new(e->u.call.op, e->dtype, n, args);
 }
 
+/* A search whose operands vary over the lanes is one search per lane. */
+static tex_expr *widen_search(widener *w, tex_expr *e)
+{
+    tex_expr *ops[3] = {e->u.search.lo, e->u.search.hi, e->u.search.value};
+    int lanes = 1;
+    bool changed = false;
+    for (int i = 0; i < 3; i++) {
+        tex_expr *was = ops[i];
+        if (!(ops[i] = widen(w, was)))
+            return NULL;
+        changed |= ops[i] != was;
+        lanes = ops[i]->lanes > lanes ? ops[i]->lanes : lanes;
+    }
+    if (!changed)
+        return e;
+    for (int i = 0; i < 3; i++)
+        if (!(ops[i] = broadcast(ops[i], lanes)))
+            return NULL;
+    return texi_search_new(e->u.search.op, NULL, e->u.search.buf, ops[0], ops[1], ops[2]);
+}
+
 /* e with the loop variable replaced by w->value, vector LET variables by
  * their new variables; vector operands make their parents vectors. */
 static tex_expr *widen(widener *w, tex_expr *e)
@@ -191,6 +212,8 @@ static tex_expr *widen(widener *w, tex_expr *e)
             return a ? e : NULL;
         return texi_masked_load_new(e->u.load.buf, a,
                                     a->lanes > 1 && e->u.load.index != w->slot ? w->mask : NULL);
+    case TEXI_EXPR_SEARCH:
+        return widen_search(w, e);
     default: /* constants; no other kind reaches the CPU tail's loop bodies */
         return e;
     }

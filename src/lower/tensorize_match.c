@@ -403,7 +403,8 @@ static int cmp(matcher *m, tex_expr *a, tex_expr *b)
         return 0;
     case TEXI_EXPR_ACCESS:
         return cmp_access(m, a, b);
-    case TEXI_EXPR_LOAD: /* none in compute bodies */
+    case TEXI_EXPR_LOAD:   /* none in compute bodies */
+    case TEXI_EXPR_SEARCH: /* no intrinsic searches */
     case TEXI_EXPR_RAMP:
     case TEXI_EXPR_BROADCAST:
     case TEXI_EXPR_VREDUCE:

@@ -128,6 +128,28 @@ static int check_access(verifier *v, const tex_expr *e)
     return 0;
 }
 
+/* A search: a 1-D integer array that is a parameter (or allocated), integer
+ * operands of the node's dtype, a known op. */
+static int check_search(verifier *v, const tex_expr *e)
+{
+    const tex_tensor *t = e->u.search.tensor;
+    const texi_buffer *b = e->u.search.buf;
+    const char *name = t ? t->name : b ? b->name : "?";
+    if ((!t) == (!b) || e->u.search.op >= TEXI_SEARCH_COUNT)
+        return fail(v, "a search needs one array and a known op:", name);
+    if (v->strict && !(t ? defined(v, t) : defined(v, b)))
+        return fail(v, "search of an array that is neither a parameter nor allocated:", name);
+    if ((t ? t->ndim : b->ndim) != 1 || !texi_dtype_is_int(t ? t->dtype : b->dtype))
+        return fail(v, "search of an array that is not 1-D of integers:", name);
+    tex_expr *ops[] = {e->u.search.lo, e->u.search.hi, e->u.search.value};
+    for (int i = 0; i < 3; i++) {
+        TEXI_TRY(check_index(v, ops[i], "non-integer operand searching", name));
+        if (ops[i]->dtype != e->dtype)
+            return fail(v, "operand of another dtype searching", name);
+    }
+    return 0;
+}
+
 /* Whether e's operands have the lanes e needs: its own for composite
  * nodes and loads, one (scalars) under RAMP and BROADCAST, a vector under
  * the scalar VREDUCE. */
@@ -151,6 +173,9 @@ static bool lanes_agree(const tex_expr *e)
         return true;
     case TEXI_EXPR_LOAD:
         return e->u.load.index->lanes == e->lanes; /* the mask: check_mask() */
+    case TEXI_EXPR_SEARCH:
+        return e->u.search.lo->lanes == e->lanes && e->u.search.hi->lanes == e->lanes &&
+               e->u.search.value->lanes == e->lanes;
     case TEXI_EXPR_RAMP:
         return e->lanes > 1 && e->u.ramp.base->lanes == 1 && e->u.ramp.stride->lanes == 1;
     case TEXI_EXPR_BROADCAST:
@@ -219,6 +244,8 @@ static int check_expr(verifier *v, const tex_expr *e)
             return fail(v, "load of a wrong dtype from buffer", e->u.load.buf->name);
         TEXI_TRY(check_mask(v, e->u.load.mask, e->u.load.index, e->u.load.buf));
         return check_index(v, e->u.load.index, "non-integer index loading", e->u.load.buf->name);
+    case TEXI_EXPR_SEARCH:
+        return check_search(v, e);
     case TEXI_EXPR_RAMP:
         TEXI_TRY(check_index(v, e->u.ramp.base, "non-integer base of", "ramp"));
         return check_index(v, e->u.ramp.stride, "non-integer stride of", "ramp");

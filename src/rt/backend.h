@@ -38,6 +38,10 @@ typedef struct {
     int index_role; /* enum texi_index_role: checked by index_check.c */
     bool index_ok;  /* index_bound compiled (false: uses a non-size value) */
     texi_launch_prog index_bound; /* the role's bound over the size table */
+    bool sorted;                  /* INDICES the kernel searches (find): rows must increase */
+    int rows_param;               /* sorted: the parameter holding the rows' indptr, or -1 */
+    bool row_len_ok;              /* sorted, no rows_param: row_len compiled */
+    texi_launch_prog row_len;     /* sorted, no rows_param: the entries per row */
 } texi_kernel_param;
 
 /* texi_kernel_param.dims of a derived dimension. */

@@ -5,7 +5,10 @@
  * kernel read or write out of bounds, and a refused call writes nothing.
  *   INDPTR   indptr[0] == 0, indptr[r] <= indptr[r + 1], and the last entry
  *            equals the bound (the number of non-zeros the other arrays hold);
- *   INDICES  0 <= indices[p] < bound (the axis length).
+ *   INDICES  0 <= indices[p] < bound (the axis length); when the kernel
+ *            searches them (tex_sp_at at other axes), strictly increasing
+ *            within each row: the rows of the axis's indptr argument (checked
+ *            first), or of its fixed length.
  * The bound is a size program over the call's size table (signature.c).
  * Only host arrays are scanned: CUDA device memory is not read back here.
  */
@@ -57,6 +60,48 @@ static int check_indices(tex_kernel *k, int i, const DLTensor *t, int64_t n, int
     return 0;
 }
 
+/* Indices t of parameter i strictly increasing within each row [lo, hi). */
+static int check_row(tex_kernel *k, int i, const DLTensor *t, int64_t r, int64_t lo, int64_t hi)
+{
+    for (int64_t p = lo; p + 1 < hi; p++) {
+        int64_t a = index_at(k, i, t, p), b = index_at(k, i, t, p + 1);
+        if (b <= a)
+            return texi_kernel_fail(k, TEX_EINVAL,
+                                    "argument %d (indices '%s'): row %lld is not sorted (entry "
+                                    "%lld is %lld, then %lld); the kernel searches it, so each "
+                                    "row must be strictly increasing",
+                                    i, k->params[i].name, (long long)r, (long long)p, (long long)a,
+                                    (long long)b);
+    }
+    return 0;
+}
+
+/* The rows of a searched indices argument: by its indptr argument (already
+ * checked) or its fixed row length. */
+static int check_sorted(tex_kernel *k, int i, const tex_value args[], const int64_t *sizes)
+{
+    const texi_kernel_param *p = &k->params[i];
+    const DLTensor *t = args[i].t;
+    int64_t n = t->ndim == 1 ? t->shape[0] : 0, len = 0;
+    if (p->rows_param >= 0) {
+        const DLTensor *ip = args[p->rows_param].t;
+        if (ip->device.device_type != kDLCPU)
+            return 0;
+        for (int64_t r = 0; r + 1 < ip->shape[0]; r++)
+            TEXI_TRY(check_row(k, i, t, r, index_at(k, p->rows_param, ip, r),
+                               index_at(k, p->rows_param, ip, r + 1)));
+        return 0;
+    }
+    if (!p->row_len_ok || texi_launch_prog_eval(&p->row_len, sizes, &len) != 0)
+        return texi_kernel_fail(k, TEX_EINVAL,
+                                "argument %d (indices '%s'): the length of its rows cannot be "
+                                "evaluated from the sizes",
+                                i, p->name);
+    for (int64_t r = 0; len > 0 && r * len < n; r++)
+        TEXI_TRY(check_row(k, i, t, r, r * len, (r + 1) * len < n ? (r + 1) * len : n));
+    return 0;
+}
+
 int texi_kernel_check_index_args(tex_kernel *k, const tex_value args[], const int64_t *sizes)
 {
     for (int i = 0; i < k->n_params; i++) {
@@ -76,5 +121,9 @@ int texi_kernel_check_index_args(tex_kernel *k, const tex_value args[], const in
         TEXI_TRY(p->index_role == TEXI_INDEX_INDPTR ? check_indptr(k, i, t, n, bound)
                                                     : check_indices(k, i, t, n, bound));
     }
+    for (int i = 0; i < k->n_params; i++)
+        if (k->params[i].kind != TEX_ARG_VAR && k->params[i].sorted &&
+            args[i].t->device.device_type == kDLCPU)
+            TEXI_TRY(check_sorted(k, i, args, sizes));
     return 0;
 }

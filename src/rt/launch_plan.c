@@ -186,6 +186,7 @@ static void compile(compiler *c, const tex_expr *e)
     case TEXI_EXPR_CALL:
     case TEXI_EXPR_ACCESS:
     case TEXI_EXPR_LOAD:
+    case TEXI_EXPR_SEARCH:
     case TEXI_EXPR_RAMP:
     case TEXI_EXPR_BROADCAST:
     case TEXI_EXPR_VREDUCE:

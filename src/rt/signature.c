@@ -36,6 +36,45 @@ static bool add_derived(tex_kernel *k, const tex_func *f, int param, int dim, co
     return rc != TEX_ENOMEM;
 }
 
+typedef struct {
+    const void *key;
+    bool found;
+} find_walk;
+
+static bool find_in_expr(tex_expr *e, void *ud)
+{
+    find_walk *w = ud;
+    w->found |= e->kind == TEXI_EXPR_SEARCH && e->u.search.op == TEXI_SEARCH_FIND &&
+                e->u.search.buf && texi_buffer_key(e->u.search.buf) == w->key;
+    return !w->found;
+}
+
+static bool find_in_stmt(const tex_stmt *s, void *ud)
+{
+    texi_stmt_visit_exprs(s, find_in_expr, ud);
+    return !((find_walk *)ud)->found;
+}
+
+/* Whether f's body searches parameter i's indices (SEARCH find): then each
+ * of its rows must be sorted, and the kernel checks that (index_check.c)
+ * over the rows of its axis's indptr parameter or of its fixed length. */
+static int note_sorted(texi_kernel_param *kp, const tex_func *f, int i)
+{
+    const tex_tensor *t = f->params[i].tensor;
+    find_walk w = {texi_buffer_key(f->params[i].buf), false};
+    texi_stmt_visit(f->body, find_in_stmt, &w);
+    kp->sorted = w.found;
+    kp->rows_param = -1;
+    for (int j = 0; kp->sorted && t->index_rows && j < f->n_params; j++)
+        if (f->params[j].kind != TEX_ARG_VAR && f->params[j].tensor == t->index_rows)
+            kp->rows_param = j;
+    if (!kp->sorted || !t->index_row_len)
+        return 0;
+    int rc = texi_size_prog_compile(f, t->index_row_len, &kp->row_len, NULL);
+    kp->row_len_ok = rc == 0;
+    return rc == TEX_ENOMEM ? rc : 0;
+}
+
 static bool copy_param(tex_kernel *k, const tex_func *f, int i, tex_expr *const *sizes)
 {
     const texi_param *p = &f->params[i];
@@ -57,7 +96,7 @@ static bool copy_param(tex_kernel *k, const tex_func *f, int i, tex_expr *const 
     kp->index_role = t->index_role;
     if (t->index_role != TEXI_INDEX_NONE) {
         int rc = texi_size_prog_compile(f, t->index_bound, &kp->index_bound, NULL);
-        if (rc == TEX_ENOMEM)
+        if (rc == TEX_ENOMEM || note_sorted(kp, f, i) == TEX_ENOMEM)
             return false;
         kp->index_ok = rc == 0;
     }
@@ -112,6 +151,7 @@ void texi_kernel_fini(tex_kernel *k)
         free(k->params[i].name);
         free(k->params[i].dims);
         free(k->params[i].index_bound.code);
+        free(k->params[i].row_len.code);
     }
     free(k->params);
     for (int i = 0; k->size_names && i < k->n_sizes; i++)

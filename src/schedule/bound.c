@@ -168,7 +168,7 @@ static bool has_opaque(tex_expr *e, void *ud)
 {
     bool *found = ud;
     if (e->kind == TEXI_EXPR_ACCESS || e->kind == TEXI_EXPR_LOAD || e->kind == TEXI_EXPR_CALL ||
-        e->kind == TEXI_EXPR_REDUCE)
+        e->kind == TEXI_EXPR_SEARCH || e->kind == TEXI_EXPR_REDUCE)
         *found = true;
     return !*found;
 }

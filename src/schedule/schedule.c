@@ -72,6 +72,8 @@ tex_stage *texi_stage_new(tex_schedule *s, tex_tensor *t, texi_op *op, bool is_o
         st->root[i] = st->all[i] = st->leaf[i] = iv;
         st->attr[i] = (texi_iter_attr){TEXI_FOR_SERIAL, -1};
     }
+    for (int i = 0; op->leaf_order && i < st->n_root; i++)
+        st->leaf[i] = op->leaf_order[i]; /* the same axes, in the order the op asks for */
     st->n_all = st->n_leaf = st->n_root;
     st->attach = TEXI_ATTACH_ROOT;
     st->scope = TEXI_SCOPE_GLOBAL;

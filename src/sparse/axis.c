@@ -108,6 +108,10 @@ static tex_sp_axis *axis_new(tex_ctx *ctx, const char *call, const char *name,
     if ((kind == TEXI_SP_SPARSE_FIXED || kind == TEXI_SP_SPARSE_VARIABLE) &&
         !(a->indices = index_array(a, "indices", a->n_pos, TEXI_INDEX_INDICES, length)))
         return NULL;
+    if (a->indices) { /* the rows a coordinate search (search.c) needs sorted */
+        a->indices->index_rows = a->indptr;
+        a->indices->index_row_len = a->indptr ? NULL : nnz;
+    }
     return a;
 }
 

@@ -2,10 +2,11 @@
  * Sparse buffers (tex_sp_buffer_new) and their reads (tex_sp_at). A buffer
  * is a chain of axes, root first, each the parent of the next; its storage
  * is one 1-D values array of the last axis's positions (tex_sp_values). A
- * read names the axes it is taken at; this lowering takes a read only at
- * the buffer's own axes, where the element is values[position of the last
- * axis] (no coordinate search), and writes it with the last axis's position
- * variable, which texi_sp_bind replaces (lowering 2).
+ * read names the iteration axes whose coordinates it is taken at, one per
+ * level: at the buffer's own axes the element is values[position of the
+ * last axis], written with that axis's position variable, which
+ * texi_sp_bind replaces (lowering 2); at other axes the positions are
+ * searched for (search.c).
  */
 #include "sparse/sparse.h"
 
@@ -60,15 +61,21 @@ tex_expr *tex_sp_at(tex_sp_buffer *b, int n, tex_sp_axis *const axes[])
 {
     if (!b)
         return NULL;
-    bool own = n == b->n_axes && axes;
-    for (int i = 0; own && i < n; i++)
-        own = axes[i] == b->axes[i];
-    if (!own)
+    if (n != b->n_axes || !axes)
         return texi_error(b->ctx, TEX_EINVAL,
-                          "tex_sp_at: buffer '%s' is read at axes that are not its own, in "
-                          "order (only such reads are supported)",
-                          b->name),
+                          "tex_sp_at: buffer '%s' has %d axes; it is read at %d (one per axis)",
+                          b->name, b->n_axes, axes ? n : 0),
                NULL;
-    tex_tensor *v = tex_sp_values(b);
-    return v ? tex_at(v, 1, &b->axes[n - 1]->pos) : NULL;
+    for (int i = 0; i < n; i++) {
+        if (!axes[i]) {
+            texi_error_null_operand(b->ctx, "tex_sp_at", "axis");
+            return NULL;
+        }
+        if (axes[i]->ctx != b->ctx)
+            return texi_error(b->ctx, TEX_EMISUSE,
+                              "tex_sp_at: buffer '%s': axis '%s' comes from another context",
+                              b->name, axes[i]->name),
+                   NULL;
+    }
+    return texi_sp_read_at(b, axes);
 }

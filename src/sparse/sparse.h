@@ -39,6 +39,20 @@ struct tex_sp_buffer {
     tex_tensor *values; /* tex_sp_values, made on first use */
 };
 
+/* A sparse iteration before lowering (stage I, tex_sp_iter_new). */
+struct tex_sp_iter {
+    tex_ctx *ctx;
+    const char *name;
+    int n;
+    tex_sp_axis **axes; /* as given: a dense output's dimensions are its 'S' axes in this order */
+    const char *kinds;  /* 'S' or 'R' per axis */
+    tex_sp_buffer *out; /* the sparse output, or NULL */
+    tex_expr *body;
+    int *order;            /* the loop order: indices into axes (tex_sp_reorder), first identity */
+    bool reordered;        /* tex_sp_reorder was called: the stage starts in that order */
+    tex_sp_rows_mode rows; /* how a fused loop finds its rows (tex_sp_iter_rows) */
+};
+
 /* The widest ELL bucket of the hyb format (tex_sp_hyb_*) is 2^10. */
 #define TEXI_SP_HYB_MAX_LOG2 10
 
@@ -54,6 +68,15 @@ tex_expr *texi_sp_extent(const tex_sp_axis *a, tex_expr *q);
 tex_expr *texi_sp_base(const tex_sp_axis *a, tex_expr *q);
 /* The coordinate at position pos whose first position under the parent is base. */
 tex_expr *texi_sp_coord_at(const tex_sp_axis *a, tex_expr *pos, tex_expr *base);
+
+/* The parent coordinate of position pos of variable axis J under a root
+ * (the row of a CSR non-zero), found by binary search of J's indptr. */
+tex_expr *texi_sp_row_of(const tex_sp_axis *J, tex_expr *pos);
+
+/* b read at the coordinates of axes[0..b->n_axes) (coordinate space): the
+ * levels where axes[d] is b's own axis (a prefix) read positions, the others
+ * search b's indices for the coordinate; 0 where one is absent (search.c). */
+tex_expr *texi_sp_read_at(tex_sp_buffer *b, tex_sp_axis *const axes[]);
 
 /* body with every coordinate and position variable of axes[0..n) replaced by
  * pt[i] (lowering 1 and 2 at once: a buffer read tex_sp_at is a load of its

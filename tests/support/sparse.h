@@ -216,16 +216,54 @@ static inline tex_tensor *sp_fmt_spmm(sp_fmt *c)
 }
 
 /* SDDMM O = (X Y^T) at A's non-zeros: (I, J, K), kinds "SSR", output
- * buffer O over (I, J); parameters J_indices, J_rows, X, Y, O. */
-static inline tex_tensor *sp_fmt_sddmm(sp_fmt *c)
+ * buffer O over (I, J), its rows found as `rows` says; parameters
+ * J_indices, J_rows (TEX_SP_ROWS_ARRAY) or J_indptr (TEX_SP_ROWS_SEARCH),
+ * X, Y, O. */
+static inline tex_sp_iter *sp_fmt_sddmm_iter(sp_fmt *c, tex_sp_rows_mode rows)
 {
     c->X = tex_placeholder(c->ctx, "X", TEX_F32, 2, (tex_expr *[]){c->m, c->f});
     c->Y = tex_placeholder(c->ctx, "Y", TEX_F32, 2, (tex_expr *[]){c->n, c->f});
     tex_sp_buffer *o = tex_sp_buffer_new(c->ctx, "O", TEX_F32, 2, (tex_sp_axis *[]){c->I, c->J});
     tex_expr *body = tex_mul(TEX_AT(c->X, tex_sp_coord(c->I), tex_sp_coord(c->K)),
                              TEX_AT(c->Y, tex_sp_coord(c->J), tex_sp_coord(c->K)));
-    return tex_sp_iteration(c->ctx, "sddmm", 3, (tex_sp_axis *[]){c->I, c->J, c->K}, "SSR", o,
-                            body);
+    tex_sp_iter *it =
+        tex_sp_iter_new(c->ctx, "sddmm", 3, (tex_sp_axis *[]){c->I, c->J, c->K}, "SSR", o, body);
+    return it && tex_sp_iter_rows(it, rows) == 0 ? it : NULL;
+}
+
+static inline tex_tensor *sp_fmt_sddmm(sp_fmt *c)
+{
+    return tex_sp_iter_lower(sp_fmt_sddmm_iter(c, TEX_SP_ROWS_ARRAY));
+}
+
+/* The format of a's CSR arrays in a new context, sizes symbolic (tex_var)
+ * or constant. */
+static inline tex_ctx *sp_fmt_new(sp_fmt *c, const sp_csr *a, int64_t f, bool sym)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    sp_fmt_init(c, ctx, sym ? tex_var(ctx, "m", TEX_I64) : tex_int(ctx, a->m),
+                sym ? tex_var(ctx, "n", TEX_I64) : tex_int(ctx, a->n),
+                sym ? tex_var(ctx, "nnz", TEX_I64) : tex_int(ctx, a->nnz),
+                sym ? tex_var(ctx, "f", TEX_I64) : tex_int(ctx, f));
+    return ctx;
+}
+
+/* a as a dense rows x a->n matrix (rows >= a->m; malloc'ed, zeros elsewhere). */
+static inline float *sp_csr_dense(const sp_csr *a, int64_t rows)
+{
+    float *d = calloc((size_t)(rows * a->n + 1), sizeof *d);
+    for (int64_t r = 0; d && r < a->m; r++)
+        for (int32_t q = a->indptr[r]; q < a->indptr[r + 1]; q++)
+            d[r * a->n + a->indices[q]] = a->values[q];
+    return d;
+}
+
+/* O[q] = A[r, c] * D[r, c] at A's non-zeros q = (r, c), D dense [m, n]. */
+static inline void sp_masked_ref(const sp_csr *a, const float *d, double *o)
+{
+    for (int64_t r = 0; r < a->m; r++)
+        for (int32_t q = a->indptr[r]; q < a->indptr[r + 1]; q++)
+            o[q] = (double)a->values[q] * d[r * a->n + a->indices[q]];
 }
 
 /* A sparse SpMM stage (one part of hyb SpMM, tex_sp_hyb_spmm, or CSR SpMM)

@@ -397,6 +397,74 @@ static void test_storage_rewrite(void)
     tex_ctx_free(ctx);
 }
 
+/* ----------------------------------------------------------- hoist_search */
+
+/* A search the inner loop does not change is bound around it; one in a
+ * select arm only, or using the inner loop's variable, stays; equal
+ * searches of one store share a LET. */
+static void test_hoist_search(void)
+{
+    ctx = tex_ctx_new();
+    texi_lower lw = {ctx, NULL, NULL, false};
+    texi_buffer *b = buffer("B", 16);
+    texi_buffer *ip =
+        texi_buffer_new(ctx, "IP", TEX_I32, TEXI_SCOPE_GLOBAL, 1, (tex_expr *[]){I(9)});
+    tex_expr *p = var("p"), *k = var("k");
+    tex_expr *inv = texi_search_new(TEXI_SEARCH_UPPER, NULL, ip, I(1), I(9), p);
+    tex_expr *dep = texi_search_new(TEXI_SEARCH_FIND, NULL, ip, I(0), I(9), k);
+    tex_expr *arm = texi_search_new(TEXI_SEARCH_FIND, NULL, ip, I(0), p, I(3));
+    tex_expr *v = bin(TEXI_EXPR_ADD, texi_convert(inv, TEX_F32),
+                      texi_select_new(LT(dep, I(2)), texi_convert(arm, TEX_F32), F(0)));
+    tex_stmt *st = texi_store_new(ctx, b, p, v);
+    tex_stmt *in = loop(p, 0, I(4), TEXI_FOR_SERIAL, loop(k, 0, I(3), TEXI_FOR_SERIAL, st));
+    char *s = run_pass(texi_pass_hoist_search, &lw, in);
+    TT_EQ_STR(s, "for (p, 0, 4) {\n"
+                 "  let srch = upper_bound(IP, 1, 9, p)\n"
+                 "  for (k, 0, 3) {\n"
+                 "    let srch = find(IP, 0, 9, k)\n"
+                 "    B[p] = f32(srch) + select(srch < 2, f32(find(IP, 0, p, 3)), 0.0f)\n"
+                 "  }\n"
+                 "}\n");
+    free(s);
+    tex_ctx_free(ctx);
+}
+
+/* ------------------------------------------------------------------ hfuse */
+
+/* A loop bound to blockIdx.x storing its index into B. */
+static tex_stmt *block_loop(tex_expr *v, int64_t min, int64_t ext, texi_buffer *b, tex_stmt *more)
+{
+    tex_stmt *st = texi_store_new(ctx, b, v, F(1));
+    return texi_for_new(ctx, v, I(min), I(ext), TEXI_FOR_THREAD, TEX_BLOCK_X,
+                        more ? seq2(st, more) : st);
+}
+
+/* Disjoint block nests become one block loop, each part a range of
+ * blocks; with a barrier in a part they stay as they are. */
+static void test_hfuse(void)
+{
+    ctx = tex_ctx_new();
+    texi_lower lw = {ctx, NULL, NULL, false};
+    texi_buffer *b = buffer("B", 16);
+    tex_stmt *two = seq2(block_loop(var("p"), 0, 3, b, NULL), block_loop(var("q"), 2, 5, b, NULL));
+    char *s =
+        run_pass(texi_pass_hfuse, &lw, texi_attr_named(ctx, TEXI_ATTR_DISJOINT_NESTS, NULL, two));
+    TT_EQ_STR(s, "for (blk, 0i64, 8i64) bind blockIdx.x {\n"
+                 "  if (blk < 3i64) {\n"
+                 "    B[i32(blk)] = 1.0f\n"
+                 "  } else {\n"
+                 "    B[i32(blk - 1i64)] = 1.0f\n"
+                 "  }\n"
+                 "}\n");
+    free(s);
+    tex_stmt *bar = texi_barrier_new(ctx, TEXI_SCOPE_SHARED);
+    two = seq2(block_loop(var("p"), 0, 3, b, bar), block_loop(var("q"), 0, 5, b, NULL));
+    s = run_pass(texi_pass_hfuse, &lw, texi_attr_named(ctx, TEXI_ATTR_DISJOINT_NESTS, NULL, two));
+    TT_CHECK(strstr(s, "attr disjoint_nests") != NULL && count(s, "bind blockIdx.x") == 2);
+    free(s);
+    tex_ctx_free(ctx);
+}
+
 /* ----------------------------------------------------------- remove_noops */
 
 static void test_remove_noops(void)
@@ -491,6 +559,8 @@ int main(void)
     TT_RUN(test_vectorize);
     TT_RUN(test_storage_rewrite);
     TT_RUN(test_remove_noops);
+    TT_RUN(test_hfuse);
+    TT_RUN(test_hoist_search);
     TT_RUN(test_verify);
     return tt_finish();
 }

@@ -8,7 +8,9 @@
  * and run, each on random matrices (empty rows, a dense row, power-law
  * rows; constant and symbolic sizes) against the dense reference, outputs
  * poisoned first. Hyb SpMM too: every part with its rows on blocks and
- * features on threads, all parts in one function.
+ * features on threads, all parts in one function. Binary searches too:
+ * SDDMM finding its rows in indptr (no rows array), and SpMM over a sparse
+ * X read at coordinates (each X row searched for the feature).
  */
 #include "tt.h"
 #include "backend_cuda/cuda_driver.h"
@@ -80,21 +82,11 @@ static void run_targets(const char *what, gpu_case *c, tex_ctx *ctx)
     tex_kernel_free(cpu);
 }
 
-static tex_ctx *fmt_new(sp_fmt *c, const sp_csr *a, int64_t f, bool sym)
-{
-    tex_ctx *ctx = tex_ctx_new();
-    sp_fmt_init(c, ctx, sym ? tex_var(ctx, "m", TEX_I64) : tex_int(ctx, a->m),
-                sym ? tex_var(ctx, "n", TEX_I64) : tex_int(ctx, a->n),
-                sym ? tex_var(ctx, "nnz", TEX_I64) : tex_int(ctx, a->nnz),
-                sym ? tex_var(ctx, "f", TEX_I64) : tex_int(ctx, f));
-    return ctx;
-}
-
 /* SpMM: rows on blocks, features on threads, the ragged loop inside. */
 static void run_spmm(const sp_csr *a, int64_t f, bool sym)
 {
     sp_fmt c;
-    tex_ctx *ctx = fmt_new(&c, a, f, sym);
+    tex_ctx *ctx = sp_fmt_new(&c, a, f, sym);
     tex_tensor *y = sp_fmt_spmm(&c);
     tex_schedule *s = tex_schedule_new(ctx, 1, &y);
     tex_stage *st = tex_stage_of(s, y);
@@ -125,35 +117,39 @@ static void run_spmm(const sp_csr *a, int64_t f, bool sym)
     tex_ctx_free(ctx);
 }
 
-/* SDDMM: the fused loop over non-zeros split by 32 over blocks and threads. */
-static void run_sddmm(const sp_csr *a, int64_t f, bool sym)
+/* SDDMM: the fused loop over non-zeros split by 32 over blocks and
+ * threads; its rows read from J_rows, or searched in J_indptr. */
+static void run_sddmm(const sp_csr *a, int64_t f, bool sym, tex_sp_rows_mode mode)
 {
     sp_fmt c;
-    tex_ctx *ctx = fmt_new(&c, a, f, sym);
-    tex_tensor *o = sp_fmt_sddmm(&c);
+    tex_ctx *ctx = sp_fmt_new(&c, a, f, sym);
+    tex_tensor *o = tex_sp_iter_lower(sp_fmt_sddmm_iter(&c, mode));
     tex_schedule *s = tex_schedule_new(ctx, 1, &o);
     tex_stage *st = tex_stage_of(s, o);
     tex_iter *po, *pi;
     TT_EQ_INT(tex_split(st, tex_op_axis(st, 0), tex_int(ctx, 32), &po, &pi), 0);
     TT_EQ_INT(tex_bind(st, po, TEX_BLOCK_X), 0);
     TT_EQ_INT(tex_bind(st, pi, TEX_THREAD_X), 0);
-    tex_tensor *args[] = {tex_sp_indices(c.J), tex_sp_rows(c.J), c.X, c.Y, o};
+    bool search = mode == TEX_SP_ROWS_SEARCH;
+    tex_tensor *args[] = {tex_sp_indices(c.J), search ? tex_sp_indptr(c.J) : tex_sp_rows(c.J), c.X,
+                          c.Y, o};
     float *x = sp_random_floats(a->m * f, 4), *y = sp_random_floats(a->n * f, 5);
     float *out = malloc(sizeof *out * (size_t)(a->nnz + 1));
     double *want = malloc(sizeof *want * (size_t)(a->nnz + 1));
     int32_t *rows = malloc(sizeof *rows * (size_t)(a->nnz + 1));
-    sp_view v[6];
+    sp_view v[7];
     gpu_case g = {a,
                   f,
                   tex_lower_tensors(s, "sddmm", 5, args),
                   5,
-                  {sp_i32(&v[0], a->indices, a->nnz), sp_i32(&v[1], rows, a->nnz),
+                  {sp_i32(&v[0], a->indices, a->nnz),
+                   search ? sp_i32(&v[1], a->indptr, a->m + 1) : sp_i32(&v[1], rows, a->nnz),
                    sp_f32(&v[2], x, 2, a->m, f), sp_f32(&v[3], y, 2, a->n, f),
                    sp_f32(&v[4], out, 1, a->nnz, 0)},
                   out,
                   want,
                   a->nnz};
-    TT_EQ_INT(tex_sp_fill_rows(sp_i32(&v[5], a->indptr, a->m + 1), g.arr[1]), 0);
+    TT_EQ_INT(tex_sp_fill_rows(sp_i32(&v[5], a->indptr, a->m + 1), sp_i32(&v[6], rows, a->nnz)), 0);
     sp_sddmm_ref(a, x, y, f, want);
     if (g.fn)
         run_targets("sddmm", &g, ctx);
@@ -168,7 +164,9 @@ static void run_sddmm(const sp_csr *a, int64_t f, bool sym)
 }
 
 /* Hyb SpMM (max width 4): in every part rows on blocks, features on
- * threads, a bucket's fixed width unrolled; one function for all parts. */
+ * threads (the remainder's split by 2, so the parts' block sizes differ),
+ * a bucket's fixed width unrolled; one function, and one CUDA kernel (its
+ * parts fused horizontally, pass hfuse), for all parts. */
 static void run_hyb(const sp_csr *a, int64_t f, bool sym)
 {
     tex_ctx *ctx = tex_ctx_new();
@@ -180,8 +178,11 @@ static void run_hyb(const sp_csr *a, int64_t f, bool sym)
     tex_schedule *s = y ? tex_schedule_new(ctx, 1, &y) : NULL;
     for (int p = 0; s && p < 4; p++) {
         tex_stage *st = tex_stage_of(s, parts[p]);
+        tex_iter *k = tex_op_axis(st, 1), *ko;
         TT_EQ_INT(tex_bind(st, tex_op_axis(st, 0), TEX_BLOCK_X), 0);
-        TT_EQ_INT(tex_bind(st, tex_op_axis(st, 1), TEX_THREAD_X), 0);
+        if (p == 3)
+            TT_EQ_INT(tex_split(st, tex_op_axis(st, 1), tex_int(ctx, 2), &ko, &k), 0);
+        TT_EQ_INT(tex_bind(st, k, TEX_THREAD_X), 0);
         if (p < 3)
             TT_EQ_INT(tex_unroll(st, tex_op_reduce_axis(st, 0)), 0);
     }
@@ -200,6 +201,10 @@ static void run_hyb(const sp_csr *a, int64_t f, bool sym)
     g.arr[13] = sp_f32(&v[3], xd, 2, a->n, f);
     g.arr[14] = sp_f32(&v[4], g.out, 2, a->m, f);
     sp_spmm_ref(a, xd, f, want);
+    tex_kernel *cu = g.fn ? tex_build(g.fn, "cuda -emit-only -arch=sm_80") : NULL;
+    TT_CHECK(cu && strstr(tex_kernel_source(cu), "hyb_spmm_kernel0") &&
+             !strstr(tex_kernel_source(cu), "hyb_spmm_kernel1"));
+    tex_kernel_free(cu);
     if (g.fn && h)
         run_targets("hyb spmm", &g, ctx);
     else
@@ -207,6 +212,59 @@ static void run_hyb(const sp_csr *a, int64_t f, bool sym)
     tex_sp_hyb_free(h);
     free(xd);
     free(g.out);
+    free(want);
+    tex_ctx_free(ctx);
+}
+
+/* SpMM Y = A X with X a CSR matrix over [n, f] (xs) read at (J, K): rows
+ * on blocks, features on threads, each thread searching X's row. */
+static void run_spmm_sparse_x(const sp_csr *a, const sp_csr *xs, bool sym)
+{
+    sp_fmt c; /* n constant: no argument has a dimension n to bind it */
+    tex_ctx *ctx = tex_ctx_new();
+    sp_fmt_init(&c, ctx, sym ? tex_var(ctx, "m", TEX_I64) : tex_int(ctx, a->m), tex_int(ctx, a->n),
+                sym ? tex_var(ctx, "nnz", TEX_I64) : tex_int(ctx, a->nnz),
+                sym ? tex_var(ctx, "f", TEX_I64) : tex_int(ctx, xs->n));
+    tex_sp_axis *JX = tex_sp_dense_fixed(ctx, "JX", NULL, c.n);
+    tex_sp_axis *KX = tex_sp_sparse_variable(ctx, "KX", JX, c.f, tex_int(ctx, xs->nnz));
+    tex_sp_buffer *X = tex_sp_buffer_new(ctx, "XS", TEX_F32, 2, (tex_sp_axis *[]){JX, KX});
+    tex_expr *body = tex_mul(tex_sp_at(c.A, 2, (tex_sp_axis *[]){c.I, c.J}),
+                             tex_sp_at(X, 2, (tex_sp_axis *[]){c.J, c.K}));
+    tex_tensor *y =
+        tex_sp_iteration(ctx, "Y", 3, (tex_sp_axis *[]){c.I, c.J, c.K}, "SRS", NULL, body);
+    tex_schedule *s = tex_schedule_new(ctx, 1, &y);
+    tex_stage *st = tex_stage_of(s, y);
+    TT_EQ_INT(tex_bind(st, tex_op_axis(st, 0), TEX_BLOCK_X), 0);
+    TT_EQ_INT(tex_bind(st, tex_op_axis(st, 1), TEX_THREAD_X), 0);
+    tex_tensor *args[] = {tex_sp_indptr(c.J),
+                          tex_sp_indices(c.J),
+                          tex_sp_values(c.A),
+                          tex_sp_indptr(KX),
+                          tex_sp_indices(KX),
+                          tex_sp_values(X),
+                          y};
+    int64_t f = xs->n;
+    float *out = malloc(sizeof *out * (size_t)(a->m * f + 1)), *xd = sp_csr_dense(xs, xs->m);
+    double *want = malloc(sizeof *want * (size_t)(a->m * f + 1));
+    sp_view v[7];
+    gpu_case g = {a,
+                  f,
+                  tex_lower_tensors(s, "spmm_sparse_x", 7, args),
+                  7,
+                  {sp_i32(&v[0], a->indptr, a->m + 1), sp_i32(&v[1], a->indices, a->nnz),
+                   sp_f32(&v[2], a->values, 1, a->nnz, 0), sp_i32(&v[3], xs->indptr, xs->m + 1),
+                   sp_i32(&v[4], xs->indices, xs->nnz), sp_f32(&v[5], xs->values, 1, xs->nnz, 0),
+                   sp_f32(&v[6], out, 2, a->m, f)},
+                  out,
+                  want,
+                  a->m * f};
+    sp_spmm_ref(a, xd, f, want);
+    if (g.fn)
+        run_targets("spmm, sparse X", &g, ctx);
+    else
+        TT_FAILF("spmm, sparse X: %s", tex_errmsg(ctx));
+    free(xd);
+    free(out);
     free(want);
     tex_ctx_free(ctx);
 }
@@ -244,8 +302,22 @@ static void test_sddmm_gpu(void)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         for (int sym = 0; sym < 2; sym++) {
             sp_csr a = sp_csr_random(cases[i].m, cases[i].n, cases[i].avg, cases[i].p, 37 + i);
-            run_sddmm(&a, cases[i].f, sym);
+            run_sddmm(&a, cases[i].f, sym, TEX_SP_ROWS_ARRAY);
+            run_sddmm(&a, cases[i].f, sym, TEX_SP_ROWS_SEARCH);
             sp_csr_free(&a);
+        }
+}
+
+static void test_search_gpu(void)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int sym = 0; sym < 2; sym++) {
+            sp_csr a = sp_csr_random(cases[i].m, cases[i].n, cases[i].avg, cases[i].p, 43 + i);
+            sp_csr xs =
+                sp_csr_random(cases[i].n, cases[i].f, 1 + cases[i].f / 3.0, SP_EMPTY_ROWS, 47 + i);
+            run_spmm_sparse_x(&a, &xs, sym);
+            sp_csr_free(&a);
+            sp_csr_free(&xs);
         }
 }
 
@@ -258,5 +330,6 @@ int main(void)
     TT_RUN(test_spmm_gpu);
     TT_RUN(test_sddmm_gpu);
     TT_RUN(test_hyb_gpu);
+    TT_RUN(test_search_gpu);
     return tt_finish();
 }
