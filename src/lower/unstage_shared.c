@@ -61,6 +61,20 @@ static int push(unstager *u, const tex_stmt *loop)
     return 0;
 }
 
+/* Loop s with its body rewritten by rec(ud, body) under the loop's range;
+ * s itself on failure (u->failed). */
+static tex_stmt *in_loop(unstager *u, tex_stmt *s, tex_stmt *(*rec)(void *, tex_stmt *), void *ud)
+{
+    int n0 = u->n_env;
+    if (push(u, s) < 0) {
+        u->failed = true;
+        return s;
+    }
+    tex_stmt *body = rec(ud, s->u.loop.body);
+    u->n_env = n0;
+    return body ? texi_stmt_with_body(u->ctx, s, body) : s;
+}
+
 /* ------------------------------------------------------ who touches what */
 
 typedef struct {
@@ -308,22 +322,19 @@ static tex_stmt *unstage_stores(staging *st, tex_stmt *item)
     return r;
 }
 
+static tex_stmt *stores_rec(void *ud, tex_stmt *body)
+{
+    return unstage_stores(ud, body);
+}
+
 static tex_stmt *drop_stores(tex_stmt *s, void *ud)
 {
     staging *st = ud;
     unstager *u = st->u;
     if (!st->ok || u->failed)
         return s;
-    if (s->kind == TEXI_STMT_FOR) {
-        int n0 = u->n_env;
-        if (push(u, s) < 0) {
-            u->failed = true;
-            return s;
-        }
-        tex_stmt *body = unstage_stores(st, s->u.loop.body);
-        u->n_env = n0;
-        return body ? texi_stmt_with_body(u->ctx, s, body) : s;
-    }
+    if (s->kind == TEXI_STMT_FOR)
+        return in_loop(u, s, stores_rec, st);
     if (s->kind != TEXI_STMT_STORE || texi_buffer_key(s->u.store.buf) != texi_buffer_key(st->s))
         return NULL;
     tex_expr *f = store_map(st, s);
@@ -525,6 +536,11 @@ static tex_stmt *walk(unstager *u, tex_stmt *s)
     return r;
 }
 
+static tex_stmt *walk_rec(void *ud, tex_stmt *body)
+{
+    return walk(ud, body);
+}
+
 /* Shared allocations tried in program order, the outer first; loops give
  * the ranges. */
 static tex_stmt *walk_pre(tex_stmt *s, void *ud)
@@ -532,16 +548,8 @@ static tex_stmt *walk_pre(tex_stmt *s, void *ud)
     unstager *u = ud;
     if (u->failed)
         return s;
-    if (s->kind == TEXI_STMT_FOR) {
-        int n0 = u->n_env;
-        if (push(u, s) < 0) {
-            u->failed = true;
-            return s;
-        }
-        tex_stmt *body = walk(u, s->u.loop.body);
-        u->n_env = n0;
-        return body ? texi_stmt_with_body(u->ctx, s, body) : s;
-    }
+    if (s->kind == TEXI_STMT_FOR)
+        return in_loop(u, s, walk_rec, u);
     if (s->kind != TEXI_STMT_ALLOCATE || s->u.alloc.buf->scope != TEXI_SCOPE_SHARED)
         return NULL;
     tex_stmt *a = unstage(u, s);
