@@ -110,6 +110,40 @@ static const sp_case cases[] = {{1, 1, 1, 1, SP_UNIFORM},      {7, 5, 3, 2, SP_E
 
 /* ------------------------------------------------------ SDDMM, rows searched */
 
+/* SDDMM o of format c (schedule s) run on random X and Y from seed against
+ * the dense reference; then a malformed indptr, which the kernel searches,
+ * must be refused. */
+static void sddmm_check(tex_ctx *ctx, const sp_fmt *c, const sp_csr *a, int64_t f, tex_schedule *s,
+                        tex_tensor *o, const char *name, uint64_t seed)
+{
+    float *x = sp_random_floats(a->m * f, seed), *y = sp_random_floats(a->n * f, seed + 1);
+    float *out = malloc(sizeof *out * (size_t)(a->nnz + 1));
+    double *want = malloc(sizeof *want * (size_t)(a->nnz + 1));
+    sp_view v[5];
+    sp_run r = {name,
+                5,
+                {tex_sp_indptr(c->J), tex_sp_indices(c->J), c->X, c->Y, o},
+                {sp_i32(&v[0], a->indptr, a->m + 1), sp_i32(&v[1], a->indices, a->nnz),
+                 sp_f32(&v[2], x, 2, a->m, f), sp_f32(&v[3], y, 2, a->n, f),
+                 sp_f32(&v[4], out, 1, a->nnz, 0)},
+                out,
+                want,
+                a->nnz};
+    sp_sddmm_ref(a, x, y, f, want);
+    tex_kernel *k = run_both(ctx, s, &r);
+    if (k && a->m > 1 && a->indptr[1] > 0) {
+        int32_t saved = a->indptr[1];
+        a->indptr[1] = a->indptr[2] + 1;
+        expect_refused(k, &r, "J_indptr");
+        a->indptr[1] = saved;
+    }
+    tex_kernel_free(k);
+    free(x);
+    free(y);
+    free(out);
+    free(want);
+}
+
 static void run_sddmm(const sp_csr *a, int64_t f, bool sym, bool vec, uint64_t seed)
 {
     sp_fmt c;
@@ -122,32 +156,7 @@ static void run_sddmm(const sp_csr *a, int64_t f, bool sym, bool vec, uint64_t s
         return;
     }
     sched_fused(s, o, vec, true);
-    float *x = sp_random_floats(a->m * f, seed), *y = sp_random_floats(a->n * f, seed + 1);
-    float *out = malloc(sizeof *out * (size_t)(a->nnz + 1));
-    double *want = malloc(sizeof *want * (size_t)(a->nnz + 1));
-    sp_view v[5];
-    sp_run r = {"sddmm_search",
-                5,
-                {tex_sp_indptr(c.J), tex_sp_indices(c.J), c.X, c.Y, o},
-                {sp_i32(&v[0], a->indptr, a->m + 1), sp_i32(&v[1], a->indices, a->nnz),
-                 sp_f32(&v[2], x, 2, a->m, f), sp_f32(&v[3], y, 2, a->n, f),
-                 sp_f32(&v[4], out, 1, a->nnz, 0)},
-                out,
-                want,
-                a->nnz};
-    sp_sddmm_ref(a, x, y, f, want);
-    tex_kernel *k = run_both(ctx, s, &r);
-    if (k && a->m > 1 && a->indptr[1] > 0) { /* the indptr the kernel searches is checked */
-        int32_t saved = a->indptr[1];
-        a->indptr[1] = a->indptr[2] + 1;
-        expect_refused(k, &r, "J_indptr");
-        a->indptr[1] = saved;
-    }
-    tex_kernel_free(k);
-    free(x);
-    free(y);
-    free(out);
-    free(want);
+    sddmm_check(ctx, &c, a, f, s, o, "sddmm_search", seed);
     tex_ctx_free(ctx);
 }
 
@@ -385,25 +394,7 @@ static void run_sddmm_k_outer(const sp_csr *a, int64_t f, bool sym)
     }
     tex_stage *st = tex_stage_of(s, o);
     TT_CHECK(tex_stage_axis(st, 0) == tex_op_reduce_axis(st, 0));
-    float *x = sp_random_floats(a->m * f, 4), *y = sp_random_floats(a->n * f, 5);
-    float *out = malloc(sizeof *out * (size_t)(a->nnz + 1));
-    double *want = malloc(sizeof *want * (size_t)(a->nnz + 1));
-    sp_view v[5];
-    sp_run r = {"sddmm_k_outer",
-                5,
-                {tex_sp_indptr(c.J), tex_sp_indices(c.J), c.X, c.Y, o},
-                {sp_i32(&v[0], a->indptr, a->m + 1), sp_i32(&v[1], a->indices, a->nnz),
-                 sp_f32(&v[2], x, 2, a->m, f), sp_f32(&v[3], y, 2, a->n, f),
-                 sp_f32(&v[4], out, 1, a->nnz, 0)},
-                out,
-                want,
-                a->nnz};
-    sp_sddmm_ref(a, x, y, f, want);
-    tex_kernel_free(run_both(ctx, s, &r));
-    free(x);
-    free(y);
-    free(out);
-    free(want);
+    sddmm_check(ctx, &c, a, f, s, o, "sddmm_k_outer", 4);
     tex_ctx_free(ctx);
 }
 
