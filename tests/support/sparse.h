@@ -248,6 +248,27 @@ static inline tex_ctx *sp_fmt_new(sp_fmt *c, const sp_csr *a, int64_t f, bool sy
     return ctx;
 }
 
+/* SpMM Y = A X over a new context's format of a (*c; n constant: no
+ * argument has a dimension n to bind it), X a CSR matrix over [n, f] of
+ * xs's shape with nnzx non-zeros (axes JX, KX; buffer "XS", *kx and *x)
+ * read at (J, K). Y, or NULL (the error in *ctx). */
+static inline tex_tensor *sp_spmm_sparse_x(tex_ctx **ctx, sp_fmt *c, const sp_csr *a,
+                                           const sp_csr *xs, bool sym, bool sym_nnzx,
+                                           tex_sp_axis **kx, tex_sp_buffer **x)
+{
+    tex_ctx *cx = *ctx = tex_ctx_new();
+    sp_fmt_init(c, cx, sym ? tex_var(cx, "m", TEX_I64) : tex_int(cx, a->m), tex_int(cx, a->n),
+                sym ? tex_var(cx, "nnz", TEX_I64) : tex_int(cx, a->nnz),
+                sym ? tex_var(cx, "f", TEX_I64) : tex_int(cx, xs->n));
+    tex_expr *nnzx = sym_nnzx ? tex_var(cx, "nnzx", TEX_I64) : tex_int(cx, xs->nnz);
+    tex_sp_axis *jx = tex_sp_dense_fixed(cx, "JX", NULL, c->n);
+    *kx = tex_sp_sparse_variable(cx, "KX", jx, c->f, nnzx);
+    *x = tex_sp_buffer_new(cx, "XS", TEX_F32, 2, (tex_sp_axis *[]){jx, *kx});
+    tex_expr *body = tex_mul(tex_sp_at(c->A, 2, (tex_sp_axis *[]){c->I, c->J}),
+                             tex_sp_at(*x, 2, (tex_sp_axis *[]){c->J, c->K}));
+    return tex_sp_iteration(cx, "Y", 3, (tex_sp_axis *[]){c->I, c->J, c->K}, "SRS", NULL, body);
+}
+
 /* a as a dense rows x a->n matrix (rows >= a->m; malloc'ed, zeros elsewhere). */
 static inline float *sp_csr_dense(const sp_csr *a, int64_t rows)
 {

@@ -269,6 +269,18 @@ static void check_machine_code(const char *src, const char *cc, const char *extr
         TT_FAILF("%s: no masked move in %s", name, dis);
 }
 
+/* check_machine_code of src with cc and, when installed, clang (extra
+ * flags `extra`), the files named PREFIX_DTYPE_COMPILER. */
+static void check_both_compilers(const char *src, const char *extra, const char *prefix,
+                                 tex_dtype t)
+{
+    for (int cc = 0; cc < 1 + simd_have_clang(); cc++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s_%s_%s", prefix, tex_dtype_name(t), cc ? "clang" : "cc");
+        check_machine_code(src, cc ? "clang" : "cc", extra, name);
+    }
+}
+
 /* The symbolic f32, f64 and i32 elementwise kernels hold masked moves. */
 static void test_disassembly(void)
 {
@@ -285,12 +297,8 @@ static void test_disassembly(void)
         TT_CHECK(elemwise(&w, DTYPES[d], 0, true) != NULL);
         char *src = simd_source_of(&w, simd_split_vectorize(&w, 8), "c");
         TT_CHECK(src && strstr(src, "tex_mload_v") && strstr(src, "tex_mstore_v"));
-        for (int cc = 0; src && cc < 1 + simd_have_clang(); cc++) {
-            char name[64];
-            snprintf(name, sizeof name, "masked_%s_%s", tex_dtype_name(DTYPES[d]),
-                     cc ? "clang" : "cc");
-            check_machine_code(src, cc ? "clang" : "cc", "", name);
-        }
+        if (src)
+            check_both_compilers(src, "", "masked", DTYPES[d]);
         free(src);
         tex_ctx_free(ctx);
     }
@@ -320,12 +328,8 @@ static void test_avx512_form(void)
         char *src = f ? texi_cpu_emit(&tail, 0, false) : NULL;
         TT_CHECK(src && strstr(src, "__builtin_ia32_load") && strstr(src, "512_mask((const") &&
                  strstr(src, "__builtin_ia32_store"));
-        for (int cc = 0; src && cc < 1 + simd_have_clang(); cc++) {
-            char name[64];
-            snprintf(name, sizeof name, "avx512_%s_%s", tex_dtype_name(DTYPES[d]),
-                     cc ? "clang" : "cc");
-            check_machine_code(src, cc ? "clang" : "cc", "-mavx512f", name);
-        }
+        if (src)
+            check_both_compilers(src, "-mavx512f", "avx512", DTYPES[d]);
         free(src);
         tex_ctx_free(ctx);
     }

@@ -263,19 +263,11 @@ static void test_masked(void)
 /* Y = A X with X a CSR matrix over [n, f] (xs) read at (J, K). */
 static void run_spmm_sparse_x(const sp_csr *a, const sp_csr *xs, bool sym)
 {
-    sp_fmt c; /* n constant: no argument has a dimension n to bind it */
-    tex_ctx *ctx = tex_ctx_new();
-    sp_fmt_init(&c, ctx, sym ? tex_var(ctx, "m", TEX_I64) : tex_int(ctx, a->m), tex_int(ctx, a->n),
-                sym ? tex_var(ctx, "nnz", TEX_I64) : tex_int(ctx, a->nnz),
-                sym ? tex_var(ctx, "f", TEX_I64) : tex_int(ctx, xs->n));
-    tex_expr *nnzx = sym ? tex_var(ctx, "nnzx", TEX_I64) : tex_int(ctx, xs->nnz);
-    tex_sp_axis *JX = tex_sp_dense_fixed(ctx, "JX", NULL, c.n);
-    tex_sp_axis *KX = tex_sp_sparse_variable(ctx, "KX", JX, c.f, nnzx);
-    tex_sp_buffer *X = tex_sp_buffer_new(ctx, "XS", TEX_F32, 2, (tex_sp_axis *[]){JX, KX});
-    tex_expr *body = tex_mul(tex_sp_at(c.A, 2, (tex_sp_axis *[]){c.I, c.J}),
-                             tex_sp_at(X, 2, (tex_sp_axis *[]){c.J, c.K}));
-    tex_tensor *y =
-        tex_sp_iteration(ctx, "Y", 3, (tex_sp_axis *[]){c.I, c.J, c.K}, "SRS", NULL, body);
+    sp_fmt c;
+    tex_ctx *ctx;
+    tex_sp_axis *KX;
+    tex_sp_buffer *X;
+    tex_tensor *y = sp_spmm_sparse_x(&ctx, &c, a, xs, sym, sym, &KX, &X);
     tex_schedule *s = y ? tex_schedule_new(ctx, 1, &y) : NULL;
     if (!s) {
         TT_FAILF("spmm, sparse X: %s", tex_errmsg(ctx));
