@@ -217,11 +217,34 @@ static void put_tmpl(texi_sb *sb, const char *text, int lanes)
     }
 }
 
-/* tex_vany_i32xL(m): whether a lane of m is non-zero, by OR-ing m with
- * itself rotated by L/2, L/4, ... 1 lanes (a loop over the lanes becomes
- * one extraction per lane in GCC's output). The rotations are spelled for
- * each compiler: Clang has __builtin_shufflevector, GCC (before 12) only
- * __builtin_shuffle. */
+/* The x86 form of tex_vany_i32xL for 4, 8 and 16 lanes: one PTEST of
+ * the vector, 16 lanes OR-ing their two 32-byte halves first (extracted by
+ * __builtin_shufflevector, which GCC has from version 12 on). The builtins
+ * are the ones <immintrin.h> wraps, the same names in GCC and Clang. */
+static void put_any_ptest(texi_sb *sb, int lanes)
+{
+    if (lanes == 4)
+        texi_sb_puts(sb, "#if defined(__SSE4_1__)\n"
+                         "    typedef long long q __attribute__((vector_size(16)));\n"
+                         "    return !__builtin_ia32_ptestz128((q)m, (q)m);\n");
+    else if (lanes == 8)
+        texi_sb_puts(sb, "#if defined(__AVX__)\n"
+                         "    typedef long long q __attribute__((vector_size(32)));\n"
+                         "    return !__builtin_ia32_ptestz256((q)m, (q)m);\n");
+    else
+        texi_sb_puts(sb,
+                     "#if defined(__AVX__) && (defined(__clang__) || __GNUC__ >= 12)\n"
+                     "    typedef long long q __attribute__((vector_size(32)));\n"
+                     "    q o = (q)__builtin_shufflevector(m, m, 0, 1, 2, 3, 4, 5, 6, 7) |\n"
+                     "          (q)__builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15);\n"
+                     "    return !__builtin_ia32_ptestz256(o, o);\n");
+}
+
+/* tex_vany_i32xL(m): whether a lane of m is non-zero. On x86 one PTEST
+ * (put_any_ptest); elsewhere by OR-ing m with itself rotated by L/2, L/4,
+ * ... 1 lanes (a loop over the lanes becomes one extraction per lane in
+ * GCC's output), the rotations spelled for each compiler: Clang has
+ * __builtin_shufflevector, GCC (before 12) only __builtin_shuffle. */
 static void put_any(texi_sb *sb, int lanes)
 {
     texi_sb_printf(
@@ -229,8 +252,12 @@ static void put_any(texi_sb *sb, int lanes)
         "static inline __attribute__((always_inline)) int tex_vany_i32x%d(tex_v%d_i32 m)\n"
         "{\n",
         lanes, lanes);
+    bool ptest = lanes == 4 || lanes == 8 || lanes == 16;
+    if (ptest)
+        put_any_ptest(sb, lanes);
     for (int clang = 1; clang >= 0; clang--) {
-        texi_sb_puts(sb, clang ? "#ifdef __clang__\n" : "#else\n");
+        texi_sb_puts(sb, clang ? (ptest ? "#elif defined(__clang__)\n" : "#ifdef __clang__\n")
+                               : "#else\n");
         for (int h = lanes / 2; h >= 1; h /= 2) {
             if (clang)
                 texi_sb_puts(sb, "    m = m | __builtin_shufflevector(m, m");
@@ -240,8 +267,9 @@ static void put_any(texi_sb *sb, int lanes)
                 texi_sb_printf(sb, "%s%d", k || clang ? ", " : "", (k + h) % lanes);
             texi_sb_puts(sb, clang ? ");\n" : "});\n");
         }
+        texi_sb_puts(sb, "    return m[0] != 0;\n");
     }
-    texi_sb_puts(sb, "#endif\n    return m[0] != 0;\n}\n\n");
+    texi_sb_puts(sb, "#endif\n}\n\n");
 }
 
 void texi_vmath_source(texi_sb *sb, int lanes, unsigned which)

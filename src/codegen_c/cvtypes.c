@@ -74,7 +74,8 @@ static void minmax_helpers(const texi_cp *p, texi_sb *sb)
 
 /* The scalar combination of r and x by op, as the scalar printer's helpers
  * compute it: integer sums and products wrap (r and x are uint64_t there),
- * float min/max propagate NaN (tex_min_f32/tex_max_f32's rule). */
+ * float min/max propagate NaN (tex_min_f32/tex_max_f32's rule, branch-free
+ * like theirs: chelpers.c). */
 static const char *combine_text(enum texi_reduce_op op, bool fl)
 {
     switch (op) {
@@ -83,9 +84,9 @@ static const char *combine_text(enum texi_reduce_op op, bool fl)
     case TEXI_REDUCE_PROD:
         return "r * x";
     case TEXI_REDUCE_MAX:
-        return fl ? "(r < x || x != x) ? x : r" : "r < x ? x : r";
+        return fl ? "((r < x) | (x != x)) ? x : r" : "r < x ? x : r";
     default: /* MIN */
-        return fl ? "(x < r || x != x) ? x : r" : "x < r ? x : r";
+        return fl ? "((x < r) | (x != x)) ? x : r" : "x < r ? x : r";
     }
 }
 

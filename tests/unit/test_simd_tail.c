@@ -317,8 +317,11 @@ static void test_pass_forms(void)
     bool masks = texi_host_vector_bytes() >= 32;
     const tail_form first_lane = {{"if ramp(0, 1, 2) < broadcast(1, 2)]", "for (v, 2, 1) {"},
                                   {"for (v, 0, 2)"}};
+    char native_chunk[32]; /* one predicated chunk of the native width of f64 lanes */
+    snprintf(native_chunk, sizeof native_chunk, "< broadcast(3, %d)]",
+             texi_host_vector_bytes() / 8);
     const tail_form hoisted =
-        masks ? (tail_form){{"if (m > 2) {", "< broadcast(3, 4)]"}, {"for ("}}
+        masks ? (tail_form){{"if (m > 2) {", native_chunk}, {"for ("}}
               : (tail_form){{"if (m > 2) {", "ramp(0, 1, 2)"}, {"for (", "vectorize_failed"}};
     const pass_case cases[] = {
         {"v < 2: a vector chunk, then one lane",
