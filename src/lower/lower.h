@@ -105,6 +105,9 @@ int texi_pass_simd(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* Memory a serial loop updates at fixed addresses kept in a local buffer
  * (registers) across it (promote.c), after simd. */
 int texi_pass_promote(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+/* Unroll-and-jam of a serial loop whose iterations are independent chains
+ * of updates (jam.c), last on the CPU. */
+int texi_pass_jam(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
 /* How pass simd sizes a target's vectors. */
 typedef struct {

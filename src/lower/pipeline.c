@@ -67,6 +67,9 @@
  *   promote        values updated at fixed
  *                  addresses across a loop
  *                  kept in registers
+ *   jam            rows of independent update
+ *                  chains jammed: unroll-and-
+ *                  jam of a serial loop
  *
  * A tex_func is lowered once and may be built for several targets, so the
  * rows for a target (the `targets` column) run when a backend asks for its
@@ -131,6 +134,7 @@ static const struct {
     {"guarded_loads", FOR_CPU, ON_BODY, texi_pass_guarded_loads},
     {"simd", FOR_CPU, ON_BODY, texi_pass_simd},
     {"promote", FOR_CPU, ON_BODY, texi_pass_promote},
+    {"jam", FOR_CPU, ON_BODY, texi_pass_jam},
     {"thread_allreduce", FOR_GPU, ON_BODY, texi_pass_thread_allreduce},
     {"double_buffer", FOR_GPU, ON_BODY, texi_pass_double_buffer},
     {"loop_unswitch", FOR_GPU, ON_BODY, texi_pass_loop_unswitch},

@@ -1,0 +1,276 @@
+/*
+ * Pass jam (CPU tail, last): unroll-and-jam of a serial loop whose
+ * iterations are independent chains of updates.
+ *
+ * A GEMM tile accumulated row by row (the tutorial schedule: for each k
+ * step, for each row m, four unrolled `C[m, :] += A[m, k+u] * B[k+u, :]`)
+ * is a loop over m whose body updates the same accumulators again and
+ * again: each update waits for the one before it (a floating-point add's
+ * latency is several cycles), and only the few accumulators of one row are
+ * independent. The processor overlaps consecutive rows only as far as its
+ * out-of-order window reaches. Jamming J rows into one iteration, each
+ * statement of the body once per row before the next statement, gives the C
+ * compiler J times as many independent chains to interleave, held in
+ * registers.
+ *
+ * A serial FOR L of constant extent n >= 2 qualifies when
+ *   - its body is straight-line: one STORE or a sequence of STOREs;
+ *   - it has a chain: two stores to one buffer at one index;
+ *   - its iterations are independent: for every buffer it stores to, each
+ *     access of that buffer in the body (loads and stores, scalar or a
+ *     unit-stride RAMP, masked or not) is at `s*v + base + c`, with L's
+ *     variable v, one coefficient s != 0 and one v-free base for all of
+ *     them, and constants c whose accesses span at most |s| elements: so
+ *     iteration v touches only its own window of s elements.
+ * Then no iteration reads or writes what another touches, and running the
+ * body's statements for J iterations, statement by statement, gives L's
+ * result. L becomes a loop over n / J groups whose body is each statement
+ * for v = min + J*g + j, j < J, in turn (indices simplified), followed by
+ * the last n % J iterations as a loop of their own (one group, or one
+ * iteration left over, is a sequence of statements without a loop).
+ *
+ * J is the most with J * chains within the registers (a quarter of the
+ * vector register file: 8 with AVX-512's 32 registers, else 4, so the
+ * loads the chains combine keep registers too), at most MAX_JAM and n,
+ * and the jammed body at most MAX_STMTS statements; J < 2 leaves L alone.
+ * Chains are the distinct (buffer, index) pairs stored.
+ */
+#include "lower/lower.h"
+#include "util/host.h"
+
+#include <stdlib.h>
+
+enum { MAX_JAM = 4, MAX_STMTS = 64, MAX_ACCESSES = 256 };
+
+/* One access of a buffer the body stores to, or a load of any buffer. */
+typedef struct {
+    const void *key; /* texi_buffer_key */
+    tex_expr *index;
+    bool stored;
+} access;
+
+typedef struct {
+    int n;
+    access list[MAX_ACCESSES];
+    bool overflow;
+} accesses;
+
+static void note(accesses *a, const texi_buffer *b, tex_expr *index, bool stored)
+{
+    if (a->n == MAX_ACCESSES) {
+        a->overflow = true;
+        return;
+    }
+    a->list[a->n++] = (access){texi_buffer_key(b), index, stored};
+}
+
+static bool visit_load(tex_expr *e, void *ud)
+{
+    if (e->kind == TEXI_EXPR_LOAD)
+        note(ud, e->u.load.buf, e->u.load.index, false);
+    return true;
+}
+
+/* The number of statements of a body of one STORE or a sequence of STOREs;
+ * 0 for any other body. */
+static int straight_stores(const tex_stmt *body)
+{
+    if (body->kind == TEXI_STMT_STORE)
+        return 1;
+    if (body->kind != TEXI_STMT_SEQ)
+        return 0;
+    for (int i = 0; i < body->u.seq.n; i++)
+        if (body->u.seq.items[i]->kind != TEXI_STMT_STORE)
+            return 0;
+    return body->u.seq.n;
+}
+
+/* The first element of an access (a RAMP's base), or NULL when it is not a
+ * scalar or a unit-stride ramp; *lanes: the elements it touches. */
+static tex_expr *first_element(tex_expr *index, int *lanes)
+{
+    int64_t stride;
+    *lanes = index->lanes;
+    if (index->lanes == 1)
+        return index;
+    if (index->kind != TEXI_EXPR_RAMP || !texi_expr_is_int_const(index->u.ramp.stride, &stride) ||
+        stride != 1)
+        return NULL;
+    return index->u.ramp.base;
+}
+
+/* Whether every access of the buffer with key `key` is in iteration var's
+ * own window (the top comment's rule). */
+static bool windowed(const accesses *a, const void *key, const tex_expr *var)
+{
+    tex_expr *ref = NULL;
+    int64_t coef = 0, lo = 0, hi = 0;
+    for (int i = 0; i < a->n; i++) {
+        if (a->list[i].key != key)
+            continue;
+        int lanes;
+        int64_t s, c;
+        tex_expr *first = first_element(a->list[i].index, &lanes);
+        if (!first || !texi_linear_in(first, var, &s) || s == 0 || (ref && s != coef))
+            return false;
+        if (!ref) {
+            ref = first;
+            coef = s;
+            hi = lanes;
+            continue;
+        }
+        tex_expr *d = texi_binary(TEXI_EXPR_SUB, first, ref);
+        d = d ? texi_simplify(d, 0, NULL) : NULL;
+        if (!d || !texi_expr_is_int_const(d, &c))
+            return false;
+        lo = c < lo ? c : lo;
+        hi = c + lanes > hi ? c + lanes : hi;
+    }
+    return hi - lo <= (coef < 0 ? -coef : coef);
+}
+
+/* The distinct (buffer, index) pairs stored, or 0 when no pair is stored
+ * twice (no chain). */
+static int chains(const accesses *a)
+{
+    int distinct = 0;
+    bool repeated = false;
+    for (int i = 0; i < a->n; i++) {
+        if (!a->list[i].stored)
+            continue;
+        bool seen = false;
+        for (int k = 0; k < i && !seen; k++)
+            seen = a->list[k].stored && a->list[k].key == a->list[i].key &&
+                   texi_expr_equal(a->list[k].index, a->list[i].index);
+        distinct += !seen;
+        repeated |= seen;
+    }
+    return repeated ? distinct : 0;
+}
+
+/* How many iterations loop (body: n_items stores) jams, or 1 when it does
+ * not qualify (the top comment). */
+static int64_t jam_factor(tex_stmt *loop, tex_stmt *body, int n_items, int64_t n)
+{
+    accesses *a = calloc(1, sizeof *a); /* scratch, large: freed below */
+    if (!a)
+        return 1;
+    for (int i = 0; i < n_items; i++) {
+        const tex_stmt *st = n_items == 1 ? body : body->u.seq.items[i];
+        note(a, st->u.store.buf, st->u.store.index, true);
+        texi_stmt_visit_exprs(st, visit_load, a);
+    }
+    int n_chains = a->overflow ? 0 : chains(a);
+    for (int i = 0; i < a->n && n_chains > 0; i++)
+        if (a->list[i].stored && !windowed(a, a->list[i].key, loop->u.loop.var))
+            n_chains = 0;
+    free(a);
+    if (n_chains == 0)
+        return 1;
+    int64_t budget = texi_host_vector_bytes() >= 64 ? 8 : 4;
+    int64_t j = budget / n_chains;
+    j = j < MAX_JAM ? j : MAX_JAM;
+    j = j < n ? j : n;
+    while (j >= 2 && j * n_items > MAX_STMTS)
+        j--;
+    return j;
+}
+
+typedef struct {
+    tex_expr *var, *value;
+    texi_range group; /* the jammed loop's variable and range */
+    bool failed;
+} subst;
+
+/* Called on every node of a copy, parents first: each largest scalar
+ * integer subexpression that reads the variable (an index, a ramp's base)
+ * is substituted and simplified under the jammed loop's range, which folds
+ * the products the substitution made ((g*4 + 1)*32 is g*128 + 32);
+ * anything else is rebuilt from its children. */
+static tex_expr *subst_index(tex_expr *e, void *ud)
+{
+    subst *sb = ud;
+    if (e->lanes != 1 || !texi_dtype_is_int(e->dtype) || !texi_expr_uses_var(e, sb->var))
+        return NULL;
+    tex_expr *r = texi_substitute(e, 1, &sb->var, &sb->value);
+    r = r ? texi_simplify(r, 1, &sb->group) : NULL;
+    sb->failed |= !r;
+    return r ? r : e;
+}
+
+/* The statements of body (n_items stores) for var = first + k, k < j,
+ * statement by statement: one sequence. Indices are simplified under
+ * range (the group variable first uses, if any). NULL on ENOMEM. */
+static tex_stmt *copies(tex_ctx *ctx, tex_stmt *body, int n_items, tex_expr *var, tex_expr *first,
+                        int64_t j, texi_range range)
+{
+    tex_stmt **items = texi_alloc(ctx, sizeof *items * (size_t)(n_items * j), "jam");
+    if (!items)
+        return NULL;
+    for (int i = 0; i < n_items; i++) {
+        tex_stmt *st = n_items == 1 ? body : body->u.seq.items[i];
+        for (int64_t k = 0; k < j; k++) {
+            tex_expr *off = texi_int_imm(ctx, var->dtype, k);
+            tex_expr *value = off ? texi_binary(TEXI_EXPR_ADD, first, off) : NULL;
+            subst sb = {var, value ? texi_simplify(value, 0, NULL) : NULL, range, false};
+            tex_stmt *copy = sb.value ? texi_stmt_mutate(ctx, st, NULL, subst_index, &sb) : NULL;
+            if (!copy || sb.failed)
+                return NULL;
+            items[i * j + k] = copy;
+        }
+    }
+    return texi_seq_new(ctx, (int)(n_items * j), items);
+}
+
+/* loop (variable var from min, extent n, body: n_items stores) jammed by
+ * j: a loop over the n / j groups (their statements alone when there is
+ * one group), then the rest, n % j iterations, as a loop of the original
+ * body (its statements alone for one iteration). NULL on ENOMEM. */
+static tex_stmt *jammed(tex_ctx *ctx, tex_stmt *loop, tex_stmt *body, int n_items, int64_t n,
+                        int64_t j)
+{
+    tex_expr *var = loop->u.loop.var, *min = texi_convert(loop->u.loop.min, var->dtype);
+    tex_expr *group = texi_var_new(ctx, var->u.var.name, var->dtype);
+    tex_expr *step = texi_int_imm(ctx, var->dtype, j);
+    tex_expr *zero = texi_int_imm(ctx, var->dtype, 0);
+    tex_expr *groups = texi_int_imm(ctx, var->dtype, n / j);
+    if (!min || !group || !step || !zero || !groups)
+        return NULL;
+    texi_range range = {group, zero, groups};
+    tex_stmt *main;
+    if (n / j == 1) {
+        main = copies(ctx, body, n_items, var, min, j, range);
+    } else {
+        tex_expr *first = texi_binary(TEXI_EXPR_ADD, min, texi_binary(TEXI_EXPR_MUL, group, step));
+        tex_stmt *seq = first ? copies(ctx, body, n_items, var, first, j, range) : NULL;
+        main = seq ? texi_for_new(ctx, group, zero, groups, TEXI_FOR_SERIAL, -1, seq) : NULL;
+    }
+    if (!main || n % j == 0)
+        return main;
+    tex_expr *done = texi_int_imm(ctx, var->dtype, n - n % j);
+    tex_expr *rest = texi_int_imm(ctx, var->dtype, n % j);
+    tex_expr *rest_min =
+        done && rest ? texi_simplify(texi_binary(TEXI_EXPR_ADD, min, done), 0, NULL) : NULL;
+    tex_stmt *tail = !rest_min   ? NULL
+                     : n % j > 1 ? texi_for_new(ctx, var, rest_min, rest, TEXI_FOR_SERIAL, -1, body)
+                                 : copies(ctx, body, n_items, var, rest_min, 1, range);
+    return tail ? texi_seq_new(ctx, 2, (tex_stmt *[]){main, tail}) : NULL;
+}
+
+/* Loop s with its (already rewritten) body: see the top comment. */
+static tex_stmt *jam_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
+{
+    (void)ud;
+    int64_t n;
+    int n_items = straight_stores(body);
+    if (s->u.loop.for_kind != TEXI_FOR_SERIAL || n_items == 0 ||
+        !texi_expr_is_int_const(s->u.loop.extent, &n) || n < 2)
+        return texi_stmt_with_body(ctx, s, body);
+    int64_t j = jam_factor(s, body, n_items, n);
+    return j < 2 ? texi_stmt_with_body(ctx, s, body) : jammed(ctx, s, body, n_items, n, j);
+}
+
+int texi_pass_jam(texi_lower *lw, tex_stmt *in, tex_stmt **out)
+{
+    return texi_pass_result(lw, texi_stmt_map_loops(lw->ctx, in, jam_loop, NULL), out);
+}
