@@ -630,6 +630,13 @@ static void assemble(texi_cg *g, texi_sb *out, const char *proto, const char *bo
                           "#pragma GCC diagnostic ignored \"-Wmaybe-uninitialized\"\n"
                           "#pragma GCC diagnostic ignored \"-Wunused-but-set-variable\"\n"
                           "#endif\n\n");
+    /* Clang only: helpers come in families (min with max, a select per
+     * vector type), not every one of which a kernel calls (GCC does not warn
+     * about an unused static inline function); and a `#pragma omp simd`
+     * loop is a request the vectorizer may decline (a loop pass simd left
+     * scalar), which Clang reports */
+    texi_sb_puts(out, "#ifdef __clang__\n#pragma clang diagnostic ignored \"-Wunused-function\"\n"
+                      "#pragma clang diagnostic ignored \"-Wpass-failed\"\n#endif\n\n");
     if (p->helpers & (TEXI_CP_H_F16 | TEXI_CP_H_BF16))
         texi_sb_puts(out, helper_bits);
     texi_cp_helpers(&cpu_target, out, p->helpers);

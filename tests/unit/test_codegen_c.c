@@ -61,21 +61,34 @@ static void print_file(const char *path)
         fclose(f);
 }
 
+/* Whether compiler cc ("cc", "clang") runs. */
+static bool have_compiler(const char *cc, int *have)
+{
+    if (*have < 0) {
+        char log[128];
+        snprintf(log, sizeof log, "%s/%s_version.log", tmpdir, cc);
+        *have = run_argv((const char *const[]){cc, "--version", NULL}, log) == 0;
+    }
+    return *have;
+}
+
 static bool have_cc(void)
 {
     static int have = -1;
-    if (have < 0) {
-        char log[128];
-        snprintf(log, sizeof log, "%s/cc_version.log", tmpdir);
-        have = run_argv((const char *const[]){"cc", "--version", NULL}, log) == 0;
-    }
-    return have;
+    return have_compiler("cc", &have);
+}
+
+static bool have_clang(void)
+{
+    static int have = -1;
+    return have_compiler("clang", &have);
 }
 
 /* Writes src to TMP/name.c and compiles it to TMP/name.so (shared, with
  * -std=c99) or TMP/name.o (object, the JIT's flags: GNU C, where the compiler
  * may contract a * b + c into an FMA, which ISO mode forbids); out receives
- * the output's path. 0 when it compiled. */
+ * the output's path. Where Clang is installed the source must compile
+ * warning-free with it too (to TMP/name.clang.o). 0 when it compiled. */
 static int compile(const char *src, const char *name, bool shared, char *out, size_t out_size)
 {
     char cpath[256], log[256];
@@ -106,6 +119,14 @@ static int compile(const char *src, const char *name, bool shared, char *out, si
                           valgrind ? "-mno-avx512f" : NULL,
                           NULL};
     int rc = run_argv(argv, log);
+    if (rc == 0 && have_clang()) {
+        char clang_out[300];
+        snprintf(clang_out, sizeof clang_out, "%s/%s.clang.o", tmpdir, name);
+        const char *clang_argv[] = {
+            "clang", argv[1],   "-O1",     "-march=native", "-fopenmp", "-fPIC",   "-c",
+            "-Wall", "-Wextra", "-Werror", cpath,           "-o",       clang_out, NULL};
+        rc = run_argv(clang_argv, log);
+    }
     if (rc != 0) {
         printf("  compiling %s failed (%d):\n", cpath, rc);
         print_file(log);
