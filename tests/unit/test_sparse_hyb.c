@@ -149,7 +149,7 @@ static void test_row_shares(void)
         const char *target, *schedule;
     } v[] = {{false, "cpu -threads=2", "schedule(dynamic, "},
              {true, "cpu -threads=2", "schedule(dynamic, tex_chunk(rows_w1, 2)) nowait"},
-             {true, "cpu", "schedule(dynamic, tex_chunk(rows_csr, omp_get_max_threads())) nowait"}};
+             {true, "cpu", "schedule(dynamic, tex_chunk(rows_w16, omp_get_max_threads())) nowait"}};
     sp_csr a = sp_csr_random(5000, 700, 6, SP_POWER_LAW, 8);
     for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
         hyb_fn h = {.target = v[i].target};
