@@ -61,9 +61,6 @@
 
 #define STACK_MAX_BYTES 16384
 #define UNROLL_MAX 64
-#define CHUNKS_PER_THREAD 32 /* dynamic schedules: shares of a loop per thread */
-#define TEXT(x) #x
-#define NUMBER_TEXT(x) TEXT(x) /* a macro's value as a string literal */
 
 /* The CPU printer's state: the shared printer, then what OpenMP needs. */
 typedef struct {
@@ -78,45 +75,27 @@ typedef struct {
     bool nowait;     /* the region is a "disjoint_nests": its loops are dynamic and nowait */
     bool uses_rc;    /* the body sets tex_rc */
     bool uses_alloc; /* the body calls tex_alloc */
-    bool uses_chunk; /* the body calls tex_chunk */
-    bool uses_omp;   /* the body calls omp_get_max_threads (<omp.h>) */
+    bool uses_chunk; /* the body calls tex_chunk (and so includes <omp.h>) */
     size_t rc_check_at[2];   /* body text [from, to) of the last tex_rc check, see assemble */
     bool stack_arrays;       /* some temporary is a stack array */
     const char *thread_loop; /* innermost thread-bound loop's variable, or NULL */
 } texi_cg;
 
 /* Identifiers the generated code may not redefine. */
-static const char *const reserved[] = {"auto",      "break",     "case",
-                                       "char",      "const",     "continue",
-                                       "default",   "do",        "double",
-                                       "else",      "enum",      "extern",
-                                       "float",     "for",       "goto",
-                                       "if",        "inline",    "int",
-                                       "long",      "register",  "restrict",
-                                       "return",    "short",     "signed",
-                                       "sizeof",    "static",    "struct",
-                                       "switch",    "typedef",   "union",
-                                       "unsigned",  "void",      "volatile",
-                                       "while",     "asm",       "typeof",
-                                       "bool",      "true",      "false",
-                                       "int8_t",    "int16_t",   "int32_t",
-                                       "int64_t",   "uint8_t",   "uint16_t",
-                                       "uint32_t",  "uint64_t",  "size_t",
-                                       "ptrdiff_t", "NULL",      "INFINITY",
-                                       "NAN",       "free",      "posix_memalign",
-                                       "memcpy",    "exp",       "expf",
-                                       "log",       "logf",      "sqrt",
-                                       "sqrtf",     "tanh",      "tanhf",
-                                       "erf",       "erff",      "fabs",
-                                       "fabsf",     "floor",     "floorf",
-                                       "ceil",      "ceilf",     "round",
-                                       "roundf",    "sin",       "sinf",
-                                       "cos",       "cosf",      "pow",
-                                       "powf",      "fma",       "fmaf",
-                                       "main",      "errno",     "signbit",
-                                       "isnan",     "isinf",     "INT32_MIN",
-                                       "INT64_MIN", "INT64_MAX", "UINT64_MAX",
-                                       "SIZE_MAX",  "INT32_MAX", "omp_get_max_threads"};
+static const char *const reserved[] = {
+    "auto",    "break",    "case",      "char",      "const",          "continue",   "default",
+    "do",      "double",   "else",      "enum",      "extern",         "float",      "for",
+    "goto",    "if",       "inline",    "int",       "long",           "register",   "restrict",
+    "return",  "short",    "signed",    "sizeof",    "static",         "struct",     "switch",
+    "typedef", "union",    "unsigned",  "void",      "volatile",       "while",      "asm",
+    "typeof",  "bool",     "true",      "false",     "int8_t",         "int16_t",    "int32_t",
+    "int64_t", "uint8_t",  "uint16_t",  "uint32_t",  "uint64_t",       "size_t",     "ptrdiff_t",
+    "NULL",    "INFINITY", "NAN",       "free",      "posix_memalign", "memcpy",     "exp",
+    "expf",    "log",      "logf",      "sqrt",      "sqrtf",          "tanh",       "tanhf",
+    "erf",     "erff",     "fabs",      "fabsf",     "floor",          "floorf",     "ceil",
+    "ceilf",   "round",    "roundf",    "sin",       "sinf",           "cos",        "cosf",
+    "pow",     "powf",     "fma",       "fmaf",      "main",           "errno",      "signbit",
+    "isnan",   "isinf",    "INT32_MIN", "INT64_MIN", "INT64_MAX",      "UINT64_MAX", "SIZE_MAX"};
 
 /* ------------------------------------------------------------------ types */
 
@@ -198,13 +177,14 @@ static const char helper_alloc[] =
     "    if (n < 0 || (uint64_t)n > SIZE_MAX / 2 / elem)\n        return NULL;\n"
     "    return posix_memalign(&p, 64, ((size_t)n * elem / 64 + 1) * 64) == 0 ? p : NULL;\n}\n\n";
 
-/* The chunk of a dynamically scheduled loop of n iterations on a team of
- * `threads`: see dynamic_schedule. */
+/* The share of a dynamically scheduled loop of n iterations on a team of
+ * `threads` (0: OpenMP's default): about 32 shares a thread, see
+ * dynamic_schedule. */
 static const char helper_chunk[] =
     "static inline int tex_chunk(int64_t n, int threads)\n{\n"
-    "    int64_t c = n / ((int64_t)(threads > 0 ? threads : 1) * " NUMBER_TEXT(
-        CHUNKS_PER_THREAD) ");\n"
-                           "    return c < 1 ? 1 : c > INT32_MAX ? INT32_MAX : (int)c;\n}\n\n";
+    "    int64_t t = threads > 0 ? threads : omp_get_max_threads();\n"
+    "    int64_t c = n / (t * 32);\n"
+    "    return c < 1 ? 1 : c > (1 << 30) ? (1 << 30) : (int)c;\n}\n\n";
 
 /* The intrinsic's source when it is C for the CPU: a CUDA built-in's device
  * code is not, but its host_source (when it has one) is. */
@@ -292,35 +272,19 @@ static void nest_comment(texi_cg *g, texi_sb *sb, const tex_stmt *s)
     texi_sb_fini(&names);
 }
 
-/* " schedule(dynamic, C)" for parallel loop s: about CHUNKS_PER_THREAD
- * shares of its iterations per thread. A thread takes its next share by
- * an atomic update of a counter the team shares, which costs more than a
- * short iteration (a sparse row of a few non-zeros) when taken one
- * iteration at a time; shares of 1/32 of a thread's part still balance
- * iterations of uneven cost. C is a constant when the extent and the
- * thread count are, else tex_chunk(extent, threads) at run time. */
+/* " schedule(dynamic, tex_chunk(extent, threads))" for parallel loop s:
+ * shares of about 1/32 of a thread's part of its iterations (helper_chunk;
+ * threads 0 when not fixed). A thread takes its next share by an atomic
+ * update of a counter the team shares, which costs more than a short
+ * iteration (a sparse row of a few non-zeros) when taken one iteration at
+ * a time; shares of 1/32 of a thread's part still balance iterations of
+ * uneven cost. The C compiler folds constant arguments. */
 static void dynamic_schedule(texi_cg *g, texi_sb *sb, const tex_stmt *s)
 {
-    int64_t n;
-    bool constant = texi_expr_is_int_const(s->u.loop.extent, &n);
-    if (constant && n < 2 * CHUNKS_PER_THREAD) { /* shares of one iteration on any team */
-        texi_sb_puts(sb, " schedule(dynamic)");
-        return;
-    }
-    if (constant && g->threads > 0) {
-        int64_t c = n / ((int64_t)g->threads * CHUNKS_PER_THREAD);
-        texi_sb_printf(sb, " schedule(dynamic, %lld)", (long long)(c > 1 ? c : 1));
-        return;
-    }
     g->uses_chunk = true;
     texi_sb_puts(sb, " schedule(dynamic, tex_chunk(");
     texi_cp_expr(&g->p, sb, s->u.loop.extent, TEXI_CP_P_TOP, true);
-    if (g->threads > 0) {
-        texi_sb_printf(sb, ", %d))", g->threads);
-    } else {
-        g->uses_omp = true;
-        texi_sb_puts(sb, ", omp_get_max_threads()))");
-    }
+    texi_sb_printf(sb, ", %d))", g->threads > 0 ? g->threads : 0);
 }
 
 /* The pragma line of loop s (or a comment saying why there is none). */
@@ -692,7 +656,7 @@ static void assemble(texi_cg *g, texi_sb *out, const char *proto, const char *bo
         texi_sb_puts(out, "#ifndef _POSIX_C_SOURCE\n#define _POSIX_C_SOURCE 200112L\n#endif\n");
     texi_sb_puts(out, "#include <stdint.h>\n#include <stddef.h>\n#include <math.h>\n"
                       "#include <string.h>\n#include <stdlib.h>\n");
-    texi_sb_puts(out, g->uses_omp ? "#include <omp.h>\n\n" : "\n");
+    texi_sb_puts(out, g->uses_chunk ? "#include <omp.h>\n\n" : "\n");
     if (g->stack_arrays) /* see the essay */
         texi_sb_puts(out, "#if defined(__GNUC__) && !defined(__clang__)\n"
                           "#pragma GCC diagnostic ignored \"-Wmaybe-uninitialized\"\n"

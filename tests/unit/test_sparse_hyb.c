@@ -9,7 +9,8 @@
  * row, power-law rows, 1-sized and prime shapes, constant and symbolic
  * sizes, several max widths) against a dense reference computed from the
  * CSR arrays (tests/support/sparse.h) and against the oracle, outputs
- * poisoned first; one kernel also serves a second matrix. Then the layout
+ * poisoned first; one kernel also serves a second matrix, and parts of
+ * thousands of rows hand their rows out in shares. Then the layout
  * of a small conversion, malformed CSR refused by the conversion, a bad row
  * id refused at call time (nothing written), and the API's error paths.
  */
@@ -138,18 +139,18 @@ static void test_kernel_reuse(void)
 }
 
 /* Parts of thousands of rows, whose row loops the C printer hands out in
- * shares of several rows (docs/sparse.md, "Format decomposition"): a
- * constant share for constant sizes and a fixed thread count, tex_chunk of
- * the symbolic row count and the thread count (fixed, or OpenMP's at run
- * time) otherwise; each kernel against the dense reference and the oracle. */
+ * shares of several rows (docs/sparse.md, "Format decomposition"):
+ * tex_chunk of the part's row count (a size variable, sizes constant or
+ * not) and the thread count (fixed, or 0: OpenMP's at run time); each
+ * kernel against the dense reference and the oracle. */
 static void test_row_shares(void)
 {
     static const struct {
         bool sym;
         const char *target, *schedule;
-    } v[] = {{false, "cpu -threads=2", "schedule(dynamic, "},
-             {true, "cpu -threads=2", "schedule(dynamic, tex_chunk(rows_w1, 2)) nowait"},
-             {true, "cpu", "schedule(dynamic, tex_chunk(rows_w16, omp_get_max_threads())) nowait"}};
+    } v[] = {{false, "cpu -threads=2", "schedule(dynamic, tex_chunk(rows_w16, 2)) nowait"},
+             {true, "cpu -threads=2", "schedule(dynamic, tex_chunk(rows_w16, 2)) nowait"},
+             {true, "cpu", "schedule(dynamic, tex_chunk(rows_w16, 0)) nowait"}};
     sp_csr a = sp_csr_random(5000, 700, 6, SP_POWER_LAW, 8);
     for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
         hyb_fn h = {.target = v[i].target};
