@@ -22,11 +22,11 @@
  * (tex_vectorize_reduce), against the hand-written kernel (anchor openmp).
  *
  * Measured on the 2 cores of an AVX-512 Xeon shared with another job (load
- * averages 1.1-2.5; medians of interleaved runs, two runs, the previous
- * version's binary run alternately with this one): hyb 1.09-1.21x
- * csr_openmp at width 64 and 0.98-1.16x at 128, 0.91-0.94x csr_tex,
- * 2.7-3.7x librsb. The previous version, same runs: 0.45-0.50x and
- * 0.52-0.59x csr_openmp, 0.62-0.91x csr_tex, 1.2-1.7x librsb. What made
+ * averages 1.1-2.9; medians of interleaved runs, four runs, the previous
+ * version's binary run alternately with this one): hyb 0.96-1.21x
+ * csr_openmp at width 64 and 0.88-1.16x at 128, 0.79-0.94x csr_tex,
+ * 2.2-3.7x librsb. The previous version, same runs: 0.45-0.56x and
+ * 0.52-0.60x csr_openmp, 0.62-0.91x csr_tex, 1.2-2.0x librsb. What made
  * the difference, measured on hand copies of the generated CSR loop (width
  * 64): the loop order, 1.3x (a non-zero was read once per group of 16
  * features, into one accumulator: one chain of dependent multiply-adds),
