@@ -7,28 +7,39 @@
  * SpMM: the tex side is hyb SpMM (tex_sp_hyb_spmm: the matrix decomposed
  * into ELL buckets of widths 1 .. MAX_WIDTH and a CSR remainder for the
  * longer rows, one kernel whose parts each run their rows in parallel,
- * accumulate a chunk of up to 64 features in registers, vectorized, with
- * a bucket's fixed width unrolled). Its anchors, measured interleaved with
+ * handed out in shares of several rows, accumulate a chunk of up to 64
+ * features in registers: per non-zero, its index and value read once and
+ * the chunk's groups of LANES features unrolled, each vectorized; a
+ * bucket's fixed width unrolled). Its anchors, measured interleaved with
  * it: csr_openmp, the hand-written OpenMP CSR kernel (bench/spmm_hand.c,
  * dynamic row scheduling); csr_tex, tex's CSR SpMM (a sparse iteration, rows
  * in parallel, the ragged loop over a row's non-zeros accumulating into a
- * local buffer); and, when librsb (Debian librsb-dev) is installed at build
- * time, library: librsb's rsb_spmm on its own RSB format built from the
- * same CSR (row-major X and Y, 2 threads). Conversions are made once,
- * outside the timings. SDDMM: the fused loop over non-zeros in parallel,
- * the feature reduction vectorized (tex_vectorize_reduce), against the
- * hand-written kernel (anchor openmp).
+ * local buffer, scheduled like a hyb part); and, when librsb (Debian
+ * librsb-dev) is installed at build time, library: librsb's rsb_spmm on its
+ * own RSB format built from the same CSR (row-major X and Y, 2 threads).
+ * Conversions are made once, outside the timings. SDDMM: the fused loop
+ * over non-zeros in parallel, the feature reduction vectorized
+ * (tex_vectorize_reduce), against the hand-written kernel (anchor openmp).
  *
- * Measured on 2 shared cores under load (medians of interleaved runs, two
- * runs at load averages 2 and 11-15, every case flagged noisy): hyb
- * 1.07-1.16x csr_openmp at width 64 and 0.9-1.0x at 128, 0.91-1.06x
- * csr_tex (the CSR schedule with the same register accumulation),
- * 1.44-2.4x librsb; SDDMM 2.0-3x the hand
- * kernel. Not the 1.5x over csr_openmp hyb aims at: the gathers of X rows
- * dominate, which hyb does not change, its buckets pay up to 2x (on average
- * about 1.25x) padded multiply-adds, and tex's vectors here are 4 lanes
- * wide (the widest type of a vectorized body counts its 64-bit index
- * arithmetic), half of the hand kernel's AVX2 width.
+ * Measured on the 2 cores of an AVX-512 Xeon shared with another job (load
+ * averages 1.1-2.9; medians of interleaved runs, four runs, the previous
+ * version's binary run alternately with this one): hyb 0.96-1.21x
+ * csr_openmp at width 64 and 0.88-1.16x at 128, 0.79-0.94x csr_tex,
+ * 2.2-3.7x librsb. The previous version, same runs: 0.45-0.56x and
+ * 0.52-0.60x csr_openmp, 0.62-0.91x csr_tex, 1.2-2.0x librsb. What made
+ * the difference, measured on hand copies of the generated CSR loop (width
+ * 64): the loop order, 1.3x (a non-zero was read once per group of 16
+ * features, into one accumulator: one chain of dependent multiply-adds),
+ * and rows handed out in shares rather than one at a time, 1.8x (an atomic
+ * update of the team's counter per row costs as much as a short row); the
+ * call-time scans of the index arrays are now one vectorized pass each
+ * (not measured apart). Not the 1.5x over csr_openmp hyb aims at:
+ * each non-zero gathers a row of X (256 or 512 bytes; X is 16 or 32 MiB,
+ * the L2 2 MiB a core), and the kernels are bound by how many of those
+ * misses are in flight, which hyb does not change; on this matrix its
+ * buckets add about a third more (padded) multiply-adds, its widths 1 and
+ * 2 are empty (the shortest rows have 3 non-zeros), and it writes Y's rows
+ * out of order, so it stays a little behind tex's CSR kernel here.
  *
  * Lines: bench=spmm case=powerlaw64k_fF/t2 anchor=csr_openmp|csr_tex|library
  * and bench=sddmm case=powerlaw64k_fF/t2 anchor=openmp; bench=sddmm_search: SDDMM

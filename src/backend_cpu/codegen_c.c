@@ -20,12 +20,13 @@
  * failed"), -2 when a heap temporary cannot be allocated (TEX_ENOMEM).
  *
  * Statements: FOR loops over the loop variable's own type; PARALLEL loops get
- * `#pragma omp parallel for` (num_threads when fixed; schedule(dynamic) under
- * a "parallel_dynamic" ATTR), except inside another parallel loop, where
+ * `#pragma omp parallel for` (num_threads when fixed; schedule(dynamic, C)
+ * under a "parallel_dynamic" ATTR, C about 1/32 of a thread's share, see
+ * dynamic_schedule), except inside another parallel loop, where
  * they run serially; a "parallel_region" ATTR is `#pragma omp parallel`
  * around its body, whose parallel loops are then `#pragma omp for`, as is a
  * "disjoint_nests" ATTR of parallel loops, whose loops are then `#pragma omp
- * for schedule(dynamic) nowait`; VECTORIZED loops get `#pragma
+ * for schedule(dynamic, C) nowait`; VECTORIZED loops get `#pragma
  * omp simd` when every store of the body writes one index, linear in the loop variable with a
  * nonzero coefficient, and every load of a stored buffer reads that same index (otherwise a
  * loop-carried dependence is possible and the loop is left to the auto-vectorizer); UNROLLED loops
@@ -74,6 +75,7 @@ typedef struct {
     bool nowait;     /* the region is a "disjoint_nests": its loops are dynamic and nowait */
     bool uses_rc;    /* the body sets tex_rc */
     bool uses_alloc; /* the body calls tex_alloc */
+    bool uses_chunk; /* the body calls tex_chunk (and so includes <omp.h>) */
     size_t rc_check_at[2];   /* body text [from, to) of the last tex_rc check, see assemble */
     bool stack_arrays;       /* some temporary is a stack array */
     const char *thread_loop; /* innermost thread-bound loop's variable, or NULL */
@@ -175,6 +177,15 @@ static const char helper_alloc[] =
     "    if (n < 0 || (uint64_t)n > SIZE_MAX / 2 / elem)\n        return NULL;\n"
     "    return posix_memalign(&p, 64, ((size_t)n * elem / 64 + 1) * 64) == 0 ? p : NULL;\n}\n\n";
 
+/* The share of a dynamically scheduled loop of n iterations on a team of
+ * `threads` (0: OpenMP's default): about 32 shares a thread, see
+ * dynamic_schedule. */
+static const char helper_chunk[] =
+    "static inline int tex_chunk(int64_t n, int threads)\n{\n"
+    "    int64_t t = threads > 0 ? threads : omp_get_max_threads();\n"
+    "    int64_t c = n / (t * 32);\n"
+    "    return c < 1 ? 1 : c > (1 << 30) ? (1 << 30) : (int)c;\n}\n\n";
+
 /* The intrinsic's source when it is C for the CPU: a CUDA built-in's device
  * code is not, but its host_source (when it has one) is. */
 static const char *intrin_source(const tex_intrin *in)
@@ -261,6 +272,21 @@ static void nest_comment(texi_cg *g, texi_sb *sb, const tex_stmt *s)
     texi_sb_fini(&names);
 }
 
+/* " schedule(dynamic, tex_chunk(extent, threads))" for parallel loop s:
+ * shares of about 1/32 of a thread's part of its iterations (helper_chunk;
+ * threads 0 when not fixed). A thread takes its next share by an atomic
+ * update of a counter the team shares, which costs more than a short
+ * iteration (a sparse row of a few non-zeros) when taken one iteration at
+ * a time; shares of 1/32 of a thread's part still balance iterations of
+ * uneven cost. The C compiler folds constant arguments. */
+static void dynamic_schedule(texi_cg *g, texi_sb *sb, const tex_stmt *s)
+{
+    g->uses_chunk = true;
+    texi_sb_puts(sb, " schedule(dynamic, tex_chunk(");
+    texi_cp_expr(&g->p, sb, s->u.loop.extent, TEXI_CP_P_TOP, true);
+    texi_sb_printf(sb, ", %d))", g->threads > 0 ? g->threads : 0);
+}
+
 /* The pragma line of loop s (or a comment saying why there is none). */
 static void loop_pragma(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll, bool dynamic,
                         bool *parallel)
@@ -273,9 +299,11 @@ static void loop_pragma(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll, 
     case TEXI_FOR_PARALLEL:
         if (g->region) {
             *parallel = true;
-            texi_cp_line(p, sb, "#pragma omp for%s%s",
-                         dynamic || g->nowait ? " schedule(dynamic)" : "",
-                         g->nowait ? " nowait" : "");
+            texi_cp_indent(p, sb);
+            texi_sb_puts(sb, "#pragma omp for");
+            if (dynamic || g->nowait)
+                dynamic_schedule(g, sb, s);
+            texi_sb_puts(sb, g->nowait ? " nowait\n" : "\n");
             break;
         }
         if (g->par_depth) {
@@ -287,7 +315,9 @@ static void loop_pragma(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll, 
         texi_sb_puts(sb, "#pragma omp parallel for");
         if (g->threads > 0)
             texi_sb_printf(sb, " num_threads(%d)", g->threads);
-        texi_sb_puts(sb, dynamic ? " schedule(dynamic)\n" : "\n");
+        if (dynamic)
+            dynamic_schedule(g, sb, s);
+        texi_sb_putc(sb, '\n');
         break;
     case TEXI_FOR_VECTORIZED:
         if (texi_simd_safe(s))
@@ -581,6 +611,7 @@ static bool name_clashes(const texi_cg *g, const char *name)
     texi_cp_helpers(&cpu_target, &all, ~0u);
     texi_sb_puts(&all, helper_bits);
     texi_sb_puts(&all, helper_alloc);
+    texi_sb_puts(&all, helper_chunk);
     bool clash = false;
     for (const char *p = all.buf; p && (p = strstr(p, name)); p++) {
         size_t n = strlen(name);
@@ -624,7 +655,8 @@ static void assemble(texi_cg *g, texi_sb *out, const char *proto, const char *bo
     if (g->uses_alloc)
         texi_sb_puts(out, "#ifndef _POSIX_C_SOURCE\n#define _POSIX_C_SOURCE 200112L\n#endif\n");
     texi_sb_puts(out, "#include <stdint.h>\n#include <stddef.h>\n#include <math.h>\n"
-                      "#include <string.h>\n#include <stdlib.h>\n\n");
+                      "#include <string.h>\n#include <stdlib.h>\n");
+    texi_sb_puts(out, g->uses_chunk ? "#include <omp.h>\n\n" : "\n");
     if (g->stack_arrays) /* see the essay */
         texi_sb_puts(out, "#if defined(__GNUC__) && !defined(__clang__)\n"
                           "#pragma GCC diagnostic ignored \"-Wmaybe-uninitialized\"\n"
@@ -643,6 +675,8 @@ static void assemble(texi_cg *g, texi_sb *out, const char *proto, const char *bo
     texi_cp_vector_typedefs(p, out);
     if (g->uses_alloc)
         texi_sb_puts(out, helper_alloc);
+    if (g->uses_chunk)
+        texi_sb_puts(out, helper_chunk);
     texi_cp_intrin_sources(p, out);
     texi_sb_printf(out, "%s\n{\n", proto);
     p->indent = 1;

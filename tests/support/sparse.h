@@ -290,10 +290,12 @@ static inline void sp_masked_ref(const sp_csr *a, const float *d, double *o)
 /* A sparse SpMM stage (one part of hyb SpMM, tex_sp_hyb_spmm, or CSR SpMM)
  * scheduled: rows in parallel, `rows` at a time (0: one); per row and
  * chunk of `chunk` features, the non-zeros accumulate into a local buffer
- * (cache_write at the chunk loop), `lanes` features at a time outside the
- * loop over the non-zeros (so the accumulators stay in registers),
- * vectorized; the reduction (a bucket's constant width) unrolled when
- * unroll is set. 0 or the first failing call's code. */
+ * (cache_write at the chunk loop); inside the loop over the non-zeros, the
+ * chunk's groups of `lanes` features unrolled and each vectorized, so that
+ * a non-zero's index and value are read once and the chunk / lanes
+ * accumulators (registers) are independent chains; the reduction (a
+ * bucket's constant width) unrolled when unroll is set. 0 or the first
+ * failing call's code. */
 static inline int sp_hyb_schedule_part(tex_schedule *s, tex_tensor *part, int rows, int chunk,
                                        int lanes, bool unroll)
 {
@@ -310,7 +312,8 @@ static inline int sp_hyb_schedule_part(tex_schedule *s, tex_tensor *part, int ro
     rc = rc ? rc : tex_vectorize(st, ki);
     rc = rc ? rc : tex_compute_at(sl, st, ko);
     rc = rc ? rc : tex_split(sl, tex_op_axis(sl, 1), tex_int(ctx, lanes), &klo, &kli);
-    rc = rc ? rc : tex_reorder(sl, 3, (tex_iter *[]){klo, j, kli});
+    rc = rc ? rc : tex_reorder(sl, 3, (tex_iter *[]){j, klo, kli});
+    rc = rc ? rc : tex_unroll(sl, klo);
     rc = rc ? rc : tex_vectorize(sl, kli);
     return rc || !unroll ? rc : tex_unroll(sl, j);
 }

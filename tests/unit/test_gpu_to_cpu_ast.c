@@ -83,7 +83,7 @@ static void test_blocks_collapsed(void)
     TT_CHECK(ast && !strstr(ast, "blockIdx"));
     free(ast);
     char *src = c_source(ctx, GC_MATMUL);
-    TT_CHECK(src && strstr(src, "#pragma omp parallel for schedule(dynamic)"));
+    TT_CHECK(src && strstr(src, "#pragma omp parallel for schedule(dynamic, tex_chunk(4, 0))"));
     free(src);
     tex_ctx_free(ctx);
 }

@@ -7,8 +7,9 @@
  * matrices (empty rows, one dense row, power-law rows, 1-sized and prime
  * shapes, constant and symbolic sizes) against a dense reference computed
  * from the CSR arrays (tests/support/sparse.h) and against the oracle
- * (tex_eval_reference), outputs poisoned first. Then malformed CSR arrays
- * (refused at call time, nothing written) and the API's error paths.
+ * (tex_eval_reference), outputs poisoned first. Then malformed CSR arrays,
+ * short and longer than the call-time scans' blocks (refused at call time,
+ * the entry named, nothing written) and the API's error paths.
  */
 #include "tt.h"
 #include "support/opcheck.h"
@@ -246,6 +247,50 @@ static void test_malformed_csr(void)
     sp_csr_free(&a);
 }
 
+/* The call-time scans on arrays longer than their blocks (src/rt/index_check.c
+ * scans 64 entries at a time, then the rest): an index equal to the column
+ * count or negative, inside a block or in the rest, and indptr decreasing,
+ * each refused with the message naming the entry. */
+static void test_malformed_long(void)
+{
+    sp_csr a = sp_csr_random(200, 150, 5, SP_UNIFORM, 4);
+    sp_fmt c;
+    fmt_init(&c, &a, 3, true);
+    tex_tensor *y = sp_fmt_spmm(&c);
+    tex_schedule *s = tex_schedule_new(c.ctx, 1, &y);
+    tex_tensor *args[] = {tex_sp_indptr(c.J), tex_sp_indices(c.J), tex_sp_values(c.A), c.X, y};
+    tex_func *fn = tex_lower_tensors(s, "spmm", 5, args);
+    tex_kernel *k = fn ? tex_build(fn, "cpu") : NULL;
+    TT_CHECK(k != NULL && a.nnz > 3 * 64);
+    float *x = sp_random_floats(a.n * 3, 2), *out = malloc(sizeof *out * (size_t)(a.m * 3));
+    sp_view v[5];
+    DLTensor *arr[] = {sp_i32(&v[0], a.indptr, a.m + 1), sp_i32(&v[1], a.indices, a.nnz),
+                       sp_f32(&v[2], a.values, 1, a.nnz, 0), sp_f32(&v[3], x, 2, a.n, 3),
+                       sp_f32(&v[4], out, 2, a.m, 3)};
+    const int64_t at[] = {130, a.nnz - 1};
+    const int32_t bad[] = {(int32_t)a.n, -1};
+    char entry[64];
+    for (int i = 0; k && i < 2; i++)
+        for (int b = 0; b < 2; b++) {
+            int32_t saved = a.indices[at[i]];
+            a.indices[at[i]] = bad[b];
+            snprintf(entry, sizeof entry, "entry %lld is %d", (long long)at[i], bad[b]);
+            sp_poison(out, a.m * 3);
+            expect_refused(k, arr, out, a.m * 3, entry);
+            a.indices[at[i]] = saved;
+        }
+    int32_t saved = a.indptr[150];
+    a.indptr[150] = a.indptr[149] - 1;
+    expect_refused(k, arr, out, a.m * 3, "not monotone at entry 149");
+    a.indptr[150] = saved;
+    TT_EQ_INT(k ? tex_kernel_call_tensors(k, 5, arr) : -1, 0);
+    free(x);
+    free(out);
+    tex_kernel_free(k);
+    tex_ctx_free(c.ctx);
+    sp_csr_free(&a);
+}
+
 /* tex_sp_fill_rows: rows of a valid indptr; malformed ones refused. */
 static void test_fill_rows(void)
 {
@@ -314,6 +359,7 @@ int main(void)
     TT_RUN(test_spmm);
     TT_RUN(test_sddmm);
     TT_RUN(test_malformed_csr);
+    TT_RUN(test_malformed_long);
     TT_RUN(test_fill_rows);
     TT_RUN(test_errors);
     return tt_finish();

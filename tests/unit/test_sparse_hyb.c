@@ -9,7 +9,8 @@
  * row, power-law rows, 1-sized and prime shapes, constant and symbolic
  * sizes, several max widths) against a dense reference computed from the
  * CSR arrays (tests/support/sparse.h) and against the oracle, outputs
- * poisoned first; one kernel also serves a second matrix. Then the layout
+ * poisoned first; one kernel also serves a second matrix, and parts of
+ * thousands of rows hand their rows out in shares. Then the layout
  * of a small conversion, malformed CSR refused by the conversion, a bad row
  * id refused at call time (nothing written), and the API's error paths.
  */
@@ -26,6 +27,7 @@ typedef struct {
     tex_ctx *ctx;
     int max_width, n_parts, n_params;
     tex_tensor *parts[MAX_PARTS], *params[MAX_PARAMS];
+    const char *target; /* tex_build's target; NULL: "cpu -threads=2" */
     tex_kernel *k;
 } hyb_fn;
 
@@ -51,7 +53,7 @@ static bool build(hyb_fn *h, const sp_csr *a, int64_t f, int max_width, bool sym
                                  p + 1 < h->n_parts && p <= 4) != 0)
             s = NULL;
     tex_func *fn = s ? tex_lower_tensors(s, "hyb_spmm", h->n_params, h->params) : NULL;
-    h->k = fn ? tex_build(fn, "cpu -threads=2") : NULL;
+    h->k = fn ? tex_build(fn, h->target ? h->target : "cpu -threads=2") : NULL;
     if (!h->k)
         TT_FAILF("hyb spmm (max_width %d): %s", max_width, tex_errmsg(ctx));
     return h->k != NULL;
@@ -111,7 +113,7 @@ static void test_spmm(void)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const hyb_case *c = &cases[i];
         sp_csr a = sp_csr_random(c->m, c->n, c->avg, c->p, 31 + i);
-        hyb_fn h;
+        hyb_fn h = {0};
         if (build(&h, &a, c->f, c->max_width, i % 2, c->chunk)) /* constant, symbolic sizes */
             run(&h, &a, c->f, 3 + i);
         tex_kernel_free(h.k);
@@ -125,7 +127,7 @@ static void test_kernel_reuse(void)
 {
     sp_csr a = sp_csr_random(150, 70, 7, SP_POWER_LAW, 5);
     sp_csr b = sp_csr_random(41, 211, 3, SP_DENSE_ROW, 6);
-    hyb_fn h;
+    hyb_fn h = {0};
     if (build(&h, &a, 12, 8, true, 8)) {
         run(&h, &a, 12, 1);
         run(&h, &b, 12, 2);
@@ -134,6 +136,33 @@ static void test_kernel_reuse(void)
     tex_ctx_free(h.ctx);
     sp_csr_free(&a);
     sp_csr_free(&b);
+}
+
+/* Parts of thousands of rows, whose row loops the C printer hands out in
+ * shares of several rows (docs/sparse.md, "Format decomposition"):
+ * tex_chunk of the part's row count (a size variable, sizes constant or
+ * not) and the thread count (fixed, or 0: OpenMP's at run time); each
+ * kernel against the dense reference and the oracle. */
+static void test_row_shares(void)
+{
+    static const struct {
+        bool sym;
+        const char *target, *schedule;
+    } v[] = {{false, "cpu -threads=2", "schedule(dynamic, tex_chunk(rows_w16, 2)) nowait"},
+             {true, "cpu -threads=2", "schedule(dynamic, tex_chunk(rows_w16, 2)) nowait"},
+             {true, "cpu", "schedule(dynamic, tex_chunk(rows_w16, 0)) nowait"}};
+    sp_csr a = sp_csr_random(5000, 700, 6, SP_POWER_LAW, 8);
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        hyb_fn h = {.target = v[i].target};
+        if (build(&h, &a, 20, 16, v[i].sym, 8)) {
+            const char *src = tex_kernel_source(h.k);
+            TT_CHECK(src && strstr(src, v[i].schedule));
+            run(&h, &a, 20, 9 + i);
+        }
+        tex_kernel_free(h.k);
+        tex_ctx_free(h.ctx);
+    }
+    sp_csr_free(&a);
 }
 
 /* The parts of a 5-row matrix, max_width 4: lengths 1, 2, 0, 5, 3. */
@@ -228,7 +257,7 @@ static void test_malformed_csr(void)
 static void test_bad_row_id(void)
 {
     sp_csr a = sp_csr_random(23, 19, 3, SP_UNIFORM, 9);
-    hyb_fn h;
+    hyb_fn h = {0};
     sp_view v[5];
     tex_sp_hyb *hy = build(&h, &a, 5, 4, true, 4)
                          ? tex_sp_hyb_convert(h.ctx, a.n, sp_i32(&v[0], a.indptr, a.m + 1),
@@ -304,6 +333,7 @@ int main(void)
     }
     TT_RUN(test_spmm);
     TT_RUN(test_kernel_reuse);
+    TT_RUN(test_row_shares);
     TT_RUN(test_layout);
     TT_RUN(test_malformed_csr);
     TT_RUN(test_bad_row_id);
