@@ -63,14 +63,20 @@ static int vectorize_axis(const texi_as_graph *g, tex_stage *st, tex_iter *iv)
     return tex_vectorize(st, in);
 }
 
+/* Fuses st's leaves [first, first + n) into one loop (*out); n >= 1. */
+static int fuse_range(tex_stage *st, int first, int n, tex_iter **out)
+{
+    tex_iter *f = tex_stage_axis(st, first);
+    for (int k = 1; k < n; k++)
+        TEXI_TRY(tex_fuse(st, f, tex_stage_axis(st, first + 1), &f));
+    *out = f;
+    return 0;
+}
+
 /* Fuses st's leaves [0, n) into one loop (*out); n >= 1. */
 static int fuse_leading(tex_stage *st, int n, tex_iter **out)
 {
-    tex_iter *f = tex_stage_axis(st, 0);
-    for (int k = 1; k < n; k++)
-        TEXI_TRY(tex_fuse(st, f, tex_stage_axis(st, 1), &f));
-    *out = f;
-    return 0;
+    return fuse_range(st, 0, n, out);
 }
 
 /* Reorders st's leaves so that iv comes last; the others keep their order. */
@@ -334,11 +340,14 @@ static int64_t strip_rows(const texi_as_graph *g, const tex_stage *st)
 /* "tiles" on the CPU GEMM built-in: the root's columns split by NR (the
  * built-in's tile) and its rows into strips (strip_rows), loop order
  * (column panels, leading dims, row strips, rows, columns); the panel
- * loop parallel alone when there are at least two panels per thread, else
- * fused with the leading dims; the right operand packed per panel; the
- * GEMM stage computed per strip and tensorized (tz_strip_inner), so the
- * built-in handles the strip's last rows; the epilogue computed per strip
- * too, while the strip is in L1. */
+ * loop parallel when there are at least two panels per thread (or no
+ * leading dims), else serial around the leading dims fused and parallel,
+ * so that each panel is still packed once, not once per leading index;
+ * the right operand packed per panel when it has more columns than one
+ * panel (with exactly NR its rows already are the packed panel: the copy
+ * would only cost time); the GEMM stage computed per strip and tensorized
+ * (tz_strip_inner), so the built-in handles the strip's last rows; the
+ * epilogue computed per strip too, while the strip is in L1. */
 static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
 {
     tex_stage *st = g->nodes[r].st;
@@ -363,10 +372,11 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
     bool alone = nax == 2 || (cols + g->tz_nr - 1) / g->tz_nr >= 2 * (int64_t)g->mach.threads;
     tex_iter *par = no;
     if (!alone)
-        TEXI_TRY(fuse_leading(st, nax - 1, &par));
+        TEXI_TRY(fuse_range(st, 1, nax - 2, &par));
     TEXI_TRY(tex_parallel(st, par));
     TEXI_TRY(tex_compute_at(gs, st, mo));
-    TEXI_TRY(pack_panel(g, gs, st, par));
+    if (cols > g->tz_nr)
+        TEXI_TRY(pack_panel(g, gs, st, no));
     TEXI_TRY(tz_strip_inner(g, gs));
     TEXI_TRY(attach_members(g, r, mo, gemm_node));
     return op->n_raxes ? 0 : vectorize_axis(g, st, ni);
