@@ -227,10 +227,11 @@ static int gemm_tile_inner(texi_as_graph *g, tex_stage *gs)
 }
 
 /* Packing: the right operand of GEMM stage gs copied per column panel into a
- * contiguous K x NB buffer (cache_read, computed at the root's panel loop
- * `panel`), so that the tiles of the panel read it with unit stride instead
- * of one cache line per row of the operand. Left alone when that operand is
- * inlined (there is no buffer to copy from). */
+ * contiguous K x NB buffer (cache_read, computed at loop `panel` of stage
+ * `root`: the root's panel loop, or a wide tensorized panel's depth-block
+ * loop of gs itself), so that the tiles of the panel read it with unit
+ * stride instead of one cache line per row of the operand. Left alone when
+ * that operand is inlined (there is no buffer to copy from). */
 static int pack_panel(texi_as_graph *g, tex_stage *gs, tex_stage *root, tex_iter *panel)
 {
     tex_tensor *b = texi_as_panel_operand(gs);
@@ -309,8 +310,9 @@ static int64_t l1_depth(const texi_as_graph *g, int64_t k)
  * (which mutates the split factors of the schedule's trace) can block the
  * depth. With `wide` the stage covers the whole panel: the leading axes
  * move inside k / KC, and KC = l1_depth, so each block of the operand
- * stays in L1 while all of the panel's row tiles use it. */
-static int tz_strip_inner(texi_as_graph *g, tex_stage *gs, bool wide)
+ * stays in L1 while all of the panel's row tiles use it. *kblock receives
+ * the k / KC loop. */
+static int tz_strip_inner(texi_as_graph *g, tex_stage *gs, bool wide, tex_iter **kblock)
 {
     const texi_op *op = gs->op;
     tex_iter *order[MAX_LEAVES], *k, *ko, *ki, *mo, *mi;
@@ -330,6 +332,7 @@ static int tz_strip_inner(texi_as_graph *g, tex_stage *gs, bool wide)
     const_extent(k, &e);
     int64_t kc = wide ? l1_depth(g, e) : e > 2 * TZ_DEPTH ? TZ_DEPTH : e;
     TEXI_TRY(tex_split(gs, k, tex_int(g->ctx, kc), &ko, &ki));
+    *kblock = ko;
     order[n++] = ko;
     for (int a = 0; a < nax - 2 && wide; a++)
         order[n++] = op->axes[a];
@@ -390,9 +393,11 @@ static bool is_wide(const texi_as_graph *g, const tex_stage *gs)
  * panel (with exactly NR its rows already are the packed panel: the copy
  * would only cost time); the GEMM stage computed per strip, or with a
  * parallel panel loop and a small output per panel once per panel
- * (is_wide), and tensorized (tz_strip_inner), so the built-in handles the
- * strip's last rows; the epilogue computed per strip, while the strip is
- * in L1. */
+ * (is_wide, and then packed per depth block, just before the tiles read
+ * the block from L1: the copy's loads from memory then alternate with the
+ * tiles' FMAs instead of running as one phase), and tensorized
+ * (tz_strip_inner), so the built-in handles the strip's last rows; the
+ * epilogue computed per strip, while the strip is in L1. */
 static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
 {
     tex_stage *st = g->nodes[r].st;
@@ -421,9 +426,10 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
     TEXI_TRY(tex_parallel(st, par));
     bool wide = alone && is_wide(g, gs);
     TEXI_TRY(tex_compute_at(gs, st, wide ? no : mo));
+    tex_iter *kb = NULL;
+    TEXI_TRY(tz_strip_inner(g, gs, wide, &kb));
     if (cols > g->tz_nr)
-        TEXI_TRY(pack_panel(g, gs, st, no));
-    TEXI_TRY(tz_strip_inner(g, gs, wide));
+        TEXI_TRY(wide ? pack_panel(g, gs, gs, kb) : pack_panel(g, gs, st, no));
     TEXI_TRY(attach_members(g, r, mo, gemm_node));
     return op->n_raxes ? 0 : vectorize_axis(g, st, ni);
 }
