@@ -17,7 +17,10 @@
  *   tensorized tiles  (the GEMM-like stage fits a CPU GEMM built-in,
  *          tensorize.c): the root's columns split by the built-in's NR and
  *          its rows into strips that fit L1; the GEMM stage computed per
- *          strip in 6-row tiles that call the built-in (schedule_tz_tiles).
+ *          strip in 6-row tiles that call the built-in, or once per panel
+ *          when the panel's output is small (is_wide: a conv of a small
+ *          image, its weights packed per L1-sized depth block)
+ *          (schedule_tz_tiles).
  *   rows   (row-wise chains): the root's leading dims up to the kernel's
  *          depth (at most all but the last) fused into one parallel row
  *          loop, or for a 1-d root chunks sized to fit L1; every member
