@@ -38,10 +38,13 @@ typedef struct {
     int n_env, cap_env;
     hoist *lets; /* loads hoisted out of the current statement, outermost first */
     int n_lets, cap_lets;
-    bool cond;      /* the expression being rewritten is evaluated conditionally */
-    bool lane_free; /* ...under conditions that do not use vec (all lanes alike) */
-    tex_expr *vec;  /* the innermost enclosing vectorized loop's variable, or NULL */
-    int64_t lanes;  /* its constant extent (its min is 0) */
+    bool cond;            /* the expression being rewritten is evaluated conditionally */
+    bool lane_free;       /* ...under conditions that use no lane_vars (all lanes alike) */
+    tex_expr *vec;        /* the innermost enclosing vectorized loop's variable, or NULL */
+    int64_t lanes;        /* its constant extent (its min is 0) */
+    tex_expr **lane_vars; /* vec and every loop or LET variable inside its loop */
+    int n_lane_vars, cap_lane_vars;
+    int n_branches; /* IFs and ATTRs between vec's loop and the statement */
     bool failed;
 } guard;
 
@@ -119,7 +122,9 @@ static tex_expr *safe_load(guard *g, texi_buffer *buf, tex_expr *index, tex_dtyp
  * The clamped index of a load whose conditions hold for all lanes of the
  * enclosing vectorized loop v or for none (g->lane_free: a padding's
  * select tests the pixel, not the channel that v runs over) and whose
- * index is base + v: max(min(base, n - lanes), 0) + v. Where the
+ * index is base + v, with no IF or ATTR between the loop and the load
+ * (a guard there, such as a partial vector's, may depend on the lane
+ * without the select showing it): max(min(base, n - lanes), 0) + v. Where the
  * conditions hold, every lane's index is in the buffer, so base lies in
  * [0, n - lanes] and the clamp changes nothing; elsewhere the lanes are
  * discarded, and the clamped lanes stay in the buffer. Unlike a clamp of
@@ -130,7 +135,7 @@ static tex_expr *safe_load(guard *g, texi_buffer *buf, tex_expr *index, tex_dtyp
 static tex_expr *clamp_base(guard *g, texi_buffer *buf, tex_expr *index)
 {
     int64_t c = 0;
-    if (!g->vec || !g->lane_free || !texi_linear_in(index, g->vec, &c) || c != 1)
+    if (!g->vec || !g->lane_free || g->n_branches || !texi_linear_in(index, g->vec, &c) || c != 1)
         return NULL;
     tex_dtype it = index->dtype;
     tex_expr *n = buffer_size(g, buf, it), *lanes = imm(g, it, g->lanes);
@@ -176,6 +181,28 @@ static tex_expr *hoist_load(guard *g, tex_expr *load, tex_expr *index)
 
 static tex_expr *rewrite(tex_expr *e, void *ud);
 
+/* Whether e uses a variable that may differ between the lanes of g->vec. */
+static bool uses_lane(const guard *g, const tex_expr *e)
+{
+    for (int i = 0; i < g->n_lane_vars; i++)
+        if (texi_expr_uses_var(e, g->lane_vars[i]))
+            return true;
+    return false;
+}
+
+/* Records var as one that may differ between lanes (inside g->vec's loop);
+ * false on failure. */
+static bool push_lane_var(guard *g, tex_expr *var)
+{
+    tex_expr **v = texi_grow(g->ctx, g->lane_vars, g->n_lane_vars, &g->cap_lane_vars, sizeof *v,
+                             "guarded_loads");
+    if (!v)
+        return false;
+    g->lane_vars = v;
+    g->lane_vars[g->n_lane_vars++] = var;
+    return true;
+}
+
 /* e rewritten with cond as the conditional flag; `test` the condition that
  * makes it conditional (NULL: none new), which may or may not use the
  * vector lane (lane_free). */
@@ -183,8 +210,8 @@ static tex_expr *sub(guard *g, tex_expr *e, bool cond, tex_expr *test)
 {
     bool saved = g->cond, saved_free = g->lane_free;
     if (cond && !g->cond)
-        g->lane_free = true;
-    if (test && g->vec && texi_expr_uses_var(test, g->vec))
+        g->lane_free = test && !uses_lane(g, test);
+    else if (test && uses_lane(g, test))
         g->lane_free = false;
     g->cond = g->cond || cond;
     tex_expr *r = texi_expr_mutate(e, rewrite, g);
@@ -259,30 +286,40 @@ static tex_stmt *scoped(guard *g, tex_expr *var, tex_expr *min, tex_expr *extent
 }
 
 /* A vectorized loop from 0 over a constant extent becomes g->vec for its
- * body (clamp_base). */
+ * body (clamp_base); a loop inside it adds its variable to the lane
+ * variables. */
 static tex_stmt *walk_for(guard *g, tex_stmt *s)
 {
     tex_expr *saved_vec = g->vec;
     int64_t saved_lanes = g->lanes, lanes = 0, min = -1;
+    int saved_n = g->n_lane_vars, saved_branches = g->n_branches;
     if (s->u.loop.for_kind == TEXI_FOR_VECTORIZED && texi_expr_is_int_const(s->u.loop.min, &min) &&
         min == 0 && texi_expr_is_int_const(s->u.loop.extent, &lanes) && lanes > 0) {
         g->vec = s->u.loop.var;
         g->lanes = lanes;
+        g->n_branches = 0;
     }
+    if (g->vec && !push_lane_var(g, s->u.loop.var))
+        return NULL;
     tex_stmt *body = scoped(g, s->u.loop.var, s->u.loop.min, s->u.loop.extent, s->u.loop.body);
     g->vec = saved_vec;
     g->lanes = saved_lanes;
-    return texi_stmt_with_body(g->ctx, s, body);
+    g->n_lane_vars = saved_n;
+    g->n_branches = saved_branches;
+    return body ? texi_stmt_with_body(g->ctx, s, body) : NULL;
 }
 
 /* An integer LET variable ranges over its value (as the C emitter assumes). */
 static tex_stmt *walk_let(guard *g, tex_stmt *s)
 {
-    int mark = g->n_lets;
+    int mark = g->n_lets, saved_n = g->n_lane_vars;
     tex_expr *var = s->u.let.var, *value = top(g, s->u.let.value);
+    if (g->vec && !push_lane_var(g, var))
+        return NULL;
     tex_stmt *body = texi_dtype_is_float(var->dtype)
                          ? walk(g, s->u.let.body)
                          : scoped(g, var, value, imm(g, var->dtype, 1), s->u.let.body);
+    g->n_lane_vars = saved_n;
     if (!body)
         return NULL;
     if (value != s->u.let.value || body != s->u.let.body)
@@ -296,12 +333,14 @@ static tex_stmt *walk_if(guard *g, tex_stmt *s)
 {
     int mark = g->n_lets;
     tex_expr *cond = top(g, s->u.ifs.cond);
+    g->n_branches++;
     /* A guard around one store hoists that store's loads before the IF;
      * other branches' statements wrap what they hoist themselves. */
     bool guard_store = !s->u.ifs.else_s && s->u.ifs.then_s->kind == TEXI_STMT_STORE;
     tex_stmt *t =
         guard_store ? guarded_store(g, s->u.ifs.then_s, s->u.ifs.cond) : walk(g, s->u.ifs.then_s);
     tex_stmt *f = s->u.ifs.else_s ? walk(g, s->u.ifs.else_s) : NULL;
+    g->n_branches--;
     if (!t || (s->u.ifs.else_s && !f))
         return NULL;
     if (cond != s->u.ifs.cond || t != s->u.ifs.then_s || f != s->u.ifs.else_s)
@@ -336,7 +375,9 @@ static tex_stmt *walk_attr(guard *g, tex_stmt *s)
 {
     int mark = g->n_lets;
     bool atomic = s->u.attr.id == TEXI_ATTR_ATOMIC && s->u.attr.body->kind == TEXI_STMT_STORE;
+    g->n_branches++;
     tex_stmt *body = atomic ? walk_store(g, s->u.attr.body) : walk(g, s->u.attr.body);
+    g->n_branches--;
     return body ? wrap(g, texi_stmt_with_body(g->ctx, s, body), mark) : NULL;
 }
 
