@@ -17,7 +17,10 @@
  *   tensorized tiles  (the GEMM-like stage fits a CPU GEMM built-in,
  *          tensorize.c): the root's columns split by the built-in's NR and
  *          its rows into strips that fit L1; the GEMM stage computed per
- *          strip in 6-row tiles that call the built-in (schedule_tz_tiles).
+ *          strip in 6-row tiles that call the built-in, or once per panel
+ *          when the panel's output is small (is_wide: a conv of a small
+ *          image, its weights packed per L1-sized depth block)
+ *          (schedule_tz_tiles).
  *   rows   (row-wise chains): the root's leading dims up to the kernel's
  *          depth (at most all but the last) fused into one parallel row
  *          loop, or for a 1-d root chunks sized to fit L1; every member
@@ -63,14 +66,20 @@ static int vectorize_axis(const texi_as_graph *g, tex_stage *st, tex_iter *iv)
     return tex_vectorize(st, in);
 }
 
+/* Fuses st's leaves [first, first + n) into one loop (*out); n >= 1. */
+static int fuse_range(tex_stage *st, int first, int n, tex_iter **out)
+{
+    tex_iter *f = tex_stage_axis(st, first);
+    for (int k = 1; k < n; k++)
+        TEXI_TRY(tex_fuse(st, f, tex_stage_axis(st, first + 1), &f));
+    *out = f;
+    return 0;
+}
+
 /* Fuses st's leaves [0, n) into one loop (*out); n >= 1. */
 static int fuse_leading(tex_stage *st, int n, tex_iter **out)
 {
-    tex_iter *f = tex_stage_axis(st, 0);
-    for (int k = 1; k < n; k++)
-        TEXI_TRY(tex_fuse(st, f, tex_stage_axis(st, 1), &f));
-    *out = f;
-    return 0;
+    return fuse_range(st, 0, n, out);
 }
 
 /* Reorders st's leaves so that iv comes last; the others keep their order. */
@@ -221,10 +230,11 @@ static int gemm_tile_inner(texi_as_graph *g, tex_stage *gs)
 }
 
 /* Packing: the right operand of GEMM stage gs copied per column panel into a
- * contiguous K x NB buffer (cache_read, computed at the root's panel loop
- * `panel`), so that the tiles of the panel read it with unit stride instead
- * of one cache line per row of the operand. Left alone when that operand is
- * inlined (there is no buffer to copy from). */
+ * contiguous K x NB buffer (cache_read, computed at loop `panel` of stage
+ * `root`: the root's panel loop, or a wide tensorized panel's depth-block
+ * loop of gs itself), so that the tiles of the panel read it with unit
+ * stride instead of one cache line per row of the operand. Left alone when
+ * that operand is inlined (there is no buffer to copy from). */
 static int pack_panel(texi_as_graph *g, tex_stage *gs, tex_stage *root, tex_iter *panel)
 {
     tex_tensor *b = texi_as_panel_operand(gs);
@@ -275,19 +285,37 @@ static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
     return op->n_raxes ? 0 : tex_vectorize(st, ni);
 }
 
+/* The depth of one UPDATE of a wide panel (schedule_tz_tiles) for a
+ * reduction of extent k: k in as few blocks as keep a depth x NR block of
+ * the packed operand (f32) within two thirds of L1, as equal as a multiple
+ * of 16 allows, so that every row tile of the panel reads the block from
+ * L1 (a tile of a row's last pixels has too few FMAs per loaded vector to
+ * stream it from L2). */
+static int64_t l1_depth(const texi_as_graph *g, int64_t k)
+{
+    int64_t most = 2 * g->mach.l1 / 3 / (g->tz_nr * 4);
+    most = most > 16 ? most - most % 16 : 16;
+    int64_t blocks = (k + most - 1) / most, d = (k + blocks - 1) / blocks;
+    d += (16 - d % 16) % 16;
+    return d < k ? d : k;
+}
+
 /* The tensorized GEMM stage's loops inside its row strip: (leading axes,
  * other reduce axes, k / KC, rows / 6, rows % 6, k % KC, columns), the
  * rows % 6 tensorized with the built-in: the strip's tiles RESET first,
  * then one UPDATE per tile and iteration of the loops outside the row
  * tiles (a conv's window positions, the depth blocks), so that each block
- * of the right operand is reused from L1 by every tile of the strip.
+ * of the right operand is reused by every tile of the strip.
  * KC = K up to 2 * 256, else 256; the last partial k tile and the strip's
  * last partial row tile run built-in instances of smaller depth or fewer
  * rows; the columns are vectorized for the edge tiles that run the
  * ordinary nest. The k split is there even when KC = K, so that tex_tune
  * (which mutates the split factors of the schedule's trace) can block the
- * depth. */
-static int tz_strip_inner(texi_as_graph *g, tex_stage *gs)
+ * depth. With `wide` the stage covers the whole panel: the leading axes
+ * move inside k / KC, and KC = l1_depth, so each block of the operand
+ * stays in L1 while all of the panel's row tiles use it. *kblock receives
+ * the k / KC loop. */
+static int tz_strip_inner(texi_as_graph *g, tex_stage *gs, bool wide, tex_iter **kblock)
 {
     const texi_op *op = gs->op;
     tex_iter *order[MAX_LEAVES], *k, *ko, *ki, *mo, *mi;
@@ -299,14 +327,18 @@ static int tz_strip_inner(texi_as_graph *g, tex_stage *gs)
                           gs->tensor->name, g->tz_builtin);
     tex_iter *m = op->axes[nax - 2], *c = op->axes[nax - 1];
     TEXI_TRY(tex_split(gs, m, tex_int(g->ctx, TILE_ROWS), &mo, &mi));
-    for (int a = 0; a < nax - 2; a++)
+    for (int a = 0; a < nax - 2 && !wide; a++)
         order[n++] = op->axes[a];
     for (int r = 0; r < op->n_raxes; r++)
         if (op->raxes[r] != k)
             order[n++] = op->raxes[r];
     const_extent(k, &e);
-    TEXI_TRY(tex_split(gs, k, tex_int(g->ctx, e > 2 * TZ_DEPTH ? TZ_DEPTH : e), &ko, &ki));
+    int64_t kc = wide ? l1_depth(g, e) : e > 2 * TZ_DEPTH ? TZ_DEPTH : e;
+    TEXI_TRY(tex_split(gs, k, tex_int(g->ctx, kc), &ko, &ki));
+    *kblock = ko;
     order[n++] = ko;
+    for (int a = 0; a < nax - 2 && wide; a++)
+        order[n++] = op->axes[a];
     order[n++] = mo;
     order[n++] = mi;
     order[n++] = ki;
@@ -331,14 +363,44 @@ static int64_t strip_rows(const texi_as_graph *g, const tex_stage *st)
     return fit > TILE_ROWS ? fit : TILE_ROWS;
 }
 
+/* Whether tensorized GEMM stage gs computes a whole column panel at once
+ * (tz_strip_inner's `wide`): it has leading dims, one panel of its operand
+ * serves them all (texi_as_panel_shared: a conv's weights) and the
+ * panel's output, every leading index and row by NR f32 columns, fits in
+ * an eighth of L2 (a conv's output of 7 x 7 to 28 x 28 pixels). Each depth
+ * block of the packed panel is then reused by all of the panel's row
+ * tiles instead of the few of one output row. */
+static bool is_wide(const texi_as_graph *g, const tex_stage *gs)
+{
+    const texi_op *op = gs->op;
+    int64_t bytes = g->tz_nr * 4, e;
+    if (op->n_axes <= 2 || !texi_as_panel_shared(gs))
+        return false;
+    for (int a = 0; a < op->n_axes - 1; a++) {
+        if (!const_extent(op->axes[a], &e) || e > g->mach.l2)
+            return false;
+        bytes *= e;
+        if (bytes > g->mach.l2 / 8)
+            return false;
+    }
+    return true;
+}
+
 /* "tiles" on the CPU GEMM built-in: the root's columns split by NR (the
  * built-in's tile) and its rows into strips (strip_rows), loop order
  * (column panels, leading dims, row strips, rows, columns); the panel
- * loop parallel alone when there are at least two panels per thread, else
- * fused with the leading dims; the right operand packed per panel; the
- * GEMM stage computed per strip and tensorized (tz_strip_inner), so the
- * built-in handles the strip's last rows; the epilogue computed per strip
- * too, while the strip is in L1. */
+ * loop parallel when there are at least two panels per thread (or no
+ * leading dims), else serial around the leading dims fused and parallel,
+ * so that each panel is still packed once, not once per leading index;
+ * the right operand packed per panel when it has more columns than one
+ * panel (with exactly NR its rows already are the packed panel: the copy
+ * would only cost time); the GEMM stage computed per strip, or with a
+ * parallel panel loop and a small output per panel once per panel
+ * (is_wide, and then packed per depth block, just before the tiles read
+ * the block from L1: the copy's loads from memory then alternate with the
+ * tiles' FMAs instead of running as one phase), and tensorized
+ * (tz_strip_inner), so the built-in handles the strip's last rows; the
+ * epilogue computed per strip, while the strip is in L1. */
 static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
 {
     tex_stage *st = g->nodes[r].st;
@@ -363,11 +425,14 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
     bool alone = nax == 2 || (cols + g->tz_nr - 1) / g->tz_nr >= 2 * (int64_t)g->mach.threads;
     tex_iter *par = no;
     if (!alone)
-        TEXI_TRY(fuse_leading(st, nax - 1, &par));
+        TEXI_TRY(fuse_range(st, 1, nax - 2, &par));
     TEXI_TRY(tex_parallel(st, par));
-    TEXI_TRY(tex_compute_at(gs, st, mo));
-    TEXI_TRY(pack_panel(g, gs, st, par));
-    TEXI_TRY(tz_strip_inner(g, gs));
+    bool wide = alone && is_wide(g, gs);
+    TEXI_TRY(tex_compute_at(gs, st, wide ? no : mo));
+    tex_iter *kb = NULL;
+    TEXI_TRY(tz_strip_inner(g, gs, wide, &kb));
+    if (cols > g->tz_nr)
+        TEXI_TRY(wide ? pack_panel(g, gs, gs, kb) : pack_panel(g, gs, st, no));
     TEXI_TRY(attach_members(g, r, mo, gemm_node));
     return op->n_raxes ? 0 : vectorize_axis(g, st, ni);
 }

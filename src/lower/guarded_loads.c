@@ -19,8 +19,10 @@
  * Not in the pipeline: the CPU backend runs it on every function it emits
  * (backend.c). The interpreter and the oracle evaluate selects lazily and
  * device_split treats top-level LETs as host values, so the rewrite belongs
- * to the C target only. Clamping: above safe_load(); the positions handled:
- * above rewrite_stmt().
+ * to the C target only. Clamping: above safe_load(), and above clamp_base()
+ * for a load in a vectorized loop whose conditions are the same for every
+ * lane (the lanes' base is clamped, so the load stays one vector); the
+ * positions handled: above rewrite_stmt().
  */
 #include "lower/lower.h"
 
@@ -36,7 +38,13 @@ typedef struct {
     int n_env, cap_env;
     hoist *lets; /* loads hoisted out of the current statement, outermost first */
     int n_lets, cap_lets;
-    bool cond; /* the expression being rewritten is evaluated conditionally */
+    bool cond;            /* the expression being rewritten is evaluated conditionally */
+    bool lane_free;       /* ...under conditions that use no lane_vars (all lanes alike) */
+    tex_expr *vec;        /* the innermost enclosing vectorized loop's variable, or NULL */
+    int64_t lanes;        /* its constant extent (its min is 0) */
+    tex_expr **lane_vars; /* vec and every loop or LET variable inside its loop */
+    int n_lane_vars, cap_lane_vars;
+    int n_branches; /* IFs and ATTRs between vec's loop and the statement */
     bool failed;
 } guard;
 
@@ -110,12 +118,49 @@ static tex_expr *safe_load(guard *g, texi_buffer *buf, tex_expr *index, tex_dtyp
     return c && z ? texi_select_new(c, ld, z) : NULL;
 }
 
+/*
+ * The clamped index of a load whose conditions hold for all lanes of the
+ * enclosing vectorized loop v or for none (g->lane_free: a padding's
+ * select tests the pixel, not the channel that v runs over) and whose
+ * index is base + v, with no IF or ATTR between the loop and the load
+ * (a guard there, such as a partial vector's, may depend on the lane
+ * without the select showing it): max(min(base, n - lanes), 0) + v. Where the
+ * conditions hold, every lane's index is in the buffer, so base lies in
+ * [0, n - lanes] and the clamp changes nothing; elsewhere the lanes are
+ * discarded, and the clamped lanes stay in the buffer. Unlike a clamp of
+ * each lane, it keeps the index affine in v, so the C printer loads one
+ * contiguous vector instead of one element per lane. NULL when the load
+ * does not qualify (safe_load then clamps each lane).
+ */
+static tex_expr *clamp_base(guard *g, texi_buffer *buf, tex_expr *index)
+{
+    int64_t c = 0;
+    if (!g->vec || !g->lane_free || g->n_branches || !texi_linear_in(index, g->vec, &c) || c != 1)
+        return NULL;
+    tex_dtype it = index->dtype;
+    tex_expr *n = buffer_size(g, buf, it), *lanes = imm(g, it, g->lanes);
+    if (!n || !proven(g, TEXI_EXPR_GE, n, lanes))
+        return NULL;
+    tex_expr *zero = imm(g, it, 0);
+    tex_expr *base = texi_substitute(index, 1, &g->vec, &zero);
+    tex_expr *hi = base ? texi_simplify(texi_binary(TEXI_EXPR_SUB, n, lanes), 0, NULL) : NULL;
+    tex_expr *j = hi ? texi_binary(TEXI_EXPR_MIN, texi_simplify(base, 0, NULL), hi) : NULL;
+    j = j ? texi_binary(TEXI_EXPR_MAX, j, zero) : NULL;
+    j = j ? texi_binary(TEXI_EXPR_ADD, j, g->vec) : NULL;
+    if (!j)
+        g->failed = true;
+    return j;
+}
+
 /* The variable standing for the hoisted load buf[index] (an equal load
  * hoisted before from this statement is reused). */
 static tex_expr *hoist_load(guard *g, tex_expr *load, tex_expr *index)
 {
     texi_buffer *buf = load->u.load.buf;
-    tex_expr *value = safe_load(g, buf, index, load->dtype);
+    tex_expr *lane_index = clamp_base(g, buf, index);
+    tex_expr *value = lane_index  ? texi_load_new(buf, lane_index)
+                      : g->failed ? NULL
+                                  : safe_load(g, buf, index, load->dtype);
     for (int i = 0; value && i < g->n_lets; i++)
         if (texi_expr_equal(g->lets[i].value, value))
             return g->lets[i].var;
@@ -136,13 +181,42 @@ static tex_expr *hoist_load(guard *g, tex_expr *load, tex_expr *index)
 
 static tex_expr *rewrite(tex_expr *e, void *ud);
 
-/* e rewritten with cond as the conditional flag. */
-static tex_expr *sub(guard *g, tex_expr *e, bool cond)
+/* Whether e uses a variable that may differ between the lanes of g->vec. */
+static bool uses_lane(const guard *g, const tex_expr *e)
 {
-    bool saved = g->cond;
+    for (int i = 0; i < g->n_lane_vars; i++)
+        if (texi_expr_uses_var(e, g->lane_vars[i]))
+            return true;
+    return false;
+}
+
+/* Records var as one that may differ between lanes (inside g->vec's loop);
+ * false on failure. */
+static bool push_lane_var(guard *g, tex_expr *var)
+{
+    tex_expr **v = texi_grow(g->ctx, g->lane_vars, g->n_lane_vars, &g->cap_lane_vars, sizeof *v,
+                             "guarded_loads");
+    if (!v)
+        return false;
+    g->lane_vars = v;
+    g->lane_vars[g->n_lane_vars++] = var;
+    return true;
+}
+
+/* e rewritten with cond as the conditional flag; `test` the condition that
+ * makes it conditional (NULL: none new), which may or may not use the
+ * vector lane (lane_free). */
+static tex_expr *sub(guard *g, tex_expr *e, bool cond, tex_expr *test)
+{
+    bool saved = g->cond, saved_free = g->lane_free;
+    if (cond && !g->cond)
+        g->lane_free = test && !uses_lane(g, test);
+    else if (test && uses_lane(g, test))
+        g->lane_free = false;
     g->cond = g->cond || cond;
     tex_expr *r = texi_expr_mutate(e, rewrite, g);
     g->cond = saved;
+    g->lane_free = saved_free;
     if (!r)
         g->failed = true;
     return r ? r : e;
@@ -156,21 +230,21 @@ static tex_expr *rewrite(tex_expr *e, void *ud)
     tex_expr *a, *b, *c;
     switch (e->kind) {
     case TEXI_EXPR_SELECT:
-        c = sub(g, e->u.sel.cond, false);
-        a = sub(g, e->u.sel.t, true);
-        b = sub(g, e->u.sel.f, true);
+        c = sub(g, e->u.sel.cond, false, NULL);
+        a = sub(g, e->u.sel.t, true, e->u.sel.cond);
+        b = sub(g, e->u.sel.f, true, e->u.sel.cond);
         if (c == e->u.sel.cond && a == e->u.sel.t && b == e->u.sel.f)
             return e;
         return (c = texi_select_new(c, a, b)) ? c : (g->failed = true, e);
     case TEXI_EXPR_AND:
     case TEXI_EXPR_OR:
-        a = sub(g, e->u.bin.a, false);
-        b = sub(g, e->u.bin.b, true);
+        a = sub(g, e->u.bin.a, false, NULL);
+        b = sub(g, e->u.bin.b, true, e->u.bin.a);
         if (a == e->u.bin.a && b == e->u.bin.b)
             return e;
         return (c = texi_binary(e->kind, a, b)) ? c : (g->failed = true, e);
     case TEXI_EXPR_LOAD:
-        a = sub(g, e->u.load.index, false);
+        a = sub(g, e->u.load.index, false, NULL);
         if (g->cond && !e->u.load.mask) // a predicated load reads only where it may
             return hoist_load(g, e, a);
         if (a == e->u.load.index)
@@ -184,7 +258,7 @@ static tex_expr *rewrite(tex_expr *e, void *ud)
 /* e rewritten at the top of a statement (not conditional). */
 static tex_expr *top(guard *g, tex_expr *e)
 {
-    return e ? sub(g, e, false) : NULL;
+    return e ? sub(g, e, false, NULL) : NULL;
 }
 
 /* s inside the LETs hoisted from it since mark; the list is cut back. */
@@ -211,20 +285,41 @@ static tex_stmt *scoped(guard *g, tex_expr *var, tex_expr *min, tex_expr *extent
     return r;
 }
 
+/* A vectorized loop from 0 over a constant extent becomes g->vec for its
+ * body (clamp_base); a loop inside it adds its variable to the lane
+ * variables. */
 static tex_stmt *walk_for(guard *g, tex_stmt *s)
 {
-    return texi_stmt_with_body(
-        g->ctx, s, scoped(g, s->u.loop.var, s->u.loop.min, s->u.loop.extent, s->u.loop.body));
+    tex_expr *saved_vec = g->vec;
+    int64_t saved_lanes = g->lanes, lanes = 0, min = -1;
+    int saved_n = g->n_lane_vars, saved_branches = g->n_branches;
+    if (s->u.loop.for_kind == TEXI_FOR_VECTORIZED && texi_expr_is_int_const(s->u.loop.min, &min) &&
+        min == 0 && texi_expr_is_int_const(s->u.loop.extent, &lanes) && lanes > 0) {
+        g->vec = s->u.loop.var;
+        g->lanes = lanes;
+        g->n_branches = 0;
+    }
+    if (g->vec && !push_lane_var(g, s->u.loop.var))
+        return NULL;
+    tex_stmt *body = scoped(g, s->u.loop.var, s->u.loop.min, s->u.loop.extent, s->u.loop.body);
+    g->vec = saved_vec;
+    g->lanes = saved_lanes;
+    g->n_lane_vars = saved_n;
+    g->n_branches = saved_branches;
+    return body ? texi_stmt_with_body(g->ctx, s, body) : NULL;
 }
 
 /* An integer LET variable ranges over its value (as the C emitter assumes). */
 static tex_stmt *walk_let(guard *g, tex_stmt *s)
 {
-    int mark = g->n_lets;
+    int mark = g->n_lets, saved_n = g->n_lane_vars;
     tex_expr *var = s->u.let.var, *value = top(g, s->u.let.value);
+    if (g->vec && !push_lane_var(g, var))
+        return NULL;
     tex_stmt *body = texi_dtype_is_float(var->dtype)
                          ? walk(g, s->u.let.body)
                          : scoped(g, var, value, imm(g, var->dtype, 1), s->u.let.body);
+    g->n_lane_vars = saved_n;
     if (!body)
         return NULL;
     if (value != s->u.let.value || body != s->u.let.body)
@@ -232,17 +327,20 @@ static tex_stmt *walk_let(guard *g, tex_stmt *s)
     return wrap(g, s, mark);
 }
 
-static tex_stmt *guarded_store(guard *g, tex_stmt *s);
+static tex_stmt *guarded_store(guard *g, tex_stmt *s, tex_expr *test);
 
 static tex_stmt *walk_if(guard *g, tex_stmt *s)
 {
     int mark = g->n_lets;
     tex_expr *cond = top(g, s->u.ifs.cond);
+    g->n_branches++;
     /* A guard around one store hoists that store's loads before the IF;
      * other branches' statements wrap what they hoist themselves. */
     bool guard_store = !s->u.ifs.else_s && s->u.ifs.then_s->kind == TEXI_STMT_STORE;
-    tex_stmt *t = guard_store ? guarded_store(g, s->u.ifs.then_s) : walk(g, s->u.ifs.then_s);
+    tex_stmt *t =
+        guard_store ? guarded_store(g, s->u.ifs.then_s, s->u.ifs.cond) : walk(g, s->u.ifs.then_s);
     tex_stmt *f = s->u.ifs.else_s ? walk(g, s->u.ifs.else_s) : NULL;
+    g->n_branches--;
     if (!t || (s->u.ifs.else_s && !f))
         return NULL;
     if (cond != s->u.ifs.cond || t != s->u.ifs.then_s || f != s->u.ifs.else_s)
@@ -262,10 +360,12 @@ static tex_stmt *walk_store(guard *g, tex_stmt *s)
  * value is conditional, so it is hoisted like a select arm's (the LETs go
  * around the IF). GCC 12's SLP vectorizer miscompiles a guarded accumulate
  * `if (c) S[i] = S[i] + X[j]` (a predicated reduction), also without
- * -march; an unconditional load then a guarded store it gets right. */
-static tex_stmt *guarded_store(guard *g, tex_stmt *s)
+ * -march; an unconditional load then a guarded store it gets right.
+ * test is the guard's condition. */
+static tex_stmt *guarded_store(guard *g, tex_stmt *s, tex_expr *test)
 {
-    tex_expr *index = sub(g, s->u.store.index, true), *value = sub(g, s->u.store.value, true);
+    tex_expr *index = sub(g, s->u.store.index, true, test);
+    tex_expr *value = sub(g, s->u.store.value, true, test);
     if (index == s->u.store.index && value == s->u.store.value)
         return s;
     return texi_store_at(g->ctx, s, index, value);
@@ -275,7 +375,9 @@ static tex_stmt *walk_attr(guard *g, tex_stmt *s)
 {
     int mark = g->n_lets;
     bool atomic = s->u.attr.id == TEXI_ATTR_ATOMIC && s->u.attr.body->kind == TEXI_STMT_STORE;
+    g->n_branches++;
     tex_stmt *body = atomic ? walk_store(g, s->u.attr.body) : walk(g, s->u.attr.body);
+    g->n_branches--;
     return body ? wrap(g, texi_stmt_with_body(g->ctx, s, body), mark) : NULL;
 }
 

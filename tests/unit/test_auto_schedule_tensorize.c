@@ -104,25 +104,36 @@ static void test_no_tensorize(void)
 }
 
 /* relu(conv2d(X, W) + bias) in NHWC, X [n, h, h, ch], W [r, r, ch, f],
- * padding pad, stride st (layout NCHW: X [n, ch, h, h], W [f, ch, r, r]). */
+ * padding pad, stride st (layout NCHW: X [n, ch, h, h], W [f, ch, r, r]),
+ * defined in c (initialized here); its output. */
+static tex_tensor *conv_define(as_case *c, tex_layout layout, int64_t n, int64_t ch, int64_t h,
+                               int64_t f, int64_t r, int64_t pad, int64_t st, bool epilogue)
+{
+    case_init(c, epilogue ? "tz_conv_epilogue" : "tz_conv", 0, NULL, false);
+    tex_expr *N = tex_int(c->ctx, n), *C = tex_int(c->ctx, ch), *H = tex_int(c->ctx, h);
+    tex_expr *F = tex_int(c->ctx, f), *R = tex_int(c->ctx, r);
+    bool nchw = layout == TEX_LAYOUT_NCHW;
+    tex_tensor *X =
+        ops_input(&c->w, "X", 4, nchw ? (tex_expr *[]){N, C, H, H} : (tex_expr *[]){N, H, H, C});
+    tex_tensor *W =
+        ops_input(&c->w, "W", 4, nchw ? (tex_expr *[]){F, C, R, R} : (tex_expr *[]){R, R, C, F});
+    tex_tensor *y = tex_op_conv2d(c->ctx, epilogue ? "Cv" : "Y", X, W, (int64_t[]){st, st},
+                                  (int64_t[]){pad, pad}, NULL, 1, layout);
+    if (epilogue) {
+        tex_tensor *bias = ops_input(&c->w, "bias", 1, &F);
+        y = tex_op_relu(c->ctx, "Y", tex_op_bias_add(c->ctx, "Yb", y, bias, nchw ? 1 : 3));
+    }
+    return y;
+}
+
+/* conv_define's conv, auto-scheduled for "cpu" and checked against the
+ * oracle; its GEMM stage must be tensorized iff want_tz (and the host has a
+ * built-in of at most f columns). */
 static void run_conv(tex_layout layout, int64_t n, int64_t ch, int64_t h, int64_t f, int64_t r,
                      int64_t pad, int64_t st, bool epilogue, bool want_tz)
 {
     as_case c;
-    case_init(&c, epilogue ? "tz_conv_epilogue" : "tz_conv", 0, NULL, false);
-    tex_expr *N = tex_int(c.ctx, n), *C = tex_int(c.ctx, ch), *H = tex_int(c.ctx, h);
-    tex_expr *F = tex_int(c.ctx, f), *R = tex_int(c.ctx, r);
-    bool nchw = layout == TEX_LAYOUT_NCHW;
-    tex_tensor *X =
-        ops_input(&c.w, "X", 4, nchw ? (tex_expr *[]){N, C, H, H} : (tex_expr *[]){N, H, H, C});
-    tex_tensor *W =
-        ops_input(&c.w, "W", 4, nchw ? (tex_expr *[]){F, C, R, R} : (tex_expr *[]){R, R, C, F});
-    tex_tensor *y = tex_op_conv2d(c.ctx, epilogue ? "Cv" : "Y", X, W, (int64_t[]){st, st},
-                                  (int64_t[]){pad, pad}, NULL, 1, layout);
-    if (epilogue) {
-        tex_tensor *bias = ops_input(&c.w, "bias", 1, &F);
-        y = tex_op_relu(c.ctx, "Y", tex_op_bias_add(c.ctx, "Yb", y, bias, nchw ? 1 : 3));
-    }
+    tex_tensor *y = conv_define(&c, layout, n, ch, h, f, r, pad, st, epilogue);
     tex_schedule *s = case_check(&c, y, "cpu");
     bool tz = want_tz && nr > 0 && f >= nr;
     if (s) {
@@ -144,6 +155,59 @@ static void test_conv(void)
     run_conv(TEX_LAYOUT_NHWC, 1, 1, 1, 64, 3, 1, 1, true, true);
     run_conv(TEX_LAYOUT_NHWC, 1, 17, 11, 131, 1, 0, 1, true, true);
     run_conv(TEX_LAYOUT_NHWC, 1, 7, 5, 67, 5, 2, 1, false, true);
+}
+
+/* The name of the stage that the stage named name in s is computed in
+ * (compute_at), or NULL. */
+static const char *attach_host(tex_schedule *s, const char *name)
+{
+    for (int i = 0; i < s->n_stages; i++)
+        if (strcmp(s->stages[i]->tensor->name, name) == 0 && s->stages[i]->attach == TEXI_ATTACH_AT)
+            return s->stages[i]->attach_stage->tensor->name;
+    return NULL;
+}
+
+/* A tensorized NHWC conv (n images, ch channels, h x h, f filters, r x r,
+ * padding r / 2) for target, checked against the oracle, with the packed
+ * weights "W.local" computed in the stage named pack_in: the GEMM stage
+ * for a wide panel (packed per depth block), the output for a panel
+ * packed at its panel loop, or none at all (NULL: f is one panel). */
+static void run_conv_panels(int64_t n, int64_t ch, int64_t h, int64_t f, int64_t r, bool epilogue,
+                            const char *target, const char *pack_in)
+{
+    as_case c;
+    tex_tensor *y = conv_define(&c, TEX_LAYOUT_NHWC, n, ch, h, f, r, r / 2, 1, epilogue);
+    tex_schedule *s = case_check(&c, y, target);
+    if (s) {
+        const char *host = attach_host(s, "W.local");
+        TT_CHECK(tensorized(s, epilogue ? "Cv" : "Y.local"));
+        TT_CHECK(pack_in ? host && strcmp(host, pack_in) == 0 : attach_of(s, "W.local") == -1);
+        if (tt_failed_checks)
+            printf("  %s, f = %lld: W.local in %s, want %s\n", target, (long long)f,
+                   host ? host : "(none)", pack_in ? pack_in : "(none)");
+    }
+    tex_ctx_free(c.ctx);
+}
+
+/* How the packed weights follow the panels (docs/auto_schedule.md,
+ * "Tensorized tiles"): a small output per panel is computed whole, the
+ * weights packed per depth block (a depth above the block's, 200 channels,
+ * has a partial last block; rows of 7 and 5 pixels end in a partial row
+ * tile; a batch of 2 is one more leading dim); a large output per panel, or
+ * too few panels for the threads, packs each panel once; a conv of exactly
+ * one panel's filters reads the weights as they are. */
+static void test_conv_panels(void)
+{
+    if (nr != 64) /* the shapes below are sized for AVX-512's 64-column tiles */
+        return;
+    run_conv_panels(1, 200, 7, 131, 3, true, "cpu -threads=1", "Cv");
+    if (quick)
+        return;
+    run_conv_panels(2, 13, 5, 256, 3, false, "cpu -threads=2", "Y.local");
+    run_conv_panels(1, 2, 64, 131, 3, false, "cpu -threads=1", "Y"); /* 1 MiB per panel */
+    run_conv_panels(2, 7, 9, 131, 3, true, "cpu -threads=3", "Y");   /* 3 panels, 3 threads */
+    run_conv_panels(1, 9, 11, 64, 3, false, "cpu -threads=2", NULL); /* one panel */
+    run_conv_panels(1, 17, 13, 64, 1, true, "cpu -threads=1", NULL); /* 1x1, one panel */
 }
 
 /* The ordinary register tiles for convs the built-in does not fit. */
@@ -198,6 +262,7 @@ int main(void)
     TT_RUN(test_matmul_fallback);
     TT_RUN(test_no_tensorize);
     TT_RUN(test_conv);
+    TT_RUN(test_conv_panels);
     TT_RUN(test_conv_fallback);
     tt_remove_tree(cache_dir);
     return tt_finish();
