@@ -81,7 +81,7 @@ static void expect_stores(const char *what, tex_expr *extent, tex_stmt *body, in
 static int jam_for(int chains, int64_t extent)
 {
     int j = (texi_host_vector_bytes() >= 64 ? 8 : 4) / chains;
-    j = j < 4 ? j : 4;
+    j = j < 2 ? j : 2;
     return j < extent ? j : (int)extent;
 }
 
