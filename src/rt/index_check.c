@@ -18,26 +18,24 @@
  */
 #include "rt/backend.h"
 
-/* Element p of an integer index array (i32 or i64, as src/sparse makes them). */
+/* The entries of index array t (parameter i): *a32 when they are i32,
+ * else *a64 (src/sparse makes no other type); the other one is NULL. */
+static void entries(const tex_kernel *k, int i, const DLTensor *t, const int32_t **a32,
+                    const int64_t **a64)
+{
+    const void *base = (const char *)t->data + t->byte_offset;
+    bool wide = k->params[i].dtype == TEX_I64;
+    *a32 = wide ? NULL : (const int32_t *)base;
+    *a64 = wide ? (const int64_t *)base : NULL;
+}
+
+/* Element p of an integer index array. */
 static int64_t index_at(const tex_kernel *k, int i, const DLTensor *t, int64_t p)
 {
-    const char *base = (const char *)t->data + t->byte_offset;
-    return k->params[i].dtype == TEX_I64 ? ((const int64_t *)(const void *)base)[p]
-                                         : ((const int32_t *)(const void *)base)[p];
-}
-
-/* The entries of index array t (parameter i) as i32, or NULL when it is i64. */
-static const int32_t *as_i32(const tex_kernel *k, int i, const DLTensor *t)
-{
-    const char *base = (const char *)t->data + t->byte_offset;
-    return k->params[i].dtype == TEX_I64 ? NULL : (const int32_t *)(const void *)base;
-}
-
-/* The entries of index array t (parameter i) as i64, or NULL when it is i32. */
-static const int64_t *as_i64(const tex_kernel *k, int i, const DLTensor *t)
-{
-    const char *base = (const char *)t->data + t->byte_offset;
-    return k->params[i].dtype == TEX_I64 ? (const int64_t *)(const void *)base : NULL;
+    const int32_t *a32;
+    const int64_t *a64;
+    entries(k, i, t, &a32, &a64);
+    return a32 ? a32[p] : a64[p];
 }
 
 /* The largest of a[0 .. n) as unsigned (a negative entry counts as more
@@ -59,8 +57,9 @@ static uint32_t max_u32(const int32_t *a, int64_t n)
 /* Whether entries [0, n) of t all lie in [0, bound). */
 static bool all_within(const tex_kernel *k, int i, const DLTensor *t, int64_t n, int64_t bound)
 {
-    const int32_t *a32 = as_i32(k, i, t);
-    const int64_t *a64 = as_i64(k, i, t);
+    const int32_t *a32;
+    const int64_t *a64;
+    entries(k, i, t, &a32, &a64);
     if (n == 0)
         return true;
     int64_t limit = bound < ((int64_t)1 << 31) ? bound : (int64_t)1 << 31; /* of an i32 entry */
@@ -76,8 +75,9 @@ static bool all_within(const tex_kernel *k, int i, const DLTensor *t, int64_t n,
 static bool increasing(const tex_kernel *k, int i, const DLTensor *t, int64_t lo, int64_t hi,
                        bool strict)
 {
-    const int32_t *a32 = as_i32(k, i, t);
-    const int64_t *a64 = as_i64(k, i, t);
+    const int32_t *a32;
+    const int64_t *a64;
+    entries(k, i, t, &a32, &a64);
     bool bad = false;
     for (int64_t p = lo; a32 && p + 1 < hi; p++)
         bad |= strict ? a32[p + 1] <= a32[p] : a32[p + 1] < a32[p];

@@ -204,24 +204,36 @@ static void expect_refused(tex_kernel *k, DLTensor *const arr[], const float *ou
         }
 }
 
+/* The CSR SpMM of a (symbolic sizes, f features) built for "cpu", c its
+ * computes; arr (views in v) receives its arguments: a's arrays, x (a.n x
+ * f) and out (a.m x f). NULL when it does not build. */
+static tex_kernel *csr_spmm_kernel(sp_fmt *c, sp_csr *a, int64_t f, float *x, float *out,
+                                   sp_view v[5], DLTensor *arr[5])
+{
+    fmt_init(c, a, f, true);
+    tex_tensor *y = sp_fmt_spmm(c);
+    tex_schedule *s = tex_schedule_new(c->ctx, 1, &y);
+    tex_tensor *args[] = {tex_sp_indptr(c->J), tex_sp_indices(c->J), tex_sp_values(c->A), c->X, y};
+    tex_func *fn = tex_lower_tensors(s, "spmm", 5, args);
+    arr[0] = sp_i32(&v[0], a->indptr, a->m + 1);
+    arr[1] = sp_i32(&v[1], a->indices, a->nnz);
+    arr[2] = sp_f32(&v[2], a->values, 1, a->nnz, 0);
+    arr[3] = sp_f32(&v[3], x, 2, a->n, f);
+    arr[4] = sp_f32(&v[4], out, 2, a->m, f);
+    return fn ? tex_build(fn, "cpu") : NULL;
+}
+
 /* Non-monotone indptr, indptr not starting at 0 or not ending at nnz, an
  * index out of range or negative: each refused before anything runs. */
 static void test_malformed_csr(void)
 {
     sp_csr a = sp_csr_random(9, 7, 3, SP_UNIFORM, 3);
     sp_fmt c;
-    fmt_init(&c, &a, 4, true);
-    tex_tensor *y = sp_fmt_spmm(&c);
-    tex_schedule *s = tex_schedule_new(c.ctx, 1, &y);
-    tex_tensor *args[] = {tex_sp_indptr(c.J), tex_sp_indices(c.J), tex_sp_values(c.A), c.X, y};
-    tex_func *fn = tex_lower_tensors(s, "spmm", 5, args);
-    tex_kernel *k = fn ? tex_build(fn, "cpu") : NULL;
-    TT_CHECK(k != NULL);
     float *x = sp_random_floats(a.n * 4, 1), out[9 * 4];
     sp_view v[5];
-    DLTensor *arr[] = {sp_i32(&v[0], a.indptr, a.m + 1), sp_i32(&v[1], a.indices, a.nnz),
-                       sp_f32(&v[2], a.values, 1, a.nnz, 0), sp_f32(&v[3], x, 2, a.n, 4),
-                       sp_f32(&v[4], out, 2, a.m, 4)};
+    DLTensor *arr[5];
+    tex_kernel *k = csr_spmm_kernel(&c, &a, 4, x, out, v, arr);
+    TT_CHECK(k != NULL);
     sp_poison(out, a.m * 4);
     int32_t saved = a.indptr[4];
     a.indptr[4] = a.indptr[5] + 1;
@@ -255,18 +267,11 @@ static void test_malformed_long(void)
 {
     sp_csr a = sp_csr_random(200, 150, 5, SP_UNIFORM, 4);
     sp_fmt c;
-    fmt_init(&c, &a, 3, true);
-    tex_tensor *y = sp_fmt_spmm(&c);
-    tex_schedule *s = tex_schedule_new(c.ctx, 1, &y);
-    tex_tensor *args[] = {tex_sp_indptr(c.J), tex_sp_indices(c.J), tex_sp_values(c.A), c.X, y};
-    tex_func *fn = tex_lower_tensors(s, "spmm", 5, args);
-    tex_kernel *k = fn ? tex_build(fn, "cpu") : NULL;
-    TT_CHECK(k != NULL && a.nnz > 3 * 64);
     float *x = sp_random_floats(a.n * 3, 2), *out = malloc(sizeof *out * (size_t)(a.m * 3));
     sp_view v[5];
-    DLTensor *arr[] = {sp_i32(&v[0], a.indptr, a.m + 1), sp_i32(&v[1], a.indices, a.nnz),
-                       sp_f32(&v[2], a.values, 1, a.nnz, 0), sp_f32(&v[3], x, 2, a.n, 3),
-                       sp_f32(&v[4], out, 2, a.m, 3)};
+    DLTensor *arr[5];
+    tex_kernel *k = csr_spmm_kernel(&c, &a, 3, x, out, v, arr);
+    TT_CHECK(k != NULL && a.nnz > 3 * 64);
     const int64_t at[] = {130, a.nnz - 1};
     const int32_t bad[] = {(int32_t)a.n, -1};
     char entry[64];
