@@ -33,6 +33,8 @@
  *
  * usage: conv2d          every layer
  *        conv2d S        only the layers whose name contains S
+ *        conv2d --source S   prints the C that tex generates for the first
+ *                        such layer (automatic schedule, 2 threads)
  */
 #include "common.h"
 #include "onednn_conv.h"
@@ -262,8 +264,28 @@ static void conv_measure(const conv_layer *L, int threads, bool manual, bool ora
     conv_release(&g);
 }
 
+/* Prints the generated C of the automatic schedule of the first layer
+ * whose name contains s, on 2 threads; 0 or 1. */
+static int print_source(const char *s)
+{
+    for (int l = 0; l < N_LAYERS; l++) {
+        if (!strstr(layers[l].name, s))
+            continue;
+        conv_case g = {.L = &layers[l], .threads = 2};
+        int rc = conv_alloc(&g) == 0 && conv_build(&g, false, false) == 0 ? 0 : 1;
+        if (rc == 0)
+            fputs(tex_kernel_source(g.kernel), stdout);
+        conv_release(&g);
+        return rc;
+    }
+    fprintf(stderr, "conv2d: no layer named like '%s'\n", s);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 2 && strcmp(argv[1], "--source") == 0)
+        return print_source(argv[2]);
     for (int l = 0; l < N_LAYERS; l++)
         for (int t = 1; t <= 2 && (argc < 2 || strstr(layers[l].name, argv[1])); t++)
             for (int manual = 0; manual <= 1; manual++)

@@ -17,7 +17,7 @@
  *   tensorized tiles  (the GEMM-like stage fits a CPU GEMM built-in,
  *          tensorize.c): the root's columns split by the built-in's NR and
  *          its rows into strips that fit L1; the GEMM stage computed per
- *          strip in 6-row tiles that call the built-in, or once per panel
+ *          strip in tiles of at most 6 rows that call the built-in, or once per panel
  *          when the panel's output is small (is_wide: a conv of a small
  *          image, its weights packed per L1-sized depth block)
  *          (schedule_tz_tiles).
@@ -300,21 +300,28 @@ static int64_t l1_depth(const texi_as_graph *g, int64_t k)
     return d < k ? d : k;
 }
 
+/* The rows of the built-in's tiles over `rows` rows (a conv's output row):
+ * the fewest tiles of at most 6 rows, as even as they go (7 rows are 4 + 3,
+ * not 6 + 1, whose one-row tile's four FMA chains would wait on their
+ * latency). */
+static int64_t tile_rows(int64_t rows)
+{
+    int64_t tiles = (rows + TILE_ROWS - 1) / TILE_ROWS;
+    return rows > 0 ? (rows + tiles - 1) / tiles : TILE_ROWS;
+}
+
 /* The tensorized GEMM stage's loops inside its row strip: (leading axes,
- * other reduce axes, k / KC, rows / 6, rows % 6, k % KC, columns), the
- * rows % 6 tensorized with the built-in: the strip's tiles RESET first,
- * then one UPDATE per tile and iteration of the loops outside the row
- * tiles (a conv's window positions, the depth blocks), so that each block
- * of the right operand is reused by every tile of the strip.
- * KC = K up to 2 * 256, else 256; the last partial k tile and the strip's
- * last partial row tile run built-in instances of smaller depth or fewer
- * rows; the columns are vectorized for the edge tiles that run the
- * ordinary nest. The k split is there even when KC = K, so that tex_tune
- * (which mutates the split factors of the schedule's trace) can block the
- * depth. With `wide` the stage covers the whole panel: the leading axes
- * move inside k / KC, and KC = l1_depth, so each block of the operand
- * stays in L1 while all of the panel's row tiles use it. *kblock receives
- * the k / KC loop. */
+ * other reduce axes, k / KC, rows / MR, rows % MR, k % KC, columns), MR
+ * the tile_rows of the rows, the rows % MR tensorized with the built-in: the strip's tiles RESET
+ * first, then one UPDATE per tile and iteration of the loops outside the row tiles (a conv's window
+ * positions, the depth blocks), so that each block of the right operand is reused by every tile of
+ * the strip. KC = K up to 2 * 256, else 256; the last partial k tile and the strip's last partial
+ * row tile run built-in instances of smaller depth or fewer rows; the columns are vectorized for
+ * the edge tiles that run the ordinary nest. The k split is there even when KC = K, so that
+ * tex_tune (which mutates the split factors of the schedule's trace) can block the depth. With
+ * `wide` the stage covers the whole panel: the leading axes move inside k / KC, and KC = l1_depth,
+ * so each block of the operand stays in L1 while all of the panel's row tiles use it. *kblock
+ * receives the k / KC loop. */
 static int tz_strip_inner(texi_as_graph *g, tex_stage *gs, bool wide, tex_iter **kblock)
 {
     const texi_op *op = gs->op;
@@ -326,7 +333,9 @@ static int tz_strip_inner(texi_as_graph *g, tex_stage *gs, bool wide, tex_iter *
         return texi_error(g->ctx, TEX_EINTERNAL, "tex_auto_schedule: stage '%s' no longer fits %s",
                           gs->tensor->name, g->tz_builtin);
     tex_iter *m = op->axes[nax - 2], *c = op->axes[nax - 1];
-    TEXI_TRY(tex_split(gs, m, tex_int(g->ctx, TILE_ROWS), &mo, &mi));
+    int64_t rows = 0;
+    const_extent(m, &rows);
+    TEXI_TRY(tex_split(gs, m, tex_int(g->ctx, tile_rows(rows)), &mo, &mi));
     for (int a = 0; a < nax - 2 && !wide; a++)
         order[n++] = op->axes[a];
     for (int r = 0; r < op->n_raxes; r++)

@@ -70,7 +70,7 @@ static void dump_builtin(texi_sb *sb, const texi_as_graph *g, const texi_as_node
     if (nd->tz_why)
         texi_sb_printf(sb, "; not tensorized: %s", nd->tz_why);
     else
-        texi_sb_printf(sb, "; tensorized with %s (6 x %lld tiles)", g->tz_builtin,
+        texi_sb_printf(sb, "; tensorized with %s (tiles of up to 6 x %lld)", g->tz_builtin,
                        (long long)g->tz_nr);
 }
 

@@ -724,14 +724,32 @@ static int tile_reduce_leaf(const stage_emit *se)
     return r;
 }
 
-/* For a CPU GEMM built-in: se->tz_intrin becomes the instance of the depth
- * of the tile's reduce leaf (constant extent ext_r). */
-static int pick_depth(sops *o, stage_emit *se, int r, tex_expr *ext_r)
+/* The first data leaf from the tensorized one inward (the rows of a CPU
+ * GEMM built-in's tile), or st->n_leaf. */
+static int tile_rows_leaf(const stage_emit *se)
 {
-    int64_t e;
-    if (r < 0 || !texi_intrin_cpu_depth(se->tz_intrin) || !texi_expr_is_int_const(ext_r, &e))
+    int d = se->tz;
+    while (d < se->st->n_leaf && se->red_leaf[d])
+        d++;
+    return d;
+}
+
+/* For a CPU GEMM built-in: se->tz_intrin becomes the instance of the depth
+ * of the tile's reduce leaf r (constant extent) and of the rows of its
+ * first data leaf when that has a constant extent below the built-in's
+ * (a row split by 4 runs the 4-row micro-kernel). ext: the extents of the
+ * leaves from se->tz. */
+static int pick_shape(sops *o, stage_emit *se, int r, tex_expr *const *ext)
+{
+    int64_t kr = texi_intrin_cpu_depth(se->tz_intrin), mr = texi_intrin_cpu_rows(se->tz_intrin), e;
+    int d = tile_rows_leaf(se);
+    if (!kr)
         return 0;
-    tex_intrin *in = texi_intrin_builtin_cpu_depth(o->ctx, se->tz_intrin, e);
+    if (r >= 0 && texi_expr_is_int_const(ext[r - se->tz], &e))
+        kr = e;
+    if (d < se->st->n_leaf && texi_expr_is_int_const(ext[d - se->tz], &e) && e > 0 && e < mr)
+        mr = e;
+    tex_intrin *in = texi_intrin_builtin_cpu_shape(o->ctx, se->tz_intrin, mr, kr);
     if (!in)
         return TEX_ENOMEM;
     se->tz_intrin = in;
@@ -777,9 +795,7 @@ static int pick_tails(sops *o, stage_emit *se, int r)
     if (r >= 0 && st->op->n_raxes == 1)
         TEXI_TRY(pick_tail(o, se, &se->tails[0], r, st->op->raxes[0],
                            texi_intrin_cpu_depth(se->tz_intrin)));
-    int d = se->tz;
-    while (d < st->n_leaf && se->red_leaf[d])
-        d++;
+    int d = tile_rows_leaf(se);
     for (int a = 0; d < st->n_leaf && a < st->op->n_axes && !se->tails[1].intrin; a++)
         TEXI_TRY(pick_tail(o, se, &se->tails[1], d, st->op->axes[a],
                            texi_intrin_cpu_rows(se->tz_intrin)));
@@ -819,7 +835,7 @@ static int setup_tensorize(sops *o, stage_emit *se)
             TEXI_TRY(push_env(o, var, ext[k]));
     }
     int r = tile_reduce_leaf(se);
-    TEXI_TRY(pick_depth(o, se, r, r < 0 ? NULL : ext[r - se->tz]));
+    TEXI_TRY(pick_shape(o, se, r, ext));
     TEXI_TRY(pick_tails(o, se, r));
     tex_expr **val = values(o, se, se->off);
     texi_tz_nest nest = {.st = st, .intrin = se->tz_intrin, .n_inner = ni};

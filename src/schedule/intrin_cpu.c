@@ -25,9 +25,12 @@
  *   - K % E != 0 with constant K (k split by E, its inner leaf in the
  *     tile): the last k tile of every whole M x N tile calls the depth
  *     (K % E) instance instead of running the loop nest;
- *   - likewise M % MR != 0 with constant M (i split by MR, its inner leaf
- *     the tile's first data leaf): the last row tile, whole in N and k,
- *     calls the (M % MR)-row instance (texi_intrin_builtin_cpu_shape).
+ *   - the tile's first data leaf (its rows) has a constant extent R < MR:
+ *     the R-row instance is called (a 7-row output split by 4);
+ *   - likewise M % R != 0 with constant M (i split by R, R = MR or the
+ *     smaller extent, its inner leaf the tile's first data leaf): the last
+ *     row tile, whole in N and k, calls the (M % R)-row instance
+ *     (texi_intrin_builtin_cpu_shape).
  * So every tile whole in N of a GEMM of any constant M and K runs
  * micro-kernels; a symbolic size's last tile runs the ordinary nest, and
  * so do tiles cut in N or in two ways at once.
@@ -36,7 +39,11 @@
  * loaded into registers once per call, then for each of the KR steps one row
  * of B is loaded (NR/W vectors) and each of the MR elements of A's column is
  * broadcast and multiplied into its accumulator row (FMA); the tile is
- * stored back at the end. 6 x 64 was measured on a 2-core AVX-512 Xeon
+ * stored back at the end. B's vectors are pinned to registers (an empty asm
+ * with a "+v" operand): left alone, GCC folds their loads into the FMAs of
+ * tiles of 2 or 3 rows, loading each B vector once per row, and such tiles
+ * (a conv's 7-pixel row is 4 + 3) then ran at half the speed of a 4-row
+ * tile, bound by the load ports. 6 x 64 was measured on a 2-core AVX-512 Xeon
  * (bench/gemm, B packed into [N/64, K, 64] panels) against 6 x 32, 12 x 32
  * and 8 x 48, and KR 128/256/512 (256 and 512 within noise; 256 keeps a B
  * block at 64 KiB, in L2, and lets smaller K use whole tiles).
@@ -131,8 +138,10 @@ static const char *const cpu_template[] = {
     "            acc[i][v] = acc_c ? @I_loadu_ps(c + i * sc0 + v * @W) : @I_setzero_ps();\n"
     "    for (int64_t k = 0; k < @K; k++) {\n"
     "        @V bv[@R];\n"
-    "        for (int v = 0; v < @R; v++)\n"
+    "        for (int v = 0; v < @R; v++) {\n"
     "            bv[v] = @I_loadu_ps(b + k * sb0 + v * @W);\n"
+    "            __asm__(\"\" : \"+v\"(bv[v])); /* a register, not a memory operand */\n"
+    "        }\n"
     "        for (int i = 0; i < @M; i++) {\n"
     "            @V av = @I_set1_ps(a[i * sa0 + k * sa1]);\n"
     "            for (int v = 0; v < @R; v++)\n"

@@ -143,10 +143,12 @@ static tex_tensor *matmul_bt(ops_wl *w, int64_t m, int64_t n, int64_t k)
     return w->out;
 }
 
-/* Schedules C (the output of w) for bi in mode; 0 or a negative code. The
- * loop order is (panel, row block, k.outer, [mi, ni, ki]) with the panel
- * loop parallel; PACKED_B uses bench/gemm's inner order [mi, ki, ni]. */
-static int gemm_schedule(tex_schedule *s, ops_wl *w, const builtin *bi, gemm_mode mode, int64_t kf)
+/* Schedules C (the output of w) for bi in mode, tiles of mt rows; 0 or a
+ * negative code. The loop order is (panel, row block, k.outer, [mi, ni,
+ * ki]) with the panel loop parallel; PACKED_B uses bench/gemm's inner order
+ * [mi, ki, ni]. */
+static int gemm_schedule(tex_schedule *s, ops_wl *w, const builtin *bi, gemm_mode mode, int64_t kf,
+                         int64_t mt)
 {
     tex_ctx *ctx = w->ctx;
     tex_tensor *C = w->out;
@@ -156,7 +158,7 @@ static int gemm_schedule(tex_schedule *s, ops_wl *w, const builtin *bi, gemm_mod
         return -1;
     tex_stage *sc = tex_stage_of(s, C);
     tex_iter *mo, *no, *mi, *ni, *ko, *ki, *k = tex_op_reduce_axis(sc, 0);
-    TEXI_TRY(tex_tile(sc, tex_op_axis(sc, 0), tex_op_axis(sc, 1), tex_int(ctx, bi->mr),
+    TEXI_TRY(tex_tile(sc, tex_op_axis(sc, 0), tex_op_axis(sc, 1), tex_int(ctx, mt),
                       tex_int(ctx, bi->nr), &mo, &no, &mi, &ni));
     if (mode == WHOLE_K) {
         TEXI_TRY(tex_reorder(sc, 5, (tex_iter *[]){no, mo, mi, ni, k}));
@@ -185,34 +187,34 @@ static bool calls(const char *src, const builtin *bi, int64_t rows, int64_t d, c
     return src && strstr(src, call);
 }
 
-/* The calls the kernel of an m x n x k GEMM in mode, k split by kf, must
- * make: the depth-kf (WHOLE_K: depth-k) instance wherever a whole tile
- * exists, the depth-(k % kf) one for the reduction's last tile when k is a
- * constant that kf does not divide, the (m % MR)-row one for the last rows
- * when m is a constant that MR does not divide. */
+/* The calls the kernel of an m x n x k GEMM in mode, k split by kf, rows
+ * by mt, must make: the mt-row depth-kf (WHOLE_K: depth-k) instance
+ * wherever a whole tile exists, the depth-(k % kf) one for the reduction's
+ * last tile when k is a constant that kf does not divide, the (m % mt)-row
+ * one for the last rows when m is a constant that mt does not divide. */
 static void check_calls(const char *src, const builtin *bi, gemm_mode mode, int64_t m, int64_t n,
-                        int64_t k, int64_t kf, bool sym)
+                        int64_t k, int64_t kf, int64_t mt, bool sym)
 {
     TT_CHECK(src && strstr(src, bi->vec));
     if (mode == WHOLE_K) {
-        TT_CHECK(calls(src, bi, bi->mr, k, "body"));
+        TT_CHECK(calls(src, bi, mt, k, "body"));
         return;
     }
-    if (m >= bi->mr && n >= bi->nr && k >= kf) {
-        TT_CHECK(calls(src, bi, bi->mr, kf, "update"));
-        TT_CHECK(calls(src, bi, bi->mr, kf, "reset"));
+    if (m >= mt && n >= bi->nr && k >= kf) {
+        TT_CHECK(calls(src, bi, mt, kf, "update"));
+        TT_CHECK(calls(src, bi, mt, kf, "reset"));
     }
-    if (!sym && k % kf != 0 && m >= bi->mr && n >= bi->nr)
-        TT_CHECK(calls(src, bi, bi->mr, k % kf, "update"));
-    if (!sym && m % bi->mr != 0 && n >= bi->nr && k >= kf)
-        TT_CHECK(calls(src, bi, m % bi->mr, kf, "update"));
+    if (!sym && k % kf != 0 && m >= mt && n >= bi->nr)
+        TT_CHECK(calls(src, bi, mt, k % kf, "update"));
+    if (!sym && m % mt != 0 && n >= bi->nr && k >= kf)
+        TT_CHECK(calls(src, bi, m % mt, kf, "update"));
 }
 
 /* Tensorizes an m x n x k GEMM (sizes symbolic when sym) with bi in mode, k
- * split by kf, builds it for target, checks the calls in the source and the
- * results (kernel and interpreter) against the oracle. */
-static void gemm_check_k(const builtin *bi, gemm_mode mode, int64_t m, int64_t n, int64_t k,
-                         int64_t kf, bool sym, const char *target)
+ * split by kf, rows by mt, builds it for target, checks the calls in the
+ * source and the results (kernel and interpreter) against the oracle. */
+static void gemm_check_rows(const builtin *bi, gemm_mode mode, int64_t m, int64_t n, int64_t k,
+                            int64_t kf, int64_t mt, bool sym, const char *target)
 {
     tex_ctx *ctx = tex_ctx_new();
     ops_wl w;
@@ -225,19 +227,19 @@ static void gemm_check_k(const builtin *bi, gemm_mode mode, int64_t m, int64_t n
     char why[2048] = "";
     tex_func *f = NULL;
     tex_kernel *kn = NULL;
-    if (gemm_schedule(s, &w, bi, mode, kf) != 0)
+    if (gemm_schedule(s, &w, bi, mode, kf, mt) != 0)
         snprintf(why, sizeof why, "schedule failed: %s", tex_errmsg(ctx));
     else if ((f = ops_lower(&w, s, why, sizeof why)) != NULL && !(kn = tex_build(f, target)))
         snprintf(why, sizeof why, "tex_build(\"%s\") failed: %s", target, tex_errmsg(ctx));
     if (kn) {
-        check_calls(tex_kernel_source(kn), bi, mode, m, n, k, kf, sym);
+        check_calls(tex_kernel_source(kn), bi, mode, m, n, k, kf, mt, sym);
         if (ops_run_and_compare(&w, f, kn, "kernel: ", 1, why, sizeof why) == 0)
             ops_run_compare(&w, f, 2, why, sizeof why);
     }
     if (why[0]) {
-        TT_FAILF("%s, mode %d, %lldx%lldx%lld (k split by %lld%s) on %s: %s", bi->name, (int)mode,
-                 (long long)m, (long long)n, (long long)k, (long long)kf, sym ? ", symbolic" : "",
-                 target, why);
+        TT_FAILF("%s, mode %d, %lldx%lldx%lld (k split by %lld, rows by %lld%s) on %s: %s",
+                 bi->name, (int)mode, (long long)m, (long long)n, (long long)k, (long long)kf,
+                 (long long)mt, sym ? ", symbolic" : "", target, why);
         char *txt = f ? tex_func_str(f) : NULL;
         if (txt && getenv("TEX_TEST_VERBOSE"))
             printf("%s\n", txt);
@@ -245,6 +247,13 @@ static void gemm_check_k(const builtin *bi, gemm_mode mode, int64_t m, int64_t n
     }
     tex_kernel_free(kn);
     tex_ctx_free(ctx);
+}
+
+/* gemm_check_rows with the built-in's own rows. */
+static void gemm_check_k(const builtin *bi, gemm_mode mode, int64_t m, int64_t n, int64_t k,
+                         int64_t kf, bool sym, const char *target)
+{
+    gemm_check_rows(bi, mode, m, n, k, kf, bi->mr, sym, target);
 }
 
 /* gemm_check_k with k split by the built-in's own depth, constant sizes. */
@@ -333,6 +342,23 @@ static void test_any_k(void)
         }
         gemm_check_k(bi, PACKED_B, 3 * bi->mr, 2 * bi->nr + 3, 577, 64, false, "cpu -threads=2");
         gemm_check_k(bi, SPLIT_K, 2 * bi->mr, bi->nr, 131, 131, false, "cpu");
+    }
+}
+
+/* Tiles of fewer rows than the built-in's (rows split by 1 to MR - 1):
+ * calls of the instance of those rows, the last rows on the (M % rows)-row
+ * one, with tails in N and K; a 7-row output as 4 + 3 rows. */
+static void test_row_tiles(void)
+{
+    SKIP_WITHOUT_CPU();
+    for (int b = 0; b < N_BUILTINS; b++) {
+        const builtin *bi = &builtins[b];
+        for (int64_t mt = 1; mt < bi->mr; mt++) {
+            gemm_check_rows(bi, SPLIT_K, 2 * mt + 1, bi->nr + 5, 100, 64, mt, false, "cpu");
+            gemm_check_rows(bi, WHOLE_K, mt, bi->nr, 37, 37, mt, false, "cpu");
+        }
+        gemm_check_rows(bi, PACKED_B, 7, 2 * bi->nr, 130, 64, 4, false, "cpu -threads=2");
+        gemm_check_rows(bi, SPLIT_K, 7, bi->nr, 64, 64, 4, true, "cpu");
     }
 }
 
@@ -441,6 +467,7 @@ int main(void)
     TT_RUN(test_strided_b);
     TT_RUN(test_any_k);
     TT_RUN(test_any_k_symbolic);
+    TT_RUN(test_row_tiles);
     TT_RUN(test_depth_instances);
     TT_RUN(test_two_stages_one_depth);
     tt_remove_tree(cache_dir);
