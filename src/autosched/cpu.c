@@ -285,17 +285,19 @@ static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
     return op->n_raxes ? 0 : tex_vectorize(st, ni);
 }
 
-/* The depth of one UPDATE of a wide panel (schedule_tz_tiles) for a
- * reduction of extent k: k in as few blocks as keep a depth x NR block of
- * the packed operand (f32) within a third of L1, as equal as a multiple of
- * 16 allows, so that every row tile of the panel reads the block from L1
+/* The depth of one UPDATE of the tensorized GEMM stage (tz_strip_inner)
+ * for a reduction of extent k: k in as few blocks as keep a depth x NR
+ * block of the packed operand (f32) within `share` bytes of L1, as equal as
+ * a multiple of 16 allows, so that every row tile reads the block from L1
  * (a tile of a row's last pixels has too few FMAs per loaded vector to
- * stream it from L2). The rest of L1 holds the tiles' rows of the input and
- * the accumulators they load and store: with two thirds for the block
- * (depth 128 on a 48 KiB L1), the 512-channel 7 x 7 conv ran 5% slower. */
-static int64_t l1_depth(const texi_as_graph *g, int64_t k)
+ * stream it from L2). A wide panel gives the block a third of L1 (the rest
+ * holds the input rows and the accumulators of the panel's many tiles: with
+ * two thirds, the 512-channel 7 x 7 conv ran 5% slower), a strip two thirds
+ * (the 1 x 1 conv, K = 256, ran 3-6% faster at depth 128 than at 256, whose
+ * 64 KiB block spilled out of a 48 KiB L1). */
+static int64_t l1_depth(const texi_as_graph *g, int64_t k, int64_t share)
 {
-    int64_t most = g->mach.l1 / 3 / (g->tz_nr * 4);
+    int64_t most = share / (g->tz_nr * 4);
     most = most > 16 ? most - most % 16 : 16;
     int64_t blocks = (k + most - 1) / most, d = (k + blocks - 1) / blocks;
     d += (16 - d % 16) % 16;
@@ -317,13 +319,13 @@ static int64_t tile_rows(int64_t rows)
  * the tile_rows of the rows, the rows % MR tensorized with the built-in: the strip's tiles RESET
  * first, then one UPDATE per tile and iteration of the loops outside the row tiles (a conv's window
  * positions, the depth blocks), so that each block of the right operand is reused by every tile of
- * the strip. KC = K up to 2 * 256, else 256; the last partial k tile and the strip's last partial
- * row tile run built-in instances of smaller depth or fewer rows; the columns are vectorized for
- * the edge tiles that run the ordinary nest. The k split is there even when KC = K, so that
- * tex_tune (which mutates the split factors of the schedule's trace) can block the depth. With
- * `wide` the stage covers the whole panel: the leading axes move inside k / KC, and KC = l1_depth,
- * so each block of the operand stays in L1 while all of the panel's row tiles use it. *kblock
- * receives the k / KC loop. */
+ * the strip. KC = l1_depth (the depth of a block within two thirds of L1, a third when wide); the
+ * last partial k tile and the strip's last partial row tile run built-in instances of smaller depth
+ * or fewer rows; the columns are vectorized for the edge tiles that run the ordinary nest. The k
+ * split is there even when KC = K, so that tex_tune (which mutates the split factors of the
+ * schedule's trace) can block the depth. With `wide` the stage covers the whole panel: the leading
+ * axes move inside k / KC, so each block of the operand stays in L1 while all of the panel's row
+ * tiles use it. *kblock receives the k / KC loop. */
 static int tz_strip_inner(texi_as_graph *g, tex_stage *gs, bool wide, tex_iter **kblock)
 {
     const texi_op *op = gs->op;
@@ -344,7 +346,7 @@ static int tz_strip_inner(texi_as_graph *g, tex_stage *gs, bool wide, tex_iter *
         if (op->raxes[r] != k)
             order[n++] = op->raxes[r];
     const_extent(k, &e);
-    int64_t kc = wide ? l1_depth(g, e) : e > 2 * TZ_DEPTH ? TZ_DEPTH : e;
+    int64_t kc = e <= 0 ? TZ_DEPTH : l1_depth(g, e, (wide ? 1 : 2) * g->mach.l1 / 3);
     TEXI_TRY(tex_split(gs, k, tex_int(g->ctx, kc), &ko, &ki));
     *kblock = ko;
     order[n++] = ko;
