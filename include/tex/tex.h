@@ -408,10 +408,10 @@ TEX_API tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const o
 /* What tex_tune did (filled when tex_tune_options.stats is not NULL). */
 typedef struct {
     int trials;     /* candidates compiled and timed (the first is the automatic schedule) */
-    int best_trial; /* the trial that found the best one, 1-based */
+    int best_trial; /* the trial that found the one returned, 1-based */
     int rejected;   /* candidates refused (by a primitive, lowering, the compiler or the check) */
-    double base_ms; /* the automatic schedule's median time */
-    double best_ms; /* the best median time */
+    double base_ms; /* the automatic schedule's median time, timed beside the finalists */
+    double best_ms; /* the median time of the one returned, timed beside the finalists */
     double seconds; /* wall time spent */
     int oracle_checked; /* 1: outputs checked against tex_eval_reference, 0: against the
                            automatic schedule's kernel (workloads too large for the oracle) */
@@ -440,14 +440,15 @@ typedef struct {
  * automatic schedule, it mutates its tile sizes, unrolling and loop orders,
  * ranks mutants with a cost model, compiles the promising ones in parallel,
  * times each on the real shapes with random inputs (median of several runs)
- * and checks its outputs; *best receives the fastest as an ordinary schedule
- * (never slower than the automatic one). Every trial is appended to the log;
- * tex_auto_schedule applies the best logged schedule of the same workload and
- * target when $TEX_TUNE_LOG names the log. opt may be NULL (the defaults).
- * 0, or TEX_EMISUSE (NULL ctx, outputs, target or best), TEX_EINVAL (n <= 0,
- * a symbolic shape, a scalar parameter in the computes, a target
- * tex_auto_schedule refuses), TEX_EUNAVAILABLE (no C compiler; for "cuda",
- * no driver, device or NVRTC: candidates run on device copies of the
+ * and checks its outputs; the automatic schedule and the fastest few are then
+ * timed again side by side, and *best receives the fastest there as an
+ * ordinary schedule (never slower than the automatic one). Every trial is
+ * appended to the log, and the one returned as its chosen line;
+ * tex_auto_schedule applies the last chosen (else the fastest) logged
+ * schedule of the same workload and target when $TEX_TUNE_LOG names the log. opt may be NULL (the
+ * defaults). 0, or TEX_EMISUSE (NULL ctx, outputs, target or best), TEX_EINVAL (n <= 0, a symbolic
+ * shape, a scalar parameter in the computes, a target tex_auto_schedule refuses), TEX_EUNAVAILABLE
+ * (no C compiler; for "cuda", no driver, device or NVRTC: candidates run on device copies of the
  * arrays), TEX_EDEVICE (no device memory) with the message recorded; *best
  * is NULL on failure. */
 TEX_API int tex_tune(tex_ctx *ctx, int n, tex_tensor *const outputs[], const char *target,

@@ -5,16 +5,22 @@
  *   tex-tune-1 <TAB> KEY <TAB> TARGET <TAB> MS <TAB> TEXT
  *
  * KEY the workload's hex SHA-256 (texi_tune_key), TARGET the target string,
- * MS the median time in milliseconds or "failed", TEXT the schedule text
+ * MS the median time in milliseconds or "failed", or "chosen:" and the time
+ * for the schedule a tex_tune returned (its median in the final interleaved
+ * comparison, src/tune/tune.c), TEXT the schedule text
  * with backslash, newline and tab written as \\, \n and \t. A line is
  * appended with one write(2) on a descriptor opened with O_APPEND, under an
  * exclusive flock, so the lines of concurrent processes never interleave.
  *
  * Reading trusts nothing: a line that is not five fields of this form is
  * malformed (the first one is reported with texi_warn and all are skipped);
- * among the lines of the wanted key and target, the fastest whose text
- * applies to a fresh schedule of the outputs wins (one that does not apply
- * is reported and skipped too).
+ * among the lines of the wanted key and target, the last chosen one whose
+ * text applies to a fresh schedule of the outputs wins (each tex_tune starts
+ * from the schedule this returns and compares it with its finalists), else
+ * the fastest trial whose text applies (one that does not apply is reported
+ * and skipped too). A chosen line, not the fastest trial, because the
+ * fastest of hundreds of trials on a busy machine is often one that ran in a
+ * quiet moment.
  */
 #include "autosched/tuning_log.h"
 
@@ -31,7 +37,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-static const char MAGIC[] = "tex-tune-1";
+static const char MAGIC[] = "tex-tune-1", CHOSEN[] = "chosen:";
 
 /* Appends what identifies tensor t's definition to sb. */
 static void describe(texi_sb *sb, const tex_tensor *t)
@@ -95,13 +101,13 @@ static void put_escaped(texi_sb *sb, const char *text)
 }
 
 int texi_tune_log_append(const char *path, const char *key, const char *target, double ms,
-                         const char *text)
+                         const char *text, bool chosen)
 {
     texi_sb sb;
     texi_sb_init(&sb);
     texi_sb_printf(&sb, "%s\t%s\t%s\t", MAGIC, key, target);
     if (ms >= 0)
-        texi_sb_printf(&sb, "%.6g\t", ms);
+        texi_sb_printf(&sb, "%s%.6g\t", chosen ? CHOSEN : "", ms);
     else
         texi_sb_puts(&sb, "failed\t");
     put_escaped(&sb, text);
@@ -144,22 +150,29 @@ static bool unescape(char *s)
     return true;
 }
 
-/* A trial of the wanted workload and target. */
+/* A trial of the wanted workload and target; line: its order in the log. */
 typedef struct {
     double ms;
+    bool chosen;
+    int line;
     char *text;
 } trial;
 
+/* Chosen lines first, the last one first; then the fastest trial first. */
 static int cmp_trial(const void *a, const void *b)
 {
-    double x = ((const trial *)a)->ms, y = ((const trial *)b)->ms;
-    return (x > y) - (x < y);
+    const trial *x = a, *y = b;
+    if (x->chosen != y->chosen)
+        return x->chosen ? -1 : 1;
+    if (x->chosen)
+        return (x->line < y->line) - (x->line > y->line);
+    return (x->ms > y->ms) - (x->ms < y->ms);
 }
 
 /* Splits line (its newline removed) into its 5 tab-separated fields (the
  * text, last, keeps any tab it has escaped); false unless it is a
- * well-formed trial line. */
-static bool parse_line(char *line, char *f[5], double *ms)
+ * well-formed trial line. *chosen: whether it is a chosen line. */
+static bool parse_line(char *line, char *f[5], double *ms, bool *chosen)
 {
     char *p = line;
     for (int i = 0; i < 4; i++) {
@@ -174,13 +187,19 @@ static bool parse_line(char *line, char *f[5], double *ms)
     if (strcmp(f[0], MAGIC) != 0 || strlen(f[1]) != 64 || strspn(f[1], "0123456789abcdef") != 64 ||
         !unescape(f[4]))
         return false;
+    *chosen = false;
     if (strcmp(f[3], "failed") == 0) {
         *ms = -1;
         return true;
     }
+    const char *num = f[3];
+    if (strncmp(num, CHOSEN, sizeof CHOSEN - 1) == 0) {
+        *chosen = true;
+        num += sizeof CHOSEN - 1;
+    }
     char *end;
-    *ms = strtod(f[3], &end);
-    return *end == '\0' && isfinite(*ms) && *ms >= 0;
+    *ms = strtod(num, &end);
+    return end != num && *end == '\0' && isfinite(*ms) && *ms >= 0;
 }
 
 /* The wanted trials of the log at path, into *out (malloc'ed); their count. */
@@ -199,7 +218,8 @@ static int read_trials(tex_ctx *ctx, const char *path, const char *key, const ch
             line[len - 1] = '\0';
         char *f[5];
         double ms;
-        if (!parse_line(line, f, &ms)) {
+        bool chosen;
+        if (!parse_line(line, f, &ms, &chosen)) {
             if (!warned)
                 texi_warn(ctx, "tuning log %s: line %d is malformed and was skipped", path, lineno);
             warned = true;
@@ -214,8 +234,9 @@ static int read_trials(tex_ctx *ctx, const char *path, const char *key, const ch
                 break;
             *out = grown;
         }
-        if (((*out)[n].text = strdup(f[4])) != NULL)
-            (*out)[n++].ms = ms;
+        char *text = strdup(f[4]);
+        if (text)
+            (*out)[n++] = (trial){ms, chosen, lineno, text};
     }
     free(line);
     if (fp)

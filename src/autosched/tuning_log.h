@@ -13,14 +13,17 @@
 void texi_tune_key(tex_ctx *ctx, int n, tex_tensor *const outputs[], char key[65]);
 
 /* Appends one trial as a line (a single write on a file opened for
- * appending, so lines of concurrent processes do not mix). 0 or -1. */
+ * appending, so lines of concurrent processes do not mix); `chosen` marks
+ * the schedule a tex_tune returned, ms its time in the final comparison.
+ * 0 or -1. */
 int texi_tune_log_append(const char *path, const char *key, const char *target, double ms,
-                         const char *text);
+                         const char *text, bool chosen);
 
-/* The text of the fastest valid trial of key and target in the log at path
- * (malloc'ed), or NULL. Lines that are malformed, from another workload or
- * target, or whose text does not apply to a fresh schedule of outputs are
- * skipped; the first malformed one is reported with texi_warn (tex_warnmsg). */
+/* The text (malloc'ed) of the last chosen line of key and target in the log
+ * at path whose text applies to a fresh schedule of outputs, else of the
+ * fastest such trial, or NULL. Lines that are malformed or from another
+ * workload or target are skipped; the first malformed one, and a text that
+ * does not apply, are reported with texi_warn (tex_warnmsg). */
 char *texi_tune_log_best(tex_ctx *ctx, const char *path, const char *key, const char *target, int n,
                          tex_tensor *const outputs[]);
 

@@ -1,8 +1,9 @@
 /*
  * The measured tuner (docs/tuning.md): tex_tune on small workloads with a
  * tiny budget finds a schedule that lowers, compiles and matches the oracle,
- * never slower than the automatic one; every trial lands in the log and a
- * later tex_auto_schedule with $TEX_TUNE_LOG applies the best one; a log
+ * never slower than the automatic one; every trial lands in the log, then
+ * the chosen line of the schedule returned, which a later tex_auto_schedule
+ * with $TEX_TUNE_LOG applies; a log
  * with malformed, foreign and stale lines is read without trusting them
  * (tex_warnmsg says what was skipped); concurrent appends never mix lines;
  * the search space, the cost model (on synthetic data) and every refusal;
@@ -88,8 +89,29 @@ static char *tune_and_check(ops_wl *w, const char *log, tex_tune_stats *st, tex_
     return tex_schedule_trace(best);
 }
 
-/* A tuned GEMM: the log holds its trials, and tex_auto_schedule with
- * $TEX_TUNE_LOG gives back the best one. */
+/* The lines of the log at path whose time field starts with "chosen:"; the
+ * text (escaped) of the last one into last. */
+static int chosen_lines(const char *path, char *last, size_t cap)
+{
+    FILE *fp = fopen(path, "r");
+    char line[8192];
+    int n = 0;
+    while (fp && fgets(line, sizeof line, fp)) {
+        char *f = line;
+        for (int i = 0; i < 3 && f; i++)
+            f = strchr(f, '\t') ? strchr(f, '\t') + 1 : NULL;
+        if (f && strncmp(f, "chosen:", 7) == 0) {
+            n++;
+            snprintf(last, cap, "%s", strchr(f, '\t') ? strchr(f, '\t') + 1 : "");
+        }
+    }
+    if (fp)
+        fclose(fp);
+    return n;
+}
+
+/* A tuned GEMM: the log holds its trials and one chosen line, the
+ * schedule returned, which tex_auto_schedule with $TEX_TUNE_LOG gives back. */
 static void test_tune_gemm_and_reuse(void)
 {
     char log[600];
@@ -98,8 +120,11 @@ static void test_tune_gemm_and_reuse(void)
     gemm_relu(&w, 37, 41, 29);
     tex_tune_stats st;
     char *best = tune_and_check(&w, log, &st, TEX_TUNE_MODEL, "cpu");
-    int lines = count_lines(log); /* timed trials, and those refused once built (not texts) */
-    TT_CHECK(lines >= st.trials && lines <= st.trials + st.rejected);
+    int lines = count_lines(log); /* timed trials, those refused once built (not texts), chosen */
+    TT_CHECK(lines >= st.trials + 1 && lines <= st.trials + st.rejected + 1);
+    char last[8192] = "";
+    TT_EQ_INT(chosen_lines(log, last, sizeof last), 1);
+    TT_CHECK(last[0] != '\0');
     setenv("TEX_TUNE_LOG", log, 1);
     tex_schedule *again = tex_auto_schedule(w.ctx, 1, &w.out, "cpu");
     char *text = again ? tex_schedule_trace(again) : NULL;
@@ -141,6 +166,8 @@ static void test_tune_compiling_ahead(void)
     char lines[16][4096];
     int n = 0;
     while (fp && n < 16 && fgets(lines[n], sizeof lines[n], fp)) {
+        if (strstr(lines[n], "\tchosen:")) /* the result: a trial's text again */
+            continue;
         char *text = strrchr(lines[n], '\t'); /* the schedule is the last field */
         for (int i = 0; text && i < n; i++)
             if (strcmp(strrchr(lines[i], '\t'), text) == 0)
@@ -225,6 +252,46 @@ static void test_log_is_not_trusted(void)
     tex_ctx_free(w.ctx);
 }
 
+/* Chosen lines (what a tex_tune returned) win over faster trials: the last
+ * one that applies; a chosen line without a number is malformed. */
+static void test_log_chosen(void)
+{
+    char log[600], key[65];
+    snprintf(log, sizeof log, "%s/chosen.log", dir);
+    ops_wl w;
+    softmax(&w, 8, 16);
+    texi_tune_key(w.ctx, 1, &w.out, key);
+    TT_EQ_INT(texi_tune_log_append(log, key, "cpu", 0.1, "split Y i1 4\nparallel Y i0", false), 0);
+    char *best = texi_tune_log_best(w.ctx, log, key, "cpu", 1, &w.out);
+    TT_EQ_STR(best ? best : "(none)", "split Y i1 4\nparallel Y i0");
+    free(best);
+    TT_EQ_INT(texi_tune_log_append(log, key, "cpu", 0.5, "split Y i1 8\nparallel Y i0", true), 0);
+    TT_EQ_INT(texi_tune_log_append(log, key, "cpu", 0.3, "split Y i1 2\nparallel Y i0", true), 0);
+    TT_EQ_INT(texi_tune_log_append(log, key, "cpu -threads=1", 0.2, "parallel Y i0", true), 0);
+    TT_EQ_INT(texi_tune_log_append(log, key, "cpu", 0.01, "split Y i1 16\nparallel Y i0", false),
+              0);
+    best = texi_tune_log_best(w.ctx, log, key, "cpu", 1, &w.out);
+    TT_EQ_STR(best ? best : "(none)", "split Y i1 2\nparallel Y i0"); /* the last chosen one */
+    free(best);
+    TT_EQ_INT(texi_tune_log_append(log, key, "cpu", 0.4, "split Y nothere 2", true), 0);
+    best = texi_tune_log_best(w.ctx, log, key, "cpu", 1, &w.out);
+    TT_EQ_STR(best ? best : "(none)", "split Y i1 2\nparallel Y i0"); /* it does not apply */
+    TT_CHECK(strstr(tex_warnmsg(w.ctx), "does not apply"));
+    free(best);
+    FILE *fp = fopen(log, "w");
+    if (fp) {
+        fprintf(fp, "tex-tune-1\t%s\tcpu\tchosen:0.2\tsplit Y i1 4\\nparallel Y i0\n", key);
+        fprintf(fp, "tex-tune-1\t%s\tcpu\tchosen:\tparallel Y i0\n", key);
+        fclose(fp);
+    }
+    tex_clear_error(w.ctx);
+    best = texi_tune_log_best(w.ctx, log, key, "cpu", 1, &w.out);
+    TT_EQ_STR(best ? best : "(none)", "split Y i1 4\nparallel Y i0");
+    TT_CHECK(strstr(tex_warnmsg(w.ctx), "line 2 is malformed"));
+    free(best);
+    tex_ctx_free(w.ctx);
+}
+
 /* Four processes appending 200 lines each: every line arrives whole. */
 static void test_concurrent_appends(void)
 {
@@ -239,7 +306,7 @@ static void test_concurrent_appends(void)
             for (int i = 0; i < 200; i++) {
                 snprintf(text, sizeof text, "split Y i1 %d\nparallel Y i0\n; %0200d", p * 1000 + i,
                          i);
-                if (texi_tune_log_append(log, key, "cpu", 1.0 + i, text) != 0)
+                if (texi_tune_log_append(log, key, "cpu", 1.0 + i, text, false) != 0)
                     _exit(1);
             }
             _exit(0);
@@ -378,6 +445,7 @@ int main(void)
     TT_RUN(test_model_on_synthetic_data);
     TT_RUN(test_concurrent_appends);
     TT_RUN(test_log_is_not_trusted);
+    TT_RUN(test_log_chosen);
     TT_RUN(test_refusals);
     TT_RUN(test_tune_gemm_and_reuse);
     TT_RUN(test_tune_softmax_random);
