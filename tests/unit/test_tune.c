@@ -203,16 +203,22 @@ static void test_tune_cuda(void)
     tex_ctx_free(w.ctx);
 }
 
+/* An 8 x 16 softmax for the log tests: its key, and the path of log `name`. */
+static void log_workload(ops_wl *w, const char *name, char log[600], char key[65])
+{
+    snprintf(log, 600, "%s/%s", dir, name);
+    softmax(w, 8, 16);
+    texi_tune_key(w->ctx, 1, &w->out, key);
+}
+
 /* Malformed lines are skipped with a warning; lines of another workload or
  * target are ignored; a line whose text does not apply is skipped with a
  * warning; the fastest valid line wins. */
 static void test_log_is_not_trusted(void)
 {
     char log[600], key[65];
-    snprintf(log, sizeof log, "%s/bad.log", dir);
     ops_wl w;
-    softmax(&w, 8, 16);
-    texi_tune_key(w.ctx, 1, &w.out, key);
+    log_workload(&w, "bad.log", log, key);
     FILE *fp = fopen(log, "w");
     TT_CHECK(fp != NULL);
     if (!fp)
@@ -257,10 +263,8 @@ static void test_log_is_not_trusted(void)
 static void test_log_chosen(void)
 {
     char log[600], key[65];
-    snprintf(log, sizeof log, "%s/chosen.log", dir);
     ops_wl w;
-    softmax(&w, 8, 16);
-    texi_tune_key(w.ctx, 1, &w.out, key);
+    log_workload(&w, "chosen.log", log, key);
     TT_EQ_INT(texi_tune_log_append(log, key, "cpu", 0.1, "split Y i1 4\nparallel Y i0", false), 0);
     char *best = texi_tune_log_best(w.ctx, log, key, "cpu", 1, &w.out);
     TT_EQ_STR(best ? best : "(none)", "split Y i1 4\nparallel Y i0");
