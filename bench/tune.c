@@ -31,8 +31,8 @@
  */
 #include "common.h"
 #include "onednn_conv.h"
+#include "openblas.h"
 
-#include <cblas.h>
 #include <omp.h>
 #include <string.h>
 #include <tex/tex.h>
@@ -369,6 +369,7 @@ static void compare_searches(void)
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL;
+    fix_openblas_core("tune", argv);
     openblas_set_num_threads(THREADS);
     static const struct {
         const char *name;
