@@ -23,9 +23,10 @@
  *
  * Then the search itself: gemm512 tuned for SEARCH_TRIALS trials with the
  * cost model and with random search (same seed, same budget); the line
- * bench=tune_search reports the best times of both (tex_ms: model, anchor:
- * random) and trials_to_match, the trial at which the model's search first
- * matched random search's final best.
+ * bench=tune_search times the schedules the two returned, interleaved
+ * (tex_ms: model, anchor: random), and reports trials_to_match, the trial
+ * at which the model's search first measured a time at least as good as
+ * random search's best measured time.
  *
  * usage: tune [CASE]   every case, or only those whose name contains CASE
  */
@@ -271,6 +272,19 @@ static int64_t out_elements(const tune_case *c)
     return n;
 }
 
+/* Frees what c holds. */
+static void release(tune_case *c)
+{
+    tex_kernel_free(c->tuned);
+    tex_kernel_free(c->dflt);
+    for (int i = 0; i + 1 < c->n_args; i++)
+        tex_array_free(c->a[i]);
+    tex_array_free(c->tuned_out); /* c->a's last slot holds either output */
+    tex_array_free(c->default_out);
+    onednn_conv_release(&c->dnn);
+    tex_ctx_free(c->ctx);
+}
+
 /* Tunes, checks and times case `name` against the default schedule and
  * anchor_fn (none when NULL), which setup (when not NULL) prepares. */
 static void run_case(const char *name, void (*define)(tune_case *), const char *anchor,
@@ -305,17 +319,11 @@ static void run_case(const char *name, void (*define)(tune_case *), const char *
            desc, st.seconds, st.trials, st.best_trial, st.rejected, st.base_ms, st.best_ms,
            st.oracle_checked ? "oracle" : "default_schedule", st.oracle_points);
     fflush(stdout);
-    tex_kernel_free(c.tuned);
-    tex_kernel_free(c.dflt);
-    for (int i = 0; i + 1 < c.n_args; i++)
-        tex_array_free(c.a[i]);
-    tex_array_free(c.tuned_out); /* c.a's last slot holds either output */
-    tex_array_free(c.default_out);
-    onednn_conv_release(&c.dnn);
-    tex_ctx_free(c.ctx);
+    release(&c);
 }
 
-/* The times of the log's trials, in order (failed ones as INFINITY). */
+/* The times of the log's trials, in order (failed ones as INFINITY; the
+ * chosen line, what tex_tune returned, is not a trial). */
 static int log_times(const char *path, double *ms, int cap)
 {
     FILE *fp = fopen(path, "r");
@@ -325,6 +333,8 @@ static int log_times(const char *path, double *ms, int cap)
         char *f = line;
         for (int k = 0; k < 3 && f; k++)
             f = strchr(f, '\t') ? strchr(f, '\t') + 1 : NULL;
+        if (f && strncmp(f, "chosen:", 7) == 0)
+            continue;
         ms[n++] = f && strncmp(f, "failed", 6) != 0 ? atof(f) : INFINITY;
     }
     if (fp)
@@ -332,35 +342,44 @@ static int log_times(const char *path, double *ms, int cap)
     return n;
 }
 
-/* The model's search against random search on gemm512, same trial budget. */
+/* The model's search against random search on gemm512, same trial budget:
+ * the two results timed interleaved (c.tuned: the model's, c.dflt: random
+ * search's), and the model's trial that first matched random search's best. */
 static void compare_searches(void)
 {
-    char dir[] = "/tmp/tex-bench-tune-XXXXXX", logs[2][64];
+    char dir[] = "/tmp/tex-bench-tune-XXXXXX", logs[2][64], desc[64];
     if (!mkdtemp(dir))
         return;
-    double best[2] = {0, 0}, times[SEARCH_TRIALS + 8];
+    snprintf(desc, sizeof desc, "gemm512/t%d/%d_trials", THREADS, SEARCH_TRIALS);
+    tune_case c = {.ctx = tex_ctx_new(), .name = "k"};
+    gemm(&c, 512);
+    alloc_arrays(&c);
     for (int s = 0; s < 2; s++) {
-        tune_case c = {.ctx = tex_ctx_new(), .name = "k"};
-        gemm(&c, 512);
         snprintf(logs[s], sizeof logs[s], "%s/%d.log", dir, s);
-        tex_tune_stats st;
         tex_tune_options o = {.time_budget_s = 600,
                               .max_trials = SEARCH_TRIALS,
                               .log_path = logs[s],
-                              .search = s ? TEX_TUNE_RANDOM : TEX_TUNE_MODEL,
-                              .stats = &st};
+                              .search = s ? TEX_TUNE_RANDOM : TEX_TUNE_MODEL};
         tex_schedule *b = NULL;
         if (tex_tune(c.ctx, 1, &c.t[c.n_args - 1], TARGET, &o, &b) != 0)
-            bench_fail("tune_search", "gemm512/t2", "tex_tune_failed");
-        best[s] = st.best_ms;
-        tex_ctx_free(c.ctx);
+            bench_fail("tune_search", desc, "tex_tune_failed");
+        *(s ? &c.dflt : &c.tuned) = build(&c, b);
     }
+    bench_stats st[2];
+    if (!c.tuned || !c.dflt ||
+        bench_interleave(2, (bench_run[]){{run_tuned, &c, NULL}, {run_default, &c, NULL}}, 300,
+                         st) != 0)
+        bench_fail("tune_search", desc, "run_failed");
+    double times[SEARCH_TRIALS + 8], random_best = INFINITY;
+    for (int i = 0, n = log_times(logs[1], times, SEARCH_TRIALS + 8); i < n; i++)
+        random_best = times[i] < random_best ? times[i] : random_best;
     int n = log_times(logs[0], times, SEARCH_TRIALS + 8), match = 0;
     for (int i = 0; i < n && !match; i++)
-        match = times[i] <= best[1] ? i + 1 : 0;
-    printf("bench=tune_search case=gemm512/t2/%d_trials tex_ms=%.3f anchor=random_search "
-           "anchor_ms=%.3f speedup=%.3g trials_to_match=%d\n",
-           SEARCH_TRIALS, best[0], best[1], best[1] / best[0], match);
+        match = times[i] <= random_best ? i + 1 : 0;
+    printf("bench=tune_search case=%s tex_ms=%.3f anchor=random_search anchor_ms=%.3f "
+           "speedup=%.3g trials_to_match=%d\n",
+           desc, st[0].median, st[1].median, st[1].median / st[0].median, match);
+    release(&c);
     unlink(logs[0]);
     unlink(logs[1]);
     rmdir(dir);
