@@ -123,10 +123,11 @@ tex_iter *texi_as_inner_iter(const tex_stage *st);
  * operand, whose column panels a tile reuses; NULL if none (classify.c). */
 tex_tensor *texi_as_panel_operand(const tex_stage *gemm);
 
-/* Whether gemm's reads of its panel operand (texi_as_panel_operand) use
- * none of its leading axes (all but the last two): one panel serves every
- * leading index, as a conv's weights serve every output row (classify.c). */
-bool texi_as_panel_shared(const tex_stage *gemm);
+/* Whether gemm's reads of its panel operand (texi_as_panel_operand) use its
+ * leading axis a (a < n_axes - 2): a blocked conv's filter block (NCHWc
+ * weights [F / FB, C / CB, KH, KW, CB, FB]) picks the panel, where an
+ * output row uses none and one panel serves every row (classify.c). */
+bool texi_as_panel_axis(const tex_stage *gemm, int a);
 
 /* The graph level: every node's fate, each root's mode and depth
  * (partition.c). Applies tex_compute_inline. 0 or the primitive's error. */

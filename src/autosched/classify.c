@@ -249,15 +249,13 @@ tex_tensor *texi_as_panel_operand(const tex_stage *gemm)
     return NULL;
 }
 
-bool texi_as_panel_shared(const tex_stage *gemm)
+bool texi_as_panel_axis(const tex_stage *gemm, int a)
 {
     const texi_op *op = gemm->op;
     tex_tensor *b = texi_as_panel_operand(gemm);
-    for (int a = 0; b && a < op->n_axes - 2; a++) {
-        panel_walk w = {b, op->axes[a], op->axes[op->n_axes - 1], false, false};
-        texi_expr_visit(op->body, panel_visit, &w);
-        if (w.uses_m)
-            return false;
-    }
-    return b != NULL;
+    if (!b || a < 0 || a >= op->n_axes - 2)
+        return false;
+    panel_walk w = {b, op->axes[a], op->axes[op->n_axes - 1], false, false};
+    texi_expr_visit(op->body, panel_visit, &w);
+    return w.uses_m;
 }

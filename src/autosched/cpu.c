@@ -377,33 +377,57 @@ static int64_t strip_rows(const texi_as_graph *g, const tex_stage *st)
 }
 
 /* Whether tensorized GEMM stage gs computes a whole column panel at once
- * (tz_strip_inner's `wide`): it has leading dims, one panel of its operand
- * serves them all (texi_as_panel_shared: a conv's weights) and the
- * panel's output, every leading index and row by NR f32 columns, fits in
- * an eighth of L2 (a conv's output of 7 x 7 to 28 x 28 pixels). Each depth
- * block of the packed panel is then reused by all of the panel's row
- * tiles instead of the few of one output row. */
+ * (tz_strip_inner's `wide`): it has leading dims that do not pick the panel
+ * (texi_as_panel_axis: one panel of its operand serves them all, as a
+ * conv's weights serve every output row) and the panel's output, each of
+ * those leading indices and row by NR f32 columns, fits in an eighth of L2
+ * (a conv's output of 7 x 7 to 28 x 28 pixels). Each depth block of the
+ * panel is then reused by all of the panel's row tiles instead of the few
+ * of one output row. */
 static bool is_wide(const texi_as_graph *g, const tex_stage *gs)
 {
     const texi_op *op = gs->op;
     int64_t bytes = g->tz_nr * 4, e;
-    if (op->n_axes <= 2 || !texi_as_panel_shared(gs))
+    int shared = 0;
+    if (!texi_as_panel_operand(gs))
         return false;
     for (int a = 0; a < op->n_axes - 1; a++) {
+        if (a < op->n_axes - 2 && texi_as_panel_axis(gs, a))
+            continue;
+        shared += a < op->n_axes - 2;
         if (!const_extent(op->axes[a], &e) || e > g->mach.l2)
             return false;
         bytes *= e;
         if (bytes > g->mach.l2 / 8)
             return false;
     }
-    return true;
+    return shared > 0;
+}
+
+/* The leading axes of root st (all but its last two) that pick GEMM stage
+ * gs's panel (texi_as_panel_axis; gs and st of the same rank), in order,
+ * into pax; their count, and the product of their constant extents in
+ * *ext (0 when one is not constant). */
+static int panel_axes(const tex_stage *st, const tex_stage *gs, tex_iter **pax, int64_t *ext)
+{
+    int n = 0, nax = st->op->n_axes;
+    int64_t e = 0;
+    *ext = 1;
+    for (int a = 0; a < nax - 2 && gs->op->n_axes == nax; a++)
+        if (texi_as_panel_axis(gs, a)) {
+            pax[n++] = st->op->axes[a];
+            *ext = const_extent(st->op->axes[a], &e) ? *ext * e : 0;
+        }
+    return n;
 }
 
 /* "tiles" on the CPU GEMM built-in: the root's columns split by NR (the
  * built-in's tile) and its rows into strips (strip_rows), loop order
- * (column panels, leading dims, row strips, rows, columns); the panel
- * loop parallel when there are at least two panels per thread (or no
- * leading dims), else serial around the leading dims fused and parallel,
+ * (column panels, the leading dims that pick the panel (panel_axes: a
+ * blocked conv's filter block), the other leading dims, row strips, rows,
+ * columns); the panels (the column panels and those leading dims, fused)
+ * parallel when there are at least two per thread (or no leading dims),
+ * else serial around the leading dims fused and parallel,
  * so that each panel is still packed once, not once per leading index;
  * the right operand packed per panel when it has more columns than one
  * panel (with exactly NR its rows already are the packed panel: the copy
@@ -422,12 +446,15 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
     tex_iter *mo, *mi, *no, *ni, *order[MAX_LEAVES];
     if (nax + op->n_raxes + 2 > MAX_LEAVES)
         return 0;
-    int64_t cols = 0;
+    int64_t cols = 0, picks = 1;
+    int np = panel_axes(st, gs, order + 1, &picks);
     TEXI_TRY(tex_split(st, op->axes[nax - 1], tex_int(g->ctx, g->tz_nr), &no, &ni));
     TEXI_TRY(tex_split(st, op->axes[nax - 2], tex_int(g->ctx, strip_rows(g, st)), &mo, &mi));
     order[n++] = no;
+    n += np;
     for (int k = 0; k < nax - 2; k++)
-        order[n++] = op->axes[k];
+        if (!(gs->op->n_axes == nax && texi_as_panel_axis(gs, k)))
+            order[n++] = op->axes[k];
     order[n++] = mo;
     order[n++] = mi;
     order[n++] = ni;
@@ -435,17 +462,20 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
         order[n++] = op->raxes[k];
     TEXI_TRY(tex_reorder(st, n, order));
     const_extent(op->axes[nax - 1], &cols);
-    bool alone = nax == 2 || (cols + g->tz_nr - 1) / g->tz_nr >= 2 * (int64_t)g->mach.threads;
+    int64_t panels = (cols + g->tz_nr - 1) / g->tz_nr * picks;
+    bool alone = nax == 2 || panels >= 2 * (int64_t)g->mach.threads;
     tex_iter *par = no;
-    if (!alone)
+    if (alone && np)
+        TEXI_TRY(fuse_range(st, 0, 1 + np, &par));
+    else if (!alone)
         TEXI_TRY(fuse_range(st, 1, nax - 2, &par));
     TEXI_TRY(tex_parallel(st, par));
     bool wide = alone && is_wide(g, gs);
-    TEXI_TRY(tex_compute_at(gs, st, wide ? no : mo));
+    TEXI_TRY(tex_compute_at(gs, st, wide ? par : mo));
     tex_iter *kb = NULL;
     TEXI_TRY(tz_strip_inner(g, gs, wide, &kb));
     if (cols > g->tz_nr)
-        TEXI_TRY(wide ? pack_panel(g, gs, gs, kb) : pack_panel(g, gs, st, no));
+        TEXI_TRY(wide ? pack_panel(g, gs, gs, kb) : pack_panel(g, gs, st, alone && np ? par : no));
     TEXI_TRY(attach_members(g, r, mo, gemm_node));
     return op->n_raxes ? 0 : vectorize_axis(g, st, ni);
 }
