@@ -1034,7 +1034,13 @@ TEX_API tex_tensor *tex_op_global_avg_pool2d(tex_ctx *ctx, const char *name, tex
 /* Data layouts of tex_op_conv2d. */
 typedef enum {
     TEX_LAYOUT_NCHW, /* x [N, C, H, W], w [F, C / groups, KH, KW], out [N, F, OH, OW] */
-    TEX_LAYOUT_NHWC  /* x [N, H, W, C], w [KH, KW, C / groups, F], out [N, OH, OW, F] */
+    TEX_LAYOUT_NHWC, /* x [N, H, W, C], w [KH, KW, C / groups, F], out [N, OH, OW, F] */
+    /* blocked channels (one group): x [N, C / CB, H, W, CB], w [F / FB, C / CB, KH, KW, CB,
+     * FB], out [N, F / FB, OH, OW, FB] (CB, FB: x's and w's last dims); c = co * CB + ci,
+     * f = fo * FB + fi. A filter block's weights are contiguous, so a GEMM tile reads them
+     * as they are: the CPU's fastest layout with FB = 64 on AVX-512, 16 on AVX2
+     * (docs/ops.md). No implicit-GEMM form (tex_op_conv2d_gemm). */
+    TEX_LAYOUT_NCHWC
 } tex_layout;
 
 /* 2-D convolution (cross-correlation, as in deep learning frameworks):

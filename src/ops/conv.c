@@ -7,7 +7,9 @@
  * (N, C, H, W of x; F, C / groups, KH, KW of w) to dim positions once.
  * tex_op_conv2d_gemm computes the same values as an implicit GEMM: one
  * reduce axis over C / groups * KH * KW (no im2col buffer), decomposed
- * into channel and window position inside the body.
+ * into channel and window position inside the body. The blocked layout
+ * (TEX_LAYOUT_NCHWC, conv2d_blocked) has dims of its own: 5-D x and out,
+ * 6-D w, and reduce axes (channel block, ry, rx, channel in the block).
  */
 #include "ops/ops.h"
 
@@ -113,6 +115,72 @@ static int reduce_axes(tex_ctx *ctx, tex_tensor *w, const conv_dims *L, const in
     return rv[0] && rv[1] && rv[2] ? 0 : tex_errcode(ctx);
 }
 
+/* Checks that dim dx of x and dim dw of w (both named `what`) are equal. */
+static int same_dim(tex_ctx *ctx, const char *op, tex_tensor *x, int dx, tex_tensor *w, int dw,
+                    const char *what)
+{
+    tex_expr *a = tex_tensor_dim(x, dx), *b = tex_tensor_dim(w, dw);
+    if (tex_expr_equal(a, b))
+        return 0;
+    char sa[64], sb[64];
+    texi_ops_dim_str(a, sa, sizeof sa);
+    texi_ops_dim_str(b, sb, sizeof sb);
+    return tex_set_error(ctx, TEX_EINVAL, "%s: %s's dim %d (%s = %s) != %s's dim %d (%s)", op,
+                         tex_tensor_name(x), dx, what, sa, tex_tensor_name(w), dw, sb);
+}
+
+/* tex_op_conv2d in TEX_LAYOUT_NCHWC: x [N, C / CB, H, W, CB], w [F / FB,
+ * C / CB, KH, KW, CB, FB], out [N, F / FB, OH, OW, FB], one group:
+ * out[n, fo, y, x, fi] = sum over co, ry, rx, ci of
+ *   xpad[n, co, y * s0 + ry * d0, x * s1 + rx * d1, ci] * w[fo, co, ry, rx, ci, fi]. */
+static tex_tensor *conv2d_blocked(tex_ctx *ctx, const char *op, const char *out, tex_tensor *x,
+                                  tex_tensor *w, const int64_t s[2], const int64_t p[2],
+                                  const int64_t dil[2], int groups)
+{
+    if (tex_tensor_ndim(x) != 5 || tex_tensor_ndim(w) != 6)
+        return TEXI_OPS_FAIL(ctx, TEX_EINVAL,
+                             "%s: the NCHWc layout takes a 5-D x and a 6-D w ('%s' has %d dims, "
+                             "'%s' %d)",
+                             op, tex_tensor_name(x), tex_tensor_ndim(x), tex_tensor_name(w),
+                             tex_tensor_ndim(w));
+    if (groups != 1)
+        return TEXI_OPS_FAIL(ctx, TEX_EINVAL, "%s: the NCHWc layout takes one group, not %d", op,
+                             groups);
+    int64_t k[2];
+    if (kernel_dim(ctx, op, w, 2, &k[0]) || kernel_dim(ctx, op, w, 3, &k[1]) ||
+        same_dim(ctx, op, x, 1, w, 1, "C / CB") || same_dim(ctx, op, x, 4, w, 4, "CB"))
+        return NULL;
+    char nm[TEXI_OPS_NAME_MAX];
+    tex_tensor *src = x;
+    if (p[0] || p[1]) {
+        int64_t pad[5] = {0, 0, p[0], p[1], 0};
+        src = tex_op_pad(ctx, texi_ops_stage_name(nm, sizeof nm, out, "pad"), x, pad, pad, 0.0);
+    }
+    tex_expr *shape[5] = {
+        tex_tensor_dim(x, 0), tex_tensor_dim(w, 0),
+        texi_ops_window_len(ctx, op, "H", tex_tensor_dim(x, 2), k[0], s[0], p[0], dil[0]),
+        texi_ops_window_len(ctx, op, "W", tex_tensor_dim(x, 3), k[1], s[1], p[1], dil[1]),
+        tex_tensor_dim(w, 5)};
+    tex_iter *axes[5];
+    tex_expr *iv[5];
+    if (!src || !shape[2] || !shape[3] || texi_ops_axes(ctx, 5, shape, axes, iv))
+        return NULL;
+    tex_iter *r[4] = {tex_reduce_axis(ctx, "rc", tex_tensor_dim(x, 1)),
+                      tex_reduce_axis(ctx, "ry", tex_int(ctx, k[0])),
+                      tex_reduce_axis(ctx, "rx", tex_int(ctx, k[1])),
+                      tex_reduce_axis(ctx, "rci", tex_tensor_dim(x, 4))};
+    tex_expr *rv[4];
+    for (int i = 0; i < 4; i++)
+        if (!(rv[i] = tex_iv(r[i])))
+            return NULL;
+    tex_expr *y = tex_add(tex_mul(iv[2], tex_int(ctx, s[0])), tex_mul(rv[1], tex_int(ctx, dil[0])));
+    tex_expr *xx =
+        tex_add(tex_mul(iv[3], tex_int(ctx, s[1])), tex_mul(rv[2], tex_int(ctx, dil[1])));
+    tex_expr *body = tex_mul(TEX_AT(src, iv[0], rv[0], y, xx, rv[3]),
+                             TEX_AT(w, iv[1], rv[0], rv[1], rv[2], rv[3], iv[4]));
+    return tex_compute(ctx, out, 5, axes, tex_sum(body, 4, r));
+}
+
 /* tex_op_conv2d, or with gemm its implicit-GEMM form. */
 static tex_tensor *conv2d(tex_ctx *ctx, const char *op, const char *out, tex_tensor *x,
                           tex_tensor *w, const int64_t stride[2], const int64_t padding[2],
@@ -120,11 +188,16 @@ static tex_tensor *conv2d(tex_ctx *ctx, const char *op, const char *out, tex_ten
 {
     if (texi_ops_check(ctx, op, 2, (tex_tensor *[]){x, w}, (const char *[]){"x", "w"}))
         return NULL;
-    if (layout != TEX_LAYOUT_NCHW && layout != TEX_LAYOUT_NHWC)
+    bool blocked = layout == TEX_LAYOUT_NCHWC;
+    if (blocked && gemm)
+        return TEXI_OPS_FAIL(
+            ctx, TEX_EINVAL,
+            "%s: the NCHWc layout has no implicit-GEMM form (tex_op_conv2d takes it)", op);
+    if (layout != TEX_LAYOUT_NCHW && layout != TEX_LAYOUT_NHWC && !blocked)
         return TEXI_OPS_FAIL(ctx, TEX_EINVAL, "%s: unknown layout %d", op, (int)layout);
     const conv_dims *L = layout == TEX_LAYOUT_NCHW ? &nchw : &nhwc;
     tex_tensor *ops[2] = {x, w};
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2 && !blocked; i++)
         if (tex_tensor_ndim(ops[i]) != 4)
             return TEXI_OPS_FAIL(ctx, TEX_EINVAL, "%s: '%s' has %d dims, not 4", op,
                                  tex_tensor_name(ops[i]), tex_tensor_ndim(ops[i]));
@@ -133,8 +206,11 @@ static tex_tensor *conv2d(tex_ctx *ctx, const char *op, const char *out, tex_ten
         return TEXI_OPS_FAIL(ctx, TEX_EINVAL, "%s: %d groups (must be >= 1)", op, groups);
     if (texi_ops_pair(ctx, op, "stride", stride, 1, 1, s) ||
         texi_ops_pair(ctx, op, "padding", padding, 0, 0, p) ||
-        texi_ops_pair(ctx, op, "dilation", dilation, 1, 1, dil) ||
-        kernel_dim(ctx, op, w, L->wkh, &k[0]) || kernel_dim(ctx, op, w, L->wkw, &k[1]) ||
+        texi_ops_pair(ctx, op, "dilation", dilation, 1, 1, dil))
+        return NULL;
+    if (blocked)
+        return conv2d_blocked(ctx, op, out, x, w, s, p, dil, groups);
+    if (kernel_dim(ctx, op, w, L->wkh, &k[0]) || kernel_dim(ctx, op, w, L->wkw, &k[1]) ||
         check_groups(ctx, op, x, w, L, groups))
         return NULL;
     char nm[TEXI_OPS_NAME_MAX];

@@ -150,6 +150,64 @@ static void test_conv(void)
     tex_ctx_free(ctx);
 }
 
+/* TEX_LAYOUT_NCHWC: x [N, C / CB, H, W, CB], w [F / FB, C / CB, KH, KW, CB,
+ * FB], out [N, F / FB, OH, OW, FB]. */
+static void hand_conv_blocked(const oc *c, const void *u, const DLTensor *o, double *out)
+{
+    const conv_spec *cs = u;
+    const DLTensor *x = oc_in(c, cs->x), *w = oc_in(c, cs->w);
+    int64_t idx[5] = {0};
+    for (int64_t q = 0; q < ops_numel(o); q++) {
+        oc_unravel(o, q, idx);
+        double acc = 0;
+        for (int64_t co = 0; co < w->shape[1]; co++)
+            for (int64_t ry = 0; ry < w->shape[2]; ry++)
+                for (int64_t rx = 0; rx < w->shape[3]; rx++)
+                    for (int64_t ci = 0; ci < w->shape[4]; ci++) {
+                        int64_t h = idx[2] * cs->s[0] - cs->p[0] + ry * cs->d[0];
+                        int64_t ww = idx[3] * cs->s[1] - cs->p[1] + rx * cs->d[1];
+                        if (h < 0 || h >= x->shape[2] || ww < 0 || ww >= x->shape[3])
+                            continue;
+                        acc += oc_get(x, 5, (int64_t[]){idx[0], co, h, ww, ci}) *
+                               oc_get(w, 6, (int64_t[]){idx[1], co, ry, rx, ci, idx[4]});
+                    }
+        out[q] = acc;
+    }
+}
+
+/* NCHWc: channels in 2 blocks of 4, filters in 2 blocks of 3; padding 1;
+ * stride 2 with dilation 2 and uneven padding; a 1 x 1 kernel; symbolic
+ * N, H, W under a vectorized, parallel schedule. */
+static void test_conv_blocked(void)
+{
+    static const conv_spec a = {0, 1, {1, 1}, {1, 1}, {1, 1}, 1, false};
+    static const conv_spec b = {0, 1, {2, 2}, {2, 1}, {2, 2}, 1, false};
+    static const conv_spec one = {0, 2, {1, 1}, {0, 0}, {1, 1}, 1, false};
+    static const conv_spec sym = {3, 1, {2, 1}, {1, 0}, {1, 1}, 1, false};
+    tex_ctx *ctx = tex_ctx_new();
+    oc c;
+    oc_init(&c, ctx, "conv_blocked", 54);
+    tex_tensor *X = oc_input_c(&c, "X", TEX_F32, 5, (int64_t[]){2, 2, 7, 6, 4});
+    tex_tensor *W = oc_input_c(&c, "W", TEX_F32, 6, (int64_t[]){2, 2, 3, 3, 4, 3});
+    tex_tensor *W1 = oc_input_c(&c, "W1", TEX_F32, 6, (int64_t[]){3, 2, 1, 1, 4, 5});
+    tex_expr *N = oc_size(&c, "N", 2, true), *H = oc_size(&c, "H", 9, true);
+    tex_expr *Wd = oc_size(&c, "Wd", 5, true);
+    tex_tensor *Xs =
+        oc_input(&c, "Xs", TEX_F32, 5, (tex_expr *[]){N, tex_int(ctx, 2), H, Wd, tex_int(ctx, 4)});
+    oc_output_u(&c, tex_op_conv2d(ctx, "A", X, W, NULL, a.p, NULL, 1, TEX_LAYOUT_NCHWC),
+                hand_conv_blocked, &a, 1);
+    oc_output_u(&c, tex_op_conv2d(ctx, "B", X, W, b.s, b.p, b.d, 1, TEX_LAYOUT_NCHWC),
+                hand_conv_blocked, &b, 1);
+    oc_output_u(&c, tex_op_conv2d(ctx, "One", X, W1, NULL, NULL, NULL, 1, TEX_LAYOUT_NCHWC),
+                hand_conv_blocked, &one, 1);
+    oc_output_u(&c, tex_op_conv2d(ctx, "S", Xs, W, sym.s, sym.p, NULL, 1, TEX_LAYOUT_NCHWC),
+                hand_conv_blocked, &sym, 1);
+    TT_EQ_INT(tex_tensor_ndim(c.out[0]), 5);
+    TT_CHECK(tex_expr_equal(tex_tensor_dim(c.out[2], 4), tex_int(ctx, 5)));
+    oc_run(&c, oc_sched_vector);
+    tex_ctx_free(ctx);
+}
+
 /* Symbolic N, H, W (2, 9, 5) for conv2d (NCHW and NHWC) and pooling under
  * a vectorized, parallel schedule. */
 static void test_symbolic_scheduled(void)
@@ -203,6 +261,23 @@ static void test_errors(void)
                     "tex_op_conv2d: operand w is NULL", NULL);
     oc_expect_error(ctx, tex_op_conv2d_gemm(ctx, "C", X, W, NULL, NULL, NULL, 1, (tex_layout)7),
                     TEX_EINVAL, "tex_op_conv2d_gemm: unknown layout 7", NULL);
+    tex_tensor *Xb = tex_placeholder_c(ctx, "Xb", TEX_F32, 5, (int64_t[]){1, 2, 5, 5, 4});
+    tex_tensor *Wb = tex_placeholder_c(ctx, "Wb", TEX_F32, 6, (int64_t[]){2, 2, 3, 3, 8, 16});
+    oc_expect_error(ctx, tex_op_conv2d(ctx, "C", Xb, W, NULL, NULL, NULL, 1, TEX_LAYOUT_NCHWC),
+                    TEX_EINVAL,
+                    "tex_op_conv2d: the NCHWc layout takes a 5-D x and a 6-D w ('Xb' has 5 dims, "
+                    "'W' 4)",
+                    NULL);
+    oc_expect_error(ctx, tex_op_conv2d(ctx, "C", Xb, Wb, NULL, NULL, NULL, 1, TEX_LAYOUT_NCHWC),
+                    TEX_EINVAL, "tex_op_conv2d: Xb's dim 4 (CB = 4) != Wb's dim 4 (8)", NULL);
+    oc_expect_error(ctx, tex_op_conv2d(ctx, "C", Xb, Wb, NULL, NULL, NULL, 2, TEX_LAYOUT_NCHWC),
+                    TEX_EINVAL, "tex_op_conv2d: the NCHWc layout takes one group, not 2", NULL);
+    oc_expect_error(ctx,
+                    tex_op_conv2d_gemm(ctx, "C", Xb, Wb, NULL, NULL, NULL, 1, TEX_LAYOUT_NCHWC),
+                    TEX_EINVAL,
+                    "tex_op_conv2d_gemm: the NCHWc layout has no implicit-GEMM form "
+                    "(tex_op_conv2d takes it)",
+                    NULL);
     oc_expect_error(ctx, tex_op_max_pool2d(ctx, "P", X, (int64_t[]){2, 2}, NULL, (int64_t[]){0, 2}),
                     TEX_EINVAL, "tex_op_max_pool2d: padding[1] = 2 >= kernel[1] = 2", NULL);
     oc_expect_error(ctx, tex_op_avg_pool2d(ctx, "P", X3, (int64_t[]){2, 2}, NULL, NULL, 1),
@@ -228,6 +303,7 @@ int main(void)
     }
     TT_RUN(test_pool);
     TT_RUN(test_conv);
+    TT_RUN(test_conv_blocked);
     TT_RUN(test_symbolic_scheduled);
     tt_remove_tree(cache_dir);
     return tt_finish();
