@@ -3,20 +3,26 @@
  * oneDNN (Debian libdnnl-dev, its C API) on the same thread count.
  *
  * Layers (stride 1; the 3x3 ones with padding 1 and as many filters as
- * channels), each on 1 and 2 threads, two lines per case (bench/common.h's
- * format, anchor=onednn): the automatic schedule, e.g.
- * `case=c64h56w56k64r3/t2`, then the hand schedule, `case=.../t2/manual`:
+ * channels), each on 1 and 2 threads, three lines per case (bench/common.h's
+ * format, anchor=onednn): the automatic schedule in tex's preferred layout,
+ * e.g. `case=c64h56w56k64r3/t2`, the automatic schedule in NHWC,
+ * `case=.../t2/nhwc`, and the hand schedule in NHWC, `case=.../t2/manual`:
  *   c64h56w56k64r3  c128h28w28k128r3  c256h14w14k256r3  c512h7w7k512r3
  *   c256h56w56k64r1 (256 channels to 64 filters, 1x1, no padding)
  *
  * Each side gets its preferred layouts, arranged outside the timed region:
  * oneDNN picks its blocked layouts (bench/onednn_conv.h; only the
- * convolution's execution is timed). tex takes the input in NHWC and the
- * weights in HWCF ([KH, KW, C, F], which is the [KH * KW * C, F] matrix of
- * an implicit GEMM) and writes NHWC; its padding (a tex_op_pad stage) runs
- * inside the timed kernel.
+ * convolution's execution is timed). tex's are blocked too,
+ * TEX_LAYOUT_NCHWC (docs/ops.md): the input [1, C / CB, H, W, CB], the
+ * weights [F / NR, C / CB, KH, KW, CB, NR] and the output [1, F / NR, OH,
+ * OW, NR], CB = 64 (or C when smaller), NR the CPU GEMM built-in's columns
+ * (64 on AVX-512, 16 on AVX2), so that a filter block's weights are read as
+ * they are. The /nhwc and /manual lines take the input in NHWC and the
+ * weights in HWCF ([KH, KW, C, F], the [KH * KW * C, F] matrix of an
+ * implicit GEMM), whose panels of NR filters the kernel copies per call.
+ * The padding runs inside the timed kernel in every case.
  *
- * tex's kernel is tex_op_conv2d (NHWC) scheduled by
+ * tex's kernel is tex_op_conv2d scheduled by
  * tex_auto_schedule(..., "cpu -threads=N"), which tensorizes it with the
  * CPU GEMM built-in (docs/auto_schedule.md, "Tensorized tiles"). The
  * manual line is the hand schedule of conv_schedule, the same idea written
@@ -28,13 +34,13 @@
  *
  * Before timing, tex's output is compared with oneDNN's (reordered back to
  * plain NCHW; relative error <= 1e-3), and on the first 1x1 and 7x7 layers
- * (automatic schedule, 1 thread) with the oracle (tex_eval_reference of
- * the same computes).
+ * (automatic schedule in NCHWc, 1 thread) with the oracle
+ * (tex_eval_reference of the same computes).
  *
  * usage: conv2d          every layer
  *        conv2d S        only the layers whose name contains S
  *        conv2d --source S   prints the C that tex generates for the first
- *                        such layer (automatic schedule, 2 threads)
+ *                        such layer (automatic schedule in NCHWc, 2 threads)
  */
 #include "common.h"
 #include "onednn_conv.h"
@@ -56,12 +62,22 @@ static const conv_layer layers[] = {
 };
 enum { N_LAYERS = sizeof layers / sizeof layers[0] };
 
+/* How tex's side is laid out and scheduled (the lines' suffixes). */
+typedef enum {
+    BLOCKED, /* NCHWc, automatic schedule: "" */
+    NHWC,    /* NHWC, automatic schedule: "/nhwc" */
+    MANUAL   /* NHWC, conv_schedule: "/manual" */
+} conv_mode;
+
+static const char *const mode_suffix[] = {"", "/nhwc", "/manual"};
+
 typedef struct {
     const conv_layer *L;
     int threads;
-    int64_t oh, ow;
+    conv_mode mode;
+    int64_t oh, ow, cb, nr; /* output size; NCHWc's channel and filter blocks */
     tex_kernel *kernel;
-    DLTensor *x, *w, *out;  /* tex's: NHWC input, HWCF weights, NHWC output */
+    DLTensor *x, *w, *out;  /* tex's: NCHWc, or NHWC input, HWCF weights, NHWC output */
     float *x_nchw, *w_oihw; /* the same values, plain, for oneDNN */
     onednn_conv dnn;        /* oneDNN's convolution (onednn_conv.h) */
     float *want;            /* oneDNN's output, NCHW */
@@ -116,6 +132,19 @@ static int conv_schedule(tex_ctx *ctx, tex_schedule *s, tex_tensor *pad, tex_ten
     return rv ? rv : tex_vectorize(sp, ci);
 }
 
+/* The computes of g's layer in NCHWc (conv_alloc's shapes); *pad NULL. */
+static tex_tensor *conv_define_blocked(tex_ctx *ctx, const conv_case *g, tex_tensor **x,
+                                       tex_tensor **w, tex_tensor **pad)
+{
+    const conv_layer *L = g->L;
+    *x = tex_placeholder_c(ctx, "X", TEX_F32, 5, (int64_t[]){1, L->c / g->cb, L->h, L->w, g->cb});
+    *w = tex_placeholder_c(ctx, "W", TEX_F32, 6,
+                           (int64_t[]){L->f / g->nr, L->c / g->cb, L->k, L->k, g->cb, g->nr});
+    *pad = NULL;
+    return tex_op_conv2d(ctx, "Out", *x, *w, NULL, (int64_t[]){L->pad, L->pad}, NULL, 1,
+                         TEX_LAYOUT_NCHWC);
+}
+
 /* The computes of layer L: X [1, H, W, C], W [KH, KW, C, F], Out [1, OH, OW,
  * F]; *pad the padding stage (NULL without padding). */
 static tex_tensor *conv_define(tex_ctx *ctx, const conv_layer *L, tex_tensor **x, tex_tensor **w,
@@ -145,17 +174,18 @@ static tex_schedule *conv_plan(tex_ctx *ctx, const char *target, bool manual, te
     return s && in && conv_schedule(ctx, s, pad, w, out, in, avx512 ? 64 : 16) == 0 ? s : NULL;
 }
 
-/* Builds g->kernel (conv_plan's schedule) on g->threads threads; 0 or -1
- * (message printed). With `oracle`, also checks the kernel's output for
- * g's arrays against tex_eval_reference. */
-static int conv_build(conv_case *g, bool manual, bool oracle)
+/* Builds g->kernel (g->mode's layout and schedule) on g->threads threads;
+ * 0 or -1 (message printed). With `oracle`, also checks the kernel's
+ * output for g's arrays against tex_eval_reference. */
+static int conv_build(conv_case *g, bool oracle)
 {
     char target[64];
     snprintf(target, sizeof target, "cpu -threads=%d", g->threads);
     tex_ctx *ctx = tex_ctx_new();
     tex_tensor *x, *w, *pad;
-    tex_tensor *out = conv_define(ctx, g->L, &x, &w, &pad);
-    tex_schedule *s = out ? conv_plan(ctx, target, manual, pad, w, out) : NULL;
+    tex_tensor *out = g->mode == BLOCKED ? conv_define_blocked(ctx, g, &x, &w, &pad)
+                                         : conv_define(ctx, g->L, &x, &w, &pad);
+    tex_schedule *s = out ? conv_plan(ctx, target, g->mode == MANUAL, pad, w, out) : NULL;
     tex_func *f = s ? tex_lower_tensors(s, "conv2d", 3, (tex_tensor *[]){x, w, out}) : NULL;
     g->kernel = f ? tex_build(f, target) : NULL;
     int rc = g->kernel ? 0 : -1;
@@ -163,7 +193,7 @@ static int conv_build(conv_case *g, bool manual, bool oracle)
         fprintf(stderr, "conv2d: %s: %s\n", g->L->name, tex_errmsg(ctx));
     if (rc == 0 && oracle) {
         DLDevice cpu = {kDLCPU, 0};
-        DLTensor *want = tex_array_new(4, g->out->shape, TEX_F32, cpu);
+        DLTensor *want = tex_array_new(g->out->ndim, g->out->shape, TEX_F32, cpu);
         rc = want && tex_kernel_call_tensors(g->kernel, 3, (DLTensor *[]){g->x, g->w, g->out}) == 0
                  ? tex_eval_reference(ctx, 3, (tex_tensor *[]){x, w, out},
                                       (DLTensor *[]){g->x, g->w, want})
@@ -188,31 +218,53 @@ static int run_tex(void *arg)
 
 /* ------------------------------------------------------------------ cases */
 
-/* Random plain input and weights, and tex's copies of them (NHWC, HWCF). */
+/* The position of element (channel c, pixel p of P, of C) of an NCHW
+ * tensor in tex's layout: NCHWc with blocks of cb, or NHWC (cb 0). */
+static int64_t tex_index(int64_t c, int64_t p, int64_t C, int64_t P, int64_t cb)
+{
+    return cb ? ((c / cb) * P + p) * cb + c % cb : p * C + c;
+}
+
+/* Random plain input and weights, and tex's copies of them (g->mode's
+ * layouts: NCHWc, or NHWC and HWCF). */
 static int conv_alloc(conv_case *g)
 {
     const conv_layer *L = g->L;
     DLDevice cpu = {kDLCPU, 0};
     g->oh = L->h + 2 * L->pad - L->k + 1;
     g->ow = L->w + 2 * L->pad - L->k + 1;
-    g->x = tex_array_new(4, (int64_t[]){1, L->h, L->w, L->c}, TEX_F32, cpu);
-    g->w = tex_array_new(4, (int64_t[]){L->k, L->k, L->c, L->f}, TEX_F32, cpu);
-    g->out = tex_array_new(4, (int64_t[]){1, g->oh, g->ow, L->f}, TEX_F32, cpu);
+    g->nr = __builtin_cpu_supports("avx512f") ? 64 : 16;
+    g->cb = L->c < 64 ? L->c : 64;
+    int64_t cb = g->cb, nr = g->nr, kk = L->k * L->k;
+    if (g->mode == BLOCKED) {
+        g->x = tex_array_new(5, (int64_t[]){1, L->c / cb, L->h, L->w, cb}, TEX_F32, cpu);
+        g->w =
+            tex_array_new(6, (int64_t[]){L->f / nr, L->c / cb, L->k, L->k, cb, nr}, TEX_F32, cpu);
+        g->out = tex_array_new(5, (int64_t[]){1, L->f / nr, g->oh, g->ow, nr}, TEX_F32, cpu);
+    } else {
+        g->x = tex_array_new(4, (int64_t[]){1, L->h, L->w, L->c}, TEX_F32, cpu);
+        g->w = tex_array_new(4, (int64_t[]){L->k, L->k, L->c, L->f}, TEX_F32, cpu);
+        g->out = tex_array_new(4, (int64_t[]){1, g->oh, g->ow, L->f}, TEX_F32, cpu);
+    }
     g->x_nchw = malloc(sizeof(float) * (size_t)(L->c * L->h * L->w));
-    g->w_oihw = malloc(sizeof(float) * (size_t)(L->f * L->c * L->k * L->k));
+    g->w_oihw = malloc(sizeof(float) * (size_t)(L->f * L->c * kk));
     g->want = malloc(sizeof(float) * (size_t)(L->f * g->oh * g->ow));
     if (!g->x || !g->w || !g->out || !g->x_nchw || !g->w_oihw || !g->want)
         return -1;
     bench_fill_random(g->x_nchw, L->c * L->h * L->w, 1);
-    bench_fill_random(g->w_oihw, L->f * L->c * L->k * L->k, 2);
+    bench_fill_random(g->w_oihw, L->f * L->c * kk, 2);
     float *x = g->x->data, *w = g->w->data;
+    bool blocked = g->mode == BLOCKED;
     for (int64_t c = 0; c < L->c; c++)
         for (int64_t p = 0; p < L->h * L->w; p++)
-            x[p * L->c + c] = g->x_nchw[c * L->h * L->w + p];
+            x[tex_index(c, p, L->c, L->h * L->w, blocked ? cb : 0)] =
+                g->x_nchw[c * L->h * L->w + p];
     for (int64_t f = 0; f < L->f; f++)
         for (int64_t c = 0; c < L->c; c++)
-            for (int64_t r = 0; r < L->k * L->k; r++)
-                w[(r * L->c + c) * L->f + f] = g->w_oihw[(f * L->c + c) * L->k * L->k + r];
+            for (int64_t r = 0; r < kk; r++)
+                w[blocked ? (((f / nr) * (L->c / cb) + c / cb) * kk + r) * cb * nr + (c % cb) * nr +
+                                f % nr
+                          : (r * L->c + c) * L->f + f] = g->w_oihw[(f * L->c + c) * kk + r];
     return 0;
 }
 
@@ -228,30 +280,31 @@ static void conv_release(conv_case *g)
     onednn_conv_release(&g->dnn);
 }
 
-/* tex's NHWC output transposed to NCHW, compared with oneDNN's (exits
- * through bench_fail on a mismatch). */
+/* tex's output reordered to NCHW, compared with oneDNN's (exits through
+ * bench_fail on a mismatch). */
 static void conv_check(conv_case *g, const char *desc)
 {
-    int64_t f = g->L->f, p = g->oh * g->ow;
+    int64_t f = g->L->f, p = g->oh * g->ow, nr = g->mode == BLOCKED ? g->nr : 0;
     float *got = malloc(sizeof(float) * (size_t)(f * p)), *out = g->out->data;
     if (!got)
         bench_fail("conv2d", desc, "setup_failed");
     for (int64_t i = 0; i < p; i++)
         for (int64_t c = 0; c < f; c++)
-            got[c * p + i] = out[i * f + c];
+            got[c * p + i] = out[tex_index(c, i, f, p, nr)];
     bench_check_close("conv2d", desc, got, g->want, f * p, 1e-3);
     free(got);
 }
 
-/* Builds, checks and times layer L on `threads` threads; prints its line. */
-static void conv_measure(const conv_layer *L, int threads, bool manual, bool oracle)
+/* Builds, checks and times layer L on `threads` threads in `mode`; prints
+ * its line. */
+static void conv_measure(const conv_layer *L, int threads, conv_mode mode, bool oracle)
 {
     char desc[64];
-    snprintf(desc, sizeof desc, "%s/t%d%s", L->name, threads, manual ? "/manual" : "");
-    conv_case g = {.L = L, .threads = threads};
+    snprintf(desc, sizeof desc, "%s/t%d%s", L->name, threads, mode_suffix[mode]);
+    conv_case g = {.L = L, .threads = threads, .mode = mode};
     omp_set_num_threads(threads);
     onednn_conv_shape sh = {L->c, L->h, L->w, L->f, L->k, L->pad};
-    if (conv_alloc(&g) != 0 || conv_build(&g, manual, oracle) != 0 ||
+    if (conv_alloc(&g) != 0 || conv_build(&g, oracle) != 0 ||
         onednn_conv_setup(&g.dnn, sh, g.x_nchw, g.w_oihw) != 0)
         bench_fail("conv2d", desc, "setup_failed");
     memset(g.out->data, 0xff, sizeof(float) * (size_t)(g.oh * g.ow * L->f)); /* NaN */
@@ -272,7 +325,7 @@ static int print_source(const char *s)
         if (!strstr(layers[l].name, s))
             continue;
         conv_case g = {.L = &layers[l], .threads = 2};
-        int rc = conv_alloc(&g) == 0 && conv_build(&g, false, false) == 0 ? 0 : 1;
+        int rc = conv_alloc(&g) == 0 && conv_build(&g, false) == 0 ? 0 : 1;
         if (rc == 0)
             fputs(tex_kernel_source(g.kernel), stdout);
         conv_release(&g);
@@ -288,8 +341,8 @@ int main(int argc, char **argv)
         return print_source(argv[2]);
     for (int l = 0; l < N_LAYERS; l++)
         for (int t = 1; t <= 2 && (argc < 2 || strstr(layers[l].name, argv[1])); t++)
-            for (int manual = 0; manual <= 1; manual++)
-                conv_measure(&layers[l], t, manual,
-                             t == 1 && !manual && (layers[l].k == 1 || layers[l].h == 7));
+            for (int mode = BLOCKED; mode <= MANUAL; mode++)
+                conv_measure(&layers[l], t, mode,
+                             t == 1 && mode == BLOCKED && (layers[l].k == 1 || layers[l].h == 7));
     return 0;
 }
