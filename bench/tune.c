@@ -5,8 +5,9 @@
  * Cases (each tuned with a budget of $TEX_BENCH_TUNE_SECONDS, default 60 s,
  * from an empty log; the issue's goal allows 10 minutes):
  *   gemm1024     C = A . B, 1024^3                 anchors default, openblas
- *   conv256      conv2d 1x256x14x14, 256 filters 3x3, padding 1, NHWC
- *                (tex's preferred layout)          anchors default, onednn
+ *   conv256      conv2d 1x256x14x14, 256 filters 3x3, padding 1, NCHWc
+ *                (tex's preferred layout, as in
+ *                bench/conv2d)                     anchors default, onednn
  *   softmax      softmax over the rows of 4096x1024 anchors default, bandwidth
  *   mlp          Y = gelu(X . W1 + b1) . W2 + X, 512x768x3072
  *                                                  anchors default, openblas
@@ -88,14 +89,25 @@ static void gemm1024(tune_case *c)
 
 static const onednn_conv_shape CONV = {256, 14, 14, 256, 3, 1};
 
-/* In tex's preferred layouts, as bench/conv2d: X [1, H, W, C] (NHWC), W
- * [KH, KW, C, F], Y [1, H, W, F]. */
+/* The channel block of conv's NCHWc layout, and its filter block: the CPU
+ * GEMM built-in's columns. */
+enum { CONV_CB = 64 };
+
+static int64_t conv_fb(void)
+{
+    return __builtin_cpu_supports("avx512f") ? 64 : 16;
+}
+
+/* In tex's preferred layouts, as bench/conv2d: X [1, C / CB, H, W, CB], W
+ * [F / FB, C / CB, KH, KW, CB, FB], Y [1, F / FB, H, W, FB] (NCHWc). */
 static void conv(tune_case *c)
 {
-    tex_tensor *X = input(c, "X", 4, (int64_t[]){1, CONV.h, CONV.w, CONV.c});
-    tex_tensor *W = input(c, "W", 4, (int64_t[]){CONV.k, CONV.k, CONV.c, CONV.f});
+    int64_t fb = conv_fb();
+    tex_tensor *X = input(c, "X", 5, (int64_t[]){1, CONV.c / CONV_CB, CONV.h, CONV.w, CONV_CB});
+    tex_tensor *W =
+        input(c, "W", 6, (int64_t[]){CONV.f / fb, CONV.c / CONV_CB, CONV.k, CONV.k, CONV_CB, fb});
     const int64_t pad[2] = {CONV.pad, CONV.pad};
-    add(c, tex_op_conv2d(c->ctx, "Y", X, W, NULL, pad, NULL, 1, TEX_LAYOUT_NHWC));
+    add(c, tex_op_conv2d(c->ctx, "Y", X, W, NULL, pad, NULL, 1, TEX_LAYOUT_NCHWC));
 }
 
 static void softmax(tune_case *c)
@@ -172,48 +184,45 @@ static int run_blas_mlp(void *arg)
     return 0;
 }
 
-/* dst[p][q] = src[q][p] for a rows x cols src (layouts between tex's
- * channels-last arrays and oneDNN's plain ones). */
-static void transpose(float *dst, const float *src, int64_t rows, int64_t cols)
-{
-    for (int64_t p = 0; p < rows; p++)
-        for (int64_t q = 0; q < cols; q++)
-            dst[q * rows + p] = src[p * cols + q];
-}
-
 /* The onednn anchor of conv, given the same values in its plain NCHW input
  * and OIHW weights: set up, run once and checked against the default
  * schedule's output; 0 or -1. */
 static int setup_onednn_conv(tune_case *c)
 {
-    int64_t hw = CONV.h * CONV.w, kk = CONV.k * CONV.k;
+    int64_t hw = CONV.h * CONV.w, kk = CONV.k * CONV.k, fb = conv_fb(), cb = CONV_CB;
+    int64_t cblocks = CONV.c / cb;
     float *x = malloc(sizeof(float) * (size_t)(hw * CONV.c));
     float *w = malloc(sizeof(float) * (size_t)(kk * CONV.c * CONV.f));
     float *got = malloc(sizeof(float) * (size_t)(CONV.f * hw));
-    float *got_nhwc = malloc(sizeof(float) * (size_t)(CONV.f * hw));
+    float *got_tex = malloc(sizeof(float) * (size_t)(CONV.f * hw));
+    const float *tx = data(c, 0), *tw = data(c, 1);
     int rc = -1;
-    if (x && w && got && got_nhwc) {
-        transpose(x, data(c, 0), hw, CONV.c);          /* [HW][C] -> [C][HW] */
-        transpose(w, data(c, 1), kk * CONV.c, CONV.f); /* [KH KW C][F] -> [F][KH KW C] */
-        for (int64_t f = 0; f < CONV.f; f++) {         /* [F][KH KW][C] -> [F][C][KH KW] */
-            float *row = w + f * kk * CONV.c;
-            memcpy(got, row, sizeof(float) * (size_t)(kk * CONV.c));
-            transpose(row, got, kk, CONV.c);
-        }
+    if (x && w && got && got_tex) {
+        for (int64_t ch = 0; ch < CONV.c; ch++) /* NCHWc -> NCHW */
+            for (int64_t p = 0; p < hw; p++)
+                x[ch * hw + p] = tx[((ch / cb) * hw + p) * cb + ch % cb];
+        for (int64_t f = 0; f < CONV.f; f++) /* [F/FB][C/CB][KH KW][CB][FB] -> OIHW */
+            for (int64_t ch = 0; ch < CONV.c; ch++)
+                for (int64_t r = 0; r < kk; r++)
+                    w[(f * CONV.c + ch) * kk + r] =
+                        tw[(((f / fb) * cblocks + ch / cb) * kk + r) * cb * fb + (ch % cb) * fb +
+                           f % fb];
         rc = onednn_conv_setup(&c->dnn, CONV, x, w) == 0 && onednn_conv_run(&c->dnn) == 0 &&
                      onednn_conv_result(&c->dnn, got) == 0
                  ? 0
                  : -1;
     }
     if (rc == 0) {
-        transpose(got_nhwc, got, CONV.f, hw); /* [F][HW] -> [HW][F] */
-        bench_check_close("tune", "conv256/onednn", got_nhwc, c->default_out->data, CONV.f * hw,
+        for (int64_t f = 0; f < CONV.f; f++) /* NCHW -> NCHWc */
+            for (int64_t p = 0; p < hw; p++)
+                got_tex[((f / fb) * hw + p) * fb + f % fb] = got[f * hw + p];
+        bench_check_close("tune", "conv256/onednn", got_tex, c->default_out->data, CONV.f * hw,
                           1e-3);
     }
     free(x);
     free(w);
     free(got);
-    free(got_nhwc);
+    free(got_tex);
     return rc;
 }
 
@@ -248,7 +257,7 @@ static void alloc_arrays(tune_case *c)
     DLDevice cpu = {kDLCPU, 0};
     for (int i = 0; i < c->n_args; i++) {
         tex_tensor *t = c->t[i];
-        int64_t shape[4];
+        int64_t shape[8]; /* conv's weights have 6 dims */
         for (int d = 0; d < tex_tensor_ndim(t); d++)
             tex_expr_const_int(tex_tensor_dim(t, d), &shape[d]);
         c->a[i] = tex_array_new(tex_tensor_ndim(t), shape, TEX_F32, cpu);
