@@ -80,6 +80,19 @@ void texi_ops_dim_str(tex_expr *e, char *buf, size_t size)
     free(s);
 }
 
+int texi_ops_same_dim(tex_ctx *ctx, const char *op, tex_tensor *a, int da, tex_tensor *b, int db,
+                      const char *what)
+{
+    tex_expr *x = tex_tensor_dim(a, da), *y = tex_tensor_dim(b, db);
+    if (tex_expr_equal(x, y))
+        return 0;
+    char sx[64], sy[64];
+    texi_ops_dim_str(x, sx, sizeof sx);
+    texi_ops_dim_str(y, sy, sizeof sy);
+    return tex_set_error(ctx, TEX_EINVAL, "%s: %s's dim %d (%s = %s) != %s's dim %d (%s = %s)", op,
+                         tex_tensor_name(a), da, what, sx, tex_tensor_name(b), db, what, sy);
+}
+
 void texi_ops_shape(const tex_tensor *t, tex_expr *shape[])
 {
     for (int d = 0; d < tex_tensor_ndim(t); d++)

@@ -115,20 +115,6 @@ static int reduce_axes(tex_ctx *ctx, tex_tensor *w, const conv_dims *L, const in
     return rv[0] && rv[1] && rv[2] ? 0 : tex_errcode(ctx);
 }
 
-/* Checks that dim dx of x and dim dw of w (both named `what`) are equal. */
-static int same_dim(tex_ctx *ctx, const char *op, tex_tensor *x, int dx, tex_tensor *w, int dw,
-                    const char *what)
-{
-    tex_expr *a = tex_tensor_dim(x, dx), *b = tex_tensor_dim(w, dw);
-    if (tex_expr_equal(a, b))
-        return 0;
-    char sa[64], sb[64];
-    texi_ops_dim_str(a, sa, sizeof sa);
-    texi_ops_dim_str(b, sb, sizeof sb);
-    return tex_set_error(ctx, TEX_EINVAL, "%s: %s's dim %d (%s = %s) != %s's dim %d (%s)", op,
-                         tex_tensor_name(x), dx, what, sa, tex_tensor_name(w), dw, sb);
-}
-
 /* tex_op_conv2d in TEX_LAYOUT_NCHWC: x [N, C / CB, H, W, CB], w [F / FB,
  * C / CB, KH, KW, CB, FB], out [N, F / FB, OH, OW, FB], one group:
  * out[n, fo, y, x, fi] = sum over co, ry, rx, ci of
@@ -148,7 +134,8 @@ static tex_tensor *conv2d_blocked(tex_ctx *ctx, const char *op, const char *out,
                              groups);
     int64_t k[2];
     if (kernel_dim(ctx, op, w, 2, &k[0]) || kernel_dim(ctx, op, w, 3, &k[1]) ||
-        same_dim(ctx, op, x, 1, w, 1, "C / CB") || same_dim(ctx, op, x, 4, w, 4, "CB"))
+        texi_ops_same_dim(ctx, op, x, 1, w, 1, "C / CB") ||
+        texi_ops_same_dim(ctx, op, x, 4, w, 4, "CB"))
         return NULL;
     char nm[TEXI_OPS_NAME_MAX];
     tex_tensor *src = x;

@@ -14,19 +14,6 @@ static int mat_dim(const tex_tensor *t, int which)
     return tex_tensor_ndim(t) - 2 + which;
 }
 
-/* Checks that a's dim da equals b's dim db (the reduction length K). */
-static int check_k(tex_ctx *ctx, const char *op, tex_tensor *a, int da, tex_tensor *b, int db)
-{
-    tex_expr *ka = tex_tensor_dim(a, da), *kb = tex_tensor_dim(b, db);
-    if (tex_expr_equal(ka, kb))
-        return 0;
-    char sa[64], sb[64];
-    texi_ops_dim_str(ka, sa, sizeof sa);
-    texi_ops_dim_str(kb, sb, sizeof sb);
-    return tex_set_error(ctx, TEX_EINVAL, "%s: %s's dim %d (K = %s) != %s's dim %d (K = %s)", op,
-                         tex_tensor_name(a), da, sa, tex_tensor_name(b), db, sb);
-}
-
 /* The product for call op (tex_op_matmul or tex_op_dense). */
 static tex_tensor *matmul(tex_ctx *ctx, const char *op, const char *name, tex_tensor *a,
                           tex_tensor *b, bool ta, bool tb)
@@ -40,7 +27,7 @@ static tex_tensor *matmul(tex_ctx *ctx, const char *op, const char *name, tex_te
                                  tex_tensor_name(ops[i]), tex_tensor_ndim(ops[i]));
     int ak = mat_dim(a, ta ? 0 : 1), am = mat_dim(a, ta ? 1 : 0);
     int bk = mat_dim(b, tb ? 1 : 0), bn = mat_dim(b, tb ? 0 : 1);
-    if (check_k(ctx, op, a, ak, b, bk))
+    if (texi_ops_same_dim(ctx, op, a, ak, b, bk, "K"))
         return NULL;
     tex_expr *sa[TEXI_OPS_MAX_NDIM], *sb[TEXI_OPS_MAX_NDIM], *shape[TEXI_OPS_MAX_NDIM] = {NULL};
     texi_ops_shape(a, sa);

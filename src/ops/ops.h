@@ -49,6 +49,11 @@ const char *texi_ops_stage_name(char *buf, size_t size, const char *base, const 
 /* A dim for a message: "7", or its expression ("N + 2"). */
 void texi_ops_dim_str(tex_expr *e, char *buf, size_t size);
 
+/* Checks that a's dim da equals b's dim db, both the size `what` (K, CB,
+ * ...); 0 or TEX_EINVAL naming op, both tensors, dims and sizes. */
+int texi_ops_same_dim(tex_ctx *ctx, const char *op, tex_tensor *a, int da, tex_tensor *b, int db,
+                      const char *what);
+
 /* t's shape copied into shape[0 .. ndim). */
 void texi_ops_shape(const tex_tensor *t, tex_expr *shape[]);
 

@@ -269,7 +269,7 @@ static void test_errors(void)
                     "'W' 4)",
                     NULL);
     oc_expect_error(ctx, tex_op_conv2d(ctx, "C", Xb, Wb, NULL, NULL, NULL, 1, TEX_LAYOUT_NCHWC),
-                    TEX_EINVAL, "tex_op_conv2d: Xb's dim 4 (CB = 4) != Wb's dim 4 (8)", NULL);
+                    TEX_EINVAL, "tex_op_conv2d: Xb's dim 4 (CB = 4) != Wb's dim 4 (CB = 8)", NULL);
     oc_expect_error(ctx, tex_op_conv2d(ctx, "C", Xb, Wb, NULL, NULL, NULL, 2, TEX_LAYOUT_NCHWC),
                     TEX_EINVAL, "tex_op_conv2d: the NCHWc layout takes one group, not 2", NULL);
     oc_expect_error(ctx,
