@@ -211,13 +211,13 @@ static void test_conv_panels(void)
 }
 
 /* A conv in the blocked layout (TEX_LAYOUT_NCHWC): X [n, cblocks, h, h,
- * cb], W [fblocks, cblocks, r, r, cb, NR] (the host's built-in's columns),
- * padding r / 2, for target: tensorized, the weights read as they are (no
- * W.local), the filter blocks parallel with the GEMM stage computed once
- * per block (wide: in the output's fused panel loop), checked against the
- * oracle. */
+ * cb], W [fblocks, cblocks, r, r, cb, fb NR] (fb times the host's
+ * built-in's columns; fb 0: 4 columns), padding r / 2, for target, checked
+ * against the oracle. With fb = 1: tensorized, the weights read as they are
+ * (no W.local), the filter blocks parallel with the GEMM stage computed
+ * once per block (wide: in the output's fused panel loop). */
 static void run_conv_blocked(int64_t n, int64_t cblocks, int64_t cb, int64_t h, int64_t fblocks,
-                             int64_t r, const char *target)
+                             int64_t fb, int64_t r, const char *target)
 {
     as_case c;
     case_init(&c, "tz_conv_nchwc", 0, NULL, false);
@@ -225,14 +225,15 @@ static void run_conv_blocked(int64_t n, int64_t cblocks, int64_t cb, int64_t h, 
         ops_input(&c.w, "X", 5,
                   (tex_expr *[]){tex_int(c.ctx, n), tex_int(c.ctx, cblocks), tex_int(c.ctx, h),
                                  tex_int(c.ctx, h), tex_int(c.ctx, cb)});
-    tex_tensor *W = ops_input(&c.w, "W", 6,
-                              (tex_expr *[]){tex_int(c.ctx, fblocks), tex_int(c.ctx, cblocks),
-                                             tex_int(c.ctx, r), tex_int(c.ctx, r),
-                                             tex_int(c.ctx, cb), tex_int(c.ctx, nr ? nr : 16)});
+    tex_tensor *W =
+        ops_input(&c.w, "W", 6,
+                  (tex_expr *[]){tex_int(c.ctx, fblocks), tex_int(c.ctx, cblocks),
+                                 tex_int(c.ctx, r), tex_int(c.ctx, r), tex_int(c.ctx, cb),
+                                 tex_int(c.ctx, fb && nr ? fb * nr : 4)});
     tex_tensor *y =
         tex_op_conv2d(c.ctx, "Y", X, W, NULL, (int64_t[]){r / 2, r / 2}, NULL, 1, TEX_LAYOUT_NCHWC);
     tex_schedule *s = case_check(&c, y, target);
-    if (s && nr) {
+    if (s && nr && fb == 1) {
         const char *host = attach_host(s, "Y.local");
         TT_CHECK(tensorized(s, "Y.local"));
         TT_CHECK(attach_of(s, "W.local") == -1);
@@ -244,14 +245,18 @@ static void run_conv_blocked(int64_t n, int64_t cblocks, int64_t cb, int64_t h, 
     tex_ctx_free(c.ctx);
 }
 
-/* Blocked convs: 8 filter blocks on 2 threads, a 7 x 7 image (rows of 4 +
- * 3 pixels), depth 64 per block; 2 images and 3 x 3 channel blocks of 5. */
+/* Blocked convs: 4 filter blocks on 2 threads, a 7 x 7 image (rows of 4 +
+ * 3 pixels), 2 channel blocks of 16; 2 images and 3 channel blocks of 5;
+ * filter blocks of two panels (packed per panel) and of 4 filters (the
+ * ordinary tiles). */
 static void test_conv_blocked(void)
 {
-    run_conv_blocked(1, 2, 16, 7, 4, 3, "cpu -threads=2");
+    run_conv_blocked(1, 2, 16, 7, 4, 1, 3, "cpu -threads=2");
     if (quick)
         return;
-    run_conv_blocked(2, 3, 5, 6, 2, 3, "cpu -threads=1");
+    run_conv_blocked(2, 3, 5, 6, 2, 1, 3, "cpu -threads=1");
+    run_conv_blocked(1, 2, 8, 5, 3, 2, 3, "cpu -threads=2");
+    run_conv_blocked(2, 1, 8, 5, 3, 0, 1, "cpu -threads=2");
 }
 
 /* The ordinary register tiles for convs the built-in does not fit. */
