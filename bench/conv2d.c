@@ -222,7 +222,7 @@ static int run_tex(void *arg)
  * tensor in tex's layout: NCHWc with blocks of cb, or NHWC (cb 0). */
 static int64_t tex_index(int64_t c, int64_t p, int64_t C, int64_t P, int64_t cb)
 {
-    return cb ? ((c / cb) * P + p) * cb + c % cb : p * C + c;
+    return cb ? nchwc_at(c, p, P, cb) : p * C + c;
 }
 
 /* Random plain input and weights, and tex's copies of them (g->mode's
@@ -262,8 +262,7 @@ static int conv_alloc(conv_case *g)
     for (int64_t f = 0; f < L->f; f++)
         for (int64_t c = 0; c < L->c; c++)
             for (int64_t r = 0; r < kk; r++)
-                w[blocked ? (((f / nr) * (L->c / cb) + c / cb) * kk + r) * cb * nr + (c % cb) * nr +
-                                f % nr
+                w[blocked ? nchwc_weight_at(f, c, r, L->c, kk, cb, nr)
                           : (r * L->c + c) * L->f + f] = g->w_oihw[(f * L->c + c) * kk + r];
     return 0;
 }

@@ -16,6 +16,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Where tex's blocked layout (TEX_LAYOUT_NCHWC) keeps what oneDNN's plain
+ * arrays hold: element (channel c, pixel p of P) of an NCHW tensor in
+ * [C / cb, P, cb]; weight (filter f, channel c, window position r of kk)
+ * of OIHW weights with C channels in [F / fb, C / cb, kk, cb, fb]. */
+static inline int64_t nchwc_at(int64_t c, int64_t p, int64_t P, int64_t cb)
+{
+    return ((c / cb) * P + p) * cb + c % cb;
+}
+
+static inline int64_t nchwc_weight_at(int64_t f, int64_t c, int64_t r, int64_t C, int64_t kk,
+                                      int64_t cb, int64_t fb)
+{
+    return (((f / fb) * (C / cb) + c / cb) * kk + r) * cb * fb + (c % cb) * fb + f % fb;
+}
+
 typedef struct {
     int64_t c, h, w, f, k, pad; /* channels, height, width, filters, kernel size, padding */
 } onednn_conv_shape;

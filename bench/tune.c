@@ -193,7 +193,6 @@ static int run_blas_mlp(void *arg)
 static int setup_onednn_conv(tune_case *c)
 {
     int64_t hw = CONV.h * CONV.w, kk = CONV.k * CONV.k, fb = conv_fb(), cb = CONV_CB;
-    int64_t cblocks = CONV.c / cb;
     float *x = malloc(sizeof(float) * (size_t)(hw * CONV.c));
     float *w = malloc(sizeof(float) * (size_t)(kk * CONV.c * CONV.f));
     float *got = malloc(sizeof(float) * (size_t)(CONV.f * hw));
@@ -203,13 +202,12 @@ static int setup_onednn_conv(tune_case *c)
     if (x && w && got && got_tex) {
         for (int64_t ch = 0; ch < CONV.c; ch++) /* NCHWc -> NCHW */
             for (int64_t p = 0; p < hw; p++)
-                x[ch * hw + p] = tx[((ch / cb) * hw + p) * cb + ch % cb];
+                x[ch * hw + p] = tx[nchwc_at(ch, p, hw, cb)];
         for (int64_t f = 0; f < CONV.f; f++) /* [F/FB][C/CB][KH KW][CB][FB] -> OIHW */
             for (int64_t ch = 0; ch < CONV.c; ch++)
                 for (int64_t r = 0; r < kk; r++)
                     w[(f * CONV.c + ch) * kk + r] =
-                        tw[(((f / fb) * cblocks + ch / cb) * kk + r) * cb * fb + (ch % cb) * fb +
-                           f % fb];
+                        tw[nchwc_weight_at(f, ch, r, CONV.c, kk, cb, fb)];
         rc = onednn_conv_setup(&c->dnn, CONV, x, w) == 0 && onednn_conv_run(&c->dnn) == 0 &&
                      onednn_conv_result(&c->dnn, got) == 0
                  ? 0
@@ -218,7 +216,7 @@ static int setup_onednn_conv(tune_case *c)
     if (rc == 0) {
         for (int64_t f = 0; f < CONV.f; f++) /* NCHW -> NCHWc */
             for (int64_t p = 0; p < hw; p++)
-                got_tex[((f / fb) * hw + p) * fb + f % fb] = got[f * hw + p];
+                got_tex[nchwc_at(f, p, hw, fb)] = got[f * hw + p];
         bench_check_close("tune", "conv256/onednn", got_tex, c->default_out->data, CONV.f * hw,
                           1e-3);
     }

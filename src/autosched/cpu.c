@@ -33,6 +33,8 @@
  */
 #include "autosched/autosched.h"
 
+#include <string.h>
+
 enum { MAX_LEAVES = 64, TILE_ROWS = 6, K_UNROLL = 4, TZ_DEPTH = 256 };
 
 /* Elements of st's dtype in one vector register. */
@@ -404,21 +406,26 @@ static bool is_wide(const texi_as_graph *g, const tex_stage *gs)
     return shared > 0;
 }
 
-/* The leading axes of root st (all but its last two) that pick GEMM stage
- * gs's panel (texi_as_panel_axis; gs and st of the same rank), in order,
- * into pax; their count, and the product of their constant extents in
- * *ext (0 when one is not constant). */
-static int panel_axes(const tex_stage *st, const tex_stage *gs, tex_iter **pax, int64_t *ext)
+/* Root st's leading axes (all but its last two) in loop order into ax:
+ * first those that pick GEMM stage gs's panel (texi_as_panel_axis; gs and
+ * st of the same rank), then the others. The count of the first, and the
+ * product of their constant extents in *ext (0 when one is not constant). */
+static int panel_axes(const tex_stage *st, const tex_stage *gs, tex_iter **ax, int64_t *ext)
 {
-    int n = 0, nax = st->op->n_axes;
+    int np = 0, n_other = 0, nax = st->op->n_axes;
+    tex_iter *other[MAX_LEAVES];
     int64_t e = 0;
     *ext = 1;
-    for (int a = 0; a < nax - 2 && gs->op->n_axes == nax; a++)
-        if (texi_as_panel_axis(gs, a)) {
-            pax[n++] = st->op->axes[a];
-            *ext = const_extent(st->op->axes[a], &e) ? *ext * e : 0;
+    for (int a = 0; a < nax - 2; a++) {
+        if (gs->op->n_axes != nax || !texi_as_panel_axis(gs, a)) {
+            other[n_other++] = st->op->axes[a];
+            continue;
         }
-    return n;
+        ax[np++] = st->op->axes[a];
+        *ext = const_extent(st->op->axes[a], &e) ? *ext * e : 0;
+    }
+    memcpy(ax + np, other, sizeof *other * (size_t)n_other);
+    return np;
 }
 
 /* "tiles" on the CPU GEMM built-in: the root's columns split by NR (the
@@ -451,10 +458,7 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
     TEXI_TRY(tex_split(st, op->axes[nax - 1], tex_int(g->ctx, g->tz_nr), &no, &ni));
     TEXI_TRY(tex_split(st, op->axes[nax - 2], tex_int(g->ctx, strip_rows(g, st)), &mo, &mi));
     order[n++] = no;
-    n += np;
-    for (int k = 0; k < nax - 2; k++)
-        if (!(gs->op->n_axes == nax && texi_as_panel_axis(gs, k)))
-            order[n++] = op->axes[k];
+    n += nax - 2;
     order[n++] = mo;
     order[n++] = mi;
     order[n++] = ni;

@@ -161,6 +161,12 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+double texi_tune_median(double *ms, int n)
+{
+    qsort(ms, (size_t)n, sizeof ms[0], cmp_double);
+    return ms[n / 2];
+}
+
 void texi_tune_time(texi_tune_workload *w, texi_tune_candidate *c, double budget_ms)
 {
     if (!c->kernel)
@@ -179,6 +185,5 @@ void texi_tune_time(texi_tune_workload *w, texi_tune_candidate *c, double budget
         tex_kernel_call_tensors(c->kernel, w->n_params, w->run); /* synchronous on CUDA too */
         times[runs++] = texi_tune_now_ms() - t0;
     }
-    qsort(times, (size_t)runs, sizeof times[0], cmp_double);
-    c->ms = times[runs / 2];
+    c->ms = texi_tune_median(times, runs);
 }

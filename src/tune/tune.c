@@ -283,18 +283,6 @@ static void search(tuner *t)
     discard(c[cur], n[cur]); /* built ahead when a budget ran out */
 }
 
-/* The median of the first n times (sorted in place). */
-static double median(double *ms, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int k = i; k > 0 && ms[k] < ms[k - 1]; k--) {
-            double x = ms[k];
-            ms[k] = ms[k - 1];
-            ms[k - 1] = x;
-        }
-    return ms[n / 2];
-}
-
 /* Step 4: the automatic schedule (c[0]) and the FINALISTS fastest settings
  * rebuilt (from the kernel cache) and run in rounds, one run of each per
  * round, at least CONFIRM_ROUNDS_MIN rounds and until 5% of the time budget
@@ -335,7 +323,7 @@ static void confirm(tuner *t)
     }
     int win = -1;
     for (int i = 0; i < n; i++) {
-        c[i].ms = c[i].kernel && c[i].ms >= 0 ? median(ms[i], rounds) : -1;
+        c[i].ms = c[i].kernel && c[i].ms >= 0 ? texi_tune_median(ms[i], rounds) : -1;
         if (c[i].ms >= 0 && (win < 0 || c[i].ms < c[win].ms))
             win = i;
     }

@@ -180,6 +180,9 @@ void texi_tune_compile_join(texi_tune_compiles *h);
 /* A monotonic clock, in milliseconds. */
 double texi_tune_now_ms(void);
 
+/* The median of ms[0 .. n) (n > 0; sorted in place). */
+double texi_tune_median(double *ms, int n);
+
 /* Runs c's kernel (warm-up, then a median of several runs), checking its
  * outputs; sets c->ms (< 0 with c->why on a failure). */
 void texi_tune_time(texi_tune_workload *w, texi_tune_candidate *c, double budget_ms);
