@@ -638,7 +638,10 @@ TEX_API int tex_dtype_from_dlpack(DLDataType d);
  * definition (no schedule), reading the placeholders' arrays. arrays[i] holds
  * tensors[i]; every placeholder an output depends on must be among them, and
  * intermediates not listed are computed into temporaries. Symbolic sizes are
- * bound from the arrays' shapes and must agree. Host arrays only. */
+ * bound from the arrays' shapes and must agree. Host arrays only. A large
+ * compute is split over TEX_NUM_THREADS threads (else one per online
+ * processor); every element is computed as on one thread, so the results are
+ * the same bit for bit, and an error names the first failing element. */
 TEX_API int tex_eval_reference(tex_ctx *ctx, int n, tex_tensor *const tensors[],
                                DLTensor *const arrays[]);
 

@@ -26,18 +26,22 @@
  *   5. Compute each compute in order: for every output point (row-major over
  *      its axes) evaluate the body; a reduction starts from its identity and
  *      folds every point of its reduce axes (row-major, in the REDUCE node's
- *      axis order) where its condition holds, in the node's dtype.
+ *      axis order) where its condition holds, in the node's dtype. A large
+ *      compute's points are shared out among threads (fill_shares), each
+ *      point still computed this way, so threads change no bit.
  * Temporaries and the compiled expressions are freed on every path.
  *
  * Not done here: anything a schedule decides (layouts other than compact
- * row-major, caching, parallelism), device memory.
+ * row-major, caching, vectors), device memory.
  */
 #include "ir/dlpack.h"
 #include "ir/eval.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CALL "tex_eval_reference"
 
@@ -420,29 +424,184 @@ static texi_eval_storage *destination(texi_eval *st, texi_eval_storage *s, int64
     return g;
 }
 
-/* Fills storage s from its compute definition. */
+/* Computes the points of s's nest from the one its cursor is at (row-major
+ * number flat) on: count of them, or all the rest when count < 0. */
+static void fill_points(texi_eval *st, texi_eval_storage *s, const compiled_body *cb,
+                        const loop_nest *axes, int64_t flat, int64_t count)
+{
+    tex_dtype t = s->tensor->dtype;
+    do {
+        texi_eval_value v = cb->reduce ? reduce_point(st, cb) : texi_eval_node_value(st, cb->body);
+        if (cb->dtype != t)
+            v = texi_eval_convert(cb->dtype, t, v);
+        int64_t at = flat++;
+        texi_eval_storage *d = destination(st, s, &at);
+        if (d)
+            texi_eval_store(t, d->data, at, v);
+    } while (!st->rc && --count != 0 && nest_next(axes, st->env));
+}
+
+/* ------------------------------------------- large computes on threads */
+
+/* A compute is split into shares of at least this much work (points times
+ * reduction steps) each, one thread per share. */
+#define SHARE_MIN_WORK (1 << 16)
+#define MAX_SHARES 64
+
+/* One thread's share of a compute: points [first, first + count) of its
+ * nest, with its own copy of the nests' cursors and of the environment, so
+ * that it writes nothing another thread reads but its output points. */
+typedef struct {
+    texi_eval st;
+    texi_eval_storage *s;
+    compiled_body cb;
+    loop_nest axes;
+    int64_t first, count;
+    char msg[TEXI_ERRMSG_MAX];
+} eval_share;
+
+/* The thread count for the oracle: TEX_NUM_THREADS when it is a positive
+ * number, else the online processors. */
+static int oracle_threads(void)
+{
+    const char *env = getenv("TEX_NUM_THREADS");
+    long n = env && atol(env) > 0 ? atol(env) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > MAX_SHARES ? MAX_SHARES : (int)n;
+}
+
+/* Points of a nest with no ragged axis (-1 with one, 0 when one is empty);
+ * steps is their number times `per_point`, saturating. */
+static int64_t nest_points(const loop_nest *ln, int64_t per_point, int64_t *steps)
+{
+    int64_t points = 1;
+    *steps = per_point;
+    for (int i = 0; i < ln->n; i++) {
+        if (ln->ragged[i] >= 0)
+            return -1;
+        if (ln->extent[i] <= 0)
+            return 0;
+        points *= ln->extent[i];
+        *steps = ln->extent[i] && *steps > INT64_MAX / ln->extent[i] ? INT64_MAX
+                                                                     : *steps * ln->extent[i];
+    }
+    return points;
+}
+
+/* dst: a copy of nest src with cursors of its own. */
+static bool nest_copy(loop_nest *dst, const loop_nest *src)
+{
+    int n = src->n;
+    *dst = (loop_nest){.n = n};
+    if (!src->slot)
+        return true; /* the reduce nest of a compute that reduces nothing */
+    dst->slot = malloc(sizeof *dst->slot * (size_t)(2 * n + 1));
+    dst->min = malloc(sizeof *dst->min * (size_t)(3 * n + 1));
+    if (!dst->slot || !dst->min)
+        return false;
+    memcpy(dst->slot, src->slot, sizeof *dst->slot * (size_t)(2 * n + 1));
+    memcpy(dst->min, src->min, sizeof *dst->min * (size_t)(3 * n + 1));
+    dst->ragged = dst->slot + n;
+    dst->extent = dst->min + n;
+    dst->idx = dst->extent + n;
+    return true;
+}
+
+/* Puts the cursor of ln (no ragged axis) on point flat. */
+static void nest_seek(const loop_nest *ln, texi_eval_value *env, int64_t flat)
+{
+    for (int i = ln->n - 1; i >= 0; i--) {
+        ln->idx[i] = flat % ln->extent[i];
+        flat /= ln->extent[i];
+        env[ln->slot[i]].i = ln->min[i] + ln->idx[i];
+    }
+}
+
+static void *run_share(void *arg)
+{
+    eval_share *sh = arg;
+    nest_seek(&sh->axes, sh->st.env, sh->first);
+    fill_points(&sh->st, sh->s, &sh->cb, &sh->axes, sh->first, sh->count);
+    return NULL;
+}
+
+/* Sets up share k of n over points [0, points): copies of st with the
+ * environment, nests and error of its own. */
+static bool share_init(eval_share *sh, texi_eval *st, texi_eval_storage *s, const compiled_body *cb,
+                       const loop_nest *axes, int k, int n, int64_t points)
+{
+    sh->st = *st;
+    sh->st.deferred = sh->msg;
+    sh->st.work = 0;
+    sh->s = s;
+    sh->cb = *cb;
+    sh->first = points / n * k + (k < points % n ? k : points % n);
+    sh->count = points / n + (k < points % n);
+    sh->st.env = malloc(sizeof *sh->st.env * (size_t)(st->n_vars + 1));
+    if (sh->st.env)
+        memcpy(sh->st.env, st->env, sizeof *sh->st.env * (size_t)st->n_vars);
+    bool ok = sh->st.env != NULL;
+    ok = nest_copy(&sh->axes, axes) && ok;
+    return nest_copy(&sh->cb.raxes, &cb->raxes) && ok;
+}
+
+/* Computes the points of s (a nest of `points` points, no ragged axis, not
+ * a scatter) in n shares on n - 1 threads and the calling one; a thread
+ * that cannot start leaves its share to the calling thread. Each point is
+ * computed as the sequential evaluation computes it, so the result is the
+ * same bit for bit; the error reported is the first point's that fails. */
+static int fill_shares(texi_eval *st, texi_eval_storage *s, const compiled_body *cb,
+                       const loop_nest *axes, int64_t points, int n)
+{
+    eval_share *sh = calloc((size_t)n, sizeof *sh);
+    pthread_t tid[MAX_SHARES];
+    bool started[MAX_SHARES] = {false};
+    bool ok = sh != NULL;
+    for (int k = 0; ok && k < n; k++)
+        ok = share_init(&sh[k], st, s, cb, axes, k, n, points);
+    for (int k = 1; ok && k < n; k++)
+        started[k] = pthread_create(&tid[k], NULL, run_share, &sh[k]) == 0;
+    for (int k = 0; ok && k < n; k++) {
+        if (started[k])
+            pthread_join(tid[k], NULL);
+        else
+            run_share(&sh[k]);
+    }
+    int rc = ok ? 0 : texi_eval_fail(st, TEX_ENOMEM, CALL ": out of memory (threads)");
+    for (int k = 0; sh && k < n; k++) {
+        if (!rc && sh[k].st.rc)
+            rc = texi_error(st->ctx, sh[k].st.rc, "%s", sh[k].msg);
+        st->work += sh[k].st.work;
+        free(sh[k].st.env);
+        nest_free(&sh[k].axes);
+        nest_free(&sh[k].cb.raxes);
+    }
+    free(sh);
+    st->rc = st->rc ? st->rc : rc;
+    return rc;
+}
+
+/* Fills storage s from its compute definition: on threads when it is large
+ * enough and its points can be numbered up front (no ragged axis, no
+ * scatter), else in one pass. */
 static int run_compute(texi_eval *st, texi_eval_storage *s)
 {
     const texi_op *op = s->tensor->op;
-    tex_dtype t = s->tensor->dtype;
     st->cur = s->tensor->name;
     compiled_body cb = {0};
     loop_nest axes = {0};
     int rc = nest_init(st, &axes, op->n_axes, op->axes);
     if (rc == 0)
         rc = compile_body(st, op->body, &cb);
-    if (rc == 0 && nest_first(st, &axes, st->env)) {
-        int64_t flat = 0;
-        do {
-            texi_eval_value v =
-                cb.reduce ? reduce_point(st, &cb) : texi_eval_node_value(st, cb.body);
-            if (cb.dtype != t)
-                v = texi_eval_convert(cb.dtype, t, v);
-            int64_t at = flat++;
-            texi_eval_storage *d = destination(st, s, &at);
-            if (d)
-                texi_eval_store(t, d->data, at, v);
-        } while (!st->rc && nest_next(&axes, st->env));
+    int64_t steps = 0, per_point = 1;
+    if (rc == 0 && cb.reduce)
+        nest_points(&cb.raxes, 1, &per_point); /* ragged reduce axes count as one step */
+    int64_t points = rc == 0 ? nest_points(&axes, per_point, &steps) : -1;
+    int64_t shares = steps / SHARE_MIN_WORK < points ? steps / SHARE_MIN_WORK : points;
+    shares = shares < oracle_threads() ? shares : oracle_threads();
+    if (rc == 0 && shares > 1 && !op->scatter_rows) {
+        rc = fill_shares(st, s, &cb, &axes, points, (int)shares);
+    } else if (rc == 0 && nest_first(st, &axes, st->env)) {
+        fill_points(st, s, &cb, &axes, 0, -1);
         rc = st->rc;
     }
     nest_free(&axes);

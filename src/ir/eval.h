@@ -112,7 +112,9 @@ typedef struct {
     int32_t n_vars, cap_vars;
     texi_eval_storage *store; /* every tensor involved, producers first */
     int32_t n_store;
-    int64_t work; /* elements computed plus reduction steps so far */
+    int64_t work;   /* elements computed plus reduction steps so far */
+    char *deferred; /* a worker thread's copy (eval.c): its first error's message goes
+                       here (TEXI_ERRMSG_MAX bytes), not into ctx; NULL otherwise */
 } texi_eval;
 
 /* Step 1 of an evaluation (eval.c): the tensor list and its host arrays

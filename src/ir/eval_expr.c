@@ -31,7 +31,10 @@ int texi_eval_fail(texi_eval *st, int code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
-        texi_error(st->ctx, code, "%s", msg);
+        if (st->deferred)
+            memcpy(st->deferred, msg, sizeof msg);
+        else
+            texi_error(st->ctx, code, "%s", msg);
         st->rc = code;
     }
     return code;

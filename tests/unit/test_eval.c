@@ -8,7 +8,8 @@
  * intermediates, every reduction kind with and without a where-condition,
  * every math function, symbolic sizes, wrap-around of every integer dtype,
  * f16/bf16, bool, floor division and casts. Then every validation error,
- * its code and that its message names the tensor.
+ * its code and that its message names the tensor, and large computes split
+ * over threads (the same bits, the first point's error).
  */
 #include "tt.h"
 #include "tex/tex.h"
@@ -1054,6 +1055,43 @@ static void test_byte_offset(void)
     end();
 }
 
+/* ------------------------------------------------------------- threads */
+
+/* A compute of enough work is split over TEX_NUM_THREADS threads: every
+ * thread count gives the sequential result bit for bit (matmul_case compares
+ * exactly), and the error reported is the first failing point's, whichever
+ * thread met it. */
+static void test_threads(void)
+{
+    const char *saved = getenv("TEX_NUM_THREADS");
+    char keep[32] = "";
+    if (saved)
+        snprintf(keep, sizeof keep, "%s", saved);
+    static const char *const counts[] = {"1", "2", "3", "7", "64"};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        setenv("TEX_NUM_THREADS", counts[c], 1);
+        matmul_case(61, 67, 97);  /* about 400k steps: 6 shares */
+        matmul_case(2, 3, 65537); /* 6 points, far more steps than shares */
+        begin();
+        /* B[i] = sum_k A[k + off(i)], off 1000 at i = 300 and 2000 at i = 999. */
+        enum { NI = 1000, NK = 400 };
+        tex_tensor *A = ph("A", TEX_F32, 1, (int64_t[]){NK});
+        tex_iter *i = ax("i", NI), *k = rax("k", NK);
+        tex_expr *off = tex_select(tex_eq(V(i), I(300)), I(1000),
+                                   tex_select(tex_eq(V(i), I(999)), I(2000), I(0)));
+        tex_tensor *B = compute1("B", i, tex_sum(TEX_AT(A, tex_add(V(k), off)), 1, &k));
+        DLTensor *a = rand_f32(1, (int64_t[]){NK}), *b = arr(TEX_F32, 1, (int64_t[]){NI});
+        TT_EQ_INT(eval(2, (tex_tensor *[]){A, B}, (DLTensor *[]){a, b}), TEX_EINVAL);
+        TT_CHECK(msg_has("'B'") && msg_has("index 1000 "));
+        free_all(2, (DLTensor *[]){a, b});
+        end();
+    }
+    if (saved)
+        setenv("TEX_NUM_THREADS", keep, 1);
+    else
+        unsetenv("TEX_NUM_THREADS");
+}
+
 /* ----------------------------------------------------------------- speed */
 
 /* 160^3 here (valgrind runs this too); 256^3 takes about 1 s at -O2. */
@@ -1106,6 +1144,7 @@ int main(void)
     TT_RUN(test_argument_errors);
     TT_RUN(test_out_of_bounds_read);
     TT_RUN(test_byte_offset);
+    TT_RUN(test_threads);
     TT_RUN(test_matmul_speed);
     return tt_finish();
 }
