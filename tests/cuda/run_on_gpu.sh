@@ -18,6 +18,10 @@
 # Likewise b2b_tc (tensor cores, D0 in shared memory), b2b_regs (D0 in
 # registers) and b2b_tc_unfused (D0 through global memory).
 #
+# Each case is checked against the oracle (tex_eval_reference) at its large
+# sizes, on TEX_NUM_THREADS threads (default: every processor); with 16 cores
+# the whole run takes about two minutes, most of it the oracle.
+#
 # Environment: GPU_RUN_REPS (timed runs per case, default 10), GPU_RUN_TARGET=cpu
 # and GPU_RUN_SMALL=1 (a check of the runner without a GPU), GPU_RUN_BUILD_ONLY=1
 # (build build/cuda/gpu_run, run nothing) and GPU_RUN_PREBUILT=1 (run it
