@@ -324,6 +324,17 @@ TEX_API int tex_unroll(tex_stage *st, tex_iter *iv);
 TEX_API int tex_compute_at(tex_stage *st, tex_stage *parent, tex_iter *parent_iv);
 TEX_API int tex_compute_inline(tex_stage *st);
 TEX_API int tex_compute_root(tex_stage *st);
+/* Common-subexpression elimination of computes: stage dup, whose definition
+ * repeats kept's (the same dtype and shape, and the same body up to the
+ * names of the axes and reduce axes), is no longer computed, and every stage
+ * that read dup reads kept instead. tex_stage_of(s, dup's tensor) is NULL
+ * afterwards, and dup's tensor cannot be a parameter of tex_lower.
+ * tex_auto_schedule merges such stages itself. TEX_EINVAL when the
+ * definitions differ, dup is an output, inlined, computed at another stage
+ * or already scheduled (split, reordered, annotated, or with a stage
+ * attached inside it), or kept is computed at another stage (it would cover
+ * only that stage's needs); TEX_EMISUSE for NULL stages. */
+TEX_API int tex_merge(tex_stage *dup, tex_stage *kept);
 TEX_API int tex_set_scope(tex_stage *st, tex_scope scope);
 TEX_API int tex_storage_align(tex_stage *st, tex_iter *iv, int factor, int offset);
 TEX_API int tex_double_buffer(tex_stage *st);

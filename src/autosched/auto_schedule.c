@@ -1,7 +1,8 @@
 /*
  * tex_auto_schedule: the public entry of the automatic scheduler. Checks the
  * arguments and the target string, makes an ordinary schedule of the
- * outputs, then runs the graph level (classify.c, partition.c), prints the
+ * outputs, merges the computes that repeat another's definition
+ * (merge_repeats), then runs the graph level (classify.c, partition.c), prints the
  * partition for TEX_DUMP=fusion (dump.c) and runs the kernel level of the
  * target (cpu.c, cuda.c); or, when $TEX_TUNE_LOG names a tuning log with trials of
  * this workload and target, applies the fastest of them instead (tex_tune,
@@ -117,6 +118,34 @@ static bool apply_tuned(tex_schedule *s, int n, tex_tensor *const outputs[], con
     return applied;
 }
 
+/* Common subexpressions first (tex_merge): a compute stage that repeats an
+ * earlier one's definition is merged into it, or, when it is an output and
+ * the earlier one is not, the earlier one into it (two outputs both stay).
+ * The pairs go to g for TEX_DUMP=fusion. 0 or an error (recorded). */
+static int merge_repeats(texi_as_graph *g)
+{
+    tex_schedule *s = g->sch;
+    int n = s->n_stages;
+    tex_stage **st = texi_alloc(g->ctx, sizeof *st * (size_t)n, "an automatic schedule");
+    g->merged = texi_alloc(g->ctx, sizeof *g->merged * (size_t)(2 * n), "an automatic schedule");
+    if (!st || !g->merged)
+        return TEX_ENOMEM;
+    memcpy(st, s->stages, sizeof *st * (size_t)n);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < j && st[j]; i++) {
+            if (!st[i] || st[i]->op->kind != TEXI_OP_COMPUTE ||
+                st[j]->op->kind != TEXI_OP_COMPUTE || (st[i]->is_output && st[j]->is_output) ||
+                !texi_stage_same_definition(st[i], st[j]))
+                continue;
+            int dup = st[j]->is_output ? i : j, kept = i + j - dup;
+            TEXI_TRY(tex_merge(st[dup], st[kept]));
+            g->merged[2 * g->n_merged] = st[dup]->tensor->name;
+            g->merged[2 * g->n_merged++ + 1] = st[kept]->tensor->name;
+            st[dup] = NULL;
+        }
+    return 0;
+}
+
 tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const outputs[],
                                 const char *target)
 {
@@ -135,6 +164,9 @@ tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const outputs[]
                        .cuda = o.cuda,
                        .sm = o.sm,
                        .no_tensorize = o.no_tensorize};
+    if (merge_repeats(&g) < 0)
+        return NULL;
+    g.n = s->n_stages;
     g.nodes = texi_alloc(ctx, sizeof *g.nodes * (size_t)g.n, "an automatic schedule");
     if (!g.nodes)
         return NULL;

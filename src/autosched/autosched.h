@@ -85,6 +85,8 @@ typedef struct {
     int sm;                 /* "cuda -arch=sm_NN": NN; 0 when not given (or "cpu") */
     const char *tz_builtin; /* the host's CPU GEMM built-in, or NULL (tensorize.c) */
     int64_t tz_nr;          /* its tile's column count */
+    int n_merged;           /* stages merged into another of the same definition */
+    const char **merged;    /* (merged, kept) tensor names, n_merged pairs */
 } texi_as_graph;
 
 /* Fills mach from the environment (TEX_NUM_THREADS), sysconf and /sys; every

@@ -8,8 +8,9 @@
  *     'Y_sum' reduction: computed inside it -- read row by row by one kernel: ...
  *     'R' elementwise: inlined -- elementwise, each element read once
  *
- * An inlined stage is listed under the kernel of its first reader that is
- * not inlined. Printing is the only effect; nothing is printed unless
+ * Stages merged into another of the same definition (tex_merge) are listed
+ * first. An inlined stage is listed under the kernel of its first reader that
+ * is not inlined. Printing is the only effect; nothing is printed unless
  * TEX_DUMP lists "fusion" (or is "all").
  */
 #include "autosched/autosched.h"
@@ -107,6 +108,9 @@ void texi_as_dump(const texi_as_graph *g, const char *target)
     texi_sb sb;
     texi_sb_init(&sb);
     texi_sb_printf(&sb, "# fusion (%s): %d kernel%s\n", target, n_roots, n_roots == 1 ? "" : "s");
+    for (int i = 0; i < g->n_merged; i++)
+        texi_sb_printf(&sb, "'%s' merged into '%s' -- the same definition (tex_merge)\n",
+                       g->merged[2 * i], g->merged[2 * i + 1]);
     for (int i = 0, k = 0; i < g->n; i++)
         if (g->nodes[i].fate == TEXI_AS_ROOT)
             dump_kernel(&sb, g, i, k++);

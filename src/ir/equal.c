@@ -42,17 +42,82 @@ static uint64_t iter_hash(const tex_iter *it)
     return it->var ? it->var->u.var.id : name_hash(it->name);
 }
 
-static bool list_equal(int n, tex_expr *const *a, tex_expr *const *b)
+/* Variables paired for texi_expr_alpha_equal: a[i] in one tree stands
+ * where b[i] stands in the other. NULL in plain equality (identity). */
+typedef struct {
+    int n;
+    const tex_expr *a[TEXI_ALPHA_MAX], *b[TEXI_ALPHA_MAX];
+} var_pairs;
+
+static bool equal_in(const tex_expr *a, const tex_expr *b, var_pairs *vp);
+
+static bool list_equal(int n, tex_expr *const *a, tex_expr *const *b, var_pairs *vp)
 {
     for (int i = 0; i < n; i++)
-        if (!texi_expr_equal(a[i], b[i]))
+        if (!equal_in(a[i], b[i], vp))
             return false;
     return true;
 }
 
+/* Variables a and b under the pairing: paired with each other, or the same
+ * variable paired with nothing. */
+static bool vars_equal(const tex_expr *a, const tex_expr *b, const var_pairs *vp)
+{
+    for (int i = vp ? vp->n - 1 : -1; i >= 0; i--) /* the innermost pairing first */
+        if (vp->a[i] == a || vp->b[i] == b)
+            return vp->a[i] == a && vp->b[i] == b;
+    return a == b;
+}
+
+/* The reductions a and b: with a pairing, their axes of equal ranges are
+ * paired for their bodies; without one, the same axes. */
+static bool reduce_equal(const tex_expr *a, const tex_expr *b, var_pairs *vp)
+{
+    int n = a->u.red.n_axes;
+    if (a->u.red.op != b->u.red.op || n != b->u.red.n_axes)
+        return false;
+    if (!vp) {
+        for (int i = 0; i < n; i++)
+            if (a->u.red.axes[i] != b->u.red.axes[i])
+                return false;
+        return equal_in(a->u.red.body, b->u.red.body, NULL) &&
+               equal_in(a->u.red.cond, b->u.red.cond, NULL);
+    }
+    int saved = vp->n;
+    bool eq = vp->n + n <= TEXI_ALPHA_MAX;
+    for (int i = 0; eq && i < n; i++) {
+        const tex_iter *x = a->u.red.axes[i], *y = b->u.red.axes[i];
+        eq = equal_in(x->min, y->min, vp) && equal_in(x->extent, y->extent, vp);
+        vp->a[vp->n] = x->var;
+        vp->b[vp->n++] = y->var;
+    }
+    eq = eq && equal_in(a->u.red.body, b->u.red.body, vp) &&
+         equal_in(a->u.red.cond, b->u.red.cond, vp);
+    vp->n = saved;
+    return eq;
+}
+
 bool texi_expr_equal(const tex_expr *a, const tex_expr *b)
 {
-    if (a == b)
+    return equal_in(a, b, NULL);
+}
+
+bool texi_expr_alpha_equal(const tex_expr *a, const tex_expr *b, int n, tex_expr *const avars[],
+                           tex_expr *const bvars[])
+{
+    if (n < 0 || n > TEXI_ALPHA_MAX)
+        return false;
+    var_pairs vp = {.n = n};
+    for (int i = 0; i < n; i++) {
+        vp.a[i] = avars[i];
+        vp.b[i] = bvars[i];
+    }
+    return equal_in(a, b, &vp);
+}
+
+static bool equal_in(const tex_expr *a, const tex_expr *b, var_pairs *vp)
+{
+    if (a == b && (!vp || vp->n == 0 || !a)) /* with pairs, a shared tree may still differ */
         return true;
     if (!a || !b || a->kind != b->kind || a->dtype != b->dtype || a->lanes != b->lanes)
         return false;
@@ -62,45 +127,37 @@ bool texi_expr_equal(const tex_expr *a, const tex_expr *b)
     case TEXI_EXPR_FLOAT:
         return float_bits(a->u.f) == float_bits(b->u.f);
     case TEXI_EXPR_VAR:
-        return false; /* identity, checked above */
+        return vars_equal(a, b, vp);
     TEXI_CASE_BINARY:
-        return texi_expr_equal(a->u.bin.a, b->u.bin.a) && texi_expr_equal(a->u.bin.b, b->u.bin.b);
+        return equal_in(a->u.bin.a, b->u.bin.a, vp) && equal_in(a->u.bin.b, b->u.bin.b, vp);
     case TEXI_EXPR_NOT:
     case TEXI_EXPR_CAST:
     case TEXI_EXPR_BROADCAST:
-        return texi_expr_equal(a->u.un.a, b->u.un.a);
+        return equal_in(a->u.un.a, b->u.un.a, vp);
     case TEXI_EXPR_VREDUCE:
-        return a->u.vred.op == b->u.vred.op && texi_expr_equal(a->u.vred.a, b->u.vred.a);
+        return a->u.vred.op == b->u.vred.op && equal_in(a->u.vred.a, b->u.vred.a, vp);
     case TEXI_EXPR_RAMP:
-        return texi_expr_equal(a->u.ramp.base, b->u.ramp.base) &&
-               texi_expr_equal(a->u.ramp.stride, b->u.ramp.stride);
+        return equal_in(a->u.ramp.base, b->u.ramp.base, vp) &&
+               equal_in(a->u.ramp.stride, b->u.ramp.stride, vp);
     case TEXI_EXPR_SELECT:
-        return texi_expr_equal(a->u.sel.cond, b->u.sel.cond) &&
-               texi_expr_equal(a->u.sel.t, b->u.sel.t) && texi_expr_equal(a->u.sel.f, b->u.sel.f);
+        return equal_in(a->u.sel.cond, b->u.sel.cond, vp) && equal_in(a->u.sel.t, b->u.sel.t, vp) &&
+               equal_in(a->u.sel.f, b->u.sel.f, vp);
     case TEXI_EXPR_CALL:
         return a->u.call.op == b->u.call.op && a->u.call.n_args == b->u.call.n_args &&
-               list_equal(a->u.call.n_args, a->u.call.args, b->u.call.args);
+               list_equal(a->u.call.n_args, a->u.call.args, b->u.call.args, vp);
     case TEXI_EXPR_ACCESS:
         return a->u.access.tensor == b->u.access.tensor && a->u.access.n_idx == b->u.access.n_idx &&
-               list_equal(a->u.access.n_idx, a->u.access.idx, b->u.access.idx);
+               list_equal(a->u.access.n_idx, a->u.access.idx, b->u.access.idx, vp);
     case TEXI_EXPR_LOAD:
-        return a->u.load.buf == b->u.load.buf &&
-               texi_expr_equal(a->u.load.index, b->u.load.index) &&
-               texi_expr_equal(a->u.load.mask, b->u.load.mask);
+        return a->u.load.buf == b->u.load.buf && equal_in(a->u.load.index, b->u.load.index, vp) &&
+               equal_in(a->u.load.mask, b->u.load.mask, vp);
     case TEXI_EXPR_SEARCH:
         return a->u.search.op == b->u.search.op && a->u.search.tensor == b->u.search.tensor &&
                a->u.search.buf == b->u.search.buf &&
                list_equal(3, (tex_expr *[]){a->u.search.lo, a->u.search.hi, a->u.search.value},
-                          (tex_expr *[]){b->u.search.lo, b->u.search.hi, b->u.search.value});
+                          (tex_expr *[]){b->u.search.lo, b->u.search.hi, b->u.search.value}, vp);
     case TEXI_EXPR_REDUCE:
-        if (a->u.red.op != b->u.red.op || a->u.red.n_axes != b->u.red.n_axes ||
-            !texi_expr_equal(a->u.red.body, b->u.red.body) ||
-            !texi_expr_equal(a->u.red.cond, b->u.red.cond))
-            return false;
-        for (int i = 0; i < a->u.red.n_axes; i++)
-            if (a->u.red.axes[i] != b->u.red.axes[i])
-                return false;
-        return true;
+        return reduce_equal(a, b, vp);
     case TEXI_EXPR_KIND_COUNT:
         break;
     }
@@ -177,11 +234,11 @@ static bool intrin_arg_equal(const texi_intrin_arg *a, const texi_intrin_arg *b)
         !a->strides != !b->strides || !a->dim_map != !b->dim_map)
         return false;
     if (a->mins &&
-        (a->tensor_ndim != b->tensor_ndim || !list_equal(a->tensor_ndim, a->mins, b->mins)))
+        (a->tensor_ndim != b->tensor_ndim || !list_equal(a->tensor_ndim, a->mins, b->mins, NULL)))
         return false;
     if (a->dim_map && memcmp(a->dim_map, b->dim_map, (size_t)a->ndim * sizeof *a->dim_map) != 0)
         return false;
-    return !a->strides || list_equal(a->ndim, a->strides, b->strides);
+    return !a->strides || list_equal(a->ndim, a->strides, b->strides, NULL);
 }
 
 static bool intrin_equal(const tex_stmt *a, const tex_stmt *b)
@@ -224,13 +281,13 @@ bool texi_stmt_equal(const tex_stmt *a, const tex_stmt *b)
     case TEXI_STMT_PROVIDE:
         return a->u.provide.tensor == b->u.provide.tensor &&
                a->u.provide.n_idx == b->u.provide.n_idx &&
-               list_equal(a->u.provide.n_idx, a->u.provide.idx, b->u.provide.idx) &&
+               list_equal(a->u.provide.n_idx, a->u.provide.idx, b->u.provide.idx, NULL) &&
                texi_expr_equal(a->u.provide.value, b->u.provide.value);
     case TEXI_STMT_REALIZE:
         return a->u.realize.tensor == b->u.realize.tensor &&
                a->u.realize.ndim == b->u.realize.ndim && a->u.realize.scope == b->u.realize.scope &&
-               list_equal(a->u.realize.ndim, a->u.realize.mins, b->u.realize.mins) &&
-               list_equal(a->u.realize.ndim, a->u.realize.extents, b->u.realize.extents) &&
+               list_equal(a->u.realize.ndim, a->u.realize.mins, b->u.realize.mins, NULL) &&
+               list_equal(a->u.realize.ndim, a->u.realize.extents, b->u.realize.extents, NULL) &&
                texi_stmt_equal(a->u.realize.body, b->u.realize.body);
     case TEXI_STMT_STORE:
         return a->u.store.buf == b->u.store.buf &&

@@ -664,7 +664,15 @@ tex_expr *texi_substitute(tex_expr *e, int n, tex_expr *const vars[], tex_expr *
 /* ------------------------------------------------- equality, hash, printing */
 
 bool texi_expr_equal(const tex_expr *a, const tex_expr *b); /* structural; vars by identity */
-uint64_t texi_expr_hash(const tex_expr *e);                 /* consistent with equal */
+
+/* Equality up to the renaming of bound variables: texi_expr_equal, except
+ * that avars[i] in a stands where bvars[i] stands in b (n <= TEXI_ALPHA_MAX;
+ * the axes of two computes, say), and the axes of reductions at the same
+ * place, of equal ranges, are paired likewise for their bodies. */
+#define TEXI_ALPHA_MAX 64
+bool texi_expr_alpha_equal(const tex_expr *a, const tex_expr *b, int n, tex_expr *const avars[],
+                           tex_expr *const bvars[]);
+uint64_t texi_expr_hash(const tex_expr *e); /* consistent with equal */
 bool texi_stmt_equal(const tex_stmt *a, const tex_stmt *b);
 uint64_t texi_stmt_hash(const tex_stmt *s);
 

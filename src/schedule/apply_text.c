@@ -13,6 +13,7 @@
  *   compute_root S          set_scope S SCOPE       storage_align S I F O
  *   double_buffer S         atomic S                cache_read T SCOPE R...
  *   cache_write T SCOPE     rfactor T I F           tensorize S I BUILTIN
+ *   merge S P
  *
  * S, P, T, R name stages (a tensor's name, or @K); I, O, X, Y name iters of
  * the stage before them (compute_at: of P) by name or #K; F, N, FX, FY, O
@@ -197,6 +198,13 @@ static int do_compute_at(line_args *a)
     return tex_compute_at(st, parent, iv);
 }
 
+static int do_merge(line_args *a)
+{
+    tex_stage *st, *kept = stage_ref(a, a->w[2]);
+    TEXI_TRY(stage_iters(a, &st, 0, NULL));
+    return kept ? tex_merge(st, kept) : bad(a, "no stage '%s' in this schedule", a->w[2]);
+}
+
 static int scope_arg(line_args *a, int i, tex_scope *scope)
 {
     int k = word_arg(a, i, texi_trace_scopes, 3);
@@ -300,6 +308,7 @@ static int dispatch(line_args *a)
         {"compute_root", 2, 2},  {"set_scope", 3, 3},    {"storage_align", 5, 5},
         {"double_buffer", 2, 2}, {"atomic", 2, 2},       {"cache_read", 4, -1},
         {"cache_write", 3, 3},   {"rfactor", 4, 4},      {"tensorize", 4, 4},
+        {"merge", 3, 3},
     };
     int k = -1;
     for (int i = 0; i < (int)(sizeof shapes / sizeof shapes[0]); i++)
@@ -356,8 +365,10 @@ static int dispatch(line_args *a)
         return do_cache_write(a);
     case 19:
         return do_rfactor(a);
-    default:
+    case 20:
         return do_tensorize(a);
+    default:
+        return do_merge(a);
     }
 }
 

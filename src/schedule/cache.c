@@ -114,7 +114,6 @@ static tex_expr *swap_access(tex_expr *e, void *ud)
     return out;
 }
 
-/* The reader's op with every read of from redirected to to. */
 texi_op *texi_op_keep_scatter(texi_op *op, const texi_op *from)
 {
     if (op) {
@@ -124,7 +123,8 @@ texi_op *texi_op_keep_scatter(texi_op *op, const texi_op *from)
     return op;
 }
 
-static texi_op *redirect_op(tex_ctx *ctx, const texi_op *op, tex_tensor *from, tex_tensor *to)
+/* The reader's op with every read of from redirected to to (primitive.h). */
+texi_op *texi_op_redirect(tex_ctx *ctx, const texi_op *op, tex_tensor *from, tex_tensor *to)
 {
     access_swap w = {from, to, false};
     tex_expr *body = texi_expr_mutate(op->body, swap_access, &w);
@@ -216,7 +216,7 @@ tex_tensor *tex_cache_read(tex_schedule *s, tex_tensor *t, tex_scope scope, int 
     if (!cst || texi_schedule_reserve(s, 1) < 0)
         return NULL;
     for (int i = 0; i < nreaders; i++)
-        if (!(ops[i] = redirect_op(s->ctx, rs[i]->op, t, cache)))
+        if (!(ops[i] = texi_op_redirect(s->ctx, rs[i]->op, t, cache)))
             return NULL;
     // Everything is allocated: commit.
     texi_trace_rec tr;
@@ -237,7 +237,7 @@ tex_tensor *tex_cache_read(tex_schedule *s, tex_tensor *t, tex_scope scope, int 
 /* --------------------------------------------------------- cache_write */
 
 /* st has no primitive applied to its loops and nothing attached inside it. */
-static int check_untouched(const tex_stage *st, const char *call)
+int texi_stage_check_untouched(const tex_stage *st, const char *call)
 {
     tex_ctx *ctx = st->sch->ctx;
     const char *why = NULL, *axis = "";
@@ -307,7 +307,7 @@ tex_tensor *tex_cache_write(tex_schedule *s, tex_tensor *t, tex_scope scope)
         return NULL;
     tex_stage *st = texi_schedule_stage_for(s, t, call);
     if (!st || texi_stage_check(st, call, true) < 0 || check_scope(s, t, scope, call) < 0 ||
-        check_untouched(st, call) < 0)
+        texi_stage_check_untouched(st, call) < 0)
         return NULL;
     tex_ctx *ctx = s->ctx;
     const texi_op *op = st->op;

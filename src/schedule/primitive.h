@@ -61,6 +61,23 @@ texi_op *texi_op_new(tex_ctx *ctx, int n_axes, tex_iter *const axes[], tex_expr 
  * fields (ir/scatter.c) and returns op (NULL stays NULL). (cache.c) */
 texi_op *texi_op_keep_scatter(texi_op *op, const texi_op *from);
 
+/* op with every read of tensor from redirected to tensor to (its inputs
+ * too); NULL on ENOMEM (nothing recorded). (cache.c) */
+texi_op *texi_op_redirect(tex_ctx *ctx, const texi_op *op, tex_tensor *from, tex_tensor *to);
+
+/* st has no primitive applied to its loops (split, fuse, reorder, an
+ * annotation), is not atomic and has no stage attached inside it; else
+ * TEX_EINVAL naming the axis, recorded for call. (cache.c) */
+int texi_stage_check_untouched(const tex_stage *st, const char *call);
+
+/* Whether compute stages a and b define the same elements: the same dtype
+ * and shape, and bodies equal up to the names of their axes and reduce axes
+ * (tex_merge's test; merge.c). */
+bool texi_stage_same_definition(const tex_stage *a, const tex_stage *b);
+
+/* Removes s->stages[pos] from the stage list (schedule.c). */
+void texi_schedule_remove(tex_schedule *s, int pos);
+
 /* The stage of tensor t in s for `call`: NULL with TEX_EMISUSE (NULL tensor,
  * another context) or TEX_EINVAL (no stage) recorded. */
 tex_stage *texi_schedule_stage_for(tex_schedule *s, const tex_tensor *t, const char *call);

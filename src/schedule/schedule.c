@@ -149,6 +149,13 @@ void texi_schedule_insert(tex_schedule *s, int pos, tex_stage *st)
     s->n_stages++;
 }
 
+void texi_schedule_remove(tex_schedule *s, int pos)
+{
+    memmove(s->stages + pos, s->stages + pos + 1,
+            sizeof *s->stages * (size_t)(s->n_stages - pos - 1));
+    s->n_stages--;
+}
+
 int texi_schedule_stage_index(const tex_schedule *s, const tex_stage *st)
 {
     for (int i = 0; i < s->n_stages; i++)

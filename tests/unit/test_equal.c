@@ -4,7 +4,8 @@
  * tensors, buffers and axes compare by identity; floats bitwise. A property
  * test over thousands of random trees checks equal => same hash, that hashes
  * separate unequal trees well, and that a tree equals its deep copies (one
- * made by hand, one through texi_expr_mutate).
+ * made by hand, one through texi_expr_mutate). Equality up to the renaming
+ * of bound variables (texi_expr_alpha_equal).
  */
 #include "ir/ir.h"
 #include "tt.h"
@@ -87,6 +88,39 @@ static void test_identity(void)
     tex_expr *body = tex_cast(TEX_F32, x1);
     EXPECT_DIFFER(texi_reduce_new(TEXI_REDUCE_SUM, body, 1, &k1, NULL),
                   texi_reduce_new(TEXI_REDUCE_SUM, body, 1, &k2, NULL));
+    tex_ctx_free(ctx);
+}
+
+/* texi_expr_alpha_equal: paired variables stand for each other (and only
+ * for each other), reductions at the same place pair their axes when their
+ * ranges agree, and with no pairs it is texi_expr_equal. */
+static void test_alpha(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_expr *i = tex_var(ctx, "i", TEX_I32), *j = tex_var(ctx, "j", TEX_I32);
+    tex_expr *n = tex_var(ctx, "n", TEX_I32);
+    tex_expr *ei = tex_add(tex_mul(i, tex_int(ctx, 2)), n),
+             *ej = tex_add(tex_mul(j, tex_int(ctx, 2)), n);
+    TT_CHECK(texi_expr_alpha_equal(ei, ej, 1, &i, &j));
+    TT_CHECK(!texi_expr_alpha_equal(ei, ej, 0, NULL, NULL));
+    TT_CHECK(!texi_expr_alpha_equal(ei, ei, 1, &i, &j)); /* i stands for j only */
+    TT_CHECK(!texi_expr_alpha_equal(ej, ej, 1, &i, &j));
+    TT_CHECK(!texi_expr_alpha_equal(ei, tex_add(tex_mul(j, tex_int(ctx, 2)), j), 1, &i, &j));
+    TT_CHECK(texi_expr_alpha_equal(n, n, 1, &i, &j)); /* an unpaired variable: itself */
+    tex_tensor *A = tex_placeholder_c(ctx, "A", TEX_F32, 2, (int64_t[]){8, 8});
+    tex_iter *k[3] = {tex_reduce_axis(ctx, "k", tex_int(ctx, 8)),
+                      tex_reduce_axis(ctx, "r", tex_int(ctx, 8)),
+                      tex_reduce_axis(ctx, "k", tex_int(ctx, 7))};
+    tex_expr *red[3];
+    for (int t = 0; t < 3; t++)
+        red[t] =
+            texi_reduce_new(TEXI_REDUCE_SUM, TEX_AT(A, t ? j : i, tex_iv(k[t])), 1, &k[t], NULL);
+    TT_CHECK(texi_expr_alpha_equal(red[0], red[1], 1, &i, &j));
+    TT_CHECK(!texi_expr_alpha_equal(red[0], red[2], 1, &i, &j)); /* another range */
+    TT_CHECK(!texi_expr_equal(red[0], red[1]));
+    tex_expr *swapped =
+        texi_reduce_new(TEXI_REDUCE_SUM, TEX_AT(A, tex_iv(k[1]), j), 1, &k[1], NULL);
+    TT_CHECK(!texi_expr_alpha_equal(red[0], swapped, 1, &i, &j));
     tex_ctx_free(ctx);
 }
 
@@ -496,6 +530,7 @@ int main(void)
 {
     TT_RUN(test_constants);
     TT_RUN(test_identity);
+    TT_RUN(test_alpha);
     TT_RUN(test_expr_fields);
     TT_RUN(test_stmt_for_store_seq);
     TT_RUN(test_stmt_scoped);
