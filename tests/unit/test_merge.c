@@ -4,7 +4,8 @@
  * reduce axes of other names, a repeated stage whose reader comes before the
  * kept one in the stage order) are merged, and the kernels, JIT-compiled and
  * run on random non-zero inputs with the output poisoned, still match the
- * oracle over odd and symbolic shapes. The trace replays the merge; the
+ * oracle over odd and symbolic shapes (also the CUDA schedule, run on the
+ * CPU). The trace replays the merge; the
  * error paths name the stages; definitions that differ only slightly (a
  * constant, a reduce range, an index) are not merged.
  */
@@ -125,6 +126,14 @@ static void test_auto_schedule(void)
         tex_tensor *Y = repeats(&c, t);
         tex_schedule *s = case_check(&c, Y, "cpu");
         TT_CHECK(s && !texi_schedule_find_stage(s, t[1]) && !texi_schedule_find_stage(s, t[3]));
+        /* The CUDA schedule merges them too; it runs on the CPU (gpu_to_cpu). */
+        tex_schedule *g = tex_auto_schedule(c.ctx, 1, &Y, "cuda");
+        TT_CHECK(g && !texi_schedule_find_stage(g, t[1]) && !texi_schedule_find_stage(g, t[3]));
+        char why[2048] = "";
+        tex_func *f = g ? ops_lower(&c.w, g, why, sizeof why) : NULL;
+        TT_CHECK(f && ops_jit_compare(&c.w, f, "cpu", 3, why, sizeof why) == 0);
+        if (why[0])
+            printf("  %s\n", why);
         tex_ctx_free(c.ctx);
     }
     as_case c;
