@@ -47,7 +47,9 @@ fi
 
 # GPU_RUN_PREBUILT=1 runs build/cuda/gpu_run as it is: for a GPU machine
 # without tex's build dependencies (make deps: the DLPack header, libffi's),
-# build it elsewhere with GPU_RUN_BUILD_ONLY=1 and copy the tree.
+# build it elsewhere with GPU_RUN_BUILD_ONLY=1 and copy the tree; or bundle
+# every GPU check (this runner, the CUDA examples, bench/gpu_gemm, the unit
+# tests with GPU paths) with tests/cuda/bundle.sh and run its run.sh there.
 if [ "${GPU_RUN_PREBUILT:-}" = 1 ] && [ -x build/cuda/gpu_run ]; then
     exec build/cuda/gpu_run "$@"
 fi
