@@ -79,6 +79,32 @@ static void test_by_hand(void)
     merged_by_hand(5, 31, true);
 }
 
+/* The kept stage may be scheduled before the merge: inlined, or split and
+ * vectorized; dup's readers then see its elements as they are. */
+static void test_kept_scheduled(void)
+{
+    for (int inl = 0; inl < 2; inl++) {
+        as_case c;
+        case_init(&c, "merge_kept", 2, (int64_t[]){11, 37}, inl);
+        tex_tensor *X = ops_input(&c.w, "X", 2, c.d);
+        tex_tensor *A = tex_op_sigmoid(c.ctx, "A", X), *B = tex_op_sigmoid(c.ctx, "B", X);
+        tex_tensor *Y = tex_op_sub(c.ctx, "Y", tex_op_mul(c.ctx, "P", A, X), B);
+        c.w.out = Y;
+        tex_schedule *s = tex_schedule_new(c.ctx, 1, &Y);
+        tex_stage *sa = tex_stage_of(s, A);
+        tex_iter *o, *in;
+        if (inl) {
+            TT_EQ_INT(tex_compute_inline(sa), 0);
+        } else {
+            TT_EQ_INT(tex_split(sa, tex_op_axis(sa, 1), tex_int(c.ctx, 16), &o, &in), 0);
+            TT_EQ_INT(tex_vectorize(sa, in), 0);
+        }
+        TT_EQ_INT(tex_merge(tex_stage_of(s, B), sa), 0);
+        TT_CHECK(ops_check_jit(&c.w, s, "cpu", 21, NULL, true) == 0);
+        tex_ctx_free(c.ctx);
+    }
+}
+
 /* A repeat whose reader comes before the kept stage in the stage order:
  * Y = P + Q, P = A * 3 reads A, Q = B + 1 reads B, with B a repeat of A;
  * merging A into B moves B to A's place, before P. */
@@ -259,6 +285,7 @@ int main(void)
     }
     TT_RUN(test_by_hand);
     TT_RUN(test_reader_before_kept);
+    TT_RUN(test_kept_scheduled);
     TT_RUN(test_auto_schedule);
     tt_remove_tree(cache_dir);
     return tt_finish();
