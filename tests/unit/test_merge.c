@@ -2,7 +2,8 @@
  * tex_merge (src/schedule/merge.c) and tex_auto_schedule's use of it:
  * stages that repeat another's definition (elementwise, reductions with
  * reduce axes of other names, a repeated stage whose reader comes before the
- * kept one in the stage order) are merged, and the kernels, JIT-compiled and
+ * kept one in the stage order, a kept stage already inlined or split) are
+ * merged, and the kernels, JIT-compiled and
  * run on random non-zero inputs with the output poisoned, still match the
  * oracle over odd and symbolic shapes (also the CUDA schedule, run on the
  * CPU). The trace replays the merge; the
