@@ -597,7 +597,8 @@ static int run_compute(texi_eval *st, texi_eval_storage *s)
         nest_points(&cb.raxes, 1, &per_point); /* ragged reduce axes count as one step */
     int64_t points = rc == 0 ? nest_points(&axes, per_point, &steps) : -1;
     int64_t shares = steps / SHARE_MIN_WORK < points ? steps / SHARE_MIN_WORK : points;
-    shares = shares < oracle_threads() ? shares : oracle_threads();
+    int threads = oracle_threads();
+    shares = shares < threads ? shares : threads;
     if (rc == 0 && shares > 1 && !op->scatter_rows) {
         rc = fill_shares(st, s, &cb, &axes, points, (int)shares);
     } else if (rc == 0 && nest_first(st, &axes, st->env)) {
