@@ -159,7 +159,6 @@ tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const outputs[]
         return s;
     texi_as_graph g = {.sch = s,
                        .ctx = ctx,
-                       .n = s->n_stages,
                        .strict_float = o.strict_float,
                        .cuda = o.cuda,
                        .sm = o.sm,

@@ -73,27 +73,23 @@ static bool vars_equal(const tex_expr *a, const tex_expr *b, const var_pairs *vp
  * paired for their bodies; without one, the same axes. */
 static bool reduce_equal(const tex_expr *a, const tex_expr *b, var_pairs *vp)
 {
-    int n = a->u.red.n_axes;
-    if (a->u.red.op != b->u.red.op || n != b->u.red.n_axes)
-        return false;
-    if (!vp) {
-        for (int i = 0; i < n; i++)
-            if (a->u.red.axes[i] != b->u.red.axes[i])
-                return false;
-        return equal_in(a->u.red.body, b->u.red.body, NULL) &&
-               equal_in(a->u.red.cond, b->u.red.cond, NULL);
-    }
-    int saved = vp->n;
-    bool eq = vp->n + n <= TEXI_ALPHA_MAX;
+    int n = a->u.red.n_axes, saved = vp ? vp->n : 0;
+    bool eq =
+        a->u.red.op == b->u.red.op && n == b->u.red.n_axes && (!vp || saved + n <= TEXI_ALPHA_MAX);
     for (int i = 0; eq && i < n; i++) {
         const tex_iter *x = a->u.red.axes[i], *y = b->u.red.axes[i];
+        if (!vp) {
+            eq = x == y;
+            continue;
+        }
         eq = equal_in(x->min, y->min, vp) && equal_in(x->extent, y->extent, vp);
         vp->a[vp->n] = x->var;
         vp->b[vp->n++] = y->var;
     }
     eq = eq && equal_in(a->u.red.body, b->u.red.body, vp) &&
          equal_in(a->u.red.cond, b->u.red.cond, vp);
-    vp->n = saved;
+    if (vp)
+        vp->n = saved;
     return eq;
 }
 

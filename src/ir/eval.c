@@ -481,8 +481,7 @@ static int64_t nest_points(const loop_nest *ln, int64_t per_point, int64_t *step
         if (ln->extent[i] <= 0)
             return 0;
         points *= ln->extent[i];
-        *steps = ln->extent[i] && *steps > INT64_MAX / ln->extent[i] ? INT64_MAX
-                                                                     : *steps * ln->extent[i];
+        *steps = *steps > INT64_MAX / ln->extent[i] ? INT64_MAX : *steps * ln->extent[i];
     }
     return points;
 }

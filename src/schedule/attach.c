@@ -92,10 +92,7 @@ int tex_compute_at(tex_stage *st, tex_stage *parent, tex_iter *parent_iv)
     const char *sn = st->tensor->name;
     if (!parent)
         return texi_error(ctx, TEX_EMISUSE, "%s: stage '%s': the parent stage is NULL", call, sn);
-    if (parent->sch != st->sch)
-        return texi_error(ctx, parent->sch->ctx == ctx ? TEX_EINVAL : TEX_EMISUSE,
-                          "%s: stages '%s' and '%s' belong to different schedules", call, sn,
-                          parent->tensor->name);
+    TEXI_TRY(texi_stages_same_schedule(st, parent, call));
     TEXI_TRY(texi_stage_check(parent, call, true));
     if (st == parent)
         return texi_error(ctx, TEX_EINVAL, "%s: stage '%s' cannot be computed at itself", call, sn);

@@ -49,9 +49,7 @@ static int check_merge(const tex_stage *dup, const tex_stage *kept, const char *
     TEXI_TRY(texi_stage_check(kept, call, true));
     tex_ctx *ctx = dup->sch->ctx;
     const char *dn = dup->tensor->name, *kn = kept->tensor->name;
-    if (kept->sch != dup->sch)
-        return texi_error(ctx, kept->sch->ctx == ctx ? TEX_EINVAL : TEX_EMISUSE,
-                          "%s: stages '%s' and '%s' belong to different schedules", call, dn, kn);
+    TEXI_TRY(texi_stages_same_schedule(dup, kept, call));
     if (dup == kept)
         return texi_error(ctx, TEX_EINVAL, "%s: stage '%s' cannot be merged into itself", call, dn);
     if (dup->is_output)

@@ -86,6 +86,10 @@ tex_stage *texi_schedule_stage_for(tex_schedule *s, const tex_tensor *t, const c
  * and, when need_compute, that st is not a placeholder (TEX_EINVAL). */
 int texi_stage_check(const tex_stage *st, const char *call, bool need_compute);
 
+/* st and other (both non-NULL) belong to one schedule; else TEX_EINVAL
+ * (TEX_EMISUSE across contexts) naming both, recorded for call. */
+int texi_stages_same_schedule(const tex_stage *st, const tex_stage *other, const char *call);
+
 /* iv is a leaf of st: TEX_EMISUSE when NULL or from another context, TEX_EINVAL
  * (naming the stage, the axis and, if any, the stage iv belongs to) otherwise. */
 int texi_stage_check_leaf(const tex_stage *st, const tex_iter *iv, const char *call);

@@ -195,6 +195,16 @@ int texi_stage_check(const tex_stage *st, const char *call, bool need_compute)
     return 0;
 }
 
+int texi_stages_same_schedule(const tex_stage *st, const tex_stage *other, const char *call)
+{
+    tex_ctx *ctx = st->sch->ctx;
+    if (other->sch == st->sch)
+        return 0;
+    return texi_error(ctx, other->sch->ctx == ctx ? TEX_EINVAL : TEX_EMISUSE,
+                      "%s: stages '%s' and '%s' belong to different schedules", call,
+                      st->tensor->name, other->tensor->name);
+}
+
 int texi_stage_check_leaf(const tex_stage *st, const tex_iter *iv, const char *call)
 {
     tex_ctx *ctx = st->sch->ctx;
