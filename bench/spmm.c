@@ -65,6 +65,7 @@
 #define MAX_WIDTH 32 /* the widest ELL bucket of the hyb format */
 #define ROWS 0       /* hyb: rows handed to a thread at a time (0: one) */
 #define LANES 16     /* features accumulated in registers across a row's non-zeros */
+#define PREFETCH 0   /* non-zeros ahead whose row of X is prefetched (0: none; see above) */
 #define MAX_ARGS 48
 
 typedef struct {
@@ -87,6 +88,14 @@ static tex_kernel *build(tex_schedule *s, const char *name, int n, tex_tensor *c
     return fn ? tex_build(fn, target) : NULL;
 }
 
+/* How many non-zeros ahead the SpMM kernels prefetch X's rows
+ * (tex_prefetch): $SPMM_PREFETCH, else PREFETCH. */
+static int prefetch_distance(void)
+{
+    const char *e = getenv("SPMM_PREFETCH");
+    return e ? atoi(e) : PREFETCH;
+}
+
 /* The CSR format of the benchmark's matrix: m x m, m and nnz symbolic. */
 static void fmt_init(sp_fmt *c, int64_t f)
 {
@@ -107,7 +116,8 @@ static tex_kernel *build_hyb(int64_t f)
     int n = tex_sp_hyb_nparts(MAX_WIDTH);
     tex_schedule *s = y ? tex_schedule_new(ctx, 1, &y) : NULL;
     for (int p = 0; s && p < n; p++)
-        if (sp_hyb_schedule_part(s, parts[p], ROWS, f < CHUNK ? (int)f : CHUNK, LANES, p + 1 < n))
+        if (sp_hyb_schedule_part(s, parts[p], ROWS, f < CHUNK ? (int)f : CHUNK, LANES, p + 1 < n, x,
+                                 prefetch_distance()))
             s = NULL;
     tex_kernel *k = s ? build(s, "hyb_spmm", tex_sp_hyb_narrays(MAX_WIDTH) + 2, params) : NULL;
     if (!k)
@@ -126,7 +136,8 @@ static tex_kernel *build_csr(int64_t f)
     tex_tensor *Y = sp_fmt_spmm(&c);
     tex_schedule *s = tex_schedule_new(c.ctx, 1, &Y);
     tex_tensor *args[] = {tex_sp_indptr(c.J), tex_sp_indices(c.J), tex_sp_values(c.A), c.X, Y};
-    tex_kernel *k = sp_hyb_schedule_part(s, Y, 0, f < CHUNK ? (int)f : CHUNK, LANES, false) == 0
+    tex_kernel *k = sp_hyb_schedule_part(s, Y, 0, f < CHUNK ? (int)f : CHUNK, LANES, false, c.X,
+                                         prefetch_distance()) == 0
                         ? build(s, "spmm", 5, args)
                         : NULL;
     if (!k)

@@ -338,6 +338,29 @@ TEX_API int tex_merge(tex_stage *dup, tex_stage *kept);
 TEX_API int tex_set_scope(tex_stage *st, tex_scope scope);
 TEX_API int tex_storage_align(tex_stage *st, tex_iter *iv, int factor, int offset);
 TEX_API int tex_double_buffer(tex_stage *st);
+/* Software prefetching (TVM's prefetch, Halide's Func::prefetch): at the top
+ * of every iteration of leaf axis iv's loop, the CPU's cache is asked
+ * (__builtin_prefetch) for the elements of t that the iteration `offset`
+ * iterations later reads, or, when t is st's own tensor, writes. For a
+ * gather such as CSR SpMM's X[indices[p], k], with iv the loop over the
+ * non-zeros, that is the rows of X the next non-zeros need: latency the
+ * hardware prefetcher cannot hide. Every read of t in st's definition is
+ * hinted; the loops inside iv that an index depends on are enumerated (a
+ * contiguous run along t's last dimension: one hint per 64-byte line).
+ * Indices are clamped into the arrays they read, so a hint past the end of
+ * the loop or of an index array reads nothing out of bounds; hints never
+ * change results. Calling it again for the same t and iv replaces the
+ * offset. t must be a function parameter or a stage computed at root (not
+ * a cache in local or shared memory); the CUDA backend ignores the hint.
+ * 0; TEX_EINVAL naming the stage, the tensor and the axis when st does not
+ * read (or produce) t, iv is not one of st's leaf axes or is vectorized, or
+ * offset is outside [1, 1 << 20]; the same checks are made again by
+ * tex_lower (iv must still be a leaf, not vectorized, with no thread-bound
+ * loop inside it that an index depends on; a parallel one is enumerated
+ * serially). Split, fuse and vectorize of iv, rfactor of st, and
+ * cache_read of t for st refuse afterwards (call them first). TEX_EMISUSE
+ * for NULL arguments. */
+TEX_API int tex_prefetch(tex_stage *st, tex_tensor *t, tex_iter *iv, int offset);
 
 /* Makes the updates of reduction stage st atomic (Halide's atomic()): each
  * combines its value into the output with an atomic operation, so that a

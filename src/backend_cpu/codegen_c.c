@@ -517,6 +517,28 @@ static bool emit_disjoint(texi_cg *g, texi_sb *sb, const tex_stmt *s)
     return true;
 }
 
+/* A cache hint (tex_prefetch, ATTR "prefetch" / "prefetch_write" around
+ * nothing): __builtin_prefetch of its element's address, kept in every
+ * cache level; of a vector's first lane when the index is a ramp (a hint
+ * under a thread loop gpu_threads vectorized), none for other vectors. */
+static void emit_prefetch(texi_cg *g, texi_sb *sb, const tex_stmt *s)
+{
+    const tex_expr *e = s->u.attr.value;
+    if (!e || e->kind != TEXI_EXPR_LOAD)
+        return;
+    const tex_expr *index = e->u.load.index;
+    if (index->kind == TEXI_EXPR_RAMP)
+        index = index->u.ramp.base;
+    if (index->lanes > 1)
+        return;
+    const texi_buffer *b = e->u.load.buf;
+    texi_cp_indent(&g->p, sb);
+    texi_sb_printf(sb, "__builtin_prefetch(&%s[",
+                   texi_cp_lookup(&g->p, texi_buffer_key(b), b->name));
+    texi_cp_expr(&g->p, sb, index, TEXI_CP_P_TOP, true);
+    texi_sb_printf(sb, "], %d, 3);\n", s->u.attr.id == TEXI_ATTR_PREFETCH_WRITE);
+}
+
 /* The ATTRs the CPU prints itself; false for the others (their body is printed). */
 static bool emit_attr(texi_cg *g, texi_sb *sb, const tex_stmt *s)
 {
@@ -524,6 +546,10 @@ static bool emit_attr(texi_cg *g, texi_sb *sb, const tex_stmt *s)
     int64_t n;
     if (key == TEXI_ATTR_ATOMIC) {
         emit_atomic(g, sb, s);
+        return true;
+    }
+    if (texi_is_prefetch(s)) {
+        emit_prefetch(g, sb, s);
         return true;
     }
     if (key == TEXI_ATTR_ASSERT && s->u.attr.value) {

@@ -564,6 +564,8 @@ tex_stmt *texi_attr_new(tex_ctx *ctx, const char *key, tex_expr *value, tex_stmt
 /* An ATTR with a named key; texi_attr_is: s is an ATTR with that key. */
 tex_stmt *texi_attr_named(tex_ctx *ctx, enum texi_attr_key key, tex_expr *value, tex_stmt *body);
 bool texi_attr_is(const tex_stmt *s, enum texi_attr_key key);
+/* s is a cache hint: ATTR "prefetch" or "prefetch_write" (tex_prefetch). */
+bool texi_is_prefetch(const tex_stmt *s);
 /* ATTR "vectorize_failed" with reason `why` (its value) around body. */
 tex_stmt *texi_attr_vector_failed(tex_ctx *ctx, enum texi_vector_reason why, tex_stmt *body);
 /* The reason's text when s is ATTR "vectorize_failed", else NULL. */

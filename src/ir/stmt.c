@@ -233,6 +233,11 @@ bool texi_attr_is(const tex_stmt *s, enum texi_attr_key key)
     return s && s->kind == TEXI_STMT_ATTR && s->u.attr.id == key;
 }
 
+bool texi_is_prefetch(const tex_stmt *s)
+{
+    return texi_attr_is(s, TEXI_ATTR_PREFETCH) || texi_attr_is(s, TEXI_ATTR_PREFETCH_WRITE);
+}
+
 tex_stmt *texi_attr_vector_failed(tex_ctx *ctx, enum texi_vector_reason why, tex_stmt *body)
 {
     tex_expr *v = texi_int_imm(ctx, TEX_I32, (int64_t)why);

@@ -11,6 +11,8 @@
  * "Empty" is an empty SEQ. Conditions and values are side-effect free in
  * tex's IR (no calls with effects), so dropping them is safe. An ATTR
  * "assert" goes with its body: it guards nothing once the body is gone.
+ * An ATTR "prefetch" / "prefetch_write" stays: its body is always empty,
+ * the hint is the statement itself.
  */
 #include "lower/lower.h"
 
@@ -76,6 +78,8 @@ static tex_stmt *clean_scoped(cleaner *c, tex_stmt *s)
     int64_t ext;
     if (s->kind == TEXI_STMT_FOR && texi_expr_is_int_const(s->u.loop.extent, &ext) && ext <= 0)
         return empty(c);
+    if (texi_is_prefetch(s))
+        return s;
     tex_stmt *b = clean(c, texi_stmt_body(s));
     if (!b || is_empty(b))
         return b ? empty(c) : NULL;

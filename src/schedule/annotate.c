@@ -97,6 +97,8 @@ static int annotate(tex_stage *st, tex_iter *iv, texi_iter_attr want, const char
     TEXI_TRY(texi_stage_check_leaf(st, iv, call));
     TEXI_TRY(vector_reduction ? check_vectorize_reduce(st, iv)
                               : check_reduce_axis(st, iv, want, call));
+    if (want.for_kind == TEXI_FOR_VECTORIZED)
+        TEXI_TRY(texi_prefetch_check(st, iv, NULL, call));
     tex_ctx *ctx = st->sch->ctx;
     texi_trace_rec tr;
     texi_trace_begin(&tr, st->sch, call + strlen("tex_")); /* "parallel", "bind", ... */

@@ -13,7 +13,7 @@
  *   compute_root S          set_scope S SCOPE       storage_align S I F O
  *   double_buffer S         atomic S                cache_read T SCOPE R...
  *   cache_write T SCOPE     rfactor T I F           tensorize S I BUILTIN
- *   merge S P
+ *   merge S P               prefetch S T I OFFSET
  *
  * S, P, T, R name stages (a tensor's name, or @K); I, O, X, Y name iters of
  * the stage before them (compute_at: of P) by name or #K; F, N, FX, FY, O
@@ -205,6 +205,22 @@ static int do_merge(line_args *a)
     return kept ? tex_merge(st, kept) : bad(a, "no stage '%s' in this schedule", a->w[2]);
 }
 
+static int do_prefetch(line_args *a)
+{
+    tex_stage *st, *of_t = stage_ref(a, a->w[2]);
+    tex_iter *iv = NULL;
+    int64_t offset;
+    TEXI_TRY(stage_iters(a, &st, 0, NULL));
+    if (!of_t)
+        return bad(a, "no stage '%s' in this schedule", a->w[2]);
+    if (!(iv = iter_ref(st, a->w[3])))
+        return bad(a, "stage '%s' has no axis '%s'", a->w[1], a->w[3]);
+    TEXI_TRY(int_arg(a, 4, &offset));
+    if (offset < 1 || offset > 1 << 20)
+        return bad(a, "offset %lld out of range", (long long)offset);
+    return tex_prefetch(st, of_t->tensor, iv, (int)offset);
+}
+
 static int scope_arg(line_args *a, int i, tex_scope *scope)
 {
     int k = word_arg(a, i, texi_trace_scopes, 3);
@@ -308,7 +324,7 @@ static int dispatch(line_args *a)
         {"compute_root", 2, 2},  {"set_scope", 3, 3},    {"storage_align", 5, 5},
         {"double_buffer", 2, 2}, {"atomic", 2, 2},       {"cache_read", 4, -1},
         {"cache_write", 3, 3},   {"rfactor", 4, 4},      {"tensorize", 4, 4},
-        {"merge", 3, 3},
+        {"merge", 3, 3},         {"prefetch", 5, 5},
     };
     int k = -1;
     for (int i = 0; i < (int)(sizeof shapes / sizeof shapes[0]); i++)
@@ -367,8 +383,10 @@ static int dispatch(line_args *a)
         return do_rfactor(a);
     case 20:
         return do_tensorize(a);
-    default:
+    case 21:
         return do_merge(a);
+    default:
+        return do_prefetch(a);
     }
 }
 

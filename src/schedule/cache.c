@@ -164,6 +164,7 @@ static int check_readers(tex_schedule *s, const tex_tensor *t, int n, tex_tensor
                               "%s: stage '%s' does not read tensor '%s' "
                               "directly",
                               call, rs[i]->tensor->name, t->name);
+        TEXI_TRY(texi_prefetch_check(rs[i], NULL, t, call));
         for (int j = 0; j < i; j++)
             if (rs[j] == rs[i])
                 return texi_error(s->ctx, TEX_EINVAL,
@@ -255,6 +256,10 @@ int texi_stage_check_untouched(const tex_stage *st, const char *call)
     if (!why && st->atomic) {
         why = "is atomic (tex_atomic)";
         axis = st->tensor->name;
+    }
+    if (!why && st->n_prefetch) {
+        why = "prefetches (tex_prefetch)";
+        axis = st->prefetch[0].iv->name;
     }
     if (!why && child) {
         why = "has a stage attached to it";

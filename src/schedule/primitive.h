@@ -70,6 +70,12 @@ texi_op *texi_op_redirect(tex_ctx *ctx, const texi_op *op, tex_tensor *from, tex
  * TEX_EINVAL naming the axis, recorded for call. (cache.c) */
 int texi_stage_check_untouched(const tex_stage *st, const char *call);
 
+/* TEX_EINVAL naming call when a tex_prefetch request of st would lose its
+ * loop or its read: one at leaf iv (iv non-NULL), one of tensor t (t
+ * non-NULL), any (both NULL). 0 otherwise. (prefetch.c) */
+int texi_prefetch_check(const tex_stage *st, const tex_iter *iv, const tex_tensor *t,
+                        const char *call);
+
 /* Whether compute stages a and b define the same elements: the same dtype
  * and shape, and bodies equal up to the names of their axes and reduce axes
  * (tex_merge's test; merge.c). */

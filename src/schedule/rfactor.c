@@ -87,6 +87,7 @@ static int check_args(rf_plan *p, int f, const char *call)
                           "%s: stage '%s' is atomic (tex_atomic); factor the reduction first", call,
                           st->tensor->name);
     TEXI_TRY(texi_stage_check_leaf(st, p->k, call));
+    TEXI_TRY(texi_prefetch_check(st, NULL, NULL, call));
     if (p->k->kind != TEXI_ITER_REDUCE)
         return texi_error(ctx, TEX_EINVAL,
                           "%s: axis '%s' of stage '%s' is a data-parallel axis, "

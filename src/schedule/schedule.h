@@ -56,6 +56,15 @@ enum texi_attach_kind {
     TEXI_ATTACH_AT      /* nested in attach_stage's loop attach_iv (compute_at) */
 };
 
+/* One tex_prefetch request: at every iteration of leaf iv's loop, the
+ * elements tensor is read at (written at, for the stage's own tensor)
+ * offset iterations ahead are hinted to the processor's cache. */
+typedef struct {
+    tex_tensor *tensor;
+    tex_iter *iv;
+    int offset;
+} texi_prefetch;
+
 /* A half-open range [min, min + extent). */
 typedef struct {
     tex_expr *min;
@@ -90,6 +99,9 @@ struct tex_stage {
     int *align_offset;
 
     bool is_cache; /* made by cache_read / cache_write / rfactor */
+
+    int n_prefetch;
+    texi_prefetch *prefetch; /* tex_prefetch's requests, one per (tensor, iv) */
 
     tex_iter *tensorize_iv; /* leaf whose loop nest tex_tensorize replaced, or NULL */
     tex_intrin *intrin;     /* the intrinsic it calls there */

@@ -140,6 +140,10 @@ static void put_relations(texi_sb *sb, const tex_stage *st)
         if (st->align_factor[d])
             texi_sb_printf(sb, "  storage align %s: factor %d, offset %d\n", st->op->axes[d]->name,
                            st->align_factor[d], st->align_offset[d]);
+    for (int k = 0; k < st->n_prefetch; k++)
+        texi_sb_printf(sb, "  prefetch %s at axis %s, %d iterations ahead\n",
+                       st->prefetch[k].tensor->name, st->prefetch[k].iv->name,
+                       st->prefetch[k].offset);
 }
 
 static void put_stage(texi_sb *sb, const tex_stage *st, bool have_bounds)

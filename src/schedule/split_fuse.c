@@ -76,6 +76,7 @@ static int check_factor(const tex_stage *st, const tex_iter *iv, tex_expr *f, co
 static int check_restructurable(const tex_stage *st, const tex_iter *iv, const char *call)
 {
     TEXI_TRY(texi_stage_check_leaf(st, iv, call));
+    TEXI_TRY(texi_prefetch_check(st, iv, NULL, call));
     tex_ctx *ctx = st->sch->ctx;
     const texi_iter_attr *attr = &st->attr[texi_stage_iter_index(st, iv)];
     if (attr->for_kind != TEXI_FOR_SERIAL)

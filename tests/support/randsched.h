@@ -11,7 +11,9 @@
  *   nparts, tile, fuse of adjacent leaves, reorder (a random permutation of
  *   all leaves: any order is legal for a single stage), parallel / vectorize
  *   / unroll, compute_inline, compute_at into a random leaf of a consumer,
- *   compute_root, cache_read / cache_write followed by compute_at, rfactor.
+ *   compute_root, cache_read / cache_write followed by compute_at, rfactor,
+ *   prefetch (of an input, or of the output by its own stage, 1 .. 40
+ *   iterations ahead, at a random leaf).
  * A primitive may refuse (TEX_EINVAL): then the schedule must be exactly as
  * before (checked on tex_schedule_str for every fourth seed) and the
  * generator goes on; any other error marks the schedule broken. The steps go
@@ -40,12 +42,14 @@ enum rs_prim {
     RS_CACHE_READ,
     RS_CACHE_WRITE,
     RS_RFACTOR,
+    RS_PREFETCH,
     RS_COUNT
 };
 
 static const char *const rs_prim_names[RS_COUNT] = {
-    "split",          "split_nparts", "tile",         "fuse",       "reorder",     "annotate",
-    "compute_inline", "compute_at",   "compute_root", "cache_read", "cache_write", "rfactor"};
+    "split",       "split_nparts",   "tile",       "fuse",         "reorder",
+    "annotate",    "compute_inline", "compute_at", "compute_root", "cache_read",
+    "cache_write", "rfactor",        "prefetch"};
 
 /* What the generator returns when it does not call the primitive at all (no
  * candidate axis, or a request it knows to be illegal in composition). */
@@ -315,6 +319,21 @@ static inline int rs_do_rfactor(rs_gen *g, tex_tensor *t)
     return 0;
 }
 
+/* tex_prefetch of a random input (or of the output, by its own stage) at
+ * a random leaf of st; a stage that does not read it refuses. */
+static inline int rs_do_prefetch(rs_gen *g, tex_stage *st, tex_tensor *t)
+{
+    tex_iter *iv = rs_pick_leaf(g, st);
+    int k = (int)rs_rnd(g, 0, g->w->n_in);
+    tex_tensor *of = k < g->w->n_in ? g->w->in[k] : t == g->w->out ? t : NULL;
+    if (!iv || !of)
+        return RS_SKIP;
+    int offset = (int)rs_rnd(g, 1, 40);
+    ops_logf(&g->log, "    prefetch(%s, %s, %s, %d)\n", tex_tensor_name(st->tensor),
+             tex_tensor_name(of), iv->name, offset);
+    return tex_prefetch(st, of, iv, offset);
+}
+
 static inline int rs_apply(rs_gen *g, enum rs_prim p)
 {
     tex_tensor *t = rs_pick_tensor(g);
@@ -344,6 +363,8 @@ static inline int rs_apply(rs_gen *g, enum rs_prim p)
         return rs_do_cache_write(g, t);
     case RS_RFACTOR:
         return rs_do_rfactor(g, t);
+    case RS_PREFETCH:
+        return rs_do_prefetch(g, st, t);
     case RS_COUNT:
         break;
     }
@@ -353,7 +374,7 @@ static inline int rs_apply(rs_gen *g, enum rs_prim p)
 /* Weights of the primitives: loop transformations are the most frequent. */
 static inline enum rs_prim rs_pick_prim(rs_gen *g)
 {
-    static const int weight[RS_COUNT] = {6, 2, 3, 3, 3, 3, 2, 4, 1, 2, 2, 2};
+    static const int weight[RS_COUNT] = {6, 2, 3, 3, 3, 3, 2, 4, 1, 2, 2, 2, 2};
     int total = 0;
     for (int k = 0; k < RS_COUNT; k++)
         total += weight[k];

@@ -294,10 +294,12 @@ static inline void sp_masked_ref(const sp_csr *a, const float *d, double *o)
  * chunk's groups of `lanes` features unrolled and each vectorized, so that
  * a non-zero's index and value are read once and the chunk / lanes
  * accumulators (registers) are independent chains; the reduction (a
- * bucket's constant width) unrolled when unroll is set. 0 or the first
- * failing call's code. */
+ * bucket's constant width) unrolled when unroll is set; with prefetch > 0,
+ * the rows of x (the dense operand) that the non-zero `prefetch` positions
+ * later reads are prefetched (tex_prefetch). 0 or the first failing call's
+ * code. */
 static inline int sp_hyb_schedule_part(tex_schedule *s, tex_tensor *part, int rows, int chunk,
-                                       int lanes, bool unroll)
+                                       int lanes, bool unroll, tex_tensor *x, int prefetch)
 {
     tex_ctx *ctx = tex_tensor_ctx(part);
     tex_tensor *pl = tex_cache_write(s, part, TEX_SCOPE_LOCAL);
@@ -315,6 +317,7 @@ static inline int sp_hyb_schedule_part(tex_schedule *s, tex_tensor *part, int ro
     rc = rc ? rc : tex_reorder(sl, 3, (tex_iter *[]){j, klo, kli});
     rc = rc ? rc : tex_unroll(sl, klo);
     rc = rc ? rc : tex_vectorize(sl, kli);
+    rc = rc || !prefetch ? rc : tex_prefetch(sl, x, j, prefetch);
     return rc || !unroll ? rc : tex_unroll(sl, j);
 }
 

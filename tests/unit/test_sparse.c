@@ -3,13 +3,12 @@
  * and SDDMM O[i, j] = sum_k X[i, k] Y[j, k] at A's non-zeros, written in
  * coordinate space, lowered to position space, scheduled with ordinary
  * primitives (parallel rows, the position axis outside a split, vectorized
- * feature axis) and JIT-compiled for the CPU. Each kernel runs on random
- * matrices (empty rows, one dense row, power-law rows, 1-sized and prime
- * shapes, constant and symbolic sizes) against a dense reference computed
- * from the CSR arrays (tests/support/sparse.h) and against the oracle
- * (tex_eval_reference), outputs poisoned first. Then malformed CSR arrays,
- * short and longer than the call-time scans' blocks (refused at call time,
- * the entry named, nothing written) and the API's error paths.
+ * feature axis, X's rows prefetched non-zeros ahead) and JIT-compiled for the CPU. Each kernel runs
+ * on random matrices (empty rows, one dense row, power-law rows, 1-sized and prime shapes, constant
+ * and symbolic sizes) against a dense reference computed from the CSR arrays
+ * (tests/support/sparse.h) and against the oracle (tex_eval_reference), outputs poisoned first.
+ * Then malformed CSR arrays, short and longer than the call-time scans' blocks (refused at call
+ * time, the entry named, nothing written) and the API's error paths.
  */
 #include "tt.h"
 #include "support/opcheck.h"
@@ -27,8 +26,9 @@ static void fmt_init(sp_fmt *c, const sp_csr *a, int64_t f, bool sym)
                 sym ? tex_var(ctx, "f", TEX_I64) : tex_int(ctx, f));
 }
 
-/* Rows in parallel, (i, j, k) with k split by 8 and vectorized. */
-static void sched_spmm(tex_schedule *s, tex_tensor *y)
+/* Rows in parallel, (i, j, k) with k split by 8 and vectorized; X's rows
+ * prefetched `ahead` non-zeros ahead, Y's the next row ahead. */
+static void sched_spmm(tex_schedule *s, tex_tensor *y, tex_tensor *x, int ahead)
 {
     tex_stage *st = tex_stage_of(s, y);
     tex_iter *i = tex_op_axis(st, 0), *k = tex_op_axis(st, 1), *j = tex_op_reduce_axis(st, 0);
@@ -37,11 +37,14 @@ static void sched_spmm(tex_schedule *s, tex_tensor *y)
     TT_EQ_INT(tex_reorder(st, 4, (tex_iter *[]){i, ko, j, ki}), 0);
     TT_EQ_INT(tex_parallel(st, i), 0);
     TT_EQ_INT(tex_vectorize(st, ki), 0);
+    TT_EQ_INT(tex_prefetch(st, x, j, ahead), 0);
+    TT_EQ_INT(tex_prefetch(st, y, i, 1), 0);
 }
 
 /* Rows in parallel; each row's non-zeros accumulate a chunk of 4 features
- * in a local buffer (cache_write at the chunk loop, vectorized). */
-static void sched_spmm_local(tex_schedule *s, tex_tensor *y)
+ * in a local buffer (cache_write at the chunk loop, vectorized), X's rows
+ * prefetched `ahead` non-zeros ahead. */
+static void sched_spmm_local(tex_schedule *s, tex_tensor *y, tex_tensor *x, int ahead)
 {
     tex_tensor *yl = tex_cache_write(s, y, TEX_SCOPE_LOCAL);
     tex_stage *st = tex_stage_of(s, y), *sl = tex_stage_of(s, yl);
@@ -52,6 +55,7 @@ static void sched_spmm_local(tex_schedule *s, tex_tensor *y)
     tex_iter *k = tex_op_axis(sl, 1);
     TT_EQ_INT(tex_reorder(sl, 2, (tex_iter *[]){tex_op_reduce_axis(sl, 0), k}), 0);
     TT_EQ_INT(tex_vectorize(sl, k), 0);
+    TT_EQ_INT(tex_prefetch(sl, x, tex_op_reduce_axis(sl, 0), ahead), 0);
 }
 
 /* Fills a poisoned output, runs the kernel, compares with want. */
@@ -69,7 +73,7 @@ static void run_spmm(const sp_csr *a, int64_t f, bool sym, uint64_t seed)
     fmt_init(&c, a, f, sym);
     tex_tensor *y = sp_fmt_spmm(&c);
     tex_schedule *s = tex_schedule_new(c.ctx, 1, &y);
-    (seed % 2 ? sched_spmm : sched_spmm_local)(s, y);
+    (seed % 2 ? sched_spmm : sched_spmm_local)(s, y, c.X, 1 + (int)(seed * 7 % 40));
     tex_tensor *args[] = {tex_sp_indptr(c.J), tex_sp_indices(c.J), tex_sp_values(c.A), c.X, y};
     tex_func *fn = tex_lower_tensors(s, "spmm", 5, args);
     tex_kernel *k = fn ? tex_build(fn, "cpu") : NULL;

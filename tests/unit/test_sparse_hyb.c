@@ -50,7 +50,7 @@ static bool build(hyb_fn *h, const sp_csr *a, int64_t f, int max_width, bool sym
     tex_schedule *s = y ? tex_schedule_new(ctx, sym ? 1 : h->n_parts, sym ? &y : h->parts) : NULL;
     for (int p = 0; s && p < h->n_parts; p++)
         if (sp_hyb_schedule_part(s, h->parts[p], p % 2 ? 4 : 0, chunk, chunk / 2,
-                                 p + 1 < h->n_parts && p <= 4) != 0)
+                                 p + 1 < h->n_parts && p <= 4, x, p % 3 * 7) != 0)
             s = NULL;
     tex_func *fn = s ? tex_lower_tensors(s, "hyb_spmm", h->n_params, h->params) : NULL;
     h->k = fn ? tex_build(fn, h->target ? h->target : "cpu -threads=2") : NULL;

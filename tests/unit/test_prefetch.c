@@ -1,0 +1,329 @@
+/*
+ * tex_prefetch (src/schedule/prefetch.c, the hints built in
+ * src/lower/schedule_ops.c): kernels with hints at reduction, row and tile
+ * loops, on odd, 1-sized and symbolic shapes, JIT-compiled and run on
+ * random non-zero inputs with the output poisoned against the oracle; one
+ * hint per 64-byte line of a contiguous run (f32 and f64); hints of the
+ * output written ahead; a stage computed at root prefetched, one attached
+ * refused; a parallel loop inside the hinted one; a GPU schedule on the CPU
+ * and emitted for CUDA (no hint there); the trace replays the requests;
+ * the error paths name the call, the stage, the tensor and the axis. The
+ * sparse gathers (CSR SpMM) are in test_sparse, the random schedules in
+ * test_lower_random / test_jit_random, and ASan runs all of them with the
+ * hints past the ends of their loops.
+ */
+#include "tt.h"
+#include "support/opcheck.h"
+#include "support/ops.h"
+
+static char cache_dir[] = "/tmp/tex-test-prefetch-XXXXXX";
+
+/* Occurrences of needle in s. */
+static int count(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *p = s ? strstr(s, needle) : NULL; p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* The C source of s's kernel for w (NULL on failure, reported). */
+static char *source_of(ops_wl *w, tex_schedule *s)
+{
+    char why[512];
+    tex_func *f = ops_lower(w, s, why, sizeof why);
+    tex_kernel *k = f ? tex_build(f, "cpu") : NULL;
+    if (!k) {
+        TT_FAILF("%s: %s", w->name, f ? tex_errmsg(w->ctx) : why);
+        return NULL;
+    }
+    char *src = strdup(tex_kernel_source(k));
+    tex_kernel_free(k);
+    return src;
+}
+
+/* C = A B (ops_matmul) in a workload of its own. */
+static tex_tensor *matmul(ops_wl *w, tex_ctx *ctx, int64_t m, int64_t n, int64_t k, bool sym)
+{
+    ops_init(w, ctx, "matmul");
+    return ops_matmul(w, m, n, k, sym);
+}
+
+/* C = A B, (i, j.outer, k, j.inner) with j.inner vectorized: A and B
+ * prefetched at k, C written ahead at i. */
+static void gemm(int64_t m, int64_t n, int64_t kk, bool sym, int offset)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    ops_wl w;
+    tex_tensor *C = matmul(&w, ctx, m, n, kk, sym);
+    tex_schedule *s = tex_schedule_new(ctx, 1, &C);
+    tex_stage *st = tex_stage_of(s, C);
+    tex_iter *i = tex_op_axis(st, 0), *j = tex_op_axis(st, 1), *k = tex_op_reduce_axis(st, 0);
+    tex_iter *jo, *ji;
+    TT_EQ_INT(tex_split(st, j, tex_int(ctx, 16), &jo, &ji), 0);
+    TT_EQ_INT(tex_reorder(st, 4, (tex_iter *[]){i, jo, k, ji}), 0);
+    TT_EQ_INT(tex_vectorize(st, ji), 0);
+    TT_EQ_INT(tex_prefetch(st, w.in[0], k, offset), 0);
+    TT_EQ_INT(tex_prefetch(st, w.in[1], k, offset + 1), 0);
+    TT_EQ_INT(tex_prefetch(st, C, i, 1), 0);
+    TT_CHECK(ops_check_jit(&w, s, "cpu", 3 + (uint64_t)offset, NULL, true) == 0);
+    TT_CHECK(ops_check_jit(&w, s, "cpu -threads=2", 4, NULL, true) == 0);
+    char *src = m > 1 && kk > 1 ? source_of(&w, s) : NULL; /* no loop of extent 1: no hint */
+    TT_CHECK(!src == (m == 1 || kk == 1));
+    if (!src) {
+        tex_ctx_free(ctx);
+        return;
+    }
+    TT_CHECK(count(src, "__builtin_prefetch(&A[") >= 1);
+    TT_CHECK(count(src, "__builtin_prefetch(&B[") >= 1);
+    TT_CHECK(count(src, "__builtin_prefetch(&C[") >= 1);
+    TT_CHECK(count(src, ", 1, 3);") >= 1); /* C: a write hint */
+    free(src);
+    tex_ctx_free(ctx);
+}
+
+static void test_gemm(void)
+{
+    gemm(7, 13, 5, false, 1);
+    gemm(1, 1, 1, false, 3);
+    gemm(33, 64, 17, false, 40);
+    gemm(31, 29, 37, true, 2);
+    gemm(2, 48, 3, true, (1 << 20) - 1);
+}
+
+/* Y = X * 2 over rows of `cols` elements of dtype t, the row loop
+ * hinting the next row: one hint per 64-byte line of it. */
+static void lines(tex_dtype t, int64_t cols, int want)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    ops_wl w;
+    ops_init(&w, ctx, "lines");
+    tex_expr *shape[2] = {tex_int(ctx, 5), tex_int(ctx, cols)};
+    tex_tensor *X = tex_placeholder(ctx, "X", t, 2, shape);
+    w.in[w.n_in++] = X;
+    tex_iter *i = tex_axis(ctx, "i", shape[0]), *j = tex_axis(ctx, "j", shape[1]);
+    w.out = tex_compute(ctx, "Y", 2, (tex_iter *[]){i, j},
+                        tex_mul(TEX_AT(X, tex_iv(i), tex_iv(j)), tex_const(ctx, t, 2.0)));
+    tex_schedule *s = tex_schedule_new(ctx, 1, &w.out);
+    tex_stage *st = tex_stage_of(s, w.out);
+    TT_EQ_INT(tex_vectorize(st, tex_op_axis(st, 1)), 0);
+    TT_EQ_INT(tex_prefetch(st, X, tex_op_axis(st, 0), 1), 0);
+    TT_CHECK(ops_check_jit(&w, s, "cpu", 9, NULL, true) == 0);
+    char *src = source_of(&w, s);
+    if (count(src, "__builtin_prefetch(&X[") != want)
+        TT_FAILF("%d-byte elements, %lld columns: %d hints, expected %d", tex_dtype_bytes(t),
+                 (long long)cols, count(src, "__builtin_prefetch(&X["), want);
+    free(src);
+    tex_ctx_free(ctx);
+}
+
+static void test_lines(void)
+{
+    lines(TEX_F32, 64, 4);
+    lines(TEX_F64, 64, 8);
+    lines(TEX_F32, 16, 1);
+    lines(TEX_F32, 17, 2);
+    lines(TEX_F64, 3, 1);
+}
+
+/* E = exp(X) at root, Y = E + 1 prefetching E: allowed; E computed at Y's
+ * row loop instead: tex_lower names E. */
+static void test_root_stage(void)
+{
+    for (int attached = 0; attached < 2; attached++) {
+        tex_ctx *ctx = tex_ctx_new();
+        ops_wl w;
+        ops_init(&w, ctx, "root_stage");
+        tex_expr *shape[2] = {tex_int(ctx, 9), tex_int(ctx, 37)};
+        tex_tensor *X = ops_input(&w, "X", 2, shape);
+        tex_iter *a = tex_axis(ctx, "a", shape[0]), *b = tex_axis(ctx, "b", shape[1]);
+        tex_tensor *E = ops_mid(&w, tex_compute(ctx, "E", 2, (tex_iter *[]){a, b},
+                                                tex_exp(TEX_AT(X, tex_iv(a), tex_iv(b)))));
+        tex_iter *i = tex_axis(ctx, "i", shape[0]), *j = tex_axis(ctx, "j", shape[1]);
+        w.out = tex_compute(ctx, "Y", 2, (tex_iter *[]){i, j},
+                            tex_add(TEX_AT(E, tex_iv(i), tex_iv(j)), tex_const(ctx, TEX_F32, 1)));
+        tex_schedule *s = tex_schedule_new(ctx, 1, &w.out);
+        tex_stage *st = tex_stage_of(s, w.out);
+        TT_EQ_INT(tex_prefetch(st, E, tex_op_axis(st, 0), 2), 0);
+        if (!attached) {
+            TT_CHECK(ops_check_jit(&w, s, "cpu", 5, NULL, true) == 0);
+        } else {
+            TT_EQ_INT(tex_compute_at(tex_stage_of(s, E), st, tex_op_axis(st, 0)), 0);
+            char why[512];
+            TT_CHECK(ops_lower(&w, s, why, sizeof why) == NULL);
+            TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
+            TT_CHECK(strstr(tex_errmsg(ctx), "'E'") && strstr(tex_errmsg(ctx), "stage 'Y'") &&
+                     strstr(tex_errmsg(ctx), "axis 'i'"));
+        }
+        tex_ctx_free(ctx);
+    }
+}
+
+/* A serial outer loop hinting B's rows with the parallel loop over the
+ * row's columns inside it (the hints enumerate it serially). */
+static void test_parallel_inside(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    ops_wl w;
+    tex_tensor *C = matmul(&w, ctx, 19, 23, 11, false);
+    tex_schedule *s = tex_schedule_new(ctx, 1, &C);
+    tex_stage *st = tex_stage_of(s, C);
+    tex_iter *i = tex_op_axis(st, 0), *j = tex_op_axis(st, 1), *k = tex_op_reduce_axis(st, 0);
+    TT_EQ_INT(tex_reorder(st, 3, (tex_iter *[]){k, j, i}), 0);
+    TT_EQ_INT(tex_parallel(st, i), 0);
+    TT_EQ_INT(tex_unroll(st, j), 0);
+    TT_EQ_INT(tex_prefetch(st, w.in[0], k, 1), 0);
+    TT_EQ_INT(tex_prefetch(st, w.in[1], k, 1), 0);
+    TT_CHECK(ops_check_jit(&w, s, "cpu -threads=2", 6, NULL, true) == 0);
+    tex_ctx_free(ctx);
+}
+
+/* The trace names each request and replays it onto a fresh schedule,
+ * whose kernel is the same; a second request for the same tensor and
+ * axis replaces the offset. */
+static void test_trace(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    ops_wl w;
+    tex_tensor *C = matmul(&w, ctx, 8, 16, 8, false);
+    tex_schedule *s = tex_schedule_new(ctx, 1, &C);
+    tex_stage *st = tex_stage_of(s, C);
+    tex_iter *k = tex_op_reduce_axis(st, 0);
+    TT_EQ_INT(tex_prefetch(st, w.in[0], k, 5), 0);
+    TT_EQ_INT(tex_prefetch(st, w.in[0], k, 3), 0);
+    char *str = tex_schedule_str(s);
+    TT_CHECK(count(str, "prefetch A at axis k, 3 iterations ahead") == 1);
+    TT_CHECK(count(str, "prefetch A") == 1);
+    free(str);
+    char *trace = tex_schedule_trace(s);
+    TT_CHECK(trace && strstr(trace, "prefetch C A k 3"));
+    tex_schedule *again = tex_schedule_new(ctx, 1, &C);
+    TT_EQ_INT(tex_schedule_apply_text(again, trace), 0);
+    char *a = source_of(&w, s), *b = source_of(&w, again);
+    TT_CHECK(a && b && strcmp(a, b) == 0 && count(a, "__builtin_prefetch") > 0);
+    TT_CHECK(tex_schedule_apply_text(tex_schedule_new(ctx, 1, &C), "prefetch C A k 0") ==
+             TEX_EINVAL);
+    TT_CHECK(tex_schedule_apply_text(tex_schedule_new(ctx, 1, &C), "prefetch C Q k 2") ==
+             TEX_EINVAL);
+    free(a);
+    free(b);
+    free(trace);
+    tex_ctx_free(ctx);
+}
+
+/* A GPU matmul (blocks and threads bound, k serial inside) hinting its
+ * operands at k: run on the CPU against the oracle, emitted for CUDA
+ * without hints; hinting at a block loop with a thread loop inside that
+ * the index uses is refused. */
+static void test_gpu(void)
+{
+    for (int outside = 0; outside < 2; outside++) {
+        tex_ctx *ctx = tex_ctx_new();
+        ops_wl w;
+        tex_tensor *C = matmul(&w, ctx, 40, 24, 9, false);
+        tex_schedule *s = tex_schedule_new(ctx, 1, &C);
+        tex_stage *st = tex_stage_of(s, C);
+        tex_iter *bx, *by, *tx, *ty;
+        TT_EQ_INT(tex_tile(st, tex_op_axis(st, 0), tex_op_axis(st, 1), tex_int(ctx, 8),
+                           tex_int(ctx, 8), &by, &bx, &ty, &tx),
+                  0);
+        TT_EQ_INT(tex_bind(st, by, TEX_BLOCK_Y), 0);
+        TT_EQ_INT(tex_bind(st, bx, TEX_BLOCK_X), 0);
+        TT_EQ_INT(tex_bind(st, ty, TEX_THREAD_Y), 0);
+        TT_EQ_INT(tex_bind(st, tx, TEX_THREAD_X), 0);
+        tex_iter *at = outside ? bx : tex_op_reduce_axis(st, 0);
+        TT_EQ_INT(tex_prefetch(st, w.in[1], at, 2), 0);
+        char why[512];
+        tex_func *f = ops_lower(&w, s, why, sizeof why);
+        if (outside) {
+            TT_CHECK(f == NULL && strstr(tex_errmsg(ctx), "bound to a thread") &&
+                     strstr(tex_errmsg(ctx), "'B'"));
+            tex_ctx_free(ctx);
+            continue;
+        }
+        TT_CHECK(ops_check_jit(&w, s, "cpu", 7, NULL, true) == 0);
+        tex_kernel *k = f ? tex_build(f, "cuda -emit-only") : NULL;
+        TT_CHECK(k != NULL);
+        TT_CHECK(k && !strstr(tex_kernel_source(k), "prefetch"));
+        tex_kernel_free(k);
+        tex_ctx_free(ctx);
+    }
+}
+
+/* Every refusal names the call, the stage, the tensor or the axis, and
+ * leaves the schedule as it was; the primitives that would lose a
+ * request's loop or read refuse after it. */
+static void test_errors(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    ops_wl w;
+    tex_tensor *C = matmul(&w, ctx, 8, 16, 8, false);
+    tex_tensor *A = w.in[0], *B = w.in[1];
+    tex_schedule *s = tex_schedule_new(ctx, 1, &C);
+    tex_stage *st = tex_stage_of(s, C), *sa = tex_stage_of(s, A);
+    tex_iter *i = tex_op_axis(st, 0), *j = tex_op_axis(st, 1), *k = tex_op_reduce_axis(st, 0);
+    TT_EQ_INT(tex_prefetch(NULL, A, k, 1), TEX_EMISUSE);
+    TT_EQ_INT(tex_prefetch(st, NULL, k, 1), TEX_EMISUSE);
+    TT_EQ_INT(tex_prefetch(st, A, NULL, 1), TEX_EMISUSE);
+    TT_EQ_INT(tex_prefetch(sa, A, k, 1), TEX_EINVAL); /* a placeholder's stage */
+    tex_tensor *other = tex_placeholder(ctx, "Q", TEX_F32, 1, (tex_expr *[]){tex_int(ctx, 4)});
+    tex_clear_error(ctx);
+    TT_EQ_INT(tex_prefetch(st, other, k, 1), TEX_EINVAL);
+    TT_CHECK(strstr(tex_errmsg(ctx), "tex_prefetch") && strstr(tex_errmsg(ctx), "'C'") &&
+             strstr(tex_errmsg(ctx), "'Q'"));
+    tex_clear_error(ctx);
+    TT_EQ_INT(tex_prefetch(st, A, k, 0), TEX_EINVAL);
+    TT_CHECK(strstr(tex_errmsg(ctx), "offset 0") && strstr(tex_errmsg(ctx), "axis 'k'"));
+    TT_EQ_INT(tex_prefetch(st, A, k, (1 << 20) + 1), TEX_EINVAL);
+    tex_iter *jo, *ji;
+    TT_EQ_INT(tex_split(st, j, tex_int(ctx, 4), &jo, &ji), 0);
+    TT_EQ_INT(tex_prefetch(st, A, j, 1), TEX_EINVAL); /* no longer a leaf */
+    TT_EQ_INT(tex_vectorize(st, ji), 0);
+    tex_clear_error(ctx);
+    TT_EQ_INT(tex_prefetch(st, B, ji, 1), TEX_EINVAL);
+    TT_CHECK(strstr(tex_errmsg(ctx), "vectorized"));
+    char *before = tex_schedule_str(s);
+    TT_EQ_INT(tex_prefetch(st, A, k, 2), 0);
+    TT_EQ_INT(tex_prefetch(st, B, i, 1), 0);
+    /* what would lose the requests refuses, naming tex_prefetch */
+    tex_iter *ko, *ki;
+    tex_clear_error(ctx);
+    TT_EQ_INT(tex_split(st, k, tex_int(ctx, 2), &ko, &ki), TEX_EINVAL);
+    TT_CHECK(strstr(tex_errmsg(ctx), "tex_prefetch") && strstr(tex_errmsg(ctx), "'k'"));
+    TT_EQ_INT(tex_fuse(st, i, jo, NULL), TEX_EINVAL);
+    TT_EQ_INT(tex_vectorize(st, k), TEX_EINVAL);
+    tex_clear_error(ctx);
+    TT_CHECK(tex_cache_read(s, A, TEX_SCOPE_LOCAL, 1, &C) == NULL);
+    TT_CHECK(strstr(tex_errmsg(ctx), "tex_cache_read") && strstr(tex_errmsg(ctx), "'A'"));
+    TT_CHECK(tex_rfactor(s, C, k, 0) == NULL);
+    TT_CHECK(tex_cache_write(s, C, TEX_SCOPE_LOCAL) == NULL);
+    char *str = tex_schedule_str(s);
+    TT_CHECK(str && count(str, "prefetch A at axis k, 2") == 1 &&
+             count(str, "prefetch B at axis i") == 1);
+    TT_CHECK(before && !strstr(before, "prefetch"));
+    free(before);
+    free(str);
+    tex_ctx_free(ctx);
+}
+
+int main(void)
+{
+    if (oc_setup(cache_dir) != 0) {
+        printf("test_prefetch: cannot make a temporary cache directory\n");
+        return 1;
+    }
+    TT_RUN(test_errors);
+    if (!tex_target_available("cpu")) {
+        printf("SKIP prefetch (no working C compiler for target \"cpu\")\n");
+        tt_remove_tree(cache_dir);
+        return tt_finish();
+    }
+    TT_RUN(test_gemm);
+    TT_RUN(test_lines);
+    TT_RUN(test_root_stage);
+    TT_RUN(test_parallel_inside);
+    TT_RUN(test_trace);
+    TT_RUN(test_gpu);
+    tt_remove_tree(cache_dir);
+    return tt_finish();
+}
