@@ -9,71 +9,22 @@
  * regions; PROVIDE / ACCESS in global coordinates; IF guards for split tails
  * and partial tiles; reductions as an init and an update nest; ATTRs
  * "predicate", "assert", "atomic" and "cross_thread_reduction" for the
- * passes after; INTRIN calls for tensorized stages. Each section below says
+ * passes after; INTRIN calls for tensorized stages; tex_prefetch's hints
+ * (ATTR "prefetch", built by schedule_prefetch.c). Each section below says
  * how in detail: checks, bodies (guards, tails, reductions, atomics), loops
  * (nests, REALIZE, thread binding), tensorize.
  *
  * Not done here: flattening, loop partitioning, simplification beyond
  * folding constants in indices, storage scopes' placement (passes).
  */
-#include "lower/lower.h"
+#include "lower/schedule_ops.h"
 #include "lower/tensorize_match.h"
-#include "schedule/bound.h"
 #include "schedule/intrin.h"
 
 #include <stdio.h>
 
-#define N_TAGS ((int)TEX_VTHREAD + 1)
-#define ARITH(k, a, b) texi_bounds_arith(TEXI_EXPR_##k, (a), (b))
-
-typedef struct {
-    texi_lower *lw;
-    tex_ctx *ctx;
-    texi_bounds b;
-    int n_params;
-    tex_tensor **params; /* tensor parameters of the function */
-    texi_range *env;     /* ranges of the enclosing loops' variables */
-    int n_env, cap_env;
-    tex_expr **sub_from; /* bound variables of leaves that run on another loop's variable */
-    tex_expr **sub_to;
-    int n_sub, cap_sub;
-    tex_expr *tag_var[N_TAGS]; /* variable of the enclosing loop bound to each thread tag */
-    tex_expr *tag_ext[N_TAGS];
-    const tex_stage *fallback; /* stage whose ordinary nest is being built under tensorize */
-} sops;
-
-/* The stage being emitted. */
-/* A last, partial tile of a CPU GEMM built-in that calls a smaller
- * instance of it (see "Tensorized stages" below). */
-typedef struct {
-    tex_intrin *intrin;   /* the instance it calls, or NULL: no such tile */
-    const tex_iter *root; /* the root axis (a split's parent) it is the tail of */
-    tex_expr *start;      /* where it starts on that axis */
-    int leaf;             /* the split's inner leaf (whose extent the tile leaves unchecked),
-                             or -1 for the reduction's tail (checked apart from the data) */
-} tz_tail;
-
-typedef struct {
-    int si;
-    tex_stage *st;
-    texi_stage_bounds *sb;
-    tex_expr **off;       /* per leaf: the loop variable, or the enclosing thread variable */
-    bool *no_loop;        /* per leaf: no loop of its own (extent 1, or an enclosing thread) */
-    bool *red_leaf;       /* per leaf: derived from a reduce axis */
-    tex_expr *leaf_guard; /* leaves on a larger enclosing thread loop, or NULL */
-    int first_reduce;     /* first reduce leaf; n_leaf when none */
-    bool is_reduce;
-    int tz;                   /* tensorized leaf, or -1 */
-    texi_intrin_arg *tz_args; /* its tiles (desc's inputs, then the output) */
-    tex_expr **tz_last;       /* per leaf from tz on: extent - 1 */
-    tex_intrin *tz_intrin;    /* what whole tiles call: the stage's intrinsic, or its
-                                 instance of the nest's depth (a CPU GEMM built-in) */
-    tz_tail tails[2];         /* the reduction's (K) and the rows' (M) last tiles */
-} stage_emit;
-
 static int emit_stage(sops *o, int si, tex_stmt **out);
 static int build_level(sops *o, const stage_emit *se, int m, bool after_init, tex_stmt **out);
-static int check_prefetch(sops *o, const tex_stage *st);
 
 /* ------------------------------------------------------------- helpers */
 
@@ -112,14 +63,14 @@ static int push_sub(sops *o, tex_expr *from, tex_expr *to)
 
 /* e with the bound variables of leaves without a loop replaced, simplified over the
  * enclosing loops. */
-static tex_expr *env_expr(sops *o, tex_expr *e)
+tex_expr *texi_so_env_expr(sops *o, tex_expr *e)
 {
     if (e && o->n_sub)
         e = texi_substitute(e, o->n_sub, o->sub_from, o->sub_to);
     return e ? texi_simplify(e, o->n_env, o->env) : NULL;
 }
 
-static bool is_param(const sops *o, const tex_tensor *t)
+bool texi_so_is_param(const sops *o, const tex_tensor *t)
 {
     for (int i = 0; i < o->n_params; i++)
         if (o->params[i] == t)
@@ -132,7 +83,7 @@ static bool is_compute(const tex_stage *st)
     return st->op && st->op->kind == TEXI_OP_COMPUTE;
 }
 
-static int leaf_all(const tex_stage *st, int k)
+int texi_so_leaf_all(const tex_stage *st, int k)
 {
     return texi_bounds_iter_index(st, st->leaf[k]);
 }
@@ -175,13 +126,13 @@ static int check_params(sops *o)
     for (int pi = 0; pi < s->n_stages; pi++) {
         tex_stage *p = s->stages[pi];
         if (is_compute(p)) {
-            if (p->attach == TEXI_ATTACH_INLINE && is_param(o, p->tensor))
+            if (p->attach == TEXI_ATTACH_INLINE && texi_so_is_param(o, p->tensor))
                 return texi_error(o->ctx, TEX_EINVAL,
                                   "tex_lower: tensor '%s' is a parameter but its stage is inlined",
                                   p->tensor->name);
             continue;
         }
-        if (is_param(o, p->tensor))
+        if (texi_so_is_param(o, p->tensor))
             continue;
         for (int ci = 0; ci < s->n_stages; ci++) {
             tex_stage *c = s->stages[ci];
@@ -214,7 +165,7 @@ static int check_ragged(sops *o, const stage_emit *se, int r)
         if (!texi_expr_uses_var(rg->extent, st->root[d]->var))
             continue;
         for (int k = at; k < st->n_leaf; k++)
-            if (texi_bounds_derives_from(st, leaf_all(st, k),
+            if (texi_bounds_derives_from(st, texi_so_leaf_all(st, k),
                                          texi_bounds_iter_index(st, st->root[d])))
                 return texi_error(o->ctx, TEX_EINVAL,
                                   "tex_lower: stage '%s', axis '%s': a sparse position axis must "
@@ -245,7 +196,8 @@ static int check_stage(sops *o, const stage_emit *se)
                               st->tensor->name, st->rel[r].parent->name);
     for (int k = 0; k < st->n_leaf; k++)
         for (int j = 0; j < k; j++) {
-            const texi_iter_attr *ak = &st->attr[leaf_all(st, k)], *aj = &st->attr[leaf_all(st, j)];
+            const texi_iter_attr *ak = &st->attr[texi_so_leaf_all(st, k)],
+                                 *aj = &st->attr[texi_so_leaf_all(st, j)];
             if (ak->for_kind == TEXI_FOR_THREAD && aj->for_kind == TEXI_FOR_THREAD &&
                 ak->thread_tag == aj->thread_tag)
                 return texi_error(o->ctx, TEX_EINVAL,
@@ -256,12 +208,12 @@ static int check_stage(sops *o, const stage_emit *se)
     for (int r = 0; r < st->n_root; r++)
         if (texi_iter_is_ragged(st->root[r]))
             TEXI_TRY(check_ragged(o, se, r));
-    TEXI_TRY(check_prefetch(o, st));
+    TEXI_TRY(texi_so_check_prefetch(o, st));
     for (int k = 0; k < st->n_leaf; k++) {
         if (!se->red_leaf[k])
             continue;
         for (int r = 0; r < st->op->n_axes; r++)
-            if (texi_bounds_derives_from(st, leaf_all(st, k),
+            if (texi_bounds_derives_from(st, texi_so_leaf_all(st, k),
                                          texi_bounds_iter_index(st, st->root[r])))
                 return texi_error(o->ctx, TEX_EINVAL,
                                   "tex_lower: stage '%s', axis '%s' mixes data axis '%s' with a "
@@ -279,9 +231,9 @@ static int check_stage(sops *o, const stage_emit *se)
 static int setup_leaf(sops *o, stage_emit *se, int k)
 {
     const tex_stage *st = se->st;
-    int a = leaf_all(st, k);
+    int a = texi_so_leaf_all(st, k);
     const texi_iter_attr *at = &st->attr[a];
-    tex_expr *ext = env_expr(o, st->range[a].extent), *var = se->sb->var[a];
+    tex_expr *ext = texi_so_env_expr(o, st->range[a].extent), *var = se->sb->var[a];
     se->off[k] = var;
     if (!ext)
         return TEX_ENOMEM;
@@ -325,7 +277,7 @@ static int setup_stage(sops *o, int si, stage_emit *se)
         return TEX_ENOMEM;
     for (int k = 0; k < n; k++) {
         for (int r = st->op->n_axes; r < st->n_root && !se->red_leaf[k]; r++)
-            se->red_leaf[k] = texi_bounds_derives_from(st, leaf_all(st, k),
+            se->red_leaf[k] = texi_bounds_derives_from(st, texi_so_leaf_all(st, k),
                                                        texi_bounds_iter_index(st, st->root[r]));
         if (se->red_leaf[k] && se->first_reduce == n)
             se->first_reduce = k;
@@ -370,19 +322,19 @@ static int setup_stage(sops *o, int si, stage_emit *se)
  */
 
 /* Values of every iter of the stage from leaf offsets off[0..n_leaf). */
-static tex_expr **values(sops *o, const stage_emit *se, tex_expr **off)
+tex_expr **texi_so_values(sops *o, const stage_emit *se, tex_expr **off)
 {
     const tex_stage *st = se->st;
     tex_expr **val = texi_alloc(o->ctx, sizeof *val * (size_t)(st->n_all + 1), "schedule_ops");
     if (!val)
         return NULL;
     for (int k = 0; k < st->n_leaf; k++)
-        val[leaf_all(st, k)] = off[k];
+        val[texi_so_leaf_all(st, k)] = off[k];
     if (texi_bounds_pass_up(&o->b, se->si, val) < 0)
         return NULL;
     for (int k = 0; k < st->n_root; k++) {
         int a = texi_bounds_iter_index(st, st->root[k]);
-        if (!(val[a] = env_expr(o, val[a])))
+        if (!(val[a] = texi_so_env_expr(o, val[a])))
             return NULL;
     }
     return val;
@@ -391,7 +343,7 @@ static tex_expr **values(sops *o, const stage_emit *se, tex_expr **off)
 /* Adds `c` to *conds unless it is provable over the enclosing loops or already there. */
 static int add_guard(sops *o, tex_expr **conds, tex_expr *c)
 {
-    c = env_expr(o, c);
+    c = texi_so_env_expr(o, c);
     if (!c)
         return TEX_ENOMEM;
     if (texi_prove(c, o->n_env, o->env))
@@ -443,7 +395,7 @@ static int root_guards(sops *o, const stage_emit *se, tex_expr **val, bool with_
         tex_expr *rng_end = ARITH(ADD, st->range[a].min, st->range[a].extent);
         tex_expr *inside =
             ARITH(AND, ARITH(GE, st->range[a].min, iv->min), ARITH(LE, rng_end, dom_end));
-        if (!inside || (inside = env_expr(o, inside)) == NULL)
+        if (!inside || (inside = texi_so_env_expr(o, inside)) == NULL)
             return TEX_ENOMEM;
         if (texi_prove(inside, o->n_env, o->env))
             continue;
@@ -479,7 +431,7 @@ static tex_stmt *guarded(sops *o, const stage_emit *se, tex_expr *conds, tex_stm
 
 /* The data indices T[..] of the stage's output from the values; a scatter
  * part (ir/scatter.c) stores row r at its rows[r]. */
-static tex_expr **out_index(sops *o, const stage_emit *se, tex_expr **val)
+tex_expr **texi_so_out_index(sops *o, const stage_emit *se, tex_expr **val)
 {
     const tex_stage *st = se->st;
     int nd = st->op->n_axes;
@@ -492,13 +444,13 @@ static tex_expr **out_index(sops *o, const stage_emit *se, tex_expr **val)
 }
 
 /* The tensor the stage's stores go to: its own, or a scatter part's group's. */
-static tex_tensor *out_tensor(const tex_stage *st)
+tex_tensor *texi_so_out_tensor(const tex_stage *st)
 {
     return st->op->scatter_into ? st->op->scatter_into : st->tensor;
 }
 
 /* e with the root variables replaced by their values. */
-static tex_expr *bind_roots(sops *o, const stage_emit *se, tex_expr **val, tex_expr *e)
+tex_expr *texi_so_bind_roots(sops *o, const stage_emit *se, tex_expr **val, tex_expr *e)
 {
     const tex_stage *st = se->st;
     tex_expr **vars = texi_alloc(o->ctx, sizeof *vars * (size_t)(st->n_root + 1), "schedule_ops");
@@ -532,25 +484,25 @@ static enum texi_expr_kind combiner(enum texi_reduce_op op)
 static int build_body(sops *o, const stage_emit *se, tex_stmt **out)
 {
     const tex_stage *st = se->st;
-    tex_tensor *t = out_tensor(st);
-    tex_expr *body = se->sb->body, **val = values(o, se, se->off), *conds;
-    tex_expr **idx = val ? out_index(o, se, val) : NULL;
+    tex_tensor *t = texi_so_out_tensor(st);
+    tex_expr *body = se->sb->body, **val = texi_so_values(o, se, se->off), *conds;
+    tex_expr **idx = val ? texi_so_out_index(o, se, val) : NULL;
     if (!idx)
         return TEX_ENOMEM;
     TEXI_TRY(root_guards(o, se, val, true, &conds));
     tex_stmt *s;
     if (body->kind != TEXI_EXPR_REDUCE) {
-        tex_expr *v = texi_convert(bind_roots(o, se, val, body), t->dtype);
+        tex_expr *v = texi_convert(texi_so_bind_roots(o, se, val, body), t->dtype);
         s = v ? texi_provide_new(o->ctx, t, st->op->n_axes, idx, v) : NULL;
     } else {
         tex_expr *acc = texi_access_new(t, st->op->n_axes, idx);
-        tex_expr *v = texi_convert(bind_roots(o, se, val, body->u.red.body), t->dtype);
+        tex_expr *v = texi_convert(texi_so_bind_roots(o, se, val, body->u.red.body), t->dtype);
         tex_expr *upd = acc && v ? texi_binary(combiner(body->u.red.op), acc, v) : NULL;
         s = upd ? texi_provide_new(o->ctx, t, st->op->n_axes, idx, upd) : NULL;
         if (s && st->atomic)
             s = texi_attr_named(o->ctx, TEXI_ATTR_ATOMIC, imm(o->ctx, TEX_I32, body->u.red.op), s);
         if (s && body->u.red.cond) {
-            tex_expr *c = bind_roots(o, se, val, body->u.red.cond);
+            tex_expr *c = texi_so_bind_roots(o, se, val, body->u.red.cond);
             s = c ? texi_if_new(o->ctx, c, s, NULL) : NULL;
         }
     }
@@ -614,26 +566,26 @@ static tex_expr *roots_inside(sops *o, const stage_emit *se, tex_expr **val, tex
 /* The extent of leaf m's loop given leaf offsets off. A ragged axis (a
  * sparse iteration's position axis, whose extent reads the axes outside it)
  * gets those axes' values over the enclosing loops. */
-static tex_expr *leaf_extent(sops *o, const stage_emit *se, tex_expr **off, int m)
+tex_expr *texi_so_leaf_extent(sops *o, const stage_emit *se, tex_expr **off, int m)
 {
-    tex_expr *ext = se->st->range[leaf_all(se->st, m)].extent;
+    tex_expr *ext = se->st->range[texi_so_leaf_all(se->st, m)].extent;
     if (ext && texi_iter_is_ragged(se->st->leaf[m])) {
-        tex_expr **val = values(o, se, off);
-        tex_expr *bound = val ? bind_roots(o, se, val, ext) : NULL;
+        tex_expr **val = texi_so_values(o, se, off);
+        tex_expr *bound = val ? texi_so_bind_roots(o, se, val, ext) : NULL;
         tex_expr *inside = val ? roots_inside(o, se, val, ext) : NULL;
         ext = !bound || !inside ? NULL
               : texi_prove(inside, o->n_env, o->env)
                   ? bound
                   : texi_select_new(inside, bound, imm(o->ctx, bound->dtype, 0));
     }
-    return env_expr(o, ext);
+    return texi_so_env_expr(o, ext);
 }
 
 static tex_stmt *make_loop(sops *o, const stage_emit *se, tex_expr **off, int m, tex_stmt *body)
 {
     tex_expr *var = off[m];
-    const texi_iter_attr *at = &se->st->attr[leaf_all(se->st, m)];
-    tex_expr *ext = texi_convert(leaf_extent(o, se, off, m), var->dtype);
+    const texi_iter_attr *at = &se->st->attr[texi_so_leaf_all(se->st, m)];
+    tex_expr *ext = texi_convert(texi_so_leaf_extent(o, se, off, m), var->dtype);
     if (!ext || !body)
         return NULL;
     int tag = at->for_kind == TEXI_FOR_THREAD ? at->thread_tag : -1;
@@ -685,7 +637,7 @@ static int check_tensorize(sops *o, const stage_emit *se)
     const char *name = st->tensor->name, *in = se->tz_intrin->name;
     for (int k = se->tz; k < st->n_leaf; k++) {
         const tex_stage *at = attached_at(o, st, k);
-        if (st->attr[leaf_all(st, k)].for_kind == TEXI_FOR_THREAD)
+        if (st->attr[texi_so_leaf_all(st, k)].for_kind == TEXI_FOR_THREAD)
             return texi_error(o->ctx, TEX_EINVAL,
                               "tex_lower: stage '%s', tensorize with intrinsic '%s': axis '%s' "
                               "inside the tensorized nest is bound to a thread index",
@@ -828,7 +780,7 @@ static int setup_tensorize(sops *o, stage_emit *se)
         return TEX_ENOMEM;
     for (int k = 0; k < ni; k++) {
         tex_expr *var = se->off[se->tz + k];
-        if (!(ext[k] = env_expr(o, st->range[leaf_all(st, se->tz + k)].extent)))
+        if (!(ext[k] = texi_so_env_expr(o, st->range[texi_so_leaf_all(st, se->tz + k)].extent)))
             return TEX_ENOMEM;
         se->tz_last[k] = ARITH(SUB, ext[k], imm(o->ctx, ext[k]->dtype, 1));
         if (!se->tz_last[k] || !(se->tz_last[k] = texi_convert(se->tz_last[k], var->dtype)))
@@ -839,10 +791,10 @@ static int setup_tensorize(sops *o, stage_emit *se)
     int r = tile_reduce_leaf(se);
     TEXI_TRY(pick_shape(o, se, r, ext));
     TEXI_TRY(pick_tails(o, se, r));
-    tex_expr **val = values(o, se, se->off);
+    tex_expr **val = texi_so_values(o, se, se->off);
     texi_tz_nest nest = {.st = st, .intrin = se->tz_intrin, .n_inner = ni};
-    nest.body = val ? bind_roots(o, se, val, se->sb->body) : NULL;
-    nest.out_idx = val ? out_index(o, se, val) : NULL;
+    nest.body = val ? texi_so_bind_roots(o, se, val, se->sb->body) : NULL;
+    nest.out_idx = val ? texi_so_out_index(o, se, val) : NULL;
     nest.leaf = st->leaf + se->tz;
     nest.var = se->off + se->tz;
     nest.extent = ext;
@@ -872,7 +824,7 @@ static int tile_cond(sops *o, const stage_emit *se, tex_expr **off, bool with_re
                     : last && k != keep ? se->tz_last[k - se->tz]
                                         : imm(o->ctx, off[k]->dtype, 0);
         }
-        tex_expr **val = values(o, se, pt), *c;
+        tex_expr **val = texi_so_values(o, se, pt), *c;
         if (!val)
             return TEX_ENOMEM;
         TEXI_TRY(root_guards(o, se, val, with_reduce, &c));
@@ -903,9 +855,9 @@ static tex_stmt *reset_tile(sops *o, const stage_emit *se, tex_expr **off, tex_s
         return NULL;
     for (int k = 0; k < st->n_leaf; k++)
         org[k] = k < se->tz ? off[k] : imm(o->ctx, off[k]->dtype, 0);
-    tex_expr **val = values(o, se, org);
+    tex_expr **val = texi_so_values(o, se, org);
     args[n_in] = se->tz_args[n_in];
-    if (!val || !(args[n_in].mins = out_index(o, se, val)))
+    if (!val || !(args[n_in].mins = texi_so_out_index(o, se, val)))
         return NULL;
     tex_stmt *call = intrin_call(o, se->tz_intrin, TEXI_INTRIN_RESET, args);
     return cond && call ? texi_if_new(o->ctx, cond, call, s) : call;
@@ -937,7 +889,7 @@ static int tail_tile(sops *o, const stage_emit *se, const tz_tail *t, bool after
         return TEX_ENOMEM;
     for (int k = 0; k < st->n_leaf; k++)
         org[k] = k < se->tz ? se->off[k] : imm(o->ctx, se->off[k]->dtype, 0);
-    tex_expr **val = values(o, se, org), *whole;
+    tex_expr **val = texi_so_values(o, se, org), *whole;
     if (!val)
         return TEX_ENOMEM;
     TEXI_TRY(tile_cond(o, se, se->off, t->leaf >= 0, t->leaf, &whole));
@@ -993,18 +945,19 @@ static int build_init(sops *o, const stage_emit *se, int m, tex_stmt **out)
             v = texi_var_new(o->ctx, name, v->dtype);
             if (!v)
                 return TEX_ENOMEM;
-            TEXI_TRY(push_env(o, v, env_expr(o, st->range[leaf_all(st, k)].extent)));
+            TEXI_TRY(
+                push_env(o, v, texi_so_env_expr(o, st->range[texi_so_leaf_all(st, k)].extent)));
         }
         off[k] = v;
     }
-    tex_expr **val = values(o, se, off), *conds;
-    tex_expr **idx = val ? out_index(o, se, val) : NULL;
+    tex_expr **val = texi_so_values(o, se, off), *conds;
+    tex_expr **idx = val ? texi_so_out_index(o, se, val) : NULL;
     tex_expr *id = texi_reduce_identity(o->ctx, st->op->body->u.red.op, st->tensor->dtype);
     if (!idx || !id)
         return TEX_ENOMEM;
     TEXI_TRY(root_guards(o, se, val, false, &conds));
-    tex_stmt *s =
-        guarded(o, se, conds, texi_provide_new(o->ctx, out_tensor(st), st->op->n_axes, idx, id));
+    tex_stmt *s = guarded(
+        o, se, conds, texi_provide_new(o->ctx, texi_so_out_tensor(st), st->op->n_axes, idx, id));
     for (int k = n - 1; k >= m; k--) {
         if (!se->red_leaf[k] && !se->no_loop[k])
             s = make_loop(o, se, off, k, s);
@@ -1020,7 +973,7 @@ static int build_init(sops *o, const stage_emit *se, int m, tex_stmt **out)
 static tex_stmt *realize(sops *o, int ti, tex_stmt *body)
 {
     tex_stage *t = o->lw->sch->stages[ti];
-    if (!body || is_param(o, t->tensor) || out_tensor(t) != t->tensor)
+    if (!body || texi_so_is_param(o, t->tensor) || texi_so_out_tensor(t) != t->tensor)
         return body;
     int nd = t->tensor->ndim;
     tex_expr **mins = texi_alloc(o->ctx, sizeof *mins * (size_t)(nd + 1), "schedule_ops");
@@ -1028,8 +981,8 @@ static tex_stmt *realize(sops *o, int ti, tex_stmt *body)
     if (!mins || !exts)
         return NULL;
     for (int d = 0; d < nd; d++) {
-        mins[d] = env_expr(o, t->region[d].min);
-        exts[d] = env_expr(o, t->region[d].extent);
+        mins[d] = texi_so_env_expr(o, t->region[d].min);
+        exts[d] = texi_so_env_expr(o, t->region[d].extent);
         if (!mins[d] || !exts[d])
             return NULL;
     }
@@ -1067,338 +1020,17 @@ static int with_attached(sops *o, const stage_emit *se, int m, tex_stmt *inner, 
     return body ? 0 : TEX_ENOMEM;
 }
 
-/* ------------------------------------------------------------- prefetch */
-
-/*
- * Prefetch (tex_prefetch, stage->prefetch): at the top of leaf m's loop
- * body, one ATTR "prefetch" ("prefetch_write" for the stage's own tensor)
- * around nothing per 64-byte line of each element of t that the iteration
- * `offset` later touches:
- *   - the leaf offsets are the loop variables with leaf m's plus offset;
- *     every read of t in the stage's body (or its store) is bound to the
- *     root values they give;
- *   - a leaf inside m that such an index uses becomes a loop of the hints
- *     (a fresh variable over the leaf's extent at those offsets, unrolled
- *     when the leaf is, else serial: a parallel leaf too; a thread-bound
- *     one is refused), except leaves of constant extent that appear only
- *     in t's last index and outside any read there: together they span a
- *     constant range [lo + a, lo + b] of it, one hint per line of it (an
- *     unrolled loop);
- *   - every index of every read, t's own included, is clamped into its
- *     tensor (a parameter's shape, a root stage's realized region), so a
- *     hint past the loop's end or past an index array's end reads nothing
- *     out of bounds; tensors in local or shared memory, or attached inside
- *     another stage, are refused.
- */
-
-#define LINE_BYTES 64
-
-typedef struct {
-    sops *o;
-    const char *stage; /* for messages */
-    const char *axis;
-    int rc;
-} clamper;
-
-/* The closed range [lo, hi] of dimension d of t's buffer, or an error. */
-static int buffer_dim(clamper *c, const tex_tensor *t, int d, tex_expr **lo, tex_expr **hi)
-{
-    sops *o = c->o;
-    const tex_stage *ts = texi_schedule_find_stage(o->lw->sch, t);
-    tex_expr *min = NULL, *ext = NULL;
-    if (is_param(o, t)) {
-        min = imm(o->ctx, t->shape[d]->dtype, 0);
-        ext = t->shape[d];
-    } else if (ts && ts->attach == TEXI_ATTACH_ROOT && ts->scope == TEXI_SCOPE_GLOBAL &&
-               ts->region) {
-        min = ts->region[d].min;
-        ext = ts->region[d].extent;
-    } else {
-        return texi_error(o->ctx, TEX_EINVAL,
-                          "tex_lower: stage '%s', axis '%s': tex_prefetch needs '%s' in memory "
-                          "the whole function sees (a parameter or a stage computed at root in "
-                          "global scope)",
-                          c->stage, c->axis, t->name);
-    }
-    *lo = env_expr(o, min);
-    *hi = *lo ? env_expr(o, ARITH(SUB, ARITH(ADD, min, ext), imm(o->ctx, ext->dtype, 1))) : NULL;
-    return *hi ? 0 : TEX_ENOMEM;
-}
-
-/* Every ACCESS of e, inner ones first, with each index clamped into its
- * buffer (texi_expr_mutate's pre hook; errors in c->rc). */
-static tex_expr *clamp_reads(tex_expr *e, void *ud)
-{
-    clamper *c = ud;
-    if (e->kind != TEXI_EXPR_ACCESS || c->rc)
-        return c->rc ? e : NULL;
-    int n = e->u.access.n_idx;
-    tex_expr **idx = texi_alloc(c->o->ctx, sizeof *idx * (size_t)(n + 1), "schedule_ops");
-    for (int d = 0; idx && d < n && !c->rc; d++) {
-        tex_expr *i = texi_expr_mutate(e->u.access.idx[d], clamp_reads, ud), *lo = NULL, *hi = NULL;
-        if (!i || (c->rc = buffer_dim(c, e->u.access.tensor, d, &lo, &hi)) != 0)
-            break;
-        idx[d] = ARITH(MAX, texi_convert(lo, i->dtype), ARITH(MIN, i, texi_convert(hi, i->dtype)));
-    }
-    if (!c->rc && (!idx || !idx[n - 1]))
-        c->rc = TEX_ENOMEM;
-    tex_expr *r = c->rc ? NULL : texi_access_new(e->u.access.tensor, n, idx);
-    if (!r && !c->rc)
-        c->rc = TEX_ENOMEM;
-    return r ? r : e;
-}
-
-static tex_expr *clamped(clamper *c, tex_expr *e)
-{
-    tex_expr *r = e ? texi_expr_mutate(e, clamp_reads, c) : NULL;
-    if (!r && !c->rc)
-        c->rc = TEX_ENOMEM;
-    return c->rc ? NULL : r;
-}
-
-typedef struct {
-    const tex_expr *var;
-    bool found;
-} var_in_read;
-
-static bool find_var_in_read(tex_expr *e, void *ud)
-{
-    var_in_read *v = ud;
-    if (v->found)
-        return false;
-    if (e->kind == TEXI_EXPR_ACCESS || e->kind == TEXI_EXPR_SEARCH) {
-        v->found = texi_expr_uses_var(e, v->var);
-        return false;
-    }
-    return true;
-}
-
-/* Whether var occurs inside a read (ACCESS, SEARCH) within e. */
-static bool read_uses(tex_expr *e, const tex_expr *var)
-{
-    var_in_read v = {var, false};
-    texi_expr_visit(e, find_var_in_read, &v);
-    return v.found;
-}
-
-/* Collects the distinct ACCESSes of t in e (texi_expr_visit hook). */
-typedef struct {
-    const tex_tensor *t;
-    int n, cap;
-    tex_expr **found;
-    tex_ctx *ctx;
-    bool failed;
-} reads_of;
-
-static bool collect_reads(tex_expr *e, void *ud)
-{
-    reads_of *r = ud;
-    if (e->kind != TEXI_EXPR_ACCESS || e->u.access.tensor != r->t || r->failed)
-        return true;
-    for (int i = 0; i < r->n; i++)
-        if (texi_expr_equal(r->found[i], e))
-            return false;
-    tex_expr **f = texi_grow(r->ctx, r->found, r->n, &r->cap, sizeof *f, "schedule_ops");
-    if (!f) {
-        r->failed = true;
-        return false;
-    }
-    r->found = f;
-    r->found[r->n++] = e;
-    return false;
-}
-
-/* One hint's statement: ATTR (write ? "prefetch_write" : "prefetch") of
- * access e, its indices clamped, around an empty body. */
-static tex_stmt *hint(clamper *c, tex_expr *e, bool write)
-{
-    tex_expr *v = clamped(c, e);
-    tex_stmt *empty = v ? texi_seq_new(c->o->ctx, 0, NULL) : NULL;
-    return empty ? texi_attr_named(c->o->ctx, write ? TEXI_ATTR_PREFETCH_WRITE : TEXI_ATTR_PREFETCH,
-                                   v, empty)
-                 : NULL;
-}
-
-/* The hints of access e (bound at the shifted offsets off2) inside leaf
- * m's body: lines along t's last index, loops over the other inner leaves
- * it uses (see above). */
-static int access_hints(sops *o, const stage_emit *se, int m, tex_expr **off2, tex_expr *e,
-                        bool write, clamper *c, tex_stmt **out)
-{
-    const tex_stage *st = se->st;
-    tex_tensor *t = e->u.access.tensor;
-    int nd = e->u.access.n_idx, n = st->n_leaf, n_line = 0;
-    tex_expr *last = e->u.access.idx[nd - 1];
-    texi_range *line = texi_alloc(o->ctx, sizeof *line * (size_t)(n + 1), "schedule_ops");
-    bool *loop = texi_alloc(o->ctx, sizeof *loop * (size_t)(n + 1), "schedule_ops");
-    if (!line || !loop)
-        return TEX_ENOMEM;
-    for (int k = m + 1; k < n; k++) {
-        if (se->no_loop[k] || !texi_expr_uses_var(e, se->off[k]))
-            continue;
-        enum texi_for_kind kind = st->attr[leaf_all(st, k)].for_kind;
-        if (kind == TEXI_FOR_THREAD)
-            return texi_error(o->ctx, TEX_EINVAL,
-                              "tex_lower: stage '%s', axis '%s': tex_prefetch of '%s' needs axis "
-                              "'%s' inside it, which is bound to a thread",
-                              st->tensor->name, st->leaf[m]->name, t->name, st->leaf[k]->name);
-        tex_expr *ext = leaf_extent(o, se, off2, k);
-        bool in_other = false;
-        for (int d = 0; d + 1 < nd; d++)
-            in_other |= texi_expr_uses_var(e->u.access.idx[d], se->off[k]);
-        if (!ext)
-            return TEX_ENOMEM;
-        if (!in_other && !read_uses(last, se->off[k]) && texi_expr_is_int_const(ext, NULL))
-            line[n_line++] = (texi_range){se->off[k], imm(o->ctx, ext->dtype, 0), ext};
-        else
-            loop[k] = true;
-    }
-    /* the lines: last = lo + (a .. b) over the line leaves */
-    tex_expr **zeros = texi_alloc(o->ctx, sizeof *zeros * (size_t)(n_line + 1), "schedule_ops");
-    tex_expr **vars = texi_alloc(o->ctx, sizeof *vars * (size_t)(n_line + 1), "schedule_ops");
-    if (!zeros || !vars)
-        return TEX_ENOMEM;
-    for (int i = 0; i < n_line; i++) {
-        vars[i] = line[i].var;
-        zeros[i] = line[i].min;
-    }
-    tex_expr *lo = n_line ? texi_substitute(last, n_line, vars, zeros) : last;
-    tex_expr *span = lo ? texi_simplify(ARITH(SUB, last, lo), n_line, line) : NULL;
-    if (!span)
-        return TEX_ENOMEM;
-    texi_interval iv = texi_const_interval(span, n_line, line);
-    if (iv.lo_inf || iv.hi_inf) { /* not a constant run: every leaf is a loop */
-        for (int i = 0; i < n_line; i++)
-            for (int k = m + 1; k < n; k++)
-                loop[k] |= se->off[k] == line[i].var;
-        lo = last;
-        iv = (texi_interval){0, 0, false, false};
-    }
-    int64_t step = LINE_BYTES / tex_dtype_bytes(t->dtype);
-    step = step < 1 ? 1 : step;
-    int64_t lines = (iv.hi - iv.lo) / step + 1;
-    tex_expr *l = texi_var_new(o->ctx, "pf.line", lo->dtype);
-    tex_expr **idx = texi_alloc(o->ctx, sizeof *idx * (size_t)nd, "schedule_ops");
-    if (!l || !idx)
-        return TEX_ENOMEM;
-    for (int d = 0; d + 1 < nd; d++)
-        idx[d] = e->u.access.idx[d];
-    idx[nd - 1] = ARITH(
-        ADD, lo,
-        ARITH(ADD, imm(o->ctx, lo->dtype, iv.lo), ARITH(MUL, l, imm(o->ctx, lo->dtype, step))));
-    tex_expr *at = idx[nd - 1] ? texi_access_new(t, nd, idx) : NULL;
-    tex_stmt *s = at ? hint(c, at, write) : NULL;
-    s = s ? texi_for_new(o->ctx, l, imm(o->ctx, l->dtype, 0), imm(o->ctx, l->dtype, lines),
-                         TEXI_FOR_UNROLLED, -1, s)
-          : NULL;
-    /* the other leaves, innermost first, over fresh variables */
-    for (int k = n - 1; s && k > m; k--) {
-        if (!loop[k])
-            continue;
-        tex_expr *var = texi_var_new(o->ctx, st->leaf[k]->name, se->off[k]->dtype);
-        tex_expr *ext = clamped(c, leaf_extent(o, se, off2, k));
-        enum texi_for_kind kind = st->attr[leaf_all(st, k)].for_kind == TEXI_FOR_UNROLLED
-                                      ? TEXI_FOR_UNROLLED
-                                      : TEXI_FOR_SERIAL;
-        s = var && ext ? texi_stmt_substitute(o->ctx, s, se->off[k], var) : NULL;
-        s = s ? texi_for_new(o->ctx, var, imm(o->ctx, var->dtype, 0), ext, kind, -1, s) : NULL;
-    }
-    *out = s;
-    return c->rc ? c->rc : s ? 0 : TEX_ENOMEM;
-}
-
-/* The hints of request p at leaf m (see above), or NULL when it has none. */
-static int prefetch_hints(sops *o, const stage_emit *se, int m, const texi_prefetch *p,
-                          tex_stmt **out)
-{
-    const tex_stage *st = se->st;
-    clamper c = {o, st->tensor->name, st->leaf[m]->name, 0};
-    tex_expr **off2 = texi_alloc(o->ctx, sizeof *off2 * (size_t)(st->n_leaf + 1), "schedule_ops");
-    if (!off2)
-        return TEX_ENOMEM;
-    for (int k = 0; k < st->n_leaf; k++)
-        off2[k] = se->off[k];
-    off2[m] = ARITH(ADD, se->off[m], imm(o->ctx, se->off[m]->dtype, p->offset));
-    tex_expr **val = off2[m] ? values(o, se, off2) : NULL;
-    if (!val)
-        return TEX_ENOMEM;
-    bool write = p->tensor == out_tensor(st);
-    reads_of r = {p->tensor, 0, 0, NULL, o->ctx, false};
-    tex_expr *acc = NULL;
-    if (write) {
-        tex_expr **idx = out_index(o, se, val);
-        acc = idx ? texi_access_new(out_tensor(st), st->op->n_axes, idx) : NULL;
-        r.found = &acc;
-        r.n = acc ? 1 : 0;
-    } else {
-        texi_expr_visit(se->sb->body, collect_reads, &r);
-    }
-    if (r.failed)
-        return TEX_ENOMEM;
-    if (r.n == 0 && !write)
-        return texi_error(o->ctx, TEX_EINVAL,
-                          "tex_lower: stage '%s', axis '%s': tex_prefetch of '%s', which the "
-                          "stage no longer reads",
-                          st->tensor->name, st->leaf[m]->name, p->tensor->name);
-    tex_stmt **items = texi_alloc(o->ctx, sizeof *items * (size_t)(r.n + 1), "schedule_ops");
-    if (!items || (write && r.n == 0))
-        return TEX_ENOMEM;
-    for (int i = 0; i < r.n; i++) {
-        tex_expr *e = write ? r.found[i] : env_expr(o, bind_roots(o, se, val, r.found[i]));
-        if (!e)
-            return TEX_ENOMEM;
-        TEXI_TRY(access_hints(o, se, m, off2, e, write, &c, &items[i]));
-    }
-    *out = texi_seq_new(o->ctx, r.n, items);
-    return *out ? 0 : TEX_ENOMEM;
-}
-
-/* body preceded by the hints of the stage's prefetch requests at leaf m. */
-static int with_prefetch(sops *o, const stage_emit *se, int m, tex_stmt **body)
-{
-    const tex_stage *st = se->st;
-    for (int i = st->n_prefetch - 1; i >= 0; i--) {
-        const texi_prefetch *p = &st->prefetch[i];
-        if (p->iv != st->leaf[m])
-            continue;
-        tex_stmt *items[2] = {NULL, *body};
-        TEXI_TRY(prefetch_hints(o, se, m, p, &items[0]));
-        if (!(*body = texi_seq_new(o->ctx, 2, items)))
-            return TEX_ENOMEM;
-    }
-    return 0;
-}
-
-/* A request whose axis is no longer a leaf, or is vectorized, is refused. */
-static int check_prefetch(sops *o, const tex_stage *st)
-{
-    for (int i = 0; i < st->n_prefetch; i++) {
-        const texi_prefetch *p = &st->prefetch[i];
-        int k = texi_stage_leaf_index(st, p->iv);
-        const char *why = k < 0 ? "is no longer a leaf (split or fused after tex_prefetch)"
-                          : st->attr[leaf_all(st, k)].for_kind == TEXI_FOR_VECTORIZED
-                              ? "is vectorized"
-                              : NULL;
-        if (why)
-            return texi_error(o->ctx, TEX_EINVAL,
-                              "tex_lower: stage '%s', axis '%s' %s; tex_prefetch of '%s' needs a "
-                              "loop there",
-                              st->tensor->name, p->iv->name, why, p->tensor->name);
-    }
-    return 0;
-}
-
 /* Loop m of the stage around the attached stages and the inner levels. */
 static int build_loop(sops *o, const stage_emit *se, int m, bool after_init, tex_stmt **out)
 {
     const tex_stage *st = se->st;
-    int a = leaf_all(st, m), n_env0 = o->n_env;
+    int a = texi_so_leaf_all(st, m), n_env0 = o->n_env;
     const texi_iter_attr *at = &st->attr[a];
     bool thread = !se->no_loop[m] && at->for_kind == TEXI_FOR_THREAD && at->thread_tag >= 0 &&
                   at->thread_tag < N_TAGS;
     tex_expr *var = se->sb->var[a], *saved_var = NULL, *saved_ext = NULL;
     if (!se->no_loop[m])
-        TEXI_TRY(push_env(o, var, leaf_extent(o, se, se->off, m)));
+        TEXI_TRY(push_env(o, var, texi_so_leaf_extent(o, se, se->off, m)));
     if (thread) {
         saved_var = o->tag_var[at->thread_tag];
         saved_ext = o->tag_ext[at->thread_tag];
@@ -1410,7 +1042,7 @@ static int build_loop(sops *o, const stage_emit *se, int m, bool after_init, tex
     if (rc == 0)
         rc = with_attached(o, se, m, inner, &body);
     if (rc == 0 && !se->no_loop[m])
-        rc = with_prefetch(o, se, m, &body);
+        rc = texi_so_with_prefetch(o, se, m, &body);
     o->n_env = n_env0;
     if (thread) {
         o->tag_var[at->thread_tag] = saved_var;
@@ -1454,7 +1086,7 @@ static int shift_asserts(sops *o, const stage_emit *se, tex_stmt **s)
         if (se->sb->tail[r] != TEX_TAIL_SHIFT_INWARDS || !st->rel[r].factor)
             continue;
         tex_expr *ext = st->range[texi_bounds_iter_index(st, st->rel[r].parent)].extent;
-        tex_expr *c = env_expr(o, ARITH(GE, ext, st->rel[r].factor));
+        tex_expr *c = texi_so_env_expr(o, ARITH(GE, ext, st->rel[r].factor));
         int64_t v;
         if (!c)
             return TEX_ENOMEM;
