@@ -40,6 +40,12 @@
  * buckets add about a third more (padded) multiply-adds, its widths 1 and
  * 2 are empty (the shortest rows have 3 non-zeros), and it writes Y's rows
  * out of order, so it stays a little behind tex's CSR kernel here.
+ * Software prefetching of X's rows (tex_prefetch at the loop over the
+ * non-zeros, SPMM_PREFETCH=16, one hint per 64-byte line) measured within
+ * noise of none, three alternating runs each: hyb 1.15-1.26x / 1.09-1.10x
+ * csr_openmp (widths 64 / 128) against 1.00-1.14x / 1.05-1.11x without;
+ * the out-of-order window already overlaps those loads, so it is off by
+ * default.
  *
  * Lines: bench=spmm case=powerlaw64k_fF/t2 anchor=csr_openmp|csr_tex|library
  * and bench=sddmm case=powerlaw64k_fF/t2 anchor=openmp; bench=sddmm_search: SDDMM

@@ -70,6 +70,8 @@ int texi_pass_inplace(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_remove_noops(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_hfuse(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_hoist_search(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+/* The GPU tail's first step: tex_prefetch's hints removed (drop_hints.c). */
+int texi_pass_drop_hints(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
 /* The GPU tail: local-only loops of register tiles unswitched on their
  * bounds checks (loop_unswitch.c). */

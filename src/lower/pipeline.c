@@ -135,6 +135,7 @@ static const struct {
     {"simd", FOR_CPU, ON_BODY, texi_pass_simd},
     {"promote", FOR_CPU, ON_BODY, texi_pass_promote},
     {"jam", FOR_CPU, ON_BODY, texi_pass_jam},
+    {"drop_hints", FOR_GPU, ON_BODY, texi_pass_drop_hints},
     {"thread_allreduce", FOR_GPU, ON_BODY, texi_pass_thread_allreduce},
     {"double_buffer", FOR_GPU, ON_BODY, texi_pass_double_buffer},
     {"loop_unswitch", FOR_GPU, ON_BODY, texi_pass_loop_unswitch},

@@ -28,7 +28,8 @@
  * register file the compiler spills, which costs what the memory accesses
  * cost); buffers are taken in order of first access until the budget is
  * used. Loops containing an intrinsic call, a barrier or an atomic update
- * are left alone.
+ * are left alone. A cache hint (tex_prefetch) is no access: it keeps
+ * naming memory, or the slot when its index is one.
  */
 #include "lower/lower.h"
 
@@ -180,6 +181,8 @@ static bool scan(promoter *pm, const tex_stmt *s)
     case TEXI_STMT_ATTR: /* an atomic update stays one (other threads do it too) */
         if (texi_attr_is(s, TEXI_ATTR_ATOMIC))
             return false;
+        if (texi_is_prefetch(s)) /* a cache hint accesses nothing */
+            return true;
         break;
     case TEXI_STMT_SEQ:
         for (int i = 0; i < s->u.seq.n; i++)
