@@ -75,12 +75,36 @@ static bool fusible_kind(const tex_stmt *s)
            (s->u.loop.for_kind == TEXI_FOR_SERIAL || s->u.loop.for_kind == TEXI_FOR_PARALLEL);
 }
 
-/* Whether loops a and b (in this order) may run as one. */
+typedef struct {
+    const tex_expr *var;
+    bool found;
+} binder;
+
+static bool see_binder(const tex_stmt *s, void *ud)
+{
+    binder *b = ud;
+    b->found |= (s->kind == TEXI_STMT_FOR && s->u.loop.var == b->var) ||
+                (s->kind == TEXI_STMT_LET && s->u.let.var == b->var);
+    return !b->found;
+}
+
+/* Whether a loop or LET in s binds var. */
+static bool binds(const tex_stmt *s, const tex_expr *var)
+{
+    binder b = {var, false};
+    texi_stmt_visit(s, see_binder, &b);
+    return b.found;
+}
+
+/* Whether loops a and b (in this order) may run as one: b's body, which
+ * merge renames to a's variable, must not bind that variable itself (a
+ * loop partition's tail of an inner loop of a next to a loop of b). */
 static bool independent(fuser *f, const tex_stmt *a, const tex_stmt *b)
 {
     if (!fusible_kind(a) || !fusible_kind(b) || a->u.loop.for_kind != b->u.loop.for_kind ||
         !texi_expr_equal(a->u.loop.min, b->u.loop.min) ||
-        !texi_expr_equal(a->u.loop.extent, b->u.loop.extent))
+        !texi_expr_equal(a->u.loop.extent, b->u.loop.extent) ||
+        binds(b->u.loop.body, a->u.loop.var))
         return false;
     effects fa = {.ctx = f->ctx}, fb = {.ctx = f->ctx};
     texi_stmt_visit(a, see_effect, &fa);

@@ -1,7 +1,7 @@
 /*
- * ScheduleOps' prefetch hints (tex_prefetch, stage->prefetch): at the top of leaf m's loop
- * body, one ATTR "prefetch" ("prefetch_write" for the stage's own tensor)
- * around nothing per 64-byte line of each element of t that the iteration
+ * ScheduleOps' prefetch hints (tex_prefetch, stage->prefetch): at the top
+ * of leaf m's loop body, one ATTR "prefetch" ("prefetch_write" for the
+ * stage's own tensor) around nothing per 64-byte line of each element of t that the iteration
  * `offset` later touches:
  *   - the leaf offsets are the loop variables with leaf m's plus offset;
  *     every read of t in the stage's body (or its store) is bound to the
@@ -62,7 +62,7 @@ static int buffer_dim(clamper *c, const tex_tensor *t, int d, tex_expr **lo, tex
 static tex_expr *clamp_reads(tex_expr *e, void *ud)
 {
     clamper *c = ud;
-    if (e->kind != TEXI_EXPR_ACCESS || c->rc)
+    if (e->kind != TEXI_EXPR_ACCESS || e->u.access.n_idx == 0 || c->rc)
         return c->rc ? e : NULL;
     int n = e->u.access.n_idx;
     tex_expr **idx = texi_alloc(c->o->ctx, sizeof *idx * (size_t)(n + 1), "schedule_ops");
@@ -160,6 +160,8 @@ static int access_hints(sops *o, const stage_emit *se, int m, tex_expr **off2, t
     const tex_stage *st = se->st;
     tex_tensor *t = e->u.access.tensor;
     int nd = e->u.access.n_idx, n = st->n_leaf, n_line = 0;
+    if (nd == 0) /* a 0-d tensor: its one element */
+        return (*out = hint(c, e, write)) ? 0 : c->rc ? c->rc : TEX_ENOMEM;
     tex_expr *last = e->u.access.idx[nd - 1];
     texi_range *line = texi_alloc(o->ctx, sizeof *line * (size_t)(n + 1), "schedule_ops");
     bool *loop = texi_alloc(o->ctx, sizeof *loop * (size_t)(n + 1), "schedule_ops");
@@ -240,7 +242,7 @@ static int access_hints(sops *o, const stage_emit *se, int m, tex_expr **off2, t
     return c->rc ? c->rc : s ? 0 : TEX_ENOMEM;
 }
 
-/* The hints of request p at leaf m (see above), or NULL when it has none. */
+/* The hints of request p at leaf m (see above) into *out. */
 static int prefetch_hints(sops *o, const stage_emit *se, int m, const texi_prefetch *p,
                           tex_stmt **out)
 {

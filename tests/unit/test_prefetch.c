@@ -129,6 +129,29 @@ static void test_lines(void)
     lines(TEX_F64, 3, 1);
 }
 
+/* Y[i] = X[i] * S[] with S a 0-d tensor: its one element hinted. */
+static void test_scalar_tensor(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    ops_wl w;
+    ops_init(&w, ctx, "scalar_tensor");
+    tex_expr *n = tex_int(ctx, 29);
+    tex_tensor *X = ops_input(&w, "X", 1, &n);
+    tex_tensor *S = tex_placeholder(ctx, "S", TEX_F32, 0, NULL);
+    w.in[w.n_in++] = S;
+    tex_iter *i = tex_axis(ctx, "i", n);
+    w.out = tex_compute(ctx, "Y", 1, &i, tex_mul(TEX_AT(X, tex_iv(i)), tex_at(S, 0, NULL)));
+    tex_schedule *s = tex_schedule_new(ctx, 1, &w.out);
+    tex_stage *st = tex_stage_of(s, w.out);
+    TT_EQ_INT(tex_prefetch(st, S, tex_op_axis(st, 0), 3), 0);
+    TT_EQ_INT(tex_prefetch(st, X, tex_op_axis(st, 0), 8), 0);
+    TT_CHECK(ops_check_jit(&w, s, "cpu", 10, NULL, true) == 0);
+    char *src = source_of(&w, s);
+    TT_CHECK(count(src, "__builtin_prefetch(&S[0]") == 1);
+    free(src);
+    tex_ctx_free(ctx);
+}
+
 /* E = exp(X) at root, Y = E + 1 prefetching E: allowed; E computed at Y's
  * row loop instead: tex_lower names E. */
 static void test_root_stage(void)
@@ -178,6 +201,31 @@ static void test_parallel_inside(void)
     TT_EQ_INT(tex_prefetch(st, w.in[0], k, 1), 0);
     TT_EQ_INT(tex_prefetch(st, w.in[1], k, 1), 0);
     TT_CHECK(ops_check_jit(&w, s, "cpu -threads=2", 6, NULL, true) == 0);
+    tex_ctx_free(ctx);
+}
+
+/* Hint loops store nothing, so loop_fuse may fuse them with any loop of
+ * the same range: here a loop partition's tail of k.inner next to a loop
+ * whose body holds another k.inner loop (fusing them bound k.inner twice
+ * on one path). Batch matmul 1 x 1 x 13 x 7, b split by 3 and hinted 35
+ * ahead, k and j tiled twice. */
+static void test_fused_tails(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    ops_wl w;
+    ops_init(&w, ctx, "fused_tails");
+    tex_tensor *C = ops_batch_matmul(&w, 1, 1, 13, 7, false);
+    tex_schedule *s = tex_schedule_new(ctx, 1, &C);
+    tex_stage *st = tex_stage_of(s, C);
+    tex_iter *b = tex_op_axis(st, 0), *i = tex_op_axis(st, 1), *j = tex_op_axis(st, 2);
+    tex_iter *k = tex_op_reduce_axis(st, 0), *bo, *bi, *ko, *jo, *ki, *ji;
+    TT_EQ_INT(tex_reorder(st, 4, (tex_iter *[]){k, j, b, i}), 0);
+    TT_EQ_INT(tex_split(st, b, tex_int(ctx, 3), &bo, &bi), 0);
+    TT_EQ_INT(tex_prefetch(st, w.in[1], bi, 35), 0);
+    TT_EQ_INT(tex_tile(st, k, j, tex_int(ctx, 3), tex_int(ctx, 9), &ko, &jo, &ki, &ji), 0);
+    TT_EQ_INT(tex_tile(st, ko, jo, tex_int(ctx, 1), tex_int(ctx, 3), NULL, NULL, NULL, NULL), 0);
+    TT_CHECK(ops_check_jit(&w, s, "cpu", 11, NULL, true) == 0);
+    TT_CHECK(ops_check_jit(&w, s, "cpu -threads=3", 12, NULL, true) == 0);
     tex_ctx_free(ctx);
 }
 
@@ -335,8 +383,10 @@ int main(void)
     }
     TT_RUN(test_gemm);
     TT_RUN(test_lines);
+    TT_RUN(test_scalar_tensor);
     TT_RUN(test_root_stage);
     TT_RUN(test_parallel_inside);
+    TT_RUN(test_fused_tails);
     TT_RUN(test_trace);
     TT_RUN(test_gpu);
     tt_remove_tree(cache_dir);
