@@ -350,16 +350,17 @@ TEX_API int tex_double_buffer(tex_stage *st);
  * Indices are clamped into the arrays they read, so a hint past the end of
  * the loop or of an index array reads nothing out of bounds; hints never
  * change results. Calling it again for the same t and iv replaces the
- * offset. t must be a function parameter or a stage computed at root (not
- * a cache in local or shared memory); the CUDA backend ignores the hint.
+ * offset. t must be a function parameter or a stage computed at root in
+ * global memory (not a cache in local or shared memory, nor a stage
+ * attached elsewhere); the CUDA backend ignores the hint.
  * 0; TEX_EINVAL naming the stage, the tensor and the axis when st does not
  * read (or produce) t, iv is not one of st's leaf axes or is vectorized, or
  * offset is outside [1, 1 << 20]; the same checks are made again by
  * tex_lower (iv must still be a leaf, not vectorized, with no thread-bound
  * loop inside it that an index depends on; a parallel one is enumerated
- * serially). Split, fuse and vectorize of iv, rfactor of st, and
- * cache_read of t for st refuse afterwards (call them first). TEX_EMISUSE
- * for NULL arguments. */
+ * serially). Split, fuse and vectorize of iv, rfactor and cache_write of
+ * st, and cache_read of t for st refuse afterwards (call them first).
+ * TEX_EMISUSE for NULL arguments. */
 TEX_API int tex_prefetch(tex_stage *st, tex_tensor *t, tex_iter *iv, int offset);
 
 /* Makes the updates of reduction stage st atomic (Halide's atomic()): each
