@@ -257,7 +257,7 @@ static int prefetch_hints(sops *o, const stage_emit *se, int m, const texi_prefe
     tex_expr **val = off2[m] ? texi_so_values(o, se, off2) : NULL;
     if (!val)
         return TEX_ENOMEM;
-    bool write = p->tensor == texi_so_out_tensor(st);
+    bool write = p->tensor == st->tensor || p->tensor == texi_so_out_tensor(st);
     reads_of r = {p->tensor, 0, 0, NULL, o->ctx, false};
     tex_expr *acc = NULL;
     if (write) {

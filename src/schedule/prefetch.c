@@ -3,7 +3,7 @@
  * that the loop of a leaf of a stage hints, at every iteration, the elements
  * of a tensor that a later iteration reads (or writes, for the stage's own
  * tensor). Only the request is kept here (stage->prefetch); ScheduleOps
- * builds the hints (src/lower/schedule_ops.c, "Prefetch"). The primitives
+ * builds the hints (src/lower/schedule_prefetch.c). The primitives
  * that would take the request's loop or read away refuse instead
  * (texi_prefetch_check: split, fuse and vectorize of its axis, rfactor of
  * its stage, cache_read of its tensor for its stage); ScheduleOps checks

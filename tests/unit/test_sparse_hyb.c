@@ -34,7 +34,9 @@ typedef struct {
 /* Builds hyb SpMM for an m x n matrix and f features (sizes symbolic or
  * constant): every part scheduled by sp_hyb_schedule_part with feature
  * chunks of `chunk` (half of it per accumulator), every other part's rows
- * 4 at a time, buckets up to width 16 unrolled; the schedule made over Y alone or over every part.
+ * 4 at a time, buckets up to width 16 unrolled, X's rows prefetched 0, 7
+ * or 14 non-zeros ahead and the other parts' stores 3 rows ahead
+ * (tex_prefetch); the schedule made over Y alone or over every part.
  */
 static bool build(hyb_fn *h, const sp_csr *a, int64_t f, int max_width, bool sym, int chunk)
 {
@@ -52,6 +54,9 @@ static bool build(hyb_fn *h, const sp_csr *a, int64_t f, int max_width, bool sym
         if (sp_hyb_schedule_part(s, h->parts[p], p % 2 ? 4 : 0, chunk, chunk / 2,
                                  p + 1 < h->n_parts && p <= 4, x, p % 3 * 7) != 0)
             s = NULL;
+        else if (p % 2 == 0 && tex_prefetch(tex_stage_of(s, h->parts[p]), h->parts[p],
+                                            tex_op_axis(tex_stage_of(s, h->parts[p]), 0), 3) != 0)
+            s = NULL; /* rows not split: the store through the row ids hinted 3 rows ahead */
     tex_func *fn = s ? tex_lower_tensors(s, "hyb_spmm", h->n_params, h->params) : NULL;
     h->k = fn ? tex_build(fn, h->target ? h->target : "cpu -threads=2") : NULL;
     if (!h->k)
