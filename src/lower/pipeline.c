@@ -129,6 +129,7 @@ static const struct {
     {"gpu_blocks", FOR_CPU, ON_BODY, texi_pass_gpu_blocks},
     {"gpu_threads", FOR_CPU, ON_BODY, texi_pass_gpu_threads},
     {"loop_fuse", FOR_CPU, ON_BODY, texi_pass_loop_fuse},
+    {"uneven_parallel", FOR_CPU, ON_BODY, texi_pass_uneven_parallel},
     {"loop_reuse", FOR_CPU, ON_BODY, texi_pass_loop_reuse},
     {"simd_tail", FOR_CPU, ON_BODY, texi_pass_simd_tail},
     {"guarded_loads", FOR_CPU, ON_BODY, texi_pass_guarded_loads},

@@ -82,6 +82,10 @@ static void run_spmm(const sp_csr *a, int64_t f, bool sym, uint64_t seed)
         tex_ctx_free(c.ctx);
         return;
     }
+    /* rows of uneven length: handed out at run time (pass uneven_parallel) */
+    if (a->m > 1 && !strstr(tex_kernel_source(k), "schedule(dynamic, tex_chunk("))
+        TT_FAILF("spmm %lld x %lld: rows not handed out dynamically", (long long)a->m,
+                 (long long)a->n);
     float *x = sp_random_floats(a->n * f, seed),
           *out = malloc(sizeof *out * (size_t)(a->m * f + 1));
     double *want = malloc(sizeof *want * (size_t)(a->m * f + 1));
