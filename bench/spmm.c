@@ -21,31 +21,28 @@
  * over non-zeros in parallel, the feature reduction vectorized
  * (tex_vectorize_reduce), against the hand-written kernel (anchor openmp).
  *
- * Measured on the 2 cores of an AVX-512 Xeon shared with another job (load
- * averages 1.1-2.9; medians of interleaved runs, four runs, the previous
- * version's binary run alternately with this one): hyb 0.96-1.21x
- * csr_openmp at width 64 and 0.88-1.16x at 128, 0.79-0.94x csr_tex,
- * 2.2-3.7x librsb. The previous version, same runs: 0.45-0.56x and
- * 0.52-0.60x csr_openmp, 0.62-0.91x csr_tex, 1.2-2.0x librsb. What made
- * the difference, measured on hand copies of the generated CSR loop (width
- * 64): the loop order, 1.3x (a non-zero was read once per group of 16
- * features, into one accumulator: one chain of dependent multiply-adds),
- * and rows handed out in shares rather than one at a time, 1.8x (an atomic
- * update of the team's counter per row costs as much as a short row); the
- * call-time scans of the index arrays are now one vectorized pass each
- * (not measured apart). Not the 1.5x over csr_openmp hyb aims at:
- * each non-zero gathers a row of X (256 or 512 bytes; X is 16 or 32 MiB,
- * the L2 2 MiB a core), and the kernels are bound by how many of those
- * misses are in flight, which hyb does not change; on this matrix its
- * buckets add about a third more (padded) multiply-adds, its widths 1 and
- * 2 are empty (the shortest rows have 3 non-zeros), and it writes Y's rows
- * out of order, so it stays a little behind tex's CSR kernel here.
+ * Measured on the 2 cores of an AVX-512 Xeon (noisy; medians of interleaved
+ * runs, three runs): hyb 1.09-1.25x csr_openmp at width 64 and 1.09-1.18x
+ * at 128, 0.84-0.89x csr_tex, 2.6-4.0x librsb; tex's CSR kernel alone
+ * 1.29-1.47x csr_openmp since its rows are handed out dynamically (pass
+ * uneven_parallel; 1.16-1.39x with the even static split before). Not the
+ * 1.5x over csr_openmp hyb aims at: each non-zero gathers a row of X (256
+ * or 512 bytes; X is 16 or 32 MiB, the L2 2 MiB a core), which bounds every
+ * kernel here, and hyb's buckets add padded multiply-adds and write Y's
+ * rows out of order without buying load balance that dynamic row shares do
+ * not already give on a CPU: by the widest bucket W, hyb ran at 0.91-0.96x
+ * csr_tex with W = 1, 0.91-0.97x with 2 and 4, 0.88-0.92x with 8 and
+ * 0.84-0.89x with 32 (docs/sparse.md). What made the difference earlier,
+ * measured on hand copies of the generated CSR loop (width 64): the loop
+ * order, 1.3x (a non-zero read once per group of 16 features, into one
+ * accumulator: one chain of dependent multiply-adds), and rows handed out
+ * in shares rather than one at a time, 1.8x (an atomic update of the
+ * team's counter per row costs as much as a short row).
  * Software prefetching of X's rows (tex_prefetch at the loop over the
  * non-zeros, SPMM_PREFETCH=16, one hint per 64-byte line) measured within
- * noise of none, three alternating runs each: hyb 1.15-1.26x / 1.09-1.10x
- * csr_openmp (widths 64 / 128) against 1.00-1.14x / 1.05-1.11x without;
- * the out-of-order window already overlaps those loads, so it is off by
- * default.
+ * noise of none (tex's CSR kernel 1.25-1.35x csr_openmp with hints,
+ * 1.16-1.39x without, width 64; 1.14-1.17x against 1.21-1.31x at 128), so
+ * it is off by default.
  *
  * Lines: bench=spmm case=powerlaw64k_fF/t2 anchor=csr_openmp|csr_tex|library
  * and bench=sddmm case=powerlaw64k_fF/t2 anchor=openmp; bench=sddmm_search: SDDMM
