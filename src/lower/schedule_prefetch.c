@@ -257,33 +257,28 @@ static int prefetch_hints(sops *o, const stage_emit *se, int m, const texi_prefe
     tex_expr **val = off2[m] ? texi_so_values(o, se, off2) : NULL;
     if (!val)
         return TEX_ENOMEM;
-    bool write = p->tensor == st->tensor || p->tensor == texi_so_out_tensor(st);
-    reads_of r = {p->tensor, 0, 0, NULL, o->ctx, false};
-    tex_expr *acc = NULL;
-    if (write) {
+    if (p->tensor == st->tensor || p->tensor == texi_so_out_tensor(st)) { /* its own store */
         tex_expr **idx = texi_so_out_index(o, se, val);
-        acc = idx ? texi_access_new(texi_so_out_tensor(st), st->op->n_axes, idx) : NULL;
-        r.found = &acc;
-        r.n = acc ? 1 : 0;
-    } else {
-        texi_expr_visit(se->sb->body, collect_reads, &r);
+        tex_expr *at = idx ? texi_access_new(texi_so_out_tensor(st), st->op->n_axes, idx) : NULL;
+        return at ? access_hints(o, se, m, off2, at, true, &c, out) : TEX_ENOMEM;
     }
+    reads_of r = {p->tensor, 0, 0, NULL, o->ctx, false};
+    texi_expr_visit(se->sb->body, collect_reads, &r);
     if (r.failed)
         return TEX_ENOMEM;
-    if (r.n == 0 && !write)
+    if (r.n == 0)
         return texi_error(o->ctx, TEX_EINVAL,
                           "tex_lower: stage '%s', axis '%s': tex_prefetch of '%s', which the "
                           "stage no longer reads",
                           st->tensor->name, st->leaf[m]->name, p->tensor->name);
     tex_stmt **items = texi_alloc(o->ctx, sizeof *items * (size_t)(r.n + 1), "schedule_ops");
-    if (!items || (write && r.n == 0))
+    if (!items)
         return TEX_ENOMEM;
     for (int i = 0; i < r.n; i++) {
-        tex_expr *e =
-            write ? r.found[i] : texi_so_env_expr(o, texi_so_bind_roots(o, se, val, r.found[i]));
+        tex_expr *e = texi_so_env_expr(o, texi_so_bind_roots(o, se, val, r.found[i]));
         if (!e)
             return TEX_ENOMEM;
-        TEXI_TRY(access_hints(o, se, m, off2, e, write, &c, &items[i]));
+        TEXI_TRY(access_hints(o, se, m, off2, e, false, &c, &items[i]));
     }
     *out = texi_seq_new(o->ctx, r.n, items);
     return *out ? 0 : TEX_ENOMEM;

@@ -140,14 +140,6 @@ texi_op *texi_op_redirect(tex_ctx *ctx, const texi_op *op, tex_tensor *from, tex
     return out;
 }
 
-static bool op_reads(const texi_op *op, const tex_tensor *t)
-{
-    for (int i = 0; op->kind == TEXI_OP_COMPUTE && i < op->n_inputs; i++)
-        if (op->inputs[i] == t)
-            return true;
-    return false;
-}
-
 static int check_readers(tex_schedule *s, const tex_tensor *t, int n, tex_tensor *const readers[],
                          tex_stage **rs, const char *call)
 {
@@ -159,7 +151,7 @@ static int check_readers(tex_schedule *s, const tex_tensor *t, int n, tex_tensor
     for (int i = 0; i < n; i++) {
         if (!(rs[i] = texi_schedule_stage_for(s, readers[i], call)))
             return tex_errcode(s->ctx);
-        if (!op_reads(rs[i]->op, t))
+        if (!texi_op_reads(rs[i]->op, t))
             return texi_error(s->ctx, TEX_EINVAL,
                               "%s: stage '%s' does not read tensor '%s' "
                               "directly",

@@ -17,12 +17,7 @@
 /* Whether st's definition reads t or produces it. */
 static bool stage_touches(const tex_stage *st, const tex_tensor *t)
 {
-    if (t == st->tensor || t == st->op->scatter_into)
-        return true;
-    for (int i = 0; i < st->op->n_inputs; i++)
-        if (st->op->inputs[i] == t)
-            return true;
-    return false;
+    return t == st->tensor || t == st->op->scatter_into || texi_op_reads(st->op, t);
 }
 
 int texi_prefetch_check(const tex_stage *st, const tex_iter *iv, const tex_tensor *t,

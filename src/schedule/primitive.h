@@ -34,6 +34,9 @@ int texi_schedule_reserve(tex_schedule *s, int n);
 /* Inserts st at position pos of s->stages (room reserved beforehand). */
 void texi_schedule_insert(tex_schedule *s, int pos, tex_stage *st);
 
+/* Whether compute op reads t directly (t is among its inputs). (schedule.c) */
+bool texi_op_reads(const texi_op *op, const tex_tensor *t);
+
 /* Index of st in s->stages, or -1. */
 int texi_schedule_stage_index(const tex_schedule *s, const tex_stage *st);
 

@@ -311,7 +311,7 @@ tex_stage *texi_schedule_find_stage(const tex_schedule *s, const tex_tensor *t)
     return NULL;
 }
 
-static bool op_reads(const texi_op *op, const tex_tensor *t)
+bool texi_op_reads(const texi_op *op, const tex_tensor *t)
 {
     if (op->kind != TEXI_OP_COMPUTE)
         return false;
@@ -328,7 +328,7 @@ tex_stage **texi_schedule_consumers(tex_schedule *s, const tex_tensor *t, int *n
     if (!out)
         return NULL;
     for (int i = 0; i < s->n_stages; i++)
-        if (s->stages[i]->tensor != t && op_reads(s->stages[i]->op, t))
+        if (s->stages[i]->tensor != t && texi_op_reads(s->stages[i]->op, t))
             out[(*n)++] = s->stages[i];
     return out;
 }
