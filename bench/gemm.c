@@ -53,6 +53,8 @@
  * compared with OpenBLAS at its best (noted on stderr).
  *
  * usage: gemm              the benchmark
+ *        gemm S            only the cases whose description contains S
+ *                          (for example "tutorial" or "1024x1024x1024/t2")
  *        gemm --tune [S]   every variant (the tensorized ones too; only those
  *                          whose name contains S) on 1024³ and 2048³, 2 threads
  */
@@ -304,17 +306,21 @@ static const gemm_variant *tensorized_variant(void)
     return &variants[__builtin_cpu_supports("avx512f") ? V_TENSOR_AVX512 : V_TENSOR_AVX2];
 }
 
-static void run_case(int64_t m, int64_t n, int64_t k, int threads)
+/* The loop-nest and the tensorized variant on one shape, each when its
+ * description contains `only` (or `only` is NULL). */
+static void run_case(int64_t m, int64_t n, int64_t k, int threads, const char *only)
 {
     char desc[64];
     snprintf(desc, sizeof desc, "%lldx%lldx%lld/t%d", (long long)m, (long long)n, (long long)k,
              threads);
     gemm_case g = {.m = m, .n = n, .k = k, .threads = threads};
-    gemm_measure(&g, loop_variant(), desc);
+    if (!only || strstr(desc, only))
+        gemm_measure(&g, loop_variant(), desc);
     snprintf(desc, sizeof desc, "%lldx%lldx%lld/t%d/tensorized", (long long)m, (long long)n,
              (long long)k, threads);
     gemm_case gt = {.m = m, .n = n, .k = k, .threads = threads};
-    gemm_measure(&gt, tensorized_variant(), desc);
+    if (!only || strstr(desc, only))
+        gemm_measure(&gt, tensorized_variant(), desc);
 }
 
 /* Every variant (whose name contains `only`, when given) on the sizes the
@@ -341,16 +347,18 @@ int main(int argc, char **argv)
         tune(argc > 2 ? argv[2] : NULL);
         return 0;
     }
+    const char *only = argc > 1 ? argv[1] : NULL;
     static const int64_t cases[][3] = {
         {256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 2048}, {1024, 1024, 64}};
     for (int c = 0; c < 5; c++)
         for (int t = 1; t <= 2; t++)
-            run_case(cases[c][0], cases[c][1], cases[c][2], t);
+            run_case(cases[c][0], cases[c][1], cases[c][2], t, only);
     for (int t = 1; t <= 2; t++) { /* the tutorial's schedule as it is (make demo) */
         char desc[32];
         snprintf(desc, sizeof desc, "tutorial1024/t%d", t);
         gemm_case g = {.m = 1024, .n = 1024, .k = 1024, .threads = t};
-        gemm_measure(&g, &variants[V_TUTORIAL], desc);
+        if (!only || strstr(desc, only))
+            gemm_measure(&g, &variants[V_TUTORIAL], desc);
     }
     return 0;
 }
