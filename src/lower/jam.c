@@ -1,6 +1,8 @@
 /*
- * Pass jam (CPU tail, last): unroll-and-jam of a serial loop whose
- * iterations are independent chains of updates.
+ * Passes jam_outer and jam (CPU tail, the last two): unroll-and-jam.
+ *
+ * Pass jam: unroll-and-jam of a serial loop whose iterations are
+ * independent chains of updates.
  *
  * A GEMM tile accumulated row by row (the tutorial schedule: for each k
  * step, for each row m, four unrolled `C[m, :] += A[m, k+u] * B[k+u, :]`)
@@ -36,18 +38,43 @@
  * Chains are the distinct (buffer, index) pairs stored. MAX_JAM is 2: on
  * the tutorial GEMM (2 chains a row) J = 4 ran no faster than 2, and its
  * C took half again as long to compile.
+ *
+ * Pass jam_outer, before jam: the same idea one loop further out. The
+ * tutorial's tile loop `for ko { for m { C[m, :] += A[m, 4ko+u] * B[4ko+u, :],
+ * u < 4 } }` loads and stores each accumulator row once per k step, and
+ * reads A's 32 rows (4 KiB apart: one cache set) again at every step. A
+ * serial loop L of constant extent n >= 2 whose body is a serial loop I
+ * whose body is straight-line stores qualifies when
+ *   - I's bounds do not use L's variable, and
+ *   - for every buffer the body stores to, no access of it uses L's
+ *     variable and all of them lie in I's windows (jam's rule for I).
+ * Then iteration i of I touches the same elements at every step of L and
+ * no other iteration of I touches them: the only dependences run between
+ * steps of L at one i. Running J steps of L in one pass of I, the whole
+ * body for step J*g, then for J*g + 1, ... (copy after copy, not statement
+ * by statement), keeps every element's updates in order, so results are
+ * bit-identical. L becomes a loop over n / J groups around I (I alone for
+ * one group), then the last n % J steps as L's own loop (I alone, the
+ * variable substituted, for one). J, at most MAX_OUTER_JAM and n, is the
+ * most with J * (registers of the distinct loads I does not move, held
+ * across I) + MAX_JAM * (registers of the distinct elements stored, which
+ * jam then pairs) within three quarters of the vector registers (32 with
+ * AVX-512, else 16) and J copies within MAX_STMTS. On the tutorial (8
+ * vectors of B per step, 2 stored a row) J = 2 with AVX-512; with AVX2
+ * (16 vectors of B per step) nothing is jammed.
  */
 #include "lower/lower.h"
 #include "util/host.h"
 
 #include <stdlib.h>
 
-enum { MAX_JAM = 2, MAX_STMTS = 64, MAX_ACCESSES = 256 };
+enum { MAX_JAM = 2, MAX_OUTER_JAM = 4, MAX_STMTS = 64, MAX_ACCESSES = 256 };
 
 /* One access of a buffer the body stores to, or a load of any buffer. */
 typedef struct {
     const void *key; /* texi_buffer_key */
     tex_expr *index;
+    int64_t bytes; /* the elements it touches, in bytes */
     bool stored;
 } access;
 
@@ -63,7 +90,8 @@ static void note(accesses *a, const texi_buffer *b, tex_expr *index, bool stored
         a->overflow = true;
         return;
     }
-    a->list[a->n++] = (access){texi_buffer_key(b), index, stored};
+    int64_t bytes = tex_dtype_bytes(b->dtype) * index->lanes;
+    a->list[a->n++] = (access){texi_buffer_key(b), index, bytes, stored};
 }
 
 static bool visit_load(tex_expr *e, void *ud)
@@ -150,19 +178,33 @@ static int chains(const accesses *a)
     return repeated ? distinct : 0;
 }
 
-/* How many iterations loop (body: n_items stores) jams, or 1 when it does
- * not qualify (the top comment). */
-static int64_t jam_factor(tex_stmt *loop, tex_stmt *body, int n_items, int64_t n)
+/* Every access of body (n_items stores), or NULL (ENOMEM, or more than
+ * MAX_ACCESSES); free() it. */
+static accesses *body_accesses(tex_stmt *body, int n_items)
 {
-    accesses *a = calloc(1, sizeof *a); /* scratch, large: freed below */
+    accesses *a = calloc(1, sizeof *a); /* scratch, large */
     if (!a)
-        return 1;
+        return NULL;
     for (int i = 0; i < n_items; i++) {
         const tex_stmt *st = n_items == 1 ? body : body->u.seq.items[i];
         note(a, st->u.store.buf, st->u.store.index, true);
         texi_stmt_visit_exprs(st, visit_load, a);
     }
-    int n_chains = a->overflow ? 0 : chains(a);
+    if (a->overflow) {
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* How many iterations loop (body: n_items stores) jams, or 1 when it does
+ * not qualify (the top comment). */
+static int64_t jam_factor(tex_stmt *loop, tex_stmt *body, int n_items, int64_t n)
+{
+    accesses *a = body_accesses(body, n_items);
+    if (!a)
+        return 1;
+    int n_chains = chains(a);
     for (int i = 0; i < a->n && n_chains > 0; i++)
         if (a->list[i].stored && !windowed(a, a->list[i].key, loop->u.loop.var))
             n_chains = 0;
@@ -200,11 +242,13 @@ static tex_expr *subst_index(tex_expr *e, void *ud)
     return r ? r : e;
 }
 
-/* The statements of body (n_items stores) for var = first + k, k < j,
- * statement by statement: one sequence. Indices are simplified under
- * range (the group variable first uses, if any). NULL on ENOMEM. */
+/* The statements of body (n_items stores) for var = first + k, k < j, in
+ * one sequence: statement by statement (each statement for every k before
+ * the next statement), or else copy by copy (the whole body for k = 0,
+ * then for k = 1, ...). Indices are simplified under range (the group
+ * variable first uses, if any). NULL on ENOMEM. */
 static tex_stmt *copies(tex_ctx *ctx, tex_stmt *body, int n_items, tex_expr *var, tex_expr *first,
-                        int64_t j, texi_range range)
+                        int64_t j, texi_range range, bool by_statement)
 {
     tex_stmt **items = texi_alloc(ctx, sizeof *items * (size_t)(n_items * j), "jam");
     if (!items)
@@ -218,7 +262,7 @@ static tex_stmt *copies(tex_ctx *ctx, tex_stmt *body, int n_items, tex_expr *var
             tex_stmt *copy = sb.value ? texi_stmt_mutate(ctx, st, NULL, subst_index, &sb) : NULL;
             if (!copy || sb.failed)
                 return NULL;
-            items[i * j + k] = copy;
+            items[by_statement ? i * j + k : k * n_items + i] = copy;
         }
     }
     return texi_seq_new(ctx, (int)(n_items * j), items);
@@ -241,10 +285,10 @@ static tex_stmt *jammed(tex_ctx *ctx, tex_stmt *loop, tex_stmt *body, int n_item
     texi_range range = {group, zero, groups};
     tex_stmt *main;
     if (n / j == 1) {
-        main = copies(ctx, body, n_items, var, min, j, range);
+        main = copies(ctx, body, n_items, var, min, j, range, true);
     } else {
         tex_expr *first = texi_binary(TEXI_EXPR_ADD, min, texi_binary(TEXI_EXPR_MUL, group, step));
-        tex_stmt *seq = first ? copies(ctx, body, n_items, var, first, j, range) : NULL;
+        tex_stmt *seq = first ? copies(ctx, body, n_items, var, first, j, range, false) : NULL;
         main = seq ? texi_for_new(ctx, group, zero, groups, TEXI_FOR_SERIAL, -1, seq) : NULL;
     }
     if (!main || n % j == 0)
@@ -255,7 +299,7 @@ static tex_stmt *jammed(tex_ctx *ctx, tex_stmt *loop, tex_stmt *body, int n_item
         done && rest ? texi_simplify(texi_binary(TEXI_EXPR_ADD, min, done), 0, NULL) : NULL;
     tex_stmt *tail = !rest_min   ? NULL
                      : n % j > 1 ? texi_for_new(ctx, var, rest_min, rest, TEXI_FOR_SERIAL, -1, body)
-                                 : copies(ctx, body, n_items, var, rest_min, 1, range);
+                                 : copies(ctx, body, n_items, var, rest_min, 1, range, true);
     return tail ? texi_seq_new(ctx, 2, (tex_stmt *[]){main, tail}) : NULL;
 }
 
@@ -275,4 +319,128 @@ static tex_stmt *jam_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
 int texi_pass_jam(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
     return texi_pass_result(lw, texi_stmt_map_loops(lw->ctx, in, jam_loop, NULL), out);
+}
+
+/* -------------------------------------------------------- pass jam_outer */
+
+/* Vector registers an access holds: one per register width of its bytes,
+ * at least one (a scalar is broadcast into one). */
+static int64_t registers(const access *x, int64_t vector_bytes)
+{
+    int64_t r = (x->bytes + vector_bytes - 1) / vector_bytes;
+    return r < 1 ? 1 : r;
+}
+
+/* Whether a->list[i] is the first load (or the first store) of its buffer
+ * at its index. */
+static bool first_of_kind(const accesses *a, int i)
+{
+    const access *x = &a->list[i];
+    for (int k = 0; k < i; k++)
+        if (a->list[k].stored == x->stored && a->list[k].key == x->key &&
+            texi_expr_equal(a->list[k].index, x->index))
+            return false;
+    return true;
+}
+
+static bool stores_to(const accesses *a, const void *key)
+{
+    for (int i = 0; i < a->n; i++)
+        if (a->list[i].stored && a->list[i].key == key)
+            return true;
+    return false;
+}
+
+/* How many iterations of outer (constant extent n) jam into inner, its
+ * body (a serial loop whose body is n_items stores), or 1 when they do
+ * not qualify (the top comment). */
+static int64_t outer_factor(const tex_stmt *outer, const tex_stmt *inner, tex_stmt *body,
+                            int n_items, int64_t n)
+{
+    const tex_expr *ov = outer->u.loop.var, *iv = inner->u.loop.var;
+    if (texi_expr_uses_var(inner->u.loop.min, ov) || texi_expr_uses_var(inner->u.loop.extent, ov))
+        return 1;
+    accesses *a = body_accesses(body, n_items);
+    if (!a)
+        return 1;
+    int64_t vector_bytes = texi_host_vector_bytes();
+    int64_t invariant = 0, kept = 0; /* registers: loads inner does not move, stored elements */
+    bool ok = true;
+    for (int i = 0; i < a->n && ok; i++) {
+        const access *x = &a->list[i];
+        if (stores_to(a, x->key)) {
+            ok = !texi_expr_uses_var(x->index, ov) && windowed(a, x->key, iv);
+            kept += x->stored && first_of_kind(a, i) ? registers(x, vector_bytes) : 0;
+        } else if (!texi_expr_uses_var(x->index, iv) && first_of_kind(a, i)) {
+            invariant += registers(x, vector_bytes);
+        }
+    }
+    free(a);
+    if (!ok)
+        return 1;
+    int64_t budget = (vector_bytes >= 64 ? 32 : 16) * 3 / 4;
+    int64_t j = n < MAX_OUTER_JAM ? n : MAX_OUTER_JAM;
+    while (j >= 2 && (j * n_items > MAX_STMTS || j * invariant + MAX_JAM * kept > budget))
+        j--;
+    return j;
+}
+
+/* outer (variable v from min, extent n) around inner (body: n_items
+ * stores), jammed by j: a loop over the n / j groups (inner alone when
+ * there is one group) whose inner loop runs body for v = min + j*g + k,
+ * k < j, copy after copy; then the last n % j iterations as a loop of
+ * inner (inner alone, v substituted, for one). NULL on ENOMEM. */
+static tex_stmt *outer_jammed(tex_ctx *ctx, tex_stmt *outer, tex_stmt *inner, int n_items,
+                              int64_t n, int64_t j)
+{
+    tex_stmt *body = inner->u.loop.body;
+    tex_expr *var = outer->u.loop.var, *min = texi_convert(outer->u.loop.min, var->dtype);
+    tex_expr *group = texi_var_new(ctx, var->u.var.name, var->dtype);
+    tex_expr *step = texi_int_imm(ctx, var->dtype, j);
+    tex_expr *zero = texi_int_imm(ctx, var->dtype, 0);
+    tex_expr *groups = texi_int_imm(ctx, var->dtype, n / j);
+    if (!min || !group || !step || !zero || !groups)
+        return NULL;
+    texi_range range = {group, zero, groups};
+    tex_expr *first =
+        n / j == 1 ? min : texi_binary(TEXI_EXPR_ADD, min, texi_binary(TEXI_EXPR_MUL, group, step));
+    tex_stmt *seq = first ? copies(ctx, body, n_items, var, first, j, range, false) : NULL;
+    tex_stmt *main = seq ? texi_stmt_with_body(ctx, inner, seq) : NULL;
+    if (main && n / j > 1)
+        main = texi_for_new(ctx, group, zero, groups, TEXI_FOR_SERIAL, -1, main);
+    if (!main || n % j == 0)
+        return main;
+    tex_expr *done = texi_int_imm(ctx, var->dtype, n - n % j);
+    tex_expr *rest = texi_int_imm(ctx, var->dtype, n % j);
+    tex_expr *rest_min =
+        done && rest ? texi_simplify(texi_binary(TEXI_EXPR_ADD, min, done), 0, NULL) : NULL;
+    tex_stmt *one =
+        rest_min && n % j == 1 ? copies(ctx, body, n_items, var, rest_min, 1, range, false) : NULL;
+    tex_stmt *tail = !rest_min ? NULL
+                     : n % j > 1
+                         ? texi_for_new(ctx, var, rest_min, rest, TEXI_FOR_SERIAL, -1, inner)
+                     : one ? texi_stmt_with_body(ctx, inner, one)
+                           : NULL;
+    return tail ? texi_seq_new(ctx, 2, (tex_stmt *[]){main, tail}) : NULL;
+}
+
+/* Loop s with its (already rewritten) body: see the top comment (pass
+ * jam_outer). */
+static tex_stmt *jam_outer_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
+{
+    (void)ud;
+    int64_t n;
+    int n_items = body->kind == TEXI_STMT_FOR && body->u.loop.for_kind == TEXI_FOR_SERIAL
+                      ? straight_stores(body->u.loop.body)
+                      : 0;
+    if (s->u.loop.for_kind != TEXI_FOR_SERIAL || n_items == 0 ||
+        !texi_expr_is_int_const(s->u.loop.extent, &n) || n < 2)
+        return texi_stmt_with_body(ctx, s, body);
+    int64_t j = outer_factor(s, body, body->u.loop.body, n_items, n);
+    return j < 2 ? texi_stmt_with_body(ctx, s, body) : outer_jammed(ctx, s, body, n_items, n, j);
+}
+
+int texi_pass_jam_outer(texi_lower *lw, tex_stmt *in, tex_stmt **out)
+{
+    return texi_pass_result(lw, texi_stmt_map_loops(lw->ctx, in, jam_outer_loop, NULL), out);
 }

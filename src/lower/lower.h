@@ -113,6 +113,10 @@ int texi_pass_promote(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* Unroll-and-jam of a serial loop whose iterations are independent chains
  * of updates (jam.c), last on the CPU. */
 int texi_pass_jam(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+/* Unroll-and-jam of a serial loop into the serial loop that is its body,
+ * when that loop's iterations each update their own elements (jam.c),
+ * right before jam. */
+int texi_pass_jam_outer(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
 /* How pass simd sizes a target's vectors. */
 typedef struct {

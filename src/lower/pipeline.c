@@ -67,6 +67,10 @@
  *   promote        values updated at fixed
  *                  addresses across a loop
  *                  kept in registers
+ *   jam_outer      a loop of updates to
+ *                  elements of each inner
+ *                  iteration's own: unroll-
+ *                  and-jam into that loop
  *   jam            rows of independent update
  *                  chains jammed: unroll-and-
  *                  jam of a serial loop
@@ -135,6 +139,7 @@ static const struct {
     {"guarded_loads", FOR_CPU, ON_BODY, texi_pass_guarded_loads},
     {"simd", FOR_CPU, ON_BODY, texi_pass_simd},
     {"promote", FOR_CPU, ON_BODY, texi_pass_promote},
+    {"jam_outer", FOR_CPU, ON_BODY, texi_pass_jam_outer},
     {"jam", FOR_CPU, ON_BODY, texi_pass_jam},
     {"drop_hints", FOR_GPU, ON_BODY, texi_pass_drop_hints},
     {"thread_allreduce", FOR_GPU, ON_BODY, texi_pass_thread_allreduce},
