@@ -207,6 +207,7 @@ static const texi_cp_target cpu_target = {
     .encode = {"tex_f16_from_f32(", "tex_bf16_from_f32("},
     .half_helpers = {helper_f16, helper_bf16},
     .vectors = true,
+    .base_pointers = true,
     .intrin_source = intrin_source,
     .intrin_lang = "C ",
     .missing_intrin = " for the CPU (a CUDA intrinsic needs the \"cuda\" target)",

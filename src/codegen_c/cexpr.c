@@ -506,8 +506,8 @@ static void emit_call(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec, bool
 
 /* ---------------------------------------------------------- memory access */
 
-void texi_cp_load(texi_cp *p, texi_sb *sb, const texi_buffer *buf, const tex_expr *index,
-                  tex_dtype t, int prec)
+void texi_cp_load(texi_cp *p, texi_sb *sb, const texi_buffer *buf, tex_expr *index, tex_dtype t,
+                  int prec)
 {
     tex_dtype st = buf->dtype;
     conv c = conversion(p, st, t);
@@ -520,9 +520,8 @@ void texi_cp_load(texi_cp *p, texi_sb *sb, const texi_buffer *buf, const tex_exp
     if (bool_p)
         texi_sb_putc(sb, '(');
     texi_sb_puts(sb, dec);
-    texi_sb_printf(sb, "%s[", texi_cp_lookup(p, texi_buffer_key(buf), buf->name));
-    texi_cp_expr(p, sb, index, TEXI_CP_P_TOP, true);
-    texi_sb_puts(sb, *dec ? "])" : "]");
+    texi_cp_element(p, sb, buf, index);
+    texi_sb_puts(sb, *dec ? ")" : "");
     if (st == TEX_BOOL)
         texi_sb_puts(sb, " != 0");
     if (bool_p)

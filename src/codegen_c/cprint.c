@@ -183,7 +183,11 @@ void texi_cp_loop(texi_cp *p, texi_sb *sb, const tex_stmt *s)
     }
     texi_sb_printf(sb, "; ++%s) {\n", name);
     bool ranged = texi_cp_push_range(p, var, s->u.loop.min, s->u.loop.extent);
-    texi_cp_block(p, sb, s->u.loop.body);
+    p->indent++;
+    int bases = texi_cp_bases_begin(p, sb, s->u.loop.body);
+    texi_cp_stmt(p, sb, s->u.loop.body);
+    texi_cp_bases_end(p, sb, bases);
+    p->indent--;
     p->n_ranges -= ranged;
     texi_cp_line(p, sb, "}");
 }
@@ -237,9 +241,8 @@ static void emit_store(texi_cp *p, texi_sb *sb, const tex_stmt *s)
         return;
     }
     texi_cp_indent(p, sb);
-    texi_sb_printf(sb, "%s[", texi_cp_lookup(p, texi_buffer_key(b), b->name));
-    texi_cp_expr(p, sb, s->u.store.index, TEXI_CP_P_TOP, true);
-    texi_sb_puts(sb, "] = ");
+    texi_cp_element(p, sb, b, s->u.store.index);
+    texi_sb_puts(sb, " = ");
     texi_cp_store_value(p, sb, s->u.store.value, b->dtype);
     texi_sb_puts(sb, ";\n");
 }

@@ -67,8 +67,9 @@ typedef struct {
     /* Definitions behind TEXI_CP_H_F16 / _BF16: tex_round_f16 (float ->
      * float rounded to f16) and whatever decode/encode call. */
     const char *half_helpers[2];
-    bool native_rsqrt; /* rsqrtf/rsqrt exist; otherwise 1 / sqrt */
-    bool vectors;      /* GCC/Clang vector extensions: the CPU tail's vector nodes print */
+    bool native_rsqrt;  /* rsqrtf/rsqrt exist; otherwise 1 / sqrt */
+    bool vectors;       /* GCC/Clang vector extensions: the CPU tail's vector nodes print */
+    bool base_pointers; /* straight-line loop bodies get base pointers (cbases.c) */
     /* The tensor intrinsic's source for this target, or NULL when it has
      * none: then the call fails with "tensor intrinsic 'NAME' has no
      * <intrin_lang>source<missing_intrin>". */
@@ -80,6 +81,21 @@ typedef struct {
     /* The same for expressions; called for VAR and LOAD nodes only (NULL: none). */
     bool (*expr)(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec);
 } texi_cp_target;
+
+/* A base pointer of the loop body being printed (cbases.c): `name` points
+ * at element base + first of the buffer with key `key`. */
+typedef struct {
+    const void *key;
+    const texi_buffer *buf;
+    const tex_expr *base;
+    int64_t first;
+    tex_expr *var; /* the pointer's binding key */
+    const char *name;
+    int count; /* accesses that chose it */
+    bool stored;
+} texi_cp_base;
+
+enum { TEXI_CP_MAX_BASES = 32 };
 
 struct texi_cp {
     tex_ctx *ctx;
@@ -104,6 +120,8 @@ struct texi_cp {
     unsigned vector_reduce[TEXI_REDUCE_COUNT][TEXI_CP_N_DTYPES];
     bool libm_math; /* vector math calls libm per lane (-strict-float) */
     char vector_name[32];
+    int n_bases; /* base pointers in scope, cbases.c */
+    texi_cp_base bases[TEXI_CP_MAX_BASES];
     int rc; /* first error (recorded in ctx), 0 when none */
 };
 
@@ -204,8 +222,21 @@ void texi_cp_expr(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec, bool ind
 void texi_cp_store_value(texi_cp *p, texi_sb *sb, const tex_expr *e, tex_dtype t);
 
 /* Appends `buf[index]` decoded from storage as a value of dtype t. */
-void texi_cp_load(texi_cp *p, texi_sb *sb, const texi_buffer *buf, const tex_expr *index,
-                  tex_dtype t, int prec);
+void texi_cp_load(texi_cp *p, texi_sb *sb, const texi_buffer *buf, tex_expr *index, tex_dtype t,
+                  int prec);
+
+/* ------------------------------------------------------------ cbases.c */
+
+/* Declares the base pointers of loop body `body` (cbases.c's top comment)
+ * at the current indentation and puts them in scope; returns how many,
+ * for texi_cp_bases_end, which ends their scope (after the body) with
+ * `(void)name;` for any the body did not print. */
+int texi_cp_bases_begin(texi_cp *p, texi_sb *sb, const tex_stmt *body);
+void texi_cp_bases_end(texi_cp *p, texi_sb *sb, int n);
+
+/* Appends `buf[index]`, through a base pointer in scope when one covers
+ * the element (index scalar, or lane p->lane of a RAMP). */
+void texi_cp_element(texi_cp *p, texi_sb *sb, const texi_buffer *buf, tex_expr *index);
 
 /* ------------------------------------------------------------ cvector.c */
 

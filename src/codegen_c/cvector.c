@@ -51,11 +51,9 @@ static bool dense_access(tex_dtype st, const tex_expr *index)
 static void emit_dense_access(texi_cp *p, texi_sb *sb, const texi_buffer *buf,
                               const tex_expr *index, bool load)
 {
-    texi_sb_printf(sb, "*(%s%s *)&%s[", load ? "const " : "",
-                   texi_cp_vector_type(p, buf->dtype, index->lanes, true),
-                   texi_cp_lookup(p, texi_buffer_key(buf), buf->name));
-    texi_cp_expr(p, sb, index->u.ramp.base, TEXI_CP_P_TOP, true);
-    texi_sb_putc(sb, ']');
+    texi_sb_printf(sb, "*(%s%s *)&", load ? "const " : "",
+                   texi_cp_vector_type(p, buf->dtype, index->lanes, true));
+    texi_cp_element(p, sb, buf, index->u.ramp.base);
 }
 
 /* Lane k of the RAMP e: base + k*stride. */
@@ -318,7 +316,7 @@ void texi_cp_vector(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
 void texi_cp_vector_store(texi_cp *p, texi_sb *sb, const tex_stmt *s)
 {
     const texi_buffer *b = s->u.store.buf;
-    const tex_expr *index = s->u.store.index;
+    tex_expr *index = s->u.store.index;
     if (s->u.store.mask) {
         texi_cp_masked_store(p, sb, s);
         return;
@@ -334,9 +332,8 @@ void texi_cp_vector_store(texi_cp *p, texi_sb *sb, const tex_stmt *s)
     for (int k = 0; k < index->lanes; k++) {
         texi_cp_indent(p, sb);
         p->lane = k;
-        texi_sb_printf(sb, "%s[", texi_cp_lookup(p, texi_buffer_key(b), b->name));
-        texi_cp_expr(p, sb, index, TEXI_CP_P_TOP, true);
-        texi_sb_puts(sb, "] = ");
+        texi_cp_element(p, sb, b, index);
+        texi_sb_puts(sb, " = ");
         texi_cp_store_value(p, sb, s->u.store.value, b->dtype);
         texi_sb_puts(sb, ";\n");
     }

@@ -159,6 +159,16 @@ static bool windowed(const accesses *a, const void *key, const tex_expr *var)
     return hi - lo <= (coef < 0 ? -coef : coef);
 }
 
+/* Whether a->list[i] is the first access of its buffer (windowed checks
+ * all of them at once). */
+static bool first_of_buffer(const accesses *a, int i)
+{
+    for (int k = 0; k < i; k++)
+        if (a->list[k].key == a->list[i].key)
+            return false;
+    return true;
+}
+
 /* The distinct (buffer, index) pairs stored, or 0 when no pair is stored
  * twice (no chain). */
 static int chains(const accesses *a)
@@ -206,7 +216,8 @@ static int64_t jam_factor(tex_stmt *loop, tex_stmt *body, int n_items, int64_t n
         return 1;
     int n_chains = chains(a);
     for (int i = 0; i < a->n && n_chains > 0; i++)
-        if (a->list[i].stored && !windowed(a, a->list[i].key, loop->u.loop.var))
+        if (a->list[i].stored && first_of_buffer(a, i) &&
+            !windowed(a, a->list[i].key, loop->u.loop.var))
             n_chains = 0;
     free(a);
     if (n_chains == 0)
@@ -288,7 +299,7 @@ static tex_stmt *jammed(tex_ctx *ctx, tex_stmt *loop, tex_stmt *body, int n_item
         main = copies(ctx, body, n_items, var, min, j, range, true);
     } else {
         tex_expr *first = texi_binary(TEXI_EXPR_ADD, min, texi_binary(TEXI_EXPR_MUL, group, step));
-        tex_stmt *seq = first ? copies(ctx, body, n_items, var, first, j, range, false) : NULL;
+        tex_stmt *seq = first ? copies(ctx, body, n_items, var, first, j, range, true) : NULL;
         main = seq ? texi_for_new(ctx, group, zero, groups, TEXI_FOR_SERIAL, -1, seq) : NULL;
     }
     if (!main || n % j == 0)
@@ -369,7 +380,8 @@ static int64_t outer_factor(const tex_stmt *outer, const tex_stmt *inner, tex_st
     for (int i = 0; i < a->n && ok; i++) {
         const access *x = &a->list[i];
         if (stores_to(a, x->key)) {
-            ok = !texi_expr_uses_var(x->index, ov) && windowed(a, x->key, iv);
+            ok = !texi_expr_uses_var(x->index, ov) &&
+                 (!first_of_buffer(a, i) || windowed(a, x->key, iv));
             kept += x->stored && first_of_kind(a, i) ? registers(x, vector_bytes) : 0;
         } else if (!texi_expr_uses_var(x->index, iv) && first_of_kind(a, i)) {
             invariant += registers(x, vector_bytes);

@@ -586,6 +586,74 @@ static void test_symbolic_heap(void)
     tex_ctx_free(c);
 }
 
+/* Base pointers (src/codegen_c/cbases.c): S[i] = A[i] + 2 A[i + 1] + 3 A[i + 2]
+ * reads A three times from one base (one pointer, offsets 0..2); T[i]
+ * reads A only in select arms (no pointer: they are not unconditional);
+ * G[i] = A[idx[i]] + A[idx[i] + 1] indexes A by a load (no pointer for A,
+ * one for idx). Each output against the oracle. */
+static void test_base_pointers(void)
+{
+    if (!have_cc())
+        TT_SKIP("no C compiler");
+    enum { N = 1001 };
+    tex_ctx *c = tex_ctx_new();
+    tex_expr *n = tex_int(c, N), *n2 = tex_int(c, N - 2);
+    tex_tensor *A = tex_placeholder(c, "A", TEX_F32, 1, &n);
+    tex_tensor *X = tex_placeholder(c, "idx", TEX_I32, 1, &n);
+    tex_iter *i = tex_axis(c, "i", n2), *j = tex_axis(c, "j", n), *k = tex_axis(c, "k", n2);
+    tex_expr *iv = tex_iv(i), *jv = tex_iv(j);
+    tex_expr *three =
+        tex_add(tex_add(TEX_AT(A, iv),
+                        tex_mul(TEX_AT(A, tex_add(iv, tex_int(c, 1))), tex_const(c, TEX_F32, 2))),
+                tex_mul(TEX_AT(A, tex_add(iv, tex_int(c, 2))), tex_const(c, TEX_F32, 3)));
+    tex_tensor *S = tex_compute(c, "S", 1, &i, three);
+    tex_expr *odd = tex_eq(tex_floormod(jv, tex_int(c, 2)), tex_int(c, 1));
+    tex_tensor *T = tex_compute(
+        c, "T", 1, &j, tex_select(odd, TEX_AT(A, tex_sub(jv, tex_int(c, 1))), TEX_AT(A, jv)));
+    tex_expr *at = TEX_AT(X, tex_iv(k));
+    tex_tensor *G =
+        tex_compute(c, "G", 1, &k, tex_add(TEX_AT(A, at), TEX_AT(A, tex_add(at, tex_int(c, 1)))));
+    tex_schedule *s = tex_schedule_new(c, 3, (tex_tensor *[]){S, T, G});
+    tex_tensor *args[5] = {A, X, S, T, G};
+    tex_func *f = s ? tex_lower_tensors(s, "bases", 5, args) : NULL;
+    void *h = NULL;
+    char *src = NULL;
+    any_fn fn = f ? build(f, 0, "bases", &h, &src) : NULL;
+    TT_EQ_INT(src ? count(src, "const float *A_at") : -1, 1);
+    TT_CHECK(src && strstr(src, "const float *A_at = &A[i];") && strstr(src, "A_at[2]") &&
+             strstr(src, "const int32_t *idx_at = &idx[k];"));
+    if (fn) {
+        DLTensor *a[5], *r[3];
+        tex_dtype ts[5] = {TEX_F32, TEX_I32, TEX_F32, TEX_F32, TEX_F32};
+        int64_t len[5] = {N, N, N - 2, N, N - 2};
+        for (int q = 0; q < 5; q++)
+            a[q] = array(1, &len[q], ts[q]);
+        for (int q = 0; q < 3; q++)
+            r[q] = array(1, &len[q + 2], TEX_F32);
+        for (int q = 0; q < N; q++) {
+            ((float *)a[0]->data)[q] = (float)(q % 23) - 11.5f;
+            ((int32_t *)a[1]->data)[q] = (q * 37) % (N - 2);
+        }
+        for (int q = 2; q < 5; q++)
+            memset(a[q]->data, 0xff, (size_t)len[q] * sizeof(float));
+        int (*entry)(const float *, const int32_t *, float *, float *, float *) = NULL;
+        memcpy(&entry, &fn, sizeof entry);
+        TT_EQ_INT(entry(a[0]->data, a[1]->data, a[2]->data, a[3]->data, a[4]->data), 0);
+        TT_EQ_INT(tex_eval_reference(c, 5, args, (DLTensor *[]){a[0], a[1], r[0], r[1], r[2]}), 0);
+        expect_same_bytes(a[2], r[0], "stencil through a base pointer");
+        expect_same_bytes(a[3], r[1], "loads in select arms");
+        expect_same_bytes(a[4], r[2], "gather");
+        for (int q = 0; q < 5; q++)
+            tex_array_free(a[q]);
+        for (int q = 0; q < 3; q++)
+            tex_array_free(r[q]);
+    }
+    if (h)
+        dlclose(h);
+    free(src);
+    tex_ctx_free(c);
+}
+
 /* ------------------------------------------------------- every dtype */
 
 enum { DT_N = 64, DT_MAX_OUT = 24 };
@@ -1072,6 +1140,7 @@ int main(void)
     TT_RUN(test_u64_and_signed_floor);
     TT_RUN(test_reduce_max_i8);
     TT_RUN(test_symbolic_heap);
+    TT_RUN(test_base_pointers);
     TT_RUN(test_assert_and_parallel_heap);
     TT_RUN(test_every_dtype);
     TT_RUN(test_math);

@@ -85,6 +85,26 @@ static void expect_stores(const char *what, tex_expr *extent, tex_stmt *body, in
         TT_FAILF("%s: %d stores after jam (%d before), expected %d", what, got, before, want);
 }
 
+typedef struct {
+    int n;
+    double k[64]; /* each store's multiplier, in program order */
+} store_order;
+
+static bool note_multiplier(tex_expr *e, void *ud)
+{
+    store_order *o = ud;
+    if (e->kind == TEXI_EXPR_FLOAT && o->n < 64)
+        o->k[o->n++] = e->u.f;
+    return true;
+}
+
+static bool note_store(const tex_stmt *s, void *ud)
+{
+    if (s->kind == TEXI_STMT_STORE)
+        texi_stmt_visit_exprs(s, note_multiplier, ud);
+    return true;
+}
+
 /* J for `chains` independent chains, as jam.c's top comment states. */
 static int jam_for(int chains, int64_t extent)
 {
@@ -105,6 +125,19 @@ static void test_pass_forms(void)
                          update(16, 8, 8, 2)};
     int j = jam_for(2, 32);
     expect_stores("row chains", I32(32), seq(4, rows), 4 * j);
+    /* statement by statement: each statement for the J rows before the next
+     * (multipliers 1 1 2 2 become 1 x 2J, then 2 x 2J) */
+    store_order o = {0};
+    texi_lower lw = {c, NULL, NULL, false};
+    tex_stmt *loop = texi_for_new(c, v, I32(0), I32(32), TEXI_FOR_SERIAL, -1, seq(4, rows));
+    tex_stmt *out = NULL;
+    TT_EQ_INT(loop ? texi_pass_jam(&lw, loop, &out) : -1, 0);
+    if (out)
+        texi_stmt_visit(out, note_store, &o);
+    TT_EQ_INT(o.n, 4 * j);
+    for (int q = 0; q < o.n; q++)
+        if (o.k[q] != (q < 2 * j ? 1 : 2))
+            TT_FAILF("jammed store %d multiplies by %g, expected %d", q, o.k[q], q < 2 * j ? 1 : 2);
     /* 7 rows: 7 / j groups, then the rest as a loop of the original body */
     j = jam_for(2, 7);
     expect_stores("row chains, rest", I32(7), seq(4, rows), 4 * j + (7 % j ? 4 : 0));
@@ -153,26 +186,6 @@ static tex_stmt *after_jam_outer(int64_t extent, tex_expr *inner, tex_stmt *body
     tex_stmt *loop = in ? texi_for_new(c, u, I32(0), I32(extent), TEXI_FOR_SERIAL, -1, in) : NULL;
     tex_stmt *out = NULL;
     return loop && texi_pass_jam_outer(&lw, loop, &out) == 0 ? out : NULL;
-}
-
-typedef struct {
-    int n;
-    double k[64]; /* each store's multiplier, in program order */
-} store_order;
-
-static bool note_multiplier(tex_expr *e, void *ud)
-{
-    store_order *o = ud;
-    if (e->kind == TEXI_EXPR_FLOAT && o->n < 64)
-        o->k[o->n++] = e->u.f;
-    return true;
-}
-
-static bool note_store(const tex_stmt *s, void *ud)
-{
-    if (s->kind == TEXI_STMT_STORE)
-        texi_stmt_visit_exprs(s, note_multiplier, ud);
-    return true;
 }
 
 /* The jam factor of pass jam_outer for `invariant` registers of loads v
