@@ -11,7 +11,7 @@
  * the C compiler sees one address computation per base instead of one per
  * access, which it otherwise redoes in 32-bit index arithmetic that it may
  * not reassociate across the conversion to a pointer offset: GCC compiled
- * the tutorial GEMM's jammed body a fifth faster.
+ * the tutorial GEMM's jammed tile body about a third faster.
  *
  * Only accesses the body makes unconditionally choose bases and count: the
  * unmasked scalar or dense vector (unit-stride RAMP) accesses of STOREs and
@@ -20,9 +20,9 @@
  * computing it before the first statement is valid. A base holds no load
  * (its value cannot depend on the body's own stores) and only variables
  * bound outside the body (a straight-line body binds none). A base used
- * once is not worth a pointer. Other accesses (masked ones, lanes printed
- * one by one, select arms) whose index is x + c still print through the
- * pointer: the same address.
+ * once is not worth a pointer; at most TEXI_CP_MAX_BASES are collected. Other
+ * accesses whose index is x + c (in select arms, lanes printed one by one)
+ * print through the pointer too: the same address.
  */
 #include "codegen_c/cprint.h"
 
@@ -30,8 +30,7 @@
 
 typedef struct {
     texi_cp *p;
-    int n;
-    bool full;
+    int n; /* candidates, in p->bases after the ones in scope */
 } collector;
 
 /* x and c of an index x + c (x NULL for a constant index). */
@@ -94,10 +93,8 @@ static void note(collector *c, const texi_buffer *buf, tex_expr *index, bool sto
             return;
         }
     }
-    if (p->n_bases + c->n == TEXI_CP_MAX_BASES) {
-        c->full = true;
+    if (p->n_bases + c->n == TEXI_CP_MAX_BASES)
         return;
-    }
     p->bases[p->n_bases + c->n++] = (texi_cp_base){key, buf, x, off, NULL, NULL, 1, stored};
 }
 
@@ -137,7 +134,7 @@ int texi_cp_bases_begin(texi_cp *p, texi_sb *sb, const tex_stmt *body)
 {
     if (!p->target->base_pointers || !straight_stores(body))
         return 0;
-    collector c = {p, 0, false};
+    collector c = {p, 0};
     int n_items = body->kind == TEXI_STMT_SEQ ? body->u.seq.n : 1;
     for (int i = 0; i < n_items; i++) {
         const tex_stmt *st = body->kind == TEXI_STMT_SEQ ? body->u.seq.items[i] : body;

@@ -279,13 +279,17 @@ static tex_stmt *copies(tex_ctx *ctx, tex_stmt *body, int n_items, tex_expr *var
     return texi_seq_new(ctx, (int)(n_items * j), items);
 }
 
-/* loop (variable var from min, extent n, body: n_items stores) jammed by
- * j: a loop over the n / j groups (their statements alone when there is
- * one group), then the rest, n % j iterations, as a loop of the original
- * body (its statements alone for one iteration). NULL on ENOMEM. */
-static tex_stmt *jammed(tex_ctx *ctx, tex_stmt *loop, tex_stmt *body, int n_items, int64_t n,
-                        int64_t j)
+/* loop (variable v from min, extent n) jammed by j over body (n_items
+ * stores): a loop over the n / j groups (none for one group) whose body is
+ * the copies of body for v = min + j*g + k, k < j, either inside `inner`
+ * (pass jam_outer: loop's body is that loop, whose body is `body`; copy
+ * after copy) or alone (pass jam, inner NULL: statement by statement);
+ * then the last n % j iterations as a loop of loop's original body (the
+ * copy for v = min + n - 1, inside inner, for one). NULL on ENOMEM. */
+static tex_stmt *jam_by(tex_ctx *ctx, tex_stmt *loop, tex_stmt *inner, tex_stmt *body, int n_items,
+                        int64_t n, int64_t j)
 {
+    bool by_statement = inner == NULL;
     tex_expr *var = loop->u.loop.var, *min = texi_convert(loop->u.loop.min, var->dtype);
     tex_expr *group = texi_var_new(ctx, var->u.var.name, var->dtype);
     tex_expr *step = texi_int_imm(ctx, var->dtype, j);
@@ -294,23 +298,26 @@ static tex_stmt *jammed(tex_ctx *ctx, tex_stmt *loop, tex_stmt *body, int n_item
     if (!min || !group || !step || !zero || !groups)
         return NULL;
     texi_range range = {group, zero, groups};
-    tex_stmt *main;
-    if (n / j == 1) {
-        main = copies(ctx, body, n_items, var, min, j, range, true);
-    } else {
-        tex_expr *first = texi_binary(TEXI_EXPR_ADD, min, texi_binary(TEXI_EXPR_MUL, group, step));
-        tex_stmt *seq = first ? copies(ctx, body, n_items, var, first, j, range, true) : NULL;
-        main = seq ? texi_for_new(ctx, group, zero, groups, TEXI_FOR_SERIAL, -1, seq) : NULL;
-    }
+    tex_expr *first =
+        n / j == 1 ? min : texi_binary(TEXI_EXPR_ADD, min, texi_binary(TEXI_EXPR_MUL, group, step));
+    tex_stmt *main = first ? copies(ctx, body, n_items, var, first, j, range, by_statement) : NULL;
+    if (main && inner)
+        main = texi_stmt_with_body(ctx, inner, main);
+    if (main && n / j > 1)
+        main = texi_for_new(ctx, group, zero, groups, TEXI_FOR_SERIAL, -1, main);
     if (!main || n % j == 0)
         return main;
     tex_expr *done = texi_int_imm(ctx, var->dtype, n - n % j);
     tex_expr *rest = texi_int_imm(ctx, var->dtype, n % j);
     tex_expr *rest_min =
         done && rest ? texi_simplify(texi_binary(TEXI_EXPR_ADD, min, done), 0, NULL) : NULL;
-    tex_stmt *tail = !rest_min   ? NULL
-                     : n % j > 1 ? texi_for_new(ctx, var, rest_min, rest, TEXI_FOR_SERIAL, -1, body)
-                                 : copies(ctx, body, n_items, var, rest_min, 1, range, true);
+    tex_stmt *tail = NULL;
+    if (rest_min && n % j > 1) {
+        tail = texi_for_new(ctx, var, rest_min, rest, TEXI_FOR_SERIAL, -1, inner ? inner : body);
+    } else if (rest_min) {
+        tail = copies(ctx, body, n_items, var, rest_min, 1, range, by_statement);
+        tail = tail && inner ? texi_stmt_with_body(ctx, inner, tail) : tail;
+    }
     return tail ? texi_seq_new(ctx, 2, (tex_stmt *[]){main, tail}) : NULL;
 }
 
@@ -324,7 +331,7 @@ static tex_stmt *jam_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
         !texi_expr_is_int_const(s->u.loop.extent, &n) || n < 2)
         return texi_stmt_with_body(ctx, s, body);
     int64_t j = jam_factor(s, body, n_items, n);
-    return j < 2 ? texi_stmt_with_body(ctx, s, body) : jammed(ctx, s, body, n_items, n, j);
+    return j < 2 ? texi_stmt_with_body(ctx, s, body) : jam_by(ctx, s, NULL, body, n_items, n, j);
 }
 
 int texi_pass_jam(texi_lower *lw, tex_stmt *in, tex_stmt **out)
@@ -397,45 +404,6 @@ static int64_t outer_factor(const tex_stmt *outer, const tex_stmt *inner, tex_st
     return j;
 }
 
-/* outer (variable v from min, extent n) around inner (body: n_items
- * stores), jammed by j: a loop over the n / j groups (inner alone when
- * there is one group) whose inner loop runs body for v = min + j*g + k,
- * k < j, copy after copy; then the last n % j iterations as a loop of
- * inner (inner alone, v substituted, for one). NULL on ENOMEM. */
-static tex_stmt *outer_jammed(tex_ctx *ctx, tex_stmt *outer, tex_stmt *inner, int n_items,
-                              int64_t n, int64_t j)
-{
-    tex_stmt *body = inner->u.loop.body;
-    tex_expr *var = outer->u.loop.var, *min = texi_convert(outer->u.loop.min, var->dtype);
-    tex_expr *group = texi_var_new(ctx, var->u.var.name, var->dtype);
-    tex_expr *step = texi_int_imm(ctx, var->dtype, j);
-    tex_expr *zero = texi_int_imm(ctx, var->dtype, 0);
-    tex_expr *groups = texi_int_imm(ctx, var->dtype, n / j);
-    if (!min || !group || !step || !zero || !groups)
-        return NULL;
-    texi_range range = {group, zero, groups};
-    tex_expr *first =
-        n / j == 1 ? min : texi_binary(TEXI_EXPR_ADD, min, texi_binary(TEXI_EXPR_MUL, group, step));
-    tex_stmt *seq = first ? copies(ctx, body, n_items, var, first, j, range, false) : NULL;
-    tex_stmt *main = seq ? texi_stmt_with_body(ctx, inner, seq) : NULL;
-    if (main && n / j > 1)
-        main = texi_for_new(ctx, group, zero, groups, TEXI_FOR_SERIAL, -1, main);
-    if (!main || n % j == 0)
-        return main;
-    tex_expr *done = texi_int_imm(ctx, var->dtype, n - n % j);
-    tex_expr *rest = texi_int_imm(ctx, var->dtype, n % j);
-    tex_expr *rest_min =
-        done && rest ? texi_simplify(texi_binary(TEXI_EXPR_ADD, min, done), 0, NULL) : NULL;
-    tex_stmt *one =
-        rest_min && n % j == 1 ? copies(ctx, body, n_items, var, rest_min, 1, range, false) : NULL;
-    tex_stmt *tail = !rest_min ? NULL
-                     : n % j > 1
-                         ? texi_for_new(ctx, var, rest_min, rest, TEXI_FOR_SERIAL, -1, inner)
-                     : one ? texi_stmt_with_body(ctx, inner, one)
-                           : NULL;
-    return tail ? texi_seq_new(ctx, 2, (tex_stmt *[]){main, tail}) : NULL;
-}
-
 /* Loop s with its (already rewritten) body: see the top comment (pass
  * jam_outer). */
 static tex_stmt *jam_outer_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
@@ -449,7 +417,8 @@ static tex_stmt *jam_outer_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void 
         !texi_expr_is_int_const(s->u.loop.extent, &n) || n < 2)
         return texi_stmt_with_body(ctx, s, body);
     int64_t j = outer_factor(s, body, body->u.loop.body, n_items, n);
-    return j < 2 ? texi_stmt_with_body(ctx, s, body) : outer_jammed(ctx, s, body, n_items, n, j);
+    return j < 2 ? texi_stmt_with_body(ctx, s, body)
+                 : jam_by(ctx, s, body, body->u.loop.body, n_items, n, j);
 }
 
 int texi_pass_jam_outer(texi_lower *lw, tex_stmt *in, tex_stmt **out)
