@@ -79,10 +79,9 @@ static const char vm_exp[] =
     "    *lo = (pl * s1) * s2;\n"
     "    return tex_vsel_f32x$L(($I)(0x7f800000u - ab) >> 31, x + x, (p * s1) * s2);\n}\n\n"
     "$S $F tex_vexp_f32x$L($F x)\n{\n"
-    "    /* all ones on the lanes where |x| > 86 (or x is NaN) */\n"
-    "    $I far = ($I)(0x42ac0000u - (($U)x & 0x7fffffffu)) >> 31;\n"
     "    $F lo;\n"
-    "    if (__builtin_expect(tex_vany_i32x$L(far), 0))\n"
+    "    /* some lane's |x| above 86 (or x NaN) */\n"
+    "    if (__builtin_expect(tex_vany_above_i32x$L(($I)(($U)x & 0x7fffffffu), 0x42ac0000), 0))\n"
     "        return tex_vexpx_f32x$L(x, &lo);\n"
     "    $I n;\n"
     "    $F p = 1.0f + tex_vexpt_f32x$L(x, &n);\n"
@@ -217,7 +216,7 @@ static void put_tmpl(texi_sb *sb, const char *text, int lanes)
     }
 }
 
-/* The x86 form of tex_vany_i32xL for 4, 8 and 16 lanes: one PTEST of
+/* The x86 test of tex_vany_above_i32xL for 4, 8 and 16 lanes: one PTEST of
  * the vector, 16 lanes OR-ing their two 32-byte halves first (extracted by
  * __builtin_shufflevector, which GCC has from version 12 on). The builtins
  * are the ones <immintrin.h> wraps, the same names in GCC and Clang. */
@@ -240,18 +239,29 @@ static void put_any_ptest(texi_sb *sb, int lanes)
                      "    return !__builtin_ia32_ptestz256(o, o);\n");
 }
 
-/* tex_vany_i32xL(m): whether a lane of m is non-zero. On x86 one PTEST
- * (put_any_ptest); elsewhere by OR-ing m with itself rotated by L/2, L/4,
- * ... 1 lanes (a loop over the lanes becomes one extraction per lane in
- * GCC's output), the rotations spelled for each compiler: Clang has
- * __builtin_shufflevector, GCC (before 12) only __builtin_shuffle. */
-static void put_any(texi_sb *sb, int lanes)
+/* tex_vany_above_i32xL(m, bound): whether a lane of m (each in [0, 2^31))
+ * is above bound. With AVX-512F and 16 lanes, one unsigned compare into a
+ * mask register (the builtin that <immintrin.h>'s
+ * _mm512_cmpgt_epu32_mask wraps, in GCC and Clang: a tenth off a
+ * softmax, whose exp tests its range so). Otherwise m becomes the borrows
+ * of bound - m (all ones where above) and any lane of it non-zero is
+ * tested: on x86 by one PTEST (put_any_ptest); elsewhere by OR-ing m with
+ * itself rotated by L/2, L/4, ... 1 lanes (a loop over the lanes becomes
+ * one extraction per lane in GCC's output), the rotations spelled for
+ * each compiler: Clang has __builtin_shufflevector, GCC (before 12) only
+ * __builtin_shuffle. */
+static void put_any_above(texi_sb *sb, int lanes)
 {
-    texi_sb_printf(
-        sb,
-        "static inline __attribute__((always_inline)) int tex_vany_i32x%d(tex_v%d_i32 m)\n"
-        "{\n",
-        lanes, lanes);
+    texi_sb_printf(sb,
+                   "static inline __attribute__((always_inline)) int "
+                   "tex_vany_above_i32x%d(tex_v%d_i32 m, int bound)\n{\n",
+                   lanes, lanes);
+    if (lanes == 16)
+        texi_sb_puts(sb, "#if defined(__AVX512F__)\n"
+                         "    return __builtin_ia32_ucmpd512_mask(m, (tex_v16_i32){0} + bound, 6,\n"
+                         "                                        (unsigned short)0xffff) != 0;\n"
+                         "#else\n");
+    texi_sb_printf(sb, "    m = (tex_v%d_i32)((tex_v%d_u32)(bound - m)) >> 31;\n", lanes, lanes);
     bool ptest = lanes == 4 || lanes == 8 || lanes == 16;
     if (ptest)
         put_any_ptest(sb, lanes);
@@ -269,7 +279,7 @@ static void put_any(texi_sb *sb, int lanes)
         }
         texi_sb_puts(sb, "    return m[0] != 0;\n");
     }
-    texi_sb_puts(sb, "#endif\n}\n\n");
+    texi_sb_puts(sb, lanes == 16 ? "#endif\n#endif\n}\n\n" : "#endif\n}\n\n");
 }
 
 void texi_vmath_source(texi_sb *sb, int lanes, unsigned which)
@@ -289,7 +299,7 @@ void texi_vmath_source(texi_sb *sb, int lanes, unsigned which)
     put_tmpl(sb, vm_prologue, lanes);
     put_tmpl(sb, vm_sel, lanes);
     if (which & TEXI_VM_EXP)
-        put_any(sb, lanes);
+        put_any_above(sb, lanes);
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
         if (which & fns[i].bit)
             put_tmpl(sb, fns[i].text, lanes);
