@@ -113,13 +113,19 @@ static int jam_for(int chains, int64_t extent)
     return j < extent ? j : (int)extent;
 }
 
-static void test_pass_forms(void)
+/* A fresh context with buffers X and Y of 4096 f32 and the loop variable v. */
+static void hand_built_begin(void)
 {
     c = tex_ctx_new();
     tex_expr *n = I32(4096);
     X = texi_buffer_new(c, "X", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
     Y = texi_buffer_new(c, "Y", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
     v = texi_var_new(c, "v", TEX_I32);
+}
+
+static void test_pass_forms(void)
+{
+    hand_built_begin();
     /* two vector chains of a 16-wide row, each updated twice */
     tex_stmt *rows[4] = {update(16, 0, 8, 1), update(16, 8, 8, 1), update(16, 0, 8, 2),
                          update(16, 8, 8, 2)};
@@ -213,11 +219,7 @@ static void expect_outer(const char *what, int64_t extent, tex_expr *inner, tex_
 
 static void test_outer_forms(void)
 {
-    c = tex_ctx_new();
-    tex_expr *n = I32(4096);
-    X = texi_buffer_new(c, "X", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
-    Y = texi_buffer_new(c, "Y", TEX_F32, TEXI_SCOPE_GLOBAL, 1, &n);
-    v = texi_var_new(c, "v", TEX_I32);
+    hand_built_begin();
     u = texi_var_new(c, "u", TEX_I32);
     tex_expr *u2 = texi_binary(TEXI_EXPR_MUL, u, I32(2));
     tex_expr *u2p1 = texi_binary(TEXI_EXPR_ADD, u2, I32(1));
