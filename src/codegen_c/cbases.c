@@ -48,30 +48,13 @@ static tex_expr *split_offset(tex_expr *index, int64_t *c)
     return index;
 }
 
-static bool visit_has_load(tex_expr *e, void *ud)
-{
-    *(bool *)ud |= e->kind == TEXI_EXPR_LOAD || e->kind == TEXI_EXPR_SEARCH;
-    return !*(bool *)ud;
-}
-
-static bool has_load(tex_expr *e)
-{
-    bool found = false;
-    texi_expr_visit(e, visit_has_load, &found);
-    return found;
-}
-
 /* The scalar index of an access that prints as one element: index itself,
  * a dense RAMP's base, or NULL. */
 static tex_expr *element_index(const texi_buffer *buf, tex_expr *index)
 {
-    int64_t stride;
     if (index->lanes == 1)
         return index;
-    bool dense = index->kind == TEXI_EXPR_RAMP &&
-                 texi_expr_is_int_const(index->u.ramp.stride, &stride) && stride == 1 &&
-                 texi_dtype_lane(buf->dtype) == buf->dtype;
-    return dense ? index->u.ramp.base : NULL;
+    return texi_cp_dense_access(buf->dtype, index) ? index->u.ramp.base : NULL;
 }
 
 /* Counts an unconditional access of buf at index (see the top comment). */
@@ -81,7 +64,7 @@ static void note(collector *c, const texi_buffer *buf, tex_expr *index, bool sto
     int64_t off;
     tex_expr *at = element_index(buf, index);
     tex_expr *x = at ? split_offset(at, &off) : NULL;
-    if (!x || has_load(x))
+    if (!x || texi_expr_reads_memory(x))
         return;
     const void *key = texi_buffer_key(buf);
     for (int i = p->n_bases; i < p->n_bases + c->n; i++) {
@@ -117,22 +100,9 @@ static void note_loads(collector *c, tex_expr *e)
     texi_expr_visit(e, visit_loads, c);
 }
 
-/* Whether body is one STORE or a sequence of STOREs. */
-static bool straight_stores(const tex_stmt *body)
-{
-    if (body->kind == TEXI_STMT_STORE)
-        return true;
-    if (body->kind != TEXI_STMT_SEQ)
-        return false;
-    for (int i = 0; i < body->u.seq.n; i++)
-        if (body->u.seq.items[i]->kind != TEXI_STMT_STORE)
-            return false;
-    return true;
-}
-
 int texi_cp_bases_begin(texi_cp *p, texi_sb *sb, const tex_stmt *body)
 {
-    if (!p->target->base_pointers || !straight_stores(body))
+    if (!p->target->base_pointers || !texi_stmt_straight_stores(body))
         return 0;
     collector c = {p, 0};
     int n_items = body->kind == TEXI_STMT_SEQ ? body->u.seq.n : 1;
@@ -152,8 +122,11 @@ int texi_cp_bases_begin(texi_cp *p, texi_sb *sb, const tex_stmt *body)
             continue;
         char name[96];
         snprintf(name, sizeof name, "%s_at", b.buf->name);
-        b.var = texi_var_new(p->ctx, name, TEX_I64);
-        b.name = b.var ? texi_cp_bind(p, b.var, name) : "?";
+        if (!(b.var = texi_var_new(p->ctx, name, TEX_I64))) {
+            texi_cp_fail(p, TEX_ENOMEM, "out of memory (base pointers)");
+            break;
+        }
+        b.name = texi_cp_bind(p, b.var, name);
         texi_cp_indent(p, sb);
         texi_sb_printf(sb, "%s%s *%s = &%s[", b.stored ? "" : "const ",
                        p->target->storage_type(b.buf->dtype), b.name,

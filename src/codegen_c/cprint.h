@@ -246,6 +246,9 @@ void texi_cp_vector(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec);
  * vector VAR and returns true; false for the nodes whose scalar form
  * (over their operands' lanes) is their lane. */
 bool texi_cp_lane_expr(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec);
+/* Whether a load or store of buffer storage dtype st at index is one
+ * vector access: a RAMP of stride 1 over storage that holds the values. */
+bool texi_cp_dense_access(tex_dtype st, const tex_expr *index);
 /* A STORE whose index is a vector. */
 void texi_cp_vector_store(texi_cp *p, texi_sb *sb, const tex_stmt *s);
 /* The horizontal reduction e (scalar VREDUCE of a vector): a call of its

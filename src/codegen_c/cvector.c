@@ -38,9 +38,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Whether a load or store of buffer storage dtype st at index is one
- * vector access: a RAMP of stride 1 over storage that holds the values. */
-static bool dense_access(tex_dtype st, const tex_expr *index)
+bool texi_cp_dense_access(tex_dtype st, const tex_expr *index)
 {
     int64_t stride;
     return index->kind == TEXI_EXPR_RAMP && texi_expr_is_int_const(index->u.ramp.stride, &stride) &&
@@ -255,7 +253,7 @@ void texi_cp_vector(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
                 return;
             break;
         }
-        if (dense_access(e->u.load.buf->dtype, e->u.load.index)) {
+        if (texi_cp_dense_access(e->u.load.buf->dtype, e->u.load.index)) {
             bool par = TEXI_CP_P_UNARY < prec;
             texi_sb_puts(sb, par ? "(" : "");
             emit_dense_access(p, sb, e->u.load.buf, e->u.load.index, true);
@@ -321,7 +319,7 @@ void texi_cp_vector_store(texi_cp *p, texi_sb *sb, const tex_stmt *s)
         texi_cp_masked_store(p, sb, s);
         return;
     }
-    if (dense_access(b->dtype, index)) {
+    if (texi_cp_dense_access(b->dtype, index)) {
         texi_cp_indent(p, sb);
         emit_dense_access(p, sb, b, index, false);
         texi_sb_puts(sb, " = ");

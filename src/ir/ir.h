@@ -655,6 +655,13 @@ bool texi_stmt_uses_var(tex_ctx *ctx, const tex_stmt *s, const tex_expr *var);
 /* Whether expression e reads variable var. */
 bool texi_expr_uses_var(const tex_expr *e, const tex_expr *var);
 
+/* Whether expression e reads memory (a LOAD or a SEARCH of an index array). */
+bool texi_expr_reads_memory(const tex_expr *e);
+
+/* The number of statements of s when it is one STORE or a sequence of
+ * STOREs (straight-line code), else 0. */
+int texi_stmt_straight_stores(const tex_stmt *s);
+
 /* Whether integer expression e is linear in variable v (sums, products by
  * constants, integer casts); *coef receives v's coefficient (0 when e does
  * not read v). */

@@ -478,6 +478,32 @@ bool texi_expr_uses_var(const tex_expr *e, const tex_expr *var)
     return p.found;
 }
 
+static bool probe_memory(tex_expr *e, void *ud)
+{
+    bool *found = ud;
+    *found |= e->kind == TEXI_EXPR_LOAD || e->kind == TEXI_EXPR_SEARCH;
+    return !*found;
+}
+
+bool texi_expr_reads_memory(const tex_expr *e)
+{
+    bool found = false;
+    texi_expr_visit((tex_expr *)(uintptr_t)e, probe_memory, &found); /* changes nothing */
+    return found;
+}
+
+int texi_stmt_straight_stores(const tex_stmt *s)
+{
+    if (s->kind == TEXI_STMT_STORE)
+        return 1;
+    if (s->kind != TEXI_STMT_SEQ)
+        return 0;
+    for (int i = 0; i < s->u.seq.n; i++)
+        if (s->u.seq.items[i]->kind != TEXI_STMT_STORE)
+            return 0;
+    return s->u.seq.n;
+}
+
 bool texi_linear_in(tex_expr *e, const tex_expr *v, int64_t *coef)
 {
     int64_t a, b, k;

@@ -101,20 +101,6 @@ static bool visit_load(tex_expr *e, void *ud)
     return true;
 }
 
-/* The number of statements of a body of one STORE or a sequence of STOREs;
- * 0 for any other body. */
-static int straight_stores(const tex_stmt *body)
-{
-    if (body->kind == TEXI_STMT_STORE)
-        return 1;
-    if (body->kind != TEXI_STMT_SEQ)
-        return 0;
-    for (int i = 0; i < body->u.seq.n; i++)
-        if (body->u.seq.items[i]->kind != TEXI_STMT_STORE)
-            return 0;
-    return body->u.seq.n;
-}
-
 /* The first element of an access (a RAMP's base), or NULL when it is not a
  * scalar or a unit-stride ramp; *lanes: the elements it touches. */
 static tex_expr *first_element(tex_expr *index, int *lanes)
@@ -169,6 +155,18 @@ static bool first_of_buffer(const accesses *a, int i)
     return true;
 }
 
+/* Whether a->list[i] is the first load (or the first store) of its buffer
+ * at its index. */
+static bool first_of_kind(const accesses *a, int i)
+{
+    const access *x = &a->list[i];
+    for (int k = 0; k < i; k++)
+        if (a->list[k].stored == x->stored && a->list[k].key == x->key &&
+            texi_expr_equal(a->list[k].index, x->index))
+            return false;
+    return true;
+}
+
 /* The distinct (buffer, index) pairs stored, or 0 when no pair is stored
  * twice (no chain). */
 static int chains(const accesses *a)
@@ -178,12 +176,9 @@ static int chains(const accesses *a)
     for (int i = 0; i < a->n; i++) {
         if (!a->list[i].stored)
             continue;
-        bool seen = false;
-        for (int k = 0; k < i && !seen; k++)
-            seen = a->list[k].stored && a->list[k].key == a->list[i].key &&
-                   texi_expr_equal(a->list[k].index, a->list[i].index);
-        distinct += !seen;
-        repeated |= seen;
+        bool first = first_of_kind(a, i);
+        distinct += first;
+        repeated |= !first;
     }
     return repeated ? distinct : 0;
 }
@@ -326,7 +321,7 @@ static tex_stmt *jam_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void *ud)
 {
     (void)ud;
     int64_t n;
-    int n_items = straight_stores(body);
+    int n_items = texi_stmt_straight_stores(body);
     if (s->u.loop.for_kind != TEXI_FOR_SERIAL || n_items == 0 ||
         !texi_expr_is_int_const(s->u.loop.extent, &n) || n < 2)
         return texi_stmt_with_body(ctx, s, body);
@@ -347,18 +342,6 @@ static int64_t registers(const access *x, int64_t vector_bytes)
 {
     int64_t r = (x->bytes + vector_bytes - 1) / vector_bytes;
     return r < 1 ? 1 : r;
-}
-
-/* Whether a->list[i] is the first load (or the first store) of its buffer
- * at its index. */
-static bool first_of_kind(const accesses *a, int i)
-{
-    const access *x = &a->list[i];
-    for (int k = 0; k < i; k++)
-        if (a->list[k].stored == x->stored && a->list[k].key == x->key &&
-            texi_expr_equal(a->list[k].index, x->index))
-            return false;
-    return true;
 }
 
 static bool stores_to(const accesses *a, const void *key)
@@ -411,7 +394,7 @@ static tex_stmt *jam_outer_loop(tex_ctx *ctx, tex_stmt *s, tex_stmt *body, void 
     (void)ud;
     int64_t n;
     int n_items = body->kind == TEXI_STMT_FOR && body->u.loop.for_kind == TEXI_FOR_SERIAL
-                      ? straight_stores(body->u.loop.body)
+                      ? texi_stmt_straight_stores(body->u.loop.body)
                       : 0;
     if (s->u.loop.for_kind != TEXI_FOR_SERIAL || n_items == 0 ||
         !texi_expr_is_int_const(s->u.loop.extent, &n) || n < 2)

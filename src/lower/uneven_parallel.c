@@ -10,18 +10,11 @@
  */
 #include "lower/lower.h"
 
-static bool reads_memory(tex_expr *e, void *ud)
-{
-    bool *found = ud;
-    *found |= e->kind == TEXI_EXPR_LOAD || e->kind == TEXI_EXPR_SEARCH;
-    return !*found;
-}
-
 static bool ragged_loop(const tex_stmt *s, void *ud)
 {
     bool *found = ud;
     if (s->kind == TEXI_STMT_FOR)
-        texi_expr_visit(s->u.loop.extent, reads_memory, found);
+        *found |= texi_expr_reads_memory(s->u.loop.extent);
     return !*found;
 }
 
