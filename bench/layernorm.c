@@ -14,6 +14,9 @@
  *                     of its own.
  * The result is checked against a plain C reference in double precision
  * (relative error <= 1e-5) before anything is timed.
+ *
+ * usage: layernorm           the benchmark
+ *        layernorm --source  prints the C that tex generates (2 threads)
  */
 #include "rowwise.h"
 
@@ -85,8 +88,10 @@ static const rw_spec spec = {"layernorm",
                              layernorm_computes,
                              layernorm_reference};
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--source") == 0)
+        return rw_print_source(&spec, 2);
     rw_run_case(&spec, 2);
     rw_run_case(&spec, 1);
     return 0;

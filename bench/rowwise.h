@@ -46,10 +46,10 @@ typedef struct {
     const rw_spec *spec;
     int threads;
     tex_kernel *fused, *unfused;
-    int n_fused, n_unfused;                 /* their argument counts */
-    DLTensor *arr[2 * RW_MAX + 1];          /* in, mid, out */
-    DLTensor *fused_args[2 * RW_MAX + 1];   /* in, out */
-    float *copy_out;                        /* the bandwidth anchor's output */
+    int n_fused, n_unfused;               /* their argument counts */
+    DLTensor *arr[2 * RW_MAX + 1];        /* in, mid, out */
+    DLTensor *fused_args[2 * RW_MAX + 1]; /* in, out */
+    float *copy_out;                      /* the bandwidth anchor's output */
     float *want;
 } rw_case;
 
@@ -148,25 +148,35 @@ static inline int rw_run_copy(void *arg)
     return 0;
 }
 
+/* Prints the generated C of sp's fused kernel on `threads` threads; 0 or 1. */
+static inline int rw_print_source(const rw_spec *sp, int threads)
+{
+    rw_case rc = {.spec = sp, .threads = threads};
+    int rc_build = rw_build(&rc);
+    if (rc_build == 0)
+        fputs(tex_kernel_source(rc.fused), stdout);
+    rw_release(&rc);
+    return rc_build == 0 ? 0 : 1;
+}
+
 /* The two lines of spec sp on `threads` threads (top comment). */
 static inline void rw_run_case(const rw_spec *sp, int threads)
 {
     char desc[64];
-    snprintf(desc, sizeof desc, "%lldx%lld/t%d", (long long)sp->rows, (long long)sp->cols,
-             threads);
+    snprintf(desc, sizeof desc, "%lldx%lld/t%d", (long long)sp->rows, (long long)sp->cols, threads);
     rw_case rc = {.spec = sp, .threads = threads};
     if (rw_alloc(&rc) != 0 || rw_build(&rc) != 0)
         bench_fail(sp->name, desc, "setup_failed");
     int64_t n = sp->rows * sp->cols;
     float *y = rc.arr[sp->n_in + sp->n_mid]->data;
-    for (int k = 0; k < 2; k++) { /* the unfused kernel, then the fused one */
+    for (int k = 0; k < 2; k++) {                   /* the unfused kernel, then the fused one */
         memset(y, 0xff, sizeof(float) * (size_t)n); /* NaN: must be overwritten */
         if ((k ? rw_run_fused(&rc) : rw_run_unfused(&rc)) != 0)
             bench_fail(sp->name, desc, "call_failed");
         bench_check_close(sp->name, desc, y, rc.want, n, 1e-5);
     }
-    bench_run runs[3] = {{rw_run_fused, &rc, NULL}, {rw_run_copy, &rc, NULL},
-                         {rw_run_unfused, &rc, NULL}};
+    bench_run runs[3] = {
+        {rw_run_fused, &rc, NULL}, {rw_run_copy, &rc, NULL}, {rw_run_unfused, &rc, NULL}};
     bench_stats st[3];
     if (bench_interleave(3, runs, 1000, st) != 0)
         bench_fail(sp->name, desc, "call_failed");

@@ -35,8 +35,9 @@
  * chunk where the CPU has masked moves (docs/passes.md), so tails are a
  * sizeable part of the work.
  *
- * usage: softmax           the benchmark
- *        softmax --source  prints the C that tex generates (2 threads)
+ * usage: softmax                the benchmark
+ *        softmax --source [auto] prints the C that tex generates for the
+ *                                hand-written (or automatic) schedule, 2 threads
  */
 #include "rowwise.h"
 #include "softmax_sched.h"
@@ -182,7 +183,8 @@ static int print_source(void)
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--source") == 0)
-        return print_source();
+        return argc > 2 && strcmp(argv[2], "auto") == 0 ? rw_print_source(&auto_spec, 2)
+                                                        : print_source();
     rw_run_case(&auto_spec, 2);
     rw_run_case(&auto_spec, 1);
     run_case(2, COLS);

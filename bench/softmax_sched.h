@@ -22,7 +22,7 @@ static inline int vector_reduce(tex_schedule *s, tex_tensor *R, tex_stage *sy, t
 
 /* The computes: in = {X}, mid = {Mx, E, Se}, *out = Y; 0 or -1. */
 static inline int softmax_computes(tex_ctx *c, int64_t nrows, int64_t ncols, tex_tensor **in,
-                            tex_tensor **mid, tex_tensor **out)
+                                   tex_tensor **mid, tex_tensor **out)
 {
     tex_expr *rows = tex_int(c, nrows), *cols = tex_int(c, ncols);
     tex_tensor *X = tex_placeholder_c(c, "X", TEX_F32, 2, (int64_t[]){nrows, ncols});
@@ -64,6 +64,7 @@ static inline tex_func *softmax_define(tex_ctx *c, int64_t n_rows, int64_t n_col
     rc = rc ? rc : tex_split(se, tex_op_axis(se, 1), tex_int(c, SOFTMAX_VEC), &eo, &ei);
     rc = rc ? rc : tex_vectorize(se, ei);
     rc = rc ? rc : tex_compute_at(se, sy, i4);
+    rc = rc ? rc : tex_prefetch_at(se, X, eo, tex_op_axis(se, 0), 1);
     rc = rc ? rc : vector_reduce(s, Mx, sy, i4);
     rc = rc ? rc : vector_reduce(s, Se, sy, i4);
     return rc ? NULL : tex_lower_tensors(s, "softmax", 2, (tex_tensor *[]){X, Y});

@@ -362,6 +362,20 @@ TEX_API int tex_double_buffer(tex_stage *st);
  * st, and cache_read of t for st refuse afterwards (call them first).
  * TEX_EMISUSE for NULL arguments. */
 TEX_API int tex_prefetch(tex_stage *st, tex_tensor *t, tex_iter *iv, int offset);
+/* Software prefetching spread over an inner loop (Halide's prefetch with an
+ * `at` and a `from` loop): like tex_prefetch at leaf `at`, but the hinted
+ * elements are those the same iteration of `at` (and of every loop between)
+ * reads when leaf `from`, which is `at` or a leaf outside it, is `offset`
+ * iterations later. With `from` the loop over a matrix's rows and `at` the
+ * loop over a row's vectors, each step of a row asks for the same vectors of
+ * the next row, so the next row arrives spread over this row's work instead
+ * of in a burst the processor cannot keep in flight (the hardware
+ * prefetcher stops at each 4 KiB page, the end of a 1024-float row).
+ * tex_prefetch(st, t, iv, d) is tex_prefetch_at(st, t, iv, iv, d); a request
+ * for the same t and `at` replaces the earlier one. The same checks as
+ * tex_prefetch, and TEX_EINVAL when `from` is not a leaf of st or is inside
+ * `at` (tex_lower checks the order again). */
+TEX_API int tex_prefetch_at(tex_stage *st, tex_tensor *t, tex_iter *at, tex_iter *from, int offset);
 
 /* Makes the updates of reduction stage st atomic (Halide's atomic()): each
  * combines its value into the output with an atomic operation, so that a

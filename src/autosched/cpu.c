@@ -24,7 +24,8 @@
  *   rows   (row-wise chains): the root's leading dims up to the kernel's
  *          depth (at most all but the last) fused into one parallel row
  *          loop, or for a 1-d root chunks sized to fit L1; every member
- *          computed at it with its own inner loop vectorized.
+ *          computed at it with its own inner loop vectorized; the inputs
+ *          read row by row hinted one row ahead (prefetch_next_rows).
  *   alone  an elementwise stage: all dims but the last fused and parallel,
  *          the last vectorized; a reduction: its data-parallel dims fused
  *          and parallel, the reduction vectorized when it runs along memory
@@ -170,6 +171,50 @@ static int outer_loop(texi_as_graph *g, tex_stage *st, int lead, int n_arrays, t
     return tex_parallel(st, *outer);
 }
 
+/* The innermost leaf of st that is not vectorized. */
+static tex_iter *loop_outside_vectors(const tex_stage *st)
+{
+    for (int k = st->n_leaf - 1; k >= 0; k--)
+        if (st->attr[texi_stage_iter_index(st, st->leaf[k])].for_kind != TEXI_FOR_VECTORIZED)
+            return st->leaf[k];
+    return NULL;
+}
+
+/* Next-row hints of "rows" kernel r (row loop `outer` over its first `lead`
+ * dims): each input the chain reads by those dims (a placeholder, or
+ * another kernel's output) is hinted one row ahead by its last reader in
+ * the chain, when that reader is elementwise, at its loop over the row's
+ * vectors (tex_prefetch_at): the next row streams in while the row's last
+ * pass over it computes. The hardware prefetcher stops at every 4 KiB
+ * page (a 1024-float row), and a burst of hints at the row's start would
+ * wait on the few misses a core keeps in flight; spread so, they took a
+ * third off bench/softmax and a tenth off bench/layernorm. */
+static int prefetch_next_rows(texi_as_graph *g, int r, tex_iter *outer, int lead)
+{
+    for (int p = 0; p < g->n && lead > 0; p++) {
+        const texi_as_node *in = &g->nodes[p];
+        if (in->st->op->kind != TEXI_OP_PLACEHOLDER && (in->fate != TEXI_AS_ROOT || p == r))
+            continue;
+        int last = -1;
+        for (int i = 0; i <= r; i++) {
+            const texi_as_node *m = &g->nodes[i];
+            bool member = i == r || (m->fate == TEXI_AS_ATTACHED && m->root == r);
+            if (member && texi_op_reads(m->st->op, in->st->tensor))
+                last = i;
+        }
+        if (last < 0 || g->nodes[last].kind != TEXI_AS_INJECTIVE ||
+            texi_as_lead_match(g->nodes[last].st, in->st->tensor) < lead)
+            continue;
+        tex_stage *st = g->nodes[last].st;
+        tex_iter *from = last == r ? outer : st->op->axes[lead - 1];
+        tex_iter *at = loop_outside_vectors(st);
+        int f = texi_stage_leaf_index(st, from);
+        if (at && f >= 0 && texi_stage_leaf_index(st, at) > f)
+            TEXI_TRY(tex_prefetch_at(st, in->st->tensor, at, from, 1));
+    }
+    return 0;
+}
+
 /* "rows": see the file comment. */
 static int schedule_rows(texi_as_graph *g, int r)
 {
@@ -185,7 +230,8 @@ static int schedule_rows(texi_as_graph *g, int r)
     if (nd->kind != TEXI_AS_INJECTIVE)
         return reduce_inner(g, st, nd->kind == TEXI_AS_GEMM);
     tex_iter *last = nd_axes > 1 ? st->op->axes[nd_axes - 1] : rest;
-    return vectorize_axis(g, st, last);
+    TEXI_TRY(vectorize_axis(g, st, last));
+    return prefetch_next_rows(g, r, outer, lead);
 }
 
 /* The constant K x NB panel size in bytes of GEMM stage gs, or -1 if symbolic. */

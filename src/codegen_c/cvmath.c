@@ -41,51 +41,66 @@ static const char vm_sel[] = "/* m ? a : b in each lane (m: all ones or all zero
 /* exp(x) = 2^n e^r, n = round(x / ln2), r = x - n ln2 with ln2 split in a
  * 15-bit head (n * head is exact for |n| <= 150) and a tail; e^r = 1 + t,
  * t = r + r^2 q(r) on |r| <= ln2/2 (q: degree 4, fitted for e^r's relative
- * error): tex_vexpt gives t and n. tex_vexpx applies 2^n in two halves so
- * that 2^128 and denormal results (one rounding, in the second
- * multiplication) come out right, with x clamped to [-104, 89], beyond which
- * the result is 0 or inf anyway; it also gives what rounding 1 + t lost,
- * scaled alike (*lo), for callers that need more than the rounded result.
- * tex_vexp takes a shorter path when |x| <= 86 on every lane (the usual
- * case: softmax's x - max, activations): 2^n is then a normal number and
- * 1 + t times it is exact, so adding n to the exponent bits gives the same
- * value as tex_vexpx's two multiplications, without the clamp, the split
- * or the special-case select. Its one branch, on all lanes at once, is the
- * only one in these functions. */
+ * error): tex_vexpt gives t and n (as an integer and as a float). tex_vexpx
+ * applies 2^n so that 2^128 and denormal results (one rounding) come out
+ * right, with x clamped to [-104, 89], beyond which the result is 0 or inf
+ * anyway; it also gives what rounding 1 + t lost, scaled alike (*lo), for
+ * callers that need more than the rounded result. With AVX-512 one VSCALEF
+ * applies 2^n (put_scalef), and tex_vexp is tex_vexpx: fourteen
+ * instructions without a branch. Otherwise 2^n is applied in two halves,
+ * and tex_vexp takes a shorter path when |x| <= 86 on every lane (the
+ * usual case: softmax's x - max, activations): 2^n is then a normal number
+ * and 1 + t times it is exact, so adding n to the exponent bits gives the
+ * same value as tex_vexpx's two multiplications, without the clamp, the
+ * split or the special-case select. Its one branch, on all lanes at once,
+ * is the only one in these functions. */
 static const char vm_exp[] =
-    "$S $F tex_vexpt_f32x$L($F c, $I *n)\n{\n"
+    "$S $F tex_vexpt_f32x$L($F c, $I *n, $F *nf)\n{\n"
     "    /* n = round(c / ln2): adding 1.5 * 2^23 rounds, and n is in the low bits */\n"
     "    $F t = c * 0x1.715476p+0f + 0x1.8p23f;\n"
-    "    $F nf = t - 0x1.8p23f;\n"
+    "    *nf = t - 0x1.8p23f;\n"
     "    *n = ($I)(($U)t - 0x4b400000u);\n"
-    "    $F r = c - nf * 0x1.62e4p-1f;\n"
-    "    r = r - nf * 0x1.7f7d1cp-20f;\n"
+    "    $F r = c - *nf * 0x1.62e4p-1f;\n"
+    "    r = r - *nf * 0x1.7f7d1cp-20f;\n"
     "    $F q = r * 0x1.6a4eccp-10f + 0x1.12399cp-7f;\n"
     "    q = q * r + 0x1.5558bp-5f;\n"
     "    q = q * r + 0x1.555492p-3f;\n"
     "    q = q * r + 0x1.fffffcp-2f;\n"
     "    return r + (r * r) * q;\n}\n\n"
     "$S $F tex_vexpx_f32x$L($F x, $F *lo)\n{\n"
+    "    $I n;\n"
+    "    $F nf;\n"
+    "#ifdef TEX_VSCALEF_F32X$L\n"
+    "    $F t = tex_vexpt_f32x$L(tex_vclamp_f32x$L(x, -104.0f, 89.0f), &n, &nf);\n"
+    "    $F p = 1.0f + t;\n"
+    "    *lo = tex_vscalef_f32x$L((1.0f - p) + t, nf);\n"
+    "    return tex_vscalef_f32x$L(p, nf);\n"
+    "#else\n"
     "    $U ab = ($U)x & 0x7fffffffu;\n"
     "    /* the bound of x's sign, 89 or -104, and whether |x| is above it */\n"
     "    $U bound = 0x42b20000u ^ (($U)(($I)x >> 31) & (0x42b20000u ^ 0xc2d00000u));\n"
     "    $F c = tex_vsel_f32x$L(($I)((bound & 0x7fffffffu) - ab) >> 31, ($F)bound, x);\n"
-    "    $I n;\n"
-    "    $F t = tex_vexpt_f32x$L(c, &n);\n"
+    "    $F t = tex_vexpt_f32x$L(c, &n, &nf);\n"
     "    $F p = 1.0f + t;\n"
     "    $F pl = (1.0f - p) + t;\n"
     "    $I n1 = n >> 1;\n"
     "    $F s1 = ($F)(($U)(n1 + 127) << 23), s2 = ($F)(($U)(n - n1 + 127) << 23);\n"
     "    *lo = (pl * s1) * s2;\n"
-    "    return tex_vsel_f32x$L(($I)(0x7f800000u - ab) >> 31, x + x, (p * s1) * s2);\n}\n\n"
+    "    return tex_vsel_f32x$L(($I)(0x7f800000u - ab) >> 31, x + x, (p * s1) * s2);\n"
+    "#endif\n}\n\n"
     "$S $F tex_vexp_f32x$L($F x)\n{\n"
     "    $F lo;\n"
+    "#ifndef TEX_VSCALEF_F32X$L\n"
     "    /* some lane's |x| above 86 (or x NaN) */\n"
-    "    if (__builtin_expect(tex_vany_above_i32x$L(($I)(($U)x & 0x7fffffffu), 0x42ac0000), 0))\n"
-    "        return tex_vexpx_f32x$L(x, &lo);\n"
-    "    $I n;\n"
-    "    $F p = 1.0f + tex_vexpt_f32x$L(x, &n);\n"
-    "    return ($F)(($U)p + (($U)n << 23));\n}\n\n";
+    "    if (!__builtin_expect(tex_vany_above_i32x$L(($I)(($U)x & 0x7fffffffu), 0x42ac0000), 0)) "
+    "{\n"
+    "        $I n;\n"
+    "        $F nf;\n"
+    "        $F p = 1.0f + tex_vexpt_f32x$L(x, &n, &nf);\n"
+    "        return ($F)(($U)p + (($U)n << 23));\n"
+    "    }\n"
+    "#endif\n"
+    "    return tex_vexpx_f32x$L(x, &lo);\n}\n\n";
 
 /* log(x) = k ln2 + log(m), m in [sqrt(1/2), sqrt(2)), f = m - 1 (exact):
  * with s = f / (2 + f), log(m) = 2 atanh(s) = f - f^2/2 + s (f^2/2 + R),
@@ -240,12 +255,9 @@ static void put_any_ptest(texi_sb *sb, int lanes)
 }
 
 /* tex_vany_above_i32xL(m, bound): whether a lane of m (each in [0, 2^31))
- * is above bound. With AVX-512F and 16 lanes, one unsigned compare into a
- * mask register (the builtin that <immintrin.h>'s
- * _mm512_cmpgt_epu32_mask wraps, in GCC and Clang: a tenth off a
- * softmax, whose exp tests its range so). Otherwise m becomes the borrows
- * of bound - m (all ones where above) and any lane of it non-zero is
- * tested: on x86 by one PTEST (put_any_ptest); elsewhere by OR-ing m with
+ * is above bound, for exp without AVX-512 (put_scalef). m becomes the
+ * borrows of bound - m (all ones where above) and any lane of it non-zero
+ * is tested: on x86 by one PTEST (put_any_ptest); elsewhere by OR-ing m with
  * itself rotated by L/2, L/4, ... 1 lanes (a loop over the lanes becomes
  * one extraction per lane in GCC's output), the rotations spelled for
  * each compiler: Clang has __builtin_shufflevector, GCC (before 12) only
@@ -256,11 +268,6 @@ static void put_any_above(texi_sb *sb, int lanes)
                    "static inline __attribute__((always_inline)) int "
                    "tex_vany_above_i32x%d(tex_v%d_i32 m, int bound)\n{\n",
                    lanes, lanes);
-    if (lanes == 16)
-        texi_sb_puts(sb, "#if defined(__AVX512F__)\n"
-                         "    return __builtin_ia32_ucmpd512_mask(m, (tex_v16_i32){0} + bound, 6,\n"
-                         "                                        (unsigned short)0xffff) != 0;\n"
-                         "#else\n");
     texi_sb_printf(sb, "    m = (tex_v%d_i32)((tex_v%d_u32)(bound - m)) >> 31;\n", lanes, lanes);
     bool ptest = lanes == 4 || lanes == 8 || lanes == 16;
     if (ptest)
@@ -279,7 +286,45 @@ static void put_any_above(texi_sb *sb, int lanes)
         }
         texi_sb_puts(sb, "    return m[0] != 0;\n");
     }
-    texi_sb_puts(sb, lanes == 16 ? "#endif\n#endif\n}\n\n" : "#endif\n}\n\n");
+    texi_sb_puts(sb, "#endif\n}\n\n");
+}
+
+/* With AVX-512 (VL for 4 and 8 lanes), defines TEX_VSCALEF_F32XL and two
+ * helpers for exp: tex_vscalef_f32xL(p, nf), p * 2^nf for an integral nf in
+ * one VSCALEFPS (overflow to inf, a denormal result rounded once), and
+ * tex_vclamp_f32xL(x, lo, hi), one MAXPS and one MINPS that keep NaN (each
+ * returns its second operand, x, when an operand is NaN). The builtins are
+ * the ones <immintrin.h> wraps; only the 64-byte max and min differ between
+ * GCC and Clang. */
+static void put_scalef(texi_sb *sb, int lanes)
+{
+    if (lanes != 4 && lanes != 8 && lanes != 16)
+        return;
+    const char *bits = lanes == 16 ? "512" : lanes == 8 ? "256" : "128";
+    texi_sb_printf(sb, "#if defined(%s)\n#define TEX_VSCALEF_F32X%d 1\n",
+                   lanes == 16 ? "__AVX512F__" : "__AVX512VL__", lanes);
+    put_tmpl(sb, "$S $F tex_vscalef_f32x$L($F p, $F nf)\n{\n", lanes);
+    texi_sb_printf(sb, "    return __builtin_ia32_scalefps%s_mask(p, nf, p, %s);\n}\n\n", bits,
+                   lanes == 16 ? "(unsigned short)0xffff, 4" : "(unsigned char)0xff");
+    put_tmpl(sb, "$S $F tex_vclamp_f32x$L($F x, float lo, float hi)\n{\n", lanes);
+    if (lanes == 16)
+        texi_sb_puts(sb, "#ifdef __clang__\n"
+                         "    x = __builtin_ia32_maxps512((tex_v16_f32){0} + lo, x, 4);\n"
+                         "    return __builtin_ia32_minps512((tex_v16_f32){0} + hi, x, 4);\n"
+                         "#else\n"
+                         "    x = __builtin_ia32_maxps512_mask((tex_v16_f32){0} + lo, x, x, "
+                         "(unsigned short)0xffff, 4);\n"
+                         "    return __builtin_ia32_minps512_mask((tex_v16_f32){0} + hi, x, x, "
+                         "(unsigned short)0xffff, 4);\n"
+                         "#endif\n");
+    else
+        put_tmpl(sb,
+                 lanes == 8 ? "    x = __builtin_ia32_maxps256(($F){0} + lo, x);\n"
+                              "    return __builtin_ia32_minps256(($F){0} + hi, x);\n"
+                            : "    x = __builtin_ia32_maxps(($F){0} + lo, x);\n"
+                              "    return __builtin_ia32_minps(($F){0} + hi, x);\n",
+                 lanes);
+    texi_sb_puts(sb, "}\n#endif\n\n");
 }
 
 void texi_vmath_source(texi_sb *sb, int lanes, unsigned which)
@@ -298,8 +343,12 @@ void texi_vmath_source(texi_sb *sb, int lanes, unsigned which)
         return;
     put_tmpl(sb, vm_prologue, lanes);
     put_tmpl(sb, vm_sel, lanes);
-    if (which & TEXI_VM_EXP)
+    if (which & TEXI_VM_EXP) { /* exp's helpers: VSCALEF's, else the range test */
+        put_scalef(sb, lanes);
+        texi_sb_printf(sb, "#ifndef TEX_VSCALEF_F32X%d\n", lanes);
         put_any_above(sb, lanes);
+        texi_sb_puts(sb, "#endif\n");
+    }
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
         if (which & fns[i].bit)
             put_tmpl(sb, fns[i].text, lanes);

@@ -1,9 +1,10 @@
 /*
- * ScheduleOps' prefetch hints (tex_prefetch, stage->prefetch): at the top
- * of leaf m's loop body, one ATTR "prefetch" ("prefetch_write" for the
- * stage's own tensor) around nothing per 64-byte line of each element of t that the iteration
- * `offset` later touches:
- *   - the leaf offsets are the loop variables with leaf m's plus offset;
+ * ScheduleOps' prefetch hints (tex_prefetch, tex_prefetch_at,
+ * stage->prefetch): at the top of leaf m's loop body, one ATTR "prefetch"
+ * ("prefetch_write" for the stage's own tensor) around nothing per 64-byte
+ * line of each element of t that the iteration `offset` later of leaf
+ * `from` (m, or a leaf outside it) touches:
+ *   - the leaf offsets are the loop variables with leaf from's plus offset;
  *     every read of t in the stage's body (or its store) is bound to the
  *     root values they give;
  *   - a leaf inside m that such an index uses becomes a loop of the hints
@@ -253,8 +254,9 @@ static int prefetch_hints(sops *o, const stage_emit *se, int m, const texi_prefe
         return TEX_ENOMEM;
     for (int k = 0; k < st->n_leaf; k++)
         off2[k] = se->off[k];
-    off2[m] = ARITH(ADD, se->off[m], texi_int_imm(o->ctx, se->off[m]->dtype, p->offset));
-    tex_expr **val = off2[m] ? texi_so_values(o, se, off2) : NULL;
+    int f = texi_stage_leaf_index(st, p->from);
+    off2[f] = ARITH(ADD, se->off[f], texi_int_imm(o->ctx, se->off[f]->dtype, p->offset));
+    tex_expr **val = off2[f] ? texi_so_values(o, se, off2) : NULL;
     if (!val)
         return TEX_ENOMEM;
     if (p->tensor == st->tensor || p->tensor == texi_so_out_tensor(st)) { /* its own store */
@@ -300,21 +302,24 @@ int texi_so_with_prefetch(sops *o, const stage_emit *se, int m, tex_stmt **body)
     return 0;
 }
 
-/* A request whose axis is no longer a leaf, or is vectorized, is refused. */
+/* A request whose axis is no longer a leaf, or is vectorized, or whose
+ * `from` axis is no longer a leaf at or outside it, is refused. */
 int texi_so_check_prefetch(sops *o, const tex_stage *st)
 {
     for (int i = 0; i < st->n_prefetch; i++) {
         const texi_prefetch *p = &st->prefetch[i];
-        int k = texi_stage_leaf_index(st, p->iv);
-        const char *why = k < 0 ? "is no longer a leaf (split or fused after tex_prefetch)"
+        int k = texi_stage_leaf_index(st, p->iv), f = texi_stage_leaf_index(st, p->from);
+        const tex_iter *axis = k < 0 || (f >= 0 && f <= k) ? p->iv : p->from;
+        const char *why = k < 0 || f < 0 ? "is no longer a leaf (split or fused after tex_prefetch)"
                           : st->attr[texi_so_leaf_all(st, k)].for_kind == TEXI_FOR_VECTORIZED
                               ? "is vectorized"
-                              : NULL;
+                          : f > k ? "is now inside the loop of the hints (reordered)"
+                                  : NULL;
         if (why)
             return texi_error(o->ctx, TEX_EINVAL,
                               "tex_lower: stage '%s', axis '%s' %s; tex_prefetch of '%s' needs a "
                               "loop there",
-                              st->tensor->name, p->iv->name, why, p->tensor->name);
+                              st->tensor->name, axis->name, why, p->tensor->name);
     }
     return 0;
 }

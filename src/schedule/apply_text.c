@@ -13,10 +13,10 @@
  *   compute_root S          set_scope S SCOPE       storage_align S I F O
  *   double_buffer S         atomic S                cache_read T SCOPE R...
  *   cache_write T SCOPE     rfactor T I F           tensorize S I BUILTIN
- *   merge S P               prefetch S T I OFFSET
+ *   merge S P               prefetch S T I OFFSET [FROM]
  *
- * S, P, T, R name stages (a tensor's name, or @K); I, O, X, Y name iters of
- * the stage before them (compute_at: of P) by name or #K; F, N, FX, FY, O
+ * S, P, T, R name stages (a tensor's name, or @K); I, O, X, Y, FROM name
+ * iters of the stage before them (compute_at: of P) by name or #K; F, N, FX, FY, O
  * are integers; TAG is blockIdx.x ... vthread, SCOPE global/shared/local,
  * TAIL auto/guard/round_up/shift_inwards/predicate, BUILTIN a built-in
  * intrinsic's name. Blank lines and lines starting with ';' are skipped.
@@ -208,7 +208,7 @@ static int do_merge(line_args *a)
 static int do_prefetch(line_args *a)
 {
     tex_stage *st, *of_t = stage_ref(a, a->w[2]);
-    tex_iter *iv = NULL;
+    tex_iter *iv = NULL, *from;
     int64_t offset;
     TEXI_TRY(stage_iters(a, &st, 0, NULL));
     if (!of_t)
@@ -218,7 +218,11 @@ static int do_prefetch(line_args *a)
     TEXI_TRY(int_arg(a, 4, &offset));
     if (offset < 1 || offset > 1 << 20)
         return bad(a, "offset %lld out of range", (long long)offset);
-    return tex_prefetch(st, of_t->tensor, iv, (int)offset);
+    if (a->n == 5)
+        return tex_prefetch(st, of_t->tensor, iv, (int)offset);
+    if (!(from = iter_ref(st, a->w[5])))
+        return bad(a, "stage '%s' has no axis '%s'", a->w[1], a->w[5]);
+    return tex_prefetch_at(st, of_t->tensor, iv, from, (int)offset);
 }
 
 static int scope_arg(line_args *a, int i, tex_scope *scope)
@@ -324,7 +328,7 @@ static int dispatch(line_args *a)
         {"compute_root", 2, 2},  {"set_scope", 3, 3},    {"storage_align", 5, 5},
         {"double_buffer", 2, 2}, {"atomic", 2, 2},       {"cache_read", 4, -1},
         {"cache_write", 3, 3},   {"rfactor", 4, 4},      {"tensorize", 4, 4},
-        {"merge", 3, 3},         {"prefetch", 5, 5},
+        {"merge", 3, 3},         {"prefetch", 5, 6},
     };
     int k = -1;
     for (int i = 0; i < (int)(sizeof shapes / sizeof shapes[0]); i++)

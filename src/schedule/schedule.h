@@ -56,12 +56,13 @@ enum texi_attach_kind {
     TEXI_ATTACH_AT      /* nested in attach_stage's loop attach_iv (compute_at) */
 };
 
-/* One tex_prefetch request: at every iteration of leaf iv's loop, the
- * elements tensor is read at (written at, for the stage's own tensor)
- * offset iterations ahead are hinted to the processor's cache. */
+/* One tex_prefetch / tex_prefetch_at request: at every iteration of leaf
+ * iv's loop, the elements tensor is read at (written at, for the stage's
+ * own tensor) when leaf `from` (iv, or a leaf outside it) is offset
+ * iterations ahead are hinted to the processor's cache. */
 typedef struct {
     tex_tensor *tensor;
-    tex_iter *iv;
+    tex_iter *iv, *from;
     int offset;
 } texi_prefetch;
 

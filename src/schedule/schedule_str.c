@@ -140,10 +140,11 @@ static void put_relations(texi_sb *sb, const tex_stage *st)
         if (st->align_factor[d])
             texi_sb_printf(sb, "  storage align %s: factor %d, offset %d\n", st->op->axes[d]->name,
                            st->align_factor[d], st->align_offset[d]);
-    for (int k = 0; k < st->n_prefetch; k++)
-        texi_sb_printf(sb, "  prefetch %s at axis %s, %d iterations ahead\n",
-                       st->prefetch[k].tensor->name, st->prefetch[k].iv->name,
-                       st->prefetch[k].offset);
+    for (int k = 0; k < st->n_prefetch; k++) {
+        const texi_prefetch *p = &st->prefetch[k];
+        texi_sb_printf(sb, "  prefetch %s at axis %s, %d iterations of axis %s ahead\n",
+                       p->tensor->name, p->iv->name, p->offset, p->from->name);
+    }
 }
 
 static void put_stage(texi_sb *sb, const tex_stage *st, bool have_bounds)

@@ -256,11 +256,47 @@ static int check_reorder(const tex_stage *st, int n, tex_iter *const order[], co
     return 0;
 }
 
+/* The leaf index iv has after permute_leaves(st, n, order): order[i]
+ * takes the i-th smallest of their positions. */
+static int index_after(const tex_stage *st, int n, tex_iter *const order[], const tex_iter *iv)
+{
+    int i = 0;
+    while (i < n && order[i] != iv)
+        i++;
+    if (i == n)
+        return texi_stage_leaf_index(st, iv);
+    for (int j = 0; j < n; j++) {
+        int pj = texi_stage_leaf_index(st, order[j]), below = 0;
+        for (int k = 0; k < n; k++)
+            below += texi_stage_leaf_index(st, order[k]) < pj;
+        if (below == i)
+            return pj;
+    }
+    return -1;
+}
+
+/* A reorder that would put the outer axis of a tex_prefetch_at request
+ * inside the loop of its hints refuses. */
+static int check_prefetch_order(const tex_stage *st, int n, tex_iter *const order[],
+                                const char *call)
+{
+    for (int k = 0; k < st->n_prefetch; k++) {
+        const texi_prefetch *p = &st->prefetch[k];
+        if (index_after(st, n, order, p->from) > index_after(st, n, order, p->iv))
+            return texi_error(st->sch->ctx, TEX_EINVAL,
+                              "%s: stage '%s' prefetches '%s' at axis '%s' for the iterations "
+                              "ahead of axis '%s' (tex_prefetch_at), which would be inside it",
+                              call, st->tensor->name, p->tensor->name, p->iv->name, p->from->name);
+    }
+    return 0;
+}
+
 int tex_reorder(tex_stage *st, int n, tex_iter *const order[])
 {
     static const char call[] = "tex_reorder";
     TEXI_TRY(texi_stage_check(st, call, true));
     TEXI_TRY(check_reorder(st, n, order, call));
+    TEXI_TRY(check_prefetch_order(st, n, order, call));
     texi_trace_rec tr;
     texi_trace_begin(&tr, st->sch, "reorder");
     texi_trace_stage(&tr, st);

@@ -320,7 +320,8 @@ static inline int rs_do_rfactor(rs_gen *g, tex_tensor *t)
 }
 
 /* tex_prefetch of a random input (or of the output, by its own stage) at
- * a random leaf of st; a stage that does not read it refuses. */
+ * a random leaf of st, or tex_prefetch_at of the iterations ahead of that
+ * leaf or of one outside it; a stage that does not read it refuses. */
 static inline int rs_do_prefetch(rs_gen *g, tex_stage *st, tex_tensor *t)
 {
     tex_iter *iv = rs_pick_leaf(g, st);
@@ -328,10 +329,13 @@ static inline int rs_do_prefetch(rs_gen *g, tex_stage *st, tex_tensor *t)
     tex_tensor *of = k < g->w->n_in ? g->w->in[k] : t == g->w->out ? t : NULL;
     if (!iv || !of)
         return RS_SKIP;
-    int offset = (int)rs_rnd(g, 1, 40);
-    ops_logf(&g->log, "    prefetch(%s, %s, %s, %d)\n", tex_tensor_name(st->tensor),
-             tex_tensor_name(of), iv->name, offset);
-    return tex_prefetch(st, of, iv, offset);
+    int offset = (int)rs_rnd(g, 1, 40), at = 0;
+    while (tex_stage_axis(st, at) != iv)
+        at++;
+    tex_iter *from = rs_rnd(g, 0, 1) ? iv : tex_stage_axis(st, (int)rs_rnd(g, 0, at));
+    ops_logf(&g->log, "    prefetch_at(%s, %s, %s, %s, %d)\n", tex_tensor_name(st->tensor),
+             tex_tensor_name(of), iv->name, from->name, offset);
+    return tex_prefetch_at(st, of, iv, from, offset);
 }
 
 static inline int rs_apply(rs_gen *g, enum rs_prim p)

@@ -129,6 +129,66 @@ static void test_lines(void)
     lines(TEX_F64, 3, 1);
 }
 
+/* A row-wise chain over rows x cols (symbolic when sym): E = exp(X - 1)
+ * computed at Y's row loop, Y = E * 2, each row's columns split by 16 with
+ * the inner part vectorized. E's loop over a row's vectors hints the same
+ * vectors of the next row (tex_prefetch_at from E's row axis); with
+ * `root`, Y's own loop too (Y reads E, attached, so it hints X through
+ * nothing: Y hints its own output's next row instead). */
+static void rows_at(int64_t rows, int64_t cols, bool sym, bool root)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    ops_wl w;
+    ops_init(&w, ctx, "rows_at");
+    tex_expr *shape[2] = {ops_size(&w, "m", rows, sym), ops_size(&w, "n", cols, sym)};
+    tex_tensor *X = ops_input(&w, "X", 2, shape);
+    tex_iter *a = tex_axis(ctx, "a", shape[0]), *b = tex_axis(ctx, "b", shape[1]);
+    tex_tensor *E = ops_mid(&w, tex_compute(ctx, "E", 2, (tex_iter *[]){a, b},
+                                            tex_exp(tex_sub(TEX_AT(X, tex_iv(a), tex_iv(b)),
+                                                            tex_const(ctx, TEX_F32, 1)))));
+    tex_iter *i = tex_axis(ctx, "i", shape[0]), *j = tex_axis(ctx, "j", shape[1]);
+    w.out = tex_compute(ctx, "Y", 2, (tex_iter *[]){i, j},
+                        tex_mul(TEX_AT(E, tex_iv(i), tex_iv(j)), tex_const(ctx, TEX_F32, 2)));
+    tex_schedule *s = tex_schedule_new(ctx, 1, &w.out);
+    tex_stage *sy = tex_stage_of(s, w.out), *se = tex_stage_of(s, E);
+    tex_iter *yo, *yi, *eo, *ei;
+    TT_EQ_INT(tex_parallel(sy, tex_op_axis(sy, 0)), 0);
+    TT_EQ_INT(tex_split(sy, tex_op_axis(sy, 1), tex_int(ctx, 16), &yo, &yi), 0);
+    TT_EQ_INT(tex_vectorize(sy, yi), 0);
+    TT_EQ_INT(tex_split(se, tex_op_axis(se, 1), tex_int(ctx, 16), &eo, &ei), 0);
+    TT_EQ_INT(tex_vectorize(se, ei), 0);
+    TT_EQ_INT(tex_compute_at(se, sy, tex_op_axis(sy, 0)), 0);
+    TT_EQ_INT(tex_prefetch_at(se, X, eo, tex_op_axis(se, 0), 1), 0);
+    if (root)
+        TT_EQ_INT(tex_prefetch_at(sy, w.out, yo, tex_op_axis(sy, 0), 2), 0);
+    TT_CHECK(ops_check_jit(&w, s, "cpu", 13 + (uint64_t)rows, NULL, true) == 0);
+    TT_CHECK(ops_check_jit(&w, s, "cpu -threads=2", 14, NULL, true) == 0);
+    /* the hints are one row ahead, inside the loops over a row's vectors
+     * (and their partitioned tails); a loop of one iteration has none */
+    char *src = rows > 1 && cols > 16 ? source_of(&w, s) : NULL;
+    const char *loop = src ? strstr(src, "for (int32_t b_outer") : NULL;
+    const char *hint = src ? strstr(src, "__builtin_prefetch(&X[") : NULL;
+    const char *ahead = hint ? strstr(hint, "i + 1") : NULL;
+    bool ok = !src || (ahead && ahead < strstr(hint, "], 0, 3);"));
+    ok = ok && (!loop || cols < 32 || (hint > loop && hint < strstr(loop, "tex_vexp")));
+    ok = ok && (!src || !root || (count(src, ", 1, 3);") >= 1 && strstr(src, "i + 2")));
+    if (!ok)
+        TT_FAILF("%lld x %lld%s%s: hints not where expected:\n%s", (long long)rows, (long long)cols,
+                 sym ? " (symbolic)" : "", root ? ", Y hinted" : "", src);
+    free(src);
+    tex_ctx_free(ctx);
+}
+
+static void test_prefetch_at(void)
+{
+    rows_at(5, 64, false, false);
+    rows_at(7, 37, false, true);
+    rows_at(1, 16, false, false);
+    rows_at(3, 1, false, true);
+    rows_at(11, 100, true, true);
+    rows_at(2, 33, true, false);
+}
+
 /* Y[i] = X[i] * S[] with S a 0-d tensor: its one element hinted. */
 static void test_scalar_tensor(void)
 {
@@ -242,12 +302,14 @@ static void test_trace(void)
     tex_iter *k = tex_op_reduce_axis(st, 0);
     TT_EQ_INT(tex_prefetch(st, w.in[0], k, 5), 0);
     TT_EQ_INT(tex_prefetch(st, w.in[0], k, 3), 0);
+    TT_EQ_INT(tex_prefetch_at(st, w.in[1], k, tex_op_axis(st, 0), 1), 0);
     char *str = tex_schedule_str(s);
-    TT_CHECK(count(str, "prefetch A at axis k, 3 iterations ahead") == 1);
+    TT_CHECK(count(str, "prefetch A at axis k, 3 iterations of axis k ahead") == 1);
     TT_CHECK(count(str, "prefetch A") == 1);
+    TT_CHECK(count(str, "prefetch B at axis k, 1 iterations of axis i ahead") == 1);
     free(str);
     char *trace = tex_schedule_trace(s);
-    TT_CHECK(trace && strstr(trace, "prefetch C A k 3"));
+    TT_CHECK(trace && strstr(trace, "prefetch C A k 3\n") && strstr(trace, "prefetch C B k 1 i\n"));
     tex_schedule *again = tex_schedule_new(ctx, 1, &C);
     TT_EQ_INT(tex_schedule_apply_text(again, trace), 0);
     char *a = source_of(&w, s), *b = source_of(&w, again);
@@ -256,6 +318,10 @@ static void test_trace(void)
              TEX_EINVAL);
     TT_CHECK(tex_schedule_apply_text(tex_schedule_new(ctx, 1, &C), "prefetch C Q k 2") ==
              TEX_EINVAL);
+    TT_CHECK(tex_schedule_apply_text(tex_schedule_new(ctx, 1, &C), "prefetch C A k 2 q") ==
+             TEX_EINVAL);
+    TT_CHECK(tex_schedule_apply_text(tex_schedule_new(ctx, 1, &C), "prefetch C A i 2 k") ==
+             TEX_EINVAL); /* k is inside i */
     free(a);
     free(b);
     free(trace);
@@ -369,6 +435,38 @@ static void test_errors(void)
     tex_ctx_free(ctx);
 }
 
+/* tex_prefetch_at: the outer axis must be a leaf at or outside the hints'
+ * loop; primitives that would lose it refuse, and so does a reorder that
+ * would move it inside. */
+static void test_errors_at(void)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    ops_wl w;
+    tex_tensor *C = matmul(&w, ctx, 8, 16, 8, false);
+    tex_tensor *A = w.in[0];
+    tex_schedule *s = tex_schedule_new(ctx, 1, &C);
+    tex_stage *st = tex_stage_of(s, C);
+    tex_iter *i = tex_op_axis(st, 0), *j = tex_op_axis(st, 1), *k = tex_op_reduce_axis(st, 0);
+    TT_EQ_INT(tex_prefetch_at(st, A, k, NULL, 1), TEX_EMISUSE);
+    tex_clear_error(ctx);
+    TT_EQ_INT(tex_prefetch_at(st, A, i, k, 1), TEX_EINVAL);
+    TT_CHECK(strstr(tex_errmsg(ctx), "tex_prefetch_at") && strstr(tex_errmsg(ctx), "'k'") &&
+             strstr(tex_errmsg(ctx), "inside axis 'i'") && strstr(tex_errmsg(ctx), "'A'"));
+    TT_EQ_INT(tex_prefetch_at(st, A, k, i, 0), TEX_EINVAL);
+    TT_EQ_INT(tex_prefetch_at(st, A, k, i, 1), 0);
+    tex_clear_error(ctx);
+    TT_EQ_INT(tex_split(st, i, tex_int(ctx, 2), NULL, NULL), TEX_EINVAL);
+    TT_CHECK(strstr(tex_errmsg(ctx), "tex_prefetch") && strstr(tex_errmsg(ctx), "'A'"));
+    tex_clear_error(ctx);
+    TT_EQ_INT(tex_reorder(st, 3, (tex_iter *[]){k, j, i}), TEX_EINVAL);
+    TT_CHECK(strstr(tex_errmsg(ctx), "tex_reorder") && strstr(tex_errmsg(ctx), "axis 'i'") &&
+             strstr(tex_errmsg(ctx), "tex_prefetch_at"));
+    TT_EQ_INT(tex_reorder(st, 2, (tex_iter *[]){k, j}), 0); /* i stays outside k */
+    char why[512];
+    TT_CHECK(ops_lower(&w, s, why, sizeof why) != NULL);
+    tex_ctx_free(ctx);
+}
+
 int main(void)
 {
     if (oc_setup(cache_dir) != 0) {
@@ -376,6 +474,7 @@ int main(void)
         return 1;
     }
     TT_RUN(test_errors);
+    TT_RUN(test_errors_at);
     if (!tex_target_available("cpu")) {
         printf("SKIP prefetch (no working C compiler for target \"cpu\")\n");
         tt_remove_tree(cache_dir);
@@ -383,6 +482,7 @@ int main(void)
     }
     TT_RUN(test_gemm);
     TT_RUN(test_lines);
+    TT_RUN(test_prefetch_at);
     TT_RUN(test_scalar_tensor);
     TT_RUN(test_root_stage);
     TT_RUN(test_parallel_inside);
