@@ -9,7 +9,8 @@
  * hand-written one, lines case=4096x1024/tN/manual: one parallel loop over
  * the rows of Y; Mx, E and Se computed at
  * that row loop (E into a row-sized buffer, which pass inplace puts in Y's
- * row: the exp pass writes Y and the last pass rescales it in place), each
+ * row: the exp pass writes Y and the last pass rescales it in place, and
+ * hints the same vectors of X's next row: tex_prefetch_at), each
  * over the row with its inner loop vectorized: E's and Y's columns split by
  * SOFTMAX_VEC with the inner part vectorized (bench/softmax_sched.h, which
  * bench/gpu_on_cpu shares), and each reduction's axis vectorized
