@@ -90,9 +90,65 @@ static const char *combine_text(enum texi_reduce_op op, bool fl)
     }
 }
 
-/* tex_vreduce_OP_vL_T(v): v's lanes combined in lane order, lane 0 first
- * (the interpreter's order); integers accumulate in uint64_t, which wraps
- * as every narrower type does, and convert back at the end. */
+/* The lane-wise combination of float vectors v and w by op into v (a
+ * statement; min and max as tex_vmin_/tex_vmax_, with mask type M). */
+static void put_lanewise(texi_sb *sb, enum texi_reduce_op op, const char *vt)
+{
+    switch (op) {
+    case TEXI_REDUCE_SUM:
+        texi_sb_puts(sb, "    v = v + w;\n");
+        break;
+    case TEXI_REDUCE_PROD:
+        texi_sb_puts(sb, "    v = v * w;\n");
+        break;
+    default: /* MIN, MAX */
+        texi_sb_printf(sb,
+                       "    m = (%s) | (w != w);\n"
+                       "    v = (%s)(((M)w & m) | ((M)v & ~m));\n",
+                       op == TEXI_REDUCE_MAX ? "v < w" : "w < v", vt);
+    }
+}
+
+/* tex_vreduce_OP_vL_T for f32 and f64: a rotation tree, v combined lane by
+ * lane with itself rotated by L/2, L/4, ..., 1 lanes, lane 0 returned
+ * (texi_vreduce_new's order): log2(L) steps instead of a chain of L - 1
+ * dependent operations, whose latency a row-wise kernel (softmax's max
+ * and sum) waits on once per row. The rotations are spelled for each
+ * compiler: __builtin_shufflevector (Clang, GCC 12 on), else
+ * __builtin_shuffle. */
+static void tree_reduce_helper(const texi_cp *p, texi_sb *sb, enum texi_reduce_op op, tex_dtype t,
+                               int l)
+{
+    const char *n = tex_dtype_name(t), *et = texi_dtype_ctype(t);
+    int bits = texi_dtype_bits(t);
+    char vt[32];
+    snprintf(vt, sizeof vt, "tex_v%d_%s", l, n);
+    texi_sb_printf(sb,
+                   "%s %s tex_vreduce_%s_v%d_%s(%s v)\n{\n"
+                   "    typedef int%d_t M __attribute__((vector_size(%d)));\n"
+                   "    %s w;\n",
+                   p->target->inline_kw, et, texi_vreduce_names[op], l, n, vt, bits, l * bits / 8,
+                   vt);
+    if (op == TEXI_REDUCE_MAX || op == TEXI_REDUCE_MIN)
+        texi_sb_puts(sb, "    M m;\n");
+    for (int h = l / 2; h >= 1; h /= 2) {
+        for (int clang = 1; clang >= 0; clang--) {
+            texi_sb_puts(sb, clang ? "#if defined(__clang__) || __GNUC__ >= 12\n"
+                                     "    w = __builtin_shufflevector(v, v"
+                                   : "#else\n    w = __builtin_shuffle(v, (M){");
+            for (int k = 0; k < l; k++)
+                texi_sb_printf(sb, "%s%d", k || clang ? ", " : "", (k + h) % l);
+            texi_sb_puts(sb, clang ? ");\n" : "});\n#endif\n");
+        }
+        put_lanewise(sb, op, vt);
+    }
+    texi_sb_puts(sb, "    return v[0];\n}\n\n");
+}
+
+/* tex_vreduce_OP_vL_T(v): f32 and f64 by tree_reduce_helper; other types
+ * combined in lane order, lane 0 first (the interpreter's order for them);
+ * integers accumulate in uint64_t, which wraps as every narrower type does,
+ * and convert back at the end. */
 static void reduce_helpers(const texi_cp *p, texi_sb *sb)
 {
     for (int op = 0; op < TEXI_REDUCE_COUNT; op++)
@@ -100,6 +156,10 @@ static void reduce_helpers(const texi_cp *p, texi_sb *sb)
             for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++) {
                 if (!(p->vector_reduce[op][t] & (1u << k)))
                     continue;
+                if (t == TEX_F32 || t == TEX_F64) {
+                    tree_reduce_helper(p, sb, (enum texi_reduce_op)op, (tex_dtype)t, 1 << k);
+                    continue;
+                }
                 bool fl = texi_dtype_is_float((tex_dtype)t);
                 bool wrap = !fl && (op == TEXI_REDUCE_SUM || op == TEXI_REDUCE_PROD);
                 const char *n = tex_dtype_name((tex_dtype)t), *et = texi_dtype_ctype((tex_dtype)t);

@@ -23,6 +23,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ------------------------------------------------------------ environments */
 
@@ -162,18 +163,31 @@ static int eval_binary(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_
     return 0;
 }
 
-/* A horizontal reduction: the operand at lanes 0, 1, ... combined in that
- * order (the lane being evaluated, if any, is restored afterwards). */
+/* A horizontal reduction in texi_vreduce_new's order: f32 and f64 lanes
+ * (a power of two, at most TREE_LANES) by a rotation tree, lane j combined
+ * with lane j + h mod L for h = L/2, ..., 1, then lane 0; others at lanes
+ * 0, 1, ... in that order. The lane being evaluated, if any, is restored
+ * afterwards. */
 static int eval_vreduce(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi_eval_value *out)
 {
-    int saved = ip->lane, rc = 0;
-    texi_eval_value v;
-    for (ip->lane = 0; ip->lane < e->u.vred.a->lanes; ip->lane++) {
-        if ((rc = texi_interp_expr(ip, fr, e->u.vred.a, &v)) != 0)
-            break;
-        *out = ip->lane == 0 ? v : texi_eval_combine(e->u.vred.op, e->dtype, *out, v);
+    enum { TREE_LANES = 64 };
+    int saved = ip->lane, rc = 0, n = e->u.vred.a->lanes;
+    enum texi_reduce_op op = e->u.vred.op;
+    bool tree = (e->dtype == TEX_F32 || e->dtype == TEX_F64) && n <= TREE_LANES && !(n & (n - 1));
+    texi_eval_value v[TREE_LANES], w[TREE_LANES], x;
+    for (ip->lane = 0; ip->lane < n && rc == 0; ip->lane++) {
+        rc = texi_interp_expr(ip, fr, e->u.vred.a, tree ? &v[ip->lane] : &x);
+        if (!tree)
+            *out = ip->lane == 0 ? x : texi_eval_combine(op, e->dtype, *out, x);
     }
     ip->lane = saved;
+    for (int h = n / 2; tree && rc == 0 && h >= 1; h /= 2) {
+        for (int j = 0; j < n; j++)
+            w[j] = texi_eval_combine(op, e->dtype, v[j], v[(j + h) % n]);
+        memcpy(v, w, sizeof v[0] * (size_t)n);
+    }
+    if (tree && rc == 0)
+        *out = v[0];
     return rc;
 }
 

@@ -258,7 +258,10 @@ tex_expr *texi_reduce_new(enum texi_reduce_op op, tex_expr *body, int n, tex_ite
 tex_expr *texi_ramp_new(tex_expr *base, tex_expr *stride, int lanes);
 tex_expr *texi_broadcast_new(tex_expr *value, int lanes);
 /* The scalar op(a[0], a[1], ..., a[lanes - 1]) of the vector a (lanes > 1),
- * combined in lane order with the reduction's scalar semantics. */
+ * combined with the reduction's scalar semantics: f32 and f64 lanes (a
+ * power of two up to 64) by a rotation tree (each lane j combined with lane
+ * j + h mod lanes for h = lanes / 2, ..., 1; lane 0 is the result), other
+ * types in lane order. */
 tex_expr *texi_vreduce_new(enum texi_reduce_op op, tex_expr *a);
 
 /* e converted to t: constants fold to a constant of t, other nodes get a CAST

@@ -452,6 +452,86 @@ static void test_reduce_guarded(void)
     check_reductions(TEX_I64, RED_PREDICATE, 16, ext, 2, 2);
 }
 
+/* The horizontal sum of `lanes` values in the printer's and the
+ * interpreter's order (texi_vreduce_new): a rotation tree, rounded to t. */
+static double tree_sum(tex_dtype t, const double *x, int lanes)
+{
+    double v[16], w[16];
+    for (int j = 0; j < lanes; j++)
+        v[j] = x[j];
+    for (int h = lanes / 2; h >= 1; h /= 2) {
+        for (int j = 0; j < lanes; j++)
+            w[j] = t == TEX_F32 ? (double)((float)v[j] + (float)v[(j + h) % lanes])
+                                : v[j] + v[(j + h) % lanes];
+        memcpy(v, w, sizeof v);
+    }
+    return v[0];
+}
+
+/* A vectorized float sum whose lanes' order matters (1e8 beside ones): the
+ * kernels of both compilers and the interpreter on the CPU tail return the
+ * rotation tree's sum bit for bit, which lane order would not give. */
+static void test_reduce_order(void)
+{
+    for (int f64 = 0; f64 < 2; f64++) {
+        tex_dtype t = f64 ? TEX_F64 : TEX_F32;
+        int lanes = f64 ? 8 : 16;
+        double big = f64 ? 1e17 : 1e8, x[16], serial = 0;
+        for (int k = 0; k < lanes; k++) {
+            x[k] = k == 0 ? big : k == lanes / 2 ? -big : 1.0;
+            serial = f64 ? serial + x[k] : (double)((float)serial + (float)x[k]);
+        }
+        double want = tree_sum(t, x, lanes);
+        TT_CHECK(want != serial);
+        tex_ctx *ctx = tex_ctx_new();
+        ops_wl w;
+        ops_init(&w, ctx, "order");
+        tex_expr *shape[2] = {tex_int(ctx, 1), tex_int(ctx, lanes)};
+        tex_tensor *X = input(&w, "X", t, 2, shape);
+        tex_iter *i = tex_axis(ctx, "i", shape[0]), *k = tex_reduce_axis(ctx, "k", shape[1]);
+        w.out = tex_compute(ctx, "R", 1, &i, tex_sum(TEX_AT(X, tex_iv(i), tex_iv(k)), 1, &k));
+        tex_schedule *s = tex_schedule_new(ctx, 1, &w.out);
+        tex_stage *st = tex_stage_of(s, w.out);
+        TT_EQ_INT(tex_vectorize_reduce(st, tex_op_reduce_axis(st, 0)), 0);
+        char why[512];
+        tex_func *f = ops_lower(&w, s, why, sizeof why), tail;
+        DLDevice cpu = {kDLCPU, 0};
+        DLTensor *xa = tex_array_new(2, (int64_t[]){1, lanes}, t, cpu);
+        DLTensor *ra = tex_array_new(1, (int64_t[]){1}, t, cpu);
+        for (int j = 0; xa && j < lanes; j++)
+            if (f64)
+                ((double *)xa->data)[j] = x[j];
+            else
+                ((float *)xa->data)[j] = (float)x[j];
+        tex_value args[2] = {{.kind = TEX_VAL_TENSOR, .t = xa}, {.kind = TEX_VAL_TENSOR, .t = ra}};
+        for (int run = 0; f && ra && run < 3; run++) {
+            if (run == 2 && !simd_have_clang())
+                break;
+            simd_cc saved;
+            simd_cc_use(&saved, run == 2 ? "clang" : NULL);
+            tex_kernel *kn = run ? tex_build(f, "cpu") : NULL;
+            simd_cc_restore(&saved);
+            char msg[512];
+            int rc = run ? (kn ? tex_kernel_call(kn, 2, args) : -1)
+                     : simd_tail_of(&w, f, &tail) == 0
+                         ? texi_interp_run(&tail, 2, args, msg, sizeof msg)
+                         : -1;
+            tex_kernel_free(kn);
+            double got = f64 ? ((double *)ra->data)[0] : ((float *)ra->data)[0];
+            if (rc != 0 || got != want)
+                TT_FAILF("%s sum, %s: got %.17g (rc %d), want %.17g (lane order: %.17g)",
+                         tex_dtype_name(t),
+                         run == 0   ? "interpreter"
+                         : run == 1 ? "cc"
+                                    : "clang",
+                         got, rc, want, serial);
+        }
+        tex_array_free(xa);
+        tex_array_free(ra);
+        tex_ctx_free(ctx);
+    }
+}
+
 /* -strict-float: float sums and products stay serial (the reason in the
  * dump and the C), min/max still vectorize; the result is the oracle's bit
  * for bit for the sums. */
@@ -620,6 +700,7 @@ int main(void)
     TT_RUN(test_reduce_rfactor);
     TT_RUN(test_reduce_guarded);
     TT_RUN(test_reduce_strict_float);
+    TT_RUN(test_reduce_order);
     TT_RUN(test_pass_forms);
     TT_RUN(test_reduce_pass_forms);
     TT_RUN(test_vreduce_node);
