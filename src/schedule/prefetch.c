@@ -3,9 +3,10 @@
  * that the loop of a leaf of a stage hints, at every iteration, the elements
  * of a tensor that a later iteration reads (or writes, for the stage's own
  * tensor): a later iteration of that loop (tex_prefetch), or of a loop
- * outside it (tex_prefetch_at). Only the request is kept here (stage->prefetch); ScheduleOps
- * builds the hints (src/lower/schedule_prefetch.c). The primitives
- * that would take the request's loop or read away refuse instead
+ * outside it (tex_prefetch_at). Only the request is kept here
+ * (stage->prefetch); ScheduleOps builds the hints
+ * (src/lower/schedule_prefetch.c). The primitives that would take the
+ * request's loops or read away refuse instead
  * (texi_prefetch_check: split, fuse and vectorize of its axis, rfactor of
  * its stage, cache_read of its tensor for its stage; the same for the
  * outer loop of tex_prefetch_at); ScheduleOps checks the same again.
