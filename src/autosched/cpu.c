@@ -184,11 +184,12 @@ static tex_iter *loop_outside_vectors(const tex_stage *st)
  * dims): each input the chain reads by those dims (a placeholder, or
  * another kernel's output) is hinted one row ahead by its last reader in
  * the chain, when that reader is elementwise, at its loop over the row's
- * vectors (tex_prefetch_at): the next row streams in while the row's last
- * pass over it computes. The hardware prefetcher stops at every 4 KiB
- * page (a 1024-float row), and a burst of hints at the row's start would
- * wait on the few misses a core keeps in flight; spread so, they took a
- * third off bench/softmax and a tenth off bench/layernorm. */
+ * vectors when that has more than one step (tex_prefetch_at): the next
+ * row streams in while the row's last pass over it computes. The
+ * hardware prefetcher stops at every 4 KiB page (a 1024-float row), and a
+ * burst of hints at the row's start would wait on the few misses a core
+ * keeps in flight; spread so, they took a third off bench/softmax and a
+ * tenth off bench/layernorm. */
 static int prefetch_next_rows(texi_as_graph *g, int r, tex_iter *outer, int lead)
 {
     for (int p = 0; p < g->n && lead > 0; p++) {
@@ -209,7 +210,9 @@ static int prefetch_next_rows(texi_as_graph *g, int r, tex_iter *outer, int lead
         tex_iter *from = last == r ? outer : st->op->axes[lead - 1];
         tex_iter *at = loop_outside_vectors(st);
         int f = texi_stage_leaf_index(st, from);
-        if (at && f >= 0 && texi_stage_leaf_index(st, at) > f)
+        int64_t steps = 2;
+        if (at && !(const_extent(at, &steps) && steps < 2) && f >= 0 &&
+            texi_stage_leaf_index(st, at) > f)
             TEXI_TRY(tex_prefetch_at(st, in->st->tensor, at, from, 1));
     }
     return 0;

@@ -24,6 +24,19 @@ static char cache_dir[] = "/tmp/tex-test-auto-schedule-XXXXXX";
  * chain then runs its first shape only. */
 static bool quick;
 
+/* How many next-row hints of tensor t schedule s holds (tex_prefetch_at
+ * from the row loop, one iteration ahead). */
+static int n_hints(tex_schedule *s, const char *t)
+{
+    char *str = tex_schedule_str(s), want[64];
+    snprintf(want, sizeof want, "prefetch %s at axis ", t);
+    int n = 0;
+    for (const char *at = str ? strstr(str, want) : NULL; at; at = strstr(at + 1, want))
+        n += strstr(at, ", 1 iterations of axis ") == strchr(at, ',');
+    free(str);
+    return n;
+}
+
 /* ------------------------------------------------------------ elementwise */
 
 /* Y = sigmoid(relu(A + B) * C) with B broadcast along rows; all inlined. */
@@ -72,6 +85,10 @@ static void run_softmax(int64_t m, int64_t n, bool sym, bool log, const char *ta
         TT_EQ_INT(attach_of(s, "Y_sum"), TEXI_ATTACH_AT);
         if (!log)
             TT_EQ_INT(attach_of(s, "Y_exp"), TEXI_ATTACH_AT);
+        /* X's next row hinted once in rows of several vector steps, never
+         * in rows of one element */
+        if (n > 64 || n == 1)
+            TT_EQ_INT(n_hints(s, "X"), n > 64);
     }
     tex_ctx_free(c.ctx);
 }
@@ -102,6 +119,11 @@ static void run_norm(int64_t b, int64_t m, int64_t n, int n_axes, bool rms, bool
     if (s) {
         TT_EQ_INT(n_roots(s), 1);
         TT_EQ_INT(attach_of(s, rms ? "Y_sqsum" : "Y_sum"), TEXI_ATTACH_AT);
+        /* X hinted a row ahead in long rows; gamma and beta, the same for
+         * every row, never */
+        if (n_axes == 1 && (n > 64 || n == 1))
+            TT_EQ_INT(n_hints(s, "X"), n > 64);
+        TT_CHECK(n_hints(s, "G") == 0 && n_hints(s, "Be") == 0);
     }
     tex_ctx_free(c.ctx);
 }
