@@ -192,7 +192,9 @@ static tex_iter *loop_outside_vectors(const tex_stage *st)
  * tenth off bench/layernorm. */
 static int prefetch_next_rows(texi_as_graph *g, int r, tex_iter *outer, int lead)
 {
-    for (int p = 0; p < g->n && lead > 0; p++) {
+    if (lead < 1)
+        return 0;
+    for (int p = 0; p < g->n; p++) {
         const texi_as_node *in = &g->nodes[p];
         if (in->st->op->kind != TEXI_OP_PLACEHOLDER && (in->fate != TEXI_AS_ROOT || p == r))
             continue;

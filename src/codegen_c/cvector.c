@@ -111,18 +111,26 @@ static const char *vector_suffix(texi_cp *p, tex_dtype t, int lanes)
     return texi_cp_vector_type(p, t, lanes, false) + strlen("tex_");
 }
 
-/* Records that e's vector type needs tex_vselect_ and its mask type. */
-static void use_select(texi_cp *p, const tex_expr *e)
+/* Records that the vector type of lanes values of dtype t needs
+ * tex_vselect_ and its mask type. */
+static void use_select(texi_cp *p, tex_dtype t, int lanes)
 {
-    p->vector_select[e->dtype] |= 1u << texi_cp_lanes_log2(e->lanes);
-    texi_cp_vector_type(p, texi_dtype_bits(e->dtype) == 64 ? TEX_I64 : TEX_I32, e->lanes, false);
+    p->vector_select[t] |= 1u << texi_cp_lanes_log2(lanes);
+    texi_cp_vector_type(p, texi_dtype_bits(t) == 64 ? TEX_I64 : TEX_I32, lanes, false);
+}
+
+/* Records that f32 or f64 vectors of `lanes` lanes need tex_vmin_ and
+ * tex_vmax_ (and what those use). */
+static void use_minmax(texi_cp *p, tex_dtype t, int lanes)
+{
+    p->vector_minmax[t == TEX_F64] |= 1u << texi_cp_lanes_log2(lanes);
+    use_select(p, t, lanes);
 }
 
 /* tex_vmin_v8_f32(a, b) / tex_vmax_...: the scalar helpers' NaN rule per lane. */
 static void emit_minmax(texi_cp *p, texi_sb *sb, const tex_expr *e)
 {
-    p->vector_minmax[e->dtype == TEX_F64] |= 1u << texi_cp_lanes_log2(e->lanes);
-    use_select(p, e); /* what the min/max helpers use */
+    use_minmax(p, e->dtype, e->lanes);
     texi_sb_printf(sb, "tex_v%s_%s(", e->kind == TEXI_EXPR_MIN ? "min" : "max",
                    vector_suffix(p, e->dtype, e->lanes));
     texi_cp_expr(p, sb, e->u.bin.a, TEXI_CP_P_TOP, false);
@@ -221,7 +229,7 @@ static bool emit_mask_select(texi_cp *p, texi_sb *sb, const tex_expr *e)
     if (!texi_expr_is_compare(c) || !mask_type(e->dtype) || !mask_type(c->u.bin.a->dtype) ||
         texi_dtype_bits(c->u.bin.a->dtype) != texi_dtype_bits(e->dtype))
         return false;
-    use_select(p, e);
+    use_select(p, e->dtype, e->lanes);
     texi_sb_printf(sb, "tex_vselect_%s(", vector_suffix(p, e->dtype, e->lanes));
     texi_cp_expr(p, sb, c->u.bin.a, TEXI_CP_P_REL + 1, false);
     texi_sb_printf(sb, " %s ", texi_expr_kind_names[c->kind]);
@@ -351,6 +359,9 @@ void texi_cp_vreduce(texi_cp *p, texi_sb *sb, const tex_expr *e)
     int k = texi_cp_lanes_log2(a->lanes);
     if (k > 0)
         p->vector_reduce[e->u.vred.op][e->dtype] |= 1u << k;
+    bool minmax = e->u.vred.op == TEXI_REDUCE_MIN || e->u.vred.op == TEXI_REDUCE_MAX;
+    if (k > 0 && minmax && (e->dtype == TEX_F32 || e->dtype == TEX_F64))
+        use_minmax(p, e->dtype, a->lanes); /* the tree's steps (cvtypes.c) */
     texi_sb_printf(sb, "tex_vreduce_%s_%s(", texi_vreduce_names[e->u.vred.op],
                    vector_suffix(p, e->dtype, a->lanes));
     int saved = p->lane;

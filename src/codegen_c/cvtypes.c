@@ -91,22 +91,15 @@ static const char *combine_text(enum texi_reduce_op op, bool fl)
 }
 
 /* The lane-wise combination of float vectors v and w by op into v (a
- * statement; min and max as tex_vmin_/tex_vmax_, with mask type M). */
-static void put_lanewise(texi_sb *sb, enum texi_reduce_op op, const char *vt)
+ * statement; suffix: the vector's, "v16_f32"); min and max are
+ * tex_vmin_/tex_vmax_, which texi_cp_vreduce asked for. */
+static void put_lanewise(texi_sb *sb, enum texi_reduce_op op, const char *suffix)
 {
-    switch (op) {
-    case TEXI_REDUCE_SUM:
-        texi_sb_puts(sb, "    v = v + w;\n");
-        break;
-    case TEXI_REDUCE_PROD:
-        texi_sb_puts(sb, "    v = v * w;\n");
-        break;
-    default: /* MIN, MAX */
-        texi_sb_printf(sb,
-                       "    m = (%s) | (w != w);\n"
-                       "    v = (%s)(((M)w & m) | ((M)v & ~m));\n",
-                       op == TEXI_REDUCE_MAX ? "v < w" : "w < v", vt);
-    }
+    if (op == TEXI_REDUCE_SUM || op == TEXI_REDUCE_PROD)
+        texi_sb_printf(sb, "    v = v %c w;\n", op == TEXI_REDUCE_SUM ? '+' : '*');
+    else
+        texi_sb_printf(sb, "    v = tex_v%s_%s(v, w);\n", op == TEXI_REDUCE_MAX ? "max" : "min",
+                       suffix);
 }
 
 /* tex_vreduce_OP_vL_T for f32 and f64: a rotation tree, v combined lane by
@@ -119,18 +112,18 @@ static void put_lanewise(texi_sb *sb, enum texi_reduce_op op, const char *vt)
 static void tree_reduce_helper(const texi_cp *p, texi_sb *sb, enum texi_reduce_op op, tex_dtype t,
                                int l)
 {
-    const char *n = tex_dtype_name(t), *et = texi_dtype_ctype(t);
+    const char *n = tex_dtype_name(t);
     int bits = texi_dtype_bits(t);
-    char vt[32];
-    snprintf(vt, sizeof vt, "tex_v%d_%s", l, n);
+    char suffix[32];
+    snprintf(suffix, sizeof suffix, "v%d_%s", l, n);
     texi_sb_printf(sb,
-                   "%s %s tex_vreduce_%s_v%d_%s(%s v)\n{\n"
+                   "%s %s tex_vreduce_%s_%s(tex_%s v)\n{\n"
+                   "    tex_%s w;\n"
+                   "#if !defined(__clang__) && __GNUC__ < 12\n"
                    "    typedef int%d_t M __attribute__((vector_size(%d)));\n"
-                   "    %s w;\n",
-                   p->target->inline_kw, et, texi_vreduce_names[op], l, n, vt, bits, l * bits / 8,
-                   vt);
-    if (op == TEXI_REDUCE_MAX || op == TEXI_REDUCE_MIN)
-        texi_sb_puts(sb, "    M m;\n");
+                   "#endif\n",
+                   p->target->inline_kw, texi_dtype_ctype(t), texi_vreduce_names[op], suffix,
+                   suffix, suffix, bits, l * bits / 8);
     for (int h = l / 2; h >= 1; h /= 2) {
         for (int clang = 1; clang >= 0; clang--) {
             texi_sb_puts(sb, clang ? "#if defined(__clang__) || __GNUC__ >= 12\n"
@@ -140,7 +133,7 @@ static void tree_reduce_helper(const texi_cp *p, texi_sb *sb, enum texi_reduce_o
                 texi_sb_printf(sb, "%s%d", k || clang ? ", " : "", (k + h) % l);
             texi_sb_puts(sb, clang ? ");\n" : "});\n#endif\n");
         }
-        put_lanewise(sb, op, vt);
+        put_lanewise(sb, op, suffix);
     }
     texi_sb_puts(sb, "    return v[0];\n}\n\n");
 }

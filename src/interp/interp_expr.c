@@ -176,8 +176,11 @@ static int eval_vreduce(texi_interp *ip, texi_frame *fr, const tex_expr *e, texi
     bool tree = (e->dtype == TEX_F32 || e->dtype == TEX_F64) && n <= TREE_LANES && !(n & (n - 1));
     texi_eval_value v[TREE_LANES], w[TREE_LANES], x;
     for (ip->lane = 0; ip->lane < n && rc == 0; ip->lane++) {
-        rc = texi_interp_expr(ip, fr, e->u.vred.a, tree ? &v[ip->lane] : &x);
-        if (!tree)
+        if ((rc = texi_interp_expr(ip, fr, e->u.vred.a, &x)) != 0)
+            break;
+        if (tree)
+            v[ip->lane] = x;
+        else
             *out = ip->lane == 0 ? x : texi_eval_combine(op, e->dtype, *out, x);
     }
     ip->lane = saved;
