@@ -19,7 +19,8 @@
  *
  * tex's result and the hand-fused anchor's are checked against a plain C
  * reference (double precision, relative error <= 1e-5) before anything is
- * timed. Two manual lines per case, each anchor interleaved with tex:
+ * timed. Two manual lines per case, each anchor interleaved with tex alone
+ * (bench_compare):
  *   anchor=handfused  softmax_hand.c's fused OpenMP kernel, compiled with
  *                     -ffast-math, so its expf is libmvec's vector one;
  *                     tex's kernels keep IEEE semantics (tex.h, tex_build)
@@ -161,12 +162,10 @@ static void run_case(int threads, int cols)
     run_hand(&sc);
     if (!(bench_rel_error(sc.out, sc.want, n) <= 1e-5))
         bench_fail("softmax", desc, "handfused_wrong_result");
-    bench_run runs[3] = {{run_tex, &sc, NULL}, {run_hand, &sc, NULL}, {run_copy, &sc, NULL}};
-    bench_stats st[3];
-    if (bench_interleave(3, runs, 1000, st) != 0)
+    bench_run tex = {run_tex, &sc, NULL};
+    if (bench_compare("softmax", desc, tex, "handfused", (bench_run){run_hand, &sc, NULL}, 1000) ||
+        bench_compare("softmax", desc, tex, "bandwidth", (bench_run){run_copy, &sc, NULL}, 1000))
         bench_fail("softmax", desc, "call_failed");
-    bench_report("softmax", desc, &st[0], "handfused", &st[1]);
-    bench_report("softmax", desc, &st[0], "bandwidth", &st[2]);
     softmax_release(&sc);
 }
 

@@ -529,7 +529,8 @@ TEX_API tex_intrin *tex_intrin_extern(tex_ctx *ctx, const char *name, tex_tensor
  * depth (256 in the description) follows the tensorized nest's reduction
  * leaf when its extent is constant, and the last, partial tile of a constant
  * K split by that depth calls a depth-(K % depth) micro-kernel; likewise the
- * tile's rows follow a constant row leaf of fewer than 6 rows, and the last
+ * tile's rows follow a constant row leaf of 1 to 6 rows (to 7 with
+ * "cpu.gemm_f32_avx512"), and the last
  * rows of a constant M split by the tile's rows call a (M % rows)-row
  * micro-kernel (docs/api.md, rule 10). */
 TEX_API tex_intrin *tex_intrin_builtin(tex_ctx *ctx, const char *name);

@@ -17,10 +17,10 @@
  *   tensorized tiles  (the GEMM-like stage fits a CPU GEMM built-in,
  *          tensorize.c): the root's columns split by the built-in's NR and
  *          its rows into strips that fit L1; the GEMM stage computed per
- *          strip in tiles of at most 6 rows that call the built-in, or once per panel
- *          when the panel's output is small (is_wide: a conv of a small
- *          image, its weights packed per L1-sized depth block)
- *          (schedule_tz_tiles).
+ *          strip in tiles of at most 6 rows (a row of 7 in one, with
+ *          AVX-512) that call the built-in, or once per panel when the
+ *          panel's output is small (is_wide: a conv of a small image, its
+ *          weights packed per L1-sized depth block) (schedule_tz_tiles).
  *   rows   (row-wise chains): the root's leading dims up to the kernel's
  *          depth (at most all but the last) fused into one parallel row
  *          loop, or for a 1-d root chunks sized to fit L1; every member
@@ -33,6 +33,7 @@
  *          data-parallel dim moved inside the reduction and vectorized.
  */
 #include "autosched/autosched.h"
+#include "schedule/intrin.h"
 
 #include <string.h>
 
@@ -358,11 +359,18 @@ static int64_t l1_depth(const texi_as_graph *g, int64_t k, int64_t share)
 }
 
 /* The rows of the built-in's tiles over `rows` rows (a conv's output row):
- * the fewest tiles of at most 6 rows, as even as they go (7 rows are 4 + 3,
- * not 6 + 1, whose one-row tile's four FMA chains would wait on their
- * latency). */
-static int64_t tile_rows(int64_t rows)
+ * one tile when the built-in's instances take that many rows (AVX-512: a
+ * 7-pixel row as one 7-row tile ran 4-6% faster than as 4 + 3 in the
+ * 512-channel 7 x 7 conv), else the fewest tiles of at most 6 rows, as even
+ * as they go (13 rows are 5 + 5 + 3, not 6 + 6 + 1, whose one-row tile's
+ * four FMA chains would wait on their latency). 7-row tiles of longer rows
+ * measured no better (14 and 28 pixels, 3 x 3) or 3-4% slower (56 pixels,
+ * the 1 x 1 conv, which streams its input): their 28 accumulators leave no
+ * register for the broadcast, so one of them lives in L1. */
+static int64_t tile_rows(const texi_as_graph *g, int64_t rows)
 {
+    if (rows > 0 && rows <= texi_intrin_cpu_max_rows(g->tz_builtin))
+        return rows;
     int64_t tiles = (rows + TILE_ROWS - 1) / TILE_ROWS;
     return rows > 0 ? (rows + tiles - 1) / tiles : TILE_ROWS;
 }
@@ -392,7 +400,7 @@ static int tz_strip_inner(texi_as_graph *g, tex_stage *gs, bool wide, tex_iter *
     tex_iter *m = op->axes[nax - 2], *c = op->axes[nax - 1];
     int64_t rows = 0;
     const_extent(m, &rows);
-    TEXI_TRY(tex_split(gs, m, tex_int(g->ctx, tile_rows(rows)), &mo, &mi));
+    TEXI_TRY(tex_split(gs, m, tex_int(g->ctx, tile_rows(g, rows)), &mo, &mi));
     for (int a = 0; a < nax - 2 && !wide; a++)
         order[n++] = op->axes[a];
     for (int r = 0; r < op->n_raxes; r++)

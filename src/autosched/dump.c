@@ -14,6 +14,7 @@
  * TEX_DUMP lists "fusion" (or is "all").
  */
 #include "autosched/autosched.h"
+#include "schedule/intrin.h"
 #include "util/dump.h"
 #include "util/strbuf.h"
 
@@ -71,8 +72,8 @@ static void dump_builtin(texi_sb *sb, const texi_as_graph *g, const texi_as_node
     if (nd->tz_why)
         texi_sb_printf(sb, "; not tensorized: %s", nd->tz_why);
     else
-        texi_sb_printf(sb, "; tensorized with %s (tiles of up to 6 x %lld)", g->tz_builtin,
-                       (long long)g->tz_nr);
+        texi_sb_printf(sb, "; tensorized with %s (tiles of up to %lld x %lld)", g->tz_builtin,
+                       (long long)texi_intrin_cpu_max_rows(g->tz_builtin), (long long)g->tz_nr);
 }
 
 static void dump_kernel(texi_sb *sb, const texi_as_graph *g, int r, int number)

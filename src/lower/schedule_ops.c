@@ -690,9 +690,10 @@ static int tile_rows_leaf(const stage_emit *se)
 
 /* For a CPU GEMM built-in: se->tz_intrin becomes the instance of the depth
  * of the tile's reduce leaf r (constant extent) and of the rows of its
- * first data leaf when that has a constant extent below the built-in's
- * (a row split by 4 runs the 4-row micro-kernel). ext: the extents of the
- * leaves from se->tz. */
+ * first data leaf when that has a constant extent of at most the
+ * built-in's most rows (a row split by 4 runs the 4-row micro-kernel, a
+ * 7-pixel row the 7-row one on AVX-512). ext: the extents of the leaves
+ * from se->tz. */
 static int pick_shape(sops *o, stage_emit *se, int r, tex_expr *const *ext)
 {
     int64_t kr = texi_intrin_cpu_depth(se->tz_intrin), mr = texi_intrin_cpu_rows(se->tz_intrin), e;
@@ -701,7 +702,8 @@ static int pick_shape(sops *o, stage_emit *se, int r, tex_expr *const *ext)
         return 0;
     if (r >= 0 && texi_expr_is_int_const(ext[r - se->tz], &e))
         kr = e;
-    if (d < se->st->n_leaf && texi_expr_is_int_const(ext[d - se->tz], &e) && e > 0 && e < mr)
+    if (d < se->st->n_leaf && texi_expr_is_int_const(ext[d - se->tz], &e) && e > 0 &&
+        e <= texi_intrin_cpu_max_rows(se->tz_intrin->builtin))
         mr = e;
     tex_intrin *in = texi_intrin_builtin_cpu_shape(o->ctx, se->tz_intrin, mr, kr);
     if (!in)

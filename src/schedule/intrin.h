@@ -45,8 +45,13 @@ int64_t texi_intrin_cpu_depth(const tex_intrin *in);
 /* The rows (MR) of a CPU GEMM built-in instance, or 0 when `in` is not one. */
 int64_t texi_intrin_cpu_rows(const tex_intrin *in);
 
-/* The instance of in's CPU GEMM built-in with mr rows (1 <= mr <= the
- * built-in's MR) and depth kr (>= 1): `in` itself when that is its shape,
+/* The most rows of an instance of the CPU GEMM built-in named `builtin`
+ * ("cpu.gemm_f32_avx512": 7, one more than its MR; "cpu.gemm_f32_avx2": 6),
+ * or 0 when there is no such built-in. */
+int64_t texi_intrin_cpu_max_rows(const char *builtin);
+
+/* The instance of in's CPU GEMM built-in with mr rows (1 <= mr <=
+ * texi_intrin_cpu_max_rows) and depth kr (>= 1): `in` itself when that is its shape,
  * else a new intrinsic built in ctx (C functions named for the shape).
  * NULL when `in` is not a CPU GEMM built-in or the shape is out of range
  * (nothing recorded), or with ENOMEM recorded. */

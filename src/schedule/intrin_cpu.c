@@ -25,8 +25,15 @@
  *   - K % E != 0 with constant K (k split by E, its inner leaf in the
  *     tile): the last k tile of every whole M x N tile calls the depth
  *     (K % E) instance instead of running the loop nest;
- *   - the tile's first data leaf (its rows) has a constant extent R < MR:
- *     the R-row instance is called (a 7-row output split by 4);
+ *   - the tile's first data leaf (its rows) has a constant extent R other
+ *     than MR, at most the built-in's most rows (7 with AVX-512, whose 28
+ *     accumulators and 4 B rows fill the 32 registers, the broadcast taking
+ *     one accumulator's place: GCC keeps that one in L1, a load and store
+ *     per k step off the critical path; 6 with AVX2): the R-row instance
+ *     is called (a 7-row output split by 4, or whole: the micro-kernels
+ *     alone, over a conv's 7-pixel row, ran 6% faster as one tile than as
+ *     4 + 3; src/autosched/cpu.c's tile_rows says where whole kernels
+ *     gained);
  *   - likewise M % R != 0 with constant M (i split by R, R = MR or the
  *     smaller extent, its inner leaf the tile's first data leaf): the last
  *     row tile, whole in N and k, calls the (M % R)-row instance
@@ -81,6 +88,7 @@ typedef struct {
     const char *name;   /* the built-in's name */
     const char *prefix; /* of the C functions */
     int64_t mr, nr, kr; /* the desc's extents */
+    int64_t max_mr;     /* the most rows of an instance (accumulators the registers hold) */
     int width;          /* floats per vector */
     const char *vtype;  /* the vector type */
     const char *isa;    /* the intrinsics' prefix (_mm512, _mm256) */
@@ -88,9 +96,9 @@ typedef struct {
 } cpu_gemm;
 
 static const cpu_gemm cpu_gemms[] = {
-    {"cpu.gemm_f32_avx512", "tex_gemm_f32_avx512", 6, 64, 256, 16, "__m512", "_mm512",
+    {"cpu.gemm_f32_avx512", "tex_gemm_f32_avx512", 6, 64, 256, 7, 16, "__m512", "_mm512",
      "defined(__AVX512F__)"},
-    {"cpu.gemm_f32_avx2", "tex_gemm_f32_avx2", 6, 16, 256, 8, "__m256", "_mm256",
+    {"cpu.gemm_f32_avx2", "tex_gemm_f32_avx2", 6, 16, 256, 6, 8, "__m256", "_mm256",
      "defined(__AVX2__) && defined(__FMA__)"},
 };
 
@@ -319,6 +327,14 @@ int64_t texi_intrin_cpu_depth(const tex_intrin *in)
     return kr;
 }
 
+int64_t texi_intrin_cpu_max_rows(const char *builtin)
+{
+    for (size_t n = 0; builtin && n < sizeof cpu_gemms / sizeof cpu_gemms[0]; n++)
+        if (strcmp(builtin, cpu_gemms[n].name) == 0)
+            return cpu_gemms[n].max_mr;
+    return 0;
+}
+
 int64_t texi_intrin_cpu_rows(const tex_intrin *in)
 {
     int64_t mr = 0;
@@ -330,7 +346,7 @@ int64_t texi_intrin_cpu_rows(const tex_intrin *in)
 tex_intrin *texi_intrin_builtin_cpu_shape(tex_ctx *ctx, tex_intrin *in, int64_t mr, int64_t kr)
 {
     const cpu_gemm *g = gemm_of(in);
-    if (!g || kr <= 0 || mr <= 0 || mr > g->mr)
+    if (!g || kr <= 0 || mr <= 0 || mr > g->max_mr)
         return NULL;
     if (texi_intrin_cpu_depth(in) == kr && texi_intrin_cpu_rows(in) == mr)
         return in;

@@ -26,7 +26,10 @@
  * call the instance of the split's depth and, where a constant K leaves a
  * partial last k tile, the instance of depth K % split. Symbolic M, N, K
  * (the last k tile then runs the loop nest). M tails (M % MR rows) call
- * the instance of M % MR rows. Two stages tensorized with
+ * the instance of M % MR rows; row tiles of 1 to the built-in's most rows
+ * (7 with AVX-512, 6 with AVX2) call the instance of those rows, and a
+ * tile of more is refused when lowering (TEX_EINVAL naming the built-in).
+ * Two stages tensorized with
  * separate handles of one depth: its functions are defined once.
  *
  * Every build goes through a fresh temporary TEX_CACHE_DIR.
@@ -46,13 +49,14 @@ static char cache_dir[] = "/tmp/tex-test-intrin-cpu-XXXXXX";
 typedef struct {
     const char *name;   /* the built-in */
     int64_t mr, nr, kr; /* its desc's extents */
+    int64_t max_mr;     /* the most rows of an instance */
     const char *prefix; /* of its C functions */
     const char *vec;    /* a token of its vector path */
 } builtin;
 
 static const builtin builtins[] = {
-    {"cpu.gemm_f32_avx512", 6, 64, 256, "tex_gemm_f32_avx512", "_mm512_fmadd_ps"},
-    {"cpu.gemm_f32_avx2", 6, 16, 256, "tex_gemm_f32_avx2", "_mm256_fmadd_ps"},
+    {"cpu.gemm_f32_avx512", 6, 64, 256, 7, "tex_gemm_f32_avx512", "_mm512_fmadd_ps"},
+    {"cpu.gemm_f32_avx2", 6, 16, 256, 6, "tex_gemm_f32_avx2", "_mm256_fmadd_ps"},
 };
 #define N_BUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
 
@@ -345,20 +349,46 @@ static void test_any_k(void)
     }
 }
 
-/* Tiles of fewer rows than the built-in's (rows split by 1 to MR - 1):
- * calls of the instance of those rows, the last rows on the (M % rows)-row
- * one, with tails in N and K; a 7-row output as 4 + 3 rows. */
+/* Tiles of other rows than the built-in's (rows split by 1 to its most
+ * rows): calls of the instance of those rows, the last rows on the
+ * (M % rows)-row one, with tails in N and K; a 7-row output as 4 + 3 rows,
+ * and with AVX-512 as one 7-row tile. */
 static void test_row_tiles(void)
 {
     SKIP_WITHOUT_CPU();
     for (int b = 0; b < N_BUILTINS; b++) {
         const builtin *bi = &builtins[b];
-        for (int64_t mt = 1; mt < bi->mr; mt++) {
+        TT_EQ_INT(texi_intrin_cpu_max_rows(bi->name), bi->max_mr);
+        for (int64_t mt = 1; mt <= bi->max_mr; mt++) {
+            if (mt == bi->mr)
+                continue;
             gemm_check_rows(bi, SPLIT_K, 2 * mt + 1, bi->nr + 5, 100, 64, mt, false, "cpu");
             gemm_check_rows(bi, WHOLE_K, mt, bi->nr, 37, 37, mt, false, "cpu");
         }
         gemm_check_rows(bi, PACKED_B, 7, 2 * bi->nr, 130, 64, 4, false, "cpu -threads=2");
         gemm_check_rows(bi, SPLIT_K, 7, bi->nr, 64, 64, 4, true, "cpu");
+        if (bi->max_mr >= 7)
+            gemm_check_rows(bi, PACKED_B, 7, 2 * bi->nr, 130, 64, 7, false, "cpu -threads=2");
+    }
+}
+
+/* Row tiles of more than the built-in's most rows do not match it: tex_lower
+ * fails with TEX_EINVAL naming the intrinsic, and the context stays usable. */
+static void test_row_tiles_too_many(void)
+{
+    for (int b = 0; b < N_BUILTINS; b++) {
+        const builtin *bi = &builtins[b];
+        tex_ctx *ctx = tex_ctx_new();
+        ops_wl w;
+        ops_init(&w, ctx, "gemm");
+        ops_matmul(&w, 2 * (bi->max_mr + 1), bi->nr, 64, false);
+        tex_schedule *s = tex_schedule_new(ctx, 1, &w.out);
+        TT_EQ_INT(gemm_schedule(s, &w, bi, SPLIT_K, 64, bi->max_mr + 1), 0);
+        char why[2048] = "";
+        TT_CHECK(ops_lower(&w, s, why, sizeof why) == NULL);
+        TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
+        TT_CHECK(strstr(tex_errmsg(ctx), bi->name) != NULL);
+        tex_ctx_free(ctx);
     }
 }
 
@@ -430,7 +460,7 @@ static void test_two_stages_one_depth(void)
 
 /* texi_intrin_builtin_cpu_depth / _shape: the same handle for the
  * built-in's own shape, a named instance for another, NULL for a depth
- * below 1 or rows outside [1, MR]. */
+ * below 1 or rows outside [1, the built-in's most rows]. */
 static void test_depth_instances(void)
 {
     const builtin *bi = &builtins[0];
@@ -445,7 +475,11 @@ static void test_depth_instances(void)
     TT_CHECK(m1 && texi_intrin_cpu_rows(m1) == 1 && texi_intrin_cpu_depth(m1) == 512);
     TT_CHECK(m1 && m1->fn[TEXI_INTRIN_UPDATE] &&
              strstr(m1->fn[TEXI_INTRIN_UPDATE], "_m1_k512_update"));
-    TT_CHECK(texi_intrin_builtin_cpu_shape(ctx, in, bi->mr + 1, 64) == NULL);
+    tex_intrin *m7 = texi_intrin_builtin_cpu_shape(ctx, in, bi->max_mr, 64);
+    TT_CHECK(m7 && texi_intrin_cpu_rows(m7) == 7 && strstr(m7->name, "7 rows, depth 64"));
+    TT_CHECK(texi_intrin_builtin_cpu_shape(ctx, in, bi->max_mr + 1, 64) == NULL);
+    TT_CHECK(texi_intrin_builtin_cpu_shape(ctx, tex_intrin_builtin(ctx, builtins[1].name),
+                                           builtins[1].max_mr + 1, 64) == NULL);
     TT_CHECK(texi_intrin_builtin_cpu_shape(ctx, in, 0, 64) == NULL);
     TT_EQ_INT(tex_errcode(ctx), 0);
     tex_ctx_free(ctx);
@@ -468,6 +502,7 @@ int main(void)
     TT_RUN(test_any_k);
     TT_RUN(test_any_k_symbolic);
     TT_RUN(test_row_tiles);
+    TT_RUN(test_row_tiles_too_many);
     TT_RUN(test_depth_instances);
     TT_RUN(test_two_stages_one_depth);
     tt_remove_tree(cache_dir);
