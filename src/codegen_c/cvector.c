@@ -15,9 +15,12 @@
  *   - exp, log, tanh, sigmoid and erf of f32 vectors call cvmath.c's vector
  *     functions (within 2 ulp, docs/architecture.md), unless the kernel is
  *     built -strict-float (p->libm_math): then libm, lane by lane.
- *   - select(a OP b, t, f) over a comparison of vectors as wide as the
- *     result (32/64-bit integers, f32/f64) picks with the comparison's
- *     mask (tex_vselect_ helpers).
+ *   - select(c, t, f) with a condition the same in every lane (built of
+ *     BROADCASTs and scalars: a padded read's bounds) is C's `c ? t : f`
+ *     on whole vectors, c printed once (lane 0); else select(a OP b, t, f)
+ *     over a comparison of vectors as wide as the result (32/64-bit
+ *     integers, f32/f64) picks with the comparison's mask (tex_vselect_
+ *     helpers).
  *   - + - * of 32/64-bit integer vectors wrap through the unsigned vector
  *     type; conversions that C performs exactly as the scalar printer does
  *     (to f32/f64, integer widening) are __builtin_convertvector.
@@ -28,8 +31,10 @@
  *     compiler's SLP vectorizer may still combine the lanes.
  *   - A store that is not dense is one scalar store per lane.
  *   - A horizontal reduction (the scalar VREDUCE) calls its tex_vreduce_
- *     helper (cvtypes.c), which combines the lanes in order with the scalar
- *     operator's semantics; targets without vector extensions refuse it.
+ *     helper (cvtypes.c), which combines the lanes with the scalar
+ *     operator's semantics in the order texi_vreduce_new documents (a
+ *     rotation tree for f32/f64); targets without vector extensions refuse
+ *     it.
  * f16/bf16 lanes compute in float and bool lanes in int32_t vectors.
  */
 #include "codegen_c/cprint.h"
@@ -220,6 +225,42 @@ static bool mask_type(tex_dtype t)
     return wide_int(t) || t == TEX_F32 || t == TEX_F64;
 }
 
+/* Whether every lane of e has the same value: no RAMP, vector LOAD or
+ * vector variable under it, only BROADCASTs of scalars and scalars. */
+static bool lane_invariant(const tex_expr *e)
+{
+    if (e->lanes == 1 || e->kind == TEXI_EXPR_BROADCAST)
+        return true;
+    switch (e->kind) {
+    TEXI_CASE_BINARY:
+        return lane_invariant(e->u.bin.a) && lane_invariant(e->u.bin.b);
+    case TEXI_EXPR_NOT:
+        return lane_invariant(e->u.un.a);
+    default:
+        return false;
+    }
+}
+
+/* select(c, t, f) with c lane_invariant and a result of a type C's vector
+ * extensions compute with (32/64-bit integers, f32/f64): `(c ? t : f)`,
+ * c printed at lane 0; false otherwise. */
+static bool emit_uniform_select(texi_cp *p, texi_sb *sb, const tex_expr *e)
+{
+    const tex_expr *c = e->u.sel.cond;
+    if (!mask_type(e->dtype) || !lane_invariant(c))
+        return false;
+    texi_sb_putc(sb, '(');
+    p->lane = 0;
+    texi_cp_expr(p, sb, c, TEXI_CP_P_OR, true);
+    p->lane = -1;
+    texi_sb_puts(sb, " ? ");
+    texi_cp_expr(p, sb, e->u.sel.t, TEXI_CP_P_OR, false);
+    texi_sb_puts(sb, " : ");
+    texi_cp_expr(p, sb, e->u.sel.f, TEXI_CP_P_COND, false);
+    texi_sb_putc(sb, ')');
+    return true;
+}
+
 /* select(a OP b, t, f) with a comparison of vectors whose lanes are as wide
  * as the result's: tex_vselect_vL_T(a OP b, t, f) (C's vector comparison
  * gives the mask; NaN compares as in scalar C); false otherwise. */
@@ -274,7 +315,7 @@ void texi_cp_vector(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
             return;
         break;
     case TEXI_EXPR_SELECT:
-        if (emit_mask_select(p, sb, e))
+        if (emit_uniform_select(p, sb, e) || emit_mask_select(p, sb, e))
             return;
         break;
     case TEXI_EXPR_MIN:

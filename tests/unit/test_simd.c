@@ -220,6 +220,32 @@ static tex_tensor *shifted(ops_wl *w, int64_t n)
     return w->out = tex_compute(c, "Out", 1, (tex_iter *[]){j}, tex_add(v, ops_f(w, 2.0)));
 }
 
+/* Out[i, j] = select(1 <= i < 3, A[i - 1, j], 0) + B[i, j] (f32) and the
+ * same in i32: a padded row read, whose condition is the same in every lane
+ * of a vector over j (printed once, as `c ? vector : vector`). */
+static tex_tensor *padded_rows(ops_wl *w, int64_t n, tex_dtype t)
+{
+    tex_ctx *c = w->ctx;
+    tex_expr *shape[2] = {tex_int(c, 4), tex_int(c, n)};
+    tex_tensor *A = input(w, "A", t, 2, shape), *B = input(w, "B", t, 2, shape);
+    tex_iter *i = tex_axis(c, "i", shape[0]), *j = tex_axis(c, "j", shape[1]);
+    tex_expr *in = tex_and(tex_ge(tex_iv(i), tex_int(c, 1)), tex_lt(tex_iv(i), tex_int(c, 3)));
+    tex_expr *a = TEX_AT(A, tex_sub(tex_iv(i), tex_int(c, 1)), tex_iv(j));
+    tex_expr *v = tex_select(in, a, tex_const(c, t, 0));
+    return w->out = tex_compute(c, "Out", 2, (tex_iter *[]){i, j},
+                                tex_add(v, TEX_AT(B, tex_iv(i), tex_iv(j))));
+}
+
+static tex_tensor *padded_rows_f32(ops_wl *w, int64_t n)
+{
+    return padded_rows(w, n, TEX_F32);
+}
+
+static tex_tensor *padded_rows_i32(ops_wl *w, int64_t n)
+{
+    return padded_rows(w, n, TEX_I32);
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static const int FACTORS[] = {16, 13, 256};
@@ -254,6 +280,14 @@ static void test_select_min_max_exp(void)
 {
     const char *want[] = {"tex_vexp_f32x", "tex_vmax_v", "tex_vmin_v", "tex_vselect_v", NULL};
     check_workload("select_math", select_math, 45, FACTORS, N_FACTORS, want);
+}
+
+/* A select whose condition is the same in every lane picks whole vectors. */
+static void test_uniform_select(void)
+{
+    const char *want[] = {" : (tex_v", NULL};
+    check_workload("padded_rows_f32", padded_rows_f32, 45, FACTORS, N_FACTORS, want);
+    check_workload("padded_rows_i32", padded_rows_i32, 45, FACTORS, N_FACTORS, want);
 }
 
 /* -strict-float: vector lanes call libm's expf, not tex's vector exp. */
@@ -686,6 +720,7 @@ int main(void)
     TT_RUN(test_int_widening);
     TT_RUN(test_half);
     TT_RUN(test_select_min_max_exp);
+    TT_RUN(test_uniform_select);
     TT_RUN(test_strict_float_libm);
     TT_RUN(test_strided);
     TT_RUN(test_gather_broadcast);
