@@ -51,8 +51,9 @@ int64_t texi_intrin_cpu_rows(const tex_intrin *in);
 int64_t texi_intrin_cpu_max_rows(const char *builtin);
 
 /* The instance of in's CPU GEMM built-in with mr rows (1 <= mr <=
- * texi_intrin_cpu_max_rows) and depth kr (>= 1): `in` itself when that is its shape,
- * else a new intrinsic built in ctx (C functions named for the shape).
+ * texi_intrin_cpu_max_rows) and depth kr (>= 1): `in` itself when that is
+ * its shape, else a new intrinsic built in ctx (C functions named for the
+ * shape).
  * NULL when `in` is not a CPU GEMM built-in or the shape is out of range
  * (nothing recorded), or with ENOMEM recorded. */
 tex_intrin *texi_intrin_builtin_cpu_shape(tex_ctx *ctx, tex_intrin *in, int64_t mr, int64_t kr);

@@ -302,21 +302,25 @@ static tex_intrin *gemm_make(tex_ctx *ctx, const cpu_gemm *g, int64_t mr, int64_
                             fn_name[2], g->name);
 }
 
+/* The GEMM built-in named `name`, or NULL. */
+static const cpu_gemm *gemm_named(const char *name)
+{
+    for (size_t n = 0; name && n < sizeof cpu_gemms / sizeof cpu_gemms[0]; n++)
+        if (strcmp(name, cpu_gemms[n].name) == 0)
+            return &cpu_gemms[n];
+    return NULL;
+}
+
 tex_intrin *texi_intrin_builtin_cpu(tex_ctx *ctx, const char *name)
 {
-    for (size_t n = 0; n < sizeof cpu_gemms / sizeof cpu_gemms[0]; n++)
-        if (strcmp(name, cpu_gemms[n].name) == 0)
-            return gemm_make(ctx, &cpu_gemms[n], cpu_gemms[n].mr, cpu_gemms[n].kr);
-    return NULL;
+    const cpu_gemm *g = gemm_named(name);
+    return g ? gemm_make(ctx, g, g->mr, g->kr) : NULL;
 }
 
 /* The GEMM built-in `in` is an instance of, or NULL. */
 static const cpu_gemm *gemm_of(const tex_intrin *in)
 {
-    for (size_t n = 0; in->builtin && n < sizeof cpu_gemms / sizeof cpu_gemms[0]; n++)
-        if (strcmp(in->builtin, cpu_gemms[n].name) == 0)
-            return &cpu_gemms[n];
-    return NULL;
+    return gemm_named(in->builtin);
 }
 
 int64_t texi_intrin_cpu_depth(const tex_intrin *in)
@@ -329,10 +333,8 @@ int64_t texi_intrin_cpu_depth(const tex_intrin *in)
 
 int64_t texi_intrin_cpu_max_rows(const char *builtin)
 {
-    for (size_t n = 0; builtin && n < sizeof cpu_gemms / sizeof cpu_gemms[0]; n++)
-        if (strcmp(builtin, cpu_gemms[n].name) == 0)
-            return cpu_gemms[n].max_mr;
-    return 0;
+    const cpu_gemm *g = gemm_named(builtin);
+    return g ? g->max_mr : 0;
 }
 
 int64_t texi_intrin_cpu_rows(const tex_intrin *in)
