@@ -370,7 +370,11 @@ TEX_API int tex_prefetch(tex_stage *st, tex_tensor *t, tex_iter *iv, int offset)
  * loop over a row's vectors, each step of a row asks for the same vectors of
  * the next row, so the next row arrives spread over this row's work instead
  * of in a burst the processor cannot keep in flight (the hardware
- * prefetcher stops at each 4 KiB page, the end of a 1024-float row).
+ * prefetcher stops at each 4 KiB page, the end of a 1024-float row). When
+ * the hinted elements do not depend on `at` itself (a weight block that the
+ * next iteration of an outer reduce loop reads, the same for every
+ * iteration of `at`), at's iterations share them out instead: each asks
+ * for its part, so every line is asked for once, spread over the loop.
  * tex_prefetch(st, t, iv, d) is tex_prefetch_at(st, t, iv, iv, d); a request
  * for the same t and `at` replaces the earlier one. The same checks as
  * tex_prefetch, and TEX_EINVAL when `from` is not a leaf of st or is inside
@@ -439,8 +443,10 @@ TEX_API int tex_schedule_apply_text(tex_schedule *s, const char *text);
  * registers (mma.sync), operand K tiles double-buffered in shared memory;
  * bf16 and older archs with wmma (docs/auto_schedule.md). target:
  * "cpu", optionally with "-strict-float", "-threads=N" (the thread count
- * to size for; default TEX_NUM_THREADS or the online processors) and
- * "-no-tensorize" (no CPU GEMM built-ins), or
+ * to size for; default TEX_NUM_THREADS or the online processors),
+ * "-no-tensorize" (no CPU GEMM built-ins) and "-l1=B" / "-l2=B" (the L1
+ * data and per-core L2 cache bytes to size for, a K or M suffix allowed,
+ * 1K to 1024M; default the host's; not tex_build options), or
  * "cuda", optionally with "-strict-float" (no cross-thread reductions, no
  * tensor cores), "-arch=sm_NN" (NN >= 50; tensor cores from sm_70) and
  * "-emit-only" (accepted and ignored). The result

@@ -23,7 +23,27 @@ typedef struct {
     int threads;       /* "cpu -threads=N": N; 0 when not given */
     int sm;            /* "cuda -arch=sm_NN": NN; 0 when not given */
     bool no_tensorize; /* "cpu -no-tensorize": no CPU GEMM built-ins */
+    long l1, l2;       /* "cpu -l1=B -l2=B": the cache sizes to size for; 0: the host's */
 } as_options;
+
+enum { MIN_CACHE = 1024, MAX_CACHE = 1 << 30 };
+
+/* Whether the word p[0, len) is `name` followed by a byte count (decimal,
+ * optionally with a K or M suffix) in [MIN_CACHE, MAX_CACHE]; it in *bytes. */
+static bool parse_cache(const char *p, size_t len, const char *name, long *bytes)
+{
+    size_t plen = strlen(name), i = plen;
+    if (len <= plen || strncmp(p, name, plen) != 0)
+        return false;
+    int64_t v = 0;
+    for (; i < len && p[i] >= '0' && p[i] <= '9' && v <= MAX_CACHE; i++)
+        v = v * 10 + (p[i] - '0');
+    if (i == plen || len - i > 1)
+        return false;
+    v *= i == len ? 1 : p[i] == 'K' ? 1024 : p[i] == 'M' ? 1024 * 1024 : 0;
+    *bytes = (long)v;
+    return v >= MIN_CACHE && v <= MAX_CACHE;
+}
 
 /* Whether the word p[0, len) is "-arch=sm_NN" (two or three digits, NN >= 50);
  * NN in *sm. */
@@ -43,8 +63,8 @@ static bool parse_arch(const char *p, size_t len, int *sm)
 }
 
 /* Whether the word p[0, len) is an option of the target family: both take
- * "-strict-float"; "cpu" "-threads=N" (N >= 1) and "-no-tensorize"; "cuda" "-arch=sm_NN" and
- * "-emit-only" (accepted so that tex_build's target string may be given). */
+ * "-strict-float"; "cpu" "-threads=N" (N >= 1), "-no-tensorize", "-l1=B" and "-l2=B"; "cuda"
+ * "-arch=sm_NN" and "-emit-only" (accepted so that tex_build's target string may be given). */
 static bool parse_option(const char *p, size_t len, as_options *o)
 {
     char *end = NULL;
@@ -54,11 +74,14 @@ static bool parse_option(const char *p, size_t len, as_options *o)
         return (len == 10 && strncmp(p, "-emit-only", 10) == 0) || parse_arch(p, len, &o->sm);
     if (len == 13 && strncmp(p, "-no-tensorize", 13) == 0)
         return o->no_tensorize = true;
+    if (parse_cache(p, len, "-l1=", &o->l1) || parse_cache(p, len, "-l2=", &o->l2))
+        return true;
     return len > 9 && strncmp(p, "-threads=", 9) == 0 &&
            (o->threads = (int)strtol(p + 9, &end, 10)) > 0 && end == p + len;
 }
 
-/* Parses "cpu [-strict-float] [-threads=N]" or "cuda [-strict-float]
+/* Parses "cpu [-strict-float] [-threads=N] [-no-tensorize] [-l1=B] [-l2=B]" or "cuda
+ * [-strict-float]
  * [-arch=sm_NN] [-emit-only]"; 0 or TEX_EINVAL naming the target or the
  * option. */
 static int parse_target(tex_ctx *ctx, const char *target, as_options *o)
@@ -81,7 +104,9 @@ static int parse_target(tex_ctx *ctx, const char *target, as_options *o)
                               target, (int)len, p,
                               o->cuda ? "\"-arch=sm_NN\" with NN >= 50, \"-strict-float\" or "
                                         "\"-emit-only\""
-                                      : "\"-threads=N\" with N >= 1 or \"-strict-float\"");
+                                      : "\"-threads=N\" with N >= 1, \"-strict-float\", "
+                                        "\"-no-tensorize\", \"-l1=B\" or \"-l2=B\" (B bytes, "
+                                        "1K to 1024M)");
     }
     return 0;
 }
@@ -149,7 +174,7 @@ static int merge_repeats(texi_as_graph *g)
 tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const outputs[],
                                 const char *target)
 {
-    as_options o = {false, false, 0, 0, false};
+    as_options o = {false, false, 0, 0, false, 0, 0};
     if (!ctx || check_outputs(ctx, n, outputs) || parse_target(ctx, target, &o))
         return NULL;
     tex_schedule *s = tex_schedule_new(ctx, n, outputs);
@@ -172,6 +197,8 @@ tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const outputs[]
     for (int i = 0; i < g.n; i++)
         g.nodes[i].st = s->stages[i];
     texi_as_machine_probe(&g.mach, o.threads);
+    g.mach.l1 = o.l1 ? o.l1 : g.mach.l1;
+    g.mach.l2 = o.l2 ? o.l2 : g.mach.l2;
     texi_as_classify(&g);
     if (texi_as_partition(&g) < 0 || (o.cuda && texi_as_cuda_refine(&g) < 0))
         return NULL;

@@ -14,6 +14,13 @@
  *     in t's last index and outside any read there: together they span a
  *     constant range [lo + a, lo + b] of it, one hint per line of it (an
  *     unrolled loop);
+ *   - when the hinted elements do not depend on m's own iteration (a
+ *     weight tile that the next iteration of an outer `from` reads, the
+ *     same for every iteration of m), each iteration of m asks for its
+ *     share of them instead of all: the outermost loop of the hints runs
+ *     over [v * per, min(n, (v + 1) * per)) in m's iteration v of E,
+ *     per = ceil(n / E), so the lines arrive spread over m's loop, each
+ *     asked for once;
  *   - every index of every read, t's own included, is clamped into its
  *     tensor (a parameter's shape, a root stage's realized region), so a
  *     hint past the loop's end or past an index array's end reads nothing
@@ -152,6 +159,31 @@ static tex_stmt *hint(clamper *c, tex_expr *e, bool write)
                  : NULL;
 }
 
+/* Leaf m's loop when the hints are shared out among its iterations (see
+ * above): its variable and extent. */
+typedef struct {
+    tex_expr *var, *extent;
+} hint_share;
+
+/* The loop of hints `var` over [0, n) of `kind` around body, or with
+ * share, over this iteration's share of it (a serial loop). */
+static tex_stmt *hint_loop(tex_ctx *ctx, const hint_share *share, tex_expr *var, tex_expr *n,
+                           enum texi_for_kind kind, tex_stmt *body)
+{
+    tex_expr *min = texi_int_imm(ctx, var->dtype, 0);
+    if (share && body) {
+        tex_expr *e = texi_convert(share->extent, var->dtype),
+                 *one = texi_int_imm(ctx, var->dtype, 1);
+        tex_expr *per = ARITH(FLOORDIV, ARITH(SUB, ARITH(ADD, n, e), one), e);
+        min = ARITH(MUL, texi_convert(share->var, var->dtype), per);
+        n = ARITH(MAX, ARITH(MIN, per, ARITH(SUB, n, min)), texi_int_imm(ctx, var->dtype, 0));
+        min = min ? texi_simplify(min, 0, NULL) : NULL;
+        n = n ? texi_simplify(n, 0, NULL) : NULL;
+        kind = TEXI_FOR_SERIAL;
+    }
+    return body && min && n ? texi_for_new(ctx, var, min, n, kind, -1, body) : NULL;
+}
+
 /* The hints of access e (bound at the shifted offsets off2) inside leaf
  * m's body: lines along t's last index, loops over the other inner leaves
  * it uses (see above). */
@@ -222,10 +254,16 @@ static int access_hints(sops *o, const stage_emit *se, int m, tex_expr **off2, t
                         ARITH(ADD, texi_int_imm(o->ctx, lo->dtype, iv.lo),
                               ARITH(MUL, l, texi_int_imm(o->ctx, lo->dtype, step))));
     tex_expr *at = idx[nd - 1] ? texi_access_new(t, nd, idx) : NULL;
+    int outermost = n;
+    for (int k = n - 1; k > m; k--)
+        outermost = loop[k] ? k : outermost;
+    hint_share share = {se->off[m], texi_so_leaf_extent(o, se, se->off, m)};
+    const hint_share *shared = texi_expr_uses_var(e, se->off[m]) ? NULL : &share;
+    if (!share.extent)
+        return TEX_ENOMEM;
     tex_stmt *s = at ? hint(c, at, write) : NULL;
-    s = s ? texi_for_new(o->ctx, l, texi_int_imm(o->ctx, l->dtype, 0),
-                         texi_int_imm(o->ctx, l->dtype, lines), TEXI_FOR_UNROLLED, -1, s)
-          : NULL;
+    s = hint_loop(o->ctx, outermost == n ? shared : NULL, l, texi_int_imm(o->ctx, l->dtype, lines),
+                  TEXI_FOR_UNROLLED, s);
     /* the other leaves, innermost first, over fresh variables */
     for (int k = n - 1; s && k > m; k--) {
         if (!loop[k])
@@ -236,8 +274,7 @@ static int access_hints(sops *o, const stage_emit *se, int m, tex_expr **off2, t
                                       ? TEXI_FOR_UNROLLED
                                       : TEXI_FOR_SERIAL;
         s = var && ext ? texi_stmt_substitute(o->ctx, s, se->off[k], var) : NULL;
-        s = s ? texi_for_new(o->ctx, var, texi_int_imm(o->ctx, var->dtype, 0), ext, kind, -1, s)
-              : NULL;
+        s = s && var ? hint_loop(o->ctx, k == outermost ? shared : NULL, var, ext, kind, s) : NULL;
     }
     *out = s;
     return c->rc ? c->rc : s ? 0 : TEX_ENOMEM;

@@ -365,6 +365,18 @@ static void test_errors(void)
     TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
     TT_CHECK(strstr(tex_errmsg(ctx), "unknown option \"-fast\"") != NULL);
     tex_clear_error(ctx);
+    /* cache sizes: bytes, K or M, from 1K to 1024M */
+    const char *bad_caches[] = {"-l2=", "-l2=512", "-l2=2G", "-l1=4KB", "-l2=2048M", "-l3=1M"};
+    for (size_t i = 0; i < sizeof bad_caches / sizeof *bad_caches; i++) {
+        char target[64];
+        snprintf(target, sizeof target, "cpu %s", bad_caches[i]);
+        TT_CHECK(tex_auto_schedule(ctx, 1, &Y, target) == NULL);
+        TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
+        TT_CHECK(strstr(tex_errmsg(ctx), bad_caches[i]) != NULL);
+        tex_clear_error(ctx);
+    }
+    TT_CHECK(tex_auto_schedule(ctx, 1, &Y, "cpu -l1=1K -l2=1024M") != NULL);
+    TT_CHECK(tex_auto_schedule(ctx, 1, &Y, "cpu -l1=49152 -l2=2M -threads=2") != NULL);
     TT_CHECK(tex_auto_schedule(ctx, 0, &Y, "cpu") == NULL);
     TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
     tex_clear_error(ctx);

@@ -264,6 +264,53 @@ static void test_conv_blocked(void)
     run_conv_blocked(2, 1, 8, 5, 3, 0, 1, "cpu -threads=2");
 }
 
+/* Whether the kernel of s (built for "cpu -threads=2") hints W. */
+static bool hints_weights(as_case *c, tex_schedule *s)
+{
+    char why[512];
+    tex_func *f = ops_lower(&c->w, s, why, sizeof why);
+    tex_kernel *k = f ? tex_build(f, "cpu -threads=2") : NULL;
+    bool hinted = k && strstr(tex_kernel_source(k), "__builtin_prefetch(&W[") != NULL;
+    if (!k)
+        TT_FAILF("%s: %s", c->w.name, f ? tex_errmsg(c->ctx) : why);
+    tex_kernel_free(k);
+    return hinted;
+}
+
+/* A blocked conv whose weights do not fit the threads' L2 (as "-l2=64K"
+ * says) hints the next window position's weight block while the current
+ * one's tiles compute (its window loops fused); with a large L2 it does
+ * not. Both checked against the oracle, built for plain "cpu". */
+static void test_conv_weight_hints(void)
+{
+    if (!nr)
+        return;
+    for (int small = 0; small < 2; small++) {
+        as_case c;
+        case_init(&c, "tz_conv_hints", 0, NULL, false);
+        tex_expr *shape_x[5] = {tex_int(c.ctx, 1), tex_int(c.ctx, 3), tex_int(c.ctx, 5),
+                                tex_int(c.ctx, 5), tex_int(c.ctx, 16)};
+        tex_expr *shape_w[6] = {tex_int(c.ctx, 4), tex_int(c.ctx, 3),  tex_int(c.ctx, 3),
+                                tex_int(c.ctx, 3), tex_int(c.ctx, 16), tex_int(c.ctx, nr)};
+        tex_tensor *X = ops_input(&c.w, "X", 5, shape_x), *W = ops_input(&c.w, "W", 6, shape_w);
+        tex_tensor *y = c.w.out =
+            tex_op_conv2d(c.ctx, "Y", X, W, NULL, (int64_t[]){1, 1}, NULL, 1, TEX_LAYOUT_NCHWC);
+        const char *target = small ? "cpu -threads=2 -l2=64K" : "cpu -threads=2 -l2=1024M";
+        tex_schedule *s = y ? tex_auto_schedule(c.ctx, 1, &y, target) : NULL;
+        TT_CHECK(s && ops_check_jit(&c.w, s, "cpu -threads=2", 8, NULL, true) == 0);
+        char *text = s ? tex_schedule_str(s) : NULL;
+        TT_CHECK(
+            text &&
+            (strstr(text, "prefetch W at axis i2, 1 iterations of axis rc.ry.fused.rx.fused") !=
+             NULL) == small);
+        TT_CHECK(s && hints_weights(&c, s) == small);
+        if (tt_failed_checks)
+            printf("  %s:\n%s", target, text ? text : tex_errmsg(c.ctx));
+        free(text);
+        tex_ctx_free(c.ctx);
+    }
+}
+
 /* The ordinary register tiles for convs the built-in does not fit. */
 static void test_conv_fallback(void)
 {
@@ -318,6 +365,7 @@ int main(void)
     TT_RUN(test_conv);
     TT_RUN(test_conv_panels);
     TT_RUN(test_conv_blocked);
+    TT_RUN(test_conv_weight_hints);
     TT_RUN(test_conv_fallback);
     tt_remove_tree(cache_dir);
     return tt_finish();

@@ -245,6 +245,46 @@ static void test_root_stage(void)
     }
 }
 
+/* C = A B in loop order (k, i, j.outer, j.inner), j.inner vectorized,
+ * each step of i hinting B's row k + 1 (tex_prefetch_at from k): the row
+ * is the same for every i, so the i loop shares its lines out, each step
+ * asking for its part (one serial loop of hints whose range starts at a
+ * multiple of i), not all of them. */
+static void shared(int64_t m, int64_t n, int64_t kk, bool sym)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    ops_wl w;
+    tex_tensor *C = matmul(&w, ctx, m, n, kk, sym);
+    tex_schedule *s = tex_schedule_new(ctx, 1, &C);
+    tex_stage *st = tex_stage_of(s, C);
+    tex_iter *i = tex_op_axis(st, 0), *j = tex_op_axis(st, 1), *k = tex_op_reduce_axis(st, 0);
+    tex_iter *jo, *ji;
+    TT_EQ_INT(tex_split(st, j, tex_int(ctx, 16), &jo, &ji), 0);
+    TT_EQ_INT(tex_reorder(st, 4, (tex_iter *[]){k, i, jo, ji}), 0);
+    TT_EQ_INT(tex_vectorize(st, ji), 0);
+    TT_EQ_INT(tex_prefetch_at(st, w.in[1], i, k, 1), 0);
+    TT_CHECK(ops_check_jit(&w, s, "cpu", 21 + (uint64_t)m, NULL, true) == 0);
+    TT_CHECK(ops_check_jit(&w, s, "cpu -threads=2", 22, NULL, true) == 0);
+    char *src = m > 1 && kk > 1 ? source_of(&w, s) : NULL;
+    const char *hint = src ? strstr(src, "__builtin_prefetch(&B[") : NULL;
+    if (src && (count(src, "__builtin_prefetch(&B[") != 1 ||
+                !(strstr(src, "pf_line = i") || strstr(src, "= i * ")) || !strstr(src, "k + 1")))
+        TT_FAILF("%lld x %lld x %lld%s: B's row not shared out over i:\n%s", (long long)m,
+                 (long long)n, (long long)kk, sym ? " (symbolic)" : "", src);
+    TT_CHECK(!src || hint);
+    free(src);
+    tex_ctx_free(ctx);
+}
+
+static void test_shared(void)
+{
+    shared(7, 64, 5, false);  /* 4 lines over 7 steps: one each, 3 steps none */
+    shared(3, 200, 4, false); /* 13 lines over 3 steps: 5, 5, 3 */
+    shared(2, 16, 3, false);
+    shared(1, 64, 3, false); /* no loop over i: no hints */
+    shared(11, 37, 9, true);
+}
+
 /* A serial outer loop hinting B's rows with the parallel loop over the
  * row's columns inside it (the hints enumerate it serially). */
 static void test_parallel_inside(void)
@@ -485,6 +525,7 @@ int main(void)
     TT_RUN(test_prefetch_at);
     TT_RUN(test_scalar_tensor);
     TT_RUN(test_root_stage);
+    TT_RUN(test_shared);
     TT_RUN(test_parallel_inside);
     TT_RUN(test_fused_tails);
     TT_RUN(test_trace);
