@@ -21,11 +21,16 @@
  * over non-zeros in parallel, the feature reduction vectorized
  * (tex_vectorize_reduce), against the hand-written kernel (anchor openmp).
  *
- * On the 2 cores of an AVX-512 AMD EPYC (three runs): hyb 1.39-1.59x
- * csr_openmp at width 64 and 1.46-1.54x at 128, 0.73-0.84x csr_tex,
- * 3.6-3.8x and 1.8-2.2x librsb; before the call-time index scans ran on
- * AVX-512 (src/rt/index_check.c) they took about 0.9 ms of hyb's 5.2 ms a
- * call at width 64, and hyb was 1.27-1.41x csr_openmp.
+ * On the 2 cores of an AVX-512 AMD EPYC (three runs, X and Y 64-byte
+ * aligned, floats()): hyb 1.73-2.13x csr_openmp at width 64 and 1.51-1.55x
+ * at 128, 0.75-0.83x csr_tex, 5.1-5.6x and 2.2-2.5x librsb; SDDMM 3.8x and
+ * 5.5x. With malloc's arrays (16 bytes past a page) hyb took 4.5 ms instead
+ * of 3.6 at width 64 (1.39-1.59x csr_openmp, whose time hardly moved);
+ * before the call-time index scans ran on AVX-512 (src/rt/index_check.c)
+ * they took another 0.9 ms a call. What keeps hyb behind tex's own CSR
+ * kernel, measured on the generated C alone: its buckets write Y's rows out
+ * of order (written in order, the buckets ran in 0.76x the time) and pad
+ * their rows (653k multiply-adds for 494k non-zeros).
  * Measured on the 2 cores of an AVX-512 Xeon (noisy; medians of interleaved
  * runs, three runs): hyb 1.09-1.25x csr_openmp at width 64 and 1.09-1.18x
  * at 128, 0.84-0.89x csr_tex, 2.6-4.0x librsb; tex's CSR kernel alone
@@ -340,17 +345,28 @@ static void run_sddmm(sp_case *c, const char *desc, bool source)
     free(rows);
 }
 
+/* n floats, 64-byte aligned as a framework's tensors are: a feature row
+ * (256 or 512 bytes) then spans whole cache lines, where glibc's malloc of
+ * a large array (16 bytes past a page) splits every row over one line more
+ * and every vector load over two lines (all kernels here ran about 1.5x
+ * slower so). */
+static float *floats(int64_t n)
+{
+    size_t bytes = sizeof(float) * (size_t)n;
+    return aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+
 static void run_width(const sp_csr *a, int64_t f, bool source, void *rsb)
 {
     char desc[64];
     snprintf(desc, sizeof desc, "powerlaw64k_f%lld/t%d", (long long)f, THREADS);
     sp_case c = {.a = a, .f = f, .rsb = rsb};
     int64_t n_out = M * f > a->nnz ? M * f : a->nnz;
-    c.x = malloc(sizeof(float) * (size_t)(M * f));
-    c.y2 = malloc(sizeof(float) * (size_t)(M * f));
-    c.want = malloc(sizeof(float) * (size_t)n_out);
+    c.x = floats(M * f);
+    c.y2 = floats(M * f);
+    c.want = floats(n_out);
     for (int r = 0; r < 3; r++)
-        c.out[r] = malloc(sizeof(float) * (size_t)n_out);
+        c.out[r] = floats(n_out);
     if (!c.x || !c.y2 || !c.want || !c.out[0] || !c.out[1] || !c.out[2])
         bench_fail("spmm", desc, "setup_failed");
     bench_fill_random(c.x, M * f, 1);
