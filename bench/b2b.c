@@ -147,9 +147,9 @@ static int b2b_alloc(b2b_case *c)
     c->a0 = array2(c->m, c->k0), c->b0 = array2(c->k0, c->n0), c->b1 = array2(c->n0, c->n1);
     c->c1 = array2(c->m, c->n1), c->d1 = array2(c->m, c->n1), c->d1_unfused = array2(c->m, c->n1);
     c->d0 = array2(c->m, c->n0);
-    c->d0_blas = malloc(sizeof(float) * (size_t)(c->m * c->n0));
-    c->p1_blas = malloc(sizeof(float) * (size_t)(c->m * c->n1));
-    c->d1_blas = malloc(sizeof(float) * (size_t)(c->m * c->n1));
+    c->d0_blas = bench_floats(c->m * c->n0);
+    c->p1_blas = bench_floats(c->m * c->n1);
+    c->d1_blas = bench_floats(c->m * c->n1);
     if (!c->a0 || !c->b0 || !c->b1 || !c->c1 || !c->d1 || !c->d1_unfused || !c->d0 || !c->d0_blas ||
         !c->p1_blas || !c->d1_blas)
         return -1;

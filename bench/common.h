@@ -162,6 +162,16 @@ static inline int bench_compare(const char *bench, const char *desc, bench_run t
     return 0;
 }
 
+/* n floats, 64-byte aligned as tex_array_new's and a framework's tensors
+ * are (free with free()): glibc's malloc starts a large array 16 bytes past
+ * a page, which splits every 64-byte vector access over two cache lines, so
+ * an anchor given such arrays would run slower than it should. */
+static inline float *bench_floats(int64_t n)
+{
+    size_t bytes = sizeof(float) * (size_t)(n > 0 ? n : 1);
+    return aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+
 /* Fills x[0..n) with uniform values in [-1, 1) from a fixed-seed generator. */
 static inline void bench_fill_random(float *x, int64_t n, uint64_t seed)
 {

@@ -113,8 +113,8 @@ static void run_case(const char *desc, bool inline_pad)
     cc.x = tex_array_new(3, (int64_t[]){C, H, W}, TEX_F32, cpu);
     cc.wt = tex_array_new(4, (int64_t[]){F, C, K, K}, TEX_F32, cpu);
     cc.out = tex_array_new(3, (int64_t[]){F, OH, OW}, TEX_F32, cpu);
-    cc.padded = malloc(sizeof(float) * C * PH * PW);
-    cc.want = malloc(sizeof(float) * F * OH * OW);
+    cc.padded = bench_floats((int64_t)C * PH * PW);
+    cc.want = bench_floats((int64_t)F * OH * OW);
     if (!cc.kernel || !cc.x || !cc.wt || !cc.out || !cc.padded || !cc.want) {
         fprintf(stderr, "conv: %s\n", tex_errmsg(c));
         bench_fail("conv", desc, "setup_failed");

@@ -260,7 +260,7 @@ static int gemm_alloc(gemm_case *g)
     g->a = tex_array_new(2, (int64_t[]){g->m, g->k}, TEX_F32, cpu);
     g->b = tex_array_new(2, (int64_t[]){g->k, g->n}, TEX_F32, cpu);
     g->c = tex_array_new(2, (int64_t[]){g->m, g->n}, TEX_F32, cpu);
-    g->c_blas = malloc((size_t)(g->m * g->n) * sizeof(float));
+    g->c_blas = bench_floats(g->m * g->n);
     if (!g->a || !g->b || !g->c || !g->c_blas)
         return -1;
     bench_fill_random(g->a->data, g->m * g->k, 1);

@@ -116,8 +116,8 @@ static int mlp_alloc(mlp_case *sc)
     sc->w2 = new_filled(2, (int64_t[]){H, D}, 4, 1.0f / 55); /* about 1 / sqrt(H) */
     sc->b2 = new_filled(1, (int64_t[]){D}, 5, 1.0f);
     sc->y = new_filled(2, (int64_t[]){M, D}, 6, 1.0f);
-    sc->hid = malloc(sizeof(float) * M * H);
-    sc->out = malloc(sizeof(float) * M * D);
+    sc->hid = bench_floats((int64_t)M * H);
+    sc->out = bench_floats((int64_t)M * D);
     return sc->x && sc->w1 && sc->b1 && sc->w2 && sc->b2 && sc->y && sc->hid && sc->out ? 0 : -1;
 }
 

@@ -112,8 +112,8 @@ static inline int rw_alloc(rw_case *rc)
         }
     }
     rc->fused_args[sp->n_in] = rc->arr[n_all - 1];
-    rc->copy_out = malloc(sizeof(float) * (size_t)(sp->rows * sp->cols));
-    rc->want = malloc(sizeof(float) * (size_t)(sp->rows * sp->cols));
+    rc->copy_out = bench_floats(sp->rows * sp->cols);
+    rc->want = bench_floats(sp->rows * sp->cols);
     if (!rc->copy_out || !rc->want)
         return -1;
     sp->reference(sp->rows, sp->cols, in, rc->want);

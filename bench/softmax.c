@@ -126,8 +126,8 @@ static int softmax_alloc(softmax_case *sc)
     int64_t shape[2] = {ROWS, sc->cols};
     sc->x = tex_array_new(2, shape, TEX_F32, cpu);
     sc->y = tex_array_new(2, shape, TEX_F32, cpu);
-    sc->out = malloc(sizeof(float) * ROWS * (size_t)sc->cols);
-    sc->want = malloc(sizeof(float) * ROWS * (size_t)sc->cols);
+    sc->out = bench_floats(ROWS * (int64_t)sc->cols);
+    sc->want = bench_floats(ROWS * (int64_t)sc->cols);
     if (!sc->x || !sc->y || !sc->out || !sc->want)
         return -1;
     bench_fill_random(sc->x->data, (int64_t)ROWS * sc->cols, 1);

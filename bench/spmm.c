@@ -22,7 +22,7 @@
  * (tex_vectorize_reduce), against the hand-written kernel (anchor openmp).
  *
  * On the 2 cores of an AVX-512 AMD EPYC (three runs, X and Y 64-byte
- * aligned, floats()): hyb 1.73-2.13x csr_openmp at width 64 and 1.51-1.55x
+ * aligned, bench_floats): hyb 1.73-2.13x csr_openmp at width 64 and 1.51-1.55x
  * at 128, 0.75-0.83x csr_tex, 5.1-5.6x and 2.2-2.5x librsb; SDDMM 3.8x and
  * 5.5x. With malloc's arrays (16 bytes past a page) hyb took 4.5 ms instead
  * of 3.6 at width 64 (1.39-1.59x csr_openmp, whose time hardly moved);
@@ -345,28 +345,17 @@ static void run_sddmm(sp_case *c, const char *desc, bool source)
     free(rows);
 }
 
-/* n floats, 64-byte aligned as a framework's tensors are: a feature row
- * (256 or 512 bytes) then spans whole cache lines, where glibc's malloc of
- * a large array (16 bytes past a page) splits every row over one line more
- * and every vector load over two lines (all kernels here ran about 1.5x
- * slower so). */
-static float *floats(int64_t n)
-{
-    size_t bytes = sizeof(float) * (size_t)n;
-    return aligned_alloc(64, (bytes + 63) / 64 * 64);
-}
-
 static void run_width(const sp_csr *a, int64_t f, bool source, void *rsb)
 {
     char desc[64];
     snprintf(desc, sizeof desc, "powerlaw64k_f%lld/t%d", (long long)f, THREADS);
     sp_case c = {.a = a, .f = f, .rsb = rsb};
     int64_t n_out = M * f > a->nnz ? M * f : a->nnz;
-    c.x = floats(M * f);
-    c.y2 = floats(M * f);
-    c.want = floats(n_out);
+    c.x = bench_floats(M * f);
+    c.y2 = bench_floats(M * f);
+    c.want = bench_floats(n_out);
     for (int r = 0; r < 3; r++)
-        c.out[r] = floats(n_out);
+        c.out[r] = bench_floats(n_out);
     if (!c.x || !c.y2 || !c.want || !c.out[0] || !c.out[1] || !c.out[2])
         bench_fail("spmm", desc, "setup_failed");
     bench_fill_random(c.x, M * f, 1);

@@ -171,7 +171,7 @@ static int run_blas_mlp(void *arg)
 {
     tune_case *c = arg;
     static float *h;
-    if (!h && !(h = malloc(sizeof *h * MLP_M * MLP_H)))
+    if (!h && !(h = bench_floats((int64_t)MLP_M * MLP_H)))
         return -1;
     const float *x = data(c, 0), *b1 = data(c, 2);
     float *y = c->default_out->data;
