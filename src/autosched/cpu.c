@@ -519,20 +519,20 @@ static int64_t tensor_bytes(const tex_tensor *t)
 }
 
 /* Hints of tensorized GEMM stage gs's right operand, read as it is (not
- * packed), when it is an input too large to stay in the threads' L2
- * caches from one call to the next (the 9.4 MB of a 512-channel 3 x 3
- * conv's weights, read once per call): the block of it that the next step
- * of the reduce loops outside the row tiles reads (the depth blocks when
- * they step, else the window positions, fused into one loop so that the
- * step after a row's last position is the next row's first) is asked for
- * over the first loop inside them that steps (tex_prefetch_at, which
- * shares the block's lines out over that loop's steps: the rows of a wide
- * panel, the row tiles), so the next block streams in while this one's
- * tiles compute instead of each tile waiting on memory. On the 512-channel 7 x 7 conv, alternated
- * in one process with another copy of the weights (as bench/conv2d alternates tex and oneDNN):
- * 0.77x the time on one thread, 0.81-0.87x on two (the hints all at the
- * loop's start: 0.88x); on the 128-channel conv, whose weights stay in L2,
- * hints cost 3-6%. */
+ * packed), when it is an input too large to stay in the threads' L2 caches
+ * from one call to the next (the 9.4 MB of a 512-channel 3 x 3 conv's
+ * weights, read once per call): the block of it that the next step of the
+ * reduce loops outside the row tiles reads (the depth blocks when they
+ * step, else the window positions, fused into one loop so that the step
+ * after a row's last position is the next row's first) is asked for over
+ * the first loop inside them that steps (tex_prefetch_at, which shares the
+ * block's lines out over that loop's steps: the rows of a wide panel, the
+ * row tiles), so the next block streams in while this one's tiles compute
+ * instead of each tile waiting on memory. On the 512-channel 7 x 7 conv,
+ * alternated in one process with another copy of its weights (as
+ * bench/conv2d alternates tex and oneDNN): 0.77x the time on one thread,
+ * 0.81-0.87x on two (the hints all at the loop's start: 0.88x); on the
+ * 128-channel conv, whose weights stay in L2, hints cost 3-6%. */
 static int prefetch_operand(texi_as_graph *g, tex_stage *gs, const tex_iter *kb,
                             const tex_iter *tile)
 {
@@ -548,19 +548,18 @@ static int prefetch_operand(texi_as_graph *g, tex_stage *gs, const tex_iter *kb,
     /* from: the depth blocks when they step, else the window loops [first, from] */
     if (from >= 0 && gs->leaf[from] == kb && one_step(gs, kb))
         from--;
-    int first = from;
-    while (first > 0 && from >= 0 && gs->leaf[from] != kb &&
-           is_reduce_leaf(gs, gs->leaf[first - 1], kb))
-        first--;
     if (from < 0 || !is_reduce_leaf(gs, gs->leaf[from], kb))
         return 0;
+    int first = from;
+    while (gs->leaf[from] != kb && first > 0 && is_reduce_leaf(gs, gs->leaf[first - 1], kb))
+        first--;
     bool steps = false;
     for (int k = first; k <= from; k++)
         steps |= !one_step(gs, gs->leaf[k]);
-    tex_iter *at_iv = at >= 0 ? gs->leaf[at] : NULL, *from_iv = gs->leaf[from];
     if (!steps)
         return 0;
-    if (from > first) /* the window positions as one loop: its next step crosses a row */
+    tex_iter *at_iv = at >= 0 ? gs->leaf[at] : NULL, *from_iv = gs->leaf[from];
+    if (from > first)
         TEXI_TRY(fuse_range(gs, first, from - first + 1, &from_iv));
     return tex_prefetch_at(gs, b, at_iv ? at_iv : from_iv, from_iv, 1);
 }
