@@ -19,8 +19,11 @@
  *     and stays inside the spatial axes it reads.
  * The body is then rewritten over these positions (texi_sp_bind) and summed
  * over the reduce axes; the compute's first loop order (texi_op.leaf_order)
- * is the iteration's loop order. Not handled here (TEX_EINVAL naming the
- * axis): a reduction axis under another reduction axis, a spatial axis of a
+ * is the iteration's loop order. A fixed reduction axis may sit under
+ * another reduction axis (a sparse convolution's kernel offset, one per
+ * pair of input and output sites: its extent is constant, only its base
+ * reads the parent's position). Not handled here (TEX_EINVAL naming the
+ * axis): a variable reduction axis under another reduction axis, a spatial axis of a
  * dense output that is not a dense-fixed root, sparse outputs of other
  * shapes.
  */
@@ -100,8 +103,11 @@ static int reduce_axis(sp_iter *it, int i)
 {
     tex_sp_axis *a = it->axes[i];
     int p = a->parent ? find_axis(it, a->parent, i) : -1;
-    if (p >= 0 && it->kinds[p] == 'R')
-        return fail_axis(it, a, "a reduction axis under another reduction axis is not supported");
+    bool fixed = a->kind == TEXI_SP_DENSE_FIXED || a->kind == TEXI_SP_SPARSE_FIXED;
+    if (p >= 0 && it->kinds[p] == 'R' && !fixed)
+        return fail_axis(it, a,
+                         "a variable reduction axis under another reduction axis is not supported "
+                         "(its extent would read that axis's position)");
     tex_expr *q = p >= 0 ? it->pt[p].pos : NULL;
     tex_expr *ext = texi_sp_extent(a, q), *base = texi_sp_base(a, q);
     if (!ext || !base)
