@@ -818,10 +818,11 @@ TEX_API tex_expr *tex_sp_at(tex_sp_buffer *b, int n, tex_sp_axis *const axes[]);
  * axes, and the result is its values array, 1-D over out's non-zeros (SDDMM:
  * O[i, j] = sum_k X[i, k] Y[j, k] at A's non-zeros); its spatial axes are
  * fused into one loop over the non-zeros, which reads tex_sp_rows of the
- * last one (or searches indptr: tex_sp_iter_rows). A reduction axis must be a child of a spatial
- * axis or a dense-fixed root, or, of a fixed kind (a sparse convolution's kernel offset per
- * pair of sites), of another reduction axis. Returns NULL with TEX_EINVAL naming the iteration and the axis for a
- * shape this lowering does not handle. */
+ * last one (or searches indptr: tex_sp_iter_rows). A reduction axis must be
+ * a child of a spatial axis or a dense-fixed root, or, of a fixed kind (a
+ * sparse convolution's kernel offset per pair of sites), of another
+ * reduction axis. Returns NULL with TEX_EINVAL naming the iteration and the
+ * axis for a shape this lowering does not handle. */
 TEX_API tex_tensor *tex_sp_iteration(tex_ctx *ctx, const char *name, int n,
                                      tex_sp_axis *const axes[], const char *kinds,
                                      tex_sp_buffer *out, tex_expr *body);
