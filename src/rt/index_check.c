@@ -51,59 +51,37 @@ static int64_t index_at(const tex_kernel *k, int i, const DLTensor *t, int64_t p
 
 enum { BLOCK = 64 }; /* a fixed trip count, which GCC vectorizes even at -O2 */
 
-/* The largest of a[0 .. n) as unsigned (a negative entry counts as more
- * than 2^31 - 1), or 0 when n is 0: over blocks of BLOCK, then the rest. */
-SCAN_CLONES static uint32_t max_u32(const int32_t *a, int64_t n)
-{
-    uint32_t m = 0;
-    int64_t p = 0;
-    for (; p + BLOCK <= n; p += BLOCK)
-        for (int k = 0; k < BLOCK; k++)
-            m = (uint32_t)a[p + k] > m ? (uint32_t)a[p + k] : m;
-    for (; p < n; p++)
-        m = (uint32_t)a[p] > m ? (uint32_t)a[p] : m;
-    return m;
-}
+/* The scans, one per entry type T (U: T as unsigned), each over blocks of
+ * BLOCK, then the rest:
+ *   NAME_max:      the largest of a[0 .. n) as unsigned (a negative entry
+ *                  counts as more than any non-negative one), 0 when n is 0;
+ *   NAME_descends: whether a[p + 1] < a[p] (with strict, <=) somewhere. */
+#define DEFINE_SCANS(NAME, T, U)                                                                   \
+    SCAN_CLONES static U NAME##_max(const T *a, int64_t n)                                         \
+    {                                                                                              \
+        U m = 0;                                                                                   \
+        int64_t p = 0;                                                                             \
+        for (; p + BLOCK <= n; p += BLOCK)                                                         \
+            for (int k = 0; k < BLOCK; k++)                                                        \
+                m = (U)a[p + k] > m ? (U)a[p + k] : m;                                             \
+        for (; p < n; p++)                                                                         \
+            m = (U)a[p] > m ? (U)a[p] : m;                                                         \
+        return m;                                                                                  \
+    }                                                                                              \
+    SCAN_CLONES static bool NAME##_descends(const T *a, int64_t n, int strict)                     \
+    {                                                                                              \
+        int bad = 0;                                                                               \
+        int64_t p = 0;                                                                             \
+        for (; p + BLOCK + 1 <= n; p += BLOCK)                                                     \
+            for (int k = 0; k < BLOCK; k++)                                                        \
+                bad |= (a[p + k + 1] < a[p + k]) | (strict & (a[p + k + 1] == a[p + k]));          \
+        for (; p + 1 < n; p++)                                                                     \
+            bad |= (a[p + 1] < a[p]) | (strict & (a[p + 1] == a[p]));                              \
+        return bad;                                                                                \
+    }
 
-/* max_u32 for i64 entries (a negative one counts as more than 2^63 - 1). */
-SCAN_CLONES static uint64_t max_u64(const int64_t *a, int64_t n)
-{
-    uint64_t m = 0;
-    int64_t p = 0;
-    for (; p + BLOCK <= n; p += BLOCK)
-        for (int k = 0; k < BLOCK; k++)
-            m = (uint64_t)a[p + k] > m ? (uint64_t)a[p + k] : m;
-    for (; p < n; p++)
-        m = (uint64_t)a[p] > m ? (uint64_t)a[p] : m;
-    return m;
-}
-
-/* Whether a[p + 1] < a[p] (with strict, <=) somewhere in [0, n): over
- * blocks of BLOCK, then the rest. */
-SCAN_CLONES static bool descends_i32(const int32_t *a, int64_t n, int strict)
-{
-    int bad = 0;
-    int64_t p = 0;
-    for (; p + BLOCK + 1 <= n; p += BLOCK)
-        for (int k = 0; k < BLOCK; k++)
-            bad |= (a[p + k + 1] < a[p + k]) | (strict & (a[p + k + 1] == a[p + k]));
-    for (; p + 1 < n; p++)
-        bad |= (a[p + 1] < a[p]) | (strict & (a[p + 1] == a[p]));
-    return bad;
-}
-
-/* descends_i32 for i64 entries. */
-SCAN_CLONES static bool descends_i64(const int64_t *a, int64_t n, int strict)
-{
-    int bad = 0;
-    int64_t p = 0;
-    for (; p + BLOCK + 1 <= n; p += BLOCK)
-        for (int k = 0; k < BLOCK; k++)
-            bad |= (a[p + k + 1] < a[p + k]) | (strict & (a[p + k + 1] == a[p + k]));
-    for (; p + 1 < n; p++)
-        bad |= (a[p + 1] < a[p]) | (strict & (a[p + 1] == a[p]));
-    return bad;
-}
+DEFINE_SCANS(i32, int32_t, uint32_t)
+DEFINE_SCANS(i64, int64_t, uint64_t)
 
 /* Whether entries [0, n) of t all lie in [0, bound). */
 static bool all_within(const tex_kernel *k, int i, const DLTensor *t, int64_t n, int64_t bound)
@@ -115,8 +93,8 @@ static bool all_within(const tex_kernel *k, int i, const DLTensor *t, int64_t n,
         return true;
     int64_t limit = bound < ((int64_t)1 << 31) ? bound : (int64_t)1 << 31; /* of an i32 entry */
     if (a32)
-        return limit > 0 && max_u32(a32, n) < (uint64_t)limit;
-    return max_u64(a64, n) < (uint64_t)bound;
+        return limit > 0 && i32_max(a32, n) < (uint64_t)limit;
+    return i64_max(a64, n) < (uint64_t)bound;
 }
 
 /* Whether entries [lo, hi) of t increase (strictly, or never decrease). */
@@ -128,8 +106,8 @@ static bool increasing(const tex_kernel *k, int i, const DLTensor *t, int64_t lo
     entries(k, i, t, &a32, &a64);
     if (hi - lo < 2)
         return true;
-    return a32 ? !descends_i32(a32 + lo, hi - lo, strict)
-               : !descends_i64(a64 + lo, hi - lo, strict);
+    return a32 ? !i32_descends(a32 + lo, hi - lo, strict)
+               : !i64_descends(a64 + lo, hi - lo, strict);
 }
 
 static int check_indptr(tex_kernel *k, int i, const DLTensor *t, int64_t n, int64_t bound)
