@@ -321,4 +321,116 @@ static inline int sp_hyb_schedule_part(tex_schedule *s, tex_tensor *part, int ro
     return rc || !unroll ? rc : tex_unroll(sl, j);
 }
 
+/* ------------------------------------------------- sparse convolution */
+
+enum { SP_KV = 27 }; /* the offsets of a 3 x 3 x 3 kernel */
+
+/* A submanifold 3 x 3 x 3 convolution's pairs on a g^3 grid whose sites
+ * are occupied with probability `fill` (out = in: the occupied sites, in
+ * order): per output site, its occupied neighbours (src) and their kernel
+ * offsets (off), in offset order; indptr over the sites. */
+typedef struct {
+    int64_t sites, pairs;
+    int32_t *indptr, *src, *off;
+} sp_rulebook;
+
+static inline sp_rulebook sp_rulebook_random(int64_t g, double fill, uint64_t seed)
+{
+    sp_rulebook r = {0, 0, NULL, NULL, NULL};
+    int32_t *id = malloc(sizeof *id * (size_t)(g * g * g));
+    uint64_t s = seed;
+    for (int64_t v = 0; v < g * g * g; v++)
+        id[v] = (double)(sp_rand(&s) % 1000) < fill * 1000 ? (int32_t)r.sites++ : -1;
+    r.indptr = calloc((size_t)r.sites + 1, sizeof *r.indptr);
+    r.src = malloc(sizeof *r.src * (size_t)(r.sites * SP_KV + 1));
+    r.off = malloc(sizeof *r.off * (size_t)(r.sites * SP_KV + 1));
+    for (int64_t v = 0; v < g * g * g; v++) {
+        if (id[v] < 0)
+            continue;
+        int64_t z = v / (g * g), y = v / g % g, x = v % g;
+        for (int o = 0; o < SP_KV; o++) {
+            int64_t nz = z + o / 9 - 1, ny = y + o / 3 % 3 - 1, nx = x + o % 3 - 1;
+            if (nz < 0 || ny < 0 || nx < 0 || nz >= g || ny >= g || nx >= g ||
+                id[(nz * g + ny) * g + nx] < 0)
+                continue;
+            r.src[r.pairs] = id[(nz * g + ny) * g + nx];
+            r.off[r.pairs++] = o;
+        }
+        r.indptr[id[v] + 1] = (int32_t)r.pairs;
+    }
+    free(id);
+    return r;
+}
+
+static inline void sp_rulebook_free(sp_rulebook *r)
+{
+    free(r->indptr);
+    free(r->src);
+    free(r->off);
+}
+
+/* Out [sites, cout] = sum over each output site's pairs q of
+ * In[src(q), :] . W[off(q), :, :] (In [sites, cin], W [SP_KV, cin, cout])
+ * as a sparse iteration over (O, J, D, CI, CO), "SRRRS": O the output
+ * sites, J under it the pairs (indices: the input sites), D under J one
+ * column per pair (indices: the offsets); sizes symbolic when sym. Its
+ * parameters into args[0..6): J_indptr, J_indices, D_indices, In, W, Out. */
+static inline tex_tensor *sp_sparse_conv(tex_ctx *ctx, const sp_rulebook *r, int64_t cin,
+                                         int64_t cout, bool sym, tex_tensor *args[6])
+{
+    tex_expr *sites = sym ? tex_var(ctx, "sites", TEX_I64) : tex_int(ctx, r->sites);
+    tex_expr *pairs = sym ? tex_var(ctx, "pairs", TEX_I64) : tex_int(ctx, r->pairs);
+    tex_expr *ci_n = sym ? tex_var(ctx, "cin", TEX_I64) : tex_int(ctx, cin);
+    tex_expr *co_n = sym ? tex_var(ctx, "cout", TEX_I64) : tex_int(ctx, cout);
+    tex_sp_axis *O = tex_sp_dense_fixed(ctx, "O", NULL, sites);
+    tex_sp_axis *J = tex_sp_sparse_variable(ctx, "J", O, sites, pairs);
+    tex_sp_axis *D = tex_sp_sparse_fixed(ctx, "D", J, tex_int(ctx, SP_KV), tex_int(ctx, 1));
+    tex_sp_axis *CI = tex_sp_dense_fixed(ctx, "CI", NULL, ci_n);
+    tex_sp_axis *CO = tex_sp_dense_fixed(ctx, "CO", NULL, co_n);
+    tex_tensor *in = tex_placeholder(ctx, "In", TEX_F32, 2, (tex_expr *[]){sites, ci_n});
+    tex_tensor *w =
+        tex_placeholder(ctx, "W", TEX_F32, 3, (tex_expr *[]){tex_int(ctx, SP_KV), ci_n, co_n});
+    tex_expr *body = tex_mul(TEX_AT(in, tex_sp_coord(J), tex_sp_coord(CI)),
+                             TEX_AT(w, tex_sp_coord(D), tex_sp_coord(CI), tex_sp_coord(CO)));
+    tex_tensor *out =
+        tex_sp_iteration(ctx, "Out", 5, (tex_sp_axis *[]){O, J, D, CI, CO}, "SRRRS", NULL, body);
+    tex_tensor *a[6] = {tex_sp_indptr(J), tex_sp_indices(J), tex_sp_indices(D), in, w, out};
+    memcpy(args, a, sizeof a);
+    return out;
+}
+
+/* The host arrays of sp_sparse_conv's parameters over r, x [sites, cin],
+ * w [SP_KV, cin, cout] and y [sites, cout] (views in v, W's shape in
+ * wshape). */
+static inline void sp_sparse_conv_arrays(const sp_rulebook *r, float *x, float *w, float *y,
+                                         int64_t cin, int64_t cout, sp_view v[6], int64_t wshape[3],
+                                         DLTensor *arr[6])
+{
+    arr[0] = sp_i32(&v[0], r->indptr, r->sites + 1);
+    arr[1] = sp_i32(&v[1], r->src, r->pairs);
+    arr[2] = sp_i32(&v[2], r->off, r->pairs);
+    arr[3] = sp_f32(&v[3], x, 2, r->sites, cin);
+    arr[4] = sp_f32(&v[4], w, 2, SP_KV, cin);
+    wshape[0] = SP_KV;
+    wshape[1] = cin;
+    wshape[2] = cout;
+    v[4].t.ndim = 3;
+    v[4].t.shape = wshape;
+    arr[5] = sp_f32(&v[5], y, 2, r->sites, cout);
+}
+
+/* The convolution written out, in double. */
+static inline void sp_sparse_conv_ref(const sp_rulebook *r, const float *x, const float *w,
+                                      int64_t cin, int64_t cout, double *want)
+{
+    for (int64_t q = 0; q < r->sites * cout; q++)
+        want[q] = 0;
+    for (int64_t o = 0; o < r->sites; o++)
+        for (int32_t q = r->indptr[o]; q < r->indptr[o + 1]; q++)
+            for (int64_t ci = 0; ci < cin; ci++)
+                for (int64_t co = 0; co < cout; co++)
+                    want[o * cout + co] +=
+                        (double)x[r->src[q] * cin + ci] * w[(r->off[q] * cin + ci) * cout + co];
+}
+
 #endif

@@ -127,73 +127,15 @@ static void test_attention(void)
 
 /* ------------------------------------------------- sparse convolution */
 
-enum { KW = 3, KV = KW * KW * KW };
-
-/* A submanifold 3 x 3 x 3 convolution's pairs on a g^3 grid whose sites
- * are occupied with probability `fill` (out = in: the occupied sites, in
- * order): per output site, its occupied neighbours (src) and their kernel
- * offsets (off), in offset order; indptr over the sites. */
-typedef struct {
-    int64_t sites, pairs;
-    int32_t *indptr, *src, *off;
-} rulebook;
-
-static rulebook rulebook_random(int64_t g, double fill, uint64_t seed)
-{
-    rulebook r = {0};
-    int32_t *id = malloc(sizeof *id * (size_t)(g * g * g));
-    uint64_t s = seed;
-    for (int64_t v = 0; v < g * g * g; v++)
-        id[v] = (double)(sp_rand(&s) % 1000) < fill * 1000 ? (int32_t)r.sites++ : -1;
-    r.indptr = calloc((size_t)r.sites + 1, sizeof *r.indptr);
-    r.src = malloc(sizeof *r.src * (size_t)(r.sites * KV + 1));
-    r.off = malloc(sizeof *r.off * (size_t)(r.sites * KV + 1));
-    for (int64_t v = 0; v < g * g * g; v++) {
-        if (id[v] < 0)
-            continue;
-        int64_t z = v / (g * g), y = v / g % g, x = v % g;
-        for (int o = 0; o < KV; o++) {
-            int64_t nz = z + o / 9 - 1, ny = y + o / 3 % 3 - 1, nx = x + o % 3 - 1;
-            if (nz < 0 || ny < 0 || nx < 0 || nz >= g || ny >= g || nx >= g ||
-                id[(nz * g + ny) * g + nx] < 0)
-                continue;
-            r.src[r.pairs] = id[(nz * g + ny) * g + nx];
-            r.off[r.pairs++] = o;
-        }
-        r.indptr[id[v] + 1] = (int32_t)r.pairs;
-    }
-    free(id);
-    return r;
-}
-
-static void rulebook_free(rulebook *r)
-{
-    free(r->indptr);
-    free(r->src);
-    free(r->off);
-}
-
-/* Out = the convolution of In [sites, cin] with W [KV, cin, cout] over r's
+/* Out = the convolution of In [sites, cin] with W [SP_KV, cin, cout] over r's
  * pairs: loop order (sites, cout / 8, pairs, offset, cin, cout % 8), the
  * sites in parallel, the inner output channels vectorized; one offset made
  * out of range is refused at call time. */
-static void run_conv(const rulebook *r, int64_t cin, int64_t cout, bool sym, uint64_t seed)
+static void run_conv(const sp_rulebook *r, int64_t cin, int64_t cout, bool sym, uint64_t seed)
 {
     tex_ctx *ctx = tex_ctx_new();
-    tex_expr *sites = size(ctx, "sites", r->sites, sym), *pairs = size(ctx, "pairs", r->pairs, sym);
-    tex_expr *ci_n = size(ctx, "cin", cin, sym), *co_n = size(ctx, "cout", cout, sym);
-    tex_sp_axis *O = tex_sp_dense_fixed(ctx, "O", NULL, sites);
-    tex_sp_axis *J = tex_sp_sparse_variable(ctx, "J", O, sites, pairs);
-    tex_sp_axis *D = tex_sp_sparse_fixed(ctx, "D", J, tex_int(ctx, KV), tex_int(ctx, 1));
-    tex_sp_axis *CI = tex_sp_dense_fixed(ctx, "CI", NULL, ci_n);
-    tex_sp_axis *CO = tex_sp_dense_fixed(ctx, "CO", NULL, co_n);
-    tex_tensor *in = tex_placeholder(ctx, "In", TEX_F32, 2, (tex_expr *[]){sites, ci_n});
-    tex_tensor *w =
-        tex_placeholder(ctx, "W", TEX_F32, 3, (tex_expr *[]){tex_int(ctx, KV), ci_n, co_n});
-    tex_expr *body = tex_mul(TEX_AT(in, tex_sp_coord(J), tex_sp_coord(CI)),
-                             TEX_AT(w, tex_sp_coord(D), tex_sp_coord(CI), tex_sp_coord(CO)));
-    tex_tensor *out =
-        tex_sp_iteration(ctx, "Out", 5, (tex_sp_axis *[]){O, J, D, CI, CO}, "SRRRS", NULL, body);
+    tex_tensor *args[6];
+    tex_tensor *out = sp_sparse_conv(ctx, r, cin, cout, sym, args);
     tex_schedule *s = out ? tex_schedule_new(ctx, 1, &out) : NULL;
     tex_stage *st = s ? tex_stage_of(s, out) : NULL;
     if (st) {
@@ -205,31 +147,20 @@ static void run_conv(const rulebook *r, int64_t cin, int64_t cout, bool sym, uin
         TT_EQ_INT(tex_parallel(st, o), 0);
         TT_EQ_INT(tex_vectorize(st, coi), 0);
     }
-    tex_tensor *args[] = {tex_sp_indptr(J), tex_sp_indices(J), tex_sp_indices(D), in, w, out};
     tex_kernel *k = build(ctx, s, "sparse_conv", 6, args);
     TT_CHECK(!k || !strstr(tex_kernel_source(k), "vectorize_failed"));
     float *x = sp_random_floats(r->sites * cin, seed);
-    float *wv = sp_random_floats(KV * cin * cout, seed + 1);
+    float *wv = sp_random_floats(SP_KV * cin * cout, seed + 1);
     float *y = malloc(sizeof *y * (size_t)(r->sites * cout + 1));
-    double *want = calloc((size_t)(r->sites * cout + 1), sizeof *want);
+    double *want = malloc(sizeof *want * (size_t)(r->sites * cout + 1));
     sp_view v[6];
-    DLTensor *arr[] = {sp_i32(&v[0], r->indptr, r->sites + 1),
-                       sp_i32(&v[1], r->src, r->pairs),
-                       sp_i32(&v[2], r->off, r->pairs),
-                       sp_f32(&v[3], x, 2, r->sites, cin),
-                       sp_view_of(&v[4], wv, (DLDataType){kDLFloat, 32, 1}, 3, KV, cin),
-                       sp_f32(&v[5], y, 2, r->sites, cout)};
-    int64_t wshape[3] = {KV, cin, cout};
-    arr[4]->shape = wshape;
-    for (int64_t o = 0; o < r->sites; o++)
-        for (int32_t q = r->indptr[o]; q < r->indptr[o + 1]; q++)
-            for (int64_t ci = 0; ci < cin; ci++)
-                for (int64_t co = 0; co < cout; co++)
-                    want[o * cout + co] +=
-                        (double)x[r->src[q] * cin + ci] * wv[(r->off[q] * cin + ci) * cout + co];
+    int64_t wshape[3];
+    DLTensor *arr[6];
+    sp_sparse_conv_arrays(r, x, wv, y, cin, cout, v, wshape, arr);
+    sp_sparse_conv_ref(r, x, wv, cin, cout, want);
     if (k && r->pairs > 0) {
         int32_t saved = r->off[r->pairs / 2];
-        r->off[r->pairs / 2] = KV;
+        r->off[r->pairs / 2] = SP_KV;
         sp_poison(y, r->sites * cout);
         TT_EQ_INT(tex_kernel_call_tensors(k, 6, arr), TEX_EINVAL);
         TT_CHECK(strstr(tex_kernel_errmsg(k), "D_indices") != NULL && isnan(y[0]));
@@ -259,9 +190,9 @@ static void test_sparse_conv(void)
     } cases[] = {{1, 1, 1, 1.0}, {4, 3, 8, 0.5}, {5, 16, 16, 0.3}, {7, 5, 13, 0.2}, {6, 8, 1, 0.0}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         for (int sym = 0; sym < 2; sym++) {
-            rulebook r = rulebook_random(cases[i].g, cases[i].fill, 41 + i);
+            sp_rulebook r = sp_rulebook_random(cases[i].g, cases[i].fill, 41 + i);
             run_conv(&r, cases[i].cin, cases[i].cout, sym, 5 + i);
-            rulebook_free(&r);
+            sp_rulebook_free(&r);
         }
 }
 

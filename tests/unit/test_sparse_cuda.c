@@ -10,7 +10,8 @@
  * poisoned first. Hyb SpMM too: every part with its rows on blocks and
  * features on threads, all parts in one function. Binary searches too:
  * SDDMM finding its rows in indptr (no rows array), and SpMM over a sparse
- * X read at coordinates (each X row searched for the feature).
+ * X read at coordinates (each X row searched for the feature). Sparse
+ * convolution too: output sites on blocks, output channels on threads.
  */
 #include "tt.h"
 #include "backend_cuda/cuda_driver.h"
@@ -262,6 +263,56 @@ static void run_spmm_sparse_x(const sp_csr *a, const sp_csr *xs, bool sym)
     tex_ctx_free(ctx);
 }
 
+/* Sparse convolution (gather-GEMM-scatter over pairs grouped by output
+ * site, tests/support/sparse.h): output sites on blocks, output channels
+ * on threads, the pairs' ragged loop and the input channels inside. */
+static void run_sparse_conv(const sp_rulebook *r, int64_t cin, int64_t cout, bool sym)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    tex_tensor *args[6];
+    tex_tensor *out = sp_sparse_conv(ctx, r, cin, cout, sym, args);
+    tex_schedule *s = out ? tex_schedule_new(ctx, 1, &out) : NULL;
+    tex_stage *st = s ? tex_stage_of(s, out) : NULL;
+    if (st) {
+        TT_EQ_INT(tex_reorder(st, 2, (tex_iter *[]){tex_op_axis(st, 0), tex_op_axis(st, 1)}), 0);
+        TT_EQ_INT(tex_bind(st, tex_op_axis(st, 0), TEX_BLOCK_X), 0);
+        TT_EQ_INT(tex_bind(st, tex_op_axis(st, 1), TEX_THREAD_X), 0);
+    }
+    float *x = sp_random_floats(r->sites * cin, 5), *w = sp_random_floats(SP_KV * cin * cout, 6);
+    float *y = malloc(sizeof *y * (size_t)(r->sites * cout + 1));
+    double *want = malloc(sizeof *want * (size_t)(r->sites * cout + 1));
+    sp_view v[6];
+    int64_t wshape[3];
+    gpu_case g = {NULL, cout,           s ? tex_lower_tensors(s, "sparse_conv", 6, args) : NULL,
+                  6,    {NULL},         y,
+                  want, r->sites * cout};
+    sp_sparse_conv_arrays(r, x, w, y, cin, cout, v, wshape, g.arr);
+    sp_sparse_conv_ref(r, x, w, cin, cout, want);
+    if (g.fn)
+        run_targets("sparse conv", &g, ctx);
+    else
+        TT_FAILF("sparse conv: %s", tex_errmsg(ctx));
+    free(x);
+    free(w);
+    free(y);
+    free(want);
+    tex_ctx_free(ctx);
+}
+
+static void test_sparse_conv_gpu(void)
+{
+    const struct {
+        int64_t g, cin, cout;
+        double fill;
+    } convs[] = {{1, 1, 1, 1.0}, {4, 3, 8, 0.5}, {5, 7, 32, 0.3}};
+    for (size_t i = 0; i < sizeof convs / sizeof *convs; i++)
+        for (int sym = 0; sym < 2; sym++) {
+            sp_rulebook r = sp_rulebook_random(convs[i].g, convs[i].fill, 53 + i);
+            run_sparse_conv(&r, convs[i].cin, convs[i].cout, sym);
+            sp_rulebook_free(&r);
+        }
+}
+
 static const struct {
     int64_t m, n, f;
     double avg;
@@ -324,5 +375,6 @@ int main(void)
     TT_RUN(test_sddmm_gpu);
     TT_RUN(test_hyb_gpu);
     TT_RUN(test_search_gpu);
+    TT_RUN(test_sparse_conv_gpu);
     return tt_finish();
 }
