@@ -1,9 +1,11 @@
 /*
  * Sparse iterations of two applications (docs/sparse.md, "Applications"),
- * JIT-compiled for the CPU and run against loops written out here and
- * against the oracle (tex_eval_reference), outputs poisoned first:
+ * JIT-compiled for the CPU and run against loops written out (here, and
+ * sp_sparse_conv_ref in tests/support/sparse.h) and against the oracle
+ * (tex_eval_reference), outputs poisoned first:
  *   - masked attention scores S[i, j] = (Q[i, :] . K[j, :]) / sqrt(d) at the
- *     non-zeros of a mask (banded, power-law, empty rows), a sparse output;
+ *     non-zeros of a mask (uniform, power-law, empty rows, a dense row), a
+ *     sparse output;
  *   - sparse convolution as gather-GEMM-scatter: Out[o, co] = sum over o's
  *     pairs q of sum_ci In[src(q), ci] * W[offset(q), ci, co], the pairs of
  *     each output site (its occupied neighbours and their kernel offsets)
@@ -11,8 +13,10 @@
  *     thread and no atomics are needed; the kernel offset is a sparse-fixed
  *     axis of one column under the pairs (a reduction axis under a
  *     reduction axis), so its indices are checked at call time like any:
- *     an offset outside the kernel is refused, nothing written.
- * Constant and symbolic sizes, 1-sized and prime shapes.
+ *     an offset outside the kernel is refused, nothing written; the grids
+ *     (sp_rulebook_random) random voxels of a submanifold 3 x 3 x 3 conv.
+ * Constant and symbolic sizes, 1-sized and prime shapes; a variable
+ * reduction axis under another refused.
  */
 #include "tt.h"
 #include "support/opcheck.h"
