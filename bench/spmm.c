@@ -21,11 +21,11 @@
  * over non-zeros in parallel, the feature reduction vectorized
  * (tex_vectorize_reduce), against the hand-written kernel (anchor openmp).
  *
- * On the 2 cores of an AVX-512 AMD EPYC (three runs, X and Y 64-byte
- * aligned, bench_floats): hyb 1.22-2.13x csr_openmp at width 64 and 1.36-1.57x
- * at 128 (hyb 3.1-3.6 ms at 64; csr_openmp anywhere from 4.3 to 7.6 ms from
- * one process to the next), 0.70-0.83x csr_tex, 5.1-5.6x and 2.2-2.5x librsb; SDDMM 3.8x and
- * 5.5x. With malloc's arrays (16 bytes past a page) hyb took 4.5 ms instead
+ * On the 2 cores of an AVX-512 AMD EPYC (eight runs, X and Y 64-byte
+ * aligned, bench_floats): hyb 1.22-2.13x csr_openmp at width 64 and
+ * 1.36-1.57x at 128 (hyb 3.1-3.6 ms at 64; csr_openmp anywhere from 4.3 to
+ * 7.6 ms from one process to the next), 0.70-0.83x csr_tex, 5.1-5.6x and
+ * 2.2-2.5x librsb; SDDMM 3.8x and 5.5x. With malloc's arrays (16 bytes past a page) hyb took 4.5 ms instead
  * of 3.6 at width 64 (1.39-1.59x csr_openmp, whose time hardly moved);
  * before the call-time index scans ran on AVX-512 (src/rt/index_check.c)
  * they took another 0.9 ms a call. What keeps hyb behind tex's own CSR
