@@ -22,8 +22,8 @@
  * (tex_vectorize_reduce), against the hand-written kernel (anchor openmp).
  *
  * On the 2 cores of an AVX-512 AMD EPYC (X and Y 64-byte aligned,
- * bench_floats), with MAX_WIDTH 8 (three runs): hyb 1.61-1.75x csr_openmp
- * at width 64 and 1.63-1.71x at 128, 0.76-0.79x and 0.90-0.91x csr_tex,
+ * bench_floats), with MAX_WIDTH 8 (five runs): hyb 1.61-1.77x csr_openmp
+ * at width 64 and 1.63-1.71x at 128, 0.76-0.82x and 0.88-0.91x csr_tex,
  * 5.3x and 2.5-2.6x librsb; SDDMM 3.3-3.5x and 6.0-6.3x. With MAX_WIDTH 32
  * (eight runs) hyb took about 10% longer: 1.22-2.13x and 1.36-1.57x
  * csr_openmp (csr_openmp anywhere from 4.3 to 7.6 ms from one process to
