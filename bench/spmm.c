@@ -22,34 +22,41 @@
  * (tex_vectorize_reduce), against the hand-written kernel (anchor openmp).
  *
  * On the 2 cores of an AVX-512 AMD EPYC (X and Y 64-byte aligned,
- * bench_floats), with MAX_WIDTH 8 (five runs): hyb 1.61-1.77x csr_openmp
- * at width 64 and 1.63-1.71x at 128, 0.76-0.82x and 0.88-0.91x csr_tex,
- * 5.3x and 2.5-2.6x librsb; SDDMM 3.3-3.5x and 6.0-6.3x. With MAX_WIDTH 32
- * (eight runs) hyb took about 10% longer: 1.22-2.13x and 1.36-1.57x
- * csr_openmp (csr_openmp anywhere from 4.3 to 7.6 ms from one process to
- * the next at width 64), 0.70-0.83x csr_tex; MAX_WIDTH 4 measured as 8.
- * With malloc's arrays (16 bytes past a page) hyb took 4.5 ms
- * instead of 3.6 at width 64 (MAX_WIDTH 32; 1.39-1.59x csr_openmp, whose time hardly moved);
- * before the call-time index scans ran on AVX-512 (src/rt/index_check.c) they took another 0.9 ms a
- * call. What keeps hyb behind tex's own CSR kernel, measured on the generated C alone: its buckets
- * write Y's rows out of order (written in order, the buckets ran in 0.76x the time) and pad their
- * rows (653k multiply-adds for 494k non-zeros). Measured on the 2 cores of an AVX-512 Xeon (noisy;
- * medians of interleaved runs, three runs): hyb 1.09-1.25x csr_openmp at width 64 and 1.09-1.18x at
- * 128, 0.84-0.89x csr_tex, 2.6-4.0x librsb; tex's CSR kernel alone 1.29-1.47x csr_openmp since its
- * rows are handed out dynamically (pass uneven_parallel; 1.16-1.39x with the even static split
- * before). Not the 1.5x over csr_openmp hyb aims at: each non-zero gathers a row of X (256 or 512
- * bytes; X is 16 or 32 MiB, the L2 2 MiB a core), which bounds every kernel here, and hyb's buckets
- * add padded multiply-adds and write Y's rows out of order without buying load balance that dynamic
- * row shares do not already give on a CPU: by the widest bucket W, hyb ran at 0.91-0.96x csr_tex
- * with W = 1, 0.91-0.97x with 2 and 4, 0.88-0.92x with 8 and 0.84-0.89x with 32 (docs/sparse.md).
- * What made the difference earlier, measured on hand copies of the generated CSR loop (width 64):
- * the loop order, 1.3x (a non-zero read once per group of 16 features, into one accumulator: one
- * chain of dependent multiply-adds), and rows handed out in shares rather than one at a time, 1.8x
- * (an atomic update of the team's counter per row costs as much as a short row). Software
- * prefetching of X's rows (tex_prefetch at the loop over the non-zeros, SPMM_PREFETCH=16, one hint
- * per 64-byte line) measured within noise of none (tex's CSR kernel 1.25-1.35x csr_openmp with
- * hints, 1.16-1.39x without, width 64; 1.14-1.17x against 1.21-1.31x at 128), so it is off by
- * default.
+ * bench_floats), with MAX_WIDTH 8 (five runs): hyb 1.61-1.77x csr_openmp at
+ * width 64 and 1.63-1.71x at 128, 0.76-0.82x and 0.88-0.91x csr_tex, 5.3x
+ * and 2.5-2.6x librsb; SDDMM 3.3-3.5x and 6.0-6.3x. With MAX_WIDTH 32 (eight
+ * runs) hyb took about 10% longer: 1.22-2.13x and 1.36-1.57x csr_openmp
+ * (csr_openmp anywhere from 4.3 to 7.6 ms from one process to the next at
+ * width 64), 0.70-0.83x csr_tex; MAX_WIDTH 4 measured as 8. With malloc's
+ * arrays (16 bytes past a page) hyb took 4.5 ms instead of 3.6 at width 64
+ * (MAX_WIDTH 32; 1.39-1.59x csr_openmp, whose time hardly moved); before the
+ * call-time index scans ran on AVX-512 (src/rt/index_check.c) they took
+ * another 0.9 ms a call. What keeps hyb behind tex's own CSR kernel,
+ * measured on the generated C alone: its buckets write Y's rows out of order
+ * (written in order, the buckets ran in 0.76x the time) and pad their rows
+ * (653k multiply-adds for 494k non-zeros).
+ *
+ * Measured on the 2 cores of an AVX-512 Xeon (noisy; medians of interleaved
+ * runs, three runs): hyb 1.09-1.25x csr_openmp at width 64 and 1.09-1.18x at
+ * 128, 0.84-0.89x csr_tex, 2.6-4.0x librsb; tex's CSR kernel alone
+ * 1.29-1.47x csr_openmp since its rows are handed out dynamically (pass
+ * uneven_parallel; 1.16-1.39x with the even static split before). Not the
+ * 1.5x over csr_openmp hyb aims at: each non-zero gathers a row of X (256 or
+ * 512 bytes; X is 16 or 32 MiB, the L2 2 MiB a core), which bounds every
+ * kernel here, and hyb's buckets add padded multiply-adds and write Y's rows
+ * out of order without buying load balance that dynamic row shares do not
+ * already give on a CPU: by the widest bucket W, hyb ran at 0.91-0.96x
+ * csr_tex with W = 1, 0.91-0.97x with 2 and 4, 0.88-0.92x with 8 and
+ * 0.84-0.89x with 32 (docs/sparse.md). What made the difference earlier,
+ * measured on hand copies of the generated CSR loop (width 64): the loop
+ * order, 1.3x (a non-zero read once per group of 16 features, into one
+ * accumulator: one chain of dependent multiply-adds), and rows handed out in
+ * shares rather than one at a time, 1.8x (an atomic update of the team's
+ * counter per row costs as much as a short row). Software prefetching of X's
+ * rows (tex_prefetch at the loop over the non-zeros, SPMM_PREFETCH=16, one
+ * hint per 64-byte line) measured within noise of none (tex's CSR kernel
+ * 1.25-1.35x csr_openmp with hints, 1.16-1.39x without, width 64; 1.14-1.17x
+ * against 1.21-1.31x at 128), so it is off by default.
  *
  * Lines: bench=spmm case=powerlaw64k_fF/t2 anchor=csr_openmp|csr_tex|library
  * and bench=sddmm case=powerlaw64k_fF/t2 anchor=openmp; bench=sddmm_search: SDDMM

@@ -80,10 +80,9 @@ static bool parse_option(const char *p, size_t len, as_options *o)
            (o->threads = (int)strtol(p + 9, &end, 10)) > 0 && end == p + len;
 }
 
-/* Parses "cpu [-strict-float] [-threads=N] [-no-tensorize] [-l1=B] [-l2=B]" or "cuda
- * [-strict-float]
- * [-arch=sm_NN] [-emit-only]"; 0 or TEX_EINVAL naming the target or the
- * option. */
+/* Parses "cpu [-strict-float] [-threads=N] [-no-tensorize] [-l1=B] [-l2=B]"
+ * or "cuda [-strict-float] [-arch=sm_NN] [-emit-only]"; 0 or TEX_EINVAL
+ * naming the target or the option. */
 static int parse_target(tex_ctx *ctx, const char *target, as_options *o)
 {
     if (!target)

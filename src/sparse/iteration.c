@@ -23,9 +23,9 @@
  * another reduction axis (a sparse convolution's kernel offset, one per
  * pair of input and output sites: its extent is constant, only its base
  * reads the parent's position). Not handled here (TEX_EINVAL naming the
- * axis): a variable reduction axis under another reduction axis, a spatial axis of a
- * dense output that is not a dense-fixed root, sparse outputs of other
- * shapes.
+ * axis): a variable reduction axis under another reduction axis, a spatial
+ * axis of a dense output that is not a dense-fixed root, sparse outputs of
+ * other shapes.
  */
 #include "sparse/sparse.h"
 

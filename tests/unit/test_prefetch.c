@@ -49,6 +49,19 @@ static tex_tensor *matmul(ops_wl *w, tex_ctx *ctx, int64_t m, int64_t n, int64_t
     return ops_matmul(w, m, n, k, sym);
 }
 
+/* Splits matmul stage st's columns j by 16 and vectorizes j.inner; loop
+ * order (i, j.outer, k, j.inner), or with k_outer (k, i, j.outer, j.inner). */
+static void split_columns(tex_ctx *ctx, tex_stage *st, bool k_outer)
+{
+    tex_iter *i = tex_op_axis(st, 0), *j = tex_op_axis(st, 1), *k = tex_op_reduce_axis(st, 0);
+    tex_iter *jo, *ji;
+    TT_EQ_INT(tex_split(st, j, tex_int(ctx, 16), &jo, &ji), 0);
+    TT_EQ_INT(
+        tex_reorder(st, 4, k_outer ? (tex_iter *[]){k, i, jo, ji} : (tex_iter *[]){i, jo, k, ji}),
+        0);
+    TT_EQ_INT(tex_vectorize(st, ji), 0);
+}
+
 /* C = A B, (i, j.outer, k, j.inner) with j.inner vectorized: A and B
  * prefetched at k, C written ahead at i and at k (where the promote pass
  * keeps C's vector in a register: the hint must not stop it). */
@@ -59,11 +72,8 @@ static void gemm(int64_t m, int64_t n, int64_t kk, bool sym, int offset)
     tex_tensor *C = matmul(&w, ctx, m, n, kk, sym);
     tex_schedule *s = tex_schedule_new(ctx, 1, &C);
     tex_stage *st = tex_stage_of(s, C);
-    tex_iter *i = tex_op_axis(st, 0), *j = tex_op_axis(st, 1), *k = tex_op_reduce_axis(st, 0);
-    tex_iter *jo, *ji;
-    TT_EQ_INT(tex_split(st, j, tex_int(ctx, 16), &jo, &ji), 0);
-    TT_EQ_INT(tex_reorder(st, 4, (tex_iter *[]){i, jo, k, ji}), 0);
-    TT_EQ_INT(tex_vectorize(st, ji), 0);
+    tex_iter *i = tex_op_axis(st, 0), *k = tex_op_reduce_axis(st, 0);
+    split_columns(ctx, st, false);
     TT_EQ_INT(tex_prefetch(st, w.in[0], k, offset), 0);
     TT_EQ_INT(tex_prefetch(st, w.in[1], k, offset + 1), 0);
     TT_EQ_INT(tex_prefetch(st, C, i, 1), 0);
@@ -257,12 +267,8 @@ static void shared(int64_t m, int64_t n, int64_t kk, bool sym)
     tex_tensor *C = matmul(&w, ctx, m, n, kk, sym);
     tex_schedule *s = tex_schedule_new(ctx, 1, &C);
     tex_stage *st = tex_stage_of(s, C);
-    tex_iter *i = tex_op_axis(st, 0), *j = tex_op_axis(st, 1), *k = tex_op_reduce_axis(st, 0);
-    tex_iter *jo, *ji;
-    TT_EQ_INT(tex_split(st, j, tex_int(ctx, 16), &jo, &ji), 0);
-    TT_EQ_INT(tex_reorder(st, 4, (tex_iter *[]){k, i, jo, ji}), 0);
-    TT_EQ_INT(tex_vectorize(st, ji), 0);
-    TT_EQ_INT(tex_prefetch_at(st, w.in[1], i, k, 1), 0);
+    split_columns(ctx, st, true);
+    TT_EQ_INT(tex_prefetch_at(st, w.in[1], tex_op_axis(st, 0), tex_op_reduce_axis(st, 0), 1), 0);
     TT_CHECK(ops_check_jit(&w, s, "cpu", 21 + (uint64_t)m, NULL, true) == 0);
     TT_CHECK(ops_check_jit(&w, s, "cpu -threads=2", 22, NULL, true) == 0);
     char *src = m > 1 && kk > 1 ? source_of(&w, s) : NULL;

@@ -283,9 +283,12 @@ static void run_sparse_conv(const sp_rulebook *r, int64_t cin, int64_t cout, boo
     double *want = malloc(sizeof *want * (size_t)(r->sites * cout + 1));
     sp_view v[6];
     int64_t wshape[3];
-    gpu_case g = {NULL, cout,           s ? tex_lower_tensors(s, "sparse_conv", 6, args) : NULL,
-                  6,    {NULL},         y,
-                  want, r->sites * cout};
+    gpu_case g = {.f = cout,
+                  .fn = s ? tex_lower_tensors(s, "sparse_conv", 6, args) : NULL,
+                  .n_args = 6,
+                  .out = y,
+                  .want = want,
+                  .n_out = r->sites * cout};
     sp_sparse_conv_arrays(r, x, w, y, cin, cout, v, wshape, g.arr);
     sp_sparse_conv_ref(r, x, w, cin, cout, want);
     if (g.fn)
