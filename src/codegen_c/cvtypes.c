@@ -52,9 +52,34 @@ static void select_helpers(const texi_cp *p, texi_sb *sb)
         }
 }
 
-/* tex_vmin_vL_T / tex_vmax_vL_T for the float vectors min/max used, over
- * tex_vselect: b where b < a (max: a < b) or b is NaN, else a, as the
- * scalar helpers. */
+/* The x86 instruction for min (max) of b and a in each lane, for vectors
+ * of `bytes` bytes: b where b < a (b > a), else a, so a where either is
+ * NaN; the guard names the ISA it needs. NULL where x86 has none. */
+static const char *x86_minmax(bool f64, int bytes, bool max, const char **guard)
+{
+    static const char *const name[3][2][2] = {
+        {{"__builtin_ia32_minps", "__builtin_ia32_maxps"},
+         {"__builtin_ia32_minpd", "__builtin_ia32_maxpd"}},
+        {{"__builtin_ia32_minps256", "__builtin_ia32_maxps256"},
+         {"__builtin_ia32_minpd256", "__builtin_ia32_maxpd256"}},
+        {{"__builtin_ia32_minps512", "__builtin_ia32_maxps512"},
+         {"__builtin_ia32_minpd512", "__builtin_ia32_maxpd512"}},
+    };
+    static const char *const guards[3] = {"__SSE2__", "__AVX__", "__AVX512F__"};
+    int w = bytes == 16 ? 0 : bytes == 32 ? 1 : bytes == 64 ? 2 : -1;
+    if (w < 0)
+        return NULL;
+    *guard = guards[w];
+    return name[w][f64][max];
+}
+
+/* tex_vmin_vL_T / tex_vmax_vL_T for the float vectors min/max used, with
+ * the scalar helpers' rule: b where b < a (max: a < b) or b is NaN, else a.
+ * On x86 that is one MINPS/MAXPS of (b, a), which gives a on a NaN, kept
+ * where b is ordered; with AVX-512 a masked instruction whose mask
+ * (ORD(b, b)) does not depend on a, so that a max-reduction's accumulator
+ * waits on the MAXPS alone (softmax's row max: 2 instructions a vector
+ * instead of 5). Elsewhere: tex_vselect of the two comparisons. */
 static void minmax_helpers(const texi_cp *p, texi_sb *sb)
 {
     for (int f64 = 0; f64 < 2; f64++)
@@ -62,13 +87,34 @@ static void minmax_helpers(const texi_cp *p, texi_sb *sb)
             if (!(p->vector_minmax[f64] & (1u << k)))
                 continue;
             const char *et = f64 ? "f64" : "f32";
-            int l = 1 << k;
-            for (int max = 0; max < 2; max++)
-                texi_sb_printf(sb,
-                               "%s tex_v%d_%s tex_v%s_v%d_%s(tex_v%d_%s a, tex_v%d_%s b)\n{\n"
-                               "    return tex_vselect_v%d_%s((%s) | (b != b), b, a);\n}\n\n",
+            int l = 1 << k, bytes = l * (f64 ? 8 : 4);
+            for (int max = 0; max < 2; max++) {
+                const char *guard = NULL, *op = x86_minmax(f64, bytes, max, &guard);
+                texi_sb_printf(sb, "%s tex_v%d_%s tex_v%s_v%d_%s(tex_v%d_%s a, tex_v%d_%s b)\n{\n",
                                p->target->inline_kw, l, et, max ? "max" : "min", l, et, l, et, l,
-                               et, l, et, max ? "a < b" : "b < a");
+                               et);
+                if (op && bytes == 64)
+                    texi_sb_printf(sb,
+                                   "#if defined(__AVX512F__)\n"
+                                   "    %s k = __builtin_ia32_cmpp%c512_mask(b, b, 7, (%s)-1, 4);\n"
+                                   "#ifdef __clang__\n"
+                                   "    return __builtin_ia32_selectp%c_512(k, %s(b, a, 4), b);\n"
+                                   "#else\n"
+                                   "    return %s_mask(b, a, b, k, 4);\n"
+                                   "#endif\n#else\n",
+                                   f64 ? "unsigned char" : "unsigned short", f64 ? 'd' : 's',
+                                   f64 ? "unsigned char" : "unsigned short", f64 ? 'd' : 's', op,
+                                   op);
+                else if (op)
+                    texi_sb_printf(sb,
+                                   "#if defined(%s)\n"
+                                   "    return tex_vselect_v%d_%s(b != b, b, %s(b, a));\n"
+                                   "#else\n",
+                                   guard, l, et, op);
+                texi_sb_printf(sb, "    return tex_vselect_v%d_%s((%s) | (b != b), b, a);\n", l, et,
+                               max ? "a < b" : "b < a");
+                texi_sb_puts(sb, op ? "#endif\n}\n\n" : "}\n\n");
+            }
         }
 }
 
