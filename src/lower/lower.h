@@ -72,6 +72,9 @@ int texi_pass_hfuse(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_hoist_search(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* The GPU tail's first step: tex_prefetch's hints removed (drop_hints.c). */
 int texi_pass_drop_hints(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+/* First in both tails: ATTR "zero_skip" replaced by its IF, or by the call
+ * under -strict-float (tensorize_skip.c). */
+int texi_pass_zero_skip(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* CPU tail: parallel loops of uneven iterations scheduled dynamically
  * (uneven_parallel.c). */
 int texi_pass_uneven_parallel(texi_lower *lw, tex_stmt *in, tex_stmt **out);

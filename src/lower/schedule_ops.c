@@ -866,15 +866,18 @@ static tex_stmt *reset_tile(sops *o, const stage_emit *se, tex_expr **off, tex_s
 }
 
 /* The calls of `in` for one tile at level tz: UPDATE after the init nest,
- * else BODY, else RESET then UPDATE. */
+ * else BODY, else RESET then UPDATE; an UPDATE whose tiles may be padding
+ * under ATTR "zero_skip" (tensorize_skip.c). */
 static tex_stmt *tile_calls(sops *o, const stage_emit *se, tex_intrin *in, bool after_init)
 {
-    if (after_init)
-        return intrin_call(o, in, TEXI_INTRIN_UPDATE, se->tz_args);
-    if (in->fn[TEXI_INTRIN_BODY])
+    if (!after_init && in->fn[TEXI_INTRIN_BODY])
         return intrin_call(o, in, TEXI_INTRIN_BODY, se->tz_args);
-    tex_stmt *two[2] = {intrin_call(o, in, TEXI_INTRIN_RESET, se->tz_args),
-                        intrin_call(o, in, TEXI_INTRIN_UPDATE, se->tz_args)};
+    tex_stmt *update = intrin_call(o, in, TEXI_INTRIN_UPDATE, se->tz_args);
+    if (texi_tz_skip_zero_tiles(o->ctx, in, se->tz_args, o->n_env, o->env, &update) < 0)
+        return NULL;
+    if (after_init)
+        return update;
+    tex_stmt *two[2] = {intrin_call(o, in, TEXI_INTRIN_RESET, se->tz_args), update};
     return two[0] && two[1] ? texi_seq_new(o->ctx, 2, two) : NULL;
 }
 

@@ -1,6 +1,7 @@
 /*
  * Matching a stage's loop nest under a tensorized leaf against the
- * intrinsic's description (tensorize_match.c), for schedule_ops.c. Private to
+ * intrinsic's description (tensorize_match.c), and skipping the calls whose
+ * tiles are padding (tensorize_skip.c), for schedule_ops.c. Private to
  * src/lower.
  */
 #ifndef TEX_LOWER_TENSORIZE_MATCH_H
@@ -32,5 +33,12 @@ typedef struct {
  * TEX_EINVAL "tex_lower: stage 'S', tensorize at 'iv' with intrinsic 'N':
  * why", followed by both sides printed. */
 int texi_tz_match(tex_ctx *ctx, const texi_tz_nest *nest, texi_intrin_arg *args);
+
+/* *call, an UPDATE of intrinsic in on tiles args, in ATTR "zero_skip" around
+ * IF (needed) *call when in is a CPU GEMM built-in and an operand's tile may
+ * lie wholly in a padding stage's zeros (tensorize_skip.c); the condition is
+ * simplified over the n_env ranges env. 0, or TEX_ENOMEM. */
+int texi_tz_skip_zero_tiles(tex_ctx *ctx, const tex_intrin *in, const texi_intrin_arg *args,
+                            int n_env, const texi_range *env, tex_stmt **call);
 
 #endif

@@ -311,6 +311,98 @@ static void test_conv_weight_hints(void)
     }
 }
 
+/* Built-in UPDATE calls of source src, and how many of them an IF guards
+ * (the line before is "if (...) {"). */
+static int guarded_updates(const char *src, int *total)
+{
+    int guarded = 0;
+    *total = 0;
+    for (const char *p = strstr(src, "_update(("); p; p = strstr(p + 1, "_update((")) {
+        const char *line = p, *prev;
+        while (line > src && line[-1] != '\n')
+            line--;
+        for (prev = line > src ? line - 1 : src; prev > src && prev[-1] != '\n';)
+            prev--;
+        (*total)++;
+        guarded += line - prev >= 2 && line[-2] == '{' && strstr(prev, "if (") != NULL &&
+                   strstr(prev, "if (") < line;
+    }
+    return guarded;
+}
+
+/* The value of conv kernel k (built by target from s) at NCHWc output index
+ * `at`, on X of ones and weights W of ones but one infinite weight: filter 0,
+ * channel 0, window row 0, column 1 (which the output's first row reads
+ * from the padding). */
+static float conv_with_inf(as_case *c, tex_schedule *s, const char *target, DLTensor **arr,
+                           int64_t at)
+{
+    char why[512];
+    tex_func *f = ops_lower(&c->w, s, why, sizeof why);
+    tex_kernel *k = f ? tex_build(f, target) : NULL;
+    for (int a = 0; a < 2; a++)
+        for (int64_t e = 0; e < ops_numel(arr[a]); e++)
+            ((float *)arr[a]->data)[e] = 1.0f;
+    ((float *)arr[1]->data)[1 * arr[1]->shape[4] * arr[1]->shape[5]] = INFINITY;
+    if (!k || tex_kernel_call_tensors(k, 3, arr) != 0)
+        TT_FAILF("%s: %s", target, k ? tex_kernel_errmsg(k) : f ? tex_errmsg(c->ctx) : why);
+    tex_kernel_free(k);
+    return ((float *)arr[2]->data)[at];
+}
+
+/* A tensorized blocked conv skips the updates whose input tile lies wholly
+ * in the padding (the first and last output rows' outer filter rows): IFs
+ * guard its update calls, and the result matches the oracle. Under
+ * -strict-float nothing is skipped, so an infinite weight that only the
+ * padding meets gives NaN (0 * inf) in the first output row, as the
+ * reference does; the default build skips that product and stays finite.
+ * An output that meets the weight on real input is infinite in both. */
+static void test_conv_padding_skipped(void)
+{
+    if (!nr)
+        return;
+    for (int64_t r = 3; r <= 5; r += 2) {
+        as_case c;
+        case_init(&c, "tz_conv_skip", 0, NULL, false);
+        int64_t h = 7, w = 9, pad = r / 2;
+        tex_expr *shape_x[5] = {tex_int(c.ctx, 1), tex_int(c.ctx, 2), tex_int(c.ctx, h),
+                                tex_int(c.ctx, w), tex_int(c.ctx, 16)};
+        tex_expr *shape_w[6] = {tex_int(c.ctx, 2), tex_int(c.ctx, 2),  tex_int(c.ctx, r),
+                                tex_int(c.ctx, r), tex_int(c.ctx, 16), tex_int(c.ctx, nr)};
+        tex_tensor *X = ops_input(&c.w, "X", 5, shape_x), *W = ops_input(&c.w, "W", 6, shape_w);
+        tex_tensor *y = c.w.out =
+            tex_op_conv2d(c.ctx, "Y", X, W, NULL, (int64_t[]){pad, pad}, NULL, 1, TEX_LAYOUT_NCHWC);
+        tex_schedule *s = y ? tex_auto_schedule(c.ctx, 1, &y, "cpu -threads=2") : NULL;
+        TT_CHECK(s && ops_check_jit(&c.w, s, "cpu -threads=2", 9, NULL, true) == 0);
+        for (int strict = 0; s && strict < 2; strict++) {
+            char why[512];
+            tex_func *f = ops_lower(&c.w, s, why, sizeof why);
+            tex_kernel *k = f ? tex_build(f, strict ? "c -strict-float" : "c") : NULL;
+            int total = 0, guarded = k ? guarded_updates(tex_kernel_source(k), &total) : -1;
+            TT_CHECK(total > 0 && (strict ? guarded == 0 : guarded > 0));
+            if (tt_failed_checks)
+                printf("  r=%lld strict=%d: %d of %d updates guarded\n%s", (long long)r, strict,
+                       guarded, total, k ? tex_kernel_source(k) : why);
+            tex_kernel_free(k);
+        }
+        DLDevice cpu = {kDLCPU, 0};
+        DLTensor *arr[3] = {tex_array_new(5, (int64_t[]){1, 2, h, w, 16}, TEX_F32, cpu),
+                            tex_array_new(6, (int64_t[]){2, 2, r, r, 16, nr}, TEX_F32, cpu),
+                            tex_array_new(5, (int64_t[]){1, 2, h, w, nr}, TEX_F32, cpu)};
+        /* output row pad, column pad - 1, filter 0 meets the weight on real input */
+        int64_t at_real = (pad * w + pad - 1) * nr;
+        if (s && arr[0] && arr[1] && arr[2]) {
+            TT_CHECK(isfinite(conv_with_inf(&c, s, "cpu", arr, 0)));
+            TT_CHECK(isinf(conv_with_inf(&c, s, "cpu", arr, at_real)));
+            TT_CHECK(isnan(conv_with_inf(&c, s, "cpu -strict-float", arr, 0)));
+            TT_CHECK(isinf(conv_with_inf(&c, s, "cpu -strict-float", arr, at_real)));
+        }
+        for (int a = 0; a < 3; a++)
+            tex_array_free(arr[a]);
+        tex_ctx_free(c.ctx);
+    }
+}
+
 /* The ordinary register tiles for convs the built-in does not fit. */
 static void test_conv_fallback(void)
 {
@@ -366,6 +458,7 @@ int main(void)
     TT_RUN(test_conv_panels);
     TT_RUN(test_conv_blocked);
     TT_RUN(test_conv_weight_hints);
+    TT_RUN(test_conv_padding_skipped);
     TT_RUN(test_conv_fallback);
     tt_remove_tree(cache_dir);
     return tt_finish();
