@@ -399,6 +399,20 @@ static inline tex_tensor *sp_sparse_conv(tex_ctx *ctx, const sp_rulebook *r, int
     return out;
 }
 
+/* The host arrays of an SDDMM's parameters over a's pattern (its indices,
+ * each non-zero's row, x [m, f], y [n, f], out [nnz]), views in v; rows is
+ * filled from a's indptr (tex_sp_fill_rows, whose code is returned). */
+static inline int sp_sddmm_arrays(const sp_csr *a, int32_t *rows, float *x, float *y, int64_t f,
+                                  float *out, sp_view v[6], DLTensor *arr[5])
+{
+    arr[0] = sp_i32(&v[0], a->indices, a->nnz);
+    arr[1] = sp_i32(&v[1], rows, a->nnz);
+    arr[2] = sp_f32(&v[2], x, 2, a->m, f);
+    arr[3] = sp_f32(&v[3], y, 2, a->n, f);
+    arr[4] = sp_f32(&v[4], out, 1, a->nnz, 0);
+    return tex_sp_fill_rows(sp_i32(&v[5], a->indptr, a->m + 1), arr[1]);
+}
+
 /* The host arrays of sp_sparse_conv's parameters over r, x [sites, cin],
  * w [SP_KV, cin, cout] and y [sites, cout] (views in v, W's shape in
  * wshape). */

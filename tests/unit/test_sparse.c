@@ -159,10 +159,8 @@ static void run_sddmm(const sp_csr *a, int64_t f, bool sym, uint64_t seed)
     double *want = malloc(sizeof *want * (size_t)(a->nnz + 1));
     int32_t *rows = malloc(sizeof *rows * (size_t)(a->nnz + 1));
     sp_view v[6];
-    DLTensor *arr[] = {sp_i32(&v[0], a->indices, a->nnz), sp_i32(&v[1], rows, a->nnz),
-                       sp_f32(&v[2], x, 2, a->m, f), sp_f32(&v[3], y, 2, a->n, f),
-                       sp_f32(&v[4], out, 1, a->nnz, 0)};
-    TT_EQ_INT(tex_sp_fill_rows(sp_i32(&v[5], a->indptr, a->m + 1), arr[1]), 0);
+    DLTensor *arr[5];
+    TT_EQ_INT(sp_sddmm_arrays(a, rows, x, y, f, out, v, arr), 0);
     sp_sddmm_ref(a, x, y, f, want);
     sp_poison(out, a->nnz);
     if (a->nnz > 0) { /* a row coordinate out of range: refused */

@@ -82,10 +82,8 @@ static void run_attention(const sp_csr *mask, int64_t d, bool sym, uint64_t seed
     double *want = malloc(sizeof *want * (size_t)(mask->nnz + 1));
     int32_t *rows = malloc(sizeof *rows * (size_t)(mask->nnz + 1));
     sp_view v[6];
-    DLTensor *arr[] = {sp_i32(&v[0], mask->indices, mask->nnz), sp_i32(&v[1], rows, mask->nnz),
-                       sp_f32(&v[2], qv, 2, mask->m, d), sp_f32(&v[3], kv, 2, mask->n, d),
-                       sp_f32(&v[4], out, 1, mask->nnz, 0)};
-    TT_EQ_INT(tex_sp_fill_rows(sp_i32(&v[5], mask->indptr, mask->m + 1), arr[1]), 0);
+    DLTensor *arr[5];
+    TT_EQ_INT(sp_sddmm_arrays(mask, rows, qv, kv, d, out, v, arr), 0);
     for (int64_t i = 0; i < mask->m; i++)
         for (int32_t p = mask->indptr[i]; p < mask->indptr[i + 1]; p++) {
             double acc = 0;
