@@ -628,9 +628,11 @@ TEX_API int tex_target_available(const char *target);
  * A CPU GEMM built-in's update (tex_tensorize) whose tile of A or B is read
  * wholly from the zeros of a padding stage (select(bounds, x, 0), as
  * tex_op_pad makes: a conv's outer filter rows at its first and last
- * output rows) is skipped, as oneDNN skips them; that differs from adding
- * the zero products only when the other tile holds an infinity or a NaN
- * (0 * inf is NaN), or in the sign of a zero sum. "-strict-float" adds them.
+ * output rows) is skipped, and one whose first or last rows of A are (a
+ * conv's first and last filter columns at a row's ends) runs on the other
+ * rows only, as oneDNN skips them; that differs from adding the zero
+ * products only when the other tile holds an infinity or a NaN (0 * inf is
+ * NaN), or in the sign of a zero sum. "-strict-float" adds them.
  * Caller-owned; free with tex_kernel_free. NULL on error (recorded in f's context): TEX_EINVAL for
  * an unknown target, TEX_EUNAVAILABLE when its compiler/driver is missing, TEX_ECOMPILE with the
  * compiler's output when the generated code is rejected. */

@@ -647,8 +647,9 @@ bool texi_stmt_has_sync(const tex_stmt *s);
  * thread when `vthread`), not over blocks, which run in turn. */
 bool texi_stmt_is_thread_loop(const tex_stmt *s, bool vthread);
 
-/* The distinct intrinsics INTRIN statements of s call, in order of first
- * call, stored in list[0 .. cap); their count, or -1 when there are more. */
+/* The distinct intrinsics INTRIN statements of s call (one handle per
+ * instance of a CPU built-in), in order of first call, stored in list[0 .. cap);
+ * their count, or -1 when there are more. */
 int texi_stmt_intrins(const tex_stmt *s, const tex_intrin **list, int cap);
 
 /* Whether some expression of s (bounds, values, indices, conditions) reads

@@ -667,6 +667,14 @@ typedef struct {
     bool full;
 } intrin_list;
 
+/* Whether a and b are one intrinsic: the same handle, or handles of one
+ * instance of a CPU built-in (same name, same C source). */
+static bool same_intrin(const tex_intrin *a, const tex_intrin *b)
+{
+    return a == b || (a->builtin && b->builtin && a->c_source && b->c_source &&
+                      strcmp(a->name, b->name) == 0 && strcmp(a->c_source, b->c_source) == 0);
+}
+
 /* Visitor of texi_stmt_intrins: adds each INTRIN's intrinsic once. */
 static bool add_intrin(const tex_stmt *s, void *ud)
 {
@@ -674,7 +682,7 @@ static bool add_intrin(const tex_stmt *s, void *ud)
     if (l->full || s->kind != TEXI_STMT_INTRIN)
         return !l->full;
     for (int i = 0; i < l->n; i++)
-        if (l->list[i] == s->u.intrin.intrin)
+        if (same_intrin(l->list[i], s->u.intrin.intrin))
             return true;
     if (l->n == l->cap)
         l->full = true;

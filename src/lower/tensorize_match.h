@@ -34,11 +34,13 @@ typedef struct {
  * why", followed by both sides printed. */
 int texi_tz_match(tex_ctx *ctx, const texi_tz_nest *nest, texi_intrin_arg *args);
 
-/* *call, an UPDATE of intrinsic in on tiles args, in ATTR "zero_skip" around
- * IF (needed) *call when in is a CPU GEMM built-in and an operand's tile may
- * lie wholly in a padding stage's zeros (tensorize_skip.c); the condition is
- * simplified over the n_env ranges env. 0, or TEX_ENOMEM. */
-int texi_tz_skip_zero_tiles(tex_ctx *ctx, const tex_intrin *in, const texi_intrin_arg *args,
-                            int n_env, const texi_range *env, tex_stmt **call);
+/* *call, an UPDATE of intrinsic in on tiles args, in ATTR "zero_skip"
+ * when in is a CPU GEMM built-in and an operand's tile may lie wholly in a
+ * padding stage's zeros (IF (needed) around the call), or the first or last
+ * rows of A's tile may (IFs choosing the call on the other rows, on an
+ * instance of fewer rows): tensorize_skip.c. Conditions are simplified over
+ * the n_env ranges env. 0, or TEX_ENOMEM. */
+int texi_tz_skip_zero_tiles(tex_ctx *ctx, tex_intrin *in, const texi_intrin_arg *args, int n_env,
+                            const texi_range *env, tex_stmt **call);
 
 #endif

@@ -16,14 +16,21 @@
  * last, and the tile is a box, so the AND of those ORs is exact. A bounds
  * expression of any other form guards nothing.
  *
- * The call sits in ATTR "zero_skip" around IF (needed) UPDATE; the tail
- * pass zero_skip keeps the IF, or under -strict-float the call alone: a
- * skipped product of zeros differs from adding it only when the other
- * tile holds an infinity or a NaN (or in the sign of a zero sum).
+ * The same along A's rows: where the tile's first (or last) rows lie in
+ * the zeros, as the pixels at a row's ends do for a conv's first (last)
+ * filter column, the call runs on the other rows only, with the built-in's
+ * instance of fewer rows (trim_rows): another 2/21 of the 7x7 layer.
+ *
+ * The call sits in ATTR "zero_skip" around IF (needed) (the trims' IFs)
+ * UPDATE; the tail pass zero_skip keeps the IFs, or under -strict-float
+ * the whole tile's call alone: a skipped product of zeros differs from
+ * adding it only when the other tile holds an infinity or a NaN (or in the
+ * sign of a zero sum).
  */
 #include "lower/lower.h"
 #include "lower/tensorize_match.h"
 #include "schedule/bound.h"
+#include "schedule/intrin.h"
 
 #include <string.h>
 
@@ -91,22 +98,25 @@ static bool and_onto(tex_expr **acc, tex_expr *c)
 }
 
 /* Conjunct c of the bounds over the tile (first[d], last[d] per axis d of
- * op) ANDed onto *need; false when c has another form (or out of memory). */
-static bool conjunct_over_tile(const texi_op *op, tex_expr *c, tex_expr **first, tex_expr **last,
-                               tex_expr **need)
+ * op) ANDed onto *need, when c uses axis `only` (any, or none, when only is
+ * -1); false when c has another form (or out of memory). */
+static bool conjunct_over_tile(const texi_op *op, tex_expr *c, int only, tex_expr **first,
+                               tex_expr **last, tex_expr **need)
 {
     if (c->kind == TEXI_EXPR_AND)
-        return conjunct_over_tile(op, c->u.bin.a, first, last, need) &&
-               conjunct_over_tile(op, c->u.bin.b, first, last, need);
+        return conjunct_over_tile(op, c->u.bin.a, only, first, last, need) &&
+               conjunct_over_tile(op, c->u.bin.b, only, first, last, need);
     if (c->kind != TEXI_EXPR_LT && c->kind != TEXI_EXPR_LE && c->kind != TEXI_EXPR_GT &&
         c->kind != TEXI_EXPR_GE)
         return false;
     int da = axis_used(op, c->u.bin.a), db = axis_used(op, c->u.bin.b);
     if (da == -2 || db == -2 || (da >= 0 && db >= 0))
         return false;
-    if (da < 0 && db < 0)
-        return and_onto(need, c);
     int d = da >= 0 ? da : db;
+    if (only >= 0 && d != only)
+        return true;
+    if (d < 0)
+        return and_onto(need, c);
     tex_expr *var = op->axes[d]->var;
     if (!monotone(da >= 0 ? c->u.bin.a : c->u.bin.b, var))
         return false;
@@ -115,69 +125,183 @@ static bool conjunct_over_tile(const texi_op *op, tex_expr *c, tex_expr **first,
     return at_first && at_last && and_onto(need, ARITH(OR, at_first, at_last));
 }
 
-/* The condition that tile arg of desc tensor dt holds an element of its
- * padding stage's non-zero region, ANDed onto *need; nothing when the
- * tile's tensor is not a padding stage (or out of memory: *need NULL). */
-static bool tile_needed(tex_ctx *ctx, const texi_intrin_arg *arg, const tex_tensor *dt,
-                        tex_expr **need)
+/* The padding stage that tile arg (of desc tensor dt) reads, with the
+ * tile's first and last index per axis in (*first)[d], (*last)[d]; *op
+ * NULL when the tile's tensor is not a padding stage or its extents are
+ * not constants. 0, or TEX_ENOMEM. */
+static int tile_box(tex_ctx *ctx, const texi_intrin_arg *arg, const tex_tensor *dt,
+                    const texi_op **op_out, tex_expr ***first_out, tex_expr ***last_out)
 {
     const texi_op *op = arg->tensor ? arg->tensor->op : NULL;
+    *op_out = NULL;
     if (!op || op->kind != TEXI_OP_COMPUTE || op->body->kind != TEXI_EXPR_SELECT ||
         !is_zero(op->body->u.sel.f) || op->n_axes != arg->tensor_ndim)
-        return true;
+        return 0;
     int nd = op->n_axes;
     tex_expr **first = texi_alloc(ctx, sizeof *first * (size_t)(2 * nd + 1), "tensorize_skip");
     if (!first)
-        return false;
+        return TEX_ENOMEM;
     tex_expr **last = first + nd;
     for (int d = 0; d < nd; d++) {
         int64_t ext = 1;
         for (int j = 0; j < arg->ndim; j++)
             if (arg->dim_map[j] == d && !tex_expr_const_int(dt->shape[j], &ext))
-                return true;
+                return 0;
         first[d] = arg->mins[d];
         last[d] =
             ext == 1 ? first[d] : ARITH(ADD, first[d], texi_int_imm(ctx, first[d]->dtype, ext - 1));
         if (!last[d])
-            return false;
+            return TEX_ENOMEM;
     }
-    tex_expr *tile = NULL;
-    if (!conjunct_over_tile(op, op->body->u.sel.cond, first, last, &tile))
-        return tex_errcode(ctx) == 0; /* another form: guards nothing */
-    return and_onto(need, tile);
+    *op_out = op;
+    *first_out = first;
+    *last_out = last;
+    return 0;
 }
 
-int texi_tz_skip_zero_tiles(tex_ctx *ctx, const tex_intrin *in, const texi_intrin_arg *args,
-                            int n_env, const texi_range *env, tex_stmt **call)
+/* The condition that the box first..last of padding stage op holds an
+ * element of its non-zero region, as far as the bounds on axis `only` (all
+ * bounds: -1) tell, in *need; *need NULL when the bounds have another form
+ * (or none on that axis). 0, or TEX_ENOMEM. */
+static int box_needed(tex_ctx *ctx, const texi_op *op, int only, tex_expr **first, tex_expr **last,
+                      tex_expr **need)
+{
+    *need = NULL;
+    if (conjunct_over_tile(op, op->body->u.sel.cond, only, first, last, need))
+        return 0;
+    *need = NULL;
+    return tex_errcode(ctx) == 0 ? 0 : TEX_ENOMEM;
+}
+
+/* The condition that tile arg of desc tensor dt holds an element of its
+ * padding stage's non-zero region, ANDed onto *need; nothing when the
+ * tile's tensor is not a padding stage. 0, or TEX_ENOMEM. */
+static int tile_needed(tex_ctx *ctx, const texi_intrin_arg *arg, const tex_tensor *dt,
+                       tex_expr **need)
+{
+    const texi_op *op;
+    tex_expr **first, **last, *tile;
+    TEXI_TRY(tile_box(ctx, arg, dt, &op, &first, &last));
+    if (!op)
+        return 0;
+    TEXI_TRY(box_needed(ctx, op, -1, first, last, &tile));
+    return !tile || and_onto(need, tile) ? 0 : TEX_ENOMEM;
+}
+
+/* The most rows trimmed from either end of A's tile: a 7x7 filter with
+ * padding 3 reads 3 columns of padding at the image's edges. */
+enum { MAX_TRIM = 3 };
+
+/* call (an UPDATE of in, a CPU GEMM built-in) on the instance of `rows`
+ * rows, its A and C tiles starting `shift` rows on; NULL on ENOMEM. */
+static tex_stmt *rows_call(tex_ctx *ctx, tex_intrin *in, const tex_stmt *call, int64_t rows,
+                           int64_t shift)
+{
+    tex_intrin *instance = texi_intrin_builtin_cpu_shape(ctx, in, rows, texi_intrin_cpu_depth(in));
+    int n = call->u.intrin.n_args;
+    texi_intrin_arg *args = texi_alloc(ctx, sizeof *args * (size_t)n, "tensorize_skip");
+    if (!instance || !args)
+        return NULL;
+    memcpy(args, call->u.intrin.args, sizeof *args * (size_t)n);
+    for (int a = 0; a < n; a += n - 1) { /* A (first) and C (last): rows are their dimension 0 */
+        texi_intrin_arg *t = &args[a];
+        tex_expr **mins = texi_alloc(ctx, sizeof *mins * (size_t)t->tensor_ndim, "tensorize_skip");
+        if (!mins)
+            return NULL;
+        memcpy(mins, t->mins, sizeof *mins * (size_t)t->tensor_ndim);
+        int d = t->dim_map[0];
+        mins[d] = ARITH(ADD, mins[d], texi_int_imm(ctx, mins[d]->dtype, shift));
+        if (!mins[d])
+            return NULL;
+        t->mins = mins;
+    }
+    return texi_intrin_new(ctx, instance, TEXI_INTRIN_UPDATE, n, args);
+}
+
+/* Whether row r of A's tile (box first..last of padding stage op, rows
+ * along axis d) is inside the bounds on axis d: *need, NULL when the
+ * bounds have another form. */
+static int row_needed(tex_ctx *ctx, const texi_op *op, tex_expr **first, tex_expr **last, int d,
+                      int64_t r, tex_expr **need)
+{
+    tex_expr *saved_first = first[d], *saved_last = last[d];
+    first[d] = last[d] = ARITH(ADD, saved_first, texi_int_imm(ctx, saved_first->dtype, r));
+    int rc = first[d] ? box_needed(ctx, op, d, first, last, need) : TEX_ENOMEM;
+    first[d] = saved_first;
+    last[d] = saved_last;
+    return rc;
+}
+
+/* *call, IF (the first t rows of A's tile are padding, row t not) the
+ * call on rows t.. of the tile ELSE IF (the same for the last t rows) ...
+ * ELSE *call, for t up to MAX_TRIM: the rows a conv's tile reads from the
+ * left and right padding (at the first and last filter columns) are not
+ * multiplied. Rows needed form one interval (each bound is monotone along
+ * the rows), so row t - 1 outside and row t inside means rows 0..t-1 all
+ * outside. Trims the simplifier proves impossible are left out. */
+static int trim_rows(tex_ctx *ctx, tex_intrin *in, const texi_intrin_arg *args, int n_env,
+                     const texi_range *env, tex_stmt **call)
+{
+    const texi_op *op;
+    tex_expr **first, **last;
+    TEXI_TRY(tile_box(ctx, &args[0], in->inputs[0], &op, &first, &last));
+    int64_t m = texi_intrin_cpu_rows(in);
+    if (!op || m < 2)
+        return 0;
+    int d = args[0].dim_map[0];
+    tex_stmt *full = *call;
+    for (int64_t t = 1; t < m && t <= MAX_TRIM; t++)
+        for (int back = 0; back < 2; back++) {
+            tex_expr *out, *inside;
+            TEXI_TRY(row_needed(ctx, op, first, last, d, back ? m - t : t - 1, &out));
+            TEXI_TRY(row_needed(ctx, op, first, last, d, back ? m - 1 - t : t, &inside));
+            if (!out || !inside)
+                return 0;
+            tex_expr *cond = texi_simplify(ARITH(AND, tex_not(out), inside), n_env, env);
+            int64_t v;
+            if (!cond)
+                return TEX_ENOMEM;
+            if (tex_expr_const_int(cond, &v) && v == 0)
+                continue;
+            tex_stmt *trimmed = rows_call(ctx, in, full, m - t, back ? 0 : t);
+            if (!trimmed || !(*call = texi_if_new(ctx, cond, trimmed, *call)))
+                return TEX_ENOMEM;
+        }
+    return 0;
+}
+
+int texi_tz_skip_zero_tiles(tex_ctx *ctx, tex_intrin *in, const texi_intrin_arg *args, int n_env,
+                            const texi_range *env, tex_stmt **call)
 {
     if (!*call || !in->builtin || strncmp(in->builtin, "cpu.gemm_", 9) != 0)
         return 0;
+    tex_stmt *full = *call;
+    TEXI_TRY(trim_rows(ctx, in, args, n_env, env, call));
     tex_expr *need = NULL;
     for (int a = 0; a < in->n_inputs; a++)
-        if (!tile_needed(ctx, &args[a], in->inputs[a], &need))
-            return TEX_ENOMEM;
-    if (!need)
-        return 0;
-    need = texi_simplify(need, n_env, env);
-    if (!need)
-        return TEX_ENOMEM;
+        TEXI_TRY(tile_needed(ctx, &args[a], in->inputs[a], &need));
     int64_t v;
-    if (tex_expr_const_int(need, &v) && v != 0)
+    if (need && !(need = texi_simplify(need, n_env, env)))
+        return TEX_ENOMEM;
+    if (need && !(tex_expr_const_int(need, &v) && v != 0) &&
+        !(*call = texi_if_new(ctx, need, *call, NULL)))
+        return TEX_ENOMEM;
+    if (*call == full)
         return 0;
-    tex_stmt *guarded = texi_if_new(ctx, need, *call, NULL);
-    *call = guarded ? texi_attr_new(ctx, "zero_skip", NULL, guarded) : NULL;
+    *call = texi_attr_new(ctx, "zero_skip", NULL, *call);
     return *call ? 0 : TEX_ENOMEM;
 }
 
-/* ATTR "zero_skip": its IF, or under -strict-float the call. */
+/* ATTR "zero_skip": its body, or under -strict-float the whole call (the
+ * IF (needed) has no else; the trims' IFs end in the whole call). */
 static tex_stmt *unwrap(tex_stmt *s, void *ud)
 {
     const texi_lower *lw = ud;
     if (s->kind != TEXI_STMT_ATTR || s->u.attr.id != TEXI_ATTR_ZERO_SKIP)
         return NULL;
     tex_stmt *b = s->u.attr.body;
-    if (lw->strict_float && b->kind == TEXI_STMT_IF && !b->u.ifs.else_s)
-        return b->u.ifs.then_s;
+    while (lw->strict_float && b->kind == TEXI_STMT_IF)
+        b = b->u.ifs.else_s ? b->u.ifs.else_s : b->u.ifs.then_s;
     return b;
 }
 

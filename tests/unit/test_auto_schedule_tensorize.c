@@ -332,10 +332,9 @@ static int guarded_updates(const char *src, int *total)
 
 /* The value of conv kernel k (built by target from s) at NCHWc output index
  * `at`, on X of ones and weights W of ones but one infinite weight: filter 0,
- * channel 0, window row 0, column 1 (which the output's first row reads
- * from the padding). */
+ * channel 0, window row ry, column rx. */
 static float conv_with_inf(as_case *c, tex_schedule *s, const char *target, DLTensor **arr,
-                           int64_t at)
+                           int64_t ry, int64_t rx, int64_t at)
 {
     char why[512];
     tex_func *f = ops_lower(&c->w, s, why, sizeof why);
@@ -343,20 +342,44 @@ static float conv_with_inf(as_case *c, tex_schedule *s, const char *target, DLTe
     for (int a = 0; a < 2; a++)
         for (int64_t e = 0; e < ops_numel(arr[a]); e++)
             ((float *)arr[a]->data)[e] = 1.0f;
-    ((float *)arr[1]->data)[1 * arr[1]->shape[4] * arr[1]->shape[5]] = INFINITY;
+    ((float *)arr[1]->data)[(ry * arr[1]->shape[3] + rx) * arr[1]->shape[4] * arr[1]->shape[5]] =
+        INFINITY;
     if (!k || tex_kernel_call_tensors(k, 3, arr) != 0)
         TT_FAILF("%s: %s", target, k ? tex_kernel_errmsg(k) : f ? tex_errmsg(c->ctx) : why);
     tex_kernel_free(k);
     return ((float *)arr[2]->data)[at];
 }
 
+/* Distinct built-in UPDATE functions that source src calls. */
+static int update_kinds(const char *src)
+{
+    const char *seen[16];
+    int n = 0;
+    for (const char *p = strstr(src, "_update(("); p && n < 16; p = strstr(p + 1, "_update((")) {
+        const char *name = p;
+        while (name > src && name[-1] != ' ')
+            name--;
+        bool known = false;
+        for (int i = 0; i < n; i++)
+            known |= strncmp(seen[i], name, (size_t)(p - name) + 9) == 0;
+        if (!known)
+            seen[n++] = name;
+    }
+    return n;
+}
+
 /* A tensorized blocked conv skips the updates whose input tile lies wholly
- * in the padding (the first and last output rows' outer filter rows): IFs
- * guard its update calls, and the result matches the oracle. Under
- * -strict-float nothing is skipped, so an infinite weight that only the
- * padding meets gives NaN (0 * inf) in the first output row, as the
+ * in the padding (the first and last output rows' outer filter rows), and
+ * runs the tiles whose first or last pixels read only padding (the first
+ * and last filter columns at a row's ends) on fewer rows: IFs guard its
+ * update calls, which call more instances than the tiles' own, and the
+ * result matches the oracle. Under -strict-float nothing is skipped, so an
+ * infinite weight that only the padding meets gives NaN (0 * inf), as the
  * reference does; the default build skips that product and stays finite.
- * An output that meets the weight on real input is infinite in both. */
+ * Weights: window row 0 column 1 (met by the padding above the first
+ * output row), window row `pad` column 0 and column r - 1 (met by the
+ * padding left of the first output column, right of the last). An output
+ * that meets the weight on real input is infinite in both. */
 static void test_conv_padding_skipped(void)
 {
     if (!nr)
@@ -374,28 +397,35 @@ static void test_conv_padding_skipped(void)
             tex_op_conv2d(c.ctx, "Y", X, W, NULL, (int64_t[]){pad, pad}, NULL, 1, TEX_LAYOUT_NCHWC);
         tex_schedule *s = y ? tex_auto_schedule(c.ctx, 1, &y, "cpu -threads=2") : NULL;
         TT_CHECK(s && ops_check_jit(&c.w, s, "cpu -threads=2", 9, NULL, true) == 0);
+        int kinds[2] = {0, 0};
         for (int strict = 0; s && strict < 2; strict++) {
             char why[512];
             tex_func *f = ops_lower(&c.w, s, why, sizeof why);
             tex_kernel *k = f ? tex_build(f, strict ? "c -strict-float" : "c") : NULL;
             int total = 0, guarded = k ? guarded_updates(tex_kernel_source(k), &total) : -1;
+            kinds[strict] = k ? update_kinds(tex_kernel_source(k)) : 0;
             TT_CHECK(total > 0 && (strict ? guarded == 0 : guarded > 0));
             if (tt_failed_checks)
                 printf("  r=%lld strict=%d: %d of %d updates guarded\n%s", (long long)r, strict,
                        guarded, total, k ? tex_kernel_source(k) : why);
             tex_kernel_free(k);
         }
+        TT_CHECK(kinds[1] > 0 && kinds[0] > kinds[1]);
         DLDevice cpu = {kDLCPU, 0};
         DLTensor *arr[3] = {tex_array_new(5, (int64_t[]){1, 2, h, w, 16}, TEX_F32, cpu),
                             tex_array_new(6, (int64_t[]){2, 2, r, r, 16, nr}, TEX_F32, cpu),
                             tex_array_new(5, (int64_t[]){1, 2, h, w, nr}, TEX_F32, cpu)};
-        /* output row pad, column pad - 1, filter 0 meets the weight on real input */
-        int64_t at_real = (pad * w + pad - 1) * nr;
-        if (s && arr[0] && arr[1] && arr[2]) {
-            TT_CHECK(isfinite(conv_with_inf(&c, s, "cpu", arr, 0)));
-            TT_CHECK(isinf(conv_with_inf(&c, s, "cpu", arr, at_real)));
-            TT_CHECK(isnan(conv_with_inf(&c, s, "cpu -strict-float", arr, 0)));
-            TT_CHECK(isinf(conv_with_inf(&c, s, "cpu -strict-float", arr, at_real)));
+        /* (window row, column, an output only the padding meets it at, one real input does) */
+        const int64_t weights[3][4] = {
+            {0, 1, 0, (pad * w + pad - 1) * nr},
+            {pad, 0, (pad * w) * nr, (pad * w + pad) * nr},
+            {pad, r - 1, (pad * w + w - 1) * nr, (pad * w + w - 1 - pad) * nr}};
+        for (int i = 0; i < 3 && s && arr[0] && arr[1] && arr[2]; i++) {
+            const int64_t *q = weights[i];
+            TT_CHECK(isfinite(conv_with_inf(&c, s, "cpu", arr, q[0], q[1], q[2])));
+            TT_CHECK(isinf(conv_with_inf(&c, s, "cpu", arr, q[0], q[1], q[3])));
+            TT_CHECK(isnan(conv_with_inf(&c, s, "cpu -strict-float", arr, q[0], q[1], q[2])));
+            TT_CHECK(isinf(conv_with_inf(&c, s, "cpu -strict-float", arr, q[0], q[1], q[3])));
         }
         for (int a = 0; a < 3; a++)
             tex_array_free(arr[a]);
