@@ -377,10 +377,10 @@ static int update_kinds(const char *src)
  * infinite weight that only the padding meets gives NaN (0 * inf), as the
  * reference does; the default build skips that product and stays finite.
  * Filters 3x3, 5x5 and 7x7 (trims of up to 3 rows). Weights: window row
- * 0 column 1 (met by the padding above the first
- * output row), window row `pad` column 0 and column r - 1 (met by the
- * padding left of the first output column, right of the last). An output
- * that meets the weight on real input is infinite in both. */
+ * 0 column 1 (met by the padding above the first output row), window row
+ * `pad` column 0 and column r - 1 (met by the padding left of the first
+ * output column, right of the last). An output that meets the weight on
+ * real input is infinite in both. */
 static void test_conv_padding_skipped(void)
 {
     if (!nr)
