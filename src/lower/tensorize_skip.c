@@ -173,21 +173,6 @@ static int box_needed(tex_ctx *ctx, const texi_op *op, int only, tex_expr **firs
     return tex_errcode(ctx) == 0 ? 0 : TEX_ENOMEM;
 }
 
-/* The condition that tile arg of desc tensor dt holds an element of its
- * padding stage's non-zero region, ANDed onto *need; nothing when the
- * tile's tensor is not a padding stage. 0, or TEX_ENOMEM. */
-static int tile_needed(tex_ctx *ctx, const texi_intrin_arg *arg, const tex_tensor *dt,
-                       tex_expr **need)
-{
-    const texi_op *op;
-    tex_expr **first, **last, *tile;
-    TEXI_TRY(tile_box(ctx, arg, dt, &op, &first, &last));
-    if (!op)
-        return 0;
-    TEXI_TRY(box_needed(ctx, op, -1, first, last, &tile));
-    return !tile || and_onto(need, tile) ? 0 : TEX_ENOMEM;
-}
-
 /* The most rows trimmed from either end of A's tile: a 7x7 filter with
  * padding 3 reads 3 columns of padding at the image's edges. */
 enum { MAX_TRIM = 3 };
@@ -203,8 +188,8 @@ static tex_stmt *rows_call(tex_ctx *ctx, tex_intrin *in, const tex_stmt *call, i
     if (!instance || !args)
         return NULL;
     memcpy(args, call->u.intrin.args, sizeof *args * (size_t)n);
-    for (int a = 0; a < n; a += n - 1) { /* A (first) and C (last): rows are their dimension 0 */
-        texi_intrin_arg *t = &args[a];
+    for (int i = 0; i < 2; i++) { /* A (first) and C (last): rows are their dimension 0 */
+        texi_intrin_arg *t = &args[i == 0 ? 0 : n - 1];
         tex_expr **mins = texi_alloc(ctx, sizeof *mins * (size_t)t->tensor_ndim, "tensorize_skip");
         if (!mins)
             return NULL;
@@ -232,21 +217,20 @@ static int row_needed(tex_ctx *ctx, const texi_op *op, tex_expr **first, tex_exp
     return rc;
 }
 
-/* *call, IF (the first t rows of A's tile are padding, row t not) the
+/* *call (in's UPDATE on tiles args), IF (the first t rows of A's tile, the
+ * box first..last of padding stage op, are padding, row t not) the
  * call on rows t.. of the tile ELSE IF (the same for the last t rows) ...
  * ELSE *call, for t up to MAX_TRIM: the rows a conv's tile reads from the
  * left and right padding (at the first and last filter columns) are not
  * multiplied. Rows needed form one interval (each bound is monotone along
  * the rows), so row t - 1 outside and row t inside means rows 0..t-1 all
  * outside. Trims the simplifier proves impossible are left out. */
-static int trim_rows(tex_ctx *ctx, tex_intrin *in, const texi_intrin_arg *args, int n_env,
-                     const texi_range *env, tex_stmt **call)
+static int trim_rows(tex_ctx *ctx, tex_intrin *in, const texi_intrin_arg *args, const texi_op *op,
+                     tex_expr **first, tex_expr **last, int n_env, const texi_range *env,
+                     tex_stmt **call)
 {
-    const texi_op *op;
-    tex_expr **first, **last;
-    TEXI_TRY(tile_box(ctx, &args[0], in->inputs[0], &op, &first, &last));
     int64_t m = texi_intrin_cpu_rows(in);
-    if (!op || m < 2)
+    if (m < 2)
         return 0;
     int d = args[0].dim_map[0];
     tex_stmt *full = *call;
@@ -276,10 +260,19 @@ int texi_tz_skip_zero_tiles(tex_ctx *ctx, tex_intrin *in, const texi_intrin_arg 
     if (!*call || !in->builtin || strncmp(in->builtin, "cpu.gemm_", 9) != 0)
         return 0;
     tex_stmt *full = *call;
-    TEXI_TRY(trim_rows(ctx, in, args, n_env, env, call));
     tex_expr *need = NULL;
-    for (int a = 0; a < in->n_inputs; a++)
-        TEXI_TRY(tile_needed(ctx, &args[a], in->inputs[a], &need));
+    for (int a = 0; a < in->n_inputs; a++) {
+        const texi_op *op;
+        tex_expr **first, **last, *tile;
+        TEXI_TRY(tile_box(ctx, &args[a], in->inputs[a], &op, &first, &last));
+        if (!op)
+            continue;
+        if (a == 0) /* A: its rows */
+            TEXI_TRY(trim_rows(ctx, in, args, op, first, last, n_env, env, call));
+        TEXI_TRY(box_needed(ctx, op, -1, first, last, &tile));
+        if (tile && !and_onto(&need, tile))
+            return TEX_ENOMEM;
+    }
     int64_t v;
     if (need && !(need = texi_simplify(need, n_env, env)))
         return TEX_ENOMEM;
