@@ -39,7 +39,14 @@
 
 #include <string.h>
 
-enum { MAX_LEAVES = 64, TILE_ROWS = 6, K_UNROLL = 4, TZ_DEPTH = 256 };
+enum {
+    MAX_LEAVES = 64,
+    TILE_ROWS = 6,
+    MIN_TILE_ROWS = 4,
+    SHORT_TAIL = 2,
+    K_UNROLL = 4,
+    TZ_DEPTH = 256
+};
 
 /* Elements of st's dtype in one vector register. */
 static int lanes_of(const texi_as_graph *g, const tex_stage *st)
@@ -364,17 +371,27 @@ static int64_t l1_depth(const texi_as_graph *g, int64_t k, int64_t share)
  * one tile when the built-in's instances take that many rows (AVX-512: a
  * 7-pixel row as one 7-row tile ran 4-6% faster than as 4 + 3 in the
  * 512-channel 7 x 7 conv), else the fewest tiles of at most 6 rows, as even
- * as they go (13 rows are 5 + 5 + 3, not 6 + 6 + 1, whose one-row tile's
- * four FMA chains would wait on their latency). 7-row tiles of longer rows
- * measured no better (14 and 28 pixels, 3 x 3) or 3-4% slower (56 pixels,
- * the 1 x 1 conv, which streams its input): their 28 accumulators leave no
- * register for the broadcast, so one of them lives in L1. */
+ * as one split factor makes them (13 rows are 5 + 5 + 3, not 6 + 6 + 1,
+ * whose one-row tile's four FMA chains would wait on their latency). When
+ * that leaves a last tile of at most SHORT_TAIL rows, the largest factor of
+ * at least MIN_TILE_ROWS that does not is taken: 56 pixels are 14 tiles of
+ * 4, not 9 of 6 and one of 2, whose tile took 4.5% of the 1 x 1 conv's time
+ * for 3.6% of its work (the 64-channel 3 x 3 and the 1 x 1 convs ran 1.5-2.5%
+ * faster). 7-row tiles of longer rows measured no better (14 and 28 pixels,
+ * 3 x 3) or 3-4% slower (56 pixels, the 1 x 1 conv, which streams its
+ * input): their 28 accumulators leave no register for the broadcast, so one
+ * of them lives in L1. */
 static int64_t tile_rows(const texi_as_graph *g, int64_t rows)
 {
-    if (rows > 0 && rows <= texi_intrin_cpu_max_rows(g->tz_builtin))
+    if (rows <= 0)
+        return TILE_ROWS;
+    if (rows <= texi_intrin_cpu_max_rows(g->tz_builtin))
         return rows;
-    int64_t tiles = (rows + TILE_ROWS - 1) / TILE_ROWS;
-    return rows > 0 ? (rows + tiles - 1) / tiles : TILE_ROWS;
+    int64_t tiles = (rows + TILE_ROWS - 1) / TILE_ROWS, even = (rows + tiles - 1) / tiles;
+    for (int64_t f = even; f >= MIN_TILE_ROWS; f--)
+        if (rows % f == 0 || rows % f > SHORT_TAIL)
+            return f;
+    return even;
 }
 
 /* The tensorized GEMM stage's loops inside its row strip: (leading axes,

@@ -215,7 +215,8 @@ static void test_conv_panels(void)
  * built-in's columns; fb 0: 4 columns), padding r / 2, for target, checked
  * against the oracle. With fb = 1: tensorized, the weights read as they are
  * (no W.local), the filter blocks parallel with the GEMM stage computed
- * once per block (wide: in the output's fused panel loop). */
+ * once per block (wide: in the output's fused panel loop) when the image
+ * is small. */
 static void run_conv_blocked(int64_t n, int64_t cblocks, int64_t cb, int64_t h, int64_t fblocks,
                              int64_t fb, int64_t r, const char *target)
 {
@@ -233,9 +234,14 @@ static void run_conv_blocked(int64_t n, int64_t cblocks, int64_t cb, int64_t h, 
     tex_tensor *y =
         tex_op_conv2d(c.ctx, "Y", X, W, NULL, (int64_t[]){r / 2, r / 2}, NULL, 1, TEX_LAYOUT_NCHWC);
     tex_schedule *s = case_check(&c, y, target);
-    if (s && nr && fb == 1 && h == 7) { /* a row of 7: one 7-row tile with AVX-512, else 4 + 3 */
-        char *text = tex_schedule_str(s);
-        TT_CHECK(text && strstr(text, nr >= 64 ? "i3.inner by factor 7" : "i3.inner by factor 4"));
+    /* a row of 7: one 7-row tile with AVX-512, else 4 + 3; of 32: 8 x 4, not 5 x 6 + 2 */
+    int64_t tile = h == 7 ? (nr >= 64 ? 7 : 4) : h == 32 ? 4 : 0;
+    if (s && nr && fb == 1 && tile) {
+        char *text = tex_schedule_str(s), want[64];
+        snprintf(want, sizeof want, "i3.inner by factor %lld", (long long)tile);
+        TT_CHECK(text && strstr(text, want));
+        if (!text || !strstr(text, want))
+            printf("  h = %lld: no '%s' in\n%s\n", (long long)h, want, text ? text : "(none)");
         free(text);
     }
     if (s && nr && fb == 1) {
@@ -243,7 +249,7 @@ static void run_conv_blocked(int64_t n, int64_t cblocks, int64_t cb, int64_t h, 
         TT_CHECK(tensorized(s, "Y.local"));
         TT_CHECK(attach_of(s, "W.local") == -1);
         TT_CHECK(host && strcmp(host, "Y") == 0);
-        for (int i = 0; i < s->n_stages; i++)
+        for (int i = 0; i < s->n_stages && h < 32; i++) /* 32 x 32 x 64 floats: not wide */
             if (strcmp(s->stages[i]->tensor->name, "Y.local") == 0)
                 TT_CHECK(strstr(s->stages[i]->attach_iv->name, "fused") != NULL);
     }
@@ -253,7 +259,8 @@ static void run_conv_blocked(int64_t n, int64_t cblocks, int64_t cb, int64_t h, 
 /* Blocked convs: 4 filter blocks on 2 threads, a 7 x 7 image (rows of 7
  * pixels: one tile with AVX-512, 4 + 3 with AVX2), 2 channel blocks of 16; 2 images and 3 channel
  * blocks of 5; filter blocks of two panels (packed per panel) and of 4 filters (the ordinary
- * tiles). */
+ * tiles); a 1 x 1 conv of a 32 x 32 image (rows of 32 pixels in 4-row tiles: 6-row ones would
+ * leave a 2-row tile). */
 static void test_conv_blocked(void)
 {
     run_conv_blocked(1, 2, 16, 7, 4, 1, 3, "cpu -threads=2");
@@ -262,6 +269,7 @@ static void test_conv_blocked(void)
     run_conv_blocked(2, 3, 5, 6, 2, 1, 3, "cpu -threads=1");
     run_conv_blocked(1, 2, 8, 5, 3, 2, 3, "cpu -threads=2");
     run_conv_blocked(2, 1, 8, 5, 3, 0, 1, "cpu -threads=2");
+    run_conv_blocked(1, 1, 4, 32, 1, 1, 1, "cpu -threads=2");
 }
 
 /* Whether the kernel of s (built for "cpu -threads=2") hints W. */
