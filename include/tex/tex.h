@@ -346,7 +346,11 @@ TEX_API int tex_double_buffer(tex_stage *st);
  * non-zeros, that is the rows of X the next non-zeros need: latency the
  * hardware prefetcher cannot hide. Every read of t in st's definition is
  * hinted; the loops inside iv that an index depends on are enumerated (a
- * contiguous run along t's last dimension: one hint per 64-byte line).
+ * contiguous run along t's last dimension: one hint per 64-byte line). t
+ * may also be a tensor that st reads only through a copy (a tex_cache_read
+ * of t for st, in any scope): a read of the copy counts as a read of t at
+ * the same index, so the hints ask for what the copy takes from t (with
+ * tex_prefetch_at, what the copy made at the next step of `from` will read).
  * Indices are clamped into the arrays they read, so a hint past the end of
  * the loop or of an index array reads nothing out of bounds; hints never
  * change results. Calling it again for the same t and iv replaces the

@@ -6,7 +6,9 @@
  * `from` (m, or a leaf outside it) touches:
  *   - the leaf offsets are the loop variables with leaf from's plus offset;
  *     every read of t in the stage's body (or its store) is bound to the
- *     root values they give;
+ *     root values they give; a read of a copy of t (a tex_cache_read of it,
+ *     texi_copy_source) counts as a read of t at the same index, the
+ *     element the copy takes from t;
  *   - a leaf inside m that such an index uses becomes a loop of the hints
  *     (a fresh variable over the leaf's extent at those offsets, unrolled
  *     when the leaf is, else serial: a parallel leaf too; a thread-bound
@@ -123,7 +125,7 @@ static bool read_uses(tex_expr *e, const tex_expr *var)
 
 /* Collects the distinct ACCESSes of t in e (texi_expr_visit hook). */
 typedef struct {
-    const tex_tensor *t;
+    tex_tensor *t;
     int n, cap;
     tex_expr **found;
     tex_ctx *ctx;
@@ -133,8 +135,16 @@ typedef struct {
 static bool collect_reads(tex_expr *e, void *ud)
 {
     reads_of *r = ud;
-    if (e->kind != TEXI_EXPR_ACCESS || e->u.access.tensor != r->t || r->failed)
+    if (e->kind != TEXI_EXPR_ACCESS || r->failed)
         return true;
+    if (e->u.access.tensor != r->t) { /* a copy of t: the same element of t */
+        if (texi_copy_source(e->u.access.tensor) != r->t)
+            return true;
+        if (!(e = texi_access_new(r->t, e->u.access.n_idx, e->u.access.idx))) {
+            r->failed = true;
+            return false;
+        }
+    }
     for (int i = 0; i < r->n; i++)
         if (texi_expr_equal(r->found[i], e))
             return false;

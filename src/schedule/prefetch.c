@@ -16,10 +16,16 @@
 
 #define MAX_OFFSET (1 << 20)
 
-/* Whether st's definition reads t or produces it. */
+/* Whether st's definition reads t, or a copy of t (texi_copy_source), or
+ * produces t. */
 static bool stage_touches(const tex_stage *st, const tex_tensor *t)
 {
-    return t == st->tensor || t == st->op->scatter_into || texi_op_reads(st->op, t);
+    if (t == st->tensor || t == st->op->scatter_into || texi_op_reads(st->op, t))
+        return true;
+    for (int i = 0; st->op->kind == TEXI_OP_COMPUTE && i < st->op->n_inputs; i++)
+        if (texi_copy_source(st->op->inputs[i]) == t)
+            return true;
+    return false;
 }
 
 int texi_prefetch_check(const tex_stage *st, const tex_iter *iv, const tex_tensor *t,

@@ -321,6 +321,21 @@ bool texi_op_reads(const texi_op *op, const tex_tensor *t)
     return false;
 }
 
+tex_tensor *texi_copy_source(const tex_tensor *c)
+{
+    const texi_op *op = c->op;
+    if (op->kind != TEXI_OP_COMPUTE || op->n_raxes || op->scatter_into ||
+        op->body->kind != TEXI_EXPR_ACCESS)
+        return NULL;
+    tex_tensor *t = op->body->u.access.tensor;
+    if (op->body->u.access.n_idx != op->n_axes || t->ndim != op->n_axes)
+        return NULL;
+    for (int i = 0; i < op->n_axes; i++)
+        if (op->body->u.access.idx[i] != op->axes[i]->var)
+            return NULL;
+    return t;
+}
+
 tex_stage **texi_schedule_consumers(tex_schedule *s, const tex_tensor *t, int *n)
 {
     tex_stage **out = texi_alloc(s->ctx, sizeof *out * (size_t)(s->n_stages + 1), "a stage list");

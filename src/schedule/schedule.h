@@ -137,6 +137,10 @@ int texi_stage_leaf_index(const tex_stage *st, const tex_iter *iv);
 /* Stage producing tensor t, or NULL (no error recorded). */
 tex_stage *texi_schedule_find_stage(const tex_schedule *s, const tex_tensor *t);
 
+/* The tensor that c copies element for element (c's definition is
+ * `c[ax..] = t[ax..]`, as tex_cache_read makes it), or NULL. */
+tex_tensor *texi_copy_source(const tex_tensor *c);
+
 /* The stages reading t directly (through their current op); *n receives the count. */
 tex_stage **texi_schedule_consumers(tex_schedule *s, const tex_tensor *t, int *n);
 

@@ -319,6 +319,35 @@ static void test_conv_weight_hints(void)
     }
 }
 
+/* An NHWC conv whose weights are packed per depth block inside the GEMM
+ * stage (a wide panel: 4 panels over a 5 x 5 image; 80 channels, in two
+ * depth blocks with AVX-512's 64 columns) and do not fit the threads' L2
+ * (as "-l2=64K" says) hints, from W itself (the GEMM stage reads only the
+ * packed copy), what the next block's copy will read; with a large L2 it
+ * does not. Both checked against the oracle. */
+static void test_conv_packed_hints(void)
+{
+    if (!nr)
+        return;
+    for (int small = 0; small < 2; small++) {
+        as_case c;
+        tex_tensor *y = c.w.out =
+            conv_define(&c, TEX_LAYOUT_NHWC, 1, 80, 5, 4 * nr, 3, 1, 1, false);
+        const char *target = small ? "cpu -threads=2 -l2=64K" : "cpu -threads=2 -l2=1024M";
+        tex_schedule *s = y ? tex_auto_schedule(c.ctx, 1, &y, target) : NULL;
+        const char *host = s ? attach_host(s, "W.local") : NULL;
+        TT_CHECK(s && ops_check_jit(&c.w, s, "cpu -threads=2", 9, NULL, true) == 0);
+        TT_CHECK(host && strcmp(host, "Y.local") == 0); /* packed per depth block */
+        TT_CHECK(s && hints_weights(&c, s) == small);
+        if (tt_failed_checks && s) {
+            char *text = tex_schedule_str(s);
+            printf("  %s:\n%s", target, text ? text : "(none)");
+            free(text);
+        }
+        tex_ctx_free(c.ctx);
+    }
+}
+
 /* Built-in UPDATE calls of source src, and how many of them an IF guards
  * (the line before is "if (...) {"). */
 static int guarded_updates(const char *src, int *total)
@@ -497,6 +526,7 @@ int main(void)
     TT_RUN(test_conv_panels);
     TT_RUN(test_conv_blocked);
     TT_RUN(test_conv_weight_hints);
+    TT_RUN(test_conv_packed_hints);
     TT_RUN(test_conv_padding_skipped);
     TT_RUN(test_conv_fallback);
     tt_remove_tree(cache_dir);

@@ -4,7 +4,8 @@
  * loops, on odd, 1-sized and symbolic shapes, JIT-compiled and run on
  * random non-zero inputs with the output poisoned against the oracle; one
  * hint per 64-byte line of a contiguous run (f32 and f64); hints of the
- * output written ahead; a stage computed at root prefetched, one attached
+ * output written ahead; the source of a copy that the stage reads hinted
+ * (the copy refused); a stage computed at root prefetched, one attached
  * refused; a parallel loop inside the hinted one; a GPU schedule on the CPU
  * and emitted for CUDA (no hint there); the trace replays the requests;
  * the error paths name the call, the stage, the tensor and the axis. The
@@ -197,6 +198,57 @@ static void test_prefetch_at(void)
     rows_at(3, 1, false, true);
     rows_at(11, 100, true, true);
     rows_at(2, 33, true, false);
+}
+
+/* C = A B with B's rows of each k block copied (tex_cache_read, local,
+ * computed at k.outer) and B, which C reads only through that copy, hinted
+ * one block ahead at the row loop (tex_prefetch_at from k.outer): the
+ * elements the next block's copy takes, shared out over the rows. The copy
+ * itself, in local memory, is refused by tex_lower. */
+static void copy_source(int64_t m, int64_t n, int64_t kk, bool sym)
+{
+    tex_ctx *ctx = tex_ctx_new();
+    ops_wl w;
+    tex_tensor *C = matmul(&w, ctx, m, n, kk, sym), *B = w.in[1];
+    tex_schedule *s = tex_schedule_new(ctx, 1, &C);
+    tex_tensor *Bl = tex_cache_read(s, B, TEX_SCOPE_LOCAL, 1, &C);
+    tex_stage *st = tex_stage_of(s, C);
+    tex_iter *i = tex_op_axis(st, 0), *j = tex_op_axis(st, 1), *k = tex_op_reduce_axis(st, 0);
+    tex_iter *ko, *ki;
+    TT_CHECK(Bl != NULL);
+    TT_EQ_INT(tex_split(st, k, tex_int(ctx, 8), &ko, &ki), 0);
+    TT_EQ_INT(tex_reorder(st, 4, (tex_iter *[]){ko, i, ki, j}), 0);
+    TT_EQ_INT(tex_compute_at(tex_stage_of(s, Bl), st, ko), 0);
+    TT_EQ_INT(tex_prefetch_at(st, B, i, ko, 1), 0);
+    TT_CHECK(ops_check_jit(&w, s, "cpu", 21 + (uint64_t)m, NULL, true) == 0);
+    TT_CHECK(ops_check_jit(&w, s, "cpu -threads=2", 22, NULL, true) == 0);
+    char *src = m > 1 && kk > 8 ? source_of(&w, s) : NULL;
+    const char *loop = src ? strstr(src, "for (int32_t i = ") : NULL;
+    const char *hint = loop ? strstr(loop, "__builtin_prefetch(&B[") : NULL;
+    const char *end = hint ? strstr(hint, "], 0, 3);") : NULL;
+    const char *ahead = hint ? strstr(hint, "k_outer * 8 + ") : NULL;
+    if (src && !(hint && ahead && ahead < end && strstr(ahead, "+ 8") < end))
+        TT_FAILF("%lld x %lld x %lld%s: no hint of B's next block in the row loop:\n%s",
+                 (long long)m, (long long)n, (long long)kk, sym ? " (symbolic)" : "", src);
+    free(src);
+    tex_ctx_free(ctx);
+    ctx = tex_ctx_new();
+    C = matmul(&w, ctx, m, n, kk, sym);
+    s = tex_schedule_new(ctx, 1, &C);
+    Bl = tex_cache_read(s, w.in[1], TEX_SCOPE_LOCAL, 1, &C);
+    st = tex_stage_of(s, C);
+    TT_EQ_INT(tex_prefetch(st, Bl, tex_op_axis(st, 0), 1), 0);
+    char why[512];
+    tex_func *f = ops_lower(&w, s, why, sizeof why); /* a row loop of one step: no hint */
+    TT_CHECK(m == 1 ? f != NULL : !f && strstr(why, "'B.local'") != NULL);
+    tex_ctx_free(ctx);
+}
+
+static void test_copy_source(void)
+{
+    copy_source(7, 13, 29, false);
+    copy_source(1, 5, 3, false);
+    copy_source(12, 33, 17, true);
 }
 
 /* Y[i] = X[i] * S[] with S a 0-d tensor: its one element hinted. */
@@ -529,6 +581,7 @@ int main(void)
     TT_RUN(test_gemm);
     TT_RUN(test_lines);
     TT_RUN(test_prefetch_at);
+    TT_RUN(test_copy_source);
     TT_RUN(test_scalar_tensor);
     TT_RUN(test_root_stage);
     TT_RUN(test_shared);
