@@ -43,6 +43,14 @@ static char *source_of(ops_wl *w, tex_schedule *s)
     return src;
 }
 
+/* s's kernel for w against the oracle on one thread (inputs drawn from
+ * seed1) and on two (seed2). */
+static void check_one_and_two_threads(ops_wl *w, tex_schedule *s, uint64_t seed1, uint64_t seed2)
+{
+    TT_CHECK(ops_check_jit(w, s, "cpu", seed1, NULL, true) == 0);
+    TT_CHECK(ops_check_jit(w, s, "cpu -threads=2", seed2, NULL, true) == 0);
+}
+
 /* C = A B (ops_matmul) in a workload of its own. */
 static tex_tensor *matmul(ops_wl *w, tex_ctx *ctx, int64_t m, int64_t n, int64_t k, bool sym)
 {
@@ -79,8 +87,7 @@ static void gemm(int64_t m, int64_t n, int64_t kk, bool sym, int offset)
     TT_EQ_INT(tex_prefetch(st, w.in[1], k, offset + 1), 0);
     TT_EQ_INT(tex_prefetch(st, C, i, 1), 0);
     TT_EQ_INT(tex_prefetch(st, C, k, 2), 0); /* at the loop promote keeps C in registers over */
-    TT_CHECK(ops_check_jit(&w, s, "cpu", 3 + (uint64_t)offset, NULL, true) == 0);
-    TT_CHECK(ops_check_jit(&w, s, "cpu -threads=2", 4, NULL, true) == 0);
+    check_one_and_two_threads(&w, s, 3 + (uint64_t)offset, 4);
     char *src = m > 1 && kk > 1 ? source_of(&w, s) : NULL; /* no loop of extent 1: no hint */
     TT_CHECK(!src == (m == 1 || kk == 1));
     if (!src) {
@@ -172,8 +179,7 @@ static void rows_at(int64_t rows, int64_t cols, bool sym, bool root)
     TT_EQ_INT(tex_prefetch_at(se, X, eo, tex_op_axis(se, 0), 1), 0);
     if (root)
         TT_EQ_INT(tex_prefetch_at(sy, w.out, yo, tex_op_axis(sy, 0), 2), 0);
-    TT_CHECK(ops_check_jit(&w, s, "cpu", 13 + (uint64_t)rows, NULL, true) == 0);
-    TT_CHECK(ops_check_jit(&w, s, "cpu -threads=2", 14, NULL, true) == 0);
+    check_one_and_two_threads(&w, s, 13 + (uint64_t)rows, 14);
     /* the hints are one row ahead, inside the loops over a row's vectors
      * (and their partitioned tails); a loop of one iteration has none */
     char *src = rows > 1 && cols > 16 ? source_of(&w, s) : NULL;
@@ -220,8 +226,7 @@ static void copy_source(int64_t m, int64_t n, int64_t kk, bool sym)
     TT_EQ_INT(tex_reorder(st, 4, (tex_iter *[]){ko, i, ki, j}), 0);
     TT_EQ_INT(tex_compute_at(tex_stage_of(s, Bl), st, ko), 0);
     TT_EQ_INT(tex_prefetch_at(st, B, i, ko, 1), 0);
-    TT_CHECK(ops_check_jit(&w, s, "cpu", 21 + (uint64_t)m, NULL, true) == 0);
-    TT_CHECK(ops_check_jit(&w, s, "cpu -threads=2", 22, NULL, true) == 0);
+    check_one_and_two_threads(&w, s, 21 + (uint64_t)m, 22);
     char *src = m > 1 && kk > 8 ? source_of(&w, s) : NULL;
     const char *loop = src ? strstr(src, "for (int32_t i = ") : NULL;
     const char *hint = loop ? strstr(loop, "__builtin_prefetch(&B[") : NULL;
@@ -321,8 +326,7 @@ static void shared(int64_t m, int64_t n, int64_t kk, bool sym)
     tex_stage *st = tex_stage_of(s, C);
     split_columns(ctx, st, true);
     TT_EQ_INT(tex_prefetch_at(st, w.in[1], tex_op_axis(st, 0), tex_op_reduce_axis(st, 0), 1), 0);
-    TT_CHECK(ops_check_jit(&w, s, "cpu", 21 + (uint64_t)m, NULL, true) == 0);
-    TT_CHECK(ops_check_jit(&w, s, "cpu -threads=2", 22, NULL, true) == 0);
+    check_one_and_two_threads(&w, s, 21 + (uint64_t)m, 22);
     char *src = m > 1 && kk > 1 ? source_of(&w, s) : NULL;
     const char *hint = src ? strstr(src, "__builtin_prefetch(&B[") : NULL;
     if (src && (count(src, "__builtin_prefetch(&B[") != 1 ||
