@@ -337,6 +337,18 @@ TEX_API int tex_compute_root(tex_stage *st);
 TEX_API int tex_merge(tex_stage *dup, tex_stage *kept);
 TEX_API int tex_set_scope(tex_stage *st, tex_scope scope);
 TEX_API int tex_storage_align(tex_stage *st, tex_iter *iv, int factor, int offset);
+/* Storage order of an intermediate's buffer (Halide's reorder_storage):
+ * axes lists each data-parallel axis of st's operation (tex_op_axis) once,
+ * outermost storage dimension first; the default is their order, row-major.
+ * Only the layout changes, never what is computed: a shared-memory tile
+ * read along its rows by one thread and along its columns by the next (the
+ * [rows, k] tile of a GEMM's left operand) is stored k-major so that each
+ * thread's rows are contiguous. Combines with tex_storage_align, whose
+ * padding applies to the stride of its axis's dimension wherever that
+ * dimension is in the order. TEX_EINVAL for an output (the caller's compact
+ * array), a list that is not a permutation of the axes (an axis missing,
+ * repeated or not the operation's); TEX_EMISUSE for NULLs. */
+TEX_API int tex_reorder_storage(tex_stage *st, int n, tex_iter *const axes[]);
 TEX_API int tex_double_buffer(tex_stage *st);
 /* Software prefetching (TVM's prefetch, Halide's Func::prefetch): at the top
  * of every iteration of leaf axis iv's loop, the CPU's cache is asked

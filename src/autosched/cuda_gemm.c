@@ -46,6 +46,8 @@ enum {
     BIG_BLOCKS = 128,        /* blocks a large GEMM's tiles must still give */
     K_TILE = 8,              /* the reduction's step between shared tiles */
     SMEM_BUDGET = 32 * 1024, /* bytes of shared operand tiles, double-buffered */
+    BANKS = 32,              /* shared-memory banks of 4 bytes */
+    K_MAJOR_PAD = 4,         /* elements after each k row of a k-major tile */
     MAX_OPERANDS = 8,        /* inputs of a GEMM-like stage considered for sharing */
     WMMA = 16,               /* the wmma tile's size */
     WARP = 32
@@ -109,6 +111,7 @@ typedef struct {
     tex_iter *k;           /* the reduce axis split by K_TILE */
     int tm, tn;
     int64_t elems; /* elements of t one K_TILE step reads; -1: not plain */
+    bool k_last;   /* t's last index is k (t[.., m, k]: A of a matmul) */
 } tile_walk;
 
 /* Elements of the tile along iv, -1 when unknown. */
@@ -145,7 +148,28 @@ static bool tile_visit(tex_expr *e, void *ud)
     }
     if (elems > w->elems)
         w->elems = elems;
+    const tex_expr *last = e->u.access.idx[e->u.access.n_idx - 1];
+    w->k_last |= e->u.access.n_idx >= 2 && last->u.var.iter == w->k;
     return false;
+}
+
+/* The shared copy ss of an operand read as t[.., m, k]: stored k-major (k
+ * the outermost dimension, tex_reorder_storage), so that a thread's rows
+ * of one k are contiguous (vector loads, one bank wavefront for the warp's
+ * two row groups), its k rows padded by K_MAJOR_PAD elements
+ * (tex_storage_align) so that the fetch's stores, k fastest, hit distinct
+ * banks. */
+static int k_major(tex_stage *ss)
+{
+    int n = ss->op->n_axes;
+    tex_iter *order[32];
+    if (n < 2 || n > 32)
+        return 0;
+    order[0] = tex_op_axis(ss, n - 1);
+    for (int d = 0; d < n - 1; d++)
+        order[d + 1] = tex_op_axis(ss, d);
+    TEXI_TRY(tex_reorder_storage(ss, n, order));
+    return tex_storage_align(ss, order[0], BANKS, K_MAJOR_PAD);
 }
 
 /* Cooperative fetch of shared stage st by the ty x tx threads it is nested
@@ -182,6 +206,7 @@ static int share_operands(texi_as_graph *g, tex_stage *gs, tile_walk w, tex_iter
             continue;
         w.t = ins[i];
         w.elems = 0;
+        w.k_last = false;
         texi_expr_visit(gs->op->body, tile_visit, &w);
         int64_t bytes = 2 * w.elems * (texi_dtype_bits(ins[i]->dtype) / 8);
         if (w.elems <= 0 || used + bytes > SMEM_BUDGET)
@@ -194,6 +219,8 @@ static int share_operands(texi_as_graph *g, tex_stage *gs, tile_walk w, tex_iter
         TEXI_TRY(tex_compute_at(ss, gs, ko));
         TEXI_TRY(coop_fetch(g, ss, ty, tx));
         TEXI_TRY(tex_double_buffer(ss));
+        if (w.k_last)
+            TEXI_TRY(k_major(ss));
     }
     return 0;
 }
@@ -215,6 +242,8 @@ static int gemm_thread_tile(texi_as_graph *g, tex_stage *gs, tile_walk w, int ty
     for (int a = 0; a < nax; a++)
         order[n++] = op->axes[a];
     TEXI_TRY(tex_reorder(gs, n, order));
+    if (op->n_raxes == 1)
+        TEXI_TRY(tex_unroll(gs, ki));
     /* a conv's window axes stay loops: unrolled too, with 16 outputs per
      * tap, the body is too large for ptxas to keep spill-free once loop
      * partitioning gives it a copy without bounds checks */
@@ -274,7 +303,8 @@ static int register_tiles(texi_as_graph *g, int r, tex_stage *st, tex_stage *gs,
     }
     const texi_op *gop = gs->op;
     tile_walk w = {
-        gop, NULL, gop->axes[gop->n_axes - 2], gop->axes[gop->n_axes - 1], k_axis(gop), tm, tn, 0};
+        gop, NULL, gop->axes[gop->n_axes - 2], gop->axes[gop->n_axes - 1], k_axis(gop), tm, tn,
+        0,   false};
     return gemm_thread_tile(g, gs, w, ty, tx);
 }
 

@@ -4,9 +4,9 @@
  * statements, parameters and intrinsic calls; CUDA's types and prelude are
  * in codegen_cuda_types.c, vector statements in codegen_cuda_vector.c,
  * the block-wide allreduce in codegen_cuda_allreduce.c, atomics in
- * codegen_cuda_atomic.c. The split into kernels, their launch extents, the
- * workspace and the asserts come from lowering (src/lower/device_split.c);
- * this file prints.
+ * codegen_cuda_atomic.c, cp.async fetches in codegen_cuda_async.c. The
+ * split into kernels, their launch extents, the workspace and the asserts
+ * come from lowering (src/lower/device_split.c); this file prints.
  *
  * Source layout: a comment with the launch plan (per kernel, in order:
  * grid and block as expressions of the parameters and sizes; the workspace
@@ -154,6 +154,8 @@ static bool emit_for(texi_cu *g, texi_sb *sb, const tex_stmt *s)
         emit_thread_loop(g, sb, s);
         return true;
     }
+    if (texi_cu_async_loop(g, sb, s))
+        return true;
     if (s->u.loop.for_kind == TEXI_FOR_UNROLLED)
         texi_cp_line(&g->p, sb, "#pragma unroll");
     return false;
@@ -249,6 +251,13 @@ static bool emit_attr(texi_cu *g, texi_sb *sb, const tex_stmt *s)
     case TEXI_ATTR_ATOMIC:
         texi_cu_emit_atomic(g, sb, s);
         return true;
+    case TEXI_ATTR_DOUBLE_BUFFER_WRITE:
+        if (s != g->async_fetch)
+            return false;
+        g->in_async_fetch = true;
+        texi_cp_stmt(&g->p, sb, s->u.attr.body);
+        g->in_async_fetch = false;
+        return true;
     default:
         return false;
     }
@@ -270,9 +279,14 @@ bool texi_cu_stmt(texi_cp *p, texi_sb *sb, const tex_stmt *s)
     case TEXI_STMT_ATTR:
         return emit_attr(g, sb, s);
     case TEXI_STMT_BARRIER:
+        if (s == g->async_barrier)
+            texi_cp_line(p, sb, "tex_cp_async_wait();");
         texi_cp_line(p, sb, "__syncthreads();");
         return true;
     case TEXI_STMT_STORE:
+        if (texi_cu_async_store(g, sb, s))
+            return true;
+        return texi_cu_emit_vector(g, sb, s);
     case TEXI_STMT_LET:
         return texi_cu_emit_vector(g, sb, s);
     default:
@@ -403,6 +417,8 @@ static void assemble(texi_cu *g, texi_sb *out, const char *plan, const char *ker
         texi_sb_puts(out, texi_cu_allreduce_helpers);
     if (g->uses_atomic_cas)
         texi_sb_puts(out, texi_cu_atomic_helpers);
+    if (g->uses_cp_async)
+        texi_sb_puts(out, texi_cu_async_helpers);
     texi_cp_intrin_sources(&g->p, out);
     texi_sb_puts(out, kernels);
 }

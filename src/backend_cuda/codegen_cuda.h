@@ -2,8 +2,8 @@
  * The CUDA emitter's state, private to codegen_cuda.c (statements,
  * kernels, launch plan), codegen_cuda_types.c (the CUDA target of the
  * C-family printer: types, conversions, prelude), codegen_cuda_vector.c
- * (vector statements: float2/float4 accesses), codegen_cuda_allreduce.c (block-wide allreduce)
- * and codegen_cuda_atomic.c (atomic updates).
+ * (vector statements: float2/float4 accesses), codegen_cuda_allreduce.c (block-wide allreduce),
+ * codegen_cuda_atomic.c (atomic updates) and codegen_cuda_async.c (cp.async fetches).
  */
 #ifndef TEX_BACKEND_CUDA_CODEGEN_CUDA_H
 #define TEX_BACKEND_CUDA_CODEGEN_CUDA_H
@@ -34,6 +34,12 @@ typedef struct {
     const char *vload_name[TEXI_CU_MAX_VLOADS];
     bool uses_allreduce;  /* some kernel emitted an allreduce: its helpers are needed */
     bool uses_atomic_cas; /* some kernel updates atomically through a CAS loop */
+    /* Asynchronous fetches (codegen_cuda_async.c): the barrier and the
+     * fetch of the pipelined loop being printed, whether its fetch is being
+     * printed, and whether any kernel copies asynchronously. */
+    const tex_stmt *async_barrier, *async_fetch;
+    bool in_async_fetch;
+    bool uses_cp_async;
 } texi_cu;
 
 /* The CUDA target of the C-family printer (codegen_cuda_types.c). */
@@ -85,5 +91,16 @@ void texi_cu_emit_atomic(texi_cu *g, texi_sb *sb, const tex_stmt *attr);
 
 /* Device helpers of the CAS-loop updates, appended when g->uses_atomic_cas. */
 extern const char texi_cu_atomic_helpers[];
+
+/* A pipelined loop of pass double_buffer with cp.async fetches
+ * (codegen_cuda_async.c); false for any other loop. */
+bool texi_cu_async_loop(texi_cu *g, texi_sb *sb, const tex_stmt *loop);
+
+/* A STORE of the fetch being printed as tex_cp_async4; false when it stays
+ * a plain store. */
+bool texi_cu_async_store(texi_cu *g, texi_sb *sb, const tex_stmt *s);
+
+/* The cp.async helpers, appended when g->uses_cp_async. */
+extern const char texi_cu_async_helpers[];
 
 #endif

@@ -15,8 +15,8 @@
  * are the region's mins (so an attached producer's buffer is indexed
  * relative to the tile it holds). The scope comes from the REALIZE.
  *
- * storage_align padding: above make_strides(); the "double_buffer" mark:
- * above flatten_realize().
+ * storage_align padding and reorder_storage: above make_strides(); the
+ * "double_buffer" mark: above flatten_realize().
  *
  * Indices are simplified (no ranges) so dumps stay readable; the simplify
  * pass does the rest. Realized tensors are found innermost first, so a
@@ -61,24 +61,26 @@ static int push_binding(flattener *fl, binding b)
     return 0;
 }
 
-/* Compact row-major strides over shape, padded per storage_align when
- * align_factor is given (NULL: no alignment). The last entry, strides[n],
- * receives the total element count.
+/* Strides over shape, dimension order[n - 1] the innermost (NULL: row-major),
+ * padded per storage_align when align_factor is given (NULL: no
+ * alignment). The last entry, strides[n], receives the total element count.
  * storage_align (TVM semantics): when the stage of a realized tensor asks
  * for alignment of dimension d, stride_d is padded up so that
- * stride_d mod factor == offset; such a buffer is allocated flat (one
- * dimension holding stride_0 * extent_0 elements), since its rows are no
- * longer compact. Alignment of a tensor parameter is not applied (the
- * caller owns its layout) and is silently ignored.
+ * stride_d mod factor == offset. A buffer so padded or reordered
+ * (reorder_storage) is allocated flat (one dimension holding strides[n]
+ * elements), since its rows are no longer compact row-major. Alignment of a
+ * tensor parameter is not applied (the caller owns its layout) and is
+ * silently ignored.
  */
-static tex_expr **make_strides(tex_ctx *ctx, int n, tex_expr *const shape[],
+static tex_expr **make_strides(tex_ctx *ctx, int n, tex_expr *const shape[], const int *order,
                                const int *align_factor, const int *align_offset)
 {
     tex_expr **st = texi_alloc(ctx, sizeof *st * (size_t)(n + 1), "strides");
     if (!st)
         return NULL;
     tex_expr *stride = texi_int_imm(ctx, n ? shape[n - 1]->dtype : TEX_I32, 1);
-    for (int d = n - 1; d >= 0 && stride; d--) {
+    for (int k = n - 1; k >= 0 && stride; k--) {
+        int d = order ? order[k] : k;
         if (align_factor && align_factor[d] > 0) {
             tex_expr *f = texi_int_imm(ctx, stride->dtype, align_factor[d]);
             tex_expr *o = texi_int_imm(ctx, stride->dtype, align_offset[d]);
@@ -95,10 +97,12 @@ static tex_expr **make_strides(tex_ctx *ctx, int n, tex_expr *const shape[],
     return stride ? st : NULL;
 }
 
-static bool has_align(const tex_stage *st, int ndim)
+/* Whether the stage of a realized tensor of ndim dims asks for a layout other
+ * than compact row-major (storage_align, reorder_storage). */
+static bool custom_layout(const tex_stage *st, int ndim)
 {
     for (int d = 0; st && st->align_factor && d < ndim; d++)
-        if (st->align_factor[d] > 0)
+        if (st->align_factor[d] > 0 || st->storage_order[d] != d)
             return true;
     return false;
 }
@@ -113,7 +117,7 @@ static int bind_params(flattener *fl)
             continue;
         int n = p->tensor->ndim;
         tex_expr **mins = texi_alloc(fl->ctx, sizeof *mins * (size_t)(n + 1), "flatten");
-        tex_expr **strides = make_strides(fl->ctx, n, p->buf->shape, NULL, NULL);
+        tex_expr **strides = make_strides(fl->ctx, n, p->buf->shape, NULL, NULL, NULL);
         if (!mins || !strides)
             return TEX_ENOMEM;
         for (int d = 0; d < n; d++)
@@ -277,15 +281,16 @@ static tex_stmt *flatten_realize(flattener *fl, tex_stmt *s)
     tex_expr **ext = rewrite_indices(fl, n, s->u.realize.extents);
     tex_expr **mins = rewrite_indices(fl, n, s->u.realize.mins);
     const tex_stage *st = fl->lw->sch ? texi_schedule_find_stage(fl->lw->sch, t) : NULL;
-    bool align = has_align(st, n);
-    tex_expr **strides = ext ? make_strides(fl->ctx, n, ext, align ? st->align_factor : NULL,
-                                            align ? st->align_offset : NULL)
-                             : NULL;
+    bool custom = custom_layout(st, n);
+    tex_expr **strides = !ext     ? NULL
+                         : custom ? make_strides(fl->ctx, n, ext, st->storage_order,
+                                                 st->align_factor, st->align_offset)
+                                  : make_strides(fl->ctx, n, ext, NULL, NULL, NULL);
     if (!mins || !strides)
         return failed_at(fl, s);
     texi_buffer *buf =
-        align ? texi_buffer_new(fl->ctx, t->name, t->dtype, s->u.realize.scope, 1, &strides[n])
-              : texi_buffer_new(fl->ctx, t->name, t->dtype, s->u.realize.scope, n, ext);
+        custom ? texi_buffer_new(fl->ctx, t->name, t->dtype, s->u.realize.scope, 1, &strides[n])
+               : texi_buffer_new(fl->ctx, t->name, t->dtype, s->u.realize.scope, n, ext);
     int n0 = fl->n_binds;
     if (!buf || push_binding(fl, (binding){t, buf, mins, strides}) < 0)
         return failed_at(fl, s);

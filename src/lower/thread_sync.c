@@ -240,13 +240,15 @@ static bool uniform(sync_pass *p, tex_expr *e)
  *     S[o*256 + T_y*16 + T_x] in a serial loop over o, or the two halves
  *     of a double buffer, need no barrier between a thread's own accesses;
  *   - both indices are the same expression, a linear sum over distinct
- *     atoms of known range (every active T_t, serial-loop variables of
- *     loops from 0 with constant extents, x % c for a constant c > 0; the
- *     same extents for both accesses) with positive mixed-radix
- *     coefficients, plus a constant: each atom's value, T_t's included, is
- *     then a function of the element, so equal elements have one thread (a cooperative
- *     fetch S[o*1088 + p*32 + T_y*136 + T_x] over serial o and p, whose
- *     padded rows defeat the ownership rule); or
+ *     atoms of known range (every active T_t, or both its digits T_t / c
+ *     and T_t % c for one constant c > 0; serial-loop variables of loops
+ *     from 0 with constant extents, x % c for a constant c > 0; the same
+ *     extents for both accesses) with positive mixed-radix coefficients,
+ *     plus a constant: each atom's value, T_t's included, is then a
+ *     function of the element, so equal elements have one thread (a
+ *     cooperative fetch S[o*1088 + p*32 + T_y*136 + T_x] over serial o and
+ *     p, whose padded rows defeat the ownership rule; a k-major fetch
+ *     S[o*32 + T_y*2 + T_x/8 + T_x%8*132]); or
  *   - the earlier one is a write inside ATTR "double_buffer_write"
  *     (double_buffer.c: the fetch of step k+1 into the other half) and the
  *     later one a read in the same loop iteration (TVM's rule: it reads the
@@ -333,20 +335,41 @@ static void find_owner(sync_pass *p, access *a, tex_expr *idx)
     texi_simp_fini(&s);
 }
 
-/* The extent of the range that term t's variable runs over (a thread index
- * or a serial loop from 0 with a constant extent), or -1 when t is not
- * such a linear term. */
+/* The tag of term t when its atom is a digit of a thread index, T_tag / c
+ * or T_tag % c for a constant c > 0 (*c set, *div: which), else -1. */
+static int digit_tag(const sync_pass *p, const texi_term *t, int64_t *c, bool *div)
+{
+    if (t->n_atoms != 1 || t->coef <= 0)
+        return -1;
+    const tex_expr *x = t->atoms[0];
+    if ((x->kind != TEXI_EXPR_FLOORDIV && x->kind != TEXI_EXPR_FLOORMOD) ||
+        !texi_expr_is_int_const(x->u.bin.b, c) || *c <= 0)
+        return -1;
+    *div = x->kind == TEXI_EXPR_FLOORDIV;
+    for (int g = 0; g < N_TTAGS; g++)
+        if (x->u.bin.a == p->canon[g])
+            return g;
+    return -1;
+}
+
+/* The extent of the range that term t's variable runs over (a thread index,
+ * a digit of one, or a serial loop from 0 with a constant extent), or -1
+ * when t is not such a linear term. */
 static int64_t inj_extent(const sync_pass *p, const texi_term *t)
 {
     int64_t c;
+    bool div;
     if (t->n_atoms != 1 || t->coef <= 0)
         return -1;
     int g = linear_tag(p, t);
     if (g >= 0)
         return p->launch[g] > 0 ? p->launch[g] : -1;
+    g = digit_tag(p, t, &c, &div);
+    if (g >= 0 && div) /* T / c */
+        return p->launch[g] > 0 ? (p->launch[g] + c - 1) / c : -1;
     const tex_expr *x = t->atoms[0];
     if (x->kind == TEXI_EXPR_FLOORMOD && texi_expr_is_int_const(x->u.bin.b, &c) && c > 0)
-        return c; /* a double buffer's half, (k + 1) % 2 */
+        return c; /* a double buffer's half, (k + 1) % 2; T % c */
     for (int i = p->n_serial - 1; i >= 0; i--)
         if (t->atoms[0] == p->serial[i])
             return p->serial_ext[i];
@@ -364,10 +387,14 @@ static void find_injective(sync_pass *p, access *a, tex_expr *idx)
     int n = f && !f->wrapped && f->n <= MAX_INJ ? f->n : 0;
     int order[MAX_INJ];
     bool ok = n > 0, seen[N_TTAGS] = {false};
+    int64_t div_c[N_TTAGS] = {0}, mod_c[N_TTAGS] = {0}, dc;
     for (int i = 0; ok && i < n; i++) {
+        bool div;
         int g = linear_tag(p, &f->terms[i]);
         if (g >= 0)
             seen[g] = true;
+        else if ((g = digit_tag(p, &f->terms[i], &dc, &div)) >= 0)
+            *(div ? &div_c[g] : &mod_c[g]) = dc;
         a->inj_ext[i] = inj_extent(p, &f->terms[i]);
         ok = a->inj_ext[i] > 0;
         for (int j = 0; ok && j < i; j++)
@@ -375,7 +402,7 @@ static void find_injective(sync_pass *p, access *a, tex_expr *idx)
         order[i] = i;
     }
     for (int g = 0; g < N_TTAGS; g++) /* every thread of the block tells apart */
-        ok &= seen[g] || !p->active[g];
+        ok &= seen[g] || (div_c[g] && div_c[g] == mod_c[g]) || !p->active[g];
     for (int i = 1; ok && i < n; i++) /* by coefficient, smallest first */
         for (int j = i; j > 0 && f->terms[order[j]].coef < f->terms[order[j - 1]].coef; j--) {
             int x = order[j];

@@ -1,7 +1,7 @@
 /*
  * Annotation primitives: bind, parallel, vectorize, unroll (per leaf iter,
  * recorded in stage->attr) and the storage primitives set_scope,
- * storage_align and double_buffer (per stage).
+ * storage_align, reorder_storage and double_buffer (per stage).
  *
  * Legality decided here (docs/api.md, rule 5): a reduce axis may not be made
  * parallel or vectorized, nor bound to a block index or a virtual thread
@@ -187,6 +187,15 @@ int tex_set_scope(tex_stage *st, tex_scope scope)
     return 0;
 }
 
+/* The output dimension of st that axis iv is, -1 when it is none. */
+static int output_dim(const tex_stage *st, const tex_iter *iv)
+{
+    for (int d = 0; iv && d < st->op->n_axes; d++)
+        if (st->op->axes[d] == iv)
+            return d;
+    return -1;
+}
+
 int tex_storage_align(tex_stage *st, tex_iter *iv, int factor, int offset)
 {
     static const char call[] = "tex_storage_align";
@@ -195,10 +204,7 @@ int tex_storage_align(tex_stage *st, tex_iter *iv, int factor, int offset)
     if (!iv)
         return texi_error(ctx, TEX_EMISUSE, "%s: stage '%s': the axis is NULL", call,
                           st->tensor->name);
-    int d = -1;
-    for (int i = 0; i < st->op->n_axes; i++)
-        if (st->op->axes[i] == iv)
-            d = i;
+    int d = output_dim(st, iv);
     if (d < 0)
         return texi_error(ctx, TEX_EINVAL,
                           "%s: axis '%s' is not a data-parallel axis of the "
@@ -218,6 +224,39 @@ int tex_storage_align(tex_stage *st, tex_iter *iv, int factor, int offset)
     texi_trace_commit(&tr);
     st->align_factor[d] = factor;
     st->align_offset[d] = offset;
+    return 0;
+}
+
+int tex_reorder_storage(tex_stage *st, int n, tex_iter *const axes[])
+{
+    static const char call[] = "tex_reorder_storage";
+    TEXI_TRY(check_intermediate(st, call, "outputs are the caller's compact arrays"));
+    tex_ctx *ctx = st->sch->ctx;
+    int nax = st->op->n_axes;
+    if (n != nax || !axes)
+        return texi_error(ctx, axes ? TEX_EINVAL : TEX_EMISUSE,
+                          "%s: stage '%s' has %d data-parallel axes; the order must list each "
+                          "once (got %d%s)",
+                          call, st->tensor->name, nax, n, axes ? "" : ", NULL");
+    for (int i = 0; i < n; i++) {
+        if (output_dim(st, axes[i]) < 0)
+            return texi_error(ctx, axes[i] ? TEX_EINVAL : TEX_EMISUSE,
+                              "%s: stage '%s': entry %d, '%s', is not a data-parallel axis of "
+                              "its operation (use tex_op_axis)",
+                              call, st->tensor->name, i, axes[i] ? axes[i]->name : "NULL");
+        for (int j = 0; j < i; j++)
+            if (axes[j] == axes[i])
+                return texi_error(ctx, TEX_EINVAL, "%s: stage '%s': axis '%s' is listed twice",
+                                  call, st->tensor->name, axes[i]->name);
+    }
+    texi_trace_rec tr;
+    texi_trace_begin(&tr, st->sch, "reorder_storage");
+    texi_trace_stage(&tr, st);
+    for (int i = 0; i < n; i++) {
+        texi_trace_iter(&tr, st, axes[i]);
+        st->storage_order[i] = output_dim(st, axes[i]);
+    }
+    texi_trace_commit(&tr);
     return 0;
 }
 

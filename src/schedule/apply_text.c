@@ -14,6 +14,7 @@
  *   double_buffer S         atomic S                cache_read T SCOPE R...
  *   cache_write T SCOPE     rfactor T I F           tensorize S I BUILTIN
  *   merge S P               prefetch S T I OFFSET [FROM]
+ *   reorder_storage S I...
  *
  * S, P, T, R name stages (a tensor's name, or @K); I, O, X, Y, FROM name
  * iters of the stage before them (compute_at: of P) by name or #K; F, N, FX, FY, O
@@ -152,12 +153,13 @@ static int do_tile(line_args *a)
     return tex_tile(st, iv[0], iv[1], tex_int(ctx, fx), tex_int(ctx, fy), NULL, NULL, NULL, NULL);
 }
 
-static int do_reorder(line_args *a)
+/* reorder and reorder_storage: a stage and a list of its iters. */
+static int do_iter_list(line_args *a, int (*prim)(tex_stage *, int, tex_iter *const[]))
 {
     tex_stage *st;
     tex_iter *iv[MAX_WORDS];
     TEXI_TRY(stage_iters(a, &st, a->n - 2, iv));
-    return tex_reorder(st, a->n - 2, iv);
+    return prim(st, a->n - 2, iv);
 }
 
 static int do_annotate(line_args *a, int (*prim)(tex_stage *, tex_iter *))
@@ -328,7 +330,7 @@ static int dispatch(line_args *a)
         {"compute_root", 2, 2},  {"set_scope", 3, 3},    {"storage_align", 5, 5},
         {"double_buffer", 2, 2}, {"atomic", 2, 2},       {"cache_read", 4, -1},
         {"cache_write", 3, 3},   {"rfactor", 4, 4},      {"tensorize", 4, 4},
-        {"merge", 3, 3},         {"prefetch", 5, 6},
+        {"merge", 3, 3},         {"prefetch", 5, 6},     {"reorder_storage", 3, -1},
     };
     int k = -1;
     for (int i = 0; i < (int)(sizeof shapes / sizeof shapes[0]); i++)
@@ -354,7 +356,7 @@ static int dispatch(line_args *a)
         return tex_fuse(st, iv[0], iv[1], NULL);
     }
     case 4:
-        return do_reorder(a);
+        return do_iter_list(a, tex_reorder);
     case 5:
         return do_bind(a);
     case 6:
@@ -389,8 +391,10 @@ static int dispatch(line_args *a)
         return do_tensorize(a);
     case 21:
         return do_merge(a);
-    default:
+    case 22:
         return do_prefetch(a);
+    default:
+        return do_iter_list(a, tex_reorder_storage);
     }
 }
 

@@ -64,9 +64,12 @@ tex_stage *texi_stage_new(tex_schedule *s, tex_tensor *t, texi_op *op, bool is_o
     st->rel = texi_alloc(ctx, sizeof *st->rel * (size_t)st->cap_rel, "a stage");
     st->align_factor = texi_alloc(ctx, sizeof *st->align_factor * nd, "a stage");
     st->align_offset = texi_alloc(ctx, sizeof *st->align_offset * nd, "a stage");
+    st->storage_order = texi_alloc(ctx, sizeof *st->storage_order * nd, "a stage");
     if (!st->root || !st->all || !st->attr || !st->leaf || !st->rel || !st->align_factor ||
-        !st->align_offset)
+        !st->align_offset || !st->storage_order)
         return NULL;
+    for (int d = 0; d < (int)nd; d++)
+        st->storage_order[d] = d;
     for (int i = 0; i < st->n_root; i++) {
         tex_iter *iv = i < op->n_axes ? op->axes[i] : op->raxes[i - op->n_axes];
         st->root[i] = st->all[i] = st->leaf[i] = iv;

@@ -98,6 +98,8 @@ struct tex_stage {
                           reduce leaf may be parallel or bound to a block index */
     int *align_factor; /* per output dimension, 0 = none (storage_align) */
     int *align_offset;
+    int *storage_order; /* storage dims outer to inner, as output dimension indices
+                           (reorder_storage); the identity: row-major */
 
     bool is_cache; /* made by cache_read / cache_write / rfactor */
 

@@ -137,6 +137,14 @@ static void put_relations(texi_sb *sb, const tex_stage *st)
         }
     }
     for (int d = 0; d < st->op->n_axes; d++)
+        if (st->storage_order[d] != d) {
+            texi_sb_puts(sb, "  storage order");
+            for (int k = 0; k < st->op->n_axes; k++)
+                texi_sb_printf(sb, "%s %s", k ? "," : "", st->op->axes[st->storage_order[k]]->name);
+            texi_sb_putc(sb, '\n');
+            break;
+        }
+    for (int d = 0; d < st->op->n_axes; d++)
         if (st->align_factor[d])
             texi_sb_printf(sb, "  storage align %s: factor %d, offset %d\n", st->op->axes[d]->name,
                            st->align_factor[d], st->align_offset[d]);

@@ -13,7 +13,8 @@
  *   / unroll, compute_inline, compute_at into a random leaf of a consumer,
  *   compute_root, cache_read / cache_write followed by compute_at, rfactor,
  *   prefetch (of an input, or of the output by its own stage, 1 .. 40
- *   iterations ahead, at a random leaf).
+ *   iterations ahead, at a random leaf), reorder_storage (a random order of
+ *   the output dims, sometimes with a random storage_align).
  * A primitive may refuse (TEX_EINVAL): then the schedule must be exactly as
  * before (checked on tex_schedule_str for every fourth seed) and the
  * generator goes on; any other error marks the schedule broken. The steps go
@@ -43,13 +44,14 @@ enum rs_prim {
     RS_CACHE_WRITE,
     RS_RFACTOR,
     RS_PREFETCH,
+    RS_STORAGE,
     RS_COUNT
 };
 
 static const char *const rs_prim_names[RS_COUNT] = {
-    "split",       "split_nparts",   "tile",       "fuse",         "reorder",
-    "annotate",    "compute_inline", "compute_at", "compute_root", "cache_read",
-    "cache_write", "rfactor",        "prefetch"};
+    "split",       "split_nparts",   "tile",       "fuse",           "reorder",
+    "annotate",    "compute_inline", "compute_at", "compute_root",   "cache_read",
+    "cache_write", "rfactor",        "prefetch",   "reorder_storage"};
 
 /* What the generator returns when it does not call the primitive at all (no
  * candidate axis, or a request it knows to be illegal in composition). */
@@ -159,6 +161,36 @@ static inline int rs_do_reorder(rs_gen *g, tex_stage *st)
         ops_logf(&g->log, " %s", order[k]->name);
     ops_logf(&g->log, ")\n");
     return tex_reorder(st, n, order);
+}
+
+/* tex_reorder_storage of st's output dims in a random order, then, half
+ * the time, tex_storage_align of a random one (factor 1 .. 9). */
+static inline int rs_do_storage(rs_gen *g, tex_stage *st)
+{
+    int n = st->op->n_axes;
+    if (n < 1 || n > 32)
+        return RS_SKIP;
+    tex_iter *order[32];
+    for (int k = 0; k < n; k++)
+        order[k] = st->op->axes[k];
+    for (int k = n - 1; k > 0; k--) {
+        int j = (int)rs_rnd(g, 0, k);
+        tex_iter *t = order[k];
+        order[k] = order[j];
+        order[j] = t;
+    }
+    ops_logf(&g->log, "    reorder_storage(%s:", tex_tensor_name(st->tensor));
+    for (int k = 0; k < n; k++)
+        ops_logf(&g->log, " %s", order[k]->name);
+    ops_logf(&g->log, ")\n");
+    int rc = tex_reorder_storage(st, n, order);
+    if (rc != 0 || rs_rnd(g, 0, 1) == 0)
+        return rc;
+    tex_iter *iv = order[rs_rnd(g, 0, n - 1)];
+    int factor = (int)rs_rnd(g, 1, 9), offset = (int)rs_rnd(g, 0, factor - 1);
+    ops_logf(&g->log, "    storage_align(%s, %s, %d, %d)\n", tex_tensor_name(st->tensor), iv->name,
+             factor, offset);
+    return tex_storage_align(st, iv, factor, offset);
 }
 
 static inline int rs_do_annotate(rs_gen *g, tex_stage *st)
@@ -369,6 +401,8 @@ static inline int rs_apply(rs_gen *g, enum rs_prim p)
         return rs_do_rfactor(g, t);
     case RS_PREFETCH:
         return rs_do_prefetch(g, st, t);
+    case RS_STORAGE:
+        return rs_do_storage(g, st);
     case RS_COUNT:
         break;
     }
@@ -378,7 +412,7 @@ static inline int rs_apply(rs_gen *g, enum rs_prim p)
 /* Weights of the primitives: loop transformations are the most frequent. */
 static inline enum rs_prim rs_pick_prim(rs_gen *g)
 {
-    static const int weight[RS_COUNT] = {6, 2, 3, 3, 3, 3, 2, 4, 1, 2, 2, 2, 2};
+    static const int weight[RS_COUNT] = {6, 2, 3, 3, 3, 3, 2, 4, 1, 2, 2, 2, 2, 2};
     int total = 0;
     for (int k = 0; k < RS_COUNT; k++)
         total += weight[k];

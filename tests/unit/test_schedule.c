@@ -440,12 +440,17 @@ static void test_storage(void)
     TT_EQ_INT(sb->align_factor[0], 32);
     TT_EQ_INT(sb->align_offset[0], 1);
     TT_EQ_INT(sb->align_factor[1], 0);
+    TT_EQ_INT(sb->storage_order[0], 0); /* row-major until reordered */
+    TT_EQ_INT(tex_reorder_storage(sb, 2, (tex_iter *[]){j, i}), 0);
+    TT_EQ_INT(sb->storage_order[0], 1);
+    TT_EQ_INT(sb->storage_order[1], 0);
     TT_EQ_INT(tex_compute_at(sb, sc, y), 0);
     TT_EQ_INT(tex_double_buffer(sb), 0);
     TT_CHECK(sb->double_buffer);
     char *str = tex_schedule_str(s);
     TT_CHECK(contains(str, "stage B: compute at axis y of C, scope shared, double buffer"));
     TT_CHECK(contains(str, "storage align i: factor 32, offset 1"));
+    TT_CHECK(contains(str, "storage order j, i"));
     free(str);
     tex_ctx_free(ctx);
 }

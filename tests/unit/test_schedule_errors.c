@@ -351,6 +351,17 @@ static void test_storage_errors(void)
     FAIL(g.s, tex_storage_align(g.sc, g.k, 4, 1), TEX_EINVAL, "'C'", "'k'", "data-parallel axis");
     FAIL(g.s, tex_storage_align(g.sb, g.x, 4, 1), TEX_EINVAL, "'B'", "'x'");
     FAIL(g.s, tex_storage_align(g.sb, NULL, 4, 1), TEX_EMISUSE, "'B'");
+    FAIL(g.s, tex_reorder_storage(g.sd, 2, (tex_iter *[]){g.y, g.x}), TEX_EINVAL,
+         "tex_reorder_storage", "'D'", "output");
+    FAIL(g.s, tex_reorder_storage(g.sb, 1, (tex_iter *[]){g.j}), TEX_EINVAL, "tex_reorder_storage",
+         "'B'", "2 data-parallel axes", "got 1");
+    FAIL(g.s, tex_reorder_storage(g.sb, 2, (tex_iter *[]){g.j, g.j}), TEX_EINVAL, "'B'", "'j'",
+         "twice");
+    FAIL(g.s, tex_reorder_storage(g.sb, 2, (tex_iter *[]){g.j, g.x}), TEX_EINVAL, "'B'", "'x'",
+         "entry 1", "data-parallel axis");
+    FAIL(g.s, tex_reorder_storage(g.sb, 2, (tex_iter *[]){g.j, NULL}), TEX_EMISUSE, "'B'", "NULL");
+    FAIL(g.s, tex_reorder_storage(g.sb, 2, NULL), TEX_EMISUSE, "'B'");
+    TT_EQ_INT(tex_reorder_storage(NULL, 2, (tex_iter *[]){g.j, g.i}), TEX_EMISUSE);
     FAIL(g.s, tex_double_buffer(g.se), TEX_EINVAL, "tex_double_buffer", "'E'", "output");
     FAIL(g.s, tex_double_buffer(g.sa), TEX_EINVAL, "tex_double_buffer", "'A'");
     TT_EQ_INT(tex_set_scope(g.sb, TEX_SCOPE_LOCAL), 0);

@@ -115,6 +115,8 @@ static void test_round_trip_gpu_primitives(void)
     TT_EQ_INT(tex_bind(sc, ti, TEX_THREAD_X), 0);
     TT_EQ_INT(tex_compute_at(sl, sc, ti), 0);
     TT_EQ_INT(tex_compute_at(sa, sc, bo), 0);
+    TT_EQ_INT(tex_reorder_storage(sa, 2, (tex_iter *[]){tex_op_axis(sa, 1), tex_op_axis(sa, 0)}),
+              0);
     TT_EQ_INT(tex_storage_align(sa, tex_op_axis(sa, 0), 8, 1), 0);
     TT_EQ_INT(tex_double_buffer(sa), 0);
     TT_EQ_INT(tex_set_scope(sa, TEX_SCOPE_SHARED), 0);
