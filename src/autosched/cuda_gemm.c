@@ -17,13 +17,20 @@
  *               threads, 16 x 16 at most, on threadIdx.y/x): the GEMM
  *               stage in local memory computed at threadIdx.x, its loop
  *               order (k / K_TILE, k % K_TILE, other reduce axes, rows,
- *               columns) with the tile's rows and columns unrolled; the
- *               epilogue (bias, activation, residual) applied as the tile
- *               is written back, other epilogue members computed per tile.
+ *               columns) with the tile's rows and columns unrolled, and
+ *               k % K_TILE too when k is the only reduce axis and the
+ *               tiles cover the rows and columns exactly (a tile with
+ *               bounds checks keeps the loop: loop_unswitch then gives it
+ *               a copy without them); the epilogue (bias, activation,
+ *               residual) applied as the tile is written back, other
+ *               epilogue members computed per tile.
  *   shared      each operand read with plain axis indices (A, B of a
  *               matmul; a conv's filter) whose K_TILE slice fits is
  *               cache_read into shared memory at k / K_TILE, fetched
- *               cooperatively by the block's threads, double-buffered. An
+ *               cooperatively by the block's threads (cp.async on sm_80
+ *               and newer: codegen_cuda_async.c), double-buffered; one
+ *               read as t[.., m, k] (A of a matmul) stored k-major and
+ *               padded (k_major below). An
  *               operand read through index arithmetic (a conv's padded
  *               input) is read from global memory.
  *   tensor cores  f16/bf16 inputs accumulated in f32 (sum of f32(A) f32(B))
@@ -225,6 +232,14 @@ static int share_operands(texi_as_graph *g, tex_stage *gs, tile_walk w, tex_iter
     return 0;
 }
 
+/* Whether tiles of t cover the constant extent of iv exactly: no tile
+ * needs bounds checks. */
+static bool tiles_exactly(const tex_iter *iv, int t)
+{
+    int64_t e;
+    return const_extent(iv, &e) && e % t == 0;
+}
+
 /* The GEMM stage's loops inside its thread tile (file comment). */
 static int gemm_thread_tile(texi_as_graph *g, tex_stage *gs, tile_walk w, int ty, int tx)
 {
@@ -242,7 +257,7 @@ static int gemm_thread_tile(texi_as_graph *g, tex_stage *gs, tile_walk w, int ty
     for (int a = 0; a < nax; a++)
         order[n++] = op->axes[a];
     TEXI_TRY(tex_reorder(gs, n, order));
-    if (op->n_raxes == 1)
+    if (op->n_raxes == 1 && tiles_exactly(w.m, w.tm) && tiles_exactly(w.n, w.tn))
         TEXI_TRY(tex_unroll(gs, ki));
     /* a conv's window axes stay loops: unrolled too, with 16 outputs per
      * tap, the body is too large for ptxas to keep spill-free once loop

@@ -279,7 +279,7 @@ bool texi_cu_stmt(texi_cp *p, texi_sb *sb, const tex_stmt *s)
     case TEXI_STMT_ATTR:
         return emit_attr(g, sb, s);
     case TEXI_STMT_BARRIER:
-        if (s == g->async_barrier)
+        if (s == g->async_barrier || g->in_async_fetch)
             texi_cp_line(p, sb, "tex_cp_async_wait();");
         texi_cp_line(p, sb, "__syncthreads();");
         return true;

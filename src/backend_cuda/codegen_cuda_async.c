@@ -9,7 +9,8 @@
  * (or with the barrier first inside the ATTR),
  * prints each f32 STORE S[e] = G[g] of FETCH (S shared, G global, one lane
  * each) as tex_cp_async4(&S[e], &G[g]), and `tex_cp_async_wait();` (the
- * thread's copies have landed) before that barrier and after the loop. A
+ * thread's copies have landed) before that barrier, before any barrier
+ * inside FETCH, and after the loop. A
  * copy issued in iteration k is thus complete before the barrier of
  * iteration k + 1, the one that published the plain stores it replaces, and
  * the half it fills is not read before that barrier (the pass's

@@ -241,6 +241,26 @@ static void test_layernorm(void)
 
 /* ------------------------------------------------------------------ matmul */
 
+/* The shared fetches of an f32 GEMM's tiles: A (read as A[.., m, k])
+ * stored k-major and padded, each step's copies asynchronous (cp.async)
+ * when there is a next step to fetch while computing (two full K tiles of
+ * 8 or more: a loop of one step is not pipelined). */
+static void check_gemm_fetch(const char *name, tex_schedule *s, const char *src, bool pipelined)
+{
+    char *text = tex_schedule_str(s);
+    const char *a = text ? strstr(text, "stage A.shared") : NULL;
+    const char *next = a ? strstr(a + 1, "\nstage ") : NULL;
+    const char *order = a ? strstr(a, "storage order ") : NULL;
+    if (!order || (next && order > next))
+        TT_FAILF("%s: A.shared is not stored k-major:\n%s", name, text ? text : "(no text)");
+    if (order && !strstr(order, "storage align "))
+        TT_FAILF("%s: A.shared's k rows are not padded", name);
+    free(text);
+    if (pipelined)
+        source_has(name, src, "tex_cp_async4(&A_shared[", "tex_cp_async4(&B_shared[",
+                   "tex_cp_async_wait();", NULL);
+}
+
 /* [bt,] M x K times K x N, plus (epilogue) relu(. + bias along N). */
 static void run_matmul(int64_t bt, int64_t m, int64_t n, int64_t k, bool epilogue, bool sym)
 {
@@ -261,12 +281,24 @@ static void run_matmul(int64_t bt, int64_t m, int64_t n, int64_t k, bool epilogu
         TT_EQ_INT(n_roots(s), 1);
         TT_EQ_INT(attach_of(s, "MM"), TEXI_ATTACH_AT);
     }
-    if (s && !sym && k >= 8)
+    if (s && !sym && k >= 8) {
         source_has(c.w.name, src, "__shared__", "blockIdx.y", "threadIdx.y", NULL);
+        check_gemm_fetch(c.w.name, s, src, k >= 16);
+    }
+    /* k % 8 unrolled only where the tiles cover M and N exactly: 64 x 64
+     * tiles of multiples of 64 (not the large GEMMs' 128 x 128 tiles), not
+     * tiles of 64 that an extent neither fills nor divides (37, 33) */
+    int64_t tiles = (bt > 0 ? bt : 1) * ((m + 127) / 128) * ((n + 127) / 128);
+    bool big = m >= 128 && n >= 128 && tiles >= 128,
+         loop = src && strstr(src, "for (int32_t k_inner");
+    bool ragged = (m % 16 && (m & (m - 1))) || (n % 16 && (n & (n - 1)));
+    if (s && !sym && k >= 8 && !big && m % 64 == 0 && n % 64 == 0 && loop)
+        TT_FAILF("%s: k %% 8 not unrolled", c.w.name);
+    if (s && k >= 8 && (sym || ragged) && src && !loop)
+        TT_FAILF("%s: k %% 8 unrolled in tiles with bounds checks", c.w.name);
     /* 128 x 128 block tiles of 16 x 16 threads with 8 x 8 outputs each where
      * both dims are at least 128 and there are 128 such tiles or more */
-    int64_t tiles = (bt > 0 ? bt : 1) * ((m + 127) / 128) * ((n + 127) / 128);
-    if (s && !sym && m >= 128 && n >= 128 && tiles >= 128)
+    if (s && !sym && big)
         source_has(c.w.name, src, "[64];", "block (16, 16, 1)", NULL);
     free(src);
     tex_ctx_free(c.ctx);
