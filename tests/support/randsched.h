@@ -142,6 +142,22 @@ static inline int rs_do_fuse(rs_gen *g, tex_stage *st)
     return tex_fuse(st, o, i, &f);
 }
 
+/* Shuffles order[0..n) and logs `prim(stage: order...)`. */
+static inline void rs_shuffle(rs_gen *g, const char *prim, const tex_stage *st, int n,
+                              tex_iter *order[])
+{
+    for (int k = n - 1; k > 0; k--) {
+        int j = (int)rs_rnd(g, 0, k);
+        tex_iter *t = order[k];
+        order[k] = order[j];
+        order[j] = t;
+    }
+    ops_logf(&g->log, "    %s(%s:", prim, tex_tensor_name(st->tensor));
+    for (int k = 0; k < n; k++)
+        ops_logf(&g->log, " %s", order[k]->name);
+    ops_logf(&g->log, ")\n");
+}
+
 static inline int rs_do_reorder(rs_gen *g, tex_stage *st)
 {
     int n = tex_stage_naxes(st);
@@ -150,16 +166,7 @@ static inline int rs_do_reorder(rs_gen *g, tex_stage *st)
     tex_iter *order[32];
     for (int k = 0; k < n; k++)
         order[k] = tex_stage_axis(st, k);
-    for (int k = n - 1; k > 0; k--) {
-        int j = (int)rs_rnd(g, 0, k);
-        tex_iter *t = order[k];
-        order[k] = order[j];
-        order[j] = t;
-    }
-    ops_logf(&g->log, "    reorder(%s:", tex_tensor_name(st->tensor));
-    for (int k = 0; k < n; k++)
-        ops_logf(&g->log, " %s", order[k]->name);
-    ops_logf(&g->log, ")\n");
+    rs_shuffle(g, "reorder", st, n, order);
     return tex_reorder(st, n, order);
 }
 
@@ -173,16 +180,7 @@ static inline int rs_do_storage(rs_gen *g, tex_stage *st)
     tex_iter *order[32];
     for (int k = 0; k < n; k++)
         order[k] = st->op->axes[k];
-    for (int k = n - 1; k > 0; k--) {
-        int j = (int)rs_rnd(g, 0, k);
-        tex_iter *t = order[k];
-        order[k] = order[j];
-        order[j] = t;
-    }
-    ops_logf(&g->log, "    reorder_storage(%s:", tex_tensor_name(st->tensor));
-    for (int k = 0; k < n; k++)
-        ops_logf(&g->log, " %s", order[k]->name);
-    ops_logf(&g->log, ")\n");
+    rs_shuffle(g, "reorder_storage", st, n, order);
     int rc = tex_reorder_storage(st, n, order);
     if (rc != 0 || rs_rnd(g, 0, 1) == 0)
         return rc;
