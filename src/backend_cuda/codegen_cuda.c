@@ -146,7 +146,8 @@ static void emit_thread_loop(texi_cu *g, texi_sb *sb, const tex_stmt *s)
     texi_cp_line(p, sb, "}");
 }
 
-/* Thread loops are indices; false leaves a plain loop to the shared printer. */
+/* Thread loops are indices, pipelined loops print their fetches
+ * asynchronously; false leaves a plain loop to the shared printer. */
 static bool emit_for(texi_cu *g, texi_sb *sb, const tex_stmt *s)
 {
     if (s->u.loop.for_kind == TEXI_FOR_THREAD && s->u.loop.thread_tag >= 0 &&
@@ -154,11 +155,9 @@ static bool emit_for(texi_cu *g, texi_sb *sb, const tex_stmt *s)
         emit_thread_loop(g, sb, s);
         return true;
     }
-    if (texi_cu_async_loop(g, sb, s))
-        return true;
     if (s->u.loop.for_kind == TEXI_FOR_UNROLLED)
         texi_cp_line(&g->p, sb, "#pragma unroll");
-    return false;
+    return texi_cu_async_loop(g, sb, s);
 }
 
 /* ----------------------------------------------------------- allocations */

@@ -92,8 +92,9 @@ void texi_cu_emit_atomic(texi_cu *g, texi_sb *sb, const tex_stmt *attr);
 /* Device helpers of the CAS-loop updates, appended when g->uses_atomic_cas. */
 extern const char texi_cu_atomic_helpers[];
 
-/* A pipelined loop of pass double_buffer with cp.async fetches
- * (codegen_cuda_async.c); false for any other loop. */
+/* A serial loop pipelined by pass double_buffer, printed with cp.async
+ * fetches (codegen_cuda_async.c); false, printing nothing, for any other
+ * loop. */
 bool texi_cu_async_loop(texi_cu *g, texi_sb *sb, const tex_stmt *loop);
 
 /* A STORE of the fetch being printed as tex_cp_async4; false when it stays

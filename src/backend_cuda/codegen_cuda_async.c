@@ -38,8 +38,9 @@ const char texi_cu_async_helpers[] =
     "static __device__ __forceinline__ void tex_cp_async_wait(void) {}\n"
     "#endif\n";
 
-/* The ATTR "double_buffer_write" of pipelined loop body s and the barrier
- * that starts s (before the ATTR or first in it), or false. */
+/* Whether s is a pipelined loop body (file comment): then *fetch is its
+ * ATTR "double_buffer_write" and *barrier the barrier that starts s
+ * (before the ATTR or first in it). */
 static bool pipelined_fetch(const tex_stmt *s, const tex_stmt **fetch, const tex_stmt **barrier)
 {
     if (s->kind != TEXI_STMT_SEQ || s->u.seq.n < 2)
@@ -63,15 +64,12 @@ static bool pipelined_fetch(const tex_stmt *s, const tex_stmt **fetch, const tex
 bool texi_cu_async_loop(texi_cu *g, texi_sb *sb, const tex_stmt *loop)
 {
     const tex_stmt *fetch, *barrier;
-    if (loop->u.loop.for_kind == TEXI_FOR_THREAD ||
-        !pipelined_fetch(loop->u.loop.body, &fetch, &barrier))
+    if (!pipelined_fetch(loop->u.loop.body, &fetch, &barrier))
         return false;
     const tex_stmt *outer_barrier = g->async_barrier, *outer_fetch = g->async_fetch;
     g->async_barrier = barrier;
     g->async_fetch = fetch;
     g->uses_cp_async = true;
-    if (loop->u.loop.for_kind == TEXI_FOR_UNROLLED)
-        texi_cp_line(&g->p, sb, "#pragma unroll");
     texi_cp_loop(&g->p, sb, loop);
     texi_cp_line(&g->p, sb, "tex_cp_async_wait();");
     g->async_barrier = outer_barrier;

@@ -61,29 +61,29 @@ static int push_binding(flattener *fl, binding b)
     return 0;
 }
 
-/* Strides over shape, dimension order[n - 1] the innermost (NULL: row-major),
- * padded per storage_align when align_factor is given (NULL: no
- * alignment). The last entry, strides[n], receives the total element count.
+/* Strides over shape: row-major when layout is NULL, else in the stage's
+ * storage order (dimension storage_order[n - 1] the innermost,
+ * reorder_storage) and padded per its storage_align. The last entry,
+ * strides[n], receives the total element count.
  * storage_align (TVM semantics): when the stage of a realized tensor asks
  * for alignment of dimension d, stride_d is padded up so that
- * stride_d mod factor == offset. A buffer so padded or reordered
- * (reorder_storage) is allocated flat (one dimension holding strides[n]
- * elements), since its rows are no longer compact row-major. Alignment of a
- * tensor parameter is not applied (the caller owns its layout) and is
- * silently ignored.
+ * stride_d mod factor == offset. A buffer so padded or reordered is
+ * allocated flat (one dimension holding strides[n] elements), since its
+ * rows are no longer compact row-major. A tensor parameter's layout is the
+ * caller's: neither applies to it.
  */
-static tex_expr **make_strides(tex_ctx *ctx, int n, tex_expr *const shape[], const int *order,
-                               const int *align_factor, const int *align_offset)
+static tex_expr **make_strides(tex_ctx *ctx, int n, tex_expr *const shape[],
+                               const tex_stage *layout)
 {
     tex_expr **st = texi_alloc(ctx, sizeof *st * (size_t)(n + 1), "strides");
     if (!st)
         return NULL;
     tex_expr *stride = texi_int_imm(ctx, n ? shape[n - 1]->dtype : TEX_I32, 1);
     for (int k = n - 1; k >= 0 && stride; k--) {
-        int d = order ? order[k] : k;
-        if (align_factor && align_factor[d] > 0) {
-            tex_expr *f = texi_int_imm(ctx, stride->dtype, align_factor[d]);
-            tex_expr *o = texi_int_imm(ctx, stride->dtype, align_offset[d]);
+        int d = layout ? layout->storage_order[k] : k;
+        if (layout && layout->align_factor[d] > 0) {
+            tex_expr *f = texi_int_imm(ctx, stride->dtype, layout->align_factor[d]);
+            tex_expr *o = texi_int_imm(ctx, stride->dtype, layout->align_offset[d]);
             tex_expr *pad = arith(TEXI_EXPR_FLOORMOD,
                                   arith(TEXI_EXPR_SUB, arith(TEXI_EXPR_ADD, f, o),
                                         arith(TEXI_EXPR_FLOORMOD, stride, f)),
@@ -117,7 +117,7 @@ static int bind_params(flattener *fl)
             continue;
         int n = p->tensor->ndim;
         tex_expr **mins = texi_alloc(fl->ctx, sizeof *mins * (size_t)(n + 1), "flatten");
-        tex_expr **strides = make_strides(fl->ctx, n, p->buf->shape, NULL, NULL, NULL);
+        tex_expr **strides = make_strides(fl->ctx, n, p->buf->shape, NULL);
         if (!mins || !strides)
             return TEX_ENOMEM;
         for (int d = 0; d < n; d++)
@@ -282,10 +282,7 @@ static tex_stmt *flatten_realize(flattener *fl, tex_stmt *s)
     tex_expr **mins = rewrite_indices(fl, n, s->u.realize.mins);
     const tex_stage *st = fl->lw->sch ? texi_schedule_find_stage(fl->lw->sch, t) : NULL;
     bool custom = custom_layout(st, n);
-    tex_expr **strides = !ext     ? NULL
-                         : custom ? make_strides(fl->ctx, n, ext, st->storage_order,
-                                                 st->align_factor, st->align_offset)
-                                  : make_strides(fl->ctx, n, ext, NULL, NULL, NULL);
+    tex_expr **strides = ext ? make_strides(fl->ctx, n, ext, custom ? st : NULL) : NULL;
     if (!mins || !strides)
         return failed_at(fl, s);
     texi_buffer *buf =
