@@ -296,7 +296,15 @@ TEX_API tex_iter *tex_op_axis(tex_stage *st, int i);    /* i-th data-parallel ax
 TEX_API tex_iter *tex_op_reduce_axis(tex_stage *st, int i); /* i-th reduce axis of the op */
 
 /* Primitives. Each returns 0 or TEX_EINVAL (message naming the stage and the
- * axis) and then leaves the schedule exactly as it was. */
+ * axis) and then leaves the schedule exactly as it was.
+ * A split's factor (or number of parts) is a positive integer expression of
+ * constants and size vars. A constant one must keep the split's index
+ * arithmetic within the axis's index type (i32, or i64 for an i64 extent):
+ * factor - 1 plus the extent, when constant, at most the type's maximum.
+ * With symbolic sizes the caller keeps them small enough for that, as for
+ * every index a kernel computes (an i64 extent makes room). A factor above
+ * the extent leaves one outer iteration and an inner loop of the factor's
+ * length, whose iterations past the extent the tail strategy handles. */
 TEX_API int tex_split(tex_stage *st, tex_iter *iv, tex_expr *factor, tex_iter **outer,
                       tex_iter **inner);
 TEX_API int tex_split_nparts(tex_stage *st, tex_iter *iv, tex_expr *nparts, tex_iter **outer,

@@ -38,6 +38,20 @@ static bool factor_node_ok(tex_expr *e, void *ud)
     return !*bad;
 }
 
+/* Whether a split of iv by the constant v (a factor or a number of parts)
+ * keeps the lowering's index arithmetic within iv's index type: the outer
+ * extent is (e + v - 1) / v and the rebuilt index below e + v - 1, with e
+ * iv's constant extent, or 1 when it is symbolic (its value, bound at call
+ * time, is the caller's to keep in range). */
+static bool fits_index(const tex_iter *iv, int64_t v)
+{
+    int bits = texi_dtype_bits(iv->var->dtype);
+    int64_t max = bits >= 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1, e = 1;
+    if (!texi_expr_is_int_const(iv->extent, &e) || e < 1)
+        e = 1;
+    return v <= max && e - 1 <= max - v;
+}
+
 static int check_factor(const tex_stage *st, const tex_iter *iv, tex_expr *f, const char *call,
                         const char *what)
 {
@@ -62,6 +76,12 @@ static int check_factor(const tex_stage *st, const tex_iter *iv, tex_expr *f, co
                           "%s: stage '%s', axis '%s': the %s must be positive "
                           "(got %lld)",
                           call, sn, iv->name, what, (long long)v);
+    if (texi_expr_is_int_const(f, &v) && !fits_index(iv, v))
+        return texi_error(ctx, TEX_EINVAL,
+                          "%s: stage '%s', axis '%s': the %s %lld is too large for the axis "
+                          "(%s - 1 plus the axis's extent must fit its index type, %s)",
+                          call, sn, iv->name, what, (long long)v, what,
+                          tex_dtype_name(iv->var->dtype));
     bool bad = false;
     texi_expr_visit(f, factor_node_ok, &bad);
     if (bad)

@@ -244,6 +244,39 @@ static void test_split_errors(void)
     tex_ctx_free(ctx);
 }
 
+/* A constant factor (or number of parts) must keep the split's index
+ * arithmetic within the axis's index type, int32 here: the factor itself,
+ * and the extent plus the factor. A symbolic extent counts as 1. */
+static void test_split_factor_limits(void)
+{
+    ctx = tex_ctx_new();
+    graph g = make_graph();
+    tex_iter *a, *b, *c, *d;
+    const int64_t max = INT32_MAX;
+    FAIL(g.s, tex_split(g.sb, g.i, tex_int(ctx, max + 1), &a, &b), TEX_EINVAL, "tex_split", "'B'",
+         "'i'", "too large", "i32");
+    FAIL(g.s, tex_split(g.sb, g.i, tex_int(ctx, INT64_MAX), &a, &b), TEX_EINVAL, "'i'",
+         "too large");
+    // extent 16: 16 - 1 + factor must not pass INT32_MAX
+    FAIL(g.s, tex_split(g.sb, g.i, tex_int(ctx, max - 14), &a, &b), TEX_EINVAL, "'i'", "too large");
+    FAIL(g.s, tex_split_nparts(g.sb, g.i, tex_int(ctx, max), &a, &b), TEX_EINVAL,
+         "tex_split_nparts", "'i'", "nparts", "too large");
+    FAIL(g.s, tex_tile(g.sb, g.i, g.j, I(2), tex_int(ctx, max + 1), &a, &b, &c, &d), TEX_EINVAL,
+         "tex_tile", "'j'", "too large");
+    TT_EQ_INT(tex_split(g.sb, g.i, tex_int(ctx, max - 15), &a, &b), 0);
+    TT_EQ_INT(tex_split(g.sd, g.x, I(1), &a, &b), 0);
+    // a symbolic extent: the factor alone must fit
+    tex_expr *n = tex_var(ctx, "n", TEX_I32);
+    tex_tensor *P = tex_placeholder(ctx, "P", TEX_F32, 1, &n);
+    tex_iter *v = tex_axis(ctx, "v", n);
+    tex_tensor *Q = tex_compute(ctx, "Q", 1, &v, tex_neg(TEX_AT(P, tex_iv(v))));
+    tex_schedule *s = tex_schedule_new(ctx, 1, &Q);
+    tex_stage *sq = tex_stage_of(s, Q);
+    FAIL(s, tex_split(sq, v, tex_int(ctx, max + 1), &a, &b), TEX_EINVAL, "'Q'", "'v'", "too large");
+    TT_EQ_INT(tex_split(sq, v, tex_int(ctx, max), &a, &b), 0);
+    tex_ctx_free(ctx);
+}
+
 static void test_tile_errors(void)
 {
     ctx = tex_ctx_new();
@@ -639,6 +672,7 @@ int main(void)
 {
     TT_RUN(test_schedule_new_errors);
     TT_RUN(test_split_errors);
+    TT_RUN(test_split_factor_limits);
     TT_RUN(test_tile_errors);
     TT_RUN(test_fuse_errors);
     TT_RUN(test_reorder_errors);
