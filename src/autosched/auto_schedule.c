@@ -198,8 +198,8 @@ tex_schedule *tex_auto_schedule(tex_ctx *ctx, int n, tex_tensor *const outputs[]
     texi_as_machine_probe(&g.mach, o.threads);
     g.mach.l1 = o.l1 ? o.l1 : g.mach.l1;
     g.mach.l2 = o.l2 ? o.l2 : g.mach.l2;
-    texi_as_classify(&g);
-    if (texi_as_partition(&g) < 0 || (o.cuda && texi_as_cuda_refine(&g) < 0))
+    if (texi_as_classify(&g) < 0 || texi_as_partition(&g) < 0 ||
+        (o.cuda && texi_as_cuda_refine(&g) < 0))
         return NULL;
     texi_as_dump(&g, target);
     int rc = o.cuda ? texi_as_schedule_cuda(&g) : texi_as_schedule_cpu(&g);

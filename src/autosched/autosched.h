@@ -93,8 +93,9 @@ typedef struct {
  * value has a fallback. threads > 0 overrides the thread count. */
 void texi_as_machine_probe(texi_as_machine *mach, int threads);
 
-/* Kind, cost flags of every node (classify.c). */
-void texi_as_classify(texi_as_graph *g);
+/* Kind, cost flags of every node, and why a GEMM node does not fit the CPU
+ * built-ins (classify.c). 0, or bound inference's error. */
+int texi_as_classify(texi_as_graph *g);
 
 /* Whether stage c's body reads tensor t with a loop variable of c (an axis
  * or reduce axis of extent other than 1) missing from an index, so that an

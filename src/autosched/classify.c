@@ -4,8 +4,9 @@
  * tensors) and the two cost facts the partition's rule needs (an expensive
  * body; a body that only moves data), plus the questions the partition asks
  * about one consumer's reads of one producer (reuse, leading dims indexed
- * by the consumer's own axes). Reads only the compute definitions (the
- * stage's current op), never the schedule's relations.
+ * by the consumer's own axes). Reads the compute definitions (the stage's
+ * current op), never the schedule's relations; only whether a GEMM stage's
+ * consumers need all of it asks bound inference (partly_needed).
  */
 #include "autosched/autosched.h"
 
@@ -69,8 +70,27 @@ static bool is_gemm_like(const texi_op *op)
     return ta && tb && ta != tb;
 }
 
-void texi_as_classify(texi_as_graph *g)
+/* Why GEMM stage st, which fits a built-in by its definition, still does
+ * not: its consumers need only part of its rows or columns (a slice of its
+ * output), so it is computed over a narrower range than the tiles its
+ * schedule would assume. NULL when they need all of them. After bound
+ * inference of the schedule as it is (every stage at root). */
+static const char *partly_needed(const tex_stage *st)
 {
+    const texi_op *op = st->op;
+    for (int d = op->n_axes - 2; d < op->n_axes; d++) {
+        const texi_rng *r = &st->range[texi_stage_iter_index(st, op->axes[d])];
+        int64_t lo, e, full;
+        if (!tex_expr_const_int(r->min, &lo) || lo != 0 || !tex_expr_const_int(r->extent, &e) ||
+            !tex_expr_const_int(op->axes[d]->extent, &full) || e != full)
+            return "its consumers need only part of its rows or columns";
+    }
+    return NULL;
+}
+
+int texi_as_classify(texi_as_graph *g)
+{
+    bool inferred = false;
     for (int i = 0; i < g->n; i++) {
         texi_as_node *nd = &g->nodes[i];
         const texi_op *op = nd->st->op;
@@ -90,12 +110,18 @@ void texi_as_classify(texi_as_graph *g)
                          : g->no_tensorize
                              ? "the target says -no-tensorize"
                              : texi_as_tensorize_fit(g, nd->st, &k, &g->tz_builtin, &g->tz_nr);
+            if (!nd->tz_why && !inferred) {
+                TEXI_TRY(texi_infer_bounds(g->sch));
+                inferred = true;
+            }
+            nd->tz_why = nd->tz_why ? nd->tz_why : partly_needed(nd->st);
         }
         body_cost c = {false, false};
         texi_expr_visit(op->body, cost_visit, &c);
         nd->expensive = c.expensive;
         nd->movement = !c.computes;
     }
+    return 0;
 }
 
 /* ------------------------------------------------------------ read patterns */

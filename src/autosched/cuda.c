@@ -30,6 +30,7 @@
 #include "autosched/autosched.h"
 
 enum { EW_THREADS = 256, ROW_THREADS = 128, SHORT_REDUCE = 32, VEC_BYTES = 16, WARP = 32 };
+enum { SHARED_BYTES = 48 * 1024 }; /* shared memory a block may use without opting in */
 
 static bool const_extent(const tex_iter *iv, int64_t *v)
 {
@@ -218,6 +219,39 @@ static int schedule_rows(texi_as_graph *g, int r)
     return attach_row_members(g, r, row);
 }
 
+/* The leading dims of root nd that schedule_rows puts on blocks. */
+static int row_dims(const texi_as_node *nd)
+{
+    int nax = nd->st->op->n_axes, lead = nd->depth < nax ? nd->depth : nax;
+    return nd->st->op->n_raxes == 0 && lead == nax && nax > 1 ? nax - 1 : lead;
+}
+
+/* An upper bound of the bytes of member m's tile per row of a kernel whose
+ * rows are its leading `lead` dims: its other dims whole; -1 when one of
+ * them is symbolic. */
+static int64_t row_tile_bytes(const texi_as_node *m, int lead)
+{
+    const texi_op *op = m->st->op;
+    int64_t bytes = texi_dtype_bits(m->st->tensor->dtype) / 8, e;
+    for (int d = lead; d < op->n_axes; d++) {
+        if (!const_extent(op->axes[d], &e))
+            return -1;
+        bytes *= e;
+    }
+    return bytes;
+}
+
+/* Member i of root r becomes a kernel of its own. */
+static void detach(texi_as_graph *g, int r, int i, const char *why)
+{
+    texi_as_node *m = &g->nodes[i];
+    m->fate = TEXI_AS_ROOT;
+    m->root = i;
+    m->mode = TEXI_AS_MODE_ALONE;
+    m->why = why;
+    g->nodes[r].n_memb--;
+}
+
 int texi_as_cuda_refine(texi_as_graph *g)
 {
     for (int r = 0; r < g->n; r++) {
@@ -227,22 +261,27 @@ int texi_as_cuda_refine(texi_as_graph *g)
         bool no_row = nd->st->op->n_axes == 0;
         bool no_tiles = nd->mode == TEXI_AS_MODE_TILES &&
                         (nd->kind != TEXI_AS_INJECTIVE || nd->st->op->n_axes < 2);
+        int64_t shared = 0; /* bytes of the row's members in shared memory so far */
         for (int i = r - 1; i >= 0; i--) {
             texi_as_node *m = &g->nodes[i];
             if (m->fate != TEXI_AS_ATTACHED || m->root != r)
                 continue;
+            int64_t tile = nd->mode == TEXI_AS_MODE_ROWS && m->kind != TEXI_AS_INJECTIVE
+                               ? row_tile_bytes(m, row_dims(nd))
+                               : 0;
             if (no_row || no_tiles) {
-                m->fate = TEXI_AS_ROOT;
-                m->root = i;
-                m->mode = TEXI_AS_MODE_ALONE;
-                m->why = "CUDA: no row or tile loop of its kernel to compute it in";
-                nd->n_memb--;
+                detach(g, r, i, "CUDA: no row or tile loop of its kernel to compute it in");
+            } else if (tile < 0 || shared + tile > SHARED_BYTES) {
+                detach(g, r, i,
+                       "CUDA: its tile per row is symbolic or too large for shared memory");
             } else if (nd->mode == TEXI_AS_MODE_ROWS && m->kind == TEXI_AS_INJECTIVE) {
                 TEXI_TRY(tex_compute_inline(m->st));
                 m->fate = TEXI_AS_INLINED;
                 m->root = -1;
                 m->why = "CUDA: elementwise in a row kernel, recomputed by each reader";
                 nd->n_memb--;
+            } else {
+                shared += tile;
             }
         }
         if (nd->n_memb == 0)

@@ -92,8 +92,12 @@ static int check_binary(verifier *v, const tex_expr *e)
         return fail(v, "missing operand of", op);
     TEXI_TRY(check_expr(v, a));
     TEXI_TRY(check_expr(v, b));
-    if (a->dtype != b->dtype)
-        return fail(v, "operands of different dtypes in", op);
+    if (a->dtype != b->dtype) {
+        char *text = tex_expr_str(e);
+        fail(v, "operands of different dtypes in", text ? text : op);
+        free(text);
+        return v->rc;
+    }
     if (texi_expr_is_compare(e))
         return e->dtype == TEX_BOOL ? 0 : fail(v, "comparison not of dtype bool:", op);
     if (e->kind == TEXI_EXPR_AND || e->kind == TEXI_EXPR_OR)

@@ -472,7 +472,9 @@ static tex_expr *inline_access(tex_expr *e, void *ud)
     }
     for (int d = 0; d < op->n_axes; d++) {
         vars[d] = op->axes[d]->var;
-        idx[d] = texi_expr_mutate(e->u.access.idx[d], inline_access, w);
+        /* in the axis's type: a consumer may index in another (a reshape in i64) */
+        tex_expr *ix = texi_expr_mutate(e->u.access.idx[d], inline_access, w);
+        idx[d] = ix ? texi_convert(ix, vars[d]->dtype) : NULL;
         if (!idx[d] && !w->rc)
             w->rc = TEX_ENOMEM;
     }
@@ -1127,8 +1129,14 @@ static int root_ranges_of_stage(binf *bi, int si)
     if (!need)
         return TEX_ENOMEM;
     TEXI_TRY(needed_region(bi, si, need, &any));
-    for (int d = 0; any && d < nd; d++)
-        st->range[texi_bounds_iter_index(st, st->root[d])] = need[d];
+    for (int d = 0; any && d < nd; d++) {
+        tex_dtype t = st->root[d]->var->dtype; /* the consumers may index in another type */
+        texi_rng r = {texi_simplify(texi_convert(need[d].min, t), 0, NULL),
+                      texi_simplify(texi_convert(need[d].extent, t), 0, NULL)};
+        if (!r.min || !r.extent)
+            return TEX_ENOMEM;
+        st->range[texi_bounds_iter_index(st, st->root[d])] = r;
+    }
     return 0;
 }
 

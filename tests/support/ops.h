@@ -54,6 +54,9 @@ typedef struct {
     tex_expr *scal[OPS_MAX];   /* scalar parameters (alpha, beta ...), after the sizes */
     double scal_vals[OPS_MAX]; /* their values at call time (TEX_VAL_F64) */
     bool exact;                /* run on arrays of exactly their size (ops_exact) */
+    bool scaled_atol;          /* the absolute tolerance times the output's largest magnitude
+                                  (chains of contractions, whose small results are
+                                  differences of large sums) */
 } ops_wl;
 
 /* A text log of the schedule steps applied (printed on failure). */
@@ -526,11 +529,14 @@ static inline void ops_tolerance(tex_dtype t, double *rtol, double *atol)
 }
 
 /* Index of the first element where got and want differ beyond the
- * tolerance (NaN never matches; equal infinities do), or -1. */
-static inline int64_t ops_compare(const DLTensor *got, const DLTensor *want, tex_dtype t)
+ * tolerance (NaN never matches; equal infinities do), or -1; the absolute
+ * tolerance times atol_scale. */
+static inline int64_t ops_compare_scaled(const DLTensor *got, const DLTensor *want, tex_dtype t,
+                                         double atol_scale)
 {
     double rtol, atol;
     ops_tolerance(t, &rtol, &atol);
+    atol *= atol_scale;
     int64_t n = ops_numel(want);
     for (int64_t k = 0; k < n; k++) {
         double g = ops_get(got, t, k), e = ops_get(want, t, k);
@@ -538,6 +544,23 @@ static inline int64_t ops_compare(const DLTensor *got, const DLTensor *want, tex
             return k;
     }
     return -1;
+}
+
+/* ops_compare_scaled with the dtype's tolerance as it is. */
+static inline int64_t ops_compare(const DLTensor *got, const DLTensor *want, tex_dtype t)
+{
+    return ops_compare_scaled(got, want, t, 1.0);
+}
+
+/* The largest finite magnitude in a, at least 1. */
+static inline double ops_max_magnitude(const DLTensor *a, tex_dtype t)
+{
+    double m = 1;
+    for (int64_t k = 0; k < ops_numel(a); k++) {
+        double v = fabs(ops_get(a, t, k));
+        m = isfinite(v) && v > m ? v : m;
+    }
+    return m;
 }
 
 static inline void ops_report(const ops_wl *w, uint64_t seed, const ops_log *log, const tex_func *f,
@@ -648,7 +671,8 @@ static inline int ops_run_with(ops_wl *w, ops_runner run, void *ud, const char *
         snprintf(why, why_size, "oracle failed: %s", tex_errmsg(w->ctx));
         goto done;
     }
-    int64_t bad = ops_compare(arrs[n - 1], ref, w->out->dtype);
+    double scale = w->scaled_atol ? ops_max_magnitude(ref, w->out->dtype) : 1.0;
+    int64_t bad = ops_compare_scaled(arrs[n - 1], ref, w->out->dtype, scale);
     if (bad >= 0) {
         snprintf(why, why_size, "%soutput '%s' differs at flat index %lld: %.9g, oracle %.9g", what,
                  w->out->name, (long long)bad, ops_get(arrs[n - 1], w->out->dtype, bad),

@@ -330,6 +330,17 @@ static void test_layout_chain(void)
     if (s)
         TT_EQ_INT(n_roots(s), 1);
     tex_ctx_free(c.ctx);
+    /* a strided slice read through a reshape's i64 flat index, then padded:
+     * inlined, the slice's index arithmetic (i * 2) met the i64 index, and
+     * the verifier refused the lowering */
+    case_init(&c, "slice_reshape_pad", 0, NULL, false);
+    X = ops_input(&c.w, "X", 2, (tex_expr *[]){tex_int(c.ctx, 5), tex_int(c.ctx, 8)});
+    tex_tensor *sl = tex_op_slice(c.ctx, "Sl", tex_op_relu(c.ctx, "R", X), (int64_t[]){0, 1},
+                                  (int64_t[]){INT64_MAX, INT64_MAX}, (int64_t[]){1, 2});
+    r = tex_op_reshape(c.ctx, "Rs", sl, 1, (tex_expr *[]){tex_int(c.ctx, 20)});
+    y = tex_op_pad(c.ctx, "Y", r, (int64_t[]){2}, (int64_t[]){1}, 0.5);
+    case_check(&c, y, "cpu");
+    tex_ctx_free(c.ctx);
 }
 
 /* ------------------------------------------------------------ dump, errors */

@@ -1,7 +1,8 @@
 /*
  * tex_auto_schedule for "cuda" (src/autosched/cuda.c, cuda_gemm.c).
  * Operator chains built with tex_op_*: matmul + bias + relu, batched
- * matmul, f16 and bf16 matmuls on tensor cores, softmax, layernorm over one
+ * matmul, f16 and bf16 matmuls on tensor cores, softmax (also over the rows
+ * of a batched matmul, symbolic and constant), layernorm over one
  * and two axes, an elementwise broadcast chain, conv2d + bias + relu in
  * NCHW and NHWC (direct and as an implicit GEMM), sums over the last axis
  * (of two and of three dims), over the first axis and over everything, and
@@ -202,11 +203,32 @@ static void run_softmax(int64_t m, int64_t n, bool sym, const char *target)
     tex_ctx_free(c.ctx);
 }
 
+/* softmax over the rows of a batched matmul with a symbolic row count: the
+ * kernel's rows are the batch, so the matmul's tile per row (all its rows)
+ * has no constant size and cannot be a member in shared memory; it is a
+ * kernel of its own (it was kept, and tex_build refused the shared buffer).
+ * With a constant row count the tile fits and stays a member. */
+static void run_softmax_of_matmul(bool sym)
+{
+    as_case c;
+    case_init(&c, "softmax_of_matmul", 3, (int64_t[]){2, 9, 24}, sym);
+    tex_expr *N = tex_int(c.ctx, 16);
+    tex_tensor *A = ops_input(&c.w, "A", 3, c.d);
+    tex_tensor *B = ops_input(&c.w, "B", 2, (tex_expr *[]){c.d[2], N});
+    tex_tensor *y = tex_op_softmax(c.ctx, "Y", tex_op_matmul(c.ctx, "MM", A, B, 0, 0), -2);
+    tex_schedule *s = cuda_case_check(&c, y, "cuda", NULL);
+    if (s)
+        TT_EQ_INT(attach_of(s, "MM"), sym ? TEXI_ATTACH_ROOT : TEXI_ATTACH_AT);
+    tex_ctx_free(c.ctx);
+}
+
 static void test_softmax(void)
 {
     run_softmax(5, 17, false, "cuda");
+    run_softmax_of_matmul(true);
     if (quick)
         return;
+    run_softmax_of_matmul(false);
     run_softmax(1, 1, false, "cuda");
     run_softmax(13, 1031, true, "cuda -arch=sm_90");
     run_softmax(6, 300, false, "cuda -strict-float");

@@ -11,7 +11,7 @@
  * Each case also checks that the GEMM-like stage is tensorized exactly
  * when the rule says so, and the fallbacks (symbolic sizes, a transposed
  * right operand, too few columns, NCHW, strided conv, -strict-float,
- * -no-tensorize)
+ * -no-tensorize, a consumer that needs only some columns)
  * still compute the right values on the ordinary register tiles.
  * On a host without AVX2 nothing is tensorized and every case checks that.
  */
@@ -86,6 +86,23 @@ static void test_matmul_fallback(void)
     run_matmul(0, 13, 67, 31, false, false, true, "cpu", false); /* B as [N, K] (dense) */
     run_matmul(0, 9, 7, 33, true, false, false, "cpu", false);   /* fewer columns than NR */
     run_matmul(0, 9, 67, 33, false, false, false, "cpu -strict-float", false);
+}
+
+/* A matmul whose consumer needs only some of its columns (a slice): the
+ * stage is computed over those only, narrower than the built-in's tile,
+ * so it is not tensorized (it was, and tex_lower refused the schedule). */
+static void test_matmul_sliced(void)
+{
+    as_case c;
+    case_init(&c, "tz_sliced", 0, NULL, false);
+    tex_tensor *A = ops_input(&c.w, "A", 2, (tex_expr *[]){tex_int(c.ctx, 9), tex_int(c.ctx, 33)});
+    tex_tensor *B =
+        ops_input(&c.w, "B", 2, (tex_expr *[]){tex_int(c.ctx, 33), tex_int(c.ctx, 2 * 64)});
+    tex_tensor *Y = tex_op_matmul(c.ctx, "MM", A, B, 0, 0);
+    Y = tex_op_slice(c.ctx, "Y", Y, (int64_t[]){0, 3}, (int64_t[]){INT64_MAX, 40}, NULL);
+    tex_schedule *s = case_check(&c, Y, "cpu");
+    TT_CHECK(s && !tensorized(s, "MM") && !tensorized(s, "MM.local"));
+    tex_ctx_free(c.ctx);
 }
 
 /* "cpu -no-tensorize" (the tuner's other base): the ordinary register
@@ -522,6 +539,7 @@ int main(void)
     TT_RUN(test_matmul);
     TT_RUN(test_matmul_fallback);
     TT_RUN(test_no_tensorize);
+    TT_RUN(test_matmul_sliced);
     TT_RUN(test_conv);
     TT_RUN(test_conv_panels);
     TT_RUN(test_conv_blocked);

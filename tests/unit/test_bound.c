@@ -13,7 +13,8 @@
  *   - regressions from random schedules: symbolic fuse/split (floordiv and
  *     floormod by symbolic extents) that AUTO rounded up unguarded, attached
  *     extents symbolic in the consumer's loops, a root cache's region naming
- *     the loop of its attached reader.
+ *     the loop of its attached reader, root ranges of a producer read in
+ *     i64 by its consumer.
  */
 #include "schedule/bound.h"
 #include "tt.h"
@@ -461,6 +462,34 @@ static void test_attached_under_symbolic_fuse(void)
     }
 }
 
+/* Regression (random operator graphs): a consumer that indexes a root
+ * producer in i64 (a reshape's flat index) left the producer's root ranges
+ * in i64, and bound inference then lost the relation between the
+ * producer's i32 loops and what they read: a local tile of a matmul
+ * computed at its row tiles spanned every row, and tex_lower refused it as
+ * recomputed per tile. The ranges are now in the axes' own type. */
+static void test_root_ranges_in_axis_type(void)
+{
+    ctx = tex_ctx_new();
+    tex_tensor *A = tex_placeholder_c(ctx, "A", TEX_F32, 2, (int64_t[]){8, 5});
+    tex_tensor *B = tex_placeholder_c(ctx, "B", TEX_F32, 2, (int64_t[]){5, 16});
+    tex_tensor *C = tex_op_matmul(ctx, "C", A, B, 0, 0);
+    tex_tensor *R = tex_op_reshape(ctx, "R", C, 1, (tex_expr *[]){I(128)});
+    tex_schedule *s = tex_schedule_new(ctx, 1, &R);
+    tex_tensor *CL = tex_cache_write(s, C, TEX_SCOPE_LOCAL);
+    tex_stage *sc = tex_stage_of(s, C), *sl = tex_stage_of(s, CL);
+    tex_iter *io, *ii;
+    TT_EQ_INT(tex_split(sc, tex_stage_axis(sc, 0), I(4), &io, &ii), 0);
+    TT_EQ_INT(tex_compute_at(sl, sc, io), 0);
+    texi_bounds b;
+    TT_EQ_INT(texi_infer_bounds_ex(s, 0, NULL, &b), 0);
+    tex_expr *o = bvar(&b, sc, io);
+    TT_CHECK(same(sl->region[0].min, tex_mul(o, I(4))));
+    TT_CHECK(same(sl->region[0].extent, I(4)));
+    TT_CHECK(tex_lower_tensors(s, "f", 3, (tex_tensor *[]){A, B, R}) != NULL);
+    tex_ctx_free(ctx);
+}
+
 int main(void)
 {
     TT_RUN(test_compute_at_split_inner);
@@ -477,5 +506,6 @@ int main(void)
     TT_RUN(test_errors);
     TT_RUN(test_symbolic_divisions);
     TT_RUN(test_attached_under_symbolic_fuse);
+    TT_RUN(test_root_ranges_in_axis_type);
     return tt_finish();
 }
