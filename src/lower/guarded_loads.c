@@ -141,12 +141,13 @@ static tex_expr *clamp_base(guard *g, texi_buffer *buf, tex_expr *index)
     tex_expr *n = buffer_size(g, buf, it), *lanes = imm(g, it, g->lanes);
     if (!n || !proven(g, TEXI_EXPR_GE, n, lanes))
         return NULL;
-    tex_expr *zero = imm(g, it, 0);
-    tex_expr *base = texi_substitute(index, 1, &g->vec, &zero);
+    /* the index may be wider than v (i64 through a reshape): v converted */
+    tex_expr *zero = imm(g, it, 0), *vzero = imm(g, g->vec->dtype, 0);
+    tex_expr *base = texi_substitute(index, 1, &g->vec, &vzero);
     tex_expr *hi = base ? texi_simplify(texi_binary(TEXI_EXPR_SUB, n, lanes), 0, NULL) : NULL;
     tex_expr *j = hi ? texi_binary(TEXI_EXPR_MIN, texi_simplify(base, 0, NULL), hi) : NULL;
     j = j ? texi_binary(TEXI_EXPR_MAX, j, zero) : NULL;
-    j = j ? texi_binary(TEXI_EXPR_ADD, j, g->vec) : NULL;
+    j = j ? texi_binary(TEXI_EXPR_ADD, j, texi_convert(g->vec, it)) : NULL;
     if (!j)
         g->failed = true;
     return j;

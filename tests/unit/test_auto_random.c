@@ -417,17 +417,18 @@ static void build_graph(gen *g)
 {
     tex_tensor *x;
     int min_steps = 0;
-    switch (rnd(g, 0, 5)) {
+    switch (rnd(g, 0, 6)) {
     case 0:
     case 1:
         x = start_plain(g);
         min_steps = 1; /* the output must be a compute */
         break;
     case 2:
+    case 3:
         x = start_matmul(g);
         break;
-    case 3:
     case 4:
+    case 5:
         x = start_conv(g);
         break;
     default:

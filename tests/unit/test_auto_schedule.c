@@ -341,6 +341,18 @@ static void test_layout_chain(void)
     y = tex_op_pad(c.ctx, "Y", r, (int64_t[]){2}, (int64_t[]){1}, 0.5);
     case_check(&c, y, "cpu");
     tex_ctx_free(c.ctx);
+    /* a reshape's i64 index under a concat's vectorized loop: the guarded
+     * load's clamped base (i64) plus the vector lane (i32) was refused by the
+     * verifier in tex_build */
+    case_init(&c, "reshape_concat", 0, NULL, false);
+    X = ops_input(&c.w, "X", 3,
+                  (tex_expr *[]){tex_int(c.ctx, 7), tex_int(c.ctx, 7), tex_int(c.ctx, 33)});
+    r = tex_op_gelu(
+        c.ctx, "G",
+        tex_op_reshape(c.ctx, "Rs", X, 2, (tex_expr *[]){tex_int(c.ctx, 7), tex_int(c.ctx, 231)}));
+    y = tex_op_concat(c.ctx, "Y", 2, (tex_tensor *[]){r, r}, 0);
+    case_check(&c, y, "cpu -threads=1");
+    tex_ctx_free(c.ctx);
 }
 
 /* ------------------------------------------------------------ dump, errors */
