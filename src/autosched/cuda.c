@@ -131,8 +131,12 @@ static int cross_thread(texi_as_graph *g, tex_stage *st, tex_stage *at, tex_iter
                         tex_iter **row)
 {
     const texi_op *op = st->op;
-    tex_iter *ko, *ki;
-    TEXI_TRY(tex_split(st, op->raxes[op->n_raxes - 1], tex_int(g->ctx, ROW_THREADS), &ko, &ki));
+    tex_iter *ko, *ki, *r = op->raxes[op->n_raxes - 1];
+    /* a reduce axis of one element (a softmax over a dim of size 1, which
+     * the rows then include) on one thread: split by 128, its guarded tail
+     * would read 127 rows past its producer's, computed for nothing */
+    int64_t e, threads = const_extent(r, &e) && e == 1 ? 1 : ROW_THREADS;
+    TEXI_TRY(tex_split(st, r, tex_int(g->ctx, threads), &ko, &ki));
     tex_tensor *rf = tex_rfactor(g->sch, st->tensor, ki, op->n_axes);
     if (!rf)
         return tex_errcode(g->ctx);
@@ -271,6 +275,8 @@ int texi_as_cuda_refine(texi_as_graph *g)
                                : 0;
             if (no_row || no_tiles) {
                 detach(g, r, i, "CUDA: no row or tile loop of its kernel to compute it in");
+            } else if (nd->mode == TEXI_AS_MODE_ROWS && m->kind == TEXI_AS_GEMM) {
+                detach(g, r, i, "CUDA: GEMM-like: block tiles of its own, not a row's reduction");
             } else if (tile < 0 || shared + tile > SHARED_BYTES) {
                 detach(g, r, i,
                        "CUDA: its tile per row is symbolic or too large for shared memory");

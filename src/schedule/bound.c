@@ -916,6 +916,27 @@ static tex_expr *const_cap(tex_expr *e, int np, const texi_range *pr)
 
 /* The region of stage pi's tensor its consumers need: mins over the loops
  * around pi, extents maximized over them. *any is false when nobody reads it. */
+static bool symbolic_division(tex_expr *e, void *ud)
+{
+    bool *found = ud;
+    int64_t c;
+    *found = *found || ((e->kind == TEXI_EXPR_FLOORDIV || e->kind == TEXI_EXPR_FLOORMOD) &&
+                        !texi_expr_is_int_const(e->u.bin.b, &c));
+    return !*found;
+}
+
+/* Whether e divides by a non-constant: a region of a root stage read
+ * through such an index (a reshape's flat index of symbolic sizes) is, in
+ * practice, its whole domain, which bound inference cannot prove; the
+ * domain is then taken instead, whose plain extents later passes (and the
+ * CUDA backend's buffer bounds) can use. */
+static bool divides_by_symbol(tex_expr *e)
+{
+    bool found = false;
+    texi_expr_visit(e, symbolic_division, &found);
+    return found;
+}
+
 static int needed_region(binf *bi, int pi, texi_rng *out, bool *any)
 {
     const tex_stage *p = bi->s->stages[pi];
@@ -951,6 +972,8 @@ static int needed_region(binf *bi, int pi, texi_rng *out, bool *any)
             out[d].extent = const_cap(out[d].extent, np, pr);
         if (rc < 0 || !out[d].min || !out[d].extent)
             return rc < 0 ? rc : TEX_ENOMEM;
+        if (np == 0 && (divides_by_symbol(out[d].min) || divides_by_symbol(out[d].extent)))
+            out[d] = (texi_rng){p->op->axes[d]->min, p->op->axes[d]->extent};
     }
     return 0;
 }

@@ -2,7 +2,8 @@
  * tex_auto_schedule for "cuda" (src/autosched/cuda.c, cuda_gemm.c).
  * Operator chains built with tex_op_*: matmul + bias + relu, batched
  * matmul, f16 and bf16 matmuls on tensor cores, softmax (also over the rows
- * of a batched matmul, symbolic and constant), layernorm over one
+ * of a batched matmul, symbolic and constant, and over its output
+ * flattened per batch, and over a dim of size 1), layernorm over one
  * and two axes, an elementwise broadcast chain, conv2d + bias + relu in
  * NCHW and NHWC (direct and as an implicit GEMM), sums over the last axis
  * (of two and of three dims), over the first axis and over everything, and
@@ -203,11 +204,12 @@ static void run_softmax(int64_t m, int64_t n, bool sym, const char *target)
     tex_ctx_free(c.ctx);
 }
 
-/* softmax over the rows of a batched matmul with a symbolic row count: the
- * kernel's rows are the batch, so the matmul's tile per row (all its rows)
- * has no constant size and cannot be a member in shared memory; it is a
- * kernel of its own (it was kept, and tex_build refused the shared buffer).
- * With a constant row count the tile fits and stays a member. */
+/* softmax over the rows of a batched matmul: the kernel's rows are the
+ * batch, and the matmul, a member of it, was computed per row in shared
+ * memory by a cross-thread reduction over its depth (with a symbolic row
+ * count its tile had no constant size, and tex_build refused it; a conv
+ * so computed read past its input's rows); a GEMM-like stage gets block
+ * tiles of its own. */
 static void run_softmax_of_matmul(bool sym)
 {
     as_case c;
@@ -218,7 +220,43 @@ static void run_softmax_of_matmul(bool sym)
     tex_tensor *y = tex_op_softmax(c.ctx, "Y", tex_op_matmul(c.ctx, "MM", A, B, 0, 0), -2);
     tex_schedule *s = cuda_case_check(&c, y, "cuda", NULL);
     if (s)
-        TT_EQ_INT(attach_of(s, "MM"), sym ? TEXI_ATTACH_ROOT : TEXI_ATTACH_AT);
+        TT_EQ_INT(attach_of(s, "MM"), TEXI_ATTACH_ROOT);
+    tex_ctx_free(c.ctx);
+}
+
+/* log_softmax over a batched matmul's output flattened per batch (a
+ * reshape, read in i64 through divisions by the symbolic row count): the
+ * matmul's region was an expression bound inference could not simplify,
+ * and its GEMM kernel's shared and local buffers had no constant bound, so
+ * tex_build refused them; the region is now its whole domain. */
+static void run_log_softmax_of_flat_matmul(void)
+{
+    as_case c;
+    case_init(&c, "log_softmax_of_flat_matmul", 3, (int64_t[]){2, 5, 30}, true);
+    tex_expr *N = tex_int(c.ctx, 128);
+    tex_tensor *A = ops_input(&c.w, "A", 3, c.d);
+    tex_tensor *B = ops_input(&c.w, "B", 2, (tex_expr *[]){c.d[2], N});
+    tex_tensor *mm = tex_op_matmul(c.ctx, "MM", A, B, 0, 0);
+    tex_tensor *flat =
+        tex_op_reshape(c.ctx, "F", mm, 2, (tex_expr *[]){c.d[0], tex_mul(c.d[1], N)});
+    tex_schedule *s = cuda_case_check(&c, tex_op_log_softmax(c.ctx, "Y", flat, -1), "cuda", NULL);
+    if (s)
+        TT_EQ_INT(attach_of(s, "MM"), TEXI_ATTACH_ROOT);
+    tex_ctx_free(c.ctx);
+}
+
+/* softmax over a leading dim of size 1: the rows are every element, and
+ * each reduction member reduces one element; split over 128 threads, its
+ * guarded tail read 127 rows past its producer's, and tex_lower refused the
+ * schedule (the producer's extra rows recomputed the member per row). */
+static void run_softmax_of_one(void)
+{
+    as_case c;
+    case_init(&c, "softmax_of_one", 0, NULL, false);
+    tex_tensor *X = ops_input(
+        &c.w, "X", 4,
+        (tex_expr *[]){tex_int(c.ctx, 1), tex_int(c.ctx, 8), tex_int(c.ctx, 5), tex_int(c.ctx, 5)});
+    cuda_case_check(&c, tex_op_softmax(c.ctx, "Y", tex_op_relu(c.ctx, "R", X), 0), "cuda", NULL);
     tex_ctx_free(c.ctx);
 }
 
@@ -229,6 +267,8 @@ static void test_softmax(void)
     if (quick)
         return;
     run_softmax_of_matmul(false);
+    run_log_softmax_of_flat_matmul();
+    run_softmax_of_one();
     run_softmax(1, 1, false, "cuda");
     run_softmax(13, 1031, true, "cuda -arch=sm_90");
     run_softmax(6, 300, false, "cuda -strict-float");
