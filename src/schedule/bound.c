@@ -48,6 +48,9 @@
  *      extent still symbolic in the enclosing loops is clamped to >= 0 (it is
  *      negative where a consumer's tail iteration lies past the domain: the
  *      producer then runs no iteration, the consumer's guard skips the use).
+ *      A stage at root whose region still divides by a symbolic size (read
+ *      through a reshape's flat index) takes its whole domain instead. Root
+ *      ranges are in the root axes' own index type.
  *   2. PassDown: split by factor f gives inner [0, f), outer
  *      [0, ceildiv(E, f)); by nparts p: outer [0, p), inner [0, ceildiv(E, p));
  *      fuse: [0, outer * inner).
@@ -914,8 +917,6 @@ static tex_expr *const_cap(tex_expr *e, int np, const texi_range *pr)
     return iv.hi_inf || iv.hi < 0 ? e : imm(e->ctx, e->dtype, iv.hi);
 }
 
-/* The region of stage pi's tensor its consumers need: mins over the loops
- * around pi, extents maximized over them. *any is false when nobody reads it. */
 static bool symbolic_division(tex_expr *e, void *ud)
 {
     bool *found = ud;
@@ -937,6 +938,8 @@ static bool divides_by_symbol(tex_expr *e)
     return found;
 }
 
+/* The region of stage pi's tensor its consumers need: mins over the loops
+ * around pi, extents maximized over them. *any is false when nobody reads it. */
 static int needed_region(binf *bi, int pi, texi_rng *out, bool *any)
 {
     const tex_stage *p = bi->s->stages[pi];

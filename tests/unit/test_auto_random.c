@@ -15,9 +15,9 @@
  * at sizes that break assumptions (1, primes, sizes no tile divides,
  * symbolic sizes). The graph's output is auto-scheduled for "cpu" with
  * random options (threads, cache sizes, no tensorize), or one seed in four
- * for "cuda", lowered, interpreted (a CPU schedule) or emitted as CUDA C
- * (a CUDA schedule; through NVRTC when it is there), and built (tex_build
- * "cpu", one or two threads: a CUDA schedule runs on the CPU), run on random non-zero
+ * for "cuda"; lowered; interpreted (a CPU schedule) or emitted as CUDA C
+ * (a CUDA schedule; through NVRTC when it is there); built for "cpu" on one
+ * or two threads (a CUDA schedule runs on the CPU) and run on random non-zero
  * inputs with the output poisoned and compared with the oracle (tests/
  * support/ops.h; the absolute tolerance scaled by the output's largest
  * magnitude, as a small result of chained contractions is the difference
