@@ -265,6 +265,10 @@ int texi_as_cuda_refine(texi_as_graph *g)
         bool no_row = nd->st->op->n_axes == 0;
         bool no_tiles = nd->mode == TEXI_AS_MODE_TILES &&
                         (nd->kind != TEXI_AS_INJECTIVE || nd->st->op->n_axes < 2);
+        /* a reduction root puts every data dim on blocks (cross_thread): a
+         * member indexed by fewer of them would be recomputed per block */
+        bool finer_blocks = nd->mode == TEXI_AS_MODE_ROWS && nd->st->op->n_raxes > 0 &&
+                            row_dims(nd) < nd->st->op->n_axes;
         int64_t shared = 0; /* bytes of the row's members in shared memory so far */
         for (int i = r - 1; i >= 0; i--) {
             texi_as_node *m = &g->nodes[i];
@@ -275,6 +279,8 @@ int texi_as_cuda_refine(texi_as_graph *g)
                                : 0;
             if (no_row || no_tiles) {
                 detach(g, r, i, "CUDA: no row or tile loop of its kernel to compute it in");
+            } else if (finer_blocks && m->kind != TEXI_AS_INJECTIVE) {
+                detach(g, r, i, "CUDA: its kernel's blocks are finer than its rows");
             } else if (nd->mode == TEXI_AS_MODE_ROWS && m->kind == TEXI_AS_GEMM) {
                 detach(g, r, i, "CUDA: GEMM-like: block tiles of its own, not a row's reduction");
             } else if (tile < 0 || shared + tile > SHARED_BYTES) {

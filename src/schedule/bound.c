@@ -38,7 +38,8 @@
  *      divisions by sizes (on the CPU, constant extents of symbolic sizes
  *      would only multiply the code the partitioned, unrolled loops take).
  *      An index that cannot be bounded (data-dependent, A[B[i]]) makes that
- *      dimension the tensor's whole shape. Regions are not clamped to shapes.
+ *      dimension the tensor's whole shape. Regions are not clamped to shapes
+ *      (but see stages at root below).
  *      Bounds are texi_expr_bounds, retried where it gives up with every
  *      floordiv/floormod by a non-constant (fused and nested split axes of
  *      symbolic sizes) replaced by a fresh variable over its quotient's or
@@ -49,8 +50,10 @@
  *      negative where a consumer's tail iteration lies past the domain: the
  *      producer then runs no iteration, the consumer's guard skips the use).
  *      A stage at root whose region still divides by a symbolic size (read
- *      through a reshape's flat index) takes its whole domain instead. Root
- *      ranges are in the root axes' own index type.
+ *      through a reshape's flat index) takes its whole domain instead; a
+ *      constant one is cut to its constant domain (a concat reads each part
+ *      over the whole output's range). Root ranges are in the root axes' own
+ *      index type.
  *   2. PassDown: split by factor f gives inner [0, f), outer
  *      [0, ceildiv(E, f)); by nparts p: outer [0, p), inner [0, ceildiv(E, p));
  *      fuse: [0, outer * inner).
@@ -938,6 +941,24 @@ static bool divides_by_symbol(tex_expr *e)
     return found;
 }
 
+/* A root stage's constant region r of axis ax cut to ax's constant domain:
+ * a consumer that selects between tensors (a concat) reads each of them
+ * over its own whole range, past their shapes, and the reads past them are
+ * never used; computing the producer there would be work for nothing, and
+ * on CUDA would recompute its per-row members. */
+static int clamp_to_domain(binf *bi, const tex_iter *ax, texi_rng *r)
+{
+    int64_t lo, ext, dlo, dext;
+    if (!texi_expr_is_int_const(r->min, &lo) || !texi_expr_is_int_const(r->extent, &ext) ||
+        !texi_expr_is_int_const(ax->min, &dlo) || !texi_expr_is_int_const(ax->extent, &dext) ||
+        (lo >= dlo && lo + ext <= dlo + dext))
+        return 0;
+    int64_t a = lo > dlo ? lo : dlo, b = lo + ext < dlo + dext ? lo + ext : dlo + dext;
+    r->min = imm(bi->ctx, r->min->dtype, a);
+    r->extent = imm(bi->ctx, r->extent->dtype, b > a ? b - a : 0);
+    return r->min && r->extent ? 0 : TEX_ENOMEM;
+}
+
 /* The region of stage pi's tensor its consumers need: mins over the loops
  * around pi, extents maximized over them. *any is false when nobody reads it. */
 static int needed_region(binf *bi, int pi, texi_rng *out, bool *any)
@@ -977,6 +998,8 @@ static int needed_region(binf *bi, int pi, texi_rng *out, bool *any)
             return rc < 0 ? rc : TEX_ENOMEM;
         if (np == 0 && (divides_by_symbol(out[d].min) || divides_by_symbol(out[d].extent)))
             out[d] = (texi_rng){p->op->axes[d]->min, p->op->axes[d]->extent};
+        else if (np == 0)
+            TEXI_TRY(clamp_to_domain(bi, p->op->axes[d], &out[d]));
     }
     return 0;
 }

@@ -31,6 +31,11 @@
 
 enum { MAX_POOL = 32, MAX_CHAIN = 5, DEFAULT_GRAPHS = 120, SANITIZER_GRAPHS = 30 };
 
+/* The norms' eps, large enough not to amplify rounding noise: a norm of
+ * values that are all equal in exact arithmetic (sums of softmax rows)
+ * divides their rounding differences by sqrt(eps). */
+#define NORM_EPS 0.1
+
 /* A graph under construction: its workload (inputs, output, sizes), the
  * tensors made so far, the operators applied (printed on failure). */
 typedef struct {
@@ -299,8 +304,8 @@ static tex_tensor *norm(gen *g, tex_tensor *x)
     ops_logf(&g->log, "    %s over %d dims, gamma %d beta %d\n", rms ? "rmsnorm" : "layernorm", n,
              gamma != NULL, beta != NULL);
     if (rms)
-        return tex_op_rmsnorm(g->w->ctx, fresh_name(g, "rms"), x, gamma, n, 1e-5);
-    return tex_op_layernorm(g->w->ctx, fresh_name(g, "ln"), x, gamma, beta, n, 1e-5);
+        return tex_op_rmsnorm(g->w->ctx, fresh_name(g, "rms"), x, gamma, n, NORM_EPS);
+    return tex_op_layernorm(g->w->ctx, fresh_name(g, "ln"), x, gamma, beta, n, NORM_EPS);
 }
 
 /* x [..., K] times a new weight: matmul [K, N] (or [N, K] transposed), or

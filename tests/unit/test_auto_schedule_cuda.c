@@ -3,7 +3,8 @@
  * Operator chains built with tex_op_*: matmul + bias + relu, batched
  * matmul, f16 and bf16 matmuls on tensor cores, softmax (also over the rows
  * of a batched matmul, symbolic and constant, and over its output
- * flattened per batch, and over a dim of size 1), layernorm over one
+ * flattened per batch, over a dim of size 1, and concatenated), a sum of
+ * an rmsnorm over other dims, layernorm over one
  * and two axes, an elementwise broadcast chain, conv2d + bias + relu in
  * NCHW and NHWC (direct and as an implicit GEMM), sums over the last axis
  * (of two and of three dims), over the first axis and over everything, and
@@ -260,6 +261,40 @@ static void run_softmax_of_one(void)
     tex_ctx_free(c.ctx);
 }
 
+/* softmax over dim 2, then concatenated along dim 0 with another tensor:
+ * the concat reads the softmax over both parts' rows, and its rows past the
+ * softmax's own were computed too (their per-row members repeated: tex_lower
+ * refused); a root's constant region is now cut to its domain. */
+static void run_softmax_concat(void)
+{
+    as_case c;
+    case_init(&c, "softmax_concat", 0, NULL, false);
+    tex_expr *d[4] = {tex_int(c.ctx, 1), tex_int(c.ctx, 16), tex_int(c.ctx, 7), tex_int(c.ctx, 3)};
+    tex_tensor *X = ops_input(&c.w, "X", 4, d);
+    d[0] = tex_int(c.ctx, 2);
+    tex_tensor *Z = ops_input(&c.w, "Z", 4, d);
+    tex_tensor *y = tex_op_gelu_tanh(c.ctx, "G", tex_op_softmax(c.ctx, "S", X, 2));
+    cuda_case_check(&c, tex_op_concat(c.ctx, "Y", 2, (tex_tensor *[]){y, Z}, 0), "cuda", NULL);
+    tex_ctx_free(c.ctx);
+}
+
+/* A reduction over dims 2 and 4 of an rmsnorm over the last two: the
+ * reduction kernel puts every data dim on blocks, and the norm's sum of
+ * squares, indexed by fewer of them, was computed per block (tex_lower
+ * refused it as recomputed); it is now a kernel of its own. */
+static void run_sum_of_rmsnorm(void)
+{
+    as_case c;
+    case_init(&c, "sum_of_rmsnorm", 0, NULL, false);
+    tex_expr *d[5] = {tex_int(c.ctx, 2), tex_int(c.ctx, 1), tex_int(c.ctx, 4), tex_int(c.ctx, 3),
+                      tex_int(c.ctx, 64)};
+    tex_tensor *X = ops_input(&c.w, "X", 5, d);
+    tex_tensor *n = tex_op_rmsnorm(c.ctx, "N", X, NULL, 2, 1e-5);
+    tex_tensor *y = tex_op_sum(c.ctx, "Y", n, 2, (int[]){2, 4}, 1);
+    cuda_case_check(&c, y, "cuda -strict-float", NULL);
+    tex_ctx_free(c.ctx);
+}
+
 static void test_softmax(void)
 {
     run_softmax(5, 17, false, "cuda");
@@ -269,6 +304,8 @@ static void test_softmax(void)
     run_softmax_of_matmul(false);
     run_log_softmax_of_flat_matmul();
     run_softmax_of_one();
+    run_softmax_concat();
+    run_sum_of_rmsnorm();
     run_softmax(1, 1, false, "cuda");
     run_softmax(13, 1031, true, "cuda -arch=sm_90");
     run_softmax(6, 300, false, "cuda -strict-float");
