@@ -50,9 +50,9 @@
  *      negative where a consumer's tail iteration lies past the domain: the
  *      producer then runs no iteration, the consumer's guard skips the use).
  *      A stage at root whose region still divides by a symbolic size (read
- *      through a reshape's flat index) takes its whole domain instead; a
- *      constant one is cut to its constant domain (a concat reads each part
- *      over the whole output's range). Root ranges are in the root axes' own
+ *      through a reshape's flat index) takes its whole domain instead; one
+ *      that provably passes the domain is cut to it (a concat or a pad reads
+ *      its input past its shape). Root ranges are in the root axes' own
  *      index type.
  *   2. PassDown: split by factor f gives inner [0, f), outer
  *      [0, ceildiv(E, f)); by nparts p: outer [0, p), inner [0, ceildiv(E, p));
@@ -941,21 +941,23 @@ static bool divides_by_symbol(tex_expr *e)
     return found;
 }
 
-/* A root stage's constant region r of axis ax cut to ax's constant domain:
- * a consumer that selects between tensors (a concat) reads each of them
- * over its own whole range, past their shapes, and the reads past them are
+/* A root stage's region r of axis ax cut to ax's domain, on each side
+ * where it provably passes it: a consumer that selects between tensors (a
+ * concat, a pad) reads them past their shapes, and the reads past them are
  * never used; computing the producer there would be work for nothing, and
- * on CUDA would recompute its per-row members. */
-static int clamp_to_domain(binf *bi, const tex_iter *ax, texi_rng *r)
+ * on CUDA would repeat its per-row members. */
+static int clamp_to_domain(const tex_iter *ax, texi_rng *r)
 {
-    int64_t lo, ext, dlo, dext;
-    if (!texi_expr_is_int_const(r->min, &lo) || !texi_expr_is_int_const(r->extent, &ext) ||
-        !texi_expr_is_int_const(ax->min, &dlo) || !texi_expr_is_int_const(ax->extent, &dext) ||
-        (lo >= dlo && lo + ext <= dlo + dext))
+    tex_expr *hi = ARITH(ADD, r->min, r->extent), *dhi = ARITH(ADD, ax->min, ax->extent);
+    tex_expr *lo_out = ARITH(LT, r->min, ax->min), *hi_out = ARITH(GT, hi, dhi);
+    if (!lo_out || !hi_out)
+        return TEX_ENOMEM;
+    bool cut_lo = texi_prove(lo_out, 0, NULL), cut_hi = texi_prove(hi_out, 0, NULL);
+    if (!cut_lo && !cut_hi)
         return 0;
-    int64_t a = lo > dlo ? lo : dlo, b = lo + ext < dlo + dext ? lo + ext : dlo + dext;
-    r->min = imm(bi->ctx, r->min->dtype, a);
-    r->extent = imm(bi->ctx, r->extent->dtype, b > a ? b - a : 0);
+    tex_expr *lo = cut_lo ? ax->min : r->min;
+    r->min = texi_simplify(texi_convert(lo, r->min->dtype), 0, NULL);
+    r->extent = nonneg(simp(ARITH(SUB, cut_hi ? dhi : hi, lo), 0, NULL), 0, NULL);
     return r->min && r->extent ? 0 : TEX_ENOMEM;
 }
 
@@ -999,7 +1001,7 @@ static int needed_region(binf *bi, int pi, texi_rng *out, bool *any)
         if (np == 0 && (divides_by_symbol(out[d].min) || divides_by_symbol(out[d].extent)))
             out[d] = (texi_rng){p->op->axes[d]->min, p->op->axes[d]->extent};
         else if (np == 0)
-            TEXI_TRY(clamp_to_domain(bi, p->op->axes[d], &out[d]));
+            TEXI_TRY(clamp_to_domain(p->op->axes[d], &out[d]));
     }
     return 0;
 }

@@ -4,7 +4,7 @@
  * matmul, f16 and bf16 matmuls on tensor cores, softmax (also over the rows
  * of a batched matmul, symbolic and constant, and over its output
  * flattened per batch, over a dim of size 1, and concatenated), a sum of
- * an rmsnorm over other dims, layernorm over one
+ * an rmsnorm over other dims, a padded rmsnorm, layernorm over one
  * and two axes, an elementwise broadcast chain, conv2d + bias + relu in
  * NCHW and NHWC (direct and as an implicit GEMM), sums over the last axis
  * (of two and of three dims), over the first axis and over everything, and
@@ -295,6 +295,21 @@ static void run_sum_of_rmsnorm(void)
     tex_ctx_free(c.ctx);
 }
 
+/* rmsnorm over the last dim, then padded along a symbolic dim: the pad
+ * reads the norm past its rows, which were all computed, and the sum of
+ * squares per row spanned every row in shared memory (no constant bound:
+ * tex_build refused it); the root's region is cut to its domain. */
+static void run_padded_rmsnorm(void)
+{
+    as_case c;
+    case_init(&c, "padded_rmsnorm", 3, (int64_t[]){3, 13, 16}, true);
+    tex_tensor *X = ops_input(&c.w, "X", 3, c.d);
+    tex_tensor *p = tex_op_pad(c.ctx, "P", tex_op_rmsnorm(c.ctx, "N", X, NULL, 1, 1e-5),
+                               (int64_t[]){0, 1, 0}, (int64_t[]){0, 1, 0}, 0.5);
+    cuda_case_check(&c, tex_op_tanh(c.ctx, "Y", p), "cuda", NULL);
+    tex_ctx_free(c.ctx);
+}
+
 static void test_softmax(void)
 {
     run_softmax(5, 17, false, "cuda");
@@ -306,6 +321,7 @@ static void test_softmax(void)
     run_softmax_of_one();
     run_softmax_concat();
     run_sum_of_rmsnorm();
+    run_padded_rmsnorm();
     run_softmax(1, 1, false, "cuda");
     run_softmax(13, 1031, true, "cuda -arch=sm_90");
     run_softmax(6, 300, false, "cuda -strict-float");
