@@ -957,7 +957,8 @@ static int clamp_to_domain(const tex_iter *ax, texi_rng *r)
         return 0;
     tex_expr *lo = cut_lo ? ax->min : r->min;
     r->min = texi_simplify(texi_convert(lo, r->min->dtype), 0, NULL);
-    r->extent = nonneg(simp(ARITH(SUB, cut_hi ? dhi : hi, lo), 0, NULL), 0, NULL);
+    tex_expr *ext = ARITH(SUB, cut_hi ? dhi : hi, lo); /* < 0: it lies past the domain */
+    r->extent = ext ? simp(ARITH(MAX, ext, imm(ext->ctx, ext->dtype, 0)), 0, NULL) : NULL;
     return r->min && r->extent ? 0 : TEX_ENOMEM;
 }
 
