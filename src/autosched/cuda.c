@@ -199,16 +199,22 @@ static int attach_row_members(texi_as_graph *g, int r, tex_iter *row)
     return 0;
 }
 
+/* The row dims of row kernel nd: its leading dims that every member is
+ * indexed by (an elementwise root keeps its last dim for the threads), which
+ * schedule_rows puts on blocks. */
+static int row_dims(const texi_as_node *nd)
+{
+    int nax = nd->st->op->n_axes, lead = nd->depth < nax ? nd->depth : nax;
+    return nd->st->op->n_raxes == 0 && lead == nax && nax > 1 ? nax - 1 : lead;
+}
+
 /* "rows": see the file comment. */
 static int schedule_rows(texi_as_graph *g, int r)
 {
     texi_as_node *nd = &g->nodes[r];
     tex_stage *st = nd->st;
-    int nax = st->op->n_axes;
+    int nax = st->op->n_axes, lead = row_dims(nd);
     bool reduce = st->op->n_raxes > 0;
-    int lead = nd->depth < nax ? nd->depth : nax;
-    if (!reduce && lead == nax && nax > 1)
-        lead = nax - 1;
     tex_iter *row, *rest;
     if (reduce) {
         TEXI_TRY(cross_thread(g, st, NULL, NULL, &row));
@@ -221,13 +227,6 @@ static int schedule_rows(texi_as_graph *g, int r)
         }
     }
     return attach_row_members(g, r, row);
-}
-
-/* The leading dims of root nd that schedule_rows puts on blocks. */
-static int row_dims(const texi_as_node *nd)
-{
-    int nax = nd->st->op->n_axes, lead = nd->depth < nax ? nd->depth : nax;
-    return nd->st->op->n_raxes == 0 && lead == nax && nax > 1 ? nax - 1 : lead;
 }
 
 /* An upper bound of the bytes of member m's tile per row of a kernel whose

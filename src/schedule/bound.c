@@ -931,9 +931,9 @@ static bool symbolic_division(tex_expr *e, void *ud)
 
 /* Whether e divides by a non-constant: a region of a root stage read
  * through such an index (a reshape's flat index of symbolic sizes) is, in
- * practice, its whole domain, which bound inference cannot prove; the
- * domain is then taken instead, whose plain extents later passes (and the
- * CUDA backend's buffer bounds) can use. */
+ * practice, its whole domain, which bound inference cannot prove;
+ * fit_root_region takes the domain instead, whose plain extents later
+ * passes (and the CUDA backend's buffer bounds) can use. */
 static bool divides_by_symbol(tex_expr *e)
 {
     bool found = false;
@@ -941,13 +941,18 @@ static bool divides_by_symbol(tex_expr *e)
     return found;
 }
 
-/* A root stage's region r of axis ax cut to ax's domain, on each side
- * where it provably passes it: a consumer that selects between tensors (a
- * concat, a pad) reads them past their shapes, and the reads past them are
- * never used; computing the producer there would be work for nothing, and
- * on CUDA would repeat its per-row members. */
-static int clamp_to_domain(const tex_iter *ax, texi_rng *r)
+/* A root stage's region r of axis ax fitted to ax's domain: the whole
+ * domain when r divides by a symbolic size (divides_by_symbol), else r cut
+ * to the domain on each side where it provably passes it: a consumer that
+ * selects between tensors (a concat, a pad) reads them past their shapes,
+ * and the reads past them are never used; computing the producer there
+ * would be work for nothing, and on CUDA would repeat its per-row members. */
+static int fit_root_region(const tex_iter *ax, texi_rng *r)
 {
+    if (divides_by_symbol(r->min) || divides_by_symbol(r->extent)) {
+        *r = (texi_rng){ax->min, ax->extent};
+        return 0;
+    }
     tex_expr *hi = ARITH(ADD, r->min, r->extent), *dhi = ARITH(ADD, ax->min, ax->extent);
     tex_expr *lo_out = ARITH(LT, r->min, ax->min), *hi_out = ARITH(GT, hi, dhi);
     if (!lo_out || !hi_out)
@@ -956,7 +961,7 @@ static int clamp_to_domain(const tex_iter *ax, texi_rng *r)
     if (!cut_lo && !cut_hi)
         return 0;
     tex_expr *lo = cut_lo ? ax->min : r->min;
-    r->min = texi_simplify(texi_convert(lo, r->min->dtype), 0, NULL);
+    r->min = simp(texi_convert(lo, r->min->dtype), 0, NULL);
     tex_expr *ext = ARITH(SUB, cut_hi ? dhi : hi, lo); /* < 0: it lies past the domain */
     r->extent = ext ? simp(ARITH(MAX, ext, imm(ext->ctx, ext->dtype, 0)), 0, NULL) : NULL;
     return r->min && r->extent ? 0 : TEX_ENOMEM;
@@ -999,10 +1004,8 @@ static int needed_region(binf *bi, int pi, texi_rng *out, bool *any)
             out[d].extent = const_cap(out[d].extent, np, pr);
         if (rc < 0 || !out[d].min || !out[d].extent)
             return rc < 0 ? rc : TEX_ENOMEM;
-        if (np == 0 && (divides_by_symbol(out[d].min) || divides_by_symbol(out[d].extent)))
-            out[d] = (texi_rng){p->op->axes[d]->min, p->op->axes[d]->extent};
-        else if (np == 0)
-            TEXI_TRY(clamp_to_domain(p->op->axes[d], &out[d]));
+        if (np == 0)
+            TEXI_TRY(fit_root_region(p->op->axes[d], &out[d]));
     }
     return 0;
 }

@@ -23,6 +23,7 @@
  * split or fused (the annotation or attachment would silently be lost).
  * Everything is validated and allocated before the stage changes.
  */
+#include "ir/arith.h"
 #include "schedule/primitive.h"
 #include "schedule/trace.h"
 
@@ -45,8 +46,7 @@ static bool factor_node_ok(tex_expr *e, void *ud)
  * time, is the caller's to keep in range). */
 static bool fits_index(const tex_iter *iv, int64_t v)
 {
-    int bits = texi_dtype_bits(iv->var->dtype);
-    int64_t max = bits >= 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1, e = 1;
+    int64_t max = texi_ival_type(iv->var->dtype).hi, e = 1;
     if (!texi_expr_is_int_const(iv->extent, &e) || e < 1)
         e = 1;
     return v <= max && e - 1 <= max - v;
@@ -71,12 +71,13 @@ static int check_factor(const tex_stage *st, const tex_iter *iv, tex_expr *f, co
                           "integer",
                           call, sn, iv->name, what, tex_dtype_name(f->dtype));
     int64_t v;
-    if (texi_expr_is_int_const(f, &v) && (texi_dtype_is_signed(f->dtype) ? v <= 0 : v == 0))
+    bool known = texi_expr_is_int_const(f, &v);
+    if (known && (texi_dtype_is_signed(f->dtype) ? v <= 0 : v == 0))
         return texi_error(ctx, TEX_EINVAL,
                           "%s: stage '%s', axis '%s': the %s must be positive "
                           "(got %lld)",
                           call, sn, iv->name, what, (long long)v);
-    if (texi_expr_is_int_const(f, &v) && !fits_index(iv, v))
+    if (known && !fits_index(iv, v))
         return texi_error(ctx, TEX_EINVAL,
                           "%s: stage '%s', axis '%s': the %s %lld is too large for the axis "
                           "(%s - 1 plus the axis's extent must fit its index type, %s)",

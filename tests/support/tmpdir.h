@@ -9,9 +9,21 @@
 #include <dirent.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* Makes the directory dir (a mkdtemp template, rewritten) and points
+ * TEX_CACHE_DIR at it, so that the program's kernels are compiled for real
+ * into a cache of its own; false, with a line naming prog, when it cannot. */
+static inline bool tt_private_cache(char *dir, const char *prog)
+{
+    if (mkdtemp(dir) && setenv("TEX_CACHE_DIR", dir, 1) == 0)
+        return true;
+    printf("%s: cannot make a temporary cache directory\n", prog);
+    return false;
+}
 
 /* Removes path and everything under it (symbolic links are removed, never
  * followed). */

@@ -361,10 +361,8 @@ static void test_gpu_unsupported_type(void)
 
 int main(void)
 {
-    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
-        printf("test_atomic: cannot make a temporary cache directory\n");
+    if (!tt_private_cache(cache_dir, "test_atomic"))
         return 1;
-    }
     TT_RUN(test_errors);
     if (tex_target_available("cpu")) {
         TT_RUN(test_cpu_sum);

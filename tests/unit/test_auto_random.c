@@ -566,10 +566,8 @@ int main(void)
 {
     /* Idle OpenMP workers sleep: the kernels are small, the compiler needs the cores. */
     setenv("OMP_WAIT_POLICY", "passive", 0);
-    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
-        printf("test_auto_random: cannot make a temporary cache directory\n");
+    if (!tt_private_cache(cache_dir, "test_auto_random"))
         return 1;
-    }
     if (!tex_target_available("cpu")) {
         printf("SKIP random_graphs (no working C compiler for target \"cpu\")\n");
         tt_remove_tree(cache_dir);

@@ -727,10 +727,8 @@ RANDOM_TEST(max_where, 4, 6)
 
 int main(void)
 {
-    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
-        printf("test_cpu_schedules: cannot make a temporary cache directory\n");
+    if (!tt_private_cache(cache_dir, "test_cpu_schedules"))
         return 1;
-    }
     if (!tex_target_available("cpu")) {
         printf("SKIP cpu_schedules (no working C compiler for target \"cpu\")\n");
         tt_remove_tree(cache_dir);

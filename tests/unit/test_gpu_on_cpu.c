@@ -149,10 +149,8 @@ static void test_stencil(void)
 
 int main(void)
 {
-    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
-        printf("test_gpu_on_cpu: cannot make a temporary cache directory\n");
+    if (!tt_private_cache(cache_dir, "test_gpu_on_cpu"))
         return 1;
-    }
     TT_RUN(test_source_has_no_barrier);
     TT_RUN(test_matmul);
     TT_RUN(test_transpose);

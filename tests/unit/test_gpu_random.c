@@ -408,10 +408,8 @@ RANDOM_TEST(min, 4, 15)
 
 int main(void)
 {
-    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
-        printf("test_gpu_random: cannot make a temporary cache directory\n");
+    if (!tt_private_cache(cache_dir, "test_gpu_random"))
         return 1;
-    }
     if (!tex_target_available("cpu")) {
         printf("SKIP gpu_random (no working C compiler for target \"cpu\")\n");
         tt_remove_tree(cache_dir);

@@ -469,10 +469,8 @@ static void test_region_fused(void)
 
 int main(void)
 {
-    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
-        printf("test_gpu_to_cpu_ast: cannot make a temporary cache directory\n");
+    if (!tt_private_cache(cache_dir, "test_gpu_to_cpu_ast"))
         return 1;
-    }
     TT_RUN(test_fission);
     TT_RUN(test_barrier_removed);
     TT_RUN(test_barrier_kept);

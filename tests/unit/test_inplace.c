@@ -169,10 +169,8 @@ static void test_later_reader_keeps_temporary(void)
 
 int main(void)
 {
-    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
-        printf("test_inplace: cannot make a temporary cache directory\n");
+    if (!tt_private_cache(cache_dir, "test_inplace"))
         return 1;
-    }
     if (!tex_target_available("cpu")) {
         printf("SKIP inplace (no working C compiler for target \"cpu\")\n");
         tt_remove_tree(cache_dir);

@@ -487,10 +487,8 @@ static void test_depth_instances(void)
 
 int main(void)
 {
-    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
-        printf("test_intrin_cpu: cannot make a temporary cache directory\n");
+    if (!tt_private_cache(cache_dir, "test_intrin_cpu"))
         return 1;
-    }
     TT_RUN(test_lookup);
     TT_RUN(test_unknown_name);
     TT_RUN(test_both_in_one_ctx);

@@ -313,10 +313,8 @@ int main(void)
 {
     TT_RUN(test_pass_forms);
     TT_RUN(test_outer_forms);
-    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
-        printf("test_jam: cannot make a temporary cache directory\n");
+    if (!tt_private_cache(cache_dir, "test_jam"))
         return 1;
-    }
     if (!tex_target_available("cpu")) {
         printf("SKIP jam_kernels (no working C compiler for target \"cpu\")\n");
         tt_remove_tree(cache_dir);

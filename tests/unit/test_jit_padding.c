@@ -612,10 +612,8 @@ int main(void)
     TT_RUN(test_pass_clamps_only_unproven_sides);
     TT_RUN(test_pass_symbolic_size);
     TT_RUN(test_pass_lane_free_base);
-    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
-        printf("test_jit_padding: cannot make a temporary cache directory\n");
+    if (!tt_private_cache(cache_dir, "test_jit_padding"))
         return 1;
-    }
     if (tex_target_available("cpu")) {
         TT_RUN(test_issue_conv);
         TT_RUN(test_padded_convs);

@@ -294,10 +294,8 @@ int main(void)
                "with 0 <= k < n\n");
         return 1;
     }
-    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
-        printf("test_jit_random: cannot make a temporary cache directory\n");
+    if (!tt_private_cache(cache_dir, "test_jit_random"))
         return 1;
-    }
     if (!tex_target_available("cpu")) {
         printf("SKIP jit_random (no working C compiler for target \"cpu\")\n");
         tt_remove_tree(cache_dir);

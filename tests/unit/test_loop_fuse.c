@@ -193,10 +193,8 @@ static void test_mismatched_loops(void)
 
 int main(void)
 {
-    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
-        printf("test_loop_fuse: cannot make a temporary cache directory\n");
+    if (!tt_private_cache(cache_dir, "test_loop_fuse"))
         return 1;
-    }
     if (!tex_target_available("cpu")) {
         printf("SKIP loop_fuse (no working C compiler for target \"cpu\")\n");
         tt_remove_tree(cache_dir);

@@ -269,10 +269,8 @@ static void test_softmax_jit(void)
 
 int main(void)
 {
-    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
-        printf("test_loop_reuse: cannot make a temporary cache directory\n");
+    if (!tt_private_cache(cache_dir, "test_loop_reuse"))
         return 1;
-    }
     TT_RUN(test_reused);
     TT_RUN(test_guards);
     TT_RUN(test_not_reused);

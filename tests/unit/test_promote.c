@@ -150,10 +150,8 @@ static void test_pass_forms(void)
 int main(void)
 {
     TT_RUN(test_pass_forms);
-    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
-        printf("test_promote: cannot make a temporary cache directory\n");
+    if (!tt_private_cache(cache_dir, "test_promote"))
         return 1;
-    }
     if (!tex_target_available("cpu")) {
         printf("SKIP promote_kernels (no working C compiler for target \"cpu\")\n");
         tt_remove_tree(cache_dir);

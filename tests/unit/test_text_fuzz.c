@@ -299,10 +299,8 @@ int main(void)
 {
     /* Idle OpenMP workers sleep: the kernels are tiny, the compiler needs the cores. */
     setenv("OMP_WAIT_POLICY", "passive", 0);
-    if (!mkdtemp(cache_dir) || setenv("TEX_CACHE_DIR", cache_dir, 1) != 0) {
-        printf("test_text_fuzz: cannot make a temporary cache directory\n");
+    if (!tt_private_cache(cache_dir, "test_text_fuzz"))
         return 1;
-    }
     jit_ok = tex_target_available("cpu");
 #define RUN(fn, nv, ns, tr) TT_RUN(test_##fn);
     RS_WORKLOADS(RUN)
