@@ -13,7 +13,7 @@
 #   make install      PREFIX=/usr/local DESTDIR= : headers, libraries, tex.pc; make uninstall
 #   make deps         installs missing Debian packages (as root) or prints the command
 #   make check-deps   fails if an #include or a symbol (nm) points against util <- ir <- schedule
-#                     <- lower <- rt <- backends <- runtime <- interp
+#                     <- lower <- autosched <- rt <- backends <- runtime <- interp
 #   make format       clang-format -i on the C sources; make format-check only checks
 #   make clean
 #

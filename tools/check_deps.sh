@@ -4,7 +4,7 @@
 #
 # Dependencies point one way (docs/architecture.md, "Layers"):
 #
-#     util <- ir <- schedule <- autosched <- lower <- rt <- codegen_c <- backend_* <- runtime <- interp
+#     util <- ir <- schedule <- lower <- autosched <- rt <- codegen_c <- backend_* <- runtime <- interp
 #
 # (rt: the kernel object, the backend interface, argument binding and launch
 # sizes. codegen_c: the C-family printer both backends print with. interp, the interpreter of lowered functions that tests use as an
@@ -34,7 +34,7 @@ function rank(m) {
     if (m == "util") return 0
     if (m == "ir") return 1
     if (m == "schedule") return 2
-    if (m == "autosched") return 2.5
+    if (m == "autosched") return 3.5
     if (m == "lower") return 3
     if (m == "rt") return 4
     if (m == "codegen_c") return 5
@@ -51,7 +51,7 @@ function forbidden(from, to) {
         return to != "util"
     return rank(to) > rank(from) || (rank(to) == 6 && rank(from) == 6) # backend_X, backend_Y
 }
-BEGIN { ORDER = "util <- ir <- schedule <- autosched <- lower <- rt <- codegen_c <- backend_* <- runtime <- interp" }
+BEGIN { ORDER = "util <- ir <- schedule <- lower <- autosched <- rt <- codegen_c <- backend_* <- runtime <- interp" }
 '
 
 files=$(find src include -type f \( -name '*.c' -o -name '*.h' -o -name '*.def' \) | sort)

@@ -473,7 +473,16 @@ TEX_API int tex_schedule_apply_text(tex_schedule *s, const char *text);
  * 1K to 1024M; default the host's; not tex_build options), or
  * "cuda", optionally with "-strict-float" (no cross-thread reductions, no
  * tensor cores), "-arch=sm_NN" (NN >= 50; tensor cores from sm_70) and
- * "-emit-only" (accepted and ignored). The result
+ * "-emit-only" (accepted and ignored). Both take "-plain": the plain
+ * schedule instead, every compute stage a kernel of its own (nothing
+ * inlined or fused) with its data-parallel dims but the last in one
+ * parallel loop (cpu), or one thread per element and a 0-d reduction
+ * across one block (cuda). The schedule the rules make is checked before
+ * it is returned: lowered and put through the target's build-time passes
+ * as tex_lower and tex_build would; one that fails there, or that the
+ * rules fail to make (a bug of the rules either way), is replaced by the
+ * plain schedule, which tex_warnmsg and TEX_DUMP=fusion then report with
+ * the reason. The result
  * belongs to ctx; print it with tex_schedule_str, refine it with any
  * primitive, lower it with tex_lower / tex_lower_tensors. NULL on error,
  * recorded in ctx: TEX_EMISUSE for NULL outputs (or ctx: nothing recorded)

@@ -1,8 +1,9 @@
 /*
  * The automatic scheduler (tex_auto_schedule, docs/auto_schedule.md), private
- * to src/autosched. It sits above src/schedule: it reads compute bodies and
+ * to src/autosched. It sits above src/lower: it reads compute bodies and
  * stages (ir, schedule internals) and edits a schedule only through the
- * public primitives, so its result is an ordinary schedule.
+ * public primitives, so its result is an ordinary schedule, which it lowers
+ * to check it (auto_schedule.c).
  *
  * Two levels, one file per job:
  *   classify.c   what each stage is (injective, reduction, GEMM-like) and how
@@ -136,9 +137,24 @@ bool texi_as_panel_axis(const tex_stage *gemm, int a);
  * (partition.c). Applies tex_compute_inline. 0 or the primitive's error. */
 int texi_as_partition(texi_as_graph *g);
 
+/* Whether every reader of node i, looking through inlined readers, is root
+ * r or a member of r's kernel (partition.c): after a member of r became a
+ * kernel of its own, a member it reads must too. */
+bool texi_as_read_only_by(texi_as_graph *g, int i, int r);
+
 /* The kernel level on the CPU: loops of every root and of its members
  * (cpu.c). 0 or the error of the primitive that failed. */
 int texi_as_schedule_cpu(texi_as_graph *g);
+
+/* The plain schedule ("-plain", and what tex_auto_schedule falls back to
+ * when the schedule its rules made does not lower): every compute stage of
+ * g->sch a kernel of its own (nothing inlined or attached), on the CPU its
+ * data-parallel dims but the last fused into one parallel loop (cpu.c), on
+ * CUDA its data-parallel dims fused, one thread per element, a 0-d
+ * reduction reduced across one block's threads (cuda.c). Uses g's sch, ctx
+ * and options only. 0 or the error of the primitive that failed. */
+int texi_as_schedule_cpu_plain(texi_as_graph *g);
+int texi_as_schedule_cuda_plain(texi_as_graph *g);
 
 /* CUDA's changes to the partition, before the dump: elementwise members of
  * row kernels inlined, members of kernels without a row or tile loop to
@@ -166,5 +182,9 @@ int texi_as_cuda_mma_tiles(texi_as_graph *g, int r, tex_stage *gs, tex_tensor *a
 
 /* Prints the partition to stderr when TEX_DUMP lists "fusion" (dump.c). */
 void texi_as_dump(const texi_as_graph *g, const char *target);
+
+/* TEX_DUMP=fusion for the plain schedule of g->sch: its kernel count and
+ * why it was chosen (dump.c). */
+void texi_as_dump_plain(const texi_as_graph *g, const char *target, const char *why);
 
 #endif

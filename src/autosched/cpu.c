@@ -698,3 +698,17 @@ int texi_as_schedule_cpu(texi_as_graph *g)
     }
     return 0;
 }
+
+int texi_as_schedule_cpu_plain(texi_as_graph *g)
+{
+    int n = g->sch->n_stages;
+    for (int i = 0; i < n; i++) {
+        tex_stage *st = g->sch->stages[i];
+        tex_iter *outer, *rest;
+        if (!st->op || st->op->kind != TEXI_OP_COMPUTE)
+            continue;
+        int nax = st->op->n_axes;
+        TEXI_TRY(outer_loop(g, st, nax > 1 ? nax - 1 : nax, 1, &outer, &rest));
+    }
+    return 0;
+}

@@ -29,6 +29,8 @@
  */
 #include "autosched/autosched.h"
 
+#include <string.h>
+
 enum { EW_THREADS = 256, ROW_THREADS = 128, SHORT_REDUCE = 32, VEC_BYTES = 16, WARP = 32 };
 enum { SHARED_BYTES = 48 * 1024 }; /* shared memory a block may use without opting in */
 
@@ -278,6 +280,9 @@ int texi_as_cuda_refine(texi_as_graph *g)
                                : 0;
             if (no_row || no_tiles) {
                 detach(g, r, i, "CUDA: no row or tile loop of its kernel to compute it in");
+            } else if (!texi_as_read_only_by(g, i, r)) {
+                /* members are visited consumers first: a reader detached */
+                detach(g, r, i, "CUDA: read by a member that became a kernel of its own");
             } else if (finer_blocks && m->kind != TEXI_AS_INJECTIVE) {
                 detach(g, r, i, "CUDA: its kernel's blocks are finer than its rows");
             } else if (nd->mode == TEXI_AS_MODE_ROWS && m->kind == TEXI_AS_GEMM) {
@@ -318,6 +323,26 @@ int texi_as_schedule_cuda(texi_as_graph *g)
             TEXI_TRY(texi_as_cuda_gemm_tiles(g, r));
             break;
         }
+    }
+    return 0;
+}
+
+int texi_as_schedule_cuda_plain(texi_as_graph *g)
+{
+    int n = g->sch->n_stages;
+    tex_stage **stages = texi_alloc(g->ctx, sizeof *stages * (size_t)(n > 0 ? n : 1), "stages");
+    if (!stages)
+        return TEX_ENOMEM;
+    memcpy(stages, g->sch->stages, sizeof *stages * (size_t)n); /* rfactor adds stages */
+    for (int i = 0; i < n; i++) {
+        tex_stage *st = stages[i];
+        tex_iter *row;
+        if (!st->op || st->op->kind != TEXI_OP_COMPUTE)
+            continue;
+        if (st->op->n_axes > 0)
+            TEXI_TRY(map_elements(g, st, false));
+        else if (st->op->n_raxes > 0)
+            TEXI_TRY(cross_thread(g, st, NULL, NULL, &row));
     }
     return 0;
 }

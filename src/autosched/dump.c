@@ -119,3 +119,15 @@ void texi_as_dump(const texi_as_graph *g, const char *target)
     fputs(text ? text : "# fusion: (out of memory)\n", stderr);
     free(text);
 }
+
+void texi_as_dump_plain(const texi_as_graph *g, const char *target, const char *why)
+{
+    if (!texi_dump_wanted("fusion"))
+        return;
+    int n = 0;
+    for (int i = 0; i < g->sch->n_stages; i++)
+        n += g->sch->stages[i]->op && g->sch->stages[i]->op->kind == TEXI_OP_COMPUTE;
+    fprintf(stderr,
+            "# fusion (%s): %d kernel%s, the plain schedule (every compute stage a kernel) -- %s\n",
+            target, n, n == 1 ? "" : "s", why);
+}

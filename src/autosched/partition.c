@@ -175,6 +175,22 @@ static void decide_attach(texi_as_graph *g, int i)
     }
 }
 
+static void check_reader_kernel(texi_as_graph *g, int reader, int lead, void *ud)
+{
+    (void)lead;
+    const texi_as_node *c = &g->nodes[reader];
+    int *r = ud;
+    if ((c->fate == TEXI_AS_ROOT ? reader : c->root) != *r)
+        *r = -1;
+}
+
+bool texi_as_read_only_by(texi_as_graph *g, int i, int r)
+{
+    int kernel = r;
+    each_eff_reader(g, i, INT32_MAX, check_reader_kernel, &kernel);
+    return kernel == r;
+}
+
 /* A root's loop layout once its members are known. */
 static void decide_mode(texi_as_graph *g, texi_as_node *r)
 {

@@ -1,5 +1,6 @@
 /*
- * Lowered functions: tex_lower, tex_lower_tensors and tex_func_str.
+ * Lowered functions: tex_lower, tex_lower_tensors, texi_lower_all (every
+ * input, output and free variable a parameter) and tex_func_str.
  *
  * tex_lower validates the request, builds the tex_func shell (parameters with
  * their global buffers, the size variables) and hands it to the pipeline
@@ -36,6 +37,7 @@ typedef struct {
     const char *name;
     int n;
     const tex_param *params;
+    bool quiet; /* texi_lower_all: a check's function, not dumped */
 } request;
 
 static bool is_identifier(const char *s)
@@ -244,6 +246,7 @@ static tex_func *func_new(const request *r)
         return NULL;
     f->ctx = r->ctx;
     f->n_params = r->n;
+    f->quiet = r->quiet;
     for (int i = 0; i < r->n; i++) {
         texi_param *p = &f->params[i];
         p->kind = r->params[i].kind;
@@ -295,7 +298,7 @@ tex_func *tex_lower(tex_schedule *s, const char *name, int n, const tex_param pa
 {
     if (!s)
         return NULL;
-    request r = {s->ctx, s, "tex_lower", name, n, params};
+    request r = {s->ctx, s, "tex_lower", name, n, params, false};
     return lower(&r);
 }
 
@@ -314,7 +317,75 @@ tex_func *tex_lower_tensors(tex_schedule *s, const char *name, int n, tex_tensor
         params[i].kind = TEX_ARG_TENSOR;
         params[i].t = args[i];
     }
-    request r = {s->ctx, s, "tex_lower_tensors", name, n, params};
+    request r = {s->ctx, s, "tex_lower_tensors", name, n, params, false};
+    return lower(&r);
+}
+
+/* Adds the free variables of e (sizes and scalars) to the VAR parameters
+ * in params[*n] (capacity cap), each once; -1 when they do not fit. */
+static int add_free_vars(tex_expr *e, tex_param *params, int *n, int cap, tex_expr **scratch)
+{
+    int nv = 0;
+    if (!e)
+        return 0;
+    if (texi_collect_free_vars(e, scratch, &nv, MAX_SIZE_VARS) < 0)
+        return -1;
+    for (int k = 0; k < nv; k++) {
+        int i = 0;
+        while (i < *n && !(params[i].kind == TEX_ARG_VAR && params[i].v == scratch[k]))
+            i++;
+        if (i < *n)
+            continue;
+        if (*n == cap)
+            return -1;
+        params[(*n)++] = (tex_param){.kind = TEX_ARG_VAR, .v = scratch[k]};
+    }
+    return 0;
+}
+
+/* The free variables a stage's lowering may read: its shape, extents,
+ * split factors and body. */
+static int add_stage_vars(const tex_stage *st, tex_param *params, int *n, int cap,
+                          tex_expr **scratch)
+{
+    for (int d = 0; d < st->tensor->ndim; d++)
+        TEXI_TRY(add_free_vars(st->tensor->shape[d], params, n, cap, scratch));
+    if (!st->op || st->op->kind != TEXI_OP_COMPUTE)
+        return 0;
+    for (int i = 0; i < st->n_all; i++)
+        TEXI_TRY(add_free_vars(st->all[i]->extent, params, n, cap, scratch));
+    for (int i = 0; i < st->n_rel; i++) {
+        TEXI_TRY(add_free_vars(st->rel[i].factor, params, n, cap, scratch));
+        TEXI_TRY(add_free_vars(st->rel[i].nparts, params, n, cap, scratch));
+    }
+    return add_free_vars(st->op->body, params, n, cap, scratch);
+}
+
+tex_func *texi_lower_all(tex_schedule *s, const char *call, const char *name)
+{
+    int cap = s->n_stages + s->n_outputs + MAX_SIZE_VARS, n = 0;
+    tex_param *params = texi_alloc(s->ctx, sizeof *params * (size_t)cap, "parameters");
+    tex_expr **scratch = texi_alloc(s->ctx, sizeof *scratch * MAX_SIZE_VARS, "variables");
+    if (!params || !scratch)
+        return NULL;
+    for (int i = 0; i < s->n_stages; i++)
+        if (s->stages[i]->op && s->stages[i]->op->kind == TEXI_OP_PLACEHOLDER)
+            params[n++] = (tex_param){.kind = TEX_ARG_TENSOR, .t = s->stages[i]->tensor};
+    for (int i = 0; i < s->n_outputs; i++) {
+        tex_tensor *t = texi_scatter_target(s->outputs[i]);
+        int k = 0;
+        while (k < n && params[k].t != t)
+            k++;
+        if (k == n)
+            params[n++] = (tex_param){.kind = TEX_ARG_TENSOR, .t = t};
+    }
+    for (int i = 0; i < s->n_stages; i++)
+        if (add_stage_vars(s->stages[i], params, &n, cap, scratch) < 0) {
+            texi_error(s->ctx, TEX_EINVAL, "%s: more than %d symbolic sizes and scalars", call,
+                       MAX_SIZE_VARS);
+            return NULL;
+        }
+    request r = {s->ctx, s, call, name, n, params, true};
     return lower(&r);
 }
 

@@ -43,6 +43,7 @@ struct tex_func {
     int n_size_vars;      /* symbolic sizes that are not VAR params: bound from array shapes */
     tex_expr **size_vars; /* in order of first appearance in the params' shapes */
     tex_stmt *body;       /* the AST after the whole pipeline */
+    bool quiet;           /* lowered to be checked (texi_lower_all): TEX_DUMP prints none of it */
 };
 
 /* Everything a pass may use; passes touch nothing else (no globals, no I/O). */
@@ -237,6 +238,13 @@ int texi_atomic_parts(tex_ctx *ctx, const tex_stmt *s, texi_atomic_update *out);
  * target tails' steps (device_lower.c) and by tests running one pass. */
 int texi_lower_apply(texi_lower *lw, const char *name, texi_pass_fn fn, tex_stmt *in,
                      tex_stmt **out);
+
+/* tex_lower of s with every placeholder it holds and every output as tensor
+ * parameters and every free variable of its stages (symbolic sizes and
+ * scalars) as a VAR parameter: for callers that need to know whether, and
+ * how, s lowers without choosing parameters (the automatic scheduler's
+ * check). `call` names the caller in messages. NULL on error, recorded. */
+tex_func *texi_lower_all(tex_schedule *s, const char *call, const char *name);
 
 /* Runs schedule_ops and every pass, dumping after the passes named in
  * TEX_DUMP ("all" or a comma-separated list) to stderr. */

@@ -168,7 +168,7 @@ static int after_pass(texi_lower *lw, const char *name, tex_stmt *s)
 {
     if (verify_wanted())
         TEXI_TRY(texi_verify(lw, s, name));
-    if (texi_dump_wanted(name)) {
+    if (!(lw->func && lw->func->quiet) && texi_dump_wanted(name)) {
         char *text = texi_stmt_str(s);
         fprintf(stderr, "# after %s\n%s", name, text ? text : "(out of memory)\n");
         free(text);

@@ -77,6 +77,7 @@
  * Not done here: loop construction, guards and error reporting of illegal
  * tails (ScheduleOps); cross-thread reduction; clamping regions to shapes.
  */
+#include "ir/arith.h"
 #include "schedule/bound.h"
 
 #include <stdint.h>
@@ -91,7 +92,9 @@ typedef struct {
     tex_ctx *ctx;
     tex_schedule *s;
     texi_bounds *b;
-    int total_leaves; /* sum of n_leaf over the stages: capacity of loop lists */
+    int total_leaves;  /* sum of n_leaf over the stages: capacity of loop lists */
+    int n_sizes;       /* variables that are a whole dimension of a placeholder */
+    texi_range *sizes; /* their ranges: [0, the dtype's maximum] (size_ranges) */
 } binf;
 
 /* ------------------------------------------------------------- helpers */
@@ -941,29 +944,40 @@ static bool divides_by_symbol(tex_expr *e)
     return found;
 }
 
+/* Whether the region's end `end` provably reaches the domain's end `dend`
+ * (upper: end >= dend, else end <= dend) and is not provably the same: a
+ * region that may stop exactly at the domain's edge is cut too (a concat of
+ * n rows with itself reads [-n, 2n), n >= 0), one that is the domain stays
+ * as it is. */
+static bool passes(const binf *bi, tex_expr *end, tex_expr *dend, bool upper)
+{
+    tex_expr *reach = upper ? ARITH(GE, end, dend) : ARITH(LE, end, dend);
+    tex_expr *same = ARITH(EQ, end, dend);
+    return reach && same && texi_prove(reach, bi->n_sizes, bi->sizes) &&
+           !texi_prove(same, bi->n_sizes, bi->sizes);
+}
+
 /* A root stage's region r of axis ax fitted to ax's domain: the whole
  * domain when r divides by a symbolic size (divides_by_symbol), else r cut
  * to the domain on each side where it provably passes it: a consumer that
  * selects between tensors (a concat, a pad) reads them past their shapes,
  * and the reads past them are never used; computing the producer there
  * would be work for nothing, and on CUDA would repeat its per-row members. */
-static int fit_root_region(const tex_iter *ax, texi_rng *r)
+static int fit_root_region(const binf *bi, const tex_iter *ax, texi_rng *r)
 {
     if (divides_by_symbol(r->min) || divides_by_symbol(r->extent)) {
         *r = (texi_rng){ax->min, ax->extent};
         return 0;
     }
     tex_expr *hi = ARITH(ADD, r->min, r->extent), *dhi = ARITH(ADD, ax->min, ax->extent);
-    tex_expr *lo_out = ARITH(LT, r->min, ax->min), *hi_out = ARITH(GT, hi, dhi);
-    if (!lo_out || !hi_out)
-        return TEX_ENOMEM;
-    bool cut_lo = texi_prove(lo_out, 0, NULL), cut_hi = texi_prove(hi_out, 0, NULL);
+    int n = bi->n_sizes;
+    bool cut_lo = passes(bi, r->min, ax->min, false), cut_hi = passes(bi, hi, dhi, true);
     if (!cut_lo && !cut_hi)
         return 0;
     tex_expr *lo = cut_lo ? ax->min : r->min;
-    r->min = simp(texi_convert(lo, r->min->dtype), 0, NULL);
+    r->min = simp(texi_convert(lo, r->min->dtype), n, bi->sizes);
     tex_expr *ext = ARITH(SUB, cut_hi ? dhi : hi, lo); /* < 0: it lies past the domain */
-    r->extent = ext ? simp(ARITH(MAX, ext, imm(ext->ctx, ext->dtype, 0)), 0, NULL) : NULL;
+    r->extent = ext ? simp(ARITH(MAX, ext, imm(ext->ctx, ext->dtype, 0)), n, bi->sizes) : NULL;
     return r->min && r->extent ? 0 : TEX_ENOMEM;
 }
 
@@ -1005,7 +1019,7 @@ static int needed_region(binf *bi, int pi, texi_rng *out, bool *any)
         if (rc < 0 || !out[d].min || !out[d].extent)
             return rc < 0 ? rc : TEX_ENOMEM;
         if (np == 0)
-            TEXI_TRY(fit_root_region(p->op->axes[d], &out[d]));
+            TEXI_TRY(fit_root_region(bi, p->op->axes[d], &out[d]));
     }
     return 0;
 }
@@ -1244,11 +1258,45 @@ static int init_stage(binf *bi, int si, int n_full, tex_tensor *const full[])
     return 0;
 }
 
+/* The variables that are a whole dimension of a placeholder of the
+ * schedule (A[n, 4]: n): a call binds them from an array's shape, so they
+ * are never negative, which fit_root_region's proofs may use (a concat of
+ * a tensor of n rows with itself reads it up to 2n: past its n rows only
+ * because n >= 0). Their ranges go to bi->sizes. */
+static int size_ranges(binf *bi)
+{
+    int cap = 0;
+    for (int si = 0; si < bi->s->n_stages; si++)
+        cap += bi->s->stages[si]->tensor->ndim;
+    bi->sizes = texi_alloc(bi->ctx, sizeof *bi->sizes * (size_t)(cap + 1), "bound inference");
+    if (!bi->sizes)
+        return TEX_ENOMEM;
+    for (int si = 0; si < bi->s->n_stages; si++) {
+        const tex_stage *st = bi->s->stages[si];
+        const tex_tensor *t = st->tensor;
+        for (int d = 0; st->op && st->op->kind == TEXI_OP_PLACEHOLDER && d < t->ndim; d++) {
+            tex_expr *v = t->shape[d];
+            int k = 0;
+            while (k < bi->n_sizes && bi->sizes[k].var != v)
+                k++;
+            if (v->kind != TEXI_EXPR_VAR || v->u.var.iter || k < bi->n_sizes ||
+                !texi_dtype_is_int(v->dtype))
+                continue;
+            tex_expr *max = imm(bi->ctx, v->dtype, texi_ival_type(v->dtype).hi);
+            if (!max)
+                return TEX_ENOMEM;
+            bi->sizes[bi->n_sizes++] = (texi_range){v, imm(bi->ctx, v->dtype, 0), max};
+        }
+    }
+    return 0;
+}
+
 int texi_infer_bounds_ex(tex_schedule *s, int n_full, tex_tensor *const full[], texi_bounds *out)
 {
     if (!s || !out)
         return TEX_EMISUSE;
-    binf bi = {s->ctx, s, out, 0};
+    binf bi = {s->ctx, s, out, 0, 0, NULL};
+    TEXI_TRY(size_ranges(&bi));
     out->sch = s;
     out->st = texi_alloc(s->ctx, sizeof *out->st * (size_t)(s->n_stages + 1), "bound inference");
     if (!out->st)

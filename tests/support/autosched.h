@@ -2,7 +2,8 @@
  * autosched.h: the harness of the automatic scheduler's tests
  * (tests/unit/test_auto_schedule*.c). Header-only; include it after tt.h.
  * A case is an ops.h workload with its sizes (constant or symbolic);
- * case_check auto-schedules its output, JIT-compiles it and compares it
+ * case_check auto-schedules its output (a schedule the rules made, not the
+ * plain one tex_auto_schedule falls back to), JIT-compiles it and compares it
  * with the oracle on random non-zero inputs with the output poisoned;
  * attach_of, n_roots and tensorized read the resulting schedule.
  */
@@ -46,6 +47,10 @@ static inline tex_schedule *case_check(as_case *c, tex_tensor *out, const char *
     tex_schedule *s = tex_auto_schedule(c->ctx, 1, &out, target);
     if (!s) {
         TT_FAILF("%s: tex_auto_schedule failed: %s", c->w.name, tex_errmsg(c->ctx));
+        return NULL;
+    }
+    if (strstr(tex_warnmsg(c->ctx), "tex_auto_schedule")) { /* fell back to -plain */
+        TT_FAILF("%s: %s", c->w.name, tex_warnmsg(c->ctx));
         return NULL;
     }
     if (ops_check_jit(&c->w, s, target, 7, NULL, true) != 0) {

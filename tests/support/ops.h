@@ -26,6 +26,7 @@
 #ifndef TEX_TESTS_SUPPORT_OPS_H
 #define TEX_TESTS_SUPPORT_OPS_H
 
+#include "lower/device.h"
 #include "lower/lower.h"
 #include "interp/interp.h"
 #include "util/half.h"
@@ -717,6 +718,18 @@ static inline int ops_run_and_compare(ops_wl *w, tex_func *f, tex_kernel *k, con
 {
     return k ? ops_run_with(w, ops_kernel_runner, k, what, seed, why, why_size)
              : ops_run_with(w, ops_interp_runner, f, what, seed, why, why_size);
+}
+
+/* GPU-scheduled f with thread_sync's barriers (copy's body), for the
+ * interpreter, which runs threads that share memory in lock-step only
+ * where barriers are; NULL on failure (recorded in f's context). */
+static inline tex_func *ops_synced(tex_func *f, tex_func *copy)
+{
+    texi_lower lw = {f->ctx, NULL, f, false};
+    *copy = *f;
+    return texi_lower_apply(&lw, "thread_sync", texi_pass_thread_sync, f->body, &copy->body) == 0
+               ? copy
+               : NULL;
 }
 
 /* Interprets f on random inputs and compares its output with the oracle's.

@@ -374,6 +374,32 @@ static void test_dump(void)
     tex_ctx_free(ctx);
 }
 
+/* The plain schedule (target option -plain, the fallback of a schedule
+ * the rules made that does not lower): every compute stage a kernel, the
+ * kernels right on chains that fuse otherwise, TEX_DUMP=fusion says so. */
+static void test_plain(void)
+{
+    as_case c;
+    case_init(&c, "plain", 2, (int64_t[]){13, 70}, true);
+    tex_tensor *X = ops_input(&c.w, "X", 2, c.d);
+    tex_tensor *W = ops_input(&c.w, "W", 2, (tex_expr *[]){c.d[1], c.d[1]});
+    tex_tensor *Y = tex_op_softmax(
+        c.ctx, "Y", tex_op_matmul(c.ctx, "M", tex_op_relu(c.ctx, "R", X), W, false, false), 1);
+    tex_schedule *s = tex_auto_schedule(c.ctx, 1, &Y, "cpu -plain -threads=2");
+    c.w.out = Y;
+    TT_CHECK(s && ops_check_jit(&c.w, s, "cpu -threads=2", 7, NULL, true) == 0);
+    if (s) {
+        TT_EQ_INT(attach_of(s, "R"), TEXI_ATTACH_ROOT);
+        TT_EQ_INT(attach_of(s, "Y_sum"), TEXI_ATTACH_ROOT);
+        TT_EQ_INT(n_roots(s), 6); /* R, M, Y_max, Y_exp, Y_sum, Y */
+    }
+    char text[1024];
+    dump_fusion(c.ctx, 1, &Y, "cpu -plain", text, sizeof text);
+    TT_CHECK(strstr(text, "# fusion (cpu -plain): 6 kernels, the plain schedule") != NULL);
+    TT_CHECK(strstr(text, "-- the target's option -plain") != NULL);
+    tex_ctx_free(c.ctx);
+}
+
 static void test_errors(void)
 {
     tex_ctx *ctx = tex_ctx_new();
@@ -387,6 +413,7 @@ static void test_errors(void)
     TT_CHECK(tex_auto_schedule(ctx, 1, &Y, "cpu -fast") == NULL);
     TT_EQ_INT(tex_errcode(ctx), TEX_EINVAL);
     TT_CHECK(strstr(tex_errmsg(ctx), "unknown option \"-fast\"") != NULL);
+    TT_CHECK(strstr(tex_errmsg(ctx), "\"-plain\"") != NULL);
     tex_clear_error(ctx);
     /* cache sizes: bytes, K or M, from 1K to 1024M */
     const char *bad_caches[] = {"-l2=", "-l2=512", "-l2=2G", "-l1=4KB", "-l2=2048M", "-l3=1M"};
@@ -445,6 +472,7 @@ int main(void)
     TT_RUN(test_pool);
     TT_RUN(test_reductions);
     TT_RUN(test_layout_chain);
+    TT_RUN(test_plain);
     tt_remove_tree(cache_dir);
     return tt_finish();
 }

@@ -490,6 +490,27 @@ static void test_root_ranges_in_axis_type(void)
     tex_ctx_free(ctx);
 }
 
+/* A root read by a concat of itself with itself: C[i] = i < n ? B[i] :
+ * B[i - n] reads B over [-n, 2n), past its n rows on both sides only because
+ * the size n (a whole dimension of A) is never negative. B's region is its
+ * domain, not the read range (random seed 7040: a CUDA GEMM tile of the
+ * producer lost its constant bound to such a range). */
+static void test_root_region_with_sizes(void)
+{
+    ctx = tex_ctx_new();
+    tex_expr *n = tex_var(ctx, "n", TEX_I32);
+    tex_tensor *A = tex_placeholder(ctx, "A", TEX_F32, 2, (tex_expr *[]){n, I(4)});
+    tex_tensor *B = tex_op_relu(ctx, "B", A);
+    tex_tensor *C = tex_op_concat(ctx, "C", 2, (tex_tensor *[]){B, B}, 0);
+    tex_schedule *s = tex_schedule_new(ctx, 1, &C);
+    texi_bounds b;
+    TT_EQ_INT(texi_infer_bounds_ex(s, 0, NULL, &b), 0);
+    tex_stage *sb = tex_stage_of(s, B);
+    TT_CHECK(same(sb->region[0].min, I(0)) && same(sb->region[0].extent, n));
+    TT_CHECK(same(sb->region[1].min, I(0)) && same(sb->region[1].extent, I(4)));
+    tex_ctx_free(ctx);
+}
+
 int main(void)
 {
     TT_RUN(test_compute_at_split_inner);
@@ -507,5 +528,6 @@ int main(void)
     TT_RUN(test_symbolic_divisions);
     TT_RUN(test_attached_under_symbolic_fuse);
     TT_RUN(test_root_ranges_in_axis_type);
+    TT_RUN(test_root_region_with_sizes);
     return tt_finish();
 }

@@ -32,8 +32,6 @@
 #include "support/ops.h"
 #include "support/schedgen.h"
 
-#include "lower/device.h"
-
 #include <unistd.h>
 
 static char cache_dir[] = "/tmp/tex-test-gpu-random-XXXXXX";
@@ -303,20 +301,10 @@ static void place_mid(gen *g, tex_tensor *t)
     map_1d(g, st, draw_threads(g), NULL);
 }
 
-/* The kernel function with thread_sync's barriers, for the interpreter. */
-static tex_func *synced(tex_func *f, tex_func *copy)
-{
-    texi_lower lw = {f->ctx, NULL, f, false};
-    *copy = *f;
-    return texi_lower_apply(&lw, "thread_sync", texi_pass_thread_sync, f->body, &copy->body) == 0
-               ? copy
-               : NULL;
-}
-
 /* The three checks of the file comment; 0 or -1 with the reason in why. */
 static int check(gen *g, tex_func *f, uint64_t seed, char *why, size_t n)
 {
-    tex_func copy, *fs = synced(f, &copy);
+    tex_func copy, *fs = ops_synced(f, &copy);
     if (!fs) {
         snprintf(why, n, "thread_sync failed: %s", tex_errmsg(g->w->ctx));
         return -1;
