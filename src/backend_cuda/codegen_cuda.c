@@ -43,12 +43,13 @@
  *     by lane, aligned dense accesses as float4/int2 ... loads and stores
  *     (codegen_cuda_vector.c). Vectorized loops simd left (a body with a
  *     guard), serial and unrolled (#pragma unroll) loops are plain for loops.
- *   - BARRIER is __syncthreads(). ALLOCATE needs a constant size, or a
- *     symbolic one with a constant upper bound (over the enclosing loops,
- *     sizes taken in [0, 2^31)) of at most 48 KiB, allocated at the bound:
- *     shared scope is a __shared__ array, local scope a per-thread array,
- *     global scope a per-thread array too, but only when no bound loop is nested in
- *     it (top-level global temporaries are workspace, device_split.c).
+ *   - BARRIER is __syncthreads(). ALLOCATE is allocated at its constant
+ *     size, or a symbolic one's constant upper bound (over the enclosing
+ *     loops, sizes taken in [0, 2^31); at most 48 KiB, which the GPU tail's
+ *     device_check made sure of, as of the launch limits and of no global
+ *     buffer around bound loops): shared scope is a __shared__ array, local
+ *     scope a per-thread array, global scope a per-thread array too (top-level
+ *     global temporaries are workspace, device_split.c).
  *   - Statements outside every thread loop of a kernel run in every thread
  *     of the block (as in TVM): lowering must make that harmless.
  * It does not split kernels, insert barriers, or decide what is reduced
@@ -162,66 +163,15 @@ static bool emit_for(texi_cu *g, texi_sb *sb, const tex_stmt *s)
 
 /* ----------------------------------------------------------- allocations */
 
-/* A loop bound to a block or thread index. */
-static bool is_bound_loop(const tex_stmt *s)
-{
-    return s->kind == TEXI_STMT_FOR && s->u.loop.for_kind == TEXI_FOR_THREAD;
-}
-
-#define MAX_ARRAY_BYTES 49152 /* a bounded symbolic size larger than this is refused */
-
-/* The element count of an array whose shape is symbolic: the largest value
- * of the product over the enclosing loops' ranges, every parameter and size
- * variable in [0, 2^31); -1 when unbounded or above MAX_ARRAY_BYTES. */
-static int64_t bounded_elems(texi_cu *g, const texi_buffer *b)
-{
-    const tex_func *f = g->p.f;
-    int n = g->p.n_ranges;
-    texi_range *r = malloc(sizeof *r * (size_t)(n + f->n_params + f->n_size_vars + 1));
-    tex_expr *zero = texi_int_imm(g->p.ctx, TEX_I64, 0),
-             *big = texi_int_imm(g->p.ctx, TEX_I64, INT32_MAX);
-    tex_expr *prod = texi_int_imm(g->p.ctx, TEX_I64, 1);
-    if (!r || !zero || !big) {
-        free(r);
-        return -1;
-    }
-    memcpy(r, g->p.ranges, sizeof r[0] * (size_t)n);
-    for (int i = 0; i < f->n_params; i++)
-        if (f->params[i].kind == TEX_ARG_VAR && texi_dtype_is_int(f->params[i].var->dtype))
-            r[n++] = (texi_range){f->params[i].var, zero, big};
-    for (int i = 0; i < f->n_size_vars; i++)
-        r[n++] = (texi_range){f->size_vars[i], zero, big};
-    for (int i = 0; prod && i < b->ndim; i++) {
-        tex_expr *d = texi_convert(b->shape[i], TEX_I64);
-        prod = d ? texi_binary(TEXI_EXPR_MUL, prod, d) : NULL;
-    }
-    texi_interval iv = prod ? texi_const_interval(prod, n, r) : (texi_interval){.hi_inf = true};
-    free(r);
-    int64_t elem = tex_dtype_bytes(b->dtype);
-    return !iv.hi_inf && iv.hi >= 0 && elem > 0 && iv.hi <= MAX_ARRAY_BYTES / elem ? iv.hi : -1;
-}
-
 /* A __shared__ or per-thread array (file comment); a symbolic size is
- * allocated at its upper bound (bounded_elems). */
+ * allocated at its upper bound (texi_device_array_elems). */
 static void emit_allocate(texi_cu *g, texi_sb *sb, const tex_stmt *s)
 {
     texi_cp *p = &g->p;
     const texi_buffer *b = s->u.alloc.buf;
-    int64_t n = texi_cp_const_elems(b);
-    if (n < 0)
-        n = bounded_elems(g, b);
-    if (n < 0) {
-        texi_cp_fail(p, TEX_EUNAVAILABLE,
-                     "buffer '%s' has a size without a constant upper bound of at most %d "
-                     "bytes: shared/local buffers in CUDA kernels need one",
-                     b->name, MAX_ARRAY_BYTES);
-        return;
-    }
-    if (b->scope == TEXI_SCOPE_GLOBAL && texi_stmt_any(s->u.alloc.body, is_bound_loop)) {
-        texi_cp_fail(p, TEX_EUNAVAILABLE,
-                     "global buffer '%s' is allocated inside a kernel, outside a thread-bound "
-                     "loop that uses it: use cache_read/cache_write with shared scope",
-                     b->name);
+    int64_t n = texi_device_array_elems(p->f, b, p->n_ranges, p->ranges);
+    if (n < 0) { /* device_check refuses such a buffer first */
+        texi_cp_fail(p, TEX_EINTERNAL, "buffer '%s' has no bound", b->name);
         return;
     }
     const char *name = texi_cp_bind(p, texi_buffer_key(b), b->name);
@@ -347,37 +297,12 @@ static void plan_comment(const texi_device_module *m, texi_sb *plan)
     }
 }
 
-/* CUDA's launch limits, checked where the extents are constants (symbolic
- * ones are checked by the runtime before launching): a block dimension of
- * at most 1024 / 1024 / 64 threads and 1024 in all, a grid's y and z at
- * most 65535. TEX_EINVAL naming the kernel and the thread tag. */
-static void check_launch_limits(texi_cu *g, const texi_device_kernel *kn)
-{
-    static const int64_t limit[TEXI_N_LAUNCH_TAGS] = {INT32_MAX, 65535, 65535, 1024, 1024, 64};
-    int64_t threads = 1, e;
-    for (int t = 0; t < TEXI_N_LAUNCH_TAGS && !g->p.rc; t++) {
-        if (!kn->extent[t] || !texi_expr_is_int_const(kn->extent[t], &e))
-            continue;
-        if (e > limit[t])
-            texi_cp_fail(&g->p, TEX_EINVAL, "kernel '%s': %s has extent %lld, CUDA allows %lld",
-                         kn->name, tag_index[t], (long long)e, (long long)limit[t]);
-        if (t >= 3 && e > 0 && threads <= 1024)
-            threads *= e;
-    }
-    if (threads > 1024)
-        texi_cp_fail(&g->p, TEX_EINVAL,
-                     "kernel '%s': its thread loops make blocks of more than 1024 threads "
-                     "(%lld), CUDA's limit",
-                     kn->name, (long long)threads);
-}
-
 /* Kernel k of the module: its body printed first, so that the prologue
  * converts only the scalars it uses. */
 static void emit_kernel(texi_cu *g, texi_sb *out, int k, const char *params)
 {
     texi_cp *p = &g->p;
     const texi_device_kernel *kn = &g->m->kernels[k];
-    check_launch_limits(g, kn);
     memcpy(g->launch, kn->extent, sizeof g->launch);
     int64_t threads = 1, e;
     for (int t = 3; t < TEXI_N_LAUNCH_TAGS; t++)

@@ -15,7 +15,8 @@
  * become call-time checks) and, per kernel, thread_sync (a BARRIER wherever
  * shared memory written by one thread is later read or overwritten by
  * another, and nowhere else) and simd (vectorized loops as vector
- * statements of at most 16 bytes, simd_gpu.c).
+ * statements of at most 16 bytes, simd_gpu.c); device_check (launch limits,
+ * the bounds of shared and per-thread arrays) ends it.
  *
  * The launch plan (src/rt/launch_plan.h) compiles the module's host side
  * into a form the runtime owns.
@@ -50,6 +51,25 @@ int texi_pass_thread_allreduce(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_double_buffer(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_thread_sync(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_device_split(texi_lower *lw, tex_stmt *body, texi_device_module *out);
+
+/* The names of the launch tags' indices, in slot order (device_split.c). */
+extern const char *const texi_device_tag_names[TEXI_N_LAUNCH_TAGS];
+
+/* The largest shared or per-thread array of symbolic size a kernel may hold. */
+#define TEXI_DEVICE_MAX_ARRAY_BYTES 49152
+
+/* The elements to allocate for shared or per-thread buffer b of a kernel of
+ * f: its size when constant, else the largest value of its size over the
+ * ranges given (the loops and integer LETs around it) with every integer VAR
+ * parameter and size variable of f in [0, 2^31); -1 when that is unbounded
+ * or above TEXI_DEVICE_MAX_ARRAY_BYTES (device_check.c). */
+int64_t texi_device_array_elems(const tex_func *f, const texi_buffer *b, int n,
+                                const texi_range ranges[]);
+
+/* The last step of the GPU tail: launch limits and allocations every
+ * kernel of m must satisfy (device_check.c). 0, or TEX_EINVAL /
+ * TEX_EUNAVAILABLE recorded, naming the kernel or the buffer. */
+int texi_device_check(texi_lower *lw, const texi_device_module *m);
 
 /* Pipeline steps on the module (device_lower.c): device_split into m, shown
  * to the verifier and TEX_DUMP as one statement under `name`; and pass fn

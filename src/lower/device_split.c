@@ -37,7 +37,7 @@ typedef struct {
     int rc;                  /* first failure of a walk callback */
 } splitter;
 
-static const char *const tag_names[TEXI_N_LAUNCH_TAGS] = {
+const char *const texi_device_tag_names[TEXI_N_LAUNCH_TAGS] = {
     "blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z"};
 
 static int fail(splitter *sp, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -182,7 +182,8 @@ static void merge_extent(splitter *sp, const tex_stmt *loop, int tag, tex_expr *
     fail(sp, TEX_EUNAVAILABLE,
          "loop '%s' is bound to %s with extent %s, but another loop of the same kernel has "
          "extent %s and neither provably bounds the other",
-         loop->u.loop.var->u.var.name, tag_names[tag], b.buf ? b.buf : "?", a.buf ? a.buf : "?");
+         loop->u.loop.var->u.var.name, texi_device_tag_names[tag], b.buf ? b.buf : "?",
+         a.buf ? a.buf : "?");
     texi_sb_fini(&a);
     texi_sb_fini(&b);
 }
@@ -209,7 +210,7 @@ static tex_stmt *scan_stmt(tex_stmt *s, void *ud)
         fail(sp, TEX_EUNAVAILABLE,
              "the extent of loop '%s' (bound to %s) uses '%s': launch extents may only use "
              "the parameters and sizes",
-             s->u.loop.var->u.var.name, tag_names[tag], bad);
+             s->u.loop.var->u.var.name, texi_device_tag_names[tag], bad);
     if (e)
         merge_extent(sp, s, tag, e);
     return NULL;

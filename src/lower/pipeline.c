@@ -50,9 +50,9 @@
  *   gpu_threads    innermost thread loop   simd              per kernel: vectorized
  *                  of each segment moved                     loops as vector statements
  *                  inward, vectorized                        (16 bytes at most)
- *   loop_fuse      adjacent independent
- *                  parallel (serial) loops
- *                  over one range: one loop
+ *   loop_fuse      adjacent independent    (device_check      launch limits, bounds of
+ *                  parallel (serial) loops                   shared/local arrays: a
+ *                  over one range: one loop                  check, not a pass)
  *   loop_reuse     a costly value a later
  *                  nest recomputes: stored
  *                  once, read back
@@ -221,7 +221,7 @@ int texi_lower_tail(const tex_func *f, enum texi_tail target, bool strict_float,
                 TEXI_TRY(texi_device_kernel_step(&lw, passes[i].name, passes[i].fn, module,
                                                  &module->kernels[k]));
     }
-    return 0;
+    return target == TEXI_TAIL_GPU ? texi_device_check(&lw, module) : 0;
 }
 
 int texi_pass_result(texi_lower *lw, tex_stmt *r, tex_stmt **out)

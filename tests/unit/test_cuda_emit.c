@@ -445,6 +445,43 @@ static void test_launch_limits(void)
     }
 }
 
+/* A shared buffer of symbolic size needs a constant bound of at most 48
+ * KiB: B's row [1, n] computed in shared memory at C's block loop is
+ * refused for a symbolic n (any up to 2^31), by the GPU tail before the
+ * printer runs (device_check), naming the buffer; accepted for n = 1024. */
+static void test_shared_bounds(void)
+{
+    static const int64_t sizes[] = {-1, 1024};
+    for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+        tex_ctx *x = tex_ctx_new();
+        tex_expr *n = sizes[c] < 0 ? tex_var(x, "n", TEX_I32) : tex_int(x, sizes[c]);
+        tex_tensor *A = tex_placeholder(x, "A", TEX_F32, 2, (tex_expr *[]){tex_int(x, 8), n});
+        tex_iter *i = tex_axis(x, "i", tex_int(x, 8)), *j = tex_axis(x, "j", n);
+        tex_tensor *B =
+            tex_compute(x, "B", 2, (tex_iter *[]){i, j}, tex_exp(TEX_AT(A, tex_iv(i), tex_iv(j))));
+        tex_iter *ci = tex_axis(x, "i", tex_int(x, 8)), *cj = tex_axis(x, "j", n);
+        tex_tensor *C = tex_compute(x, "C", 2, (tex_iter *[]){ci, cj},
+                                    tex_neg(TEX_AT(B, tex_iv(ci), tex_iv(cj))));
+        tex_schedule *s = tex_schedule_new(x, 1, &C);
+        tex_stage *sc = tex_stage_of(s, C), *sb = tex_stage_of(s, B);
+        TT_EQ_INT(tex_bind(sc, ci, TEX_BLOCK_X), 0);
+        TT_EQ_INT(tex_compute_at(sb, sc, ci), 0);
+        TT_EQ_INT(tex_set_scope(sb, TEX_SCOPE_SHARED), 0);
+        tex_func *f = tex_lower_tensors(s, "rows", 2, (tex_tensor *[]){A, C});
+        tex_kernel *k = f ? tex_build(f, "cuda -emit-only") : NULL;
+        if (sizes[c] == 1024) {
+            TT_CHECK(k != NULL);
+        } else {
+            TT_CHECK(f && !k);
+            TT_EQ_INT(tex_errcode(x), TEX_EUNAVAILABLE);
+            if (!strstr(tex_errmsg(x), "buffer 'B' has a size without a constant upper bound"))
+                TT_FAILF("size %lld: %s", (long long)sizes[c], tex_errmsg(x));
+        }
+        tex_kernel_free(k);
+        tex_ctx_free(x);
+    }
+}
+
 /* for bx < 4 bind blockIdx.x: B[bx] = vreduce_add(A[ramp(bx*4, 1, 4)]): the
  * CUDA printer has no vectors and says so. */
 static void test_vreduce_refused(void)
@@ -490,5 +527,6 @@ int main(void)
     TT_RUN(test_barrier_guard);
     TT_RUN(test_vreduce_refused);
     TT_RUN(test_launch_limits);
+    TT_RUN(test_shared_bounds);
     return tt_finish();
 }
