@@ -85,8 +85,10 @@ FORMAT_SRC   = $(wildcard include/tex/*.h src/*/*.c src/*/*.h tests/*.h tests/*/
                  tests/*/*.h examples/*.c bench/*.c)
 
 # make test, asan and valgrind build what they can (make -k) and then run it; a program
-# that failed to build counts as a failed one.
-BUILD_FAILED := *** the build failed (errors above); what was built runs, the rest counts as failed
+# that failed to build counts as a failed one, and so does the build (tests/build_failed.sh
+# joins the run), since an older program of the same name would run in its place.
+BUILD_FAILED = { echo "*** the build failed (errors above); what was built runs"; \
+               failed=tests/build_failed.sh; }
 
 # The examples that make test runs (examples/demo.c takes seconds; make demo runs it).
 TEST_EXAMPLES := $(filter-out $(BUILD)/examples/demo,$(EXAMPLE_BIN))
@@ -190,9 +192,9 @@ examples: $(EXAMPLE_BIN)
 # ------------------------------------------------------------------ checking
 
 test: deps check-deps check-readme
-	$(Q)$(MAKE) --no-print-directory $(PAR) -k all tests examples || echo "$(BUILD_FAILED)"
-	$(Q)bash tests/run_tests.sh -j $(JOBS) $(TEST_BIN) $(TEST_EXAMPLES) tests/install_test.sh \
-	    tests/bench_report_test.sh
+	$(Q)failed=; $(MAKE) --no-print-directory $(PAR) -k all tests examples || $(BUILD_FAILED); \
+	    bash tests/run_tests.sh -j $(JOBS) $(TEST_BIN) $(TEST_EXAMPLES) tests/install_test.sh \
+	    tests/bench_report_test.sh $$failed
 
 # test_jit_random at scale: LONG_TRIALS schedules (every fourth also built with clang), the
 # seeds shared among $(JOBS) processes, each logging to $(BUILD)/test-long.K.log.
@@ -202,11 +204,11 @@ test-long: deps
 	$(Q)bash tests/run_long.sh $(BUILD)/tests/test_jit_random $(LONG_TRIALS) $(JOBS) $(BUILD)
 
 asan: deps check-deps
-	$(Q)$(MAKE) --no-print-directory $(PAR) -k BUILD=build-asan OPT="-O1 -g" \
-	    SANITIZE="$(SAN_FLAGS)" tests examples || echo "$(BUILD_FAILED)"
-	$(Q)ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	$(Q)failed=; $(MAKE) --no-print-directory $(PAR) -k BUILD=build-asan OPT="-O1 -g" \
+	    SANITIZE="$(SAN_FLAGS)" tests examples || $(BUILD_FAILED); \
+	    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    TEX_SANITIZE_FLAGS="$(SAN_FLAGS)" bash tests/run_tests.sh -j $(JOBS) \
-	    $(TEST_BIN:$(BUILD)/%=build-asan/%) $(TEST_EXAMPLES:$(BUILD)/%=build-asan/%)
+	    $(TEST_BIN:$(BUILD)/%=build-asan/%) $(TEST_EXAMPLES:$(BUILD)/%=build-asan/%) $$failed
 
 # Rewrites tests/golden/*.tex from the current lowering; review with git diff tests/golden.
 update-golden: $(BUILD)/tests/test_golden_lower
@@ -216,10 +218,11 @@ update-golden: $(BUILD)/tests/test_golden_lower
 valgrind: deps
 	@command -v valgrind >/dev/null || { echo "make valgrind: valgrind is not installed" \
 	    "(Debian: sudo apt-get install -y valgrind)"; exit 1; }
-	$(Q)$(MAKE) --no-print-directory $(PAR) -k tests examples || echo "$(BUILD_FAILED)"
-	$(Q)TEX_CFLAGS="$(TEX_CFLAGS) -mno-avx512f" bash tests/run_tests.sh -j $(JOBS) -t 3600 \
+	$(Q)failed=; $(MAKE) --no-print-directory $(PAR) -k tests examples || $(BUILD_FAILED); \
+	    TEX_CFLAGS="$(TEX_CFLAGS) -mno-avx512f" bash tests/run_tests.sh -j $(JOBS) -t 3600 \
 	    -w "valgrind -q --error-exitcode=1 \
-	    --leak-check=full --errors-for-leak-kinds=definite,indirect" $(TEST_BIN) $(TEST_EXAMPLES)
+	    --leak-check=full --errors-for-leak-kinds=definite,indirect" $(TEST_BIN) $(TEST_EXAMPLES) \
+	    $$failed
 
 deps:
 	$(Q)sh tools/deps.sh

@@ -259,7 +259,7 @@ static tex_stmt *ops(tex_schedule *s, int n, tex_tensor *const params[])
         ps[i].kind = TEX_ARG_TENSOR;
         ps[i].tensor = params[i];
     }
-    *f = (tex_func){ctx, "f", n, ps, 0, NULL, NULL};
+    *f = (tex_func){.ctx = ctx, .name = "f", .n_params = n, .params = ps};
     f->size_vars = texi_alloc(ctx, sizeof *f->size_vars * 8, "test");
     for (int i = 0; f->size_vars && i < n; i++)
         for (int d = 0; d < params[i]->ndim; d++)
