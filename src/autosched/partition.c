@@ -175,6 +175,8 @@ static void decide_attach(texi_as_graph *g, int i)
     }
 }
 
+/* eff_fn for texi_as_read_only_by: *ud, a root, becomes -1 when reader is
+ * in another kernel. */
 static void check_reader_kernel(texi_as_graph *g, int reader, int lead, void *ud)
 {
     (void)lead;

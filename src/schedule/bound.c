@@ -51,9 +51,10 @@
  *      producer then runs no iteration, the consumer's guard skips the use).
  *      A stage at root whose region still divides by a symbolic size (read
  *      through a reshape's flat index) takes its whole domain instead; one
- *      that provably passes the domain is cut to it (a concat or a pad reads
- *      its input past its shape). Root ranges are in the root axes' own
- *      index type.
+ *      that provably reaches past the domain is cut to it (a concat or a pad
+ *      reads its input past its shape; the proof may take every variable that
+ *      is a whole dimension of a placeholder as >= 0). Root ranges are in the
+ *      root axes' own index type.
  *   2. PassDown: split by factor f gives inner [0, f), outer
  *      [0, ceildiv(E, f)); by nparts p: outer [0, p), inner [0, ceildiv(E, p));
  *      fuse: [0, outer * inner).
