@@ -400,6 +400,30 @@ static void test_plain(void)
     tex_ctx_free(c.ctx);
 }
 
+/* The check of the rules' schedule lowers it with every free variable a
+ * parameter: a scalar in a body (alpha) and a symbolic size (n) must not
+ * make it fall back to the plain schedule, on either target. */
+static void test_check_with_scalars(void)
+{
+    tex_ctx *c = tex_ctx_new();
+    tex_expr *n = tex_var(c, "n", TEX_I32), *alpha = tex_var(c, "alpha", TEX_F32);
+    tex_tensor *X = tex_placeholder(c, "X", TEX_F32, 2, (tex_expr *[]){n, tex_int(c, 64)});
+    tex_iter *i = tex_axis(c, "i", n), *j = tex_axis(c, "j", tex_int(c, 64));
+    tex_tensor *S = tex_compute(c, "S", 2, (tex_iter *[]){i, j},
+                                tex_mul(TEX_AT(X, tex_iv(i), tex_iv(j)), alpha));
+    tex_tensor *Y = tex_op_softmax(c, "Y", S, 1);
+    static const char *const targets[] = {"cpu", "cuda"};
+    for (int t = 0; t < 2; t++) {
+        tex_schedule *s = tex_auto_schedule(c, 1, &Y, targets[t]);
+        TT_CHECK(s != NULL && tex_errcode(c) == 0);
+        if (strcmp(tex_warnmsg(c), "") != 0)
+            TT_FAILF("%s: %s", targets[t], tex_warnmsg(c));
+        if (s)
+            TT_EQ_INT(n_roots(s), 1); /* the rules' one row kernel, not the plain six */
+    }
+    tex_ctx_free(c);
+}
+
 static void test_errors(void)
 {
     tex_ctx *ctx = tex_ctx_new();
@@ -458,6 +482,7 @@ int main(void)
     }
     TT_RUN(test_errors);
     TT_RUN(test_dump);
+    TT_RUN(test_check_with_scalars);
     if (!tex_target_available("cpu")) {
         printf("SKIP auto_schedule (no working C compiler for target \"cpu\")\n");
         tt_remove_tree(cache_dir);
