@@ -419,7 +419,7 @@ static void test_check_with_scalars(void)
         if (strcmp(tex_warnmsg(c), "") != 0)
             TT_FAILF("%s: %s", targets[t], tex_warnmsg(c));
         if (s)
-            TT_EQ_INT(n_roots(s), 1); /* the rules' one row kernel, not the plain six */
+            TT_EQ_INT(n_roots(s), 1); /* the rules' one row kernel, not the plain five */
     }
     tex_ctx_free(c);
 }
