@@ -47,6 +47,7 @@ typedef struct {
     int n_mid;
     tex_tensor *mid[OPS_MAX]; /* intermediates, producers first */
     tex_tensor *out;
+    tex_tensor *out2; /* a second output (an intermediate kept), or NULL */
     int n_vars;
     tex_expr *vars[OPS_MAX]; /* symbolic sizes */
     int64_t vals[OPS_MAX];   /* their values at call time */
@@ -578,16 +579,26 @@ static inline void ops_report(const ops_wl *w, uint64_t seed, const ops_log *log
     free(txt);
 }
 
-/* Lowers s (parameters: the inputs, the output, then the sizes as VAR
+/* The outputs of w: out, and out2 when there is one; their count. */
+static inline int ops_outputs(const ops_wl *w, tex_tensor *outs[2])
+{
+    outs[0] = w->out;
+    outs[1] = w->out2;
+    return w->out2 ? 2 : 1;
+}
+
+/* Lowers s (parameters: the inputs, the outputs, then the sizes as VAR
  * parameters when w->var_params, then the scalars). NULL with the message in
  * why on failure. */
 static inline tex_func *ops_lower(ops_wl *w, tex_schedule *s, char *why, size_t why_size)
 {
-    tex_param ps[3 * OPS_MAX + 1];
-    int n = 0;
+    tex_param ps[3 * OPS_MAX + 2];
+    tex_tensor *outs[2];
+    int n = 0, n_out = ops_outputs(w, outs);
     for (int k = 0; k < w->n_in; k++)
         ps[n++] = (tex_param){.kind = TEX_ARG_TENSOR, .t = w->in[k]};
-    ps[n++] = (tex_param){.kind = TEX_ARG_TENSOR, .t = w->out};
+    for (int k = 0; k < n_out; k++)
+        ps[n++] = (tex_param){.kind = TEX_ARG_TENSOR, .t = outs[k]};
     for (int k = 0; w->var_params && k < w->n_vars; k++)
         ps[n++] = (tex_param){.kind = TEX_ARG_VAR, .v = w->vars[k]};
     for (int k = 0; k < w->n_scal; k++)
@@ -599,21 +610,24 @@ static inline tex_func *ops_lower(ops_wl *w, tex_schedule *s, char *why, size_t 
     return f;
 }
 
-/* The oracle of w's output into ref: ts[0..n) the inputs and the output,
- * arrs their arrays (the output's replaced by ref), vals[0..nv) the kernel's
- * arguments (scalars included). 0 or the oracle's error code. */
+/* The oracle of w's outputs into ref[0..n_out): ts[0..n) the inputs and the
+ * outputs, arrs their arrays (the outputs' replaced by ref), vals[0..nv) the
+ * kernel's arguments (scalars included). 0 or the oracle's error code. */
 static inline int ops_reference(ops_wl *w, tex_tensor *const ts[], DLTensor *const arrs[],
-                                DLTensor *ref, int n, const tex_value vals[], int nv)
+                                DLTensor *const ref[], int n_out, int n, const tex_value vals[],
+                                int nv)
 {
-    DLTensor *rarrs[OPS_MAX + 1];
+    DLTensor *rarrs[OPS_MAX + 2];
     memcpy(rarrs, arrs, sizeof rarrs);
-    rarrs[n - 1] = ref;
+    for (int k = 0; k < n_out; k++)
+        rarrs[n - n_out + k] = ref[k];
     if (w->n_scal == 0)
         return tex_eval_reference(w->ctx, n, ts, rarrs);
-    tex_value rv[3 * OPS_MAX + 1];
+    tex_value rv[3 * OPS_MAX + 2];
     memcpy(rv, vals, sizeof rv[0] * (size_t)nv);
-    rv[n - 1] = (tex_value){.kind = TEX_VAL_TENSOR, .t = ref};
-    tex_param ps[3 * OPS_MAX + 1];
+    for (int k = 0; k < n_out; k++)
+        rv[n - n_out + k] = (tex_value){.kind = TEX_VAL_TENSOR, .t = ref[k]};
+    tex_param ps[3 * OPS_MAX + 2];
     for (int a = 0; a < n; a++)
         ps[a] = (tex_param){.kind = TEX_ARG_TENSOR, .t = ts[a]};
     int nsize = w->var_params ? w->n_vars : 0;
@@ -627,20 +641,21 @@ static inline int ops_reference(ops_wl *w, tex_tensor *const ts[], DLTensor *con
  * parameter order): 0, or non-zero with a message in err. */
 typedef int (*ops_runner)(void *ud, int n, const tex_value vals[], char *err, size_t en);
 
-/* Runs run(ud, ...) on random inputs (seeded by seed; the output poisoned)
- * and compares its output with the oracle's. `what` prefixes a mismatch
+/* Runs run(ud, ...) on random inputs (seeded by seed; the outputs poisoned)
+ * and compares its outputs with the oracle's. `what` prefixes a mismatch
  * message. 0, or -1 with the reason in why. */
 static inline int ops_run_with(ops_wl *w, ops_runner run, void *ud, const char *what, uint64_t seed,
                                char *why, size_t why_size)
 {
-    int n = w->n_in + 1, rc = -1;
-    DLTensor *arrs[OPS_MAX + 1] = {0}, *ref = NULL;
-    void *saved[OPS_MAX + 1] = {0};
-    tex_tensor *ts[OPS_MAX + 1];
-    tex_value vals[3 * OPS_MAX + 1];
+    tex_tensor *outs[2];
+    int n_out = ops_outputs(w, outs), n = w->n_in + n_out, rc = -1;
+    DLTensor *arrs[OPS_MAX + 2] = {0}, *ref[2] = {0};
+    void *saved[OPS_MAX + 2] = {0};
+    tex_tensor *ts[OPS_MAX + 2];
+    tex_value vals[3 * OPS_MAX + 2];
     uint64_t rng = seed * 7919 + 1;
     for (int a = 0; a < n; a++) {
-        ts[a] = a < w->n_in ? w->in[a] : w->out;
+        ts[a] = a < w->n_in ? w->in[a] : outs[a - w->n_in];
         arrs[a] = ops_array_for(w, ts[a]);
         if (!arrs[a]) {
             snprintf(why, why_size, "cannot allocate the array of '%s'", ts[a]->name);
@@ -666,19 +681,28 @@ static inline int ops_run_with(ops_wl *w, ops_runner run, void *ud, const char *
         snprintf(why, why_size, "%s%s", what, err);
         goto done;
     }
-    ref = ops_array_for(w, w->out);
-    ops_poison(ref, w->out->dtype);
-    if (ops_reference(w, ts, arrs, ref, n, vals, nv) != 0) {
+    for (int k = 0; k < n_out; k++) {
+        ref[k] = ops_array_for(w, outs[k]);
+        if (!ref[k]) {
+            snprintf(why, why_size, "cannot allocate the reference of '%s'", outs[k]->name);
+            goto done;
+        }
+        ops_poison(ref[k], outs[k]->dtype);
+    }
+    if (ops_reference(w, ts, arrs, ref, n_out, n, vals, nv) != 0) {
         snprintf(why, why_size, "oracle failed: %s", tex_errmsg(w->ctx));
         goto done;
     }
-    double scale = w->scaled_atol ? ops_max_magnitude(ref, w->out->dtype) : 1.0;
-    int64_t bad = ops_compare_scaled(arrs[n - 1], ref, w->out->dtype, scale);
-    if (bad >= 0) {
-        snprintf(why, why_size, "%soutput '%s' differs at flat index %lld: %.9g, oracle %.9g", what,
-                 w->out->name, (long long)bad, ops_get(arrs[n - 1], w->out->dtype, bad),
-                 ops_get(ref, w->out->dtype, bad));
-        goto done;
+    for (int k = 0; k < n_out; k++) {
+        DLTensor *got = arrs[w->n_in + k];
+        double scale = w->scaled_atol ? ops_max_magnitude(ref[k], outs[k]->dtype) : 1.0;
+        int64_t bad = ops_compare_scaled(got, ref[k], outs[k]->dtype, scale);
+        if (bad >= 0) {
+            snprintf(why, why_size, "%soutput '%s' differs at flat index %lld: %.9g, oracle %.9g",
+                     what, outs[k]->name, (long long)bad, ops_get(got, outs[k]->dtype, bad),
+                     ops_get(ref[k], outs[k]->dtype, bad));
+            goto done;
+        }
     }
     rc = 0;
 done:
@@ -687,7 +711,8 @@ done:
             ops_unexact(arrs[a], saved[a]);
         tex_array_free(arrs[a]);
     }
-    tex_array_free(ref);
+    tex_array_free(ref[0]);
+    tex_array_free(ref[1]);
     return rc;
 }
 

@@ -16,6 +16,7 @@
  * symbolic sizes). The graph's output is auto-scheduled for "cpu" with
  * random options (threads, cache sizes, no tensorize), or one seed in four
  * for "cuda", or the plain schedule (-plain) for either one seed in eight;
+ * one seed in eight, an intermediate is an output too;
  * lowered; a CUDA schedule emitted as CUDA C (through NVRTC when it is
  * there); interpreted (a CUDA schedule with thread_sync's barriers, its
  * threads in lock-step); built for "cpu" on one
@@ -448,6 +449,23 @@ static void build_graph(gen *g)
     g->w->out = x;
 }
 
+/* One seed in eight (seed % 8 == 7), an intermediate of the chain is an
+ * output too: the partition keeps outputs as kernels of their own, which
+ * later kernels read. Drawn after everything else, so that the other seeds
+ * keep their graphs and targets. */
+static void second_output(gen *g, uint64_t seed)
+{
+    tex_tensor *cand[MAX_POOL];
+    int n = 0;
+    for (int i = 0; seed % 8 == 7 && i < g->n_pool; i++)
+        if (g->pool[i] != g->w->out && g->pool[i]->op->kind == TEXI_OP_COMPUTE)
+            cand[n++] = g->pool[i];
+    if (n > 0) {
+        g->w->out2 = cand[rnd(g, 0, n - 1)];
+        ops_logf(&g->log, "    %s an output too\n", g->w->out2->name);
+    }
+}
+
 /* ------------------------------------------------------------ driver */
 
 static long n_graphs, n_failed, n_tensorized;
@@ -522,6 +540,9 @@ static bool one_graph(uint64_t seed)
     gen g = {.w = &w, .rng = seed * 0x9E3779B97F4A7C15u + 17};
     build_graph(&g);
     const char *target = auto_target(&g, seed), *build = one_in(&g, 2) ? "cpu" : "cpu -threads=2";
+    second_output(&g, seed);
+    tex_tensor *outs[2];
+    int n_out = w.out ? ops_outputs(&w, outs) : 0;
     bool cuda = strncmp(target, "cuda", 4) == 0;
     char why[2048];
     tex_schedule *s = NULL;
@@ -529,7 +550,7 @@ static bool one_graph(uint64_t seed)
     bool ok = false;
     if (!w.out) {
         snprintf(why, sizeof why, "an operator refused: %s", tex_errmsg(w.ctx));
-    } else if (!(s = tex_auto_schedule(w.ctx, 1, &w.out, target))) {
+    } else if (!(s = tex_auto_schedule(w.ctx, n_out, outs, target))) {
         snprintf(why, sizeof why, "tex_auto_schedule failed: %s", tex_errmsg(w.ctx));
     } else if (strstr(tex_warnmsg(w.ctx), "tex_auto_schedule")) {
         /* the rules' schedule did not lower: a bug, even though the plain
