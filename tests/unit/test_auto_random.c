@@ -13,18 +13,17 @@
  *     softmax and log-softmax, layernorm and rmsnorm, matmul and dense,
  *     transpose, reshape, pad, slice, concat, bias-add;
  * at sizes that break assumptions (1, primes, sizes no tile divides,
- * symbolic sizes). The graph's output is auto-scheduled for "cpu" with
- * random options (threads, cache sizes, no tensorize), or one seed in four
- * for "cuda", or the plain schedule (-plain) for either one seed in eight;
- * one seed in eight, an intermediate is an output too;
- * lowered; a CUDA schedule emitted as CUDA C (through NVRTC when it is
- * there); interpreted (a CUDA schedule with thread_sync's barriers, its
- * threads in lock-step); built for "cpu" on one
- * or two threads (a CUDA schedule runs on the CPU) and run on random non-zero
- * inputs with the output poisoned and compared with the oracle (tests/
- * support/ops.h; the absolute tolerance scaled by the output's largest
- * magnitude, as a small result of chained contractions is the difference
- * of large sums). A failure prints the seed, the operators, the sizes, the
+ * symbolic sizes). The graph's output (one seed in eight, an intermediate
+ * of the chain too) is auto-scheduled for "cpu" with random options
+ * (threads, cache sizes, no tensorize), or one seed in four for "cuda", or
+ * one in eight with the plain schedule (-plain) of either; lowered; a CUDA
+ * schedule emitted as CUDA C (through NVRTC when it is there); interpreted
+ * (a CUDA schedule with thread_sync's barriers, its threads in lock-step);
+ * built for "cpu" on one or two threads (a CUDA schedule runs on the CPU)
+ * and run on random non-zero inputs with the outputs poisoned and compared
+ * with the oracle (tests/support/ops.h; the absolute tolerance scaled by the
+ * output's largest magnitude, as a small result of chained contractions is
+ * the difference of large sums). A failure prints the seed, the operators, the sizes, the
  * schedule and the lowered AST; TEX_RANDOM_SEED=<n> reruns one seed.
  * TEX_AUTO_GRAPHS=<n> sets the count (default 120, 30 under make asan).
  */
