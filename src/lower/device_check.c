@@ -14,7 +14,11 @@
  *     TEXI_DEVICE_MAX_ARRAY_BYTES (texi_device_array_elems); TEX_EUNAVAILABLE
  *     naming the buffer;
  *   - a global buffer is not allocated inside a kernel around thread-bound
- *     loops (each thread would get its own); TEX_EUNAVAILABLE naming it.
+ *     loops (each thread would get its own); TEX_EUNAVAILABLE naming it;
+ *   - a kernel's shared buffers, static __shared__ arrays at their (upper
+ *     bound) sizes, take at most TEXI_DEVICE_MAX_ARRAY_BYTES in all, the
+ *     static shared memory a CUDA block may have (NVRTC refuses more);
+ *     TEX_EUNAVAILABLE naming the kernel and its largest shared buffer.
  */
 #include "lower/device.h"
 
@@ -91,6 +95,9 @@ typedef struct {
     texi_lower *lw;
     int n, cap;
     texi_range *ranges;
+    int64_t shared_bytes;          /* the kernel's shared buffers so far */
+    const texi_buffer *big_shared; /* the largest of them */
+    int64_t big_bytes;
 } walk;
 
 static bool is_bound_loop(const tex_stmt *s)
@@ -102,7 +109,8 @@ static int check_allocate(walk *w, const tex_stmt *s)
 {
     const texi_buffer *b = s->u.alloc.buf;
     const char *fn = w->lw->func->name;
-    if (texi_device_array_elems(w->lw->func, b, w->n, w->ranges) < 0)
+    int64_t elems = texi_device_array_elems(w->lw->func, b, w->n, w->ranges);
+    if (elems < 0)
         return texi_error(w->lw->ctx, TEX_EUNAVAILABLE,
                           "tex_build: function '%s': buffer '%s' has a size without a constant "
                           "upper bound of at most %d bytes: shared/local buffers in CUDA kernels "
@@ -114,7 +122,30 @@ static int check_allocate(walk *w, const tex_stmt *s)
                           "kernel, outside a thread-bound loop that uses it: use "
                           "cache_read/cache_write with shared scope",
                           fn, b->name);
+    if (b->scope == TEXI_SCOPE_SHARED) {
+        /* capped at INT32_MAX, far over the limit, so that sums cannot overflow */
+        int64_t bytes = elems > INT32_MAX / 8 ? INT32_MAX : elems * tex_dtype_bytes(b->dtype);
+        w->shared_bytes = w->shared_bytes + bytes > INT32_MAX ? INT32_MAX : w->shared_bytes + bytes;
+        if (bytes >= w->big_bytes) {
+            w->big_shared = b;
+            w->big_bytes = bytes;
+        }
+    }
     return 0;
+}
+
+/* The shared-memory limit of the file comment for kernel k, once its
+ * buffers are summed. */
+static int check_shared(const walk *w, const texi_device_kernel *k)
+{
+    if (w->shared_bytes <= TEXI_DEVICE_MAX_ARRAY_BYTES)
+        return 0;
+    return texi_error(w->lw->ctx, TEX_EUNAVAILABLE,
+                      "tex_build: function '%s': kernel '%s': its shared buffers need %lld bytes "
+                      "(the largest, '%s', %lld), more than the %d bytes of static shared memory "
+                      "a CUDA block may have: use smaller tiles",
+                      w->lw->func->name, k->name, (long long)w->shared_bytes, w->big_shared->name,
+                      (long long)w->big_bytes, TEXI_DEVICE_MAX_ARRAY_BYTES);
 }
 
 static int check_stmt(walk *w, const tex_stmt *s);
@@ -168,12 +199,15 @@ static int check_stmt(walk *w, const tex_stmt *s)
 
 int texi_device_check(texi_lower *lw, const texi_device_module *m)
 {
-    walk w = {lw, 0, 0, NULL};
+    walk w = {lw, 0, 0, NULL, 0, NULL, 0};
     int rc = 0;
     for (int k = 0; k < m->n_kernels && rc == 0; k++) {
+        w.shared_bytes = w.big_bytes = 0;
         rc = check_launch(lw, &m->kernels[k]);
         if (rc == 0)
             rc = check_stmt(&w, m->kernels[k].body);
+        if (rc == 0)
+            rc = check_shared(&w, &m->kernels[k]);
     }
     free(w.ranges);
     return rc;

@@ -448,10 +448,12 @@ static void test_launch_limits(void)
 /* A shared buffer of symbolic size needs a constant bound of at most 48
  * KiB: B's row [1, n] computed in shared memory at C's block loop is
  * refused for a symbolic n (any up to 2^31), by the GPU tail before the
- * printer runs (device_check), naming the buffer; accepted for n = 1024. */
+ * printer runs (device_check), naming the buffer; accepted for n = 1024;
+ * refused for n = 16384, whose 64 KiB row is more static shared memory
+ * than a block may have, naming the kernel's largest shared buffer. */
 static void test_shared_bounds(void)
 {
-    static const int64_t sizes[] = {-1, 1024};
+    static const int64_t sizes[] = {-1, 1024, 16384};
     for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
         tex_ctx *x = tex_ctx_new();
         tex_expr *n = sizes[c] < 0 ? tex_var(x, "n", TEX_I32) : tex_int(x, sizes[c]);
@@ -471,6 +473,11 @@ static void test_shared_bounds(void)
         tex_kernel *k = f ? tex_build(f, "cuda -emit-only") : NULL;
         if (sizes[c] == 1024) {
             TT_CHECK(k != NULL);
+        } else if (sizes[c] == 16384) { /* a row of B is 64 KiB */
+            TT_CHECK(f && !k);
+            TT_EQ_INT(tex_errcode(x), TEX_EUNAVAILABLE);
+            if (!strstr(tex_errmsg(x), "its shared buffers need 65536 bytes (the largest, 'B'"))
+                TT_FAILF("size %lld: %s", (long long)sizes[c], tex_errmsg(x));
         } else {
             TT_CHECK(f && !k);
             TT_EQ_INT(tex_errcode(x), TEX_EUNAVAILABLE);
