@@ -390,7 +390,7 @@ static int exec(texi_interp *ip, texi_frame *fr, const tex_stmt *s)
         return 0; /* outside a lock-step group: one thread */
     case TEXI_STMT_ATTR:
         TEXI_TRY(check_assert(ip, fr, s));
-        return exec(ip, fr, s->u.attr.body);
+        return texi_attr_is(s, TEXI_ATTR_STRICT_ONLY) ? 0 : exec(ip, fr, s->u.attr.body);
     case TEXI_STMT_INTRIN:
         return texi_interp_intrin(ip, fr, s);
     case TEXI_STMT_KIND_COUNT:
@@ -545,7 +545,7 @@ static int gexec(texi_interp *ip, texi_frame *frs, int n, const tex_stmt *s)
     case TEXI_STMT_ATTR:
         for (int k = 0; k < n; k++)
             TEXI_TRY(check_assert(ip, &frs[k], s));
-        return gexec(ip, frs, n, s->u.attr.body);
+        return texi_attr_is(s, TEXI_ATTR_STRICT_ONLY) ? 0 : gexec(ip, frs, n, s->u.attr.body);
     case TEXI_STMT_BARRIER:
         return 0; /* every thread has finished the previous segment */
     case TEXI_STMT_PROVIDE:

@@ -89,6 +89,24 @@ static bool use_stmt_step(const tex_stmt *s, void *ud)
     return !us->found;
 }
 
+/* Statement visitor: use_stmt_step without the STOREs' destinations. */
+static bool read_stmt_step(const tex_stmt *s, void *ud)
+{
+    use_search *us = ud;
+    for (int i = 0; s->kind == TEXI_STMT_INTRIN && i < s->u.intrin.n_args; i++)
+        us->found |= texi_buffer_key(s->u.intrin.args[i].buf) == us->key;
+    if (!us->found)
+        texi_stmt_visit_exprs(s, use_expr_step, us);
+    return !us->found;
+}
+
+bool texi_stmt_reads_buffer(const tex_stmt *s, const texi_buffer *b)
+{
+    use_search us = {texi_buffer_key(b), false};
+    texi_stmt_visit(s, read_stmt_step, &us);
+    return us.found;
+}
+
 bool texi_expr_uses_buffer(tex_expr *e, const texi_buffer *b)
 {
     use_search us = {texi_buffer_key(b), false};

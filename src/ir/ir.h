@@ -402,6 +402,9 @@ bool texi_stmt_stores_to(const tex_stmt *s, const texi_buffer *b);
  * data variable named in an expression (an ATTR). */
 bool texi_stmt_uses_buffer(const tex_stmt *s, const texi_buffer *b);
 bool texi_expr_uses_buffer(tex_expr *e, const texi_buffer *b);
+/* Whether s reads the storage of b: texi_stmt_uses_buffer but for the
+ * STOREs to it (their indices and values still count). */
+bool texi_stmt_reads_buffer(const tex_stmt *s, const texi_buffer *b);
 
 /* ---------------------------------------------------------------- statements */
 

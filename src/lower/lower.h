@@ -61,9 +61,11 @@ int texi_schedule_ops(texi_lower *lw, tex_stmt **out);
 
 /* The passes, in pipeline order; each returns 0 or an error code. */
 int texi_pass_entry_checks(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+int texi_pass_pad_bypass(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_flatten(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_loop_partition(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_simplify(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+int texi_pass_dead_stores(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_unroll(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_vectorize(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_storage_rewrite(texi_lower *lw, tex_stmt *in, tex_stmt **out);

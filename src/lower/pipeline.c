@@ -116,6 +116,7 @@ static const struct {
     texi_pass_fn fn; /* NULL for SPLIT */
 } passes[] = {
     {"entry_checks", AT_LOWER, ON_BODY, texi_pass_entry_checks},
+    {"pad_bypass", AT_LOWER, ON_BODY, texi_pass_pad_bypass},
     {"flatten", AT_LOWER, ON_BODY, texi_pass_flatten},
     {"loop_partition", AT_LOWER, ON_BODY, texi_pass_loop_partition},
     {"simplify", AT_LOWER, ON_BODY, texi_pass_simplify},
@@ -127,6 +128,8 @@ static const struct {
     {"hfuse", AT_LOWER, ON_BODY, texi_pass_hfuse},
     {"hoist_search", AT_LOWER, ON_BODY, texi_pass_hoist_search},
     {"zero_skip", FOR_CPU, ON_BODY, texi_pass_zero_skip},
+    {"dead_stores", FOR_CPU, ON_BODY, texi_pass_dead_stores},
+    {"remove_noops", FOR_CPU, ON_BODY, texi_pass_remove_noops},
     {"unstage_shared", FOR_CPU, ON_BODY, texi_pass_unstage_shared},
     {"thread_sync", FOR_CPU, ON_BODY, texi_pass_thread_sync},
     {"gpu_barriers", FOR_CPU, ON_BODY, texi_pass_gpu_barriers},

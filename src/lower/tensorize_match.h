@@ -34,6 +34,10 @@ typedef struct {
  * why", followed by both sides printed. */
 int texi_tz_match(tex_ctx *ctx, const texi_tz_nest *nest, texi_intrin_arg *args);
 
+/* The most rows zero_skip trims from either end of A's tile: a 7x7 filter
+ * with padding 3 reads 3 columns of padding at the image's edges. */
+#define TEXI_TZ_MAX_TRIM 3
+
 /* *call, an UPDATE of intrinsic in on tiles args, in ATTR "zero_skip"
  * when in is a CPU GEMM built-in and an operand's tile may lie wholly in a
  * padding stage's zeros (IF (needed) around the call), or the first or last
@@ -42,5 +46,9 @@ int texi_tz_match(tex_ctx *ctx, const texi_tz_nest *nest, texi_intrin_arg *args)
  * the n_env ranges env. 0, or TEX_ENOMEM. */
 int texi_tz_skip_zero_tiles(tex_ctx *ctx, tex_intrin *in, const texi_intrin_arg *args, int n_env,
                             const texi_range *env, tex_stmt **call);
+
+/* The whole tile's call of an ATTR "zero_skip"'s body (what -strict-float
+ * runs): the innermost else, or then where an IF has none. */
+tex_stmt *texi_tz_whole_call(tex_stmt *body);
 
 #endif

@@ -173,10 +173,6 @@ static int box_needed(tex_ctx *ctx, const texi_op *op, int only, tex_expr **firs
     return tex_errcode(ctx) == 0 ? 0 : TEX_ENOMEM;
 }
 
-/* The most rows trimmed from either end of A's tile: a 7x7 filter with
- * padding 3 reads 3 columns of padding at the image's edges. */
-enum { MAX_TRIM = 3 };
-
 /* call (an UPDATE of in, a CPU GEMM built-in) on the instance of `rows`
  * rows, its A and C tiles starting `shift` rows on; NULL on ENOMEM. */
 static tex_stmt *rows_call(tex_ctx *ctx, tex_intrin *in, const tex_stmt *call, int64_t rows,
@@ -220,7 +216,7 @@ static int row_needed(tex_ctx *ctx, const texi_op *op, tex_expr **first, tex_exp
 /* *call (in's UPDATE on tiles args), IF (the first t rows of A's tile, the
  * box first..last of padding stage op, are padding, row t not) the
  * call on rows t.. of the tile ELSE IF (the same for the last t rows) ...
- * ELSE *call, for t up to MAX_TRIM: the rows a conv's tile reads from the
+ * ELSE *call, for t up to TEXI_TZ_MAX_TRIM: the rows a conv's tile reads from the
  * left and right padding (at the first and last filter columns) are not
  * multiplied. Rows needed form one interval (each bound is monotone along
  * the rows), so row t - 1 outside and row t inside means rows 0..t-1 all
@@ -234,7 +230,7 @@ static int trim_rows(tex_ctx *ctx, tex_intrin *in, const texi_intrin_arg *args, 
         return 0;
     int d = args[0].dim_map[0];
     tex_stmt *full = *call;
-    for (int64_t t = 1; t < m && t <= MAX_TRIM; t++)
+    for (int64_t t = 1; t < m && t <= TEXI_TZ_MAX_TRIM; t++)
         for (int back = 0; back < 2; back++) {
             tex_expr *out, *inside;
             TEXI_TRY(row_needed(ctx, op, first, last, d, back ? m - t : t - 1, &out));
@@ -285,17 +281,32 @@ int texi_tz_skip_zero_tiles(tex_ctx *ctx, tex_intrin *in, const texi_intrin_arg 
     return *call ? 0 : TEX_ENOMEM;
 }
 
-/* ATTR "zero_skip": its body, or under -strict-float the whole call (the
- * IF (needed) has no else; the trims' IFs end in the whole call). */
+tex_stmt *texi_tz_whole_call(tex_stmt *body)
+{
+    while (body->kind == TEXI_STMT_IF)
+        body = body->u.ifs.else_s ? body->u.ifs.else_s : body->u.ifs.then_s;
+    return body;
+}
+
+/* ATTR "zero_skip": its body, or under -strict-float the whole call;
+ * ATTR "pad_bypass": its body, or nothing under -strict-float; ATTR
+ * "strict_only": its body under -strict-float, else nothing. */
 static tex_stmt *unwrap(tex_stmt *s, void *ud)
 {
     const texi_lower *lw = ud;
-    if (s->kind != TEXI_STMT_ATTR || s->u.attr.id != TEXI_ATTR_ZERO_SKIP)
+    if (s->kind != TEXI_STMT_ATTR)
         return NULL;
     tex_stmt *b = s->u.attr.body;
-    while (lw->strict_float && b->kind == TEXI_STMT_IF)
-        b = b->u.ifs.else_s ? b->u.ifs.else_s : b->u.ifs.then_s;
-    return b;
+    switch (s->u.attr.id) {
+    case TEXI_ATTR_ZERO_SKIP:
+        return lw->strict_float ? texi_tz_whole_call(b) : b;
+    case TEXI_ATTR_PAD_BYPASS:
+        return lw->strict_float ? texi_seq_new(lw->ctx, 0, NULL) : b;
+    case TEXI_ATTR_STRICT_ONLY:
+        return lw->strict_float ? b : texi_seq_new(lw->ctx, 0, NULL);
+    default:
+        return NULL;
+    }
 }
 
 int texi_pass_zero_skip(texi_lower *lw, tex_stmt *in, tex_stmt **out)
