@@ -488,6 +488,63 @@ static void test_conv_padding_skipped(void)
     }
 }
 
+/* Whether kernel source src computes the padding stage Y_pad. */
+static bool computes_padding(const char *src)
+{
+    return strstr(src, "Y_pad") != NULL;
+}
+
+/* A tensorized blocked conv whose padding only such tiles read does not
+ * compute the padding (pad_bypass.c) when zero_skip keeps every tile in its
+ * interior: the tiles read X, the default build has no Y_pad, the result
+ * matches the oracle, compiled and interpreted (which skips the
+ * -strict-float alternative); -strict-float computes the padding and runs
+ * the whole tiles on it, also right. Filters 1 to 7 wide on images as thin
+ * as one pixel; the padding stays where zero_skip cannot keep the tiles
+ * inside: a 9x9 filter's 4 columns of padding (it trims up to 3 rows), and
+ * a padding of 2 around a 3-pixel row whose 5 outputs are one tile, wider
+ * than the row. */
+static void test_conv_pad_bypassed(void)
+{
+    static const struct {
+        int64_t r, pad, h, w;
+        bool bypassed;
+    } cases[] = {{3, 1, 7, 9, true}, {5, 2, 5, 11, true}, {7, 3, 7, 7, true},  {3, 1, 1, 13, true},
+                 {3, 1, 6, 2, true}, {3, 1, 4, 1, true},  {9, 4, 9, 9, false}, {3, 2, 3, 3, false}};
+    if (!nr)
+        return;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t r = cases[i].r, pad = cases[i].pad;
+        as_case c;
+        case_init(&c, "tz_conv_bypass", 0, NULL, false);
+        tex_expr *shape_x[5] = {tex_int(c.ctx, 1), tex_int(c.ctx, 2), tex_int(c.ctx, cases[i].h),
+                                tex_int(c.ctx, cases[i].w), tex_int(c.ctx, 16)};
+        tex_expr *shape_w[6] = {tex_int(c.ctx, 2), tex_int(c.ctx, 2),  tex_int(c.ctx, r),
+                                tex_int(c.ctx, r), tex_int(c.ctx, 16), tex_int(c.ctx, nr)};
+        tex_tensor *X = ops_input(&c.w, "X", 5, shape_x), *W = ops_input(&c.w, "W", 6, shape_w);
+        tex_tensor *y =
+            tex_op_conv2d(c.ctx, "Y", X, W, NULL, (int64_t[]){pad, pad}, NULL, 1, TEX_LAYOUT_NCHWC);
+        tex_schedule *s = case_check(&c, y, "cpu -threads=2");
+        char why[2048] = "";
+        tex_func *f = s ? ops_lower(&c.w, s, why, sizeof why) : NULL;
+        TT_CHECK(f && ops_run_and_compare(&c.w, f, NULL, "interpreted: ", 5, why, sizeof why) == 0);
+        TT_CHECK(s && ops_check_jit(&c.w, s, "cpu -strict-float", 6, NULL, true) == 0);
+        for (int strict = 0; f && strict < 2; strict++) {
+            tex_kernel *k = tex_build(f, strict ? "c -strict-float" : "c");
+            bool padded = k && computes_padding(tex_kernel_source(k));
+            TT_CHECK(k && padded == (strict || !cases[i].bypassed));
+            if (tt_failed_checks)
+                printf("  r=%lld pad=%lld %lldx%lld strict=%d: %s\n", (long long)r, (long long)pad,
+                       (long long)cases[i].h, (long long)cases[i].w, strict,
+                       k ? tex_kernel_source(k) : tex_errmsg(c.ctx));
+            tex_kernel_free(k);
+        }
+        if (tt_failed_checks && why[0])
+            printf("  %s\n", why);
+        tex_ctx_free(c.ctx);
+    }
+}
+
 /* The ordinary register tiles for convs the built-in does not fit. */
 static void test_conv_fallback(void)
 {
@@ -546,6 +603,7 @@ int main(void)
     TT_RUN(test_conv_weight_hints);
     TT_RUN(test_conv_packed_hints);
     TT_RUN(test_conv_padding_skipped);
+    TT_RUN(test_conv_pad_bypassed);
     TT_RUN(test_conv_fallback);
     tt_remove_tree(cache_dir);
     return tt_finish();
