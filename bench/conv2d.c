@@ -20,7 +20,9 @@
  * they are. The /nhwc and /manual lines take the input in NHWC and the
  * weights in HWCF ([KH, KW, C, F], the [KH * KW * C, F] matrix of an
  * implicit GEMM), whose panels of NR filters the kernel copies per call.
- * The padding runs inside the timed kernel in every case.
+ * The padding runs inside the timed kernel where it is computed: the
+ * tensorized lines (NCHWc and /nhwc) read the input where it stands, the
+ * padding left out (docs/passes.md, pad_bypass), as oneDNN does.
  *
  * tex's kernel is tex_op_conv2d scheduled by
  * tex_auto_schedule(..., "cpu -threads=N"), which tensorizes it with the

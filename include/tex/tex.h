@@ -665,7 +665,11 @@ TEX_API int tex_target_available(const char *target);
  * conv's first and last filter columns at a row's ends) runs on the other
  * rows only, as oneDNN skips them; that differs from adding the zero
  * products only when the other tile holds an infinity or a NaN (0 * inf is
- * NaN), or in the sign of a zero sum. "-strict-float" adds them.
+ * NaN), or in the sign of a zero sum. When those calls are the only reads
+ * of the padding stage and they never reach its zeros, they read the
+ * padding's source and the padding is not computed (docs/passes.md,
+ * pad_bypass). "-strict-float" adds the zero products, so it computes the
+ * padding.
  * Caller-owned; free with tex_kernel_free. NULL on error (recorded in f's context): TEX_EINVAL for
  * an unknown target, TEX_EUNAVAILABLE when its compiler/driver is missing, TEX_ECOMPILE with the
  * compiler's output when the generated code is rejected. */

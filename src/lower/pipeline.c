@@ -8,6 +8,9 @@
  *        |
  *   entry_checks      runtime checks ("assert") hoisted to the top, quantified over loops
  *        |
+ *   pad_bypass        GEMM tiles kept inside a padding's interior read its source; the
+ *        |            whole tiles on the padding stay for -strict-float ("strict_only")
+ *        |
  *   flatten           REALIZE -> ALLOCATE, PROVIDE -> STORE, ACCESS -> LOAD (flat, strided)
  *        |
  *   loop_partition    loops with prefix guards -> guard-free main part + guarded tail
@@ -33,6 +36,12 @@
  *   tex_func body     (target independent: tex_lower stops here)
  *        |
  *        +-- cpu (at tex_build)            +-- gpu (at tex_build)
+ *   zero_skip      padding IFs kept (or    zero_skip         (as on the cpu)
+ *                  whole tiles, strict)
+ *   dead_stores    unread buffers' stores
+ *                  dropped (a bypassed
+ *                  padding), then
+ *                  remove_noops again
  *   unstage_shared shared copies of
  *                  read-only inputs
  *                  dropped: readers read
