@@ -1,36 +1,34 @@
 /*
- * Pass pad_bypass (at lowering, before flatten): a padding stage that only
- * tensorized GEMM tiles read, each of whose calls zero_skip already limits
- * to the padding's interior, is not computed at all; the tiles read the
- * padding's source instead (as oneDNN's convolutions read their input
- * where they stand). A 3x3 convolution's padded copy of its input cost 2-3%
- * of the layer: a pass of its own over the whole image.
+ * Pass pad_bypass (at lowering, before flatten): the tensorized GEMM tiles
+ * that zero_skip keeps inside a padding stage's interior read the
+ * padding's source instead, as oneDNN's convolutions read their input
+ * where it stands; the padding, once nothing else reads it, is not
+ * computed (the CPU tail's dead_stores drops it). A 3x3 convolution's
+ * padded copy of its input had cost 2-3% of the layer.
  *
- *   REALIZE P { P's nest; users }  ->  users, every tile P[m] of them X[m + off]
+ *   ATTR zero_skip { calls on P[m] }  ->  ATTR pad_bypass { the calls on X[m + off] }
+ *                                         ATTR strict_only { the whole tile's call on P[m] }
  *
- * P qualifies when
- *   - it is a padding stage (tex_op_pad): P[i] = select(bounds, X[i + off],
- *     0), X a tensor parameter, every index of X the same axis of P plus a
- *     constant, bounds a conjunction of comparisons of one axis plus a
- *     constant with a constant: P's interior is the box lo <= i < hi, and
- *     X[i + off] is in X's shape there;
- *   - it is realized whole (region [0, shape)), its nest is one item of the
- *     REALIZE's sequence that provides P and nothing else, and it is not a
- *     parameter of the function (an output);
- *   - every other reference to P is the A operand (rows x depth) of a CPU
- *     GEMM built-in's call inside ATTR "zero_skip" (tensorize_skip.c), the
- *     tile one element thick along every padded axis but its rows, and,
- *     along its rows, every call of the ATTR of at most R rows, with R no
- *     more than P's interior is wide and P's padding before and after it
- *     each at most the rows zero_skip trims (MAX_TRIM, and fewer than R).
+ * The calls of an ATTR "zero_skip" (tensorize_skip.c) move when
+ *   - their A tile (rows x depth) reads a padding stage P (tex_op_pad):
+ *     P[i] = select(bounds, X[i + off], 0), X a tensor parameter, every
+ *     index of X the same axis of P plus a constant, bounds a conjunction
+ *     of comparisons of one axis plus a constant with a constant: P's
+ *     interior is the box lo <= i < hi, inside which X[i + off] lies in X's
+ *     shape; no other tile of theirs reads P;
+ *   - the tile is one element thick along every padded axis but its rows;
+ *   - along its rows, the calls have at most R rows, R no more than P's
+ *     interior is wide, and P's padding before and after the interior is
+ *     each at most the rows zero_skip trims (TEXI_TZ_MAX_TRIM, and fewer
+ *     than R).
  * Then a call runs only when its tile holds interior elements (zero_skip's
- * IF: exact along the one-element axes), and its rows, which start in
- * [0, shape) and can only leave the interior at one end (R fits in it), by
- * at most the padding there, are trimmed to the interior (zero_skip's row
- * trims); so every element a call reads is in the interior, where P equals
- * X. The ATTR goes (its IFs stay): -strict-float's zero_skip, which runs
- * whole tiles to multiply the padding's zeros, must not run these, whose
- * padding is not in memory.
+ * IF, exact along the one-element axes), and its rows, which lie in P's
+ * shape and can leave the interior at one end only (R fits in it), by at
+ * most the padding there, are trimmed to the interior (zero_skip's row
+ * trims): every element a call reads is in the interior, where P equals X.
+ * -strict-float multiplies the padding's zeros, so the whole tile's call on
+ * P stays beside them for it (pass zero_skip keeps one of the two ATTRs);
+ * the interpreter runs pad_bypass and skips strict_only.
  */
 #include "lower/lower.h"
 #include "lower/tensorize_match.h"
@@ -148,18 +146,20 @@ static int read_padding(tex_ctx *ctx, tex_tensor *t, padding *p)
     return 0;
 }
 
-/* What a walk over P's users found. */
+/* The calls of one ATTR "zero_skip" that read P. */
 typedef struct {
     const padding *p;
-    bool other_use; /* a reference the file comment does not allow */
-} uses;
+    bool other_use;    /* a read of P the file comment does not allow */
+    int64_t most_rows; /* of the calls reading P */
+    int rows_dim;      /* P's axis along their rows; -1 before the first */
+} skip_calls;
 
 static bool reads_pad(tex_expr *e, void *ud)
 {
-    uses *u = ud;
-    if (e->kind == TEXI_EXPR_ACCESS && e->u.access.tensor == u->p->pad)
-        u->other_use = true;
-    return !u->other_use;
+    skip_calls *k = ud;
+    if (e->kind == TEXI_EXPR_ACCESS && e->u.access.tensor == k->p->pad)
+        k->other_use = true;
+    return !k->other_use;
 }
 
 /* Whether intrinsic call s has P among its tiles. */
@@ -188,45 +188,34 @@ static int64_t tile_rows(const padding *p, const tex_stmt *s)
     return padded_k && depth > 1 ? 0 : rows;
 }
 
-/* The calls of one ATTR "zero_skip" that read P. */
-typedef struct {
-    uses u;
-    int64_t most_rows; /* of the calls reading P */
-    int rows_dim;      /* P's axis along their rows; -1 before the first */
-} skip_calls;
-
 static bool visit_skip_call(const tex_stmt *s, void *ud)
 {
     skip_calls *k = ud;
-    texi_stmt_visit_exprs(s, reads_pad, &k->u);
-    if (s->kind != TEXI_STMT_INTRIN || !call_reads_pad(k->u.p, s))
-        return !k->u.other_use;
-    int64_t rows = tile_rows(k->u.p, s);
+    texi_stmt_visit_exprs(s, reads_pad, k);
+    if (s->kind != TEXI_STMT_INTRIN || !call_reads_pad(k->p, s))
+        return !k->other_use;
+    int64_t rows = tile_rows(k->p, s);
     int d = s->u.intrin.args[0].dim_map[0];
     if (!rows || (k->rows_dim >= 0 && d != k->rows_dim))
-        k->u.other_use = true;
+        k->other_use = true;
     k->rows_dim = d;
     k->most_rows = rows > k->most_rows ? rows : k->most_rows;
-    return !k->u.other_use;
+    return !k->other_use;
 }
 
-/* Whether the calls of ATTR "zero_skip" s that read P stay in P's interior
- * (file comment); sets u->other_use when they may not. */
-static void check_skip(uses *u, const tex_stmt *s)
+/* Whether the calls of ATTR "zero_skip" s read P and stay in its interior
+ * (file comment). */
+static bool stays_inside(const padding *p, const tex_stmt *s)
 {
-    const padding *p = u->p;
-    skip_calls k = {{p, false}, 0, -1};
+    skip_calls k = {p, false, 0, -1};
     texi_stmt_visit(s->u.attr.body, visit_skip_call, &k);
-    if (k.u.other_use || k.rows_dim < 0) {
-        u->other_use |= k.u.other_use;
-        return;
-    }
+    if (k.other_use || k.rows_dim < 0)
+        return false;
     int64_t r = k.most_rows, trim = r - 1 < TEXI_TZ_MAX_TRIM ? r - 1 : TEXI_TZ_MAX_TRIM;
     int d = k.rows_dim;
     bool padded = p->lo[d] > 0 || p->hi[d] < p->ext[d];
-    if (padded && r > 1 &&
-        (r > p->hi[d] - p->lo[d] || p->lo[d] > trim || p->ext[d] - p->hi[d] > trim))
-        u->other_use = true;
+    return !padded || r == 1 ||
+           (r <= p->hi[d] - p->lo[d] && p->lo[d] <= trim && p->ext[d] - p->hi[d] <= trim);
 }
 
 typedef struct {
@@ -271,6 +260,8 @@ static bool first_call(const tex_stmt *s, void *ud)
     return !*call;
 }
 
+/* ATTR "zero_skip" s as the file comment's pair of ATTRs where its calls
+ * qualify, else as it is. */
 static tex_stmt *bypass(tex_stmt *s, void *ud)
 {
     walker *w = ud;
@@ -285,11 +276,7 @@ static tex_stmt *bypass(tex_stmt *s, void *ud)
         w->failed = true;
         return s;
     }
-    if (!p.pad)
-        return s;
-    uses u = {&p, false};
-    check_skip(&u, s);
-    if (u.other_use)
+    if (!p.pad || !stays_inside(&p, s))
         return s;
     tex_ctx *ctx = w->lw->ctx;
     walker rw = {w->lw, &p, false};
