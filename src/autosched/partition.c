@@ -156,6 +156,10 @@ static void decide_attach(texi_as_graph *g, int i)
     each_eff_reader(g, i, INT32_MAX, summarize_reader, &s);
     if (s.root < 0) {
         make_root(g, i, "read by several kernels");
+    } else if (s.gemm_in && nd->movement && feeds_builtin(g, i)) {
+        make_root(g, i,
+                  "an operand of a tensorized GEMM, read from a buffer (a padding whose zeros "
+                  "the tiles skip is not computed: lowering reads its source, pass pad_bypass)");
     } else if (s.gemm_in) {
         make_root(g, i, "feeds a GEMM-like reduction: attached, it would be recomputed per tile");
     } else if (s.lead < 1) {
