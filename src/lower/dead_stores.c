@@ -1,19 +1,19 @@
 /*
- * Pass dead_stores (at lowering, after simplify): a buffer allocated in the
- * function that nothing reads loses its STOREs, so that remove_noops then
- * drops the loops left empty and the ALLOCATE itself:
+ * Pass dead_stores (CPU tail, after zero_skip): a buffer allocated in the
+ * function that nothing reads loses its STOREs, so that remove_noops, run
+ * again after it, drops the loops left empty and the ALLOCATE itself:
  *
  *   ALLOCATE b { ... STORE b[i] = v ... }   (no LOAD of b, no call on it)
  *     ->  ALLOCATE b { ... }
  *
- * Such a buffer appears when every read of an intermediate has moved
- * elsewhere: pad_bypass points the tensorized tiles that read a padding
- * stage at the padding's source, and simplify drops the ordinary nest that
- * read it for tiles no call covers, once the bounds show there are none.
- * The IR has no side effects but stores, and an ALLOCATE's buffer lives
- * only inside it, so nothing can observe the stores. "Reads" is
- * texi_stmt_reads_buffer: loads and searches, any intrinsic call's tile, a
- * hint naming the buffer.
+ * Such a buffer appears when every read of an intermediate has gone: a
+ * padding stage whose tiles pad_bypass moved to its source, once zero_skip
+ * has dropped the whole-tile calls kept for -strict-float (ATTR
+ * strict_only) and simplify the ordinary nest for the tiles no call
+ * covers, where the bounds show there are none. The IR has no side effects
+ * but stores, and an ALLOCATE's buffer lives only inside it, so nothing
+ * can observe the stores. "Reads" is texi_stmt_reads_buffer: loads and
+ * searches, any intrinsic call's tile, a hint naming the buffer.
  */
 #include "lower/lower.h"
 
