@@ -134,10 +134,11 @@ static int cross_thread(texi_as_graph *g, tex_stage *st, tex_stage *at, tex_iter
 {
     const texi_op *op = st->op;
     tex_iter *ko, *ki, *r = op->raxes[op->n_raxes - 1];
-    /* a reduce axis of one element (a softmax over a dim of size 1, which
-     * the rows then include) on one thread: split by 128, its guarded tail
-     * would read 127 rows past its producer's, computed for nothing */
-    int64_t e, threads = const_extent(r, &e) && e == 1 ? 1 : ROW_THREADS;
+    /* a reduce axis of e < ROW_THREADS elements on e threads: split by 128,
+     * its guarded tail would read 128 - e rows past its producer's, which a
+     * member computed at the row then holds in shared memory for nothing
+     * (a reduction over a dim of 3 made a member's 3840-byte row 160 KiB) */
+    int64_t e, threads = const_extent(r, &e) && e >= 1 && e < ROW_THREADS ? e : ROW_THREADS;
     TEXI_TRY(tex_split(st, r, tex_int(g->ctx, threads), &ko, &ki));
     tex_tensor *rf = tex_rfactor(g->sch, st->tensor, ki, op->n_axes);
     if (!rf)

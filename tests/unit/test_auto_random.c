@@ -599,14 +599,16 @@ static bool one_graph(uint64_t seed)
 }
 
 /* Seeds whose graphs found bugs in longer runs (TEX_AUTO_GRAPHS=2500 from
- * seeds 1, 3001, 5501 and 25001), run every time: roots read by a concat (7040: of
+ * seeds 1, 3001, 5501, 25001 and 27501), run every time: roots read by a concat (7040: of
  * itself), a pad or a reshape of symbolic sizes; CUDA row kernels over a
  * matmul, a one-element axis, a reduction root, a member read by a member
  * made a kernel (4352); a layernorm of equal values; a layernorm over one
- * element, right only without contraction (26110). Tied to this generator:
+ * element, right only without contraction (26110); a CUDA row kernel whose
+ * cross-thread reduction over 3 elements, split by 128 threads, made a
+ * member's shared tile 160 KiB (29000). Tied to this generator:
  * a change to it moves them (rerun a long hunt then). */
-static const uint64_t found_seeds[] = {236,  312,  460,  518,  1060, 1144, 1571,
-                                       1590, 1820, 1936, 2036, 4352, 7040, 26110};
+static const uint64_t found_seeds[] = {236,  312,  460,  518,  1060, 1144,  1571, 1590,
+                                       1820, 1936, 2036, 4352, 7040, 26110, 29000};
 
 static void test_found_seeds(void)
 {
