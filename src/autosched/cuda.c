@@ -233,8 +233,11 @@ static int schedule_rows(texi_as_graph *g, int r)
 }
 
 /* An upper bound of the bytes of member m's tile per row of a kernel whose
- * rows are its leading `lead` dims: its other dims whole; -1 when one of
- * them is symbolic. */
+ * rows are its leading `lead` dims: its other dims whole, each of more than
+ * ROW_THREADS elements rounded up to a multiple of ROW_THREADS (a consumer
+ * reducing along it across the threads reads that far, past its guarded
+ * tail: bound inference does not see the guard); -1 when one of them is
+ * symbolic. */
 static int64_t row_tile_bytes(const texi_as_node *m, int lead)
 {
     const texi_op *op = m->st->op;
@@ -242,7 +245,7 @@ static int64_t row_tile_bytes(const texi_as_node *m, int lead)
     for (int d = lead; d < op->n_axes; d++) {
         if (!const_extent(op->axes[d], &e))
             return -1;
-        bytes *= e;
+        bytes *= e > ROW_THREADS ? (e + ROW_THREADS - 1) / ROW_THREADS * ROW_THREADS : e;
     }
     return bytes;
 }

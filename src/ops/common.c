@@ -99,13 +99,19 @@ void texi_ops_shape(const tex_tensor *t, tex_expr *shape[])
         shape[d] = tex_tensor_dim(t, d);
 }
 
+tex_expr *texi_ops_fold(tex_ctx *ctx, tex_expr *e)
+{
+    int64_t v;
+    return e && tex_expr_const_int(e, &v) ? tex_int(ctx, v) : e;
+}
+
 int texi_ops_axes(tex_ctx *ctx, int ndim, tex_expr *const shape[], tex_iter *axes[],
                   tex_expr *ivs[])
 {
     for (int d = 0; d < ndim; d++) {
         char nm[16];
         snprintf(nm, sizeof nm, "i%d", d);
-        axes[d] = tex_axis(ctx, nm, shape[d]);
+        axes[d] = tex_axis(ctx, nm, texi_ops_fold(ctx, shape[d]));
         ivs[d] = tex_iv(axes[d]);
         if (!ivs[d])
             return tex_errcode(ctx) ? tex_errcode(ctx) : TEX_ENOMEM;

@@ -101,7 +101,7 @@ static int reduce_axes(tex_ctx *ctx, tex_tensor *w, const conv_dims *L, const in
         return rv[0] && rv[1] && rv[2] ? 0 : tex_errcode(ctx);
     }
     *n = 1;
-    r[0] = tex_reduce_axis(ctx, "rk", tex_mul(tex_mul(Cg, KH), KW));
+    r[0] = tex_reduce_axis(ctx, "rk", texi_ops_fold(ctx, tex_mul(tex_mul(Cg, KH), KW)));
     tex_expr *t = tex_iv(r[0]);
     if (L == &nchw) {
         rv[0] = tex_floordiv(t, tex_int(ctx, k[0] * k[1]));

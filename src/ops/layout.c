@@ -144,7 +144,7 @@ tex_tensor *tex_op_concat(tex_ctx *ctx, const char *name, int n, tex_tensor *con
     for (int k = 0; k < n; k++) {
         if (concat_check(ctx, op, xs, k, ax))
             return NULL;
-        off[k + 1] = tex_add(off[k], tex_tensor_dim(xs[k], ax));
+        off[k + 1] = texi_ops_fold(ctx, tex_add(off[k], tex_tensor_dim(xs[k], ax)));
     }
     tex_expr *shape[TEXI_OPS_MAX_NDIM], *ivs[TEXI_OPS_MAX_NDIM];
     tex_iter *axes[TEXI_OPS_MAX_NDIM];

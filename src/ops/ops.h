@@ -57,8 +57,13 @@ int texi_ops_same_dim(tex_ctx *ctx, const char *op, tex_tensor *a, int da, tex_t
 /* t's shape copied into shape[0 .. ndim). */
 void texi_ops_shape(const tex_tensor *t, tex_expr *shape[]);
 
-/* Fresh data-parallel axes over shape (named i0, i1, ...) and their
- * expressions. 0 or the error recorded in ctx. */
+/* Integer expression e, or the constant it always equals (4 + 4 becomes
+ * 8), so that an extent built from constant sizes is a constant to every
+ * analysis that asks (the automatic schedule's thread counts, tensorize). */
+tex_expr *texi_ops_fold(tex_ctx *ctx, tex_expr *e);
+
+/* Fresh data-parallel axes over shape (named i0, i1, ...; each extent
+ * folded) and their expressions. 0 or the error recorded in ctx. */
 int texi_ops_axes(tex_ctx *ctx, int ndim, tex_expr *const shape[], tex_iter *axes[],
                   tex_expr *ivs[]);
 
