@@ -18,9 +18,11 @@
  *          tensorize.c): the root's columns split by the built-in's NR and
  *          its rows into strips that fit L1; the GEMM stage computed per
  *          strip in tiles of at most 6 rows (a row of 7 in one, with
- *          AVX-512) that call the built-in, or once per panel when the
- *          panel's output is small (is_wide: a conv of a small image, its
- *          weights packed per L1-sized depth block) (schedule_tz_tiles);
+ *          AVX-512) that call the built-in (two channel blocks' calls
+ *          in a row where their weights fit L1: paired_axis), or once per
+ *          panel when the panel's output is small (is_wide: a conv of a
+ *          small image, its weights packed per L1-sized depth block)
+ *          (schedule_tz_tiles);
  *          weights read as they are but too large for L2 hinted one
  *          window position ahead (prefetch_operand).
  *   rows   (row-wise chains): the root's leading dims up to the kernel's
@@ -394,23 +396,49 @@ static int64_t tile_rows(const texi_as_graph *g, int64_t rows)
     return even;
 }
 
+/* The reduce axis of tensorized GEMM stage gs other than its depth k whose
+ * iterations tz_strip_inner runs in pairs around each row tile, or NULL:
+ * the first of constant, even extent, when two depth blocks of kc x NR f32
+ * fit in `share` (what l1_depth gives one block: two thirds of L1, a third
+ * when wide). The two UPDATEs of a tile then follow each other, and the C
+ * compiler, which inlines the built-in, keeps the tile's accumulators in
+ * registers across both: one load and store of the tile per 2 kc steps.
+ * The blocked 1 x 1 conv of bench/conv2d (4 channel blocks of 64) ran 2%
+ * faster paired on its generated C, 1% against oneDNN; four blocks at a
+ * time (64 KiB of weights, past L1) 1-2.5% slower than none; pairs in a
+ * wide panel made the 512-channel 7 x 7 conv 3-10% slower. */
+static tex_iter *paired_axis(const texi_as_graph *g, const tex_stage *gs, const tex_iter *k,
+                             int64_t kc, int64_t share)
+{
+    const texi_op *op = gs->op;
+    int64_t e;
+    if (2 * kc * g->tz_nr * 4 > share)
+        return NULL;
+    for (int r = 0; r < op->n_raxes; r++)
+        if (op->raxes[r] != k && const_extent(op->raxes[r], &e) && e >= 2 && e % 2 == 0)
+            return op->raxes[r];
+    return NULL;
+}
+
 /* The tensorized GEMM stage's loops inside its row strip: (leading axes,
- * other reduce axes, k / KC, rows / MR, rows % MR, k % KC, columns), MR
+ * other reduce axes, k / KC, rows / MR, pair, rows % MR, k % KC, columns), MR
  * the tile_rows of the rows, the rows % MR tensorized with the built-in: the strip's tiles RESET
  * first, then one UPDATE per tile and iteration of the loops outside the row tiles (a conv's window
  * positions, the depth blocks), so that each block of the right operand is reused by every tile of
  * the strip. KC = l1_depth (the depth of a block within two thirds of L1, a third when wide); the
  * last partial k tile and the strip's last partial row tile run built-in instances of smaller depth
- * or fewer rows; the columns are vectorized for the edge tiles that run the ordinary nest. The k
+ * or fewer rows; pair is the inner 2 of paired_axis, unrolled; the columns are vectorized for the
+ * edge tiles that run the ordinary nest. The k
  * split is there even when KC = K, so that tex_tune (which mutates the split factors of the
  * schedule's trace) can block the depth. With `wide` the stage covers the whole panel: the leading
  * axes move inside k / KC, so each block of the operand stays in L1 while all of the panel's row
- * tiles use it. *kblock receives the k / KC loop, *tile the tensorized one. */
+ * tiles use it. *kblock receives the k / KC loop, *tile the tensorized one, *pair the pair loop
+ * (NULL when there is none). */
 static int tz_strip_inner(texi_as_graph *g, tex_stage *gs, bool wide, tex_iter **kblock,
-                          tex_iter **tile)
+                          tex_iter **tile, tex_iter **pair)
 {
     const texi_op *op = gs->op;
-    tex_iter *order[MAX_LEAVES], *k, *ko, *ki, *mo, *mi;
+    tex_iter *order[MAX_LEAVES], *k, *ko, *ki, *mo, *mi, *po = NULL;
     const char *name;
     int64_t nr, e = 0;
     int n = 0, nax = op->n_axes;
@@ -421,13 +449,18 @@ static int tz_strip_inner(texi_as_graph *g, tex_stage *gs, bool wide, tex_iter *
     int64_t rows = 0;
     const_extent(m, &rows);
     TEXI_TRY(tex_split(gs, m, tex_int(g->ctx, tile_rows(g, rows)), &mo, &mi));
+    const_extent(k, &e);
+    int64_t share = (wide ? 1 : 2) * g->mach.l1 / 3;
+    int64_t kc = e <= 0 ? TZ_DEPTH : l1_depth(g, e, share);
+    tex_iter *paired = paired_axis(g, gs, k, kc, share);
+    *pair = NULL;
+    if (paired)
+        TEXI_TRY(tex_split(gs, paired, tex_int(g->ctx, 2), &po, pair));
     for (int a = 0; a < nax - 2 && !wide; a++)
         order[n++] = op->axes[a];
     for (int r = 0; r < op->n_raxes; r++)
         if (op->raxes[r] != k)
-            order[n++] = op->raxes[r];
-    const_extent(k, &e);
-    int64_t kc = e <= 0 ? TZ_DEPTH : l1_depth(g, e, (wide ? 1 : 2) * g->mach.l1 / 3);
+            order[n++] = op->raxes[r] == paired ? po : op->raxes[r];
     TEXI_TRY(tex_split(gs, k, tex_int(g->ctx, kc), &ko, &ki));
     *kblock = ko;
     *tile = mi;
@@ -435,11 +468,15 @@ static int tz_strip_inner(texi_as_graph *g, tex_stage *gs, bool wide, tex_iter *
     for (int a = 0; a < nax - 2 && wide; a++)
         order[n++] = op->axes[a];
     order[n++] = mo;
+    if (*pair)
+        order[n++] = *pair;
     order[n++] = mi;
     order[n++] = ki;
     order[n++] = c;
     TEXI_TRY(tex_reorder(gs, n, order));
     TEXI_TRY(tex_vectorize(gs, c));
+    if (*pair)
+        TEXI_TRY(tex_unroll(gs, *pair));
     tex_intrin *in = tex_intrin_builtin(g->ctx, name);
     return in ? tex_tensorize(gs, mi, in) : tex_errcode(g->ctx);
 }
@@ -508,14 +545,11 @@ static int panel_axes(const tex_stage *st, const tex_stage *gs, tex_iter **ax, i
     return np;
 }
 
-/* Whether leaf iv of gs is one of its reduce loops (a reduce axis, or the
- * depth blocks kb). */
-static bool is_reduce_leaf(const tex_stage *gs, const tex_iter *iv, const tex_iter *kb)
+/* Whether leaf iv is one of the reduce loops outside the row tiles (a
+ * reduce axis or a part of one, not the pair loop between the tiles). */
+static bool is_reduce_leaf(const tex_iter *iv, const tex_iter *pair)
 {
-    for (int r = 0; r < gs->op->n_raxes; r++)
-        if (gs->op->raxes[r] == iv)
-            return true;
-    return iv == kb;
+    return iv->kind == TEXI_ITER_REDUCE && iv != pair;
 }
 
 /* Whether leaf iv of st has one iteration where st is computed (its
@@ -545,17 +579,18 @@ static int64_t tensor_bytes(const tex_tensor *t)
  * after a row's last position is the next row's first) is asked for over
  * the first loop inside them that steps (tex_prefetch_at, which shares the
  * block's lines out over that loop's steps: the rows of a wide panel, the
- * row tiles), so the next block streams in while this one's tiles compute
- * instead of each tile waiting on memory. On the 512-channel 7 x 7 conv,
- * alternated in one process with another copy of its weights (as
- * bench/conv2d alternates tex and oneDNN): 0.77x the time on one thread,
- * 0.81-0.87x on two (the hints all at the loop's start: 0.88x); on the
- * 128-channel conv, whose weights stay in L2, hints cost 3-6%. Packed, the
- * hints are of the input itself (gs reads only the copy): what the next
- * block's copy will read. On the NHWC 512-channel 7 x 7 conv against
- * oneDNN: 0.92-0.94 -> 1.03-1.1 on one thread, 0.81 -> 0.87 on two. */
+ * row tiles; tz_strip_inner's pair loop is one of the loops inside), so
+ * the next block streams in while this one's tiles compute instead of each
+ * tile waiting on memory. On the 512-channel 7 x 7 conv, alternated in one
+ * process with another copy of its weights (as bench/conv2d alternates tex
+ * and oneDNN): 0.77x the time on one thread, 0.81-0.87x on two (the hints
+ * all at the loop's start: 0.88x); on the 128-channel conv, whose weights
+ * stay in L2, hints cost 3-6%. Packed, the hints are of the input itself
+ * (gs reads only the copy): what the next block's copy will read. On the
+ * NHWC 512-channel 7 x 7 conv against oneDNN: 0.92-0.94 -> 1.03-1.1 on one
+ * thread, 0.81 -> 0.87 on two. */
 static int prefetch_operand(texi_as_graph *g, tex_stage *gs, const tex_iter *kb,
-                            const tex_iter *tile)
+                            const tex_iter *tile, const tex_iter *pair)
 {
     tex_tensor *b = texi_as_panel_operand(gs), *packed_from = b ? texi_copy_source(b) : NULL;
     b = packed_from ? packed_from : b;
@@ -565,15 +600,15 @@ static int prefetch_operand(texi_as_graph *g, tex_stage *gs, const tex_iter *kb,
     TEXI_TRY(texi_infer_bounds(g->sch)); /* the leaves' extents where gs is computed */
     /* at: the outermost loop that steps between the reduce loops and the tile */
     int from = texi_stage_leaf_index(gs, tile) - 1, at = -1;
-    for (; from >= 0 && !is_reduce_leaf(gs, gs->leaf[from], kb); from--)
+    for (; from >= 0 && !is_reduce_leaf(gs->leaf[from], pair); from--)
         at = one_step(gs, gs->leaf[from]) ? at : from;
     /* from: the depth blocks when they step, else the window loops [first, from] */
     if (from >= 0 && gs->leaf[from] == kb && one_step(gs, kb))
         from--;
-    if (from < 0 || !is_reduce_leaf(gs, gs->leaf[from], kb))
+    if (from < 0 || !is_reduce_leaf(gs->leaf[from], pair))
         return 0;
     int first = from;
-    while (gs->leaf[from] != kb && first > 0 && is_reduce_leaf(gs, gs->leaf[first - 1], kb))
+    while (gs->leaf[from] != kb && first > 0 && is_reduce_leaf(gs->leaf[first - 1], pair))
         first--;
     bool steps = false;
     for (int k = first; k <= from; k++)
@@ -634,12 +669,12 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
     TEXI_TRY(tex_parallel(st, par));
     bool wide = alone && is_wide(g, gs);
     TEXI_TRY(tex_compute_at(gs, st, wide ? par : mo));
-    tex_iter *kb = NULL, *tile = NULL;
-    TEXI_TRY(tz_strip_inner(g, gs, wide, &kb, &tile));
+    tex_iter *kb = NULL, *tile = NULL, *pair = NULL;
+    TEXI_TRY(tz_strip_inner(g, gs, wide, &kb, &tile, &pair));
     if (cols > g->tz_nr)
         TEXI_TRY(wide ? pack_panel(g, gs, gs, kb) : pack_panel(g, gs, st, alone && np ? par : no));
     if (cols <= g->tz_nr || wide)
-        TEXI_TRY(prefetch_operand(g, gs, kb, tile));
+        TEXI_TRY(prefetch_operand(g, gs, kb, tile, pair));
     TEXI_TRY(attach_members(g, r, mo, gemm_node));
     return op->n_raxes ? 0 : vectorize_axis(g, st, ni);
 }

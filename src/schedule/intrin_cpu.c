@@ -71,7 +71,11 @@
  * ISA (#if __AVX512F__, resp. __AVX2__ && __FMA__; generated code is built
  * with -march=native), so the source compiles on any CPU, falling back to
  * the portable path. Everything is static inline so the C compiler inlines
- * the calls into the kernel's loops.
+ * the calls into the kernel's loops; the vector path and its callers are
+ * always inlined (GCC and clang, TEX_GEMM_INLINE), so that two UPDATEs of
+ * one tile in a row (src/autosched/cpu.c, paired_axis) keep its
+ * accumulators in registers from one to the next: the compiler forwards
+ * the first call's stores to the second's loads.
  *
  * Not done here: packing of A or B (the schedule does it with a compute or
  * cache_read), prefetching, and N tails (see above).
@@ -108,6 +112,13 @@ static const cpu_gemm cpu_gemms[] = {
 static const char *const cpu_template[] = {
     "/* tex built-in @X: C[@M, @N] (+)= A[@M, @K] . B[@K, @N] (f32) */\n"
     "#include <stdint.h>\n"
+    "#ifndef TEX_GEMM_INLINE\n"
+    "#if defined(__GNUC__)\n"
+    "#define TEX_GEMM_INLINE static inline __attribute__((always_inline))\n"
+    "#else\n"
+    "#define TEX_GEMM_INLINE static inline\n"
+    "#endif\n"
+    "#endif\n"
     "static inline void @P_reset(float *c, int64_t sc0, int64_t sc1)\n"
     "{\n"
     "    for (int64_t i = 0; i < @M; i++)\n"
@@ -137,7 +148,7 @@ static const char *const cpu_template[] = {
     "#if @G\n"
     "#include <immintrin.h>\n"
     "/* unit column strides: @M x @R vector accumulators, B rows loaded, A broadcast */\n"
-    "static inline void @P_vec(const float *a, int64_t sa0, int64_t sa1, const float *b,\n"
+    "TEX_GEMM_INLINE void @P_vec(const float *a, int64_t sa0, int64_t sa1, const float *b,\n"
     "    int64_t sb0, float *c, int64_t sc0, int acc_c)\n"
     "{\n"
     "    @V acc[@M][@R];\n"
@@ -162,7 +173,7 @@ static const char *const cpu_template[] = {
     "}\n"
     "#endif\n",
 
-    "static inline void @P_run(const float *a, int64_t sa0, int64_t sa1, const float *b,\n"
+    "TEX_GEMM_INLINE void @P_run(const float *a, int64_t sa0, int64_t sa1, const float *b,\n"
     "    int64_t sb0, int64_t sb1, float *c, int64_t sc0, int64_t sc1,\n"
     "    int acc_c)\n"
     "{\n"
@@ -174,12 +185,12 @@ static const char *const cpu_template[] = {
     "#endif\n"
     "    @P_any(a, sa0, sa1, b, sb0, sb1, c, sc0, sc1, acc_c);\n"
     "}\n"
-    "static inline void @P_update(const float *a, int64_t sa0, int64_t sa1, const float *b,\n"
+    "TEX_GEMM_INLINE void @P_update(const float *a, int64_t sa0, int64_t sa1, const float *b,\n"
     "    int64_t sb0, int64_t sb1, float *c, int64_t sc0, int64_t sc1)\n"
     "{\n"
     "    @P_run(a, sa0, sa1, b, sb0, sb1, c, sc0, sc1, 1);\n"
     "}\n"
-    "static inline void @P_body(const float *a, int64_t sa0, int64_t sa1, const float *b,\n"
+    "TEX_GEMM_INLINE void @P_body(const float *a, int64_t sa0, int64_t sa1, const float *b,\n"
     "    int64_t sb0, int64_t sb1, float *c, int64_t sc0, int64_t sc1)\n"
     "{\n"
     "    @P_run(a, sa0, sa1, b, sb0, sb1, c, sc0, sc1, 0);\n"

@@ -261,6 +261,18 @@ static void run_conv_blocked(int64_t n, int64_t cblocks, int64_t cb, int64_t h, 
             printf("  h = %lld: no '%s' in\n%s\n", (long long)h, want, text ? text : "(none)");
         free(text);
     }
+    if (s && nr && fb == 1 && h >= 32) { /* not wide: an even count of channel blocks paired */
+        char *text = tex_schedule_str(s);
+        const char *line = text ? strstr(text, "axis rc.inner") : NULL;
+        const char *unrolled = line ? strstr(line, "unrolled") : NULL,
+                   *eol = line ? strchr(line, '\n') : NULL;
+        bool paired = unrolled && (!eol || unrolled < eol);
+        TT_CHECK(paired == (cblocks % 2 == 0));
+        if (paired != (cblocks % 2 == 0))
+            printf("  %lld channel blocks: %s pair\n%s\n", (long long)cblocks, paired ? "a" : "no",
+                   text ? text : "(none)");
+        free(text);
+    }
     if (s && nr && fb == 1) {
         const char *host = attach_host(s, "Y.local");
         TT_CHECK(tensorized(s, "Y.local"));
@@ -277,7 +289,9 @@ static void run_conv_blocked(int64_t n, int64_t cblocks, int64_t cb, int64_t h, 
  * pixels: one tile with AVX-512, 4 + 3 with AVX2), 2 channel blocks of 16; 2 images and 3 channel
  * blocks of 5; filter blocks of two panels (packed per panel) and of 4 filters (the ordinary
  * tiles); a 1 x 1 conv of a 32 x 32 image (rows of 32 pixels in 4-row tiles: 6-row ones would
- * leave a 2-row tile). */
+ * leave a 2-row tile); 32 x 32 images (not wide) with 2 and 4 channel blocks, whose UPDATEs run
+ * in pairs of blocks (1 x 1 and 3 x 3 with padding, the pairs under zero_skip's trims), and with
+ * 3, which are not paired. */
 static void test_conv_blocked(void)
 {
     run_conv_blocked(1, 2, 16, 7, 4, 1, 3, "cpu -threads=2");
@@ -287,6 +301,9 @@ static void test_conv_blocked(void)
     run_conv_blocked(1, 2, 8, 5, 3, 2, 3, "cpu -threads=2");
     run_conv_blocked(2, 1, 8, 5, 3, 0, 1, "cpu -threads=2");
     run_conv_blocked(1, 1, 4, 32, 1, 1, 1, "cpu -threads=2");
+    run_conv_blocked(1, 4, 8, 32, 1, 1, 1, "cpu -threads=2");
+    run_conv_blocked(1, 2, 16, 33, 2, 1, 3, "cpu -threads=1");
+    run_conv_blocked(1, 3, 8, 32, 1, 1, 3, "cpu -threads=2");
 }
 
 /* Whether the kernel of s (built for "cpu -threads=2") hints W. */
