@@ -22,7 +22,9 @@
  *          in a row where their weights fit L1: paired_axis), or once per
  *          panel when the panel's output is small (is_wide: a conv of a
  *          small image, its weights packed per L1-sized depth block)
- *          (schedule_tz_tiles);
+ *          (schedule_tz_tiles); a lone output of few UPDATEs a tile runs
+ *          them in its own memory, without the local copy
+ *          (tiles_in_place);
  *          weights read as they are but too large for L2 hinted one
  *          window position ahead (prefetch_operand).
  *   rows   (row-wise chains): the root's leading dims up to the kernel's
@@ -420,8 +422,8 @@ static tex_iter *paired_axis(const texi_as_graph *g, const tex_stage *gs, const 
     return NULL;
 }
 
-/* The tensorized GEMM stage's loops inside its row strip: (leading axes,
- * other reduce axes, k / KC, rows / MR, pair, rows % MR, k % KC, columns), MR
+/* The tensorized GEMM stage's loops inside its row strip: (lead, other
+ * reduce axes, k / KC, rows / MR, pair, rows % MR, k % KC, columns), MR
  * the tile_rows of the rows, the rows % MR tensorized with the built-in: the strip's tiles RESET
  * first, then one UPDATE per tile and iteration of the loops outside the row tiles (a conv's window
  * positions, the depth blocks), so that each block of the right operand is reused by every tile of
@@ -430,22 +432,24 @@ static tex_iter *paired_axis(const texi_as_graph *g, const tex_stage *gs, const 
  * or fewer rows; pair is the inner 2 of paired_axis, unrolled; the columns are vectorized for the
  * edge tiles that run the ordinary nest. The k
  * split is there even when KC = K, so that tex_tune (which mutates the split factors of the
- * schedule's trace) can block the depth. With `wide` the stage covers the whole panel: the leading
- * axes move inside k / KC, so each block of the operand stays in L1 while all of the panel's row
- * tiles use it. *kblock receives the k / KC loop, *tile the tensorized one, *pair the pair loop
- * (NULL when there is none). */
-static int tz_strip_inner(texi_as_graph *g, tex_stage *gs, bool wide, tex_iter **kblock,
+ * schedule's trace) can block the depth. `lead` are gs's data loops outside its rows m and columns
+ * c: its leading axes, or, when gs is the root itself (schedule_tz_tiles), the root's loops around
+ * the strip. With `wide` the stage covers the whole panel: the leading axes move inside k / KC,
+ * so each block of the operand stays in L1 while all of the panel's row tiles use it. *kblock
+ * receives the k / KC loop, *tile the tensorized one, *pair the pair loop (NULL when there is
+ * none). */
+static int tz_strip_inner(texi_as_graph *g, tex_stage *gs, bool wide, int n_lead,
+                          tex_iter *const lead[], tex_iter *m, tex_iter *c, tex_iter **kblock,
                           tex_iter **tile, tex_iter **pair)
 {
     const texi_op *op = gs->op;
     tex_iter *order[MAX_LEAVES], *k, *ko, *ki, *mo, *mi, *po = NULL;
     const char *name;
     int64_t nr, e = 0;
-    int n = 0, nax = op->n_axes;
-    if (texi_as_tensorize_fit(g, gs, &k, &name, &nr) || nax + op->n_raxes + 2 > MAX_LEAVES)
+    int n = 0;
+    if (texi_as_tensorize_fit(g, gs, &k, &name, &nr) || n_lead + op->n_raxes + 6 > MAX_LEAVES)
         return texi_error(g->ctx, TEX_EINTERNAL, "tex_auto_schedule: stage '%s' no longer fits %s",
                           gs->tensor->name, g->tz_builtin);
-    tex_iter *m = op->axes[nax - 2], *c = op->axes[nax - 1];
     int64_t rows = 0;
     const_extent(m, &rows);
     TEXI_TRY(tex_split(gs, m, tex_int(g->ctx, tile_rows(g, rows)), &mo, &mi));
@@ -456,8 +460,8 @@ static int tz_strip_inner(texi_as_graph *g, tex_stage *gs, bool wide, tex_iter *
     *pair = NULL;
     if (paired)
         TEXI_TRY(tex_split(gs, paired, tex_int(g->ctx, 2), &po, pair));
-    for (int a = 0; a < nax - 2 && !wide; a++)
-        order[n++] = op->axes[a];
+    for (int a = 0; a < n_lead && !wide; a++)
+        order[n++] = lead[a];
     for (int r = 0; r < op->n_raxes; r++)
         if (op->raxes[r] != k)
             order[n++] = op->raxes[r] == paired ? po : op->raxes[r];
@@ -465,8 +469,8 @@ static int tz_strip_inner(texi_as_graph *g, tex_stage *gs, bool wide, tex_iter *
     *kblock = ko;
     *tile = mi;
     order[n++] = ko;
-    for (int a = 0; a < nax - 2 && wide; a++)
-        order[n++] = op->axes[a];
+    for (int a = 0; a < n_lead && wide; a++)
+        order[n++] = lead[a];
     order[n++] = mo;
     if (*pair)
         order[n++] = *pair;
@@ -621,6 +625,15 @@ static int prefetch_operand(texi_as_graph *g, tex_stage *gs, const tex_iter *kb,
     return tex_prefetch_at(gs, b, at_iv ? at_iv : from_iv, from_iv, 1);
 }
 
+/* Whether the parallel loop of root st's tensorized tiles is its column
+ * panels alone (with the leading dims that pick them: `picks` of them per
+ * panel, of `cols` columns): a 2-d root, or at least two panels a thread. */
+static bool panels_alone(const texi_as_graph *g, const tex_stage *st, int64_t cols, int64_t picks)
+{
+    int64_t panels = (cols + g->tz_nr - 1) / g->tz_nr * picks;
+    return st->op->n_axes == 2 || panels >= 2 * (int64_t)g->mach.threads;
+}
+
 /* "tiles" on the CPU GEMM built-in: the root's columns split by NR (the
  * built-in's tile) and its rows into strips (strip_rows), loop order
  * (column panels, the leading dims that pick the panel (panel_axes: a
@@ -637,7 +650,9 @@ static int prefetch_operand(texi_as_graph *g, tex_stage *gs, const tex_iter *kb,
  * the block from L1: the copy's loads from memory then alternate with the
  * tiles' FMAs instead of running as one phase), and tensorized
  * (tz_strip_inner), so the built-in handles the strip's last rows; the
- * epilogue computed per strip, while the strip is in L1. */
+ * epilogue computed per strip, while the strip is in L1. With gs the root
+ * itself (tiles_in_place), there are no strips: the root's rows are
+ * tensorized in its own loop nest, inside the panels. */
 static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
 {
     tex_stage *st = g->nodes[r].st;
@@ -648,34 +663,45 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
         return 0;
     int64_t cols = 0, picks = 1;
     int np = panel_axes(st, gs, order + 1, &picks);
+    bool in_place = gs == st; /* tiles_in_place: one strip of all the rows */
     TEXI_TRY(tex_split(st, op->axes[nax - 1], tex_int(g->ctx, g->tz_nr), &no, &ni));
-    TEXI_TRY(tex_split(st, op->axes[nax - 2], tex_int(g->ctx, strip_rows(g, st)), &mo, &mi));
+    mo = NULL;
+    mi = op->axes[nax - 2];
+    if (!in_place)
+        TEXI_TRY(tex_split(st, mi, tex_int(g->ctx, strip_rows(g, st)), &mo, &mi));
     order[n++] = no;
     n += nax - 2;
-    order[n++] = mo;
+    if (mo)
+        order[n++] = mo;
     order[n++] = mi;
     order[n++] = ni;
     for (int k = 0; k < op->n_raxes; k++)
         order[n++] = op->raxes[k];
     TEXI_TRY(tex_reorder(st, n, order));
     const_extent(op->axes[nax - 1], &cols);
-    int64_t panels = (cols + g->tz_nr - 1) / g->tz_nr * picks;
-    bool alone = nax == 2 || panels >= 2 * (int64_t)g->mach.threads;
+    bool alone = panels_alone(g, st, cols, picks);
     tex_iter *par = no;
     if (alone && np)
         TEXI_TRY(fuse_range(st, 0, 1 + np, &par));
     else if (!alone)
         TEXI_TRY(fuse_range(st, 1, nax - 2, &par));
     TEXI_TRY(tex_parallel(st, par));
-    bool wide = alone && is_wide(g, gs);
-    TEXI_TRY(tex_compute_at(gs, st, wide ? par : mo));
+    bool wide = !in_place && alone && is_wide(g, gs);
     tex_iter *kb = NULL, *tile = NULL, *pair = NULL;
-    TEXI_TRY(tz_strip_inner(g, gs, wide, &kb, &tile, &pair));
+    if (in_place) { /* the loops around the strip stay outermost (a copy: splits move leaves) */
+        int n_lead = texi_stage_leaf_index(st, mi);
+        memcpy(order, st->leaf, sizeof *order * (size_t)n_lead);
+        TEXI_TRY(tz_strip_inner(g, st, false, n_lead, order, mi, ni, &kb, &tile, &pair));
+    } else {
+        TEXI_TRY(tex_compute_at(gs, st, wide ? par : mo));
+        TEXI_TRY(tz_strip_inner(g, gs, wide, nax - 2, gs->op->axes, gs->op->axes[nax - 2],
+                                gs->op->axes[nax - 1], &kb, &tile, &pair));
+    }
     if (cols > g->tz_nr)
         TEXI_TRY(wide ? pack_panel(g, gs, gs, kb) : pack_panel(g, gs, st, alone && np ? par : no));
     if (cols <= g->tz_nr || wide)
         TEXI_TRY(prefetch_operand(g, gs, kb, tile, pair));
-    TEXI_TRY(attach_members(g, r, mo, gemm_node));
+    TEXI_TRY(attach_members(g, r, mo ? mo : par, gemm_node));
     return op->n_raxes ? 0 : vectorize_axis(g, st, ni);
 }
 
@@ -686,6 +712,36 @@ static int schedule_gemm_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_
                                       : schedule_tz_tiles(g, r, gs, gemm_node);
 }
 
+/* Whether lone GEMM-like root r runs the built-in's tiles in its own
+ * memory, with no local cache_write and copy-out: it is tensorized, has
+ * exactly NR columns (its rows of NR are then contiguous, as in the local
+ * tile: rows of a wider output, a row stride of 4 KiB and more, fall on
+ * the same few sets of L1), all its rows make one strip (constant, and
+ * the row tiles split the row axis itself, so that the last partial tile
+ * runs the built-in's fewer-row instance), and its whole reduction is at
+ * most TZ_DEPTH deep: a tile takes few UPDATEs, and the copy-out is a
+ * large part of its traffic; and it is not a wide panel (whose tiles
+ * share L1 with the depth blocks of all of the panel). On the generated C
+ * of bench/conv2d, the blocked 1 x 1 conv (256 channels) ran 1.1-1.5%
+ * faster in place; the 3 x 3 convs, with 9 or 18 UPDATEs a tile, as fast
+ * (64 channels) or 1.1% slower (128). */
+static bool tiles_in_place(const texi_as_graph *g, int r)
+{
+    tex_stage *st = g->nodes[r].st;
+    const texi_op *op = st->op;
+    int64_t cols = 0, rows = 0, depth = 1, e;
+    for (int k = 0; k < op->n_raxes; k++)
+        depth = const_extent(op->raxes[k], &e) ? depth * e : TZ_DEPTH + 1;
+    if (g->nodes[r].tz_why || !const_extent(op->axes[op->n_axes - 1], &cols) || cols != g->tz_nr ||
+        !const_extent(op->axes[op->n_axes - 2], &rows) || strip_rows(g, st) < rows ||
+        depth > TZ_DEPTH)
+        return false;
+    tex_iter *ax[MAX_LEAVES];
+    int64_t picks = 1;
+    panel_axes(st, st, ax, &picks);
+    return !(panels_alone(g, st, cols, picks) && is_wide(g, st));
+}
+
 /* "alone": a kernel with nothing attached. */
 static int schedule_alone(texi_as_graph *g, int r)
 {
@@ -693,6 +749,8 @@ static int schedule_alone(texi_as_graph *g, int r)
     tex_stage *st = nd->st;
     int nax = st->op->n_axes;
     if (nd->kind == TEXI_AS_GEMM && nax >= 2) {
+        if (tiles_in_place(g, r))
+            return schedule_tz_tiles(g, r, st, r);
         tex_tensor *local = tex_cache_write(g->sch, st->tensor, TEX_SCOPE_LOCAL);
         if (!local)
             return tex_errcode(g->ctx);

@@ -87,6 +87,17 @@ static inline bool tensorized(tex_schedule *s, const char *name)
     return false;
 }
 
+/* Whether the tiles of lone GEMM-like output `name` are tensorized: those
+ * of its local cache_write "name.local", or, where the tiles run in the
+ * output's own memory (a whole reduction of at most 256, NR columns), of
+ * the output itself. */
+static inline bool tensorized_output(tex_schedule *s, const char *name)
+{
+    char local[64];
+    snprintf(local, sizeof local, "%s.local", name);
+    return attach_of(s, local) >= 0 ? tensorized(s, local) : tensorized(s, name);
+}
+
 /* Whether the automatic scheduler has a CPU GEMM built-in on this host
  * (AVX2 or AVX-512), with the built-in's tile width in *nr. */
 static inline bool host_gemm_builtin(int64_t *nr)

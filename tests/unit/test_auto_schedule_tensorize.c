@@ -54,7 +54,7 @@ static void run_matmul(int64_t bt, int64_t m, int64_t n, int64_t k, bool epilogu
     }
     tex_schedule *s = case_check(&c, Y, target);
     if (s) {
-        TT_EQ_INT(tensorized(s, epilogue ? "MM" : "Y.local"), want_tz && nr > 0);
+        TT_EQ_INT(epilogue ? tensorized(s, "MM") : tensorized_output(s, "Y"), want_tz && nr > 0);
         TT_EQ_INT(n_roots(s), 1);
         if (epilogue)
             TT_EQ_INT(attach_of(s, "MM"), TEXI_ATTACH_AT);
@@ -154,7 +154,7 @@ static void run_conv(tex_layout layout, int64_t n, int64_t ch, int64_t h, int64_
     tex_schedule *s = case_check(&c, y, "cpu");
     bool tz = want_tz && nr > 0 && f >= nr;
     if (s) {
-        TT_EQ_INT(tensorized(s, epilogue ? "Cv" : "Y.local"), tz);
+        TT_EQ_INT(epilogue ? tensorized(s, "Cv") : tensorized_output(s, "Y"), tz);
         if (pad) /* the built-in reads the padded input from a buffer */
             TT_EQ_INT(attach_of(s, epilogue ? "Cv_pad" : "Y_pad"),
                       tz ? TEXI_ATTACH_ROOT : TEXI_ATTACH_INLINE);
@@ -197,7 +197,7 @@ static void run_conv_panels(int64_t n, int64_t ch, int64_t h, int64_t f, int64_t
     tex_schedule *s = case_check(&c, y, target);
     if (s) {
         const char *host = attach_host(s, "W.local");
-        TT_CHECK(tensorized(s, epilogue ? "Cv" : "Y.local"));
+        TT_CHECK(epilogue ? tensorized(s, "Cv") : tensorized_output(s, "Y"));
         TT_CHECK(pack_in ? host && strcmp(host, pack_in) == 0 : attach_of(s, "W.local") == -1);
         if (tt_failed_checks)
             printf("  %s, f = %lld: W.local in %s, want %s\n", target, (long long)f,
@@ -274,10 +274,13 @@ static void run_conv_blocked(int64_t n, int64_t cblocks, int64_t cb, int64_t h, 
         free(text);
     }
     if (s && nr && fb == 1) {
+        /* the tiles in Y itself iff the reduction is at most 256 deep and the panel is not wide */
+        bool in_place = attach_of(s, "Y.local") < 0;
         const char *host = attach_host(s, "Y.local");
-        TT_CHECK(tensorized(s, "Y.local"));
+        TT_EQ_INT(in_place, cblocks * cb * r * r <= 256 && h >= 32);
+        TT_CHECK(tensorized_output(s, "Y"));
         TT_CHECK(attach_of(s, "W.local") == -1);
-        TT_CHECK(host && strcmp(host, "Y") == 0);
+        TT_CHECK(in_place || (host && strcmp(host, "Y") == 0));
         for (int i = 0; i < s->n_stages && h < 32; i++) /* 32 x 32 x 64 floats: not wide */
             if (strcmp(s->stages[i]->tensor->name, "Y.local") == 0)
                 TT_CHECK(strstr(s->stages[i]->attach_iv->name, "fused") != NULL);
@@ -291,7 +294,8 @@ static void run_conv_blocked(int64_t n, int64_t cblocks, int64_t cb, int64_t h, 
  * tiles); a 1 x 1 conv of a 32 x 32 image (rows of 32 pixels in 4-row tiles: 6-row ones would
  * leave a 2-row tile); 32 x 32 images (not wide) with 2 and 4 channel blocks, whose UPDATEs run
  * in pairs of blocks (1 x 1 and 3 x 3 with padding, the pairs under zero_skip's trims), and with
- * 3, which are not paired. */
+ * 3, which are not paired; the 1 x 1 convs and the 3 x 3 one of 3 x 8 channels (reductions of at
+ * most 256) on 32 x 32 images run their tiles in Y itself, with no Y.local. */
 static void test_conv_blocked(void)
 {
     run_conv_blocked(1, 2, 16, 7, 4, 1, 3, "cpu -threads=2");
