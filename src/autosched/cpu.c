@@ -7,7 +7,8 @@
  *          tiled MB x NB, a register tile (MB rows of NB / lanes vectors,
  *          the shape of bench/gemm's fastest loop nest); the column panels
  *          outermost when a K x NB panel of the right operand fits in half
- *          of L2 (it is then reused by every row tile), else the row tiles;
+ *          of L2 (it is then reused by every row tile) and, for a 2-d root,
+ *          there are two panels a thread, else the row tiles;
  *          leading dims and that outer loop fused and parallel; the GEMM
  *          stage computed at the inner tile loop with loop order (other
  *          reduce axes, k / KF, k % KF, rows, columns), k % KF and the rows
@@ -328,8 +329,12 @@ static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
         return 0;
     TEXI_TRY(tex_tile(st, op->axes[nax - 2], op->axes[nax - 1], tex_int(g->ctx, TILE_ROWS),
                       tex_int(g->ctx, nb), &mo, &no, &mi, &ni));
-    int64_t pb = panel_bytes(gs, nb);
-    bool panel_outer = pb >= 0 && pb <= g->mach.l2 / 2;
+    int64_t pb = panel_bytes(gs, nb), cols = 0;
+    /* a 2-d root's outer loop is its parallel loop: panels outermost only
+     * when there are at least two a thread */
+    bool enough = nax > 2 || !const_extent(op->axes[nax - 1], &cols) ||
+                  (cols + nb - 1) / nb >= 2 * (int64_t)g->mach.threads;
+    bool panel_outer = pb >= 0 && pb <= g->mach.l2 / 2 && enough;
     int n = 0;
     for (int k = 0; k < nax - 2; k++)
         order[n++] = op->axes[k];
@@ -625,13 +630,13 @@ static int prefetch_operand(texi_as_graph *g, tex_stage *gs, const tex_iter *kb,
     return tex_prefetch_at(gs, b, at_iv ? at_iv : from_iv, from_iv, 1);
 }
 
-/* Whether the parallel loop of root st's tensorized tiles is its column
+/* Whether the parallel loop of a root's tensorized tiles is its column
  * panels alone (with the leading dims that pick them: `picks` of them per
- * panel, of `cols` columns): a 2-d root, or at least two panels a thread. */
-static bool panels_alone(const texi_as_graph *g, const tex_stage *st, int64_t cols, int64_t picks)
+ * panel, of `cols` columns): at least two panels a thread. */
+static bool panels_alone(const texi_as_graph *g, int64_t cols, int64_t picks)
 {
     int64_t panels = (cols + g->tz_nr - 1) / g->tz_nr * picks;
-    return st->op->n_axes == 2 || panels >= 2 * (int64_t)g->mach.threads;
+    return panels >= 2 * (int64_t)g->mach.threads;
 }
 
 /* "tiles" on the CPU GEMM built-in: the root's columns split by NR (the
@@ -639,9 +644,10 @@ static bool panels_alone(const texi_as_graph *g, const tex_stage *st, int64_t co
  * (column panels, the leading dims that pick the panel (panel_axes: a
  * blocked conv's filter block), the other leading dims, row strips, rows,
  * columns); the panels (the column panels and those leading dims, fused)
- * parallel when there are at least two per thread (or no leading dims),
- * else serial around the leading dims fused and parallel,
- * so that each panel is still packed once, not once per leading index;
+ * parallel when there are at least two per thread, else serial around the
+ * leading dims fused and parallel, so that each panel is still packed
+ * once, not once per leading index, or, for a 2-d root (no leading dims),
+ * fused with the strips into the parallel loop;
  * the right operand packed per panel when it has more columns than one
  * panel (with exactly NR its rows already are the packed panel: the copy
  * would only cost time); the GEMM stage computed per strip, or with a
@@ -679,12 +685,18 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
         order[n++] = op->raxes[k];
     TEXI_TRY(tex_reorder(st, n, order));
     const_extent(op->axes[nax - 1], &cols);
-    bool alone = panels_alone(g, st, cols, picks);
-    tex_iter *par = no;
+    bool alone = panels_alone(g, cols, picks);
+    tex_iter *par = no, *panel = no, *strip = mo;
     if (alone && np)
         TEXI_TRY(fuse_range(st, 0, 1 + np, &par));
-    else if (!alone)
+    else if (!alone && nax > 2)
         TEXI_TRY(fuse_range(st, 1, nax - 2, &par));
+    else if (!alone && mo) /* 2-d: the few panels and their strips, together */
+        TEXI_TRY(fuse_range(st, 0, 2, &par));
+    if (mo && par != no && nax == 2)
+        panel = strip = par;
+    else if (alone && np)
+        panel = par;
     TEXI_TRY(tex_parallel(st, par));
     bool wide = !in_place && alone && is_wide(g, gs);
     tex_iter *kb = NULL, *tile = NULL, *pair = NULL;
@@ -693,15 +705,15 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
         memcpy(order, st->leaf, sizeof *order * (size_t)n_lead);
         TEXI_TRY(tz_strip_inner(g, st, false, n_lead, order, mi, ni, &kb, &tile, &pair));
     } else {
-        TEXI_TRY(tex_compute_at(gs, st, wide ? par : mo));
+        TEXI_TRY(tex_compute_at(gs, st, wide ? par : strip));
         TEXI_TRY(tz_strip_inner(g, gs, wide, nax - 2, gs->op->axes, gs->op->axes[nax - 2],
                                 gs->op->axes[nax - 1], &kb, &tile, &pair));
     }
     if (cols > g->tz_nr)
-        TEXI_TRY(wide ? pack_panel(g, gs, gs, kb) : pack_panel(g, gs, st, alone && np ? par : no));
+        TEXI_TRY(wide ? pack_panel(g, gs, gs, kb) : pack_panel(g, gs, st, panel));
     if (cols <= g->tz_nr || wide)
         TEXI_TRY(prefetch_operand(g, gs, kb, tile, pair));
-    TEXI_TRY(attach_members(g, r, mo ? mo : par, gemm_node));
+    TEXI_TRY(attach_members(g, r, strip ? strip : par, gemm_node));
     return op->n_raxes ? 0 : vectorize_axis(g, st, ni);
 }
 
@@ -739,7 +751,7 @@ static bool tiles_in_place(const texi_as_graph *g, int r)
     tex_iter *ax[MAX_LEAVES];
     int64_t picks = 1;
     panel_axes(st, st, ax, &picks);
-    return !(panels_alone(g, st, cols, picks) && is_wide(g, st));
+    return !(panels_alone(g, cols, picks) && is_wide(g, st));
 }
 
 /* "alone": a kernel with nothing attached. */

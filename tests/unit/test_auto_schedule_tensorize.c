@@ -88,6 +88,42 @@ static void test_matmul_fallback(void)
     run_matmul(0, 9, 67, 33, false, false, false, "cpu -strict-float", false);
 }
 
+/* Whether the kernel of s built for target has a parallel loop. */
+static bool runs_parallel(as_case *c, tex_schedule *s, const char *target)
+{
+    char why[512];
+    tex_func *f = ops_lower(&c->w, s, why, sizeof why);
+    tex_kernel *k = f ? tex_build(f, target) : NULL;
+    bool par = k && strstr(tex_kernel_source(k), "#pragma omp parallel for") != NULL;
+    if (!k)
+        TT_FAILF("%s: %s", c->w.name, f ? tex_errmsg(c->ctx) : why);
+    tex_kernel_free(k);
+    return par;
+}
+
+/* A lone 2-d matmul of one or two column panels on 2 threads, tensorized
+ * or not: its parallel loop takes the row tiles or strips too (it was the
+ * panels alone, one iteration, and the kernel ran on one thread). */
+static void test_matmul_few_panels(void)
+{
+    static const char *const targets[] = {"cpu -threads=2", "cpu -threads=2 -no-tensorize"};
+    for (int t = 0; t < 2; t++)
+        for (int64_t n = 64; n <= 100; n += 36) {
+            as_case c;
+            case_init(&c, "tz_few_panels", 3, (int64_t[]){200, n, 96}, false);
+            tex_tensor *A = ops_input(&c.w, "A", 2, (tex_expr *[]){c.d[0], c.d[2]});
+            tex_tensor *B = ops_input(&c.w, "B", 2, (tex_expr *[]){c.d[2], c.d[1]});
+            tex_tensor *Y = c.w.out = tex_op_matmul(c.ctx, "Y", A, B, 0, 0);
+            tex_schedule *s = tex_auto_schedule(c.ctx, 1, &Y, targets[t]);
+            TT_CHECK(s && ops_check_jit(&c.w, s, targets[0], 7, NULL, true) == 0);
+            TT_CHECK(s && tensorized_output(s, "Y") == (t == 0 && nr > 0));
+            TT_CHECK(s && runs_parallel(&c, s, targets[0]));
+            tex_ctx_free(c.ctx);
+            if (quick)
+                return;
+        }
+}
+
 /* A matmul whose consumer needs only some of its columns (a slice): the
  * stage is computed over those only, narrower than the built-in's tile,
  * so it is not tensorized (it was, and tex_lower refused the schedule). */
@@ -616,6 +652,7 @@ int main(void)
     }
     TT_RUN(test_matmul);
     TT_RUN(test_matmul_fallback);
+    TT_RUN(test_matmul_few_panels);
     TT_RUN(test_no_tensorize);
     TT_RUN(test_matmul_sliced);
     TT_RUN(test_conv);
