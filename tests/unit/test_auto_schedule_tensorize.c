@@ -88,17 +88,17 @@ static void test_matmul_fallback(void)
     run_matmul(0, 9, 67, 33, false, false, false, "cpu -strict-float", false);
 }
 
-/* Whether the kernel of s built for target has a parallel loop. */
-static bool runs_parallel(as_case *c, tex_schedule *s, const char *target)
+/* Whether the C source of s's kernel built for target contains `text`. */
+static bool source_has(as_case *c, tex_schedule *s, const char *target, const char *text)
 {
     char why[512];
     tex_func *f = ops_lower(&c->w, s, why, sizeof why);
     tex_kernel *k = f ? tex_build(f, target) : NULL;
-    bool par = k && strstr(tex_kernel_source(k), "#pragma omp parallel for") != NULL;
+    bool has = k && strstr(tex_kernel_source(k), text) != NULL;
     if (!k)
         TT_FAILF("%s: %s", c->w.name, f ? tex_errmsg(c->ctx) : why);
     tex_kernel_free(k);
-    return par;
+    return has;
 }
 
 /* A lone 2-d matmul of one or two column panels on 2 threads, tensorized
@@ -117,7 +117,7 @@ static void test_matmul_few_panels(void)
             tex_schedule *s = tex_auto_schedule(c.ctx, 1, &Y, targets[t]);
             TT_CHECK(s && ops_check_jit(&c.w, s, targets[0], 7, NULL, true) == 0);
             TT_CHECK(s && tensorized_output(s, "Y") == (t == 0 && nr > 0));
-            TT_CHECK(s && runs_parallel(&c, s, targets[0]));
+            TT_CHECK(s && source_has(&c, s, targets[0], "#pragma omp parallel for"));
             tex_ctx_free(c.ctx);
             if (quick)
                 return;
@@ -346,19 +346,6 @@ static void test_conv_blocked(void)
     run_conv_blocked(1, 3, 8, 32, 1, 1, 3, "cpu -threads=2");
 }
 
-/* Whether the kernel of s (built for "cpu -threads=2") hints W. */
-static bool hints_weights(as_case *c, tex_schedule *s)
-{
-    char why[512];
-    tex_func *f = ops_lower(&c->w, s, why, sizeof why);
-    tex_kernel *k = f ? tex_build(f, "cpu -threads=2") : NULL;
-    bool hinted = k && strstr(tex_kernel_source(k), "__builtin_prefetch(&W[") != NULL;
-    if (!k)
-        TT_FAILF("%s: %s", c->w.name, f ? tex_errmsg(c->ctx) : why);
-    tex_kernel_free(k);
-    return hinted;
-}
-
 /* A blocked conv whose weights do not fit the threads' L2 (as "-l2=64K"
  * says) hints the next window position's weight block while the current
  * one's tiles compute (its window loops fused); with a large L2 it does
@@ -385,7 +372,7 @@ static void test_conv_weight_hints(void)
             text &&
             (strstr(text, "prefetch W at axis i2, 1 iterations of axis rc.ry.fused.rx.fused") !=
              NULL) == small);
-        TT_CHECK(s && hints_weights(&c, s) == small);
+        TT_CHECK(s && source_has(&c, s, "cpu -threads=2", "__builtin_prefetch(&W[") == small);
         if (tt_failed_checks)
             printf("  %s:\n%s", target, text ? text : tex_errmsg(c.ctx));
         free(text);
@@ -412,7 +399,7 @@ static void test_conv_packed_hints(void)
         const char *host = s ? attach_host(s, "W.local") : NULL;
         TT_CHECK(s && ops_check_jit(&c.w, s, "cpu -threads=2", 9, NULL, true) == 0);
         TT_CHECK(host && strcmp(host, "Y.local") == 0); /* packed per depth block */
-        TT_CHECK(s && hints_weights(&c, s) == small);
+        TT_CHECK(s && source_has(&c, s, "cpu -threads=2", "__builtin_prefetch(&W[") == small);
         if (tt_failed_checks && s) {
             char *text = tex_schedule_str(s);
             printf("  %s:\n%s", target, text ? text : "(none)");
