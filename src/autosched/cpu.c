@@ -687,16 +687,15 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
     const_extent(op->axes[nax - 1], &cols);
     bool alone = panels_alone(g, cols, picks);
     tex_iter *par = no, *panel = no, *strip = mo;
-    if (alone && np)
+    if (alone && np) {
         TEXI_TRY(fuse_range(st, 0, 1 + np, &par));
-    else if (!alone && nax > 2)
-        TEXI_TRY(fuse_range(st, 1, nax - 2, &par));
-    else if (!alone && mo) /* 2-d: the few panels and their strips, together */
-        TEXI_TRY(fuse_range(st, 0, 2, &par));
-    if (mo && par != no && nax == 2)
-        panel = strip = par;
-    else if (alone && np)
         panel = par;
+    } else if (!alone && nax > 2) {
+        TEXI_TRY(fuse_range(st, 1, nax - 2, &par));
+    } else if (!alone && mo) { /* 2-d: the few panels and their strips, together */
+        TEXI_TRY(fuse_range(st, 0, 2, &par));
+        panel = strip = par;
+    }
     TEXI_TRY(tex_parallel(st, par));
     bool wide = !in_place && alone && is_wide(g, gs);
     tex_iter *kb = NULL, *tile = NULL, *pair = NULL;
