@@ -373,5 +373,6 @@ int main(void)
     TT_RUN(test_malformed_long);
     TT_RUN(test_fill_rows);
     TT_RUN(test_errors);
+    tt_remove_tree(cache_dir);
     return tt_finish();
 }

@@ -379,5 +379,6 @@ int main(void)
     TT_RUN(test_hyb_gpu);
     TT_RUN(test_search_gpu);
     TT_RUN(test_sparse_conv_gpu);
+    tt_remove_tree(cache_dir);
     return tt_finish();
 }

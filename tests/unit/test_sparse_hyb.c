@@ -343,5 +343,6 @@ int main(void)
     TT_RUN(test_malformed_csr);
     TT_RUN(test_bad_row_id);
     TT_RUN(test_errors);
+    tt_remove_tree(cache_dir);
     return tt_finish();
 }

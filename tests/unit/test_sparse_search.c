@@ -453,5 +453,6 @@ int main(void)
     TT_RUN(test_spmm_sparse_x);
     TT_RUN(test_reorder);
     TT_RUN(test_errors);
+    tt_remove_tree(cache_dir);
     return tt_finish();
 }
