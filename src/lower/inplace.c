@@ -5,7 +5,8 @@
  * ALLOCATE E { body } goes, and E's LOADs and STOREs become accesses of
  * buffer O at O_off + index, when body ends E's life with one consumer C:
  * a nest of FORs (min 0, constant extents) around one STORE
- * O[O_off + e] = f(..., E[e], ...) where
+ * O[O_off + e] = f(..., E[e], ...), each loop's body possibly starting
+ * with cache hints (tex_prefetch: they read and write nothing), where
  *   - e = sum c_k * v_k over the nest's variables numbers E's elements in
  *     mixed radix: sorted by c_k, c_1 = 1, c_{k+1} = c_k * extent_k, and
  *     the last c_k * extent_k is E's size; so C visits every element of E
@@ -100,7 +101,8 @@ static int by_coef(const void *a, const void *b)
 
 /* Whether index e, over the loops nest[0 .. n), numbers `size` elements in
  * mixed radix (the top comment's first condition). */
-static bool numbers_all(tex_ctx *ctx, tex_expr *e, tex_stmt *const nest[], int n, int64_t size)
+static bool numbers_all(tex_ctx *ctx, tex_expr *e, const tex_stmt *const nest[], int n,
+                        int64_t size)
 {
     int64_t radix[MAX_NEST][2]; /* coefficient, extent */
     tex_expr *vars[MAX_NEST], *zeros[MAX_NEST];
@@ -136,15 +138,40 @@ static bool numbers_all(tex_ctx *ctx, tex_expr *e, tex_stmt *const nest[], int n
     return next == size;
 }
 
+/* Whether s is only cache hints: a hint, or a SEQ or loop of them. */
+static bool only_hints(const tex_stmt *s)
+{
+    if (s->kind == TEXI_STMT_FOR)
+        return only_hints(s->u.loop.body);
+    if (s->kind != TEXI_STMT_SEQ)
+        return texi_is_prefetch(s);
+    for (int i = 0; i < s->u.seq.n; i++)
+        if (!only_hints(s->u.seq.items[i]))
+            return false;
+    return true;
+}
+
+/* Loop body s past the cache hints it starts with: the SEQ's last item
+ * when all the others are hints, else s. */
+static const tex_stmt *past_hints(const tex_stmt *s)
+{
+    if (s->kind != TEXI_STMT_SEQ || s->u.seq.n < 1)
+        return s;
+    for (int i = 0; i < s->u.seq.n - 1; i++)
+        if (!only_hints(s->u.seq.items[i]))
+            return s;
+    return s->u.seq.items[s->u.seq.n - 1];
+}
+
 /* Records in ip the consumer whose nest starts at loop s, when s is one:
  * see the top comment. */
-static void try_consumer(inplace *ip, tex_stmt *s, int64_t size)
+static void try_consumer(inplace *ip, const tex_stmt *s, int64_t size)
 {
-    tex_stmt *nest[MAX_NEST];
+    const tex_stmt *nest[MAX_NEST];
     int n = 0;
     while (s->kind == TEXI_STMT_FOR && n < MAX_NEST) {
         nest[n++] = s;
-        s = s->u.loop.body;
+        s = past_hints(s->u.loop.body);
     }
     if (s->kind != TEXI_STMT_STORE)
         return;
@@ -228,7 +255,7 @@ static void check_uses(inplace *ip, const tex_stmt *s)
     }
     const tex_stmt *inner = s;
     while (inner->kind == TEXI_STMT_FOR)
-        inner = inner->u.loop.body;
+        inner = past_hints(inner->u.loop.body);
     if (inner == ip->store) {
         ip->after = true; /* C itself: checked by try_consumer */
         return;

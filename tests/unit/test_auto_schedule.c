@@ -86,9 +86,12 @@ static void run_softmax(int64_t m, int64_t n, bool sym, bool log, const char *ta
         if (!log)
             TT_EQ_INT(attach_of(s, "Y_exp"), TEXI_ATTACH_AT);
         /* X's next row hinted once in rows of several vector steps, never
-         * in rows of one element */
-        if (n > 64 || n == 1)
+         * in rows of one element; so is Y's (for writing) when the last
+         * pass reads no X (softmax's rescaling, not log_softmax's) */
+        if (n > 64 || n == 1) {
             TT_EQ_INT(n_hints(s, "X"), n > 64);
+            TT_EQ_INT(n_hints(s, "Y"), n > 64 && !log);
+        }
     }
     tex_ctx_free(c.ctx);
 }
@@ -123,7 +126,7 @@ static void run_norm(int64_t b, int64_t m, int64_t n, int n_axes, bool rms, bool
          * every row, never */
         if (n_axes == 1 && (n > 64 || n == 1))
             TT_EQ_INT(n_hints(s, "X"), n > 64);
-        TT_CHECK(n_hints(s, "G") == 0 && n_hints(s, "Be") == 0);
+        TT_CHECK(n_hints(s, "G") == 0 && n_hints(s, "Be") == 0 && n_hints(s, "Y") == 0);
     }
     tex_ctx_free(c.ctx);
 }

@@ -42,8 +42,9 @@ static void expect_allocations(hand *h, const char *kept, const char *moved)
 
 /* E[i, j] = exp(X[i, j] - Mx[i]); Se[i] = sum_j E[i, j]; Y = E * (1 / Se):
  * E, Mx and Se at Y's rows, rows parallel, columns split by 8 and
- * vectorized. The columns divide by 8 (no tail): E moves into Y. */
-static void softmax_rows(const char *name, int64_t cols, bool symbolic, bool kept)
+ * vectorized, with `hinted` Y's next row hinted for writing at Y's loop
+ * over the vectors. The columns divide by 8 (no tail): E moves into Y. */
+static void softmax_rows(const char *name, int64_t cols, bool symbolic, bool hinted, bool kept)
 {
     hand hh, *h = &hh;
     hand_begin(h, name, "cpu -threads=2");
@@ -70,6 +71,8 @@ static void softmax_rows(const char *name, int64_t cols, bool symbolic, bool kep
     OK(tex_parallel(S(h, w->out), i4));
     OK(tex_split(S(h, w->out), j4, I(h, 8), &jo, &ji));
     OK(tex_vectorize(S(h, w->out), ji));
+    if (hinted)
+        OK(tex_prefetch_at(S(h, w->out), w->out, jo, i4, 1));
     OK(tex_split(S(h, E), j2, I(h, 8), &eo, &ei));
     OK(tex_vectorize(S(h, E), ei));
     for (tex_tensor *const *t = (tex_tensor *[]){Mx, E, Se, NULL}; *t; t++)
@@ -79,20 +82,26 @@ static void softmax_rows(const char *name, int64_t cols, bool symbolic, bool kep
 
 static void test_softmax_row_in_output(void)
 {
-    softmax_rows("softmax_in_output", 48, false, false);
+    softmax_rows("softmax_in_output", 48, false, false, false);
+}
+
+/* Y's loops start with cache hints of Y's next row: E still moves. */
+static void test_softmax_hinted_row_in_output(void)
+{
+    softmax_rows("softmax_hinted", 48, false, true, false);
 }
 
 /* 44 columns: Y's split leaves a guarded tail, so no single loop nest writes
  * all of Y's row: E stays. */
 static void test_softmax_tail_keeps_temporary(void)
 {
-    softmax_rows("softmax_tail", 44, false, true);
+    softmax_rows("softmax_tail", 44, false, false, true);
 }
 
 /* A symbolic row length: E's size is not a constant: E stays. */
 static void test_softmax_symbolic_keeps_temporary(void)
 {
-    softmax_rows("softmax_symbolic", 40, true, true);
+    softmax_rows("softmax_symbolic", 40, true, false, true);
 }
 
 /* T = exp(A) * 2 at Out's rows, Out = T + A: T moves into Out. */
@@ -177,6 +186,7 @@ int main(void)
         return 0;
     }
     TT_RUN(test_softmax_row_in_output);
+    TT_RUN(test_softmax_hinted_row_in_output);
     TT_RUN(test_softmax_tail_keeps_temporary);
     TT_RUN(test_softmax_symbolic_keeps_temporary);
     TT_RUN(test_elementwise_chain);
