@@ -127,6 +127,12 @@ tex_iter *texi_as_inner_iter(const tex_stage *st);
  * operand, whose column panels a tile reuses; NULL if none (classify.c). */
 tex_tensor *texi_as_panel_operand(const tex_stage *gemm);
 
+/* The dim of gemm's panel operand (texi_as_panel_operand) that its first
+ * read indexes by the column axis: the last for B [K, N], the one before
+ * for a transposed B [N, K] (tex_op_matmul's trans_b, tex_op_dense); -1
+ * when there is no panel operand (classify.c). */
+int texi_as_panel_dim(const tex_stage *gemm);
+
 /* Whether gemm's reads of its panel operand (texi_as_panel_operand) use its
  * leading axis a (a < n_axes - 2): a blocked conv's filter block (NCHWc
  * weights [F / FB, C / CB, KH, KW, CB, FB]) picks the panel, where an

@@ -275,6 +275,34 @@ tex_tensor *texi_as_panel_operand(const tex_stage *gemm)
     return NULL;
 }
 
+typedef struct {
+    const tex_tensor *t;
+    const tex_iter *n;
+    int dim; /* -1 before the first read of t */
+} panel_dim_walk;
+
+static bool panel_dim_visit(tex_expr *e, void *ud)
+{
+    panel_dim_walk *w = ud;
+    if (w->dim >= 0 || e->kind != TEXI_EXPR_ACCESS || e->u.access.tensor != w->t)
+        return w->dim < 0;
+    for (int d = 0; d < e->u.access.n_idx && w->dim < 0; d++)
+        if (texi_as_expr_uses(e->u.access.idx[d], w->n))
+            w->dim = d;
+    return false;
+}
+
+int texi_as_panel_dim(const tex_stage *gemm)
+{
+    const texi_op *op = gemm->op;
+    tex_tensor *b = texi_as_panel_operand(gemm);
+    if (!b)
+        return -1;
+    panel_dim_walk w = {b, op->axes[op->n_axes - 1], -1};
+    texi_expr_visit(op->body, panel_dim_visit, &w);
+    return w.dim;
+}
+
 bool texi_as_panel_axis(const tex_stage *gemm, int a)
 {
     const texi_op *op = gemm->op;

@@ -145,27 +145,50 @@ static void test_norms(void)
 
 /* ------------------------------------------------------------------ matmul */
 
-/* [bt,] M x K times K x N, plus (epilogue) a bias along N and gelu. */
-static void run_matmul(int64_t bt, int64_t m, int64_t n, int64_t k, bool epilogue, bool sym)
+/* [bt,] M x K times K x N (trans_b: B given as [bt,] N x K, as a dense
+ * layer's weights), plus (epilogue) a bias along N and gelu. */
+static void run_matmul_t(int64_t bt, int64_t m, int64_t n, int64_t k, bool epilogue, bool sym,
+                         bool trans_b, const char *target)
 {
     as_case c;
-    case_init(&c, epilogue ? "matmul_bias_gelu" : "matmul", 4, (int64_t[]){bt, m, n, k}, sym);
+    case_init(&c,
+              epilogue  ? "matmul_bias_gelu"
+              : trans_b ? "matmul_bt"
+                        : "matmul",
+              4, (int64_t[]){bt, m, n, k}, sym);
     int nd = bt > 0 ? 3 : 2;
-    tex_expr *sa[3] = {c.d[0], c.d[1], c.d[3]}, *sb[3] = {c.d[0], c.d[3], c.d[2]};
+    tex_expr *sa[3] = {c.d[0], c.d[1], c.d[3]};
+    tex_expr *sb[3] = {c.d[0], trans_b ? c.d[2] : c.d[3], trans_b ? c.d[3] : c.d[2]};
     tex_tensor *A = ops_input(&c.w, "A", nd, bt > 0 ? sa : sa + 1);
     tex_tensor *B = ops_input(&c.w, "B", nd, bt > 0 ? sb : sb + 1);
-    tex_tensor *Y = tex_op_matmul(c.ctx, epilogue ? "MM" : "Y", A, B, 0, 0);
+    tex_tensor *Y = tex_op_matmul(c.ctx, epilogue ? "MM" : "Y", A, B, 0, trans_b);
     if (epilogue) {
         tex_tensor *bias = ops_input(&c.w, "bias", 1, &c.d[2]);
         Y = tex_op_gelu(c.ctx, "Y", tex_op_bias_add(c.ctx, "Yb", Y, bias, -1));
     }
-    tex_schedule *s = case_check(&c, Y, "cpu");
+    tex_schedule *s = case_check(&c, Y, target);
     if (s && epilogue) {
         TT_EQ_INT(n_roots(s), 1);
         TT_EQ_INT(attach_of(s, "MM"), TEXI_ATTACH_AT);
         TT_EQ_INT(attach_of(s, "Yb"), TEXI_ATTACH_INLINE);
     }
+    if (s && trans_b) {
+        /* B's panels (constant shapes, more columns than a tile's) are
+         * packed transposed: K-major, N last */
+        char *text = tex_schedule_trace(s);
+        bool packed = text && strstr(text, "cache_read B local");
+        TT_EQ_INT(packed, !sym && n > 64);
+        if (packed)
+            TT_CHECK(strstr(text, "reorder_storage B.local ax1 ax0\n") ||
+                     strstr(text, "reorder_storage B.local ax0 ax2 ax1\n"));
+        free(text);
+    }
     tex_ctx_free(c.ctx);
+}
+
+static void run_matmul(int64_t bt, int64_t m, int64_t n, int64_t k, bool epilogue, bool sym)
+{
+    run_matmul_t(bt, m, n, k, epilogue, sym, false, "cpu");
 }
 
 static void test_matmul(void)
@@ -180,6 +203,12 @@ static void test_matmul(void)
     run_matmul(0, 24, 64, 64, true, false);
     run_matmul(0, 11, 17, 3, true, true);
     run_matmul(3, 4, 5, 6, true, false);
+    /* B transposed, with column panels to pack (2 threads: panels
+     * outermost) */
+    run_matmul_t(0, 37, 200, 70, false, false, true, "cpu -threads=2");
+    run_matmul_t(0, 13, 131, 31, false, true, true, "cpu -threads=2");
+    run_matmul_t(2, 9, 150, 17, false, false, true, "cpu -threads=2");
+    run_matmul_t(0, 1, 1, 1, false, false, true, "cpu");
 }
 
 /* out = X + (gelu(X W1 + b1) W2 + b2): two kernels, the hidden layer's and
