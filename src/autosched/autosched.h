@@ -127,6 +127,13 @@ tex_iter *texi_as_inner_iter(const tex_stage *st);
  * operand, whose column panels a tile reuses; NULL if none (classify.c). */
 tex_tensor *texi_as_panel_operand(const tex_stage *gemm);
 
+/* The data-parallel axis a of st, not its last, along which some read of
+ * st (looking through the producers sch inlines) runs its last
+ * (contiguous) dim while another of its dims follows st's last axis: a
+ * transpose's X[j, i] for Y[i, j] gives i; NULL when there is none
+ * (X[i, j], a broadcast X[i]) (classify.c). */
+tex_iter *texi_as_transposed_axis(const tex_schedule *sch, const tex_stage *st);
+
 /* The dim of gemm's panel operand (texi_as_panel_operand) that its first
  * read indexes by the column axis: the last for B [K, N], the one before
  * for a transposed B [N, K] (tex_op_matmul's trans_b, tex_op_dense); -1

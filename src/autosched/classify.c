@@ -10,6 +10,8 @@
  */
 #include "autosched/autosched.h"
 
+enum { MAX_INLINED_DIMS = 16 };
+
 /* Math functions whose call costs far more than an add (libm or a vector
  * polynomial); abs, floor, ceil, round and fma are cheap. */
 static bool math_is_expensive(enum texi_math op)
@@ -273,6 +275,72 @@ tex_tensor *texi_as_panel_operand(const tex_stage *gemm)
             return op->inputs[i];
     }
     return NULL;
+}
+
+typedef struct {
+    const tex_schedule *sch;
+    int depth; /* producers substituted on the way: bounded by the stages */
+} inline_walk;
+
+/* texi_expr_mutate callback: a read of a producer that the schedule
+ * inlines (an injective compute) becomes that producer's body at the read's
+ * indices, its own reads rewritten the same way. */
+static tex_expr *inline_read(tex_expr *e, void *ud)
+{
+    inline_walk *w = ud;
+    if (e->kind != TEXI_EXPR_ACCESS)
+        return NULL;
+    const tex_stage *ps = texi_schedule_find_stage(w->sch, e->u.access.tensor);
+    const texi_op *pop = ps ? ps->op : NULL;
+    int n = e->u.access.n_idx;
+    if (!pop || ps->attach != TEXI_ATTACH_INLINE || pop->kind != TEXI_OP_COMPUTE ||
+        pop->n_raxes > 0 || pop->n_axes != n || n > MAX_INLINED_DIMS ||
+        w->depth >= w->sch->n_stages)
+        return NULL;
+    tex_expr *vars[MAX_INLINED_DIMS], *vals[MAX_INLINED_DIMS];
+    for (int d = 0; d < n; d++) {
+        vars[d] = pop->axes[d]->var;
+        vals[d] = texi_expr_mutate(e->u.access.idx[d], inline_read, w);
+        if (!vals[d])
+            return e; /* out of memory: the read as it is */
+    }
+    tex_expr *body = texi_substitute(pop->body, n, vars, vals);
+    w->depth++;
+    body = body ? texi_expr_mutate(body, inline_read, w) : NULL;
+    w->depth--;
+    return body ? body : e;
+}
+
+typedef struct {
+    const texi_op *op;
+    tex_iter *axis; /* found: the axis a transposing read runs along */
+} transpose_walk;
+
+static bool transpose_visit(tex_expr *e, void *ud)
+{
+    transpose_walk *w = ud;
+    if (w->axis || e->kind != TEXI_EXPR_ACCESS || e->u.access.n_idx < 2)
+        return !w->axis;
+    const tex_expr *last = e->u.access.idx[e->u.access.n_idx - 1];
+    const tex_iter *col = w->op->axes[w->op->n_axes - 1];
+    if (last->kind != TEXI_EXPR_VAR || last->u.var.iter == col)
+        return true;
+    for (int a = 0; a < w->op->n_axes - 1; a++)
+        if (w->op->axes[a] == last->u.var.iter)
+            for (int d = 0; d < e->u.access.n_idx - 1; d++)
+                if (texi_as_expr_uses(e->u.access.idx[d], col))
+                    w->axis = w->op->axes[a];
+    return true;
+}
+
+tex_iter *texi_as_transposed_axis(const tex_schedule *sch, const tex_stage *st)
+{
+    transpose_walk w = {st->op, NULL};
+    inline_walk iw = {sch, 0};
+    tex_expr *body = st->op->n_axes >= 2 ? texi_expr_mutate(st->op->body, inline_read, &iw) : NULL;
+    if (body)
+        texi_expr_visit(body, transpose_visit, &w);
+    return w.axis;
 }
 
 typedef struct {

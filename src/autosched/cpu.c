@@ -786,6 +786,42 @@ static bool tiles_in_place(const texi_as_graph *g, int r)
     return !(panels_alone(g, cols, picks) && is_wide(g, st));
 }
 
+/* A lone elementwise stage that reads along its axis `across` rather than
+ * its last (a transpose, texi_as_transposed_axis): tiles of 32 bytes of
+ * elements along `across` by two vectors along the last axis, the tile
+ * loops last among the stage's loops and fused with them into the
+ * parallel loop, the tile's columns vectorized. Each vector gathers from
+ * 2 x lanes rows of the input, whose cache lines the tile's other rows
+ * then read on; row by row, a 4096 x 1024 f32 transpose read one element
+ * per line, on lines 4 KiB apart that share a few cache sets, and ran at
+ * 2 GB/s: tiled, 6x faster (64 x 256 x 256 swapping its last two dims, 5x).
+ * Tiles of a whole line (16 f32) by two vectors, or by one, or of two
+ * lines by one vector, measured 10-60% slower on some of 4096 x 1024,
+ * 1024 x 4096, 1000 x 3000 and that 3-d swap. */
+static int schedule_transpose(texi_as_graph *g, tex_stage *st, tex_iter *across)
+{
+    const texi_op *op = st->op;
+    int nax = op->n_axes, n = 0;
+    int64_t bytes = texi_dtype_bits(st->tensor->dtype) / 8;
+    int64_t rows = 32 / (bytes > 0 && bytes <= 32 ? bytes : 32);
+    tex_iter *last = op->axes[nax - 1], *ao, *lo, *ai, *li, *order[MAX_LEAVES], *par;
+    if (nax + 2 > MAX_LEAVES)
+        return 0;
+    TEXI_TRY(tex_tile(st, across, last, tex_int(g->ctx, rows), tex_int(g->ctx, 2 * lanes_of(g, st)),
+                      &ao, &lo, &ai, &li));
+    for (int k = 0; k < nax - 1; k++)
+        if (op->axes[k] != across)
+            order[n++] = op->axes[k];
+    order[n++] = ao;
+    order[n++] = lo;
+    order[n++] = ai;
+    order[n++] = li;
+    TEXI_TRY(tex_reorder(st, n, order));
+    TEXI_TRY(fuse_leading(st, n - 2, &par));
+    TEXI_TRY(tex_parallel(st, par));
+    return tex_vectorize(st, li);
+}
+
 /* "alone": a kernel with nothing attached. */
 static int schedule_alone(texi_as_graph *g, int r)
 {
@@ -800,6 +836,9 @@ static int schedule_alone(texi_as_graph *g, int r)
             return tex_errcode(g->ctx);
         return schedule_gemm_tiles(g, r, tex_stage_of(g->sch, local), r);
     }
+    tex_iter *across = nd->kind == TEXI_AS_INJECTIVE ? texi_as_transposed_axis(g->sch, st) : NULL;
+    if (across)
+        return schedule_transpose(g, st, across);
     if (nd->kind == TEXI_AS_INJECTIVE) {
         tex_iter *outer, *rest;
         TEXI_TRY(outer_loop(g, st, nax - 1, 2, &outer, &rest));

@@ -347,6 +347,41 @@ static void test_reductions(void)
     }
 }
 
+/* relu(transpose(X, perm)) (+ a row of B broadcast along the last dim):
+ * tiled over the axis the reads of X run along and the last, when the
+ * transpose moves X's last dim (perm[nd - 1] != nd - 1). */
+static void run_transpose(int nd, const int64_t dims[], const int perm[], bool broadcast, bool sym,
+                          const char *target)
+{
+    as_case c;
+    case_init(&c, "transpose", nd, dims, sym);
+    tex_tensor *X = ops_input(&c.w, "X", nd, c.d);
+    tex_tensor *y = tex_op_relu(c.ctx, "R", tex_op_transpose(c.ctx, "T", X, perm));
+    if (broadcast)
+        y = tex_op_add(c.ctx, "Y", y, ops_input(&c.w, "B", 1, &c.d[perm[nd - 1]]));
+    tex_schedule *s = case_check(&c, y, target);
+    char *text = s ? tex_schedule_trace(s) : NULL;
+    if (text) {
+        TT_EQ_INT(n_roots(s), 1);
+        bool tiled = strncmp(text, "tile ", 5) == 0 || strstr(text, "\ntile ");
+        TT_EQ_INT(tiled, (perm[nd - 1] != nd - 1));
+    }
+    free(text);
+    tex_ctx_free(c.ctx);
+}
+
+static void test_transpose(void)
+{
+    run_transpose(2, (int64_t[]){37, 53}, (int[]){1, 0}, false, false, "cpu");
+    if (quick)
+        return;
+    run_transpose(2, (int64_t[]){1, 1}, (int[]){1, 0}, false, false, "cpu");
+    run_transpose(2, (int64_t[]){70, 45}, (int[]){1, 0}, true, true, "cpu -threads=2");
+    run_transpose(3, (int64_t[]){5, 19, 33}, (int[]){0, 2, 1}, false, false, "cpu -threads=2");
+    run_transpose(3, (int64_t[]){17, 3, 40}, (int[]){2, 0, 1}, true, false, "cpu");
+    run_transpose(4, (int64_t[]){2, 9, 4, 21}, (int[]){0, 2, 1, 3}, false, false, "cpu");
+}
+
 /* transpose(reshape(relu(X))) + 1: every stage inlined into one kernel. */
 static void test_layout_chain(void)
 {
@@ -528,6 +563,7 @@ int main(void)
     TT_RUN(test_conv);
     TT_RUN(test_pool);
     TT_RUN(test_reductions);
+    TT_RUN(test_transpose);
     TT_RUN(test_layout_chain);
     TT_RUN(test_plain);
     tt_remove_tree(cache_dir);
