@@ -122,6 +122,10 @@ const char *texi_as_tensorize_fit(const texi_as_graph *g, const tex_stage *st, t
  * first multi-dimensional read in its body is, or NULL (classify.c). */
 tex_iter *texi_as_inner_iter(const tex_stage *st);
 
+/* Whether the last index of that read is not one variable but uses st's
+ * last axis: a pooling window's x * stride + rx (classify.c). */
+bool texi_as_window_along_last(const tex_stage *st);
+
 /* The input of GEMM-like stage gemm that its reads index by the column
  * axis (its last) and not by the row axis (the one before): the right
  * operand, whose column panels a tile reuses; NULL if none (classify.c). */

@@ -233,6 +233,28 @@ static bool inner_visit(tex_expr *e, void *ud)
     return false;
 }
 
+static bool window_visit(tex_expr *e, void *ud)
+{
+    read_walk *w = ud;
+    if (w->found)
+        return false;
+    if (e->kind != TEXI_EXPR_ACCESS || e->u.access.n_idx == 0)
+        return true;
+    w->found = true;
+    tex_expr *last = e->u.access.idx[e->u.access.n_idx - 1];
+    if (last->kind != TEXI_EXPR_VAR && texi_as_expr_uses(last, w->op->axes[w->op->n_axes - 1]))
+        w->inner = w->op->axes[w->op->n_axes - 1];
+    return false;
+}
+
+bool texi_as_window_along_last(const tex_stage *st)
+{
+    read_walk w = {.op = st->op};
+    if (st->op->n_axes > 0)
+        texi_expr_visit(st->op->body, window_visit, &w);
+    return w.inner != NULL;
+}
+
 tex_iter *texi_as_inner_iter(const tex_stage *st)
 {
     read_walk w = {.op = st->op};

@@ -116,9 +116,9 @@ static int move_last(tex_stage *st, tex_iter *iv)
 
 /* The inner loops of a reduction: the reduction vectorized when its
  * innermost read runs along the last reduce axis, else (or under
- * -strict-float, or for a GEMM-like stage) the last data-parallel axis
- * moved inside and vectorized. */
-static int reduce_inner(const texi_as_graph *g, tex_stage *st, bool gemm)
+ * -strict-float, or for a GEMM-like stage, or a window along the last
+ * axis) the last data-parallel axis moved inside and vectorized. */
+static int reduce_inner(const texi_as_graph *g, tex_stage *st, bool gemm, bool window)
 {
     const texi_op *op = st->op;
     tex_iter *inner = texi_as_inner_iter(st);
@@ -129,7 +129,7 @@ static int reduce_inner(const texi_as_graph *g, tex_stage *st, bool gemm)
             return 0;
         return tex_vectorize_reduce(st, last_r);
     }
-    if (op->n_axes == 0 || (inner != op->axes[op->n_axes - 1] && !gemm))
+    if (op->n_axes == 0 || (inner != op->axes[op->n_axes - 1] && !gemm && !window))
         return 0;
     TEXI_TRY(move_last(st, op->axes[op->n_axes - 1]));
     return vectorize_axis(g, st, op->axes[op->n_axes - 1]);
@@ -140,7 +140,7 @@ static int member_inner(const texi_as_graph *g, tex_stage *st, enum texi_as_kind
 {
     if (kind == TEXI_AS_INJECTIVE)
         return st->op->n_axes ? vectorize_axis(g, st, st->op->axes[st->op->n_axes - 1]) : 0;
-    return reduce_inner(g, st, kind == TEXI_AS_GEMM);
+    return reduce_inner(g, st, kind == TEXI_AS_GEMM, false);
 }
 
 /* Computes every member of root r except `skip` at iv of the root's stage. */
@@ -262,7 +262,7 @@ static int schedule_rows(texi_as_graph *g, int r)
         return 0;
     TEXI_TRY(attach_members(g, r, outer, -1));
     if (nd->kind != TEXI_AS_INJECTIVE)
-        return reduce_inner(g, st, nd->kind == TEXI_AS_GEMM);
+        return reduce_inner(g, st, nd->kind == TEXI_AS_GEMM, false);
     tex_iter *last = nd_axes > 1 ? st->op->axes[nd_axes - 1] : rest;
     TEXI_TRY(vectorize_axis(g, st, last));
     return prefetch_next_rows(g, r, outer, lead);
@@ -845,13 +845,18 @@ static int schedule_alone(texi_as_graph *g, int r)
         tex_iter *last = nax > 1 ? st->op->axes[nax - 1] : rest;
         return last ? vectorize_axis(g, st, last) : 0;
     }
+    /* a window along the last axis (max pooling alone): rows of it, the
+     * last axis vectorized inside the window's loops; all dims fused, each
+     * element divided its fused index and ran the window scalar: 5-20x
+     * slower on pools of 56-222 pixel rows */
     tex_iter *inner = texi_as_inner_iter(st);
-    bool column = nax > 0 && inner == st->op->axes[nax - 1];
+    bool window = nax > 0 && texi_as_window_along_last(st);
+    bool column = nax > 0 && (inner == st->op->axes[nax - 1] || window);
     if (column && nax == 1)
-        return reduce_inner(g, st, nd->kind == TEXI_AS_GEMM);
+        return reduce_inner(g, st, nd->kind == TEXI_AS_GEMM, window);
     tex_iter *outer, *rest;
     TEXI_TRY(outer_loop(g, st, column ? nax - 1 : nax, 2, &outer, &rest));
-    return reduce_inner(g, st, nd->kind == TEXI_AS_GEMM);
+    return reduce_inner(g, st, nd->kind == TEXI_AS_GEMM, window);
 }
 
 int texi_as_schedule_cpu(texi_as_graph *g)

@@ -285,18 +285,36 @@ static void test_conv(void)
     run_conv(TEX_LAYOUT_NHWC, 1, 1, 1, 1);
 }
 
+/* max_pool2d(relu(X)) over [2, C, H, W]: rows of output pixels, the row
+ * vectorized inside the window's loops. */
+static void run_max_pool(int64_t ch, int64_t h, int64_t w, int64_t k, int64_t stride, int64_t pad,
+                         bool sym)
+{
+    as_case c;
+    case_init(&c, "max_pool", 3, (int64_t[]){ch, h, w}, sym);
+    tex_tensor *X =
+        ops_input(&c.w, "X", 4, (tex_expr *[]){tex_int(c.ctx, 2), c.d[0], c.d[1], c.d[2]});
+    tex_tensor *p = tex_op_max_pool2d(c.ctx, "P", tex_op_relu(c.ctx, "R", X), (int64_t[]){k, k},
+                                      (int64_t[]){stride, stride}, (int64_t[]){pad, pad});
+    tex_schedule *s = case_check(&c, p, "cpu -threads=2");
+    char *text = s ? tex_schedule_trace(s) : NULL;
+    if (text)
+        TT_CHECK(strstr(text, "reorder P i0.i1.fused.i2.fused ry rx i3\n") &&
+                 (strstr(text, "vectorize P i3\n") || strstr(text, "vectorize P i3.inner\n")));
+    free(text);
+    tex_ctx_free(c.ctx);
+}
+
 static void test_pool(void)
 {
     as_case c;
-    case_init(&c, "max_pool", 3, (int64_t[]){3, 11, 13}, true);
-    tex_tensor *X =
-        ops_input(&c.w, "X", 4, (tex_expr *[]){tex_int(c.ctx, 2), c.d[0], c.d[1], c.d[2]});
-    tex_tensor *p = tex_op_max_pool2d(c.ctx, "P", tex_op_relu(c.ctx, "R", X), (int64_t[]){3, 3},
-                                      (int64_t[]){2, 2}, (int64_t[]){1, 1});
-    case_check(&c, p, "cpu");
-    tex_ctx_free(c.ctx);
+    run_max_pool(3, 11, 13, 3, 2, 1, true);
+    run_max_pool(4, 20, 70, 3, 2, 1, false);
+    run_max_pool(2, 9, 40, 2, 2, 0, false);
+    run_max_pool(3, 7, 33, 3, 1, 1, false);
     case_init(&c, "global_avg_pool", 3, (int64_t[]){5, 7, 9}, false);
-    X = ops_input(&c.w, "X", 4, (tex_expr *[]){tex_int(c.ctx, 1), c.d[0], c.d[1], c.d[2]});
+    tex_tensor *X =
+        ops_input(&c.w, "X", 4, (tex_expr *[]){tex_int(c.ctx, 1), c.d[0], c.d[1], c.d[2]});
     case_check(&c, tex_op_global_avg_pool2d(c.ctx, "P", X), "cpu");
     tex_ctx_free(c.ctx);
 }
