@@ -72,6 +72,51 @@ static bool is_gemm_like(const texi_op *op)
     return ta && tb && ta != tb;
 }
 
+/* Whether tensor t's dim d is a constant 1 long. */
+static bool unit_dim(const tex_tensor *t, int d)
+{
+    int64_t e;
+    return d < t->ndim && texi_expr_is_int_const(t->shape[d], &e) && e == 1;
+}
+
+/* texi_expr_visit callback: clears *ud (the last reduce axis) at a read
+ * whose last index (past dims 1 long) is not that axis. */
+static bool along_visit(tex_expr *e, void *ud)
+{
+    const tex_iter **k = ud;
+    if (e->kind != TEXI_EXPR_ACCESS || !*k)
+        return *k != NULL;
+    int d = e->u.access.n_idx - 1;
+    while (d > 0 && unit_dim(e->u.access.tensor, d))
+        d--;
+    const tex_expr *ix = d >= 0 ? e->u.access.idx[d] : NULL;
+    if (!ix || ix->kind != TEXI_EXPR_VAR || ix->u.var.iter != *k)
+        *k = NULL;
+    return false;
+}
+
+/* Whether GEMM-like op is a matrix-vector product of dot products: its row
+ * or its column axis is 1 long (a batch-1 dense layer, x [1, K] . W[N,
+ * K]^T; A [M, K] . x [K, 1]), and every read runs along its last reduce
+ * axis. Each output then reads contiguous rows, and the reduction's own
+ * schedule (parallel over the outputs, vectorized along K) streams the
+ * matrix once. As tiles, the dense layer's vectors gathered from 16 rows
+ * of W, on one thread (the tile rows were the parallel loop): 28 ms for a
+ * 4096 x 4096 W on 2 cores, against 1.0 ms. */
+static bool is_dot_products(const texi_op *op)
+{
+    int64_t m = 0, n = 0;
+    if (op->n_axes < 2 || op->n_raxes < 1)
+        return false;
+    texi_expr_is_int_const(op->axes[op->n_axes - 2]->extent, &m);
+    texi_expr_is_int_const(op->axes[op->n_axes - 1]->extent, &n);
+    if (m != 1 && n != 1)
+        return false;
+    const tex_iter *k = op->raxes[op->n_raxes - 1];
+    texi_expr_visit(op->body, along_visit, &k);
+    return k != NULL;
+}
+
 /* Why GEMM stage st, which fits a built-in by its definition, still does
  * not: its consumers need only part of its rows or columns (a slice of its
  * output), so it is computed over a narrower range than the tiles its
@@ -103,9 +148,9 @@ int texi_as_classify(texi_as_graph *g)
             nd->kind = TEXI_AS_INPUT;
             continue;
         }
-        nd->kind = op->n_raxes == 0   ? TEXI_AS_INJECTIVE
-                   : is_gemm_like(op) ? TEXI_AS_GEMM
-                                      : TEXI_AS_REDUCE;
+        nd->kind = op->n_raxes == 0                           ? TEXI_AS_INJECTIVE
+                   : is_gemm_like(op) && !is_dot_products(op) ? TEXI_AS_GEMM
+                                                              : TEXI_AS_REDUCE;
         if (nd->kind == TEXI_AS_GEMM) {
             tex_iter *k;
             nd->tz_why = g->cuda ? "the CPU GEMM built-ins serve \"cpu\" only"

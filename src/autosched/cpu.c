@@ -741,9 +741,16 @@ static int schedule_tz_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_no
         TEXI_TRY(tz_strip_inner(g, gs, wide, nax - 2, gs->op->axes, gs->op->axes[nax - 2],
                                 gs->op->axes[nax - 1], &kb, &tile, &pair));
     }
-    if (cols > g->tz_nr)
+    /* a 2-d GEMM of one row tile (a matrix-vector product, batch 1) reads
+     * each element of the panel once: its copy would only double the
+     * traffic (1 x 4096 x 4096: 1.7x faster read in place) */
+    int64_t rows = 0;
+    bool once = nax == 2 && const_extent(op->axes[0], &rows) &&
+                rows <= texi_intrin_cpu_max_rows(g->tz_builtin);
+    bool pack = cols > g->tz_nr && !once;
+    if (pack)
         TEXI_TRY(wide ? pack_panel(g, gs, gs, kb) : pack_panel(g, gs, st, panel));
-    if (cols <= g->tz_nr || wide)
+    if (!pack || wide)
         TEXI_TRY(prefetch_operand(g, gs, kb, tile, pair));
     TEXI_TRY(attach_members(g, r, strip ? strip : par, gemm_node));
     return op->n_raxes ? 0 : vectorize_axis(g, st, ni);

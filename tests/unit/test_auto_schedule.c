@@ -172,12 +172,19 @@ static void run_matmul_t(int64_t bt, int64_t m, int64_t n, int64_t k, bool epilo
         TT_EQ_INT(attach_of(s, "MM"), TEXI_ATTACH_AT);
         TT_EQ_INT(attach_of(s, "Yb"), TEXI_ATTACH_INLINE);
     }
+    if (s && !epilogue && (m == 1 || n == 1) && k > 1) {
+        /* a matrix-vector product reading both operands along K: dot
+         * products, vectorized along K (B as [N, K], or a column x) */
+        char *text = tex_schedule_trace(s);
+        TT_EQ_INT(text && strstr(text, "vectorize_reduce Y k\n"), trans_b || n == 1);
+        free(text);
+    }
     if (s && trans_b) {
         /* B's panels (constant shapes, more columns than a tile's) are
          * packed transposed: K-major, N last */
         char *text = tex_schedule_trace(s);
         bool packed = text && strstr(text, "cache_read B local");
-        TT_EQ_INT(packed, !sym && n > 64);
+        TT_EQ_INT(packed, !sym && n > 64 && m > 1);
         if (packed)
             TT_CHECK(strstr(text, "reorder_storage B.local ax1 ax0\n") ||
                      strstr(text, "reorder_storage B.local ax0 ax2 ax1\n"));
@@ -209,6 +216,13 @@ static void test_matmul(void)
     run_matmul_t(0, 13, 131, 31, false, true, true, "cpu -threads=2");
     run_matmul_t(2, 9, 150, 17, false, false, true, "cpu -threads=2");
     run_matmul_t(0, 1, 1, 1, false, false, true, "cpu");
+    /* matrix-vector products: a batch-1 dense layer, A . x, and x^T . B
+     * (B as [K, N]: not dot products, B is read across K) */
+    run_matmul_t(0, 1, 70, 300, false, false, true, "cpu -threads=2");
+    run_matmul_t(0, 1, 33, 97, false, true, true, "cpu");
+    run_matmul_t(0, 45, 1, 300, false, false, false, "cpu -threads=2");
+    run_matmul_t(2, 7, 1, 40, false, false, false, "cpu");
+    run_matmul_t(0, 1, 70, 300, false, false, false, "cpu -threads=2");
 }
 
 /* out = X + (gelu(X W1 + b1) W2 + b2): two kernels, the hidden layer's and
