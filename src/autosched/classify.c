@@ -4,13 +4,17 @@
  * tensors) and the two cost facts the partition's rule needs (an expensive
  * body; a body that only moves data), plus the questions the partition asks
  * about one consumer's reads of one producer (reuse, leading dims indexed
- * by the consumer's own axes). Reads the compute definitions (the stage's
- * current op), never the schedule's relations; only whether a GEMM stage's
- * consumers need all of it asks bound inference (partly_needed).
+ * by the consumer's own axes), and the read patterns the kernel level asks
+ * about (a transposing read, a window, the panel operand's layout). Reads
+ * the compute definitions (the stage's current op), never the schedule's
+ * relations, except which producers it inlines (texi_as_transposed_axis
+ * looks through them); only whether a GEMM stage's consumers need all of
+ * it asks bound inference (partly_needed). A matrix-vector product of dot
+ * products counts as a reduction (is_dot_products).
  */
 #include "autosched/autosched.h"
 
-enum { MAX_INLINED_DIMS = 16 };
+enum { MAX_INLINED_DIMS = 16, MAX_INLINED_READS = 64 };
 
 /* Math functions whose call costs far more than an add (libm or a vector
  * polynomial); abs, floor, ceil, round and fma are cheap. */
@@ -174,12 +178,10 @@ int texi_as_classify(texi_as_graph *g)
 /* ------------------------------------------------------------ read patterns */
 
 typedef struct {
-    const texi_op *op;     /* the reader's compute */
-    const tex_tensor *t;   /* the tensor read */
-    bool reuse;            /* reuse: a loop variable missing from a read */
-    int lead;              /* lead_match: the minimum over the reads so far */
-    const tex_iter *inner; /* inner_iter: the answer */
-    bool found;            /* inner_iter: the first read was seen */
+    const texi_op *op;   /* the reader's compute */
+    const tex_tensor *t; /* the tensor read */
+    bool reuse;          /* reuse: a loop variable missing from a read */
+    int lead;            /* lead_match: the minimum over the reads so far */
 } read_walk;
 
 static bool var_used(tex_expr *e, void *ud)
@@ -264,51 +266,43 @@ int texi_as_lead_match(const tex_stage *c, const tex_tensor *t)
     return w.lead;
 }
 
-static bool inner_visit(tex_expr *e, void *ud)
+/* texi_expr_visit callback: the last index of the first read with indices,
+ * in *ud. */
+static bool first_read_visit(tex_expr *e, void *ud)
 {
-    read_walk *w = ud;
-    if (w->found)
+    tex_expr **last = ud;
+    if (*last)
         return false;
     if (e->kind != TEXI_EXPR_ACCESS || e->u.access.n_idx == 0)
         return true;
-    w->found = true;
-    const tex_expr *last = e->u.access.idx[e->u.access.n_idx - 1];
-    if (last->kind == TEXI_EXPR_VAR)
-        w->inner = last->u.var.iter;
+    *last = e->u.access.idx[e->u.access.n_idx - 1];
     return false;
 }
 
-static bool window_visit(tex_expr *e, void *ud)
+/* The last index of the first multi-dimensional read of st's body, or NULL. */
+static tex_expr *first_last_index(const tex_stage *st)
 {
-    read_walk *w = ud;
-    if (w->found)
-        return false;
-    if (e->kind != TEXI_EXPR_ACCESS || e->u.access.n_idx == 0)
-        return true;
-    w->found = true;
-    tex_expr *last = e->u.access.idx[e->u.access.n_idx - 1];
-    if (last->kind != TEXI_EXPR_VAR && texi_as_expr_uses(last, w->op->axes[w->op->n_axes - 1]))
-        w->inner = w->op->axes[w->op->n_axes - 1];
-    return false;
+    tex_expr *last = NULL;
+    texi_expr_visit(st->op->body, first_read_visit, &last);
+    return last;
 }
 
 bool texi_as_window_along_last(const tex_stage *st)
 {
-    read_walk w = {.op = st->op};
-    if (st->op->n_axes > 0)
-        texi_expr_visit(st->op->body, window_visit, &w);
-    return w.inner != NULL;
+    tex_expr *last = st->op->n_axes > 0 ? first_last_index(st) : NULL;
+    return last && last->kind != TEXI_EXPR_VAR &&
+           texi_as_expr_uses(last, st->op->axes[st->op->n_axes - 1]);
 }
 
 tex_iter *texi_as_inner_iter(const tex_stage *st)
 {
-    read_walk w = {.op = st->op};
-    texi_expr_visit(st->op->body, inner_visit, &w);
-    for (int k = 0; w.inner && k < st->op->n_axes; k++)
-        if (st->op->axes[k] == w.inner)
+    tex_expr *last = first_last_index(st);
+    const tex_iter *inner = last && last->kind == TEXI_EXPR_VAR ? last->u.var.iter : NULL;
+    for (int k = 0; inner && k < st->op->n_axes; k++)
+        if (st->op->axes[k] == inner)
             return st->op->axes[k];
-    for (int k = 0; w.inner && k < st->op->n_raxes; k++)
-        if (st->op->raxes[k] == w.inner)
+    for (int k = 0; inner && k < st->op->n_raxes; k++)
+        if (st->op->raxes[k] == inner)
             return st->op->raxes[k];
     return NULL;
 }
@@ -346,12 +340,14 @@ tex_tensor *texi_as_panel_operand(const tex_stage *gemm)
 
 typedef struct {
     const tex_schedule *sch;
-    int depth; /* producers substituted on the way: bounded by the stages */
+    int left; /* substitutions still allowed: chains that read a producer
+                 several times would grow exponentially */
 } inline_walk;
 
 /* texi_expr_mutate callback: a read of a producer that the schedule
  * inlines (an injective compute) becomes that producer's body at the read's
- * indices, its own reads rewritten the same way. */
+ * indices, its own reads rewritten the same way (at most MAX_INLINED_READS
+ * in all; the reads past them stay reads). */
 static tex_expr *inline_read(tex_expr *e, void *ud)
 {
     inline_walk *w = ud;
@@ -361,9 +357,9 @@ static tex_expr *inline_read(tex_expr *e, void *ud)
     const texi_op *pop = ps ? ps->op : NULL;
     int n = e->u.access.n_idx;
     if (!pop || ps->attach != TEXI_ATTACH_INLINE || pop->kind != TEXI_OP_COMPUTE ||
-        pop->n_raxes > 0 || pop->n_axes != n || n > MAX_INLINED_DIMS ||
-        w->depth >= w->sch->n_stages)
+        pop->n_raxes > 0 || pop->n_axes != n || n > MAX_INLINED_DIMS || w->left <= 0)
         return NULL;
+    w->left--;
     tex_expr *vars[MAX_INLINED_DIMS], *vals[MAX_INLINED_DIMS];
     for (int d = 0; d < n; d++) {
         vars[d] = pop->axes[d]->var;
@@ -372,9 +368,7 @@ static tex_expr *inline_read(tex_expr *e, void *ud)
             return e; /* out of memory: the read as it is */
     }
     tex_expr *body = texi_substitute(pop->body, n, vars, vals);
-    w->depth++;
     body = body ? texi_expr_mutate(body, inline_read, w) : NULL;
-    w->depth--;
     return body ? body : e;
 }
 
@@ -403,7 +397,7 @@ static bool transpose_visit(tex_expr *e, void *ud)
 tex_iter *texi_as_transposed_axis(const tex_schedule *sch, const tex_stage *st)
 {
     transpose_walk w = {st->op, NULL};
-    inline_walk iw = {sch, 0};
+    inline_walk iw = {sch, MAX_INLINED_READS};
     tex_expr *body = st->op->n_axes >= 2 ? texi_expr_mutate(st->op->body, inline_read, &iw) : NULL;
     if (body)
         texi_expr_visit(body, transpose_visit, &w);

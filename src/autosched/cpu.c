@@ -14,7 +14,7 @@
  *          reduce axes, k / KF, k % KF, rows, columns), k % KF and the rows
  *          unrolled, the columns vectorized; the epilogue's columns
  *          vectorized. With the panels outermost, the right operand is
- *          packed per panel (pack_panel).
+ *          packed per panel (pack_panel; transposed when stored [N, K]).
  *   tensorized tiles  (the GEMM-like stage fits a CPU GEMM built-in,
  *          tensorize.c): the root's columns split by the built-in's NR and
  *          its rows into strips that fit L1; the GEMM stage computed per
@@ -25,19 +25,24 @@
  *          small image, its weights packed per L1-sized depth block)
  *          (schedule_tz_tiles); a lone output of few UPDATEs a tile runs
  *          them in its own memory, without the local copy
- *          (tiles_in_place);
+ *          (tiles_in_place); a 2-d GEMM of one row tile reads its right
+ *          operand in place (no packing);
  *          weights read as they are but too large for L2 hinted one
  *          window position ahead (prefetch_operand).
  *   rows   (row-wise chains): the root's leading dims up to the kernel's
  *          depth (at most all but the last) fused into one parallel row
  *          loop, or for a 1-d root chunks sized to fit L1; every member
  *          computed at it with its own inner loop vectorized; the inputs
- *          read row by row hinted one row ahead (prefetch_next_rows).
+ *          read row by row hinted one row ahead (prefetch_next_rows), or
+ *          the output when the last pass reads no such input.
  *   alone  an elementwise stage: all dims but the last fused and parallel,
  *          the last vectorized; a reduction: its data-parallel dims fused
  *          and parallel, the reduction vectorized when it runs along memory
  *          (tex_vectorize_reduce, not under -strict-float), else the last
- *          data-parallel dim moved inside the reduction and vectorized.
+ *          data-parallel dim moved inside the reduction and vectorized
+ *          (kept out of the parallel loop when the reduction reads a window
+ *          along it, as max pooling does); an elementwise stage that reads
+ *          across its last axis (a transpose) in tiles (schedule_transpose).
  */
 #include "autosched/autosched.h"
 #include "schedule/intrin.h"
