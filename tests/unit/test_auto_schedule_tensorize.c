@@ -200,9 +200,9 @@ static void run_conv(tex_layout layout, int64_t n, int64_t ch, int64_t h, int64_
     bool tz = want_tz && nr > 0 && f >= nr;
     if (s) {
         TT_EQ_INT(epilogue ? tensorized(s, "Cv") : tensorized_output(s, "Y"), tz);
-        if (pad) /* the built-in reads the padded input from a buffer */
-            TT_EQ_INT(attach_of(s, epilogue ? "Cv_pad" : "Y_pad"),
-                      tz ? TEXI_ATTACH_ROOT : TEXI_ATTACH_INLINE);
+        if (pad) /* the built-in reads the padded input from a buffer, and
+                  * so do register tiles (no choice per vector lane) */
+            TT_EQ_INT(attach_of(s, epilogue ? "Cv_pad" : "Y_pad"), TEXI_ATTACH_ROOT);
     }
     tex_ctx_free(c.ctx);
 }
