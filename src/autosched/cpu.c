@@ -41,7 +41,8 @@
  *          (tex_vectorize_reduce, not under -strict-float), else the last
  *          data-parallel dim moved inside the reduction and vectorized
  *          (kept out of the parallel loop when the reduction reads a window
- *          along it, as max pooling does); an elementwise stage that reads
+ *          along it, as max pooling does; cut into one chunk a thread when
+ *          there are too few rows: column_chunks); an elementwise stage that reads
  *          across its last axis (a transpose) in tiles (schedule_transpose).
  */
 #include "autosched/autosched.h"
@@ -834,6 +835,49 @@ static int schedule_transpose(texi_as_graph *g, tex_stage *st, tex_iter *across)
     return tex_vectorize(st, li);
 }
 
+/* Whether reduction st's dims before its last have fewer elements than
+ * there are threads (a column reduction's one row of outputs), while its
+ * last has at least a vector's worth for each thread. */
+static bool few_rows(const texi_as_graph *g, const tex_stage *st)
+{
+    const texi_op *op = st->op;
+    int64_t lead = 1, e, cols;
+    for (int k = 0; k < op->n_axes - 1; k++)
+        lead = const_extent(op->axes[k], &e) ? lead * e : INT64_MAX / 2;
+    return lead < g->mach.threads && const_extent(op->axes[op->n_axes - 1], &cols) &&
+           cols >= 2 * lanes_of(g, st) * g->mach.threads;
+}
+
+/* A reduction that reads along its last axis with too few rows to share
+ * out (few_rows): the last axis cut into one chunk a thread (vectors of
+ * it), the chunks fused with the leading dims into the parallel loop, the
+ * reduce loops inside them and the chunk's vectors innermost. Its rows as
+ * the parallel loop, a softmax over the columns of 4096 x 1024 reduced
+ * each column's max and sum on one thread. */
+static int column_chunks(texi_as_graph *g, tex_stage *st)
+{
+    const texi_op *op = st->op;
+    int nax = op->n_axes, n = 0;
+    int64_t cols = 0, vec = 2 * lanes_of(g, st);
+    const_extent(op->axes[nax - 1], &cols);
+    int64_t chunk = (cols + g->mach.threads - 1) / g->mach.threads;
+    chunk += (vec - chunk % vec) % vec;
+    tex_iter *co, *ci, *order[MAX_LEAVES], *par;
+    if (nax + op->n_raxes + 1 > MAX_LEAVES)
+        return 0;
+    TEXI_TRY(tex_split(st, op->axes[nax - 1], tex_int(g->ctx, chunk), &co, &ci));
+    for (int k = 0; k < nax - 1; k++)
+        order[n++] = op->axes[k];
+    order[n++] = co;
+    for (int k = 0; k < op->n_raxes; k++)
+        order[n++] = op->raxes[k];
+    order[n++] = ci;
+    TEXI_TRY(tex_reorder(st, n, order));
+    TEXI_TRY(fuse_leading(st, nax, &par));
+    TEXI_TRY(tex_parallel(st, par));
+    return vectorize_axis(g, st, ci);
+}
+
 /* "alone": a kernel with nothing attached. */
 static int schedule_alone(texi_as_graph *g, int r)
 {
@@ -864,6 +908,8 @@ static int schedule_alone(texi_as_graph *g, int r)
     tex_iter *inner = texi_as_inner_iter(st);
     bool window = nax > 0 && texi_as_window_along_last(st);
     bool column = nax > 0 && (inner == st->op->axes[nax - 1] || window);
+    if (column && nd->kind != TEXI_AS_GEMM && few_rows(g, st))
+        return column_chunks(g, st);
     if (column && nax == 1)
         return reduce_inner(g, st, nd->kind == TEXI_AS_GEMM, window);
     tex_iter *outer, *rest;

@@ -369,6 +369,31 @@ static void run_reduce(int which, int64_t m, int64_t n, bool sym)
     tex_ctx_free(c.ctx);
 }
 
+/* Reductions over the rows of X [m, n] (sum over axis 0; softmax over
+ * axis 0, whose max and sum are such reductions): one row of outputs,
+ * shared out by chunks of columns on 2 threads. */
+static void test_column_reductions(void)
+{
+    as_case c;
+    case_init(&c, "sum_axis0", 2, (int64_t[]){37, 203}, false);
+    tex_tensor *X = ops_input(&c.w, "X", 2, c.d);
+    tex_schedule *s = case_check(&c, tex_op_sum(c.ctx, "Y", X, 1, (int[]){0}, 0), "cpu -threads=2");
+    char *text = s ? tex_schedule_trace(s) : NULL;
+    if (text)
+        TT_CHECK(strstr(text, "parallel Y i1.outer\n") != NULL);
+    free(text);
+    tex_ctx_free(c.ctx);
+    case_init(&c, "softmax_axis0", 2, (int64_t[]){29, 150}, false);
+    X = ops_input(&c.w, "X", 2, c.d);
+    s = case_check(&c, tex_op_softmax(c.ctx, "Y", X, 0), "cpu -threads=2");
+    text = s ? tex_schedule_trace(s) : NULL;
+    if (text)
+        TT_CHECK(strstr(text, "parallel Y_max i0.i1.outer.fused\n") &&
+                 strstr(text, "parallel Y_sum i0.i1.outer.fused\n"));
+    free(text);
+    tex_ctx_free(c.ctx);
+}
+
 static void test_reductions(void)
 {
     for (int which = RED_SUM_ROWS; which <= RED_ARGMAX; which++) {
@@ -596,6 +621,7 @@ int main(void)
     TT_RUN(test_conv);
     TT_RUN(test_pool);
     TT_RUN(test_reductions);
+    TT_RUN(test_column_reductions);
     TT_RUN(test_transpose);
     TT_RUN(test_layout_chain);
     TT_RUN(test_plain);
