@@ -842,9 +842,14 @@ static bool few_rows(const texi_as_graph *g, const tex_stage *st)
 {
     const texi_op *op = st->op;
     int64_t lead = 1, e, cols;
-    for (int k = 0; k < op->n_axes - 1; k++)
-        lead = const_extent(op->axes[k], &e) ? lead * e : INT64_MAX / 2;
-    return lead < g->mach.threads && const_extent(op->axes[op->n_axes - 1], &cols) &&
+    for (int k = 0; k < op->n_axes - 1; k++) {
+        if (!const_extent(op->axes[k], &e) || e >= g->mach.threads)
+            return false;
+        lead *= e; /* both below the thread count: no overflow */
+        if (lead >= g->mach.threads)
+            return false;
+    }
+    return const_extent(op->axes[op->n_axes - 1], &cols) &&
            cols >= 2 * lanes_of(g, st) * g->mach.threads;
 }
 
