@@ -8,12 +8,15 @@
  *             GEMM-like stage tensorized with a CPU built-in (nor, on the
  *             CPU, a choice among values read by register tiles:
  *             selects_for_tiles), when it only moves data (pad, transpose,
- *             reshape, broadcast: recomputing is a load), or when no consumer would evaluate one of
- * its elements twice (no reuse) and it is cheap or read by one kernel only; attach    a stage whose
- * readers all end up in one kernel, each reading it at the kernel's leading (row) indices, and that
- * does not feed a GEMM-like stage's reduction (it would be recomputed per tile); root everything
- * else: outputs, stages read by two kernels, inputs of a GEMM-like reduction, stages not read row
- * by row.
+ *             reshape, broadcast: recomputing is a load), or when no
+ *             consumer would evaluate one of its elements twice (no reuse)
+ *             and it is cheap or read by one kernel only;
+ *   attach    a stage whose readers all end up in one kernel, each reading
+ *             it at the kernel's leading (row) indices, and that does not
+ *             feed a GEMM-like stage's reduction (it would be recomputed
+ *             per tile);
+ *   root      everything else: outputs, stages read by two kernels, inputs
+ *             of a GEMM-like reduction, stages not read row by row.
  *
  * A kernel with a GEMM-like member indexed by all the root's dims is laid
  * out in register tiles (epilogue fusion); other kernels with members in
@@ -74,18 +77,25 @@ static bool would_recompute(texi_as_graph *g, int i)
     return false;
 }
 
-/* Whether a reader of node i is a GEMM-like stage whose tiles fit the CPU
- * GEMM built-in: the built-in reads its operands from buffers. */
-static bool feeds_builtin(const texi_as_graph *g, int i)
+/* Whether a reader of node i is a GEMM-like stage that calls the CPU GEMM
+ * built-in (builtin), or that is laid out in register tiles (!builtin). */
+static bool read_by_gemm(const texi_as_graph *g, int i, bool builtin)
 {
     int nc = 0;
     tex_stage **cons = texi_schedule_consumers(g->sch, g->nodes[i].st->tensor, &nc);
     for (int k = 0; cons && k < nc; k++) {
         const texi_as_node *c = &g->nodes[node_of(g, cons[k])];
-        if (c->kind == TEXI_AS_GEMM && !c->tz_why)
+        if (c->kind == TEXI_AS_GEMM && !c->tz_why == builtin)
             return true;
     }
     return false;
+}
+
+/* Whether a reader of node i is a GEMM-like stage whose tiles fit the CPU
+ * GEMM built-in: the built-in reads its operands from buffers. */
+static bool feeds_builtin(const texi_as_graph *g, int i)
+{
+    return read_by_gemm(g, i, true);
 }
 
 static bool is_select(tex_expr *e, void *ud)
@@ -107,14 +117,7 @@ static bool selects_for_tiles(const texi_as_graph *g, int i)
         return false; /* its tiles stage their operands in shared memory */
     bool sel = false;
     texi_expr_visit(g->nodes[i].st->op->body, is_select, &sel);
-    int nc = 0;
-    tex_stage **cons = sel ? texi_schedule_consumers(g->sch, g->nodes[i].st->tensor, &nc) : NULL;
-    for (int k = 0; cons && k < nc; k++) {
-        const texi_as_node *c = &g->nodes[node_of(g, cons[k])];
-        if (c->kind == TEXI_AS_GEMM && c->tz_why)
-            return true;
-    }
-    return false;
+    return sel && read_by_gemm(g, i, false);
 }
 
 /* The inline half of the cost rule for injective node i (file comment). */
