@@ -106,6 +106,9 @@ int texi_pass_loop_fuse(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* A costly value that a later loop nest recomputes at the points an earlier
  * one computed it, stored by the earlier and read back (loop_reuse.c). */
 int texi_pass_loop_reuse(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+/* Loops split where a conjunct of a select's condition is decided, in and
+ * around vector loops (select_partition.c), before simd_tail. */
+int texi_pass_select_partition(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
 int texi_pass_guarded_loads(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* Guarded vectorized loops as chunks that are either unguarded vector

@@ -65,6 +65,10 @@
  *   loop_reuse     a costly value a later
  *                  nest recomputes: stored
  *                  once, read back
+ *   select_partition  vector loops (and
+ *                  loops around them) split
+ *                  where a select's condition
+ *                  is decided
  *   simd_tail      guarded vector loops:
  *                  unguarded vector chunks,
  *                  predicated ones, or
@@ -148,6 +152,7 @@ static const struct {
     {"loop_fuse", FOR_CPU, ON_BODY, texi_pass_loop_fuse},
     {"uneven_parallel", FOR_CPU, ON_BODY, texi_pass_uneven_parallel},
     {"loop_reuse", FOR_CPU, ON_BODY, texi_pass_loop_reuse},
+    {"select_partition", FOR_CPU, ON_BODY, texi_pass_select_partition},
     {"simd_tail", FOR_CPU, ON_BODY, texi_pass_simd_tail},
     {"guarded_loads", FOR_CPU, ON_BODY, texi_pass_guarded_loads},
     {"simd", FOR_CPU, ON_BODY, texi_pass_simd},

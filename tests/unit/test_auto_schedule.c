@@ -480,6 +480,69 @@ static void test_layout_chain(void)
     tex_ctx_free(c.ctx);
 }
 
+/* The C source of c's kernel scheduled by s; NULL after a failure. */
+static char *c_source(as_case *c, tex_schedule *s)
+{
+    char why[256];
+    tex_func *f = ops_lower(&c->w, s, why, sizeof why);
+    tex_kernel *k = f ? tex_build(f, "c") : NULL;
+    char *src = k ? strdup(tex_kernel_source(k)) : NULL;
+    if (!src)
+        TT_FAILF("%s: no C source: %s", c->w.name, f ? tex_errmsg(c->ctx) : why);
+    tex_kernel_free(k);
+    return src;
+}
+
+/* A concat (axis `axis` of inputs of sizes n[0..k) along it and `other`
+ * across) or, when k is 0, a padding of a [other, n[0]] input by lo / hi
+ * along its last axis: checked against the oracle; with constant sizes no
+ * vector of the kernel is gathered lane by lane (pass select_partition
+ * splits its loops where the choice is decided). */
+static void run_concat_or_pad(int k, int axis, const int64_t n[], int64_t other, int64_t lo,
+                              int64_t hi, bool sym)
+{
+    as_case c;
+    int64_t dims[5] = {other, n[0], k > 1 ? n[1] : 1, k > 2 ? n[2] : 1};
+    case_init(&c, k ? "concat" : "pad", k ? k + 1 : 2, dims, sym);
+    tex_tensor *y, *xs[3];
+    for (int i = 0; i < (k ? k : 1); i++) {
+        tex_expr *sh[2] = {c.d[0], c.d[i + 1]};
+        if (axis == 0) {
+            sh[0] = c.d[i + 1];
+            sh[1] = c.d[0];
+        }
+        xs[i] = ops_input(&c.w, (const char *[]){"A", "B", "C"}[i], 2, sh);
+    }
+    if (k)
+        y = tex_op_concat(c.ctx, "Y", k, xs, axis);
+    else
+        y = tex_op_pad(c.ctx, "Y", xs[0], (int64_t[]){0, lo}, (int64_t[]){0, hi}, 0.5);
+    tex_schedule *s = case_check(&c, y, "cpu -threads=2");
+    char *src = s && !sym ? c_source(&c, s) : NULL;
+    for (int i = 0; src && i < (k ? k : 1); i++) {
+        char lane_load[8];
+        snprintf(lane_load, sizeof lane_load, "){%c[", "ABC"[i]);
+        TT_CHECK(strstr(src, lane_load) == NULL);
+    }
+    if (tt_failed_checks && src)
+        printf("  %s:\n%s", c.w.name, src);
+    free(src);
+    tex_ctx_free(c.ctx);
+}
+
+static void test_concat_pad(void)
+{
+    run_concat_or_pad(2, 1, (int64_t[]){512, 512}, 6, 0, 0, false);
+    run_concat_or_pad(2, 1, (int64_t[]){37, 70}, 5, 0, 0, false);
+    run_concat_or_pad(3, 1, (int64_t[]){1, 45, 16}, 3, 0, 0, false);
+    run_concat_or_pad(3, 0, (int64_t[]){7, 1, 9}, 33, 0, 0, false);
+    run_concat_or_pad(2, 1, (int64_t[]){29, 100}, 4, 0, 0, true);
+    run_concat_or_pad(0, 1, (int64_t[]){56}, 8, 1, 1, false);
+    run_concat_or_pad(0, 1, (int64_t[]){61}, 3, 2, 5, false);
+    run_concat_or_pad(0, 1, (int64_t[]){1}, 2, 3, 0, false);
+    run_concat_or_pad(0, 1, (int64_t[]){200}, 3, 1, 2, true);
+}
+
 /* ------------------------------------------------------------ dump, errors */
 
 /* TEX_DUMP=fusion prints each kernel with its members and reasons. */
@@ -624,6 +687,7 @@ int main(void)
     TT_RUN(test_column_reductions);
     TT_RUN(test_transpose);
     TT_RUN(test_layout_chain);
+    TT_RUN(test_concat_pad);
     TT_RUN(test_plain);
     tt_remove_tree(cache_dir);
     return tt_finish();

@@ -188,6 +188,102 @@ static void test_loop_partition_symbolic(void)
     tex_ctx_free(ctx);
 }
 
+/* ------------------------------------------------------- select_partition */
+
+/* for (jo, 0, ext) kind { for (l, 0, 32) vectorized {
+ *   Y[jo*32 + l] = select(jo*32 + l < n, A[jo*32 + l], B[jo*32 + l - n]) } }: a concat. */
+static tex_stmt *concat_nest(tex_expr *jo, tex_expr *n, tex_expr *ext, enum texi_for_kind kind)
+{
+    tex_expr *l = var("l"), *j = ADD(MUL(jo, I(32)), l);
+    tex_expr *pick = texi_select_new(LT(j, n), texi_load_new(buffer("A", 1024), j),
+                                     texi_load_new(buffer("B", 1024), bin(TEXI_EXPR_SUB, j, n)));
+    tex_stmt *st = texi_store_new(ctx, buffer("Y", 1024), j, pick);
+    return loop(jo, 0, ext, kind, loop(l, 0, I(32), TEXI_FOR_VECTORIZED, st));
+}
+
+static void test_select_partition(void)
+{
+    ctx = tex_ctx_new();
+    texi_lower lw = {ctx, NULL, NULL, false};
+    tex_expr *jo = var("jo");
+    char *s =
+        run_pass(texi_pass_select_partition, &lw, concat_nest(jo, I(512), I(32), TEXI_FOR_SERIAL));
+    /* Each part reads one input: the select is decided in both. */
+    TT_EQ_STR(s, "for (jo, 0, 16) {\n"
+                 "  for (l, 0, 32) vectorized {\n"
+                 "    Y[jo*32 + l] = A[jo*32 + l]\n"
+                 "  }\n"
+                 "}\n"
+                 "for (jo, 16, 16) {\n"
+                 "  for (l, 0, 32) vectorized {\n"
+                 "    Y[jo*32 + l] = B[jo*32 + l - 512]\n"
+                 "  }\n"
+                 "}\n");
+    free(s);
+    /* A boundary inside a vector: that vector's loop is split too. */
+    s = run_pass(texi_pass_select_partition, &lw, concat_nest(jo, I(500), I(32), TEXI_FOR_SERIAL));
+    TT_EQ_INT(count(s, "select("), 0);
+    TT_CHECK(s && strstr(s, "for (jo, 0, 15)") && strstr(s, "for (jo, 16, 16)"));
+    TT_CHECK(s && strstr(s, "for (l, 0, 20) vectorized {\n  Y[l + 480] = A[l + 480]"));
+    TT_CHECK(s && strstr(s, "for (l, 0, 12) vectorized {\n  Y[l + 500] = B[l]"));
+    free(s);
+    /* A symbolic boundary: the parts below and above the vector it falls
+     * in (either may be empty) are decided all the same. */
+    tex_expr *n = var("n"), *m = var("m");
+    tex_expr *ext = bin(TEXI_EXPR_FLOORDIV, ADD(ADD(n, m), I(31)), I(32));
+    s = run_pass(texi_pass_select_partition, &lw, concat_nest(jo, n, ext, TEXI_FOR_SERIAL));
+    TT_EQ_INT(count(s, "for (jo"), 3);
+    TT_EQ_INT(count(s, "select("), 1);
+    TT_EQ_INT(count(s, "= A["), 1);
+    TT_EQ_INT(count(s, "= B["), 1);
+    free(s);
+    /* A padding in a vector loop: its ends, one element each, and the
+     * interior, a vector loop from 0 without a select. */
+    tex_expr *w = var("w"), *x = ADD(w, I(-1));
+    tex_expr *inside = bin(TEXI_EXPR_AND, bin(TEXI_EXPR_GE, x, I(0)), LT(x, I(56)));
+    tex_stmt *pad = texi_store_new(
+        ctx, buffer("P", 58), w, texi_select_new(inside, texi_load_new(buffer("X", 56), x), F(0)));
+    s = run_pass(texi_pass_select_partition, &lw, loop(w, 0, I(58), TEXI_FOR_VECTORIZED, pad));
+    TT_EQ_STR(s, "P[0] = 0.0f\n"
+                 "for (w, 0, 56) vectorized {\n"
+                 "  P[w + 1] = X[w]\n"
+                 "}\n"
+                 "P[57] = 0.0f\n");
+    free(s);
+    /* Left alone: a parallel loop, a loop without a vector loop, a boundary
+     * that moves with an enclosing loop. */
+    s = run_pass(texi_pass_select_partition, &lw,
+                 concat_nest(jo, I(512), I(32), TEXI_FOR_PARALLEL));
+    TT_EQ_INT(count(s, "select("), 1);
+    free(s);
+    tex_stmt *serial = loop(w, 0, I(58), TEXI_FOR_SERIAL, pad);
+    s = run_pass(texi_pass_select_partition, &lw, serial);
+    TT_EQ_INT(count(s, "select("), 1);
+    free(s);
+    tex_expr *k = var("k");
+    s = run_pass(texi_pass_select_partition, &lw,
+                 loop(k, 0, I(4), TEXI_FOR_SERIAL,
+                      concat_nest(jo, ADD(MUL(k, I(8)), I(4)), I(32), TEXI_FOR_SERIAL)));
+    TT_EQ_INT(count(s, "for (jo"), 1);
+    TT_EQ_INT(count(s, "select("), 1);
+    free(s);
+    /* One condition in two vector loops over l of other lengths: decided
+     * below jo = 15 in the first, 14 in the second; not split on. */
+    tex_expr *l = var("l"), *j = ADD(MUL(jo, I(32)), l), *c = LT(j, I(500));
+    tex_stmt *two[2];
+    for (int i = 0; i < 2; i++) {
+        tex_expr *pick = texi_select_new(c, texi_load_new(buffer("A", 2048), j), F(0));
+        two[i] = loop(l, 0, I(32 << i), TEXI_FOR_VECTORIZED,
+                      texi_store_new(ctx, buffer(i ? "Z" : "Y", 2048), j, pick));
+    }
+    s = run_pass(texi_pass_select_partition, &lw,
+                 loop(jo, 0, I(32), TEXI_FOR_SERIAL, seq2(two[0], two[1])));
+    TT_EQ_INT(count(s, "for (jo"), 1);
+    TT_EQ_INT(count(s, "select("), 2);
+    free(s);
+    tex_ctx_free(ctx);
+}
+
 /* ---------------------------------------------------------- loop_unswitch */
 
 /* A thread's register tile against a symbolic n, with a padded read:
@@ -553,6 +649,7 @@ int main(void)
     TT_RUN(test_flatten);
     TT_RUN(test_loop_partition_const);
     TT_RUN(test_loop_partition_symbolic);
+    TT_RUN(test_select_partition);
     TT_RUN(test_loop_unswitch);
     TT_RUN(test_simplify);
     TT_RUN(test_unroll);

@@ -220,16 +220,18 @@ static tex_tensor *shifted(ops_wl *w, int64_t n)
     return w->out = tex_compute(c, "Out", 1, (tex_iter *[]){j}, tex_add(v, ops_f(w, 2.0)));
 }
 
-/* Out[i, j] = select(1 <= i < 3, A[i - 1, j], 0) + B[i, j] (f32) and the
+/* Out[i, j] = select(i % 3 >= 1, A[i - 1, j], 0) + B[i, j] (f32) and the
  * same in i32: a padded row read, whose condition is the same in every lane
- * of a vector over j (printed once, as `c ? vector : vector`). */
+ * of a vector over j (printed once, as `c ? vector : vector`). Not linear in
+ * i: pass select_partition would split the loop over i where a linear one
+ * is decided, leaving no select. */
 static tex_tensor *padded_rows(ops_wl *w, int64_t n, tex_dtype t)
 {
     tex_ctx *c = w->ctx;
     tex_expr *shape[2] = {tex_int(c, 4), tex_int(c, n)};
     tex_tensor *A = input(w, "A", t, 2, shape), *B = input(w, "B", t, 2, shape);
     tex_iter *i = tex_axis(c, "i", shape[0]), *j = tex_axis(c, "j", shape[1]);
-    tex_expr *in = tex_and(tex_ge(tex_iv(i), tex_int(c, 1)), tex_lt(tex_iv(i), tex_int(c, 3)));
+    tex_expr *in = tex_ge(tex_floormod(tex_iv(i), tex_int(c, 3)), tex_int(c, 1));
     tex_expr *a = TEX_AT(A, tex_sub(tex_iv(i), tex_int(c, 1)), tex_iv(j));
     tex_expr *v = tex_select(in, a, tex_const(c, t, 0));
     return w->out = tex_compute(c, "Out", 2, (tex_iter *[]){i, j},

@@ -112,15 +112,16 @@ static tex_tensor *narrow_i8(ops_wl *w)
     return w->out = tex_compute(w->ctx, "Out", 2, (tex_iter *[]){i, j}, v);
 }
 
-/* Out[i, j] = select(j * 2 < n, A[i, j], A[i, j] * -3): the i64 loop
- * variable compared, a value. */
+/* Out[i, j] = select(j * j < n, A[i, j], A[i, j] * -3): the i64 loop
+ * variable compared, a value (not linear in j, so pass select_partition
+ * does not split its loops where the condition is decided). */
 static tex_tensor *iota_compare(ops_wl *w)
 {
     tex_expr *shape[2];
     tex_iter *i, *j;
     tex_tensor *A = rows(w, shape, &i, &j);
     tex_expr *a = TEX_AT(A, tex_iv(i), tex_iv(j));
-    tex_expr *lo = tex_lt(tex_mul(tex_iv(j), tex_int(w->ctx, 2)), shape[1]);
+    tex_expr *lo = tex_lt(tex_mul(tex_iv(j), tex_iv(j)), shape[1]);
     tex_expr *v = tex_select(lo, a, tex_mul(a, ops_f(w, -3.0)));
     return w->out = tex_compute(w->ctx, "Out", 2, (tex_iter *[]){i, j}, v);
 }
