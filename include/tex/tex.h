@@ -559,6 +559,8 @@ TEX_API tex_intrin *tex_intrin_extern(tex_ctx *ctx, const char *name, tex_tensor
                                       const char *reset_fn, const char *update_fn);
 
 /* A built-in intrinsic: "cpu.gemm_f32_avx512", "cpu.gemm_f32_avx2",
+ * "cpu.transpose_f32_avx512" and "cpu.transpose_f32_avx2" (B[i, j] = A[j, i]
+ * over 16 x 16 and 8 x 8 f32 tiles, transposed in vector registers),
  * "cuda.wmma_m16n16k16_f16f32", "cuda.wmma_m16n16k16_bf16f32", and the
  * register-resident "cuda.mma_m16n16k16_f16f32_frag", "cuda.mma_frag_relu_f16",
  * "cuda.mma_m16n16k16_f16f32_afrag", "cuda.mma_frag_store_f32" (D = P: an

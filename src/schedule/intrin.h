@@ -27,6 +27,9 @@ tex_intrin *texi_intrin_make(tex_ctx *ctx, const char *call, const char *name, t
  * intrin_cuda.c), built in ctx; NULL when the name is unknown (nothing
  * recorded: tex_intrin_builtin reports it) or with ENOMEM recorded. */
 tex_intrin *texi_intrin_builtin_cpu(tex_ctx *ctx, const char *name);
+/* The CPU transpose built-ins ("cpu.transpose_f32_*", intrin_cpu_transpose.c),
+ * as texi_intrin_builtin_cpu. */
+tex_intrin *texi_intrin_builtin_cpu_transpose(tex_ctx *ctx, const char *name);
 tex_intrin *texi_intrin_builtin_cuda(tex_ctx *ctx, const char *name);
 
 /* The register-resident CUDA built-ins ("cuda.mma_*", intrin_cuda_frag.c),
@@ -37,6 +40,11 @@ tex_intrin *texi_intrin_builtin_cuda_frag(tex_ctx *ctx, const char *name);
  * output) are fragment tiles, which must be TEX_SCOPE_LOCAL buffers
  * (intrin_cuda_frag.c); 0 for every other intrinsic. */
 unsigned texi_intrin_frag_operands(const tex_intrin *in);
+
+/* The tile side T of the CPU transpose built-in named `builtin` (B[T, T] =
+ * A[T, T] transposed: 16 for "cpu.transpose_f32_avx512", 8 for
+ * "cpu.transpose_f32_avx2"), or 0 when there is no such built-in. */
+int texi_intrin_cpu_transpose_side(const char *builtin);
 
 /* The reduction depth (KR) of a CPU GEMM built-in instance, or 0 when `in`
  * is not one (intrin_cpu.c, "Any K"). */

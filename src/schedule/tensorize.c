@@ -151,6 +151,8 @@ tex_intrin *tex_intrin_builtin(tex_ctx *ctx, const char *name)
     tex_intrin *in = NULL;
     if (strncmp(name, "cpu.", 4) == 0)
         in = texi_intrin_builtin_cpu(ctx, name);
+    if (!in && ctx->errcode == code0 && strncmp(name, "cpu.", 4) == 0)
+        in = texi_intrin_builtin_cpu_transpose(ctx, name);
     else if (strncmp(name, "cuda.", 5) == 0)
         in = texi_intrin_builtin_cuda(ctx, name);
     if (!in && ctx->errcode == code0 && strncmp(name, "cuda.", 5) == 0)
@@ -158,7 +160,8 @@ tex_intrin *tex_intrin_builtin(tex_ctx *ctx, const char *name)
     if (!in && ctx->errcode == code0)
         texi_error(ctx, TEX_EINVAL,
                    "%s: unknown intrinsic \"%s\" (built-ins: cpu.gemm_f32_avx512, "
-                   "cpu.gemm_f32_avx2, cuda.wmma_m16n16k16_f16f32, cuda.wmma_m16n16k16_bf16f32, "
+                   "cpu.gemm_f32_avx2, cpu.transpose_f32_avx512, cpu.transpose_f32_avx2, "
+                   "cuda.wmma_m16n16k16_f16f32, cuda.wmma_m16n16k16_bf16f32, "
                    "cuda.mma_m16n16k16_f16f32_frag, cuda.mma_frag_relu_f16, "
                    "cuda.mma_m16n16k16_f16f32_afrag, cuda.mma_frag_store_f32)",
                    call, name);

@@ -408,21 +408,42 @@ static void test_reductions(void)
 /* relu(transpose(X, perm)) (+ a row of B broadcast along the last dim):
  * tiled over the axis the reads of X run along and the last, when the
  * transpose moves X's last dim (perm[nd - 1] != nd - 1). */
+/* Y = X transposed by perm: through a relu (inlined) and plus a broadcast B
+ * when `broadcast`, or alone when `plain`. Tiled iff the last dim moves;
+ * tensorized with the CPU transpose built-in iff also plain, in f32, on a
+ * host with AVX2 or AVX-512 and the tiled extents constants at least its
+ * side (16 or 8). */
 static void run_transpose(int nd, const int64_t dims[], const int perm[], bool broadcast, bool sym,
                           const char *target)
 {
     as_case c;
+    bool plain = !broadcast && strstr(target, "plain");
     case_init(&c, "transpose", nd, dims, sym);
     tex_tensor *X = ops_input(&c.w, "X", nd, c.d);
-    tex_tensor *y = tex_op_relu(c.ctx, "R", tex_op_transpose(c.ctx, "T", X, perm));
+    tex_tensor *y = tex_op_transpose(c.ctx, "T", X, perm);
+    if (!plain)
+        y = tex_op_relu(c.ctx, "R", y);
     if (broadcast)
         y = tex_op_add(c.ctx, "Y", y, ops_input(&c.w, "B", 1, &c.d[perm[nd - 1]]));
-    tex_schedule *s = case_check(&c, y, target);
+    char tgt[64];
+    snprintf(tgt, sizeof tgt, "%s", target);
+    char *mark = strstr(tgt, " plain");
+    if (mark)
+        *mark = '\0';
+    tex_schedule *s = case_check(&c, y, tgt);
     char *text = s ? tex_schedule_trace(s) : NULL;
+    int vbytes = texi_host_vector_bytes();
+    int64_t side = vbytes >= 64 ? 16 : vbytes >= 32 ? 8 : 0;
+    bool moved = perm[nd - 1] != nd - 1;
+    bool fits =
+        plain && moved && side && !sym && dims[nd - 1] >= side && dims[perm[nd - 1]] >= side;
     if (text) {
         TT_EQ_INT(n_roots(s), 1);
         bool tiled = strncmp(text, "tile ", 5) == 0 || strstr(text, "\ntile ");
-        TT_EQ_INT(tiled, (perm[nd - 1] != nd - 1));
+        TT_EQ_INT(tiled, moved);
+        TT_EQ_INT((strstr(text, "tensorize ") != NULL), fits);
+        if (tt_failed_checks)
+            printf("  trace:\n%s", text);
     }
     free(text);
     tex_ctx_free(c.ctx);
@@ -431,6 +452,7 @@ static void run_transpose(int nd, const int64_t dims[], const int perm[], bool b
 static void test_transpose(void)
 {
     run_transpose(2, (int64_t[]){37, 53}, (int[]){1, 0}, false, false, "cpu");
+    run_transpose(2, (int64_t[]){70, 45}, (int[]){1, 0}, false, false, "cpu -threads=2 plain");
     if (quick)
         return;
     run_transpose(2, (int64_t[]){1, 1}, (int[]){1, 0}, false, false, "cpu");
@@ -438,6 +460,14 @@ static void test_transpose(void)
     run_transpose(3, (int64_t[]){5, 19, 33}, (int[]){0, 2, 1}, false, false, "cpu -threads=2");
     run_transpose(3, (int64_t[]){17, 3, 40}, (int[]){2, 0, 1}, true, false, "cpu");
     run_transpose(4, (int64_t[]){2, 9, 4, 21}, (int[]){0, 2, 1, 3}, false, false, "cpu");
+    /* plain: the built-in where it fits (NCHW to NHWC, a batch of
+     * matrices, an exact tile; not a side too short, symbolic sizes) */
+    run_transpose(4, (int64_t[]){2, 24, 5, 17}, (int[]){0, 2, 3, 1}, false, false, "cpu plain");
+    run_transpose(3, (int64_t[]){3, 33, 40}, (int[]){0, 2, 1}, false, false,
+                  "cpu -threads=2 plain");
+    run_transpose(2, (int64_t[]){16, 16}, (int[]){1, 0}, false, false, "cpu plain");
+    run_transpose(2, (int64_t[]){100, 7}, (int[]){1, 0}, false, false, "cpu plain");
+    run_transpose(2, (int64_t[]){70, 45}, (int[]){1, 0}, false, true, "cpu plain");
 }
 
 /* transpose(reshape(relu(X))) + 1: every stage inlined into one kernel. */
