@@ -14,147 +14,73 @@
  * of the parts: above try_partition(). Thread-bound loops are never
  * partitioned.
  */
-#include "lower/lower.h"
-
-typedef struct {
-    tex_ctx *ctx;
-    texi_range *env; /* enclosing loops of the current statement, outermost first */
-    int n_env, cap_env;
-    bool failed;
-} part;
+#include "lower/scope_math.h"
 
 /* The candidates of one loop. */
 typedef struct {
-    part *p;
-    tex_expr *v;       /* the loop variable */
-    texi_range *inner; /* loops between the candidate loop and the IF, outermost first */
-    int n_inner, cap_inner;
-    tex_expr **blocked; /* let variables between them */
-    int n_blocked, cap_blocked;
+    texi_scope *p;
+    tex_expr *v;      /* the loop variable */
+    texi_inner in;    /* loops and lets between the candidate loop and the IF */
     tex_expr **conds; /* conjuncts holding in the main part */
     int n_conds, cap_conds;
     tex_expr *bound; /* min of their bounds, or NULL */
 } scan;
 
-/* texi_grow for this pass: NULL sets p->failed. */
-static void *grow(part *p, void *arr, int n, int *cap, size_t size)
-{
-    void *a = texi_grow(p->ctx, arr, n, cap, size, "loop_partition");
-    if (!a)
-        p->failed = true;
-    return a;
-}
-
-static tex_expr *note(part *p, tex_expr *e)
-{
-    if (!e)
-        p->failed = true;
-    return e;
-}
-
-static tex_expr *arith(part *p, enum texi_expr_kind kind, tex_expr *a, tex_expr *b)
-{
-    if (!a || !b)
-        return note(p, NULL);
-    tex_dtype t = texi_dtype_promote(a->dtype, b->dtype);
-    a = texi_convert(a, t);
-    b = texi_convert(b, t);
-    return note(p, a && b ? texi_binary(kind, a, b) : NULL);
-}
-
-static tex_expr *imm(part *p, tex_dtype t, int64_t v)
-{
-    return note(p, texi_int_imm(p->ctx, t, v));
-}
-
-static tex_expr *simp(part *p, tex_expr *e)
-{
-    return e ? note(p, texi_simplify(e, p->n_env, p->env)) : note(p, NULL);
-}
-
-static tex_expr *subst(part *p, tex_expr *e, tex_expr *var, tex_expr *value)
-{
-    if (!e || !value)
-        return note(p, NULL);
-    return note(p, texi_substitute(e, 1, &var, &(tex_expr *){texi_convert(value, var->dtype)}));
-}
-
 /* d = coef*var + *rest with an integer constant coef; false when d is not
  * linear in var (or on failure). */
-static bool linear_in(part *p, tex_expr *d, tex_expr *var, int64_t *coef, tex_expr **rest)
+static bool linear_in(texi_scope *p, tex_expr *d, tex_expr *var, int64_t *coef, tex_expr **rest)
 {
     if (!texi_expr_uses_var(d, var)) {
         *coef = 0;
         *rest = d;
         return true;
     }
-    tex_expr *next = subst(p, d, var, arith(p, TEXI_EXPR_ADD, var, imm(p, var->dtype, 1)));
-    tex_expr *diff = note(p, texi_simplify(arith(p, TEXI_EXPR_SUB, next, d), 0, NULL));
+    tex_expr *next = texi_scope_subst(
+        p, d, var, texi_scope_arith(p, TEXI_EXPR_ADD, var, texi_scope_imm(p, var->dtype, 1)));
+    tex_expr *diff =
+        texi_scope_note(p, texi_simplify(texi_scope_arith(p, TEXI_EXPR_SUB, next, d), 0, NULL));
     if (!diff || !texi_expr_is_int_const(diff, coef))
         return false;
-    *rest = note(p, texi_simplify(subst(p, d, var, imm(p, var->dtype, 0)), 0, NULL));
-    tex_expr *back =
-        arith(p, TEXI_EXPR_ADD, arith(p, TEXI_EXPR_MUL, imm(p, d->dtype, *coef), var), *rest);
-    tex_expr *zero = note(p, texi_simplify(arith(p, TEXI_EXPR_SUB, d, back), 0, NULL));
+    *rest = texi_scope_note(
+        p, texi_simplify(texi_scope_subst(p, d, var, texi_scope_imm(p, var->dtype, 0)), 0, NULL));
+    tex_expr *back = texi_scope_arith(
+        p, TEXI_EXPR_ADD,
+        texi_scope_arith(p, TEXI_EXPR_MUL, texi_scope_imm(p, d->dtype, *coef), var), *rest);
+    tex_expr *zero =
+        texi_scope_note(p, texi_simplify(texi_scope_arith(p, TEXI_EXPR_SUB, d, back), 0, NULL));
     int64_t z;
     return *rest && zero && texi_expr_is_int_const(zero, &z) && z == 0 &&
            !texi_expr_uses_var(*rest, var);
 }
 
-/* A comparison as d < 0 (integers only), or NULL. */
-static tex_expr *normalized(part *p, tex_expr *c)
-{
-    if (!texi_expr_is_compare(c) || !texi_dtype_is_int(c->u.bin.a->dtype))
-        return NULL;
-    tex_expr *a = c->u.bin.a, *b = c->u.bin.b, *one = imm(p, a->dtype, 1);
-    switch (c->kind) {
-    case TEXI_EXPR_LT:
-        return arith(p, TEXI_EXPR_SUB, a, b);
-    case TEXI_EXPR_LE:
-        return arith(p, TEXI_EXPR_SUB, arith(p, TEXI_EXPR_SUB, a, b), one);
-    case TEXI_EXPR_GT:
-        return arith(p, TEXI_EXPR_SUB, b, a);
-    case TEXI_EXPR_GE:
-        return arith(p, TEXI_EXPR_SUB, arith(p, TEXI_EXPR_SUB, b, a), one);
-    default:
-        return NULL;
-    }
-}
-
 /* rhi: the worst (largest) value of r over the inner loops, or NULL. */
-static tex_expr *worst_case(part *p, const scan *sc, tex_expr *r)
+static tex_expr *worst_case(texi_scope *p, const scan *sc, tex_expr *r)
 {
-    for (int i = sc->n_inner - 1; i >= 0 && r; i--) {
-        const texi_range *u = &sc->inner[i];
+    for (int i = sc->in.n_loops - 1; i >= 0 && r; i--) {
+        const texi_range *u = &sc->in.loops[i];
         int64_t g;
         tex_expr *rest;
         if (!linear_in(p, r, u->var, &g, &rest))
             return NULL;
         if (g == 0)
             continue;
-        tex_expr *at = g > 0 ? arith(p, TEXI_EXPR_SUB, arith(p, TEXI_EXPR_ADD, u->min, u->extent),
-                                     imm(p, u->min->dtype, 1))
-                             : u->min;
-        r = arith(p, TEXI_EXPR_ADD, rest, arith(p, TEXI_EXPR_MUL, imm(p, rest->dtype, g), at));
+        tex_expr *at = g > 0
+                           ? texi_scope_arith(p, TEXI_EXPR_SUB,
+                                              texi_scope_arith(p, TEXI_EXPR_ADD, u->min, u->extent),
+                                              texi_scope_imm(p, u->min->dtype, 1))
+                           : u->min;
+        r = texi_scope_arith(
+            p, TEXI_EXPR_ADD, rest,
+            texi_scope_arith(p, TEXI_EXPR_MUL, texi_scope_imm(p, rest->dtype, g), at));
     }
-    return r ? note(p, texi_simplify(r, 0, NULL)) : NULL;
+    return r ? texi_scope_note(p, texi_simplify(r, 0, NULL)) : NULL;
 }
 
 /* Whether e mentions a variable bound inside or around the candidate loop. */
-static bool mentions_bound(const part *p, const scan *sc, tex_expr *e)
+static bool mentions_bound(const texi_scope *p, const scan *sc, tex_expr *e)
 {
-    if (texi_expr_uses_var(e, sc->v))
-        return true;
-    for (int i = 0; i < sc->n_inner; i++)
-        if (texi_expr_uses_var(e, sc->inner[i].var))
-            return true;
-    for (int i = 0; i < sc->n_blocked; i++)
-        if (texi_expr_uses_var(e, sc->blocked[i]))
-            return true;
-    for (int i = 0; i < p->n_env; i++)
-        if (texi_expr_uses_var(e, p->env[i].var))
-            return true;
-    return false;
+    return texi_expr_uses_var(e, sc->v) || texi_inner_mentions(&sc->in, e) ||
+           texi_scope_mentions(p, e);
 }
 
 /*
@@ -169,36 +95,32 @@ static bool mentions_bound(const part *p, const scan *sc, tex_expr *e)
  * pay. Then c holds for all v < floordiv(f - 1 - rhi, f); m is the smallest
  * such bound over the candidates, clamped to [lo, hi].
  */
-static void consider(part *p, scan *sc, tex_expr *c)
+static void consider(tex_expr *c, void *ud)
 {
+    scan *sc = ud;
+    texi_scope *p = sc->p;
     int64_t f;
-    tex_expr *r, *d = normalized(p, c);
+    tex_expr *r, *d = texi_scope_negative(p, c);
     if (!d || !texi_expr_uses_var(d, sc->v) || !linear_in(p, d, sc->v, &f, &r) || f <= 0)
         return;
     tex_expr *rhi = worst_case(p, sc, r);
     if (!rhi || mentions_bound(p, sc, rhi))
         return;
-    tex_expr *fe = imm(p, rhi->dtype, f);
-    tex_expr *b =
-        arith(p, TEXI_EXPR_FLOORDIV,
-              arith(p, TEXI_EXPR_SUB, arith(p, TEXI_EXPR_SUB, fe, imm(p, rhi->dtype, 1)), rhi), fe);
-    b = note(p, texi_convert(b, sc->v->dtype));
-    tex_expr **conds = b ? grow(p, sc->conds, sc->n_conds, &sc->cap_conds, sizeof *conds) : NULL;
+    tex_expr *fe = texi_scope_imm(p, rhi->dtype, f);
+    tex_expr *b = texi_scope_arith(
+        p, TEXI_EXPR_FLOORDIV,
+        texi_scope_arith(p, TEXI_EXPR_SUB,
+                         texi_scope_arith(p, TEXI_EXPR_SUB, fe, texi_scope_imm(p, rhi->dtype, 1)),
+                         rhi),
+        fe);
+    b = texi_scope_note(p, texi_convert(b, sc->v->dtype));
+    tex_expr **conds =
+        b ? texi_scope_grow(p, sc->conds, sc->n_conds, &sc->cap_conds, sizeof *conds) : NULL;
     if (!conds)
         return;
     sc->conds = conds;
     sc->conds[sc->n_conds++] = c;
-    sc->bound = sc->bound ? arith(p, TEXI_EXPR_MIN, sc->bound, b) : b;
-}
-
-static void scan_conds(part *p, scan *sc, tex_expr *cond)
-{
-    if (cond->kind == TEXI_EXPR_AND) {
-        scan_conds(p, sc, cond->u.bin.a);
-        scan_conds(p, sc, cond->u.bin.b);
-    } else {
-        consider(p, sc, cond);
-    }
+    sc->bound = sc->bound ? texi_scope_arith(p, TEXI_EXPR_MIN, sc->bound, b) : b;
 }
 
 /* Visitor over the candidate loop's body: the conditions of IFs without
@@ -206,29 +128,15 @@ static void scan_conds(part *p, scan *sc, tex_expr *cond)
 static bool scan_stmt(const tex_stmt *s, void *ud)
 {
     scan *sc = ud;
-    part *p = sc->p;
-    if (s->kind == TEXI_STMT_FOR) {
-        texi_range *inner = grow(p, sc->inner, sc->n_inner, &sc->cap_inner, sizeof *inner);
-        if (!inner)
-            return false;
-        sc->inner = inner;
-        sc->inner[sc->n_inner++] = (texi_range){s->u.loop.var, s->u.loop.min, s->u.loop.extent};
-        texi_stmt_visit(s->u.loop.body, scan_stmt, sc);
-        sc->n_inner--;
-        return false;
-    }
-    if (s->kind == TEXI_STMT_LET) {
-        tex_expr **blocked = grow(p, sc->blocked, sc->n_blocked, &sc->cap_blocked, sizeof *blocked);
-        if (!blocked)
-            return false;
-        sc->blocked = blocked;
-        sc->blocked[sc->n_blocked++] = s->u.let.var;
-        texi_stmt_visit(s->u.let.body, scan_stmt, sc);
-        sc->n_blocked--;
+    if (s->kind == TEXI_STMT_FOR || s->kind == TEXI_STMT_LET) {
+        if (texi_inner_enter(sc->p, &sc->in, s)) {
+            texi_stmt_visit(texi_stmt_body(s), scan_stmt, sc);
+            texi_inner_leave(&sc->in, s);
+        }
         return false;
     }
     if (s->kind == TEXI_STMT_IF && !s->u.ifs.else_s)
-        scan_conds(p, sc, s->u.ifs.cond);
+        texi_conjuncts(s->u.ifs.cond, consider, sc);
     return true;
 }
 
@@ -243,21 +151,22 @@ static bool is_dropped(const scan *sc, const tex_expr *c)
 }
 
 /* cond without the dropped conjuncts; NULL when none is left. */
-static tex_expr *strip_cond(part *p, const scan *sc, tex_expr *cond)
+static tex_expr *strip_cond(texi_scope *p, const scan *sc, tex_expr *cond)
 {
     if (cond->kind != TEXI_EXPR_AND)
         return is_dropped(sc, cond) ? NULL : cond;
     tex_expr *a = strip_cond(p, sc, cond->u.bin.a), *b = strip_cond(p, sc, cond->u.bin.b);
     if (a && b)
-        return a == cond->u.bin.a && b == cond->u.bin.b ? cond
-                                                        : note(p, texi_binary(TEXI_EXPR_AND, a, b));
+        return a == cond->u.bin.a && b == cond->u.bin.b
+                   ? cond
+                   : texi_scope_note(p, texi_binary(TEXI_EXPR_AND, a, b));
     return a ? a : b;
 }
 
 static tex_stmt *strip_if(tex_stmt *s, void *ud);
 
 typedef struct {
-    part *p;
+    texi_scope *p;
     const scan *sc;
 } strip_ctx;
 
@@ -279,24 +188,14 @@ static tex_stmt *strip_if(tex_stmt *s, void *ud)
                : texi_if_new(x->p->ctx, cond, then_s, NULL);
 }
 
-static tex_stmt *process(part *p, tex_stmt *s);
-
-static int push_env(part *p, tex_expr *var, tex_expr *min, tex_expr *extent)
-{
-    texi_range *env = grow(p, p->env, p->n_env, &p->cap_env, sizeof *env);
-    if (!env)
-        return TEX_ENOMEM;
-    p->env = env;
-    p->env[p->n_env++] = (texi_range){var, min, extent};
-    return 0;
-}
+static tex_stmt *process(texi_scope *p, tex_stmt *s);
 
 /* FOR var in [min, min + extent) of loop's kind around body, its body processed. */
-static tex_stmt *part_loop(part *p, const tex_stmt *loop, tex_expr *min, tex_expr *extent,
+static tex_stmt *part_loop(texi_scope *p, const tex_stmt *loop, tex_expr *min, tex_expr *extent,
                            tex_stmt *body)
 {
     int n0 = p->n_env;
-    if (!min || !extent || !body || push_env(p, loop->u.loop.var, min, extent) < 0)
+    if (!min || !extent || !body || texi_scope_push(p, loop->u.loop.var, min, extent) < 0)
         return NULL;
     tex_stmt *b = process(p, body);
     p->n_env = n0;
@@ -307,19 +206,19 @@ static tex_stmt *part_loop(part *p, const tex_stmt *loop, tex_expr *min, tex_exp
 
 /* The main part and the tail of loop s split at m. A tail of extent 1 is
  * its body at v = m. */
-static tex_stmt *split_at(part *p, tex_stmt *s, const scan *sc, tex_expr *m)
+static tex_stmt *split_at(texi_scope *p, tex_stmt *s, const scan *sc, tex_expr *m)
 {
-    tex_expr *lo = s->u.loop.min, *hi = arith(p, TEXI_EXPR_ADD, lo, s->u.loop.extent);
+    tex_expr *lo = s->u.loop.min, *hi = texi_scope_arith(p, TEXI_EXPR_ADD, lo, s->u.loop.extent);
     strip_ctx x = {p, sc};
     tex_stmt *main_body = texi_stmt_mutate(p->ctx, s->u.loop.body, strip_if, NULL, &x);
-    tex_expr *main_ext = simp(p, arith(p, TEXI_EXPR_SUB, m, lo));
-    tex_expr *tail_ext = simp(p, arith(p, TEXI_EXPR_SUB, hi, m));
+    tex_expr *main_ext = texi_scope_simp(p, texi_scope_arith(p, TEXI_EXPR_SUB, m, lo));
+    tex_expr *tail_ext = texi_scope_simp(p, texi_scope_arith(p, TEXI_EXPR_SUB, hi, m));
     int64_t n;
     if (!main_body || !tail_ext || p->failed)
         return NULL;
     tex_stmt *items[2] = {part_loop(p, s, lo, main_ext, main_body), NULL};
     if (texi_expr_is_int_const(tail_ext, &n) && n == 1) {
-        tex_expr *at_m = note(p, texi_convert(m, s->u.loop.var->dtype));
+        tex_expr *at_m = texi_scope_note(p, texi_convert(m, s->u.loop.var->dtype));
         tex_stmt *tail =
             at_m ? texi_stmt_substitute(p->ctx, s->u.loop.body, s->u.loop.var, at_m) : NULL;
         items[1] = tail ? process(p, tail) : NULL;
@@ -339,7 +238,7 @@ static tex_stmt *split_at(part *p, tex_stmt *s, const scan *sc, tex_expr *m)
  * parts themselves). Thread-bound loops are never partitioned. Variables and
  * buffers of the body appear in both parts, in sibling scopes.
  */
-static tex_stmt *try_partition(part *p, tex_stmt *s)
+static tex_stmt *try_partition(texi_scope *p, tex_stmt *s)
 {
     if (s->u.loop.for_kind == TEXI_FOR_THREAD)
         return NULL;
@@ -347,11 +246,13 @@ static tex_stmt *try_partition(part *p, tex_stmt *s)
     texi_stmt_visit(s->u.loop.body, scan_stmt, &sc);
     if (!sc.bound || p->failed)
         return NULL;
-    tex_expr *lo = s->u.loop.min, *hi = arith(p, TEXI_EXPR_ADD, lo, s->u.loop.extent);
-    tex_expr *m = simp(p, arith(p, TEXI_EXPR_MAX, arith(p, TEXI_EXPR_MIN, sc.bound, hi), lo));
-    if (!m || texi_prove(arith(p, TEXI_EXPR_LE, m, lo), p->n_env, p->env))
+    tex_expr *lo = s->u.loop.min, *hi = texi_scope_arith(p, TEXI_EXPR_ADD, lo, s->u.loop.extent);
+    tex_expr *m =
+        texi_scope_simp(p, texi_scope_arith(p, TEXI_EXPR_MAX,
+                                            texi_scope_arith(p, TEXI_EXPR_MIN, sc.bound, hi), lo));
+    if (!m || texi_prove(texi_scope_arith(p, TEXI_EXPR_LE, m, lo), p->n_env, p->env))
         return NULL;
-    if (texi_prove(arith(p, TEXI_EXPR_GE, m, hi), p->n_env, p->env)) {
+    if (texi_prove(texi_scope_arith(p, TEXI_EXPR_GE, m, hi), p->n_env, p->env)) {
         strip_ctx x = {p, &sc};
         tex_stmt *body = texi_stmt_mutate(p->ctx, s->u.loop.body, strip_if, NULL, &x);
         return part_loop(p, s, lo, s->u.loop.extent, body);
@@ -363,7 +264,7 @@ static tex_stmt *try_partition(part *p, tex_stmt *s)
 
 static tex_stmt *process_children(tex_stmt *s, void *ud);
 
-static tex_stmt *process(part *p, tex_stmt *s)
+static tex_stmt *process(texi_scope *p, tex_stmt *s)
 {
     tex_stmt *r = texi_stmt_mutate(p->ctx, s, process_children, NULL, p);
     if (!r)
@@ -375,7 +276,7 @@ static tex_stmt *process(part *p, tex_stmt *s)
  * statements: the traversal goes on into their children. */
 static tex_stmt *process_children(tex_stmt *s, void *ud)
 {
-    part *p = ud;
+    texi_scope *p = ud;
     if (p->failed)
         return s;
     if (s->kind != TEXI_STMT_FOR)
@@ -390,7 +291,7 @@ static tex_stmt *process_children(tex_stmt *s, void *ud)
 
 int texi_pass_loop_partition(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
-    part p = {lw->ctx, NULL, 0, 0, false};
+    texi_scope p = {.ctx = lw->ctx, .pass = "loop_partition"};
     tex_stmt *r = process(&p, in);
     return texi_pass_result(lw, p.failed ? NULL : r, out);
 }

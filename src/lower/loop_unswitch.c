@@ -28,18 +28,13 @@
  * rarely as possible. GPU only: on the CPU, gpu_threads vectorizes a thread
  * loop across the threads, which a branch per thread would prevent.
  */
-#include "lower/lower.h"
+#include "lower/scope_math.h"
 
 enum { GUARDS, SELECTS }; /* what a scan collects */
 
-typedef struct {
-    tex_ctx *ctx;
-    bool failed;
-} unsw;
-
 /* The conditions of one loop's body. */
 typedef struct {
-    unsw *u;
+    texi_scope *u;
     int what;
     texi_range *loops; /* the loop, then the inner loops around the statement */
     int n_loops, cap_loops;
@@ -49,45 +44,6 @@ typedef struct {
     int n_conds, cap_conds;
     tex_expr *test; /* conjunction of their worst cases, or NULL */
 } scan;
-
-static void *grow(unsw *u, void *arr, int n, int *cap, size_t size)
-{
-    void *a = texi_grow(u->ctx, arr, n, cap, size, "loop_unswitch");
-    if (!a)
-        u->failed = true;
-    return a;
-}
-
-static tex_expr *note(unsw *u, tex_expr *e)
-{
-    if (!e)
-        u->failed = true;
-    return e;
-}
-
-/* d with c holding exactly when d < 0 (c an integer comparison whose sides
- * have one type), or NULL. */
-static tex_expr *as_negative(unsw *u, tex_expr *c)
-{
-    if (!texi_expr_is_compare(c) || !texi_dtype_is_int(c->u.bin.a->dtype) ||
-        c->u.bin.a->dtype != c->u.bin.b->dtype || c->u.bin.a->lanes != 1)
-        return NULL;
-    tex_expr *a = c->u.bin.a, *b = c->u.bin.b, *one = note(u, texi_int_imm(u->ctx, a->dtype, 1));
-    switch (c->kind) {
-    case TEXI_EXPR_LT:
-        return note(u, texi_binary(TEXI_EXPR_SUB, a, b));
-    case TEXI_EXPR_LE:
-        return one ? note(u, texi_binary(TEXI_EXPR_SUB, texi_binary(TEXI_EXPR_SUB, a, b), one))
-                   : NULL;
-    case TEXI_EXPR_GT:
-        return note(u, texi_binary(TEXI_EXPR_SUB, b, a));
-    case TEXI_EXPR_GE:
-        return one ? note(u, texi_binary(TEXI_EXPR_SUB, texi_binary(TEXI_EXPR_SUB, b, a), one))
-                   : NULL;
-    default:
-        return NULL;
-    }
-}
 
 static bool mentions_scope(const scan *sc, const tex_expr *e)
 {
@@ -113,10 +69,11 @@ static bool pure(tex_expr *e, void *ud)
 /* Records conjunct c when its worst case over the loops names none of them.
  * A conjunct that loads is left alone: the test, ahead of the loop and of
  * the other guards, might load where they would not. */
-static void consider(scan *sc, tex_expr *c)
+static void consider(tex_expr *c, void *ud)
 {
-    unsw *u = sc->u;
-    tex_expr *d = as_negative(u, c);
+    scan *sc = ud;
+    texi_scope *u = sc->u;
+    tex_expr *d = texi_scope_negative(u, c);
     bool ok = d != NULL;
     if (d)
         texi_expr_visit(d, pure, &ok);
@@ -128,31 +85,21 @@ static void consider(scan *sc, tex_expr *c)
     tex_expr *hi = texi_expr_bound(u->ctx, d, sc->n_loops, sc->loops, true);
     if (!hi || mentions_scope(sc, hi))
         return;
-    tex_expr *zero = note(u, texi_int_imm(u->ctx, hi->dtype, 0));
-    tex_expr *holds = zero ? note(u, texi_binary(TEXI_EXPR_LT, hi, zero)) : NULL;
+    tex_expr *zero = texi_scope_note(u, texi_int_imm(u->ctx, hi->dtype, 0));
+    tex_expr *holds = zero ? texi_scope_note(u, texi_binary(TEXI_EXPR_LT, hi, zero)) : NULL;
     tex_expr **conds =
-        holds ? grow(u, sc->conds, sc->n_conds, &sc->cap_conds, sizeof *conds) : NULL;
+        holds ? texi_scope_grow(u, sc->conds, sc->n_conds, &sc->cap_conds, sizeof *conds) : NULL;
     if (!conds)
         return;
     sc->conds = conds;
     sc->conds[sc->n_conds++] = c;
-    sc->test = sc->test ? note(u, texi_binary(TEXI_EXPR_AND, sc->test, holds)) : holds;
-}
-
-static void scan_conds(scan *sc, tex_expr *cond)
-{
-    if (cond->kind == TEXI_EXPR_AND) {
-        scan_conds(sc, cond->u.bin.a);
-        scan_conds(sc, cond->u.bin.b);
-    } else {
-        consider(sc, cond);
-    }
+    sc->test = sc->test ? texi_scope_note(u, texi_binary(TEXI_EXPR_AND, sc->test, holds)) : holds;
 }
 
 static bool scan_select(tex_expr *e, void *ud)
 {
     if (e->kind == TEXI_EXPR_SELECT && e->u.sel.cond->lanes == 1)
-        scan_conds(ud, e->u.sel.cond);
+        texi_conjuncts(e->u.sel.cond, consider, ud);
     return true;
 }
 
@@ -161,11 +108,12 @@ static bool scan_select(tex_expr *e, void *ud)
 static bool scan_stmt(const tex_stmt *s, void *ud)
 {
     scan *sc = ud;
-    unsw *u = sc->u;
+    texi_scope *u = sc->u;
     if (sc->what == SELECTS)
         texi_stmt_visit_exprs(s, scan_select, sc);
     if (s->kind == TEXI_STMT_FOR) {
-        texi_range *loops = grow(u, sc->loops, sc->n_loops, &sc->cap_loops, sizeof *loops);
+        texi_range *loops =
+            texi_scope_grow(u, sc->loops, sc->n_loops, &sc->cap_loops, sizeof *loops);
         if (!loops)
             return false;
         sc->loops = loops;
@@ -175,7 +123,7 @@ static bool scan_stmt(const tex_stmt *s, void *ud)
         return false;
     }
     if (s->kind == TEXI_STMT_LET) {
-        tex_expr **lets = grow(u, sc->lets, sc->n_lets, &sc->cap_lets, sizeof *lets);
+        tex_expr **lets = texi_scope_grow(u, sc->lets, sc->n_lets, &sc->cap_lets, sizeof *lets);
         if (!lets)
             return false;
         sc->lets = lets;
@@ -185,7 +133,7 @@ static bool scan_stmt(const tex_stmt *s, void *ud)
         return false;
     }
     if (sc->what == GUARDS && s->kind == TEXI_STMT_IF && !s->u.ifs.else_s)
-        scan_conds(sc, s->u.ifs.cond);
+        texi_conjuncts(s->u.ifs.cond, consider, sc);
     return true;
 }
 
@@ -208,7 +156,7 @@ static tex_expr *strip_cond(const scan *sc, tex_expr *cond)
     if (a && b)
         return a == cond->u.bin.a && b == cond->u.bin.b
                    ? cond
-                   : note(sc->u, texi_binary(TEXI_EXPR_AND, a, b));
+                   : texi_scope_note(sc->u, texi_binary(TEXI_EXPR_AND, a, b));
     return a ? a : b;
 }
 
@@ -221,11 +169,11 @@ static tex_expr *strip_select(tex_expr *e, void *ud)
     tex_expr *cond = strip_cond(sc, e->u.sel.cond);
     if (cond == e->u.sel.cond)
         return NULL;
-    tex_expr *t = note(sc->u, texi_expr_mutate(e->u.sel.t, strip_select, sc));
+    tex_expr *t = texi_scope_note(sc->u, texi_expr_mutate(e->u.sel.t, strip_select, sc));
     if (!cond || !t)
         return t ? t : e;
-    tex_expr *f = note(sc->u, texi_expr_mutate(e->u.sel.f, strip_select, sc));
-    return f ? note(sc->u, texi_select_new(cond, t, f)) : e;
+    tex_expr *f = texi_scope_note(sc->u, texi_expr_mutate(e->u.sel.f, strip_select, sc));
+    return f ? texi_scope_note(sc->u, texi_select_new(cond, t, f)) : e;
 }
 
 /* A guard that lost conjuncts: over the rest, or its body. */
@@ -281,10 +229,10 @@ static bool local_only(const tex_stmt *s, void *ud)
     return *ok;
 }
 
-static tex_stmt *process(unsw *u, tex_stmt *s);
+static tex_stmt *process(texi_scope *u, tex_stmt *s);
 
 /* Loop s over `body` (processed). */
-static tex_stmt *with_body(unsw *u, const tex_stmt *s, tex_stmt *body)
+static tex_stmt *with_body(texi_scope *u, const tex_stmt *s, tex_stmt *body)
 {
     tex_stmt *b = body ? process(u, body) : NULL;
     return b ? texi_for_new(u->ctx, s->u.loop.var, s->u.loop.min, s->u.loop.extent,
@@ -295,7 +243,7 @@ static tex_stmt *with_body(unsw *u, const tex_stmt *s, tex_stmt *body)
 /* Loop s unswitched on what (file comment); NULL when there is nothing to
  * unswitch on, the loop is not serial or unrolled, or its body writes more
  * than local buffers. */
-static tex_stmt *try_unswitch(unsw *u, tex_stmt *s, int what)
+static tex_stmt *try_unswitch(texi_scope *u, tex_stmt *s, int what)
 {
     bool ok = s->u.loop.for_kind == TEXI_FOR_SERIAL || s->u.loop.for_kind == TEXI_FOR_UNROLLED;
     if (ok)
@@ -303,12 +251,12 @@ static tex_stmt *try_unswitch(unsw *u, tex_stmt *s, int what)
     if (!ok)
         return NULL;
     scan sc = {.u = u, .what = what};
-    sc.loops = grow(u, NULL, 0, &sc.cap_loops, sizeof *sc.loops);
+    sc.loops = texi_scope_grow(u, NULL, 0, &sc.cap_loops, sizeof *sc.loops);
     if (!sc.loops)
         return NULL;
     sc.loops[sc.n_loops++] = (texi_range){s->u.loop.var, s->u.loop.min, s->u.loop.extent};
     texi_stmt_visit(s->u.loop.body, scan_stmt, &sc);
-    tex_expr *test = sc.test ? note(u, texi_simplify(sc.test, 0, NULL)) : NULL;
+    tex_expr *test = sc.test ? texi_scope_note(u, texi_simplify(sc.test, 0, NULL)) : NULL;
     int64_t known;
     bool decided = test && texi_expr_is_int_const(test, &known);
     if (u->failed || !test || (decided && !known))
@@ -333,7 +281,7 @@ static tex_stmt *try_unswitch(unsw *u, tex_stmt *s, int what)
 
 static tex_stmt *visit_loop(tex_stmt *s, void *ud)
 {
-    unsw *u = ud;
+    texi_scope *u = ud;
     if (u->failed || s->kind != TEXI_STMT_FOR)
         return u->failed ? s : NULL;
     tex_stmt *r = try_unswitch(u, s, GUARDS);
@@ -344,7 +292,7 @@ static tex_stmt *visit_loop(tex_stmt *s, void *ud)
     return r ? r : s;
 }
 
-static tex_stmt *process(unsw *u, tex_stmt *s)
+static tex_stmt *process(texi_scope *u, tex_stmt *s)
 {
     tex_stmt *r = texi_stmt_mutate(u->ctx, s, visit_loop, NULL, u);
     if (!r)
@@ -354,7 +302,7 @@ static tex_stmt *process(unsw *u, tex_stmt *s)
 
 int texi_pass_loop_unswitch(texi_lower *lw, tex_stmt *in, tex_stmt **out)
 {
-    unsw u = {lw->ctx, false};
+    texi_scope u = {.ctx = lw->ctx, .pass = "loop_unswitch"};
     tex_stmt *r = process(&u, in);
     return texi_pass_result(lw, u.failed ? NULL : r, out);
 }
