@@ -111,7 +111,7 @@ struct texi_cp {
      * last vector type name. */
     int lane;
     unsigned vector_types[TEXI_CP_N_DTYPES];
-    unsigned vector_minmax[2];                /* [f64]: bit k, min/max helpers of 2^k lanes */
+    unsigned vector_minmax[TEXI_CP_N_DTYPES]; /* bit k: min/max helpers of 2^k lanes */
     unsigned vector_select[TEXI_CP_N_DTYPES]; /* bit k: select helper of 2^k lanes */
     unsigned vector_masked[2]
                           [TEXI_CP_N_DTYPES]; /* [store]: bit k, tex_mload_/_mstore_ of 2^k lanes */

@@ -17,10 +17,10 @@
  *     built -strict-float (p->libm_math): then libm, lane by lane.
  *   - select(c, t, f) with a condition the same in every lane (built of
  *     BROADCASTs and scalars: a padded read's bounds) is C's `c ? t : f`
- *     on whole vectors, c printed once (lane 0); else select(a OP b, t, f)
- *     over a comparison of vectors as wide as the result (32/64-bit
- *     integers, f32/f64) picks with the comparison's mask (tex_vselect_
- *     helpers).
+ *     on whole vectors, c printed once (lane 0); else a select of 32/64-bit
+ *     integers or f32/f64 over comparisons of such vectors (of any of these
+ *     widths) combined with && || ! picks with their masks, converted to
+ *     the result's width and combined with & | ~ (tex_vselect_ helpers).
  *   - + - * of 32/64-bit integer vectors wrap through the unsigned vector
  *     type; conversions that C performs exactly as the scalar printer does
  *     (to f32/f64, integer widening) are __builtin_convertvector.
@@ -128,7 +128,7 @@ static void use_select(texi_cp *p, tex_dtype t, int lanes)
  * tex_vmax_ (and what those use). */
 static void use_minmax(texi_cp *p, tex_dtype t, int lanes)
 {
-    p->vector_minmax[t == TEX_F64] |= 1u << texi_cp_lanes_log2(lanes);
+    p->vector_minmax[t] |= 1u << texi_cp_lanes_log2(lanes);
     use_select(p, t, lanes);
 }
 
@@ -261,20 +261,54 @@ static bool emit_uniform_select(texi_cp *p, texi_sb *sb, const tex_expr *e)
     return true;
 }
 
-/* select(a OP b, t, f) with a comparison of vectors whose lanes are as wide
- * as the result's: tex_vselect_vL_T(a OP b, t, f) (C's vector comparison
- * gives the mask; NaN compares as in scalar C); false otherwise. */
-static bool emit_mask_select(texi_cp *p, texi_sb *sb, const tex_expr *e)
+/* Whether vector condition c prints as a mask (emit_mask): comparisons of
+ * 32/64-bit integer or f32/f64 vectors, combined with &&, || and !. */
+static bool maskable(const tex_expr *c)
 {
-    const tex_expr *c = e->u.sel.cond;
-    if (!texi_expr_is_compare(c) || !mask_type(e->dtype) || !mask_type(c->u.bin.a->dtype) ||
-        texi_dtype_bits(c->u.bin.a->dtype) != texi_dtype_bits(e->dtype))
-        return false;
-    use_select(p, e->dtype, e->lanes);
-    texi_sb_printf(sb, "tex_vselect_%s(", vector_suffix(p, e->dtype, e->lanes));
+    if (c->kind == TEXI_EXPR_AND || c->kind == TEXI_EXPR_OR)
+        return maskable(c->u.bin.a) && maskable(c->u.bin.b);
+    if (c->kind == TEXI_EXPR_NOT)
+        return maskable(c->u.un.a);
+    return texi_expr_is_compare(c) && mask_type(c->u.bin.a->dtype);
+}
+
+/* Maskable c as a vector of `bits`-bit integers, -1 where it holds, else 0:
+ * each comparison's own mask (C's vector comparison; NaN compares as in
+ * scalar C) converted to that width (-1 stays -1), combined with & | ~. */
+static void emit_mask(texi_cp *p, texi_sb *sb, const tex_expr *c, int bits)
+{
+    if (c->kind == TEXI_EXPR_AND || c->kind == TEXI_EXPR_OR) {
+        texi_sb_putc(sb, '(');
+        emit_mask(p, sb, c->u.bin.a, bits);
+        texi_sb_puts(sb, c->kind == TEXI_EXPR_AND ? " & " : " | ");
+        emit_mask(p, sb, c->u.bin.b, bits);
+        texi_sb_putc(sb, ')');
+        return;
+    }
+    if (c->kind == TEXI_EXPR_NOT) {
+        texi_sb_puts(sb, "~");
+        emit_mask(p, sb, c->u.un.a, bits);
+        return;
+    }
+    texi_sb_puts(sb, "__builtin_convertvector(");
     texi_cp_expr(p, sb, c->u.bin.a, TEXI_CP_P_REL + 1, false);
     texi_sb_printf(sb, " %s ", texi_expr_kind_names[c->kind]);
     texi_cp_expr(p, sb, c->u.bin.b, TEXI_CP_P_REL + 1, false);
+    texi_sb_printf(sb, ", %s)",
+                   texi_cp_vector_type(p, bits == 64 ? TEX_I64 : TEX_I32, c->lanes, false));
+}
+
+/* select(c, t, f) of a 32/64-bit result over a maskable condition:
+ * tex_vselect_vL_T(mask of c, t, f) (argmax's `x == max || x != x` picking
+ * i64 indices); false otherwise. */
+static bool emit_mask_select(texi_cp *p, texi_sb *sb, const tex_expr *e)
+{
+    const tex_expr *c = e->u.sel.cond;
+    if (!mask_type(e->dtype) || !maskable(c))
+        return false;
+    use_select(p, e->dtype, e->lanes);
+    texi_sb_printf(sb, "tex_vselect_%s(", vector_suffix(p, e->dtype, e->lanes));
+    emit_mask(p, sb, c, texi_dtype_bits(e->dtype));
     for (int i = 0; i < 2; i++) {
         texi_sb_puts(sb, ", ");
         texi_cp_expr(p, sb, i ? e->u.sel.f : e->u.sel.t, TEXI_CP_P_COND, false);
@@ -320,7 +354,7 @@ void texi_cp_vector(texi_cp *p, texi_sb *sb, const tex_expr *e, int prec)
         break;
     case TEXI_EXPR_MIN:
     case TEXI_EXPR_MAX:
-        if (native_float) {
+        if (native_float || wide_int(e->dtype)) {
             emit_minmax(p, sb, e);
             return;
         }

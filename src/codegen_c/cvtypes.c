@@ -80,11 +80,11 @@ static const char *x86_minmax(bool f64, int bytes, bool max, const char **guard)
  * (ORD(b, b)) does not depend on a, so that a max-reduction's accumulator
  * waits on the MAXPS alone (softmax's row max: 2 instructions a vector
  * instead of 5). Elsewhere: tex_vselect of the two comparisons. */
-static void minmax_helpers(const texi_cp *p, texi_sb *sb)
+static void float_minmax_helpers(const texi_cp *p, texi_sb *sb)
 {
     for (int f64 = 0; f64 < 2; f64++)
         for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++) {
-            if (!(p->vector_minmax[f64] & (1u << k)))
+            if (!(p->vector_minmax[f64 ? TEX_F64 : TEX_F32] & (1u << k)))
                 continue;
             const char *et = f64 ? "f64" : "f32";
             int l = 1 << k, bytes = l * (f64 ? 8 : 4);
@@ -115,6 +115,25 @@ static void minmax_helpers(const texi_cp *p, texi_sb *sb)
                                max ? "a < b" : "b < a");
                 texi_sb_puts(sb, op ? "#endif\n}\n\n" : "}\n\n");
             }
+        }
+}
+
+/* tex_vmin_vL_T / tex_vmax_vL_T for the 32/64-bit integer vectors min/max
+ * used: b where b < a (max: a < b), else a, as the scalar helpers. */
+static void int_minmax_helpers(const texi_cp *p, texi_sb *sb)
+{
+    for (int t = 0; t < TEXI_CP_N_DTYPES; t++)
+        for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++) {
+            if (t == TEX_F32 || t == TEX_F64 || !(p->vector_minmax[t] & (1u << k)))
+                continue;
+            const char *n = tex_dtype_name((tex_dtype)t);
+            int l = 1 << k;
+            for (int max = 0; max < 2; max++)
+                texi_sb_printf(sb,
+                               "%s tex_v%d_%s tex_v%s_v%d_%s(tex_v%d_%s a, tex_v%d_%s b)\n{\n"
+                               "    return tex_vselect_v%d_%s(%s, b, a);\n}\n\n",
+                               p->target->inline_kw, l, n, max ? "max" : "min", l, n, l, n, l, n, l,
+                               n, max ? "a < b" : "b < a");
         }
 }
 
@@ -232,7 +251,8 @@ void texi_cp_vector_typedefs(const texi_cp *p, texi_sb *sb)
                            et, 1 << k, n, bytes, texi_dtype_bits((tex_dtype)t) / 8);
         }
     select_helpers(p, sb);
-    minmax_helpers(p, sb);
+    float_minmax_helpers(p, sb);
+    int_minmax_helpers(p, sb);
     reduce_helpers(p, sb);
     texi_cp_mask_helpers(p, sb);
     for (int k = 1; k <= TEXI_CP_MAX_LANES_LOG2; k++)

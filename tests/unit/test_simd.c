@@ -185,6 +185,46 @@ static tex_tensor *select_math(ops_wl *w, int64_t n)
     return w->out = tex_compute(c, "Out", 2, (tex_iter *[]){i, j}, v);
 }
 
+/* Out[i, j] = select((a > b && !(a < 0.25)) || a != a, j, 7 * i) in i64
+ * over f32 a, b: comparisons of 32-bit lanes combined with && || ! picking
+ * 64-bit lanes (argmax's index pass), their masks widened. */
+static tex_tensor *mixed_select(ops_wl *w, int64_t n)
+{
+    tex_ctx *c = w->ctx;
+    tex_expr *shape[2] = {tex_int(c, 2), tex_int(c, n)};
+    tex_tensor *A = input(w, "A", TEX_F32, 2, shape), *B = input(w, "B", TEX_F32, 2, shape);
+    tex_iter *i = tex_axis(c, "i", shape[0]), *j = tex_axis(c, "j", shape[1]);
+    tex_expr *a = TEX_AT(A, tex_iv(i), tex_iv(j)), *b = TEX_AT(B, tex_iv(i), tex_iv(j));
+    tex_expr *hit = tex_or(tex_and(tex_gt(a, b), tex_not(tex_lt(a, ops_f(w, 0.25)))), tex_ne(a, a));
+    tex_expr *v = tex_select(hit, tex_cast(TEX_I64, tex_iv(j)),
+                             tex_cast(TEX_I64, tex_mul(tex_iv(i), tex_int(c, 7))));
+    return w->out = tex_compute(c, "Out", 2, (tex_iter *[]){i, j}, v);
+}
+
+/* Out[i, j] = max(min(A, B), A - C) of integers of type t: vector min/max
+ * helpers. */
+static tex_tensor *int_minmax(ops_wl *w, int64_t n, tex_dtype t)
+{
+    tex_ctx *c = w->ctx;
+    tex_expr *shape[2] = {tex_int(c, 2), tex_int(c, n)};
+    tex_tensor *A = input(w, "A", t, 2, shape), *B = input(w, "B", t, 2, shape);
+    tex_tensor *C = input(w, "C", t, 2, shape);
+    tex_iter *i = tex_axis(c, "i", shape[0]), *j = tex_axis(c, "j", shape[1]);
+    tex_expr *a = TEX_AT(A, tex_iv(i), tex_iv(j)), *b = TEX_AT(B, tex_iv(i), tex_iv(j));
+    tex_expr *v = tex_max(tex_min(a, b), tex_sub(a, TEX_AT(C, tex_iv(i), tex_iv(j))));
+    return w->out = tex_compute(c, "Out", 2, (tex_iter *[]){i, j}, v);
+}
+
+static tex_tensor *int_minmax_i32(ops_wl *w, int64_t n)
+{
+    return int_minmax(w, n, TEX_I32);
+}
+
+static tex_tensor *int_minmax_i64(ops_wl *w, int64_t n)
+{
+    return int_minmax(w, n, TEX_I64);
+}
+
 /* Out[j, i] = A[i, j]: strided loads along the vector axis i. */
 static tex_tensor *transpose(ops_wl *w, int64_t n)
 {
@@ -282,6 +322,17 @@ static void test_select_min_max_exp(void)
 {
     const char *want[] = {"tex_vexp_f32x", "tex_vmax_v", "tex_vmin_v", "tex_vselect_v", NULL};
     check_workload("select_math", select_math, 45, FACTORS, N_FACTORS, want);
+}
+
+/* Comparisons of other widths than the select's, combined, pick with
+ * masks; integer min and max are vector helpers. */
+static void test_mixed_masks(void)
+{
+    const char *sel[] = {"tex_vselect_v", "__builtin_convertvector(", " | ", "~", NULL};
+    check_workload("mixed_select", mixed_select, 45, FACTORS, N_FACTORS, sel);
+    const char *mm[] = {"tex_vmin_v", "tex_vmax_v", NULL};
+    check_workload("int_minmax_i32", int_minmax_i32, 45, FACTORS, N_FACTORS, mm);
+    check_workload("int_minmax_i64", int_minmax_i64, 45, FACTORS, N_FACTORS, mm);
 }
 
 /* A select whose condition is the same in every lane picks whole vectors. */
@@ -722,6 +773,7 @@ int main(void)
     TT_RUN(test_int_widening);
     TT_RUN(test_half);
     TT_RUN(test_select_min_max_exp);
+    TT_RUN(test_mixed_masks);
     TT_RUN(test_uniform_select);
     TT_RUN(test_strict_float_libm);
     TT_RUN(test_strided);
