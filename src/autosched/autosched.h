@@ -119,7 +119,8 @@ const char *texi_as_tensorize_fit(const texi_as_graph *g, const tex_stage *st, t
                                   const char **builtin, int64_t *nr);
 
 /* The iter of stage st (axis or reduce axis) that the last index of the
- * first multi-dimensional read in its body is, or NULL (classify.c). */
+ * largest multi-dimensional read in its body is (the first of the largest;
+ * a vector-matrix product's matrix, not its vector), or NULL (classify.c). */
 tex_iter *texi_as_inner_iter(const tex_stage *st);
 
 /* Whether the last index of that read is not one variable but uses st's

@@ -10,7 +10,8 @@
  * relations, except which producers it inlines (texi_as_transposed_axis
  * looks through them); only whether a GEMM stage's consumers need all of
  * it asks bound inference (partly_needed). A matrix-vector product of dot
- * products counts as a reduction (is_dot_products).
+ * products, and on the CPU a vector-matrix product, count as reductions
+ * (is_reduction_like).
  */
 #include "autosched/autosched.h"
 
@@ -83,42 +84,71 @@ static bool unit_dim(const tex_tensor *t, int d)
     return d < t->ndim && texi_expr_is_int_const(t->shape[d], &e) && e == 1;
 }
 
-/* texi_expr_visit callback: clears *ud (the last reduce axis) at a read
- * whose last index (past dims 1 long) is not that axis. */
-static bool along_visit(tex_expr *e, void *ud)
+static bool access_uses(const tex_expr *acc, const tex_iter *iv);
+static bool iter_repeats(const tex_iter *iv);
+
+/* How a GEMM-like op's reads run: along its last reduce axis k, along its
+ * last data axis n, or otherwise (by each read's last index past dims 1
+ * long); and whether a read along n misses one of op's other data axes
+ * that repeats (its tile reused across them, as a conv's weights are). */
+typedef struct {
+    const texi_op *op;
+    const tex_iter *k, *n;
+    int along_k, along_n, other;
+    bool reused;
+} axis_walk;
+
+static bool axis_visit(tex_expr *e, void *ud)
 {
-    const tex_iter **k = ud;
-    if (e->kind != TEXI_EXPR_ACCESS || !*k)
-        return *k != NULL;
+    axis_walk *w = ud;
+    if (e->kind != TEXI_EXPR_ACCESS)
+        return true;
     int d = e->u.access.n_idx - 1;
     while (d > 0 && unit_dim(e->u.access.tensor, d))
         d--;
     const tex_expr *ix = d >= 0 ? e->u.access.idx[d] : NULL;
-    if (!ix || ix->kind != TEXI_EXPR_VAR || ix->u.var.iter != *k)
-        *k = NULL;
+    const tex_iter *it = ix && ix->kind == TEXI_EXPR_VAR ? ix->u.var.iter : NULL;
+    w->along_k += it && it == w->k;
+    w->along_n += it && it == w->n;
+    w->other += !it || (it != w->k && it != w->n);
+    for (int a = 0; it && it == w->n && a < w->op->n_axes - 1; a++)
+        w->reused |= iter_repeats(w->op->axes[a]) && !access_uses(e, w->op->axes[a]);
     return false;
 }
 
-/* Whether GEMM-like op is a matrix-vector product of dot products: its row
- * or its column axis is 1 long (a batch-1 dense layer, x [1, K] . W[N,
- * K]^T; A [M, K] . x [K, 1]), and every read runs along its last reduce
- * axis. Each output then reads contiguous rows, and the reduction's own
- * schedule (parallel over the outputs, vectorized along K) streams the
- * matrix once. As tiles, the dense layer's vectors gathered from 16 rows
- * of W, on one thread (the tile rows were the parallel loop): 28 ms for a
- * 4096 x 4096 W on 2 cores, against 1.0 ms. */
-static bool is_dot_products(const texi_op *op)
+/*
+ * Whether GEMM-like op is better scheduled as a reduction, its row or
+ * column axis being 1 long:
+ *   - dot products: every read runs along its last reduce axis (a batch-1
+ *     dense layer, x [1, K] . W[N, K]^T; A [M, K] . x [K, 1]). Each output
+ *     then reads contiguous rows, and the reduction's own schedule
+ *     (parallel over the outputs, vectorized along K) streams the matrix
+ *     once. As tiles, the dense layer's vectors gathered from 16 rows of
+ *     W, on one thread (the tile rows were the parallel loop): 28 ms for a
+ *     4096 x 4096 W on 2 cores, against 1.0 ms.
+ *   - on the CPU, a vector-matrix product: 1 row, every read along the
+ *     reduce axis or along the columns, one at least along the columns,
+ *     and the matrix indexed by every other data axis (x [1, K] . B [K, N],
+ *     batched; not a conv's weights, which every pixel row reuses, on an
+ *     image one pixel wide). Its one row of outputs is cut into a chunk of
+ *     columns a thread, each streaming its part of B's rows (cpu.c,
+ *     column_chunks); as a one-row tile of the GEMM built-in, each 64-column
+ *     panel walked B 16 KiB a step.
+ */
+static bool is_reduction_like(const texi_op *op, bool cuda)
 {
     int64_t m = 0, n = 0;
     if (op->n_axes < 2 || op->n_raxes < 1)
         return false;
     texi_expr_is_int_const(op->axes[op->n_axes - 2]->extent, &m);
     texi_expr_is_int_const(op->axes[op->n_axes - 1]->extent, &n);
-    if (m != 1 && n != 1)
+    axis_walk w = {op, op->raxes[op->n_raxes - 1], op->axes[op->n_axes - 1], 0, 0, 0, false};
+    texi_expr_visit(op->body, axis_visit, &w);
+    if (w.other)
         return false;
-    const tex_iter *k = op->raxes[op->n_raxes - 1];
-    texi_expr_visit(op->body, along_visit, &k);
-    return k != NULL;
+    if (w.along_n == 0)
+        return m == 1 || n == 1;
+    return !cuda && m == 1 && n != 1 && !w.reused;
 }
 
 /* Why GEMM stage st, which fits a built-in by its definition, still does
@@ -152,9 +182,9 @@ int texi_as_classify(texi_as_graph *g)
             nd->kind = TEXI_AS_INPUT;
             continue;
         }
-        nd->kind = op->n_raxes == 0                           ? TEXI_AS_INJECTIVE
-                   : is_gemm_like(op) && !is_dot_products(op) ? TEXI_AS_GEMM
-                                                              : TEXI_AS_REDUCE;
+        nd->kind = op->n_raxes == 0                                      ? TEXI_AS_INJECTIVE
+                   : is_gemm_like(op) && !is_reduction_like(op, g->cuda) ? TEXI_AS_GEMM
+                                                                         : TEXI_AS_REDUCE;
         if (nd->kind == TEXI_AS_GEMM) {
             tex_iter *k;
             nd->tz_why = g->cuda ? "the CPU GEMM built-ins serve \"cpu\" only"
@@ -294,9 +324,33 @@ bool texi_as_window_along_last(const tex_stage *st)
            texi_as_expr_uses(last, st->op->axes[st->op->n_axes - 1]);
 }
 
+/* The largest read with indices so far (elements, a symbolic dim counting
+ * 2^20) and its last index. */
+typedef struct {
+    int64_t size;
+    tex_expr *last;
+} largest_walk;
+
+static bool largest_visit(tex_expr *e, void *ud)
+{
+    largest_walk *w = ud;
+    if (e->kind != TEXI_EXPR_ACCESS || e->u.access.n_idx == 0)
+        return true;
+    const tex_tensor *t = e->u.access.tensor;
+    int64_t size = 1, d;
+    for (int k = 0; k < t->ndim && size < INT64_MAX / (1 << 21); k++)
+        size *=
+            texi_expr_is_int_const(t->shape[k], &d) && d < (1 << 20) ? (d > 0 ? d : 1) : (1 << 20);
+    if (!w->last || size > w->size)
+        *w = (largest_walk){size, e->u.access.idx[e->u.access.n_idx - 1]};
+    return false;
+}
+
 tex_iter *texi_as_inner_iter(const tex_stage *st)
 {
-    tex_expr *last = first_last_index(st);
+    largest_walk w = {0, NULL};
+    texi_expr_visit(st->op->body, largest_visit, &w);
+    tex_expr *last = w.last;
     const tex_iter *inner = last && last->kind == TEXI_EXPR_VAR ? last->u.var.iter : NULL;
     for (int k = 0; inner && k < st->op->n_axes; k++)
         if (st->op->axes[k] == inner)

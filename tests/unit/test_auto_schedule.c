@@ -174,9 +174,12 @@ static void run_matmul_t(int64_t bt, int64_t m, int64_t n, int64_t k, bool epilo
     }
     if (s && !epilogue && (m == 1 || n == 1) && k > 1) {
         /* a matrix-vector product reading both operands along K: dot
-         * products, vectorized along K (B as [N, K], or a column x) */
+         * products, vectorized along K (B as [N, K], or a column x); x . B
+         * with B as [K, N]: a reduction too, its columns vectorized inside
+         * the loop over K, no GEMM tiles */
         char *text = tex_schedule_trace(s);
         TT_EQ_INT(text && strstr(text, "vectorize_reduce Y k\n"), trans_b || n == 1);
+        TT_CHECK(text && !strstr(text, "tensorize") && !strstr(text, "cache_write"));
         free(text);
     }
     if (s && trans_b) {
@@ -217,12 +220,14 @@ static void test_matmul(void)
     run_matmul_t(2, 9, 150, 17, false, false, true, "cpu -threads=2");
     run_matmul_t(0, 1, 1, 1, false, false, true, "cpu");
     /* matrix-vector products: a batch-1 dense layer, A . x, and x^T . B
-     * (B as [K, N]: not dot products, B is read across K) */
+     * (B as [K, N]: not dot products, B is read across K), also batched */
     run_matmul_t(0, 1, 70, 300, false, false, true, "cpu -threads=2");
     run_matmul_t(0, 1, 33, 97, false, true, true, "cpu");
     run_matmul_t(0, 45, 1, 300, false, false, false, "cpu -threads=2");
     run_matmul_t(2, 7, 1, 40, false, false, false, "cpu");
     run_matmul_t(0, 1, 70, 300, false, false, false, "cpu -threads=2");
+    run_matmul_t(3, 1, 45, 33, false, false, false, "cpu -threads=2");
+    run_matmul_t(0, 1, 70, 300, false, true, false, "cpu");
 }
 
 /* out = X + (gelu(X W1 + b1) W2 + b2): two kernels, the hidden layer's and

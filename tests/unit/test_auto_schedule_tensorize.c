@@ -75,7 +75,10 @@ static void test_matmul(void)
     if (quick)
         return;
     run_matmul(0, 1, 64, 1, false, false, false, "cpu", true);
-    run_matmul(0, 1, 200, 300, false, false, false, "cpu -threads=2", true); /* a gemv */
+    /* one row: a vector-matrix product, scheduled as a reduction (chunks
+     * of columns), not tensorized */
+    run_matmul(0, 1, 200, 300, false, false, false, "cpu -threads=2", false);
+    run_matmul(0, 2, 200, 300, false, false, false, "cpu -threads=2", true);
     run_matmul(0, 5, 131, 40, true, false, false, "cpu", true);
     run_matmul(0, 6, 64, 512, false, false, false, "cpu -threads=2", true);
     run_matmul(0, 13, 67, 600, false, false, false, "cpu -threads=3", true);
