@@ -123,9 +123,10 @@ const char *texi_as_tensorize_fit(const texi_as_graph *g, const tex_stage *st, t
  * a vector-matrix product's matrix, not its vector), or NULL (classify.c). */
 tex_iter *texi_as_inner_iter(const tex_stage *st);
 
-/* Whether the last index of that read is not one variable but uses st's
- * last axis: a pooling window's x * stride + rx (classify.c). */
-bool texi_as_window_along_last(const tex_stage *st);
+/* Whether the last index of the first multi-dimensional read in st's body
+ * is not one variable but uses st's last axis: a pooling window's x *
+ * stride + rx (with unit_stride, only x + rx) (classify.c). */
+bool texi_as_window_along_last(const tex_stage *st, bool unit_stride);
 
 /* The input of GEMM-like stage gemm that its reads index by the column
  * axis (its last) and not by the row axis (the one before): the right

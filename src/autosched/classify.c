@@ -317,11 +317,14 @@ static tex_expr *first_last_index(const tex_stage *st)
     return last;
 }
 
-bool texi_as_window_along_last(const tex_stage *st)
+bool texi_as_window_along_last(const tex_stage *st, bool unit_stride)
 {
     tex_expr *last = st->op->n_axes > 0 ? first_last_index(st) : NULL;
-    return last && last->kind != TEXI_EXPR_VAR &&
-           texi_as_expr_uses(last, st->op->axes[st->op->n_axes - 1]);
+    int64_t c;
+    const tex_iter *x = st->op->n_axes > 0 ? st->op->axes[st->op->n_axes - 1] : NULL;
+    if (!last || last->kind == TEXI_EXPR_VAR || !texi_as_expr_uses(last, x))
+        return false;
+    return !unit_stride || (texi_linear_in(last, x->var, &c) && c == 1);
 }
 
 /* The largest read with indices so far (elements, a symbolic dim counting

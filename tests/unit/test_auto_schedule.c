@@ -325,9 +325,39 @@ static void run_max_pool(int64_t ch, int64_t h, int64_t w, int64_t k, int64_t st
     tex_ctx_free(c.ctx);
 }
 
+/* An average pool of relu(X) (count_include_pad or not): its sum, a member
+ * of the pool's row kernel, keeps its last axis inside the window's loops,
+ * vectorized, when the window moves one element an output (stride 1) and
+ * an output row holds a vector at least; else its row stays scalar. */
+static void run_avg_pool(int64_t ch, int64_t h, int64_t w, int64_t k, int64_t stride, int64_t pad,
+                         int include_pad, bool sym)
+{
+    as_case c;
+    case_init(&c, "avg_pool", 3, (int64_t[]){ch, h, w}, sym);
+    tex_tensor *X =
+        ops_input(&c.w, "X", 4, (tex_expr *[]){tex_int(c.ctx, 2), c.d[0], c.d[1], c.d[2]});
+    tex_tensor *p =
+        tex_op_avg_pool2d(c.ctx, "P", tex_op_relu(c.ctx, "R", X), (int64_t[]){k, k},
+                          (int64_t[]){stride, stride}, (int64_t[]){pad, pad}, include_pad);
+    tex_schedule *s = case_check(&c, p, "cpu -threads=2");
+    char *text = s ? tex_schedule_trace(s) : NULL;
+    int vbytes = texi_host_vector_bytes();
+    int64_t ow = (w + 2 * pad - k) / stride + 1, lanes = vbytes >= 16 ? vbytes / 4 : 1;
+    if (text)
+        TT_EQ_INT((strstr(text, "reorder P_sum i0 i1 i2 ry rx i3\n") != NULL),
+                  stride == 1 && !sym && ow >= lanes);
+    free(text);
+    tex_ctx_free(c.ctx);
+}
+
 static void test_pool(void)
 {
     as_case c;
+    run_avg_pool(3, 9, 40, 3, 1, 1, 1, false);
+    run_avg_pool(2, 7, 37, 3, 1, 0, 0, false);
+    run_avg_pool(2, 6, 20, 2, 2, 0, 1, false);
+    run_avg_pool(2, 9, 7, 3, 1, 1, 0, false);
+    run_avg_pool(3, 11, 40, 3, 1, 1, 1, true);
     run_max_pool(3, 11, 13, 3, 2, 1, true);
     run_max_pool(4, 20, 70, 3, 2, 1, false);
     run_max_pool(2, 9, 40, 2, 2, 0, false);
