@@ -208,7 +208,8 @@ static tex_stmt *part_loop(texi_scope *p, const tex_stmt *loop, tex_expr *min, t
  * its body at v = m. */
 static tex_stmt *split_at(texi_scope *p, tex_stmt *s, const scan *sc, tex_expr *m)
 {
-    tex_expr *lo = s->u.loop.min, *hi = texi_scope_arith(p, TEXI_EXPR_ADD, lo, s->u.loop.extent);
+    tex_expr *v = s->u.loop.var, *lo = s->u.loop.min;
+    tex_expr *hi = texi_scope_arith(p, TEXI_EXPR_ADD, lo, s->u.loop.extent);
     strip_ctx x = {p, sc};
     tex_stmt *main_body = texi_stmt_mutate(p->ctx, s->u.loop.body, strip_if, NULL, &x);
     tex_expr *main_ext = texi_scope_simp(p, texi_scope_arith(p, TEXI_EXPR_SUB, m, lo));
@@ -216,15 +217,20 @@ static tex_stmt *split_at(texi_scope *p, tex_stmt *s, const scan *sc, tex_expr *
     int64_t n;
     if (!main_body || !tail_ext || p->failed)
         return NULL;
-    tex_stmt *items[2] = {part_loop(p, s, lo, main_ext, main_body), NULL};
-    if (texi_expr_is_int_const(tail_ext, &n) && n == 1) {
-        tex_expr *at_m = texi_scope_note(p, texi_convert(m, s->u.loop.var->dtype));
-        tex_stmt *tail =
-            at_m ? texi_stmt_substitute(p->ctx, s->u.loop.body, s->u.loop.var, at_m) : NULL;
-        items[1] = tail ? process(p, tail) : NULL;
-    } else {
-        items[1] = part_loop(p, s, m, tail_ext, s->u.loop.body);
+    bool one = texi_expr_is_int_const(tail_ext, &n) && n == 1;
+    tex_expr *at_m = one ? texi_scope_note(p, texi_convert(m, v->dtype)) : NULL;
+    tex_stmt *tail = one ? (at_m ? texi_stmt_substitute(p->ctx, s->u.loop.body, v, at_m) : NULL)
+                         : s->u.loop.body;
+    if (!tail)
+        return NULL;
+    if (s->u.loop.for_kind == TEXI_FOR_PARALLEL) {
+        /* one parallel loop: below m the main body, from m on the tail's */
+        tex_expr *below = texi_scope_arith(p, TEXI_EXPR_LT, v, m);
+        tex_stmt *pick = below ? texi_if_new(p->ctx, below, main_body, tail) : NULL;
+        return pick ? part_loop(p, s, lo, s->u.loop.extent, pick) : NULL;
     }
+    tex_stmt *items[2] = {part_loop(p, s, lo, main_ext, main_body),
+                          one ? process(p, tail) : part_loop(p, s, m, tail_ext, tail)};
     return items[0] && items[1] ? texi_seq_new(p->ctx, 2, items) : NULL;
 }
 
@@ -233,7 +239,10 @@ static tex_stmt *split_at(texi_scope *p, tex_stmt *s, const scan *sc, tex_expr *
  * When m provably equals hi the guards are just dropped; when it provably
  * equals lo nothing is done. A tail of extent 1 becomes its body with v
  * replaced by m, so that its own inner loops can be partitioned in turn
- * (the tail of a tile's tail, whose guard simplify then decides). Loops are
+ * (the tail of a tile's tail, whose guard simplify then decides). A
+ * parallel loop keeps its range and picks per iteration (IF v < m, ELSE
+ * the tail's body): split, its tail ran after the parallel loop on one
+ * thread (a 1-d kernel's last chunk, a GEMM's last row block). Loops are
  * visited outermost first; the parts' bodies are visited again (not the
  * parts themselves). Thread-bound loops are never partitioned. Variables and
  * buffers of the body appear in both parts, in sibling scopes.

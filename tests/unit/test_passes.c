@@ -121,14 +121,20 @@ static void test_flatten(void)
 
 /* --------------------------------------------------------- loop_partition */
 
-/* for io in [0, 3): for ii in [0, 4): if (io*4 + ii < 10) B[io*4 + ii] = 1 */
-static tex_stmt *guarded_nest(texi_buffer *b, tex_expr *io, tex_expr *ii, tex_expr *n,
-                              tex_expr *ext)
+/* for io in [0, 3) kind: for ii in [0, 4): if (io*4 + ii < 10) B[io*4 + ii] = 1 */
+static tex_stmt *guarded_loop(texi_buffer *b, tex_expr *io, tex_expr *ii, tex_expr *n,
+                              tex_expr *ext, enum texi_for_kind kind)
 {
     tex_expr *x = ADD(MUL(io, I(4)), ii);
     tex_stmt *st = texi_store_new(ctx, b, x, F(1));
-    return loop(io, 0, ext, TEXI_FOR_SERIAL,
+    return loop(io, 0, ext, kind,
                 loop(ii, 0, I(4), TEXI_FOR_VECTORIZED, texi_if_new(ctx, LT(x, n), st, NULL)));
+}
+
+static tex_stmt *guarded_nest(texi_buffer *b, tex_expr *io, tex_expr *ii, tex_expr *n,
+                              tex_expr *ext)
+{
+    return guarded_loop(b, io, ii, n, ext, TEXI_FOR_SERIAL);
 }
 
 static void test_loop_partition_const(void)
@@ -150,6 +156,28 @@ static void test_loop_partition_const(void)
                  "for (ii, 2, 2) vectorized {\n"
                  "  if (2*4 + ii < 10) {\n"
                  "    B[2*4 + ii] = 1.0f\n"
+                 "  }\n"
+                 "}\n");
+    free(s);
+    /* A parallel loop keeps its range: each iteration picks the main part or
+     * the tail, which runs on the team rather than after the loop. */
+    tex_expr *po = var("po"), *pi = var("pi");
+    s = run_pass(texi_pass_loop_partition, &lw,
+                 guarded_loop(buffer("P", 12), po, pi, I(10), I(3), TEXI_FOR_PARALLEL));
+    TT_EQ_STR(s, "for (po, 0, 3) parallel {\n"
+                 "  if (po < 2) {\n"
+                 "    for (pi, 0, 4) vectorized {\n"
+                 "      P[po*4 + pi] = 1.0f\n"
+                 "    }\n"
+                 "  } else {\n"
+                 "    for (pi, 0, 2) vectorized {\n"
+                 "      P[2*4 + pi] = 1.0f\n"
+                 "    }\n"
+                 "    for (pi, 2, 2) vectorized {\n"
+                 "      if (2*4 + pi < 10) {\n"
+                 "        P[2*4 + pi] = 1.0f\n"
+                 "      }\n"
+                 "    }\n"
                  "  }\n"
                  "}\n");
     free(s);
