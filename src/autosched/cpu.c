@@ -272,7 +272,15 @@ static int prefetch_next_rows(texi_as_graph *g, int r, tex_iter *outer, int lead
     return root_reads ? 0 : hint_next_row(g->nodes[r].st, g->nodes[r].st->tensor, outer);
 }
 
-/* "rows": see the file comment. */
+static bool few_rows(const texi_as_graph *g, const tex_stage *st);
+static int column_chunks(texi_as_graph *g, tex_stage *st, tex_iter **par);
+
+/* "rows": see the file comment. A reduction root along its last axis with
+ * too few rows (argmax over axis 0: its max and index passes, one row of
+ * outputs) is column_chunks with its members computed per chunk; the rows
+ * split by its last axis could not be reordered inside the reduction, and
+ * the kernel fell back to the plain schedule (12 ms for argmax over the
+ * rows of 4096 x 1024). */
 static int schedule_rows(texi_as_graph *g, int r)
 {
     texi_as_node *nd = &g->nodes[r];
@@ -280,6 +288,11 @@ static int schedule_rows(texi_as_graph *g, int r)
     int nd_axes = st->op->n_axes;
     int lead = nd->depth < nd_axes - 1 ? nd->depth : nd_axes - 1;
     tex_iter *outer, *rest;
+    if (nd->kind == TEXI_AS_REDUCE && nd_axes > 0 &&
+        texi_as_inner_iter(st) == st->op->axes[nd_axes - 1] && few_rows(g, st)) {
+        TEXI_TRY(column_chunks(g, st, &outer));
+        return outer ? attach_members(g, r, outer, -1) : 0;
+    }
     TEXI_TRY(outer_loop(g, st, lead > 0 ? lead : 0, nd->n_memb + 1, &outer, &rest));
     if (!outer)
         return 0;
@@ -910,7 +923,7 @@ static bool few_rows(const texi_as_graph *g, const tex_stage *st)
  * reduce loops inside them and the chunk's vectors innermost. Its rows as
  * the parallel loop, a softmax over the columns of 4096 x 1024 reduced
  * each column's max and sum on one thread. */
-static int column_chunks(texi_as_graph *g, tex_stage *st)
+static int column_chunks(texi_as_graph *g, tex_stage *st, tex_iter **par)
 {
     const texi_op *op = st->op;
     int nax = op->n_axes, n = 0;
@@ -918,7 +931,8 @@ static int column_chunks(texi_as_graph *g, tex_stage *st)
     const_extent(op->axes[nax - 1], &cols);
     int64_t chunk = (cols + g->mach.threads - 1) / g->mach.threads;
     chunk += (vec - chunk % vec) % vec;
-    tex_iter *co, *ci, *order[MAX_LEAVES], *par;
+    tex_iter *co, *ci, *order[MAX_LEAVES];
+    *par = NULL;
     if (nax + op->n_raxes + 1 > MAX_LEAVES)
         return 0;
     TEXI_TRY(tex_split(st, op->axes[nax - 1], tex_int(g->ctx, chunk), &co, &ci));
@@ -929,8 +943,8 @@ static int column_chunks(texi_as_graph *g, tex_stage *st)
         order[n++] = op->raxes[k];
     order[n++] = ci;
     TEXI_TRY(tex_reorder(st, n, order));
-    TEXI_TRY(fuse_leading(st, nax, &par));
-    TEXI_TRY(tex_parallel(st, par));
+    TEXI_TRY(fuse_leading(st, nax, par));
+    TEXI_TRY(tex_parallel(st, *par));
     return vectorize_axis(g, st, ci);
 }
 
@@ -964,8 +978,9 @@ static int schedule_alone(texi_as_graph *g, int r)
     tex_iter *inner = texi_as_inner_iter(st);
     bool window = nax > 0 && texi_as_window_along_last(st, false);
     bool column = nax > 0 && (inner == st->op->axes[nax - 1] || window);
+    tex_iter *par;
     if (column && nd->kind != TEXI_AS_GEMM && few_rows(g, st))
-        return column_chunks(g, st);
+        return column_chunks(g, st, &par);
     if (column && nax == 1)
         return reduce_inner(g, st, nd->kind == TEXI_AS_GEMM, window);
     tex_iter *outer, *rest;

@@ -405,8 +405,8 @@ static void run_reduce(int which, int64_t m, int64_t n, bool sym)
 }
 
 /* Reductions over the rows of X [m, n] (sum over axis 0; softmax over
- * axis 0, whose max and sum are such reductions): one row of outputs,
- * shared out by chunks of columns on 2 threads. */
+ * axis 0, whose max and sum are such reductions; argmax over axis 0): one
+ * row of outputs, shared out by chunks of columns on 2 threads. */
 static void test_column_reductions(void)
 {
     as_case c;
@@ -427,6 +427,25 @@ static void test_column_reductions(void)
                  strstr(text, "parallel Y_sum i0.i1.outer.fused\n"));
     free(text);
     tex_ctx_free(c.ctx);
+    /* argmax over axis 0 (its max and index passes a row kernel, one row of
+     * outputs), with and without keepdims: chunks of columns, the max per
+     * chunk; its rows had been split by the last axis, which the reduction
+     * could not take inside, and the kernel fell back to the plain schedule
+     * (case_check refuses that) */
+    for (int keep = 0; keep < 2; keep++) {
+        case_init(&c, "argmax_axis0", 2, (int64_t[]){41, 150}, false);
+        X = ops_input(&c.w, "X", 2, c.d);
+        s = case_check(&c, tex_op_argmax(c.ctx, "Y", X, 0, keep), "cpu -threads=2");
+        text = s ? tex_schedule_trace(s) : NULL;
+        if (text)
+            TT_CHECK(
+                strstr(text, keep ? "parallel Y i0.i1.outer.fused\n" : "parallel Y i1.outer\n") &&
+                strstr(text, "compute_at Y_max Y "));
+        if (tt_failed_checks && text)
+            printf("  trace:\n%s", text);
+        free(text);
+        tex_ctx_free(c.ctx);
+    }
 }
 
 static void test_reductions(void)
