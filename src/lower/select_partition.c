@@ -78,11 +78,6 @@ static bool mentions_bound(const scan *sc, tex_expr *e)
            texi_scope_mentions(&sc->sp->s, e);
 }
 
-static bool same(tex_expr *a, tex_expr *b)
-{
-    return texi_expr_equal(a, b);
-}
-
 /* Records conjunct c when it is a candidate (file comment). */
 static void consider(tex_expr *c, void *ud)
 {
@@ -122,7 +117,7 @@ static void consider(tex_expr *c, void *ud)
         if (sc->cands[i].c == c) {
             cand *k = &sc->cands[i];
             k->conflicting = k->conflicting || !known || k->rising != (f > 0) ||
-                             !same(k->t, at_t) || !same(k->f, at_f);
+                             !texi_expr_equal(k->t, at_t) || !texi_expr_equal(k->f, at_f);
             return;
         }
     cand *cands = texi_scope_grow(&sp->s, sc->cands, sc->n_cands, &sc->cap_cands, sizeof *cands);
@@ -298,7 +293,7 @@ static bool is_vector_loop(const tex_stmt *s)
 static bool used_point(const selpart *sp, tex_expr *p)
 {
     for (int i = 0; i < sp->n_used; i++)
-        if (same(sp->used[i], p))
+        if (texi_expr_equal(sp->used[i], p))
             return true;
     return false;
 }
