@@ -84,8 +84,21 @@ static bool unit_dim(const tex_tensor *t, int d)
     return d < t->ndim && texi_expr_is_int_const(t->shape[d], &e) && e == 1;
 }
 
-static bool access_uses(const tex_expr *acc, const tex_iter *iv);
-static bool iter_repeats(const tex_iter *iv);
+/* Whether iv appears in one of the access's indices. */
+static bool access_uses(const tex_expr *acc, const tex_iter *iv)
+{
+    for (int k = 0; k < acc->u.access.n_idx; k++)
+        if (texi_as_expr_uses(acc->u.access.idx[k], iv))
+            return true;
+    return false;
+}
+
+/* Whether iv (a loop of the reader) runs more than one iteration. */
+static bool iter_repeats(const tex_iter *iv)
+{
+    int64_t v;
+    return !texi_expr_is_int_const(iv->extent, &v) || v > 1;
+}
 
 /* How a GEMM-like op's reads run: along its last reduce axis k, along its
  * last data axis n, or otherwise (by each read's last index past dims 1
@@ -227,22 +240,6 @@ bool texi_as_expr_uses(tex_expr *e, const tex_iter *iv)
     const tex_iter *left = iv;
     texi_expr_visit(e, var_used, &left);
     return left == NULL;
-}
-
-/* Whether iv appears in one of the access's indices. */
-static bool access_uses(const tex_expr *acc, const tex_iter *iv)
-{
-    for (int k = 0; k < acc->u.access.n_idx; k++)
-        if (texi_as_expr_uses(acc->u.access.idx[k], iv))
-            return true;
-    return false;
-}
-
-/* Whether iv (a loop of the reader) runs more than one iteration. */
-static bool iter_repeats(const tex_iter *iv)
-{
-    int64_t v;
-    return !texi_expr_is_int_const(iv->extent, &v) || v > 1;
 }
 
 static bool reuse_visit(tex_expr *e, void *ud)

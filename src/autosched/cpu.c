@@ -272,8 +272,54 @@ static int prefetch_next_rows(texi_as_graph *g, int r, tex_iter *outer, int lead
     return root_reads ? 0 : hint_next_row(g->nodes[r].st, g->nodes[r].st->tensor, outer);
 }
 
-static bool few_rows(const texi_as_graph *g, const tex_stage *st);
-static int column_chunks(texi_as_graph *g, tex_stage *st, tex_iter **par);
+/* Whether reduction st's dims before its last have fewer elements than
+ * there are threads (a column reduction's one row of outputs), while its
+ * last has at least a vector's worth for each thread. */
+static bool few_rows(const texi_as_graph *g, const tex_stage *st)
+{
+    const texi_op *op = st->op;
+    int64_t lead = 1, e, cols;
+    for (int k = 0; k < op->n_axes - 1; k++) {
+        if (!const_extent(op->axes[k], &e) || e >= g->mach.threads)
+            return false;
+        lead *= e; /* both below the thread count: no overflow */
+        if (lead >= g->mach.threads)
+            return false;
+    }
+    return const_extent(op->axes[op->n_axes - 1], &cols) &&
+           cols >= 2 * lanes_of(g, st) * g->mach.threads;
+}
+
+/* A reduction that reads along its last axis with too few rows to share
+ * out (few_rows): the last axis cut into one chunk a thread (vectors of
+ * it), the chunks fused with the leading dims into the parallel loop, the
+ * reduce loops inside them and the chunk's vectors innermost. Its rows as
+ * the parallel loop, a softmax over the columns of 4096 x 1024 reduced
+ * each column's max and sum on one thread. */
+static int column_chunks(texi_as_graph *g, tex_stage *st, tex_iter **par)
+{
+    const texi_op *op = st->op;
+    int nax = op->n_axes, n = 0;
+    int64_t cols = 0, vec = 2 * lanes_of(g, st);
+    const_extent(op->axes[nax - 1], &cols);
+    int64_t chunk = (cols + g->mach.threads - 1) / g->mach.threads;
+    chunk += (vec - chunk % vec) % vec;
+    tex_iter *co, *ci, *order[MAX_LEAVES];
+    *par = NULL;
+    if (nax + op->n_raxes + 1 > MAX_LEAVES)
+        return 0;
+    TEXI_TRY(tex_split(st, op->axes[nax - 1], tex_int(g->ctx, chunk), &co, &ci));
+    for (int k = 0; k < nax - 1; k++)
+        order[n++] = op->axes[k];
+    order[n++] = co;
+    for (int k = 0; k < op->n_raxes; k++)
+        order[n++] = op->raxes[k];
+    order[n++] = ci;
+    TEXI_TRY(tex_reorder(st, n, order));
+    TEXI_TRY(fuse_leading(st, nax, par));
+    TEXI_TRY(tex_parallel(st, *par));
+    return vectorize_axis(g, st, ci);
+}
 
 /* "rows": see the file comment. A reduction root along its last axis with
  * too few rows (argmax over axis 0: its max and index passes, one row of
@@ -829,20 +875,6 @@ static bool tiles_in_place(const texi_as_graph *g, int r)
     return !(panels_alone(g, cols, picks) && is_wide(g, st));
 }
 
-/* A lone elementwise stage that reads along its axis `across` rather than
- * its last (a transpose, texi_as_transposed_axis): tiles of 32 bytes of
- * elements along `across` by two vectors along the last axis, the tile
- * loops last among the stage's loops and fused with them into the
- * parallel loop, the tile's columns vectorized. Each vector gathers from
- * 2 x lanes rows of the input, whose cache lines the tile's other rows
- * then read on; row by row, a 4096 x 1024 f32 transpose read one element
- * per line, on lines 4 KiB apart that share a few cache sets, and ran at
- * 2 GB/s: tiled, 6x faster (64 x 256 x 256 swapping its last two dims, 5x).
- * Tiles of a whole line (16 f32) by two vectors, or by one, or of two
- * lines by one vector, measured 10-60% slower on some of 4096 x 1024,
- * 1024 x 4096, 1000 x 3000 and that 3-d swap. A plain transpose the CPU
- * transpose built-in fits (transpose_builtin) has square tiles of its side
- * instead, tensorized: 3.4x faster on 4096 x 1024 (one thread). */
 /* The CPU transpose built-in that tiles st (its side in *side), or NULL:
  * a copy in f32 (the body one read of a tensor that is a buffer: an input
  * or a kernel's output) whose two tiled axes are constants of at least the
@@ -869,6 +901,20 @@ static const char *transpose_builtin(const texi_as_graph *g, const tex_stage *st
                : NULL;
 }
 
+/* A lone elementwise stage that reads along its axis `across` rather than
+ * its last (a transpose, texi_as_transposed_axis): tiles of 32 bytes of
+ * elements along `across` by two vectors along the last axis, the tile
+ * loops last among the stage's loops and fused with them into the
+ * parallel loop, the tile's columns vectorized. Each vector gathers from
+ * 2 x lanes rows of the input, whose cache lines the tile's other rows
+ * then read on; row by row, a 4096 x 1024 f32 transpose read one element
+ * per line, on lines 4 KiB apart that share a few cache sets, and ran at
+ * 2 GB/s: tiled, 6x faster (64 x 256 x 256 swapping its last two dims, 5x).
+ * Tiles of a whole line (16 f32) by two vectors, or by one, or of two
+ * lines by one vector, measured 10-60% slower on some of 4096 x 1024,
+ * 1024 x 4096, 1000 x 3000 and that 3-d swap. A plain transpose the CPU
+ * transpose built-in fits (transpose_builtin) has square tiles of its side
+ * instead, tensorized: 3.4x faster on 4096 x 1024 (one thread). */
 static int schedule_transpose(texi_as_graph *g, tex_stage *st, tex_iter *across)
 {
     const texi_op *op = st->op;
@@ -897,55 +943,6 @@ static int schedule_transpose(texi_as_graph *g, tex_stage *st, tex_iter *across)
         return tex_vectorize(st, li);
     tex_intrin *in = tex_intrin_builtin(g->ctx, builtin);
     return in ? tex_tensorize(st, ai, in) : tex_errcode(g->ctx);
-}
-
-/* Whether reduction st's dims before its last have fewer elements than
- * there are threads (a column reduction's one row of outputs), while its
- * last has at least a vector's worth for each thread. */
-static bool few_rows(const texi_as_graph *g, const tex_stage *st)
-{
-    const texi_op *op = st->op;
-    int64_t lead = 1, e, cols;
-    for (int k = 0; k < op->n_axes - 1; k++) {
-        if (!const_extent(op->axes[k], &e) || e >= g->mach.threads)
-            return false;
-        lead *= e; /* both below the thread count: no overflow */
-        if (lead >= g->mach.threads)
-            return false;
-    }
-    return const_extent(op->axes[op->n_axes - 1], &cols) &&
-           cols >= 2 * lanes_of(g, st) * g->mach.threads;
-}
-
-/* A reduction that reads along its last axis with too few rows to share
- * out (few_rows): the last axis cut into one chunk a thread (vectors of
- * it), the chunks fused with the leading dims into the parallel loop, the
- * reduce loops inside them and the chunk's vectors innermost. Its rows as
- * the parallel loop, a softmax over the columns of 4096 x 1024 reduced
- * each column's max and sum on one thread. */
-static int column_chunks(texi_as_graph *g, tex_stage *st, tex_iter **par)
-{
-    const texi_op *op = st->op;
-    int nax = op->n_axes, n = 0;
-    int64_t cols = 0, vec = 2 * lanes_of(g, st);
-    const_extent(op->axes[nax - 1], &cols);
-    int64_t chunk = (cols + g->mach.threads - 1) / g->mach.threads;
-    chunk += (vec - chunk % vec) % vec;
-    tex_iter *co, *ci, *order[MAX_LEAVES];
-    *par = NULL;
-    if (nax + op->n_raxes + 1 > MAX_LEAVES)
-        return 0;
-    TEXI_TRY(tex_split(st, op->axes[nax - 1], tex_int(g->ctx, chunk), &co, &ci));
-    for (int k = 0; k < nax - 1; k++)
-        order[n++] = op->axes[k];
-    order[n++] = co;
-    for (int k = 0; k < op->n_raxes; k++)
-        order[n++] = op->raxes[k];
-    order[n++] = ci;
-    TEXI_TRY(tex_reorder(st, n, order));
-    TEXI_TRY(fuse_leading(st, nax, par));
-    TEXI_TRY(tex_parallel(st, *par));
-    return vectorize_axis(g, st, ci);
 }
 
 /* "alone": a kernel with nothing attached. */

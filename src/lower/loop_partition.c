@@ -26,33 +26,6 @@ typedef struct {
     tex_expr *bound; /* min of their bounds, or NULL */
 } scan;
 
-/* d = coef*var + *rest with an integer constant coef; false when d is not
- * linear in var (or on failure). */
-static bool linear_in(texi_scope *p, tex_expr *d, tex_expr *var, int64_t *coef, tex_expr **rest)
-{
-    if (!texi_expr_uses_var(d, var)) {
-        *coef = 0;
-        *rest = d;
-        return true;
-    }
-    tex_expr *next = texi_scope_subst(
-        p, d, var, texi_scope_arith(p, TEXI_EXPR_ADD, var, texi_scope_imm(p, var->dtype, 1)));
-    tex_expr *diff =
-        texi_scope_note(p, texi_simplify(texi_scope_arith(p, TEXI_EXPR_SUB, next, d), 0, NULL));
-    if (!diff || !texi_expr_is_int_const(diff, coef))
-        return false;
-    *rest = texi_scope_note(
-        p, texi_simplify(texi_scope_subst(p, d, var, texi_scope_imm(p, var->dtype, 0)), 0, NULL));
-    tex_expr *back = texi_scope_arith(
-        p, TEXI_EXPR_ADD,
-        texi_scope_arith(p, TEXI_EXPR_MUL, texi_scope_imm(p, d->dtype, *coef), var), *rest);
-    tex_expr *zero =
-        texi_scope_note(p, texi_simplify(texi_scope_arith(p, TEXI_EXPR_SUB, d, back), 0, NULL));
-    int64_t z;
-    return *rest && zero && texi_expr_is_int_const(zero, &z) && z == 0 &&
-           !texi_expr_uses_var(*rest, var);
-}
-
 /* rhi: the worst (largest) value of r over the inner loops, or NULL. */
 static tex_expr *worst_case(texi_scope *p, const scan *sc, tex_expr *r)
 {
@@ -60,7 +33,7 @@ static tex_expr *worst_case(texi_scope *p, const scan *sc, tex_expr *r)
         const texi_range *u = &sc->in.loops[i];
         int64_t g;
         tex_expr *rest;
-        if (!linear_in(p, r, u->var, &g, &rest))
+        if (!texi_scope_linear(p, r, u->var, &g, &rest))
             return NULL;
         if (g == 0)
             continue;
@@ -101,7 +74,7 @@ static void consider(tex_expr *c, void *ud)
     texi_scope *p = sc->p;
     int64_t f;
     tex_expr *r, *d = texi_scope_negative(p, c);
-    if (!d || !texi_expr_uses_var(d, sc->v) || !linear_in(p, d, sc->v, &f, &r) || f <= 0)
+    if (!d || !texi_expr_uses_var(d, sc->v) || !texi_scope_linear(p, d, sc->v, &f, &r) || f <= 0)
         return;
     tex_expr *rhi = worst_case(p, sc, r);
     if (!rhi || mentions_bound(p, sc, rhi))

@@ -36,25 +36,11 @@ enum { GUARDS, SELECTS }; /* what a scan collects */
 typedef struct {
     texi_scope *u;
     int what;
-    texi_range *loops; /* the loop, then the inner loops around the statement */
-    int n_loops, cap_loops;
-    tex_expr **lets; /* LET variables between them */
-    int n_lets, cap_lets;
+    texi_inner in;    /* the loop, then the inner loops and LETs around the statement */
     tex_expr **conds; /* conjuncts that hold in the first copy */
     int n_conds, cap_conds;
     tex_expr *test; /* conjunction of their worst cases, or NULL */
 } scan;
-
-static bool mentions_scope(const scan *sc, const tex_expr *e)
-{
-    for (int i = 0; i < sc->n_loops; i++)
-        if (texi_expr_uses_var(e, sc->loops[i].var))
-            return true;
-    for (int i = 0; i < sc->n_lets; i++)
-        if (texi_expr_uses_var(e, sc->lets[i]))
-            return true;
-    return false;
-}
 
 /* Visitor: clears *ud at a node that reads memory or calls a function. */
 static bool pure(tex_expr *e, void *ud)
@@ -79,11 +65,11 @@ static void consider(tex_expr *c, void *ud)
         texi_expr_visit(d, pure, &ok);
     if (!ok)
         return;
-    for (int i = 0; i < sc->n_lets; i++)
-        if (texi_expr_uses_var(d, sc->lets[i]))
+    for (int i = 0; i < sc->in.n_lets; i++)
+        if (texi_expr_uses_var(d, sc->in.lets[i]))
             return;
-    tex_expr *hi = texi_expr_bound(u->ctx, d, sc->n_loops, sc->loops, true);
-    if (!hi || mentions_scope(sc, hi))
+    tex_expr *hi = texi_expr_bound(u->ctx, d, sc->in.n_loops, sc->in.loops, true);
+    if (!hi || texi_inner_mentions(&sc->in, hi))
         return;
     tex_expr *zero = texi_scope_note(u, texi_int_imm(u->ctx, hi->dtype, 0));
     tex_expr *holds = zero ? texi_scope_note(u, texi_binary(TEXI_EXPR_LT, hi, zero)) : NULL;
@@ -108,28 +94,13 @@ static bool scan_select(tex_expr *e, void *ud)
 static bool scan_stmt(const tex_stmt *s, void *ud)
 {
     scan *sc = ud;
-    texi_scope *u = sc->u;
     if (sc->what == SELECTS)
         texi_stmt_visit_exprs(s, scan_select, sc);
-    if (s->kind == TEXI_STMT_FOR) {
-        texi_range *loops =
-            texi_scope_grow(u, sc->loops, sc->n_loops, &sc->cap_loops, sizeof *loops);
-        if (!loops)
-            return false;
-        sc->loops = loops;
-        sc->loops[sc->n_loops++] = (texi_range){s->u.loop.var, s->u.loop.min, s->u.loop.extent};
-        texi_stmt_visit(s->u.loop.body, scan_stmt, sc);
-        sc->n_loops--;
-        return false;
-    }
-    if (s->kind == TEXI_STMT_LET) {
-        tex_expr **lets = texi_scope_grow(u, sc->lets, sc->n_lets, &sc->cap_lets, sizeof *lets);
-        if (!lets)
-            return false;
-        sc->lets = lets;
-        sc->lets[sc->n_lets++] = s->u.let.var;
-        texi_stmt_visit(s->u.let.body, scan_stmt, sc);
-        sc->n_lets--;
+    if (s->kind == TEXI_STMT_FOR || s->kind == TEXI_STMT_LET) {
+        if (texi_inner_enter(sc->u, &sc->in, s)) {
+            texi_stmt_visit(texi_stmt_body(s), scan_stmt, sc);
+            texi_inner_leave(&sc->in, s);
+        }
         return false;
     }
     if (sc->what == GUARDS && s->kind == TEXI_STMT_IF && !s->u.ifs.else_s)
@@ -251,10 +222,8 @@ static tex_stmt *try_unswitch(texi_scope *u, tex_stmt *s, int what)
     if (!ok)
         return NULL;
     scan sc = {.u = u, .what = what};
-    sc.loops = texi_scope_grow(u, NULL, 0, &sc.cap_loops, sizeof *sc.loops);
-    if (!sc.loops)
+    if (!texi_inner_enter(u, &sc.in, s))
         return NULL;
-    sc.loops[sc.n_loops++] = (texi_range){s->u.loop.var, s->u.loop.min, s->u.loop.extent};
     texi_stmt_visit(s->u.loop.body, scan_stmt, &sc);
     tex_expr *test = sc.test ? texi_scope_note(u, texi_simplify(sc.test, 0, NULL)) : NULL;
     int64_t known;

@@ -42,6 +42,31 @@ tex_expr *texi_scope_subst(texi_scope *s, tex_expr *e, tex_expr *var, tex_expr *
     return texi_scope_note(s, value ? texi_substitute(e, 1, &var, &value) : NULL);
 }
 
+bool texi_scope_linear(texi_scope *s, tex_expr *d, tex_expr *var, int64_t *coef, tex_expr **rest)
+{
+    if (!texi_expr_uses_var(d, var)) {
+        *coef = 0;
+        *rest = d;
+        return true;
+    }
+    tex_expr *next = texi_scope_subst(
+        s, d, var, texi_scope_arith(s, TEXI_EXPR_ADD, var, texi_scope_imm(s, var->dtype, 1)));
+    tex_expr *diff =
+        texi_scope_note(s, texi_simplify(texi_scope_arith(s, TEXI_EXPR_SUB, next, d), 0, NULL));
+    if (!diff || !texi_expr_is_int_const(diff, coef))
+        return false;
+    *rest = texi_scope_note(
+        s, texi_simplify(texi_scope_subst(s, d, var, texi_scope_imm(s, var->dtype, 0)), 0, NULL));
+    tex_expr *back = texi_scope_arith(
+        s, TEXI_EXPR_ADD,
+        texi_scope_arith(s, TEXI_EXPR_MUL, texi_scope_imm(s, d->dtype, *coef), var), *rest);
+    tex_expr *zero =
+        texi_scope_note(s, texi_simplify(texi_scope_arith(s, TEXI_EXPR_SUB, d, back), 0, NULL));
+    int64_t z;
+    return *rest && zero && texi_expr_is_int_const(zero, &z) && z == 0 &&
+           !texi_expr_uses_var(*rest, var);
+}
+
 bool texi_scope_prove(texi_scope *s, enum texi_expr_kind cmp, tex_expr *a, tex_expr *b)
 {
     tex_expr *c = texi_scope_arith(s, cmp, a, b);

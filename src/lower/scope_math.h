@@ -38,6 +38,11 @@ tex_expr *texi_scope_simp(texi_scope *s, tex_expr *e);
 /* e with var replaced by value (converted to var's type). */
 tex_expr *texi_scope_subst(texi_scope *s, tex_expr *e, tex_expr *var, tex_expr *value);
 
+/* d = coef*var + *rest with an integer constant coef (found by finite
+ * differences, d(var + 1) - d(var), and checked); false when d is not
+ * linear in var (or on failure). */
+bool texi_scope_linear(texi_scope *s, tex_expr *d, tex_expr *var, int64_t *coef, tex_expr **rest);
+
 /* Whether a cmp b provably holds under env. */
 bool texi_scope_prove(texi_scope *s, enum texi_expr_kind cmp, tex_expr *a, tex_expr *b);
 

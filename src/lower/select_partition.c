@@ -15,8 +15,8 @@
  * its last element.
  *
  * Candidates (consider()): the conjuncts of select conditions in the loop's
- * body that are integer comparisons d < 0 (normalized as loop_partition
- * does) with d = f*v + r, f a nonzero constant, r bounded over the inner
+ * body that are integer comparisons d < 0 (texi_scope_negative) with
+ * d = f*v + r (texi_scope_linear), f a nonzero constant, r bounded over the inner
  * loops by [rlo, rhi] that mention neither the enclosing loops nor variables
  * bound inside the loop (sizes only). For f > 0 the conjunct holds for every
  * inner iteration while v < T = floordiv(f - 1 - rhi, f) and fails for every
@@ -85,12 +85,11 @@ static void consider(tex_expr *c, void *ud)
     selpart *sp = sc->sp;
     int64_t f;
     tex_expr *d = texi_scope_negative(&sp->s, c);
-    if (!d || !texi_linear_in(d, sc->v, &f) || f == 0)
+    tex_expr *r;
+    if (!d || !texi_scope_linear(&sp->s, d, sc->v, &f, &r) || f == 0)
         return;
-    tex_expr *r = texi_scope_subst(&sp->s, d, sc->v, texi_scope_imm(&sp->s, sc->v->dtype, 0));
-    r = r ? texi_scope_note(&sp->s, texi_simplify(r, 0, NULL)) : NULL;
     tex_expr *rlo = NULL, *rhi = NULL, *at_t = NULL, *at_f = NULL;
-    if (r && texi_expr_bounds(sp->s.ctx, r, sc->in.n_loops, sc->in.loops, &rlo, &rhi) == 0 && rlo &&
+    if (texi_expr_bounds(sp->s.ctx, r, sc->in.n_loops, sc->in.loops, &rlo, &rhi) == 0 && rlo &&
         rhi && !mentions_bound(sc, rlo) && !mentions_bound(sc, rhi)) {
         tex_dtype t = rhi->dtype;
         tex_expr *g = texi_scope_imm(&sp->s, t, f > 0 ? f : -f),
