@@ -54,6 +54,7 @@
 enum {
     MAX_LEAVES = 64,
     TILE_ROWS = 6,
+    ONE_VECTOR_ROWS = 8,
     MIN_TILE_ROWS = 4,
     SHORT_TAIL = 2,
     K_UNROLL = 4,
@@ -362,16 +363,60 @@ static int64_t panel_bytes(const tex_stage *gs, int nb)
     return k * nb * (texi_dtype_bits(gs->tensor->dtype) / 8);
 }
 
-/* The GEMM stage's loops inside its tile (file comment). */
-static int gemm_tile_inner(texi_as_graph *g, tex_stage *gs)
+/* Whether read acc of a GEMM-like body uses iv in one of its indices. */
+static bool read_uses(const tex_expr *acc, const tex_iter *iv)
+{
+    for (int d = 0; d < acc->u.access.n_idx; d++)
+        if (texi_as_expr_uses(acc->u.access.idx[d], iv))
+            return true;
+    return false;
+}
+
+/* The data axis of GEMM-like stage gs whose register tile's rows share one
+ * load of each vector: the innermost one but the columns (its last) that
+ * the read along the columns does not use and the other read does (the
+ * rows of a matmul; a conv's pixels along x in NHWC, its filters in NCHW,
+ * where the pixels' rows would each load their own input vectors: the
+ * NCHW 64-channel 56 x 56 conv ran twice as fast on filter rows). The
+ * second-to-last axis when the body is not a product of two reads or no
+ * axis qualifies. */
+static int tile_row_axis(const tex_stage *gs)
+{
+    const texi_op *op = gs->op;
+    int nax = op->n_axes;
+    const tex_expr *b = op->body->kind == TEXI_EXPR_REDUCE ? op->body->u.red.body : NULL;
+    if (nax < 2 || !b || b->kind != TEXI_EXPR_MUL || b->u.bin.a->kind != TEXI_EXPR_ACCESS ||
+        b->u.bin.b->kind != TEXI_EXPR_ACCESS)
+        return nax - 2;
+    const tex_expr *vec = b->u.bin.a, *other = b->u.bin.b;
+    if (!read_uses(vec, op->axes[nax - 1])) {
+        vec = b->u.bin.b;
+        other = b->u.bin.a;
+    }
+    for (int a = nax - 2; a >= 0; a--)
+        if (!read_uses(vec, op->axes[a]) && read_uses(other, op->axes[a]))
+            return a;
+    return nax - 2;
+}
+
+/* The GEMM stage's loops inside its tile (file comment): its row axis ra
+ * (tile_row_axis) unrolled, its columns vectorized. gs is computed in
+ * the tile (a member or a local cache of the root): when its columns are
+ * not whole vectors, its rows are padded to whole vectors
+ * (tex_storage_align), so that each row's last, partial vector is a slot
+ * of its own that the C compiler keeps in a register (the printer widens
+ * a private buffer's masked accesses, see docs/passes.md): an NCHW conv's
+ * 14-pixel rows had gone through memory at every step. */
+static int gemm_tile_inner(texi_as_graph *g, tex_stage *gs, int ra)
 {
     const texi_op *op = gs->op;
     tex_iter *order[MAX_LEAVES];
     int n = 0, nax = op->n_axes;
     if (nax + op->n_raxes + 1 > MAX_LEAVES)
         return 0;
-    for (int k = 0; k < nax - 2; k++)
-        order[n++] = op->axes[k];
+    for (int k = 0; k < nax - 1; k++)
+        if (k != ra)
+            order[n++] = op->axes[k];
     for (int k = 0; k < op->n_raxes - 1; k++)
         order[n++] = op->raxes[k];
     tex_iter *kr = op->raxes[op->n_raxes - 1], *ko = NULL, *ki = NULL;
@@ -383,13 +428,17 @@ static int gemm_tile_inner(texi_as_graph *g, tex_stage *gs)
     } else {
         order[n++] = kr;
     }
-    tex_iter *mc = op->axes[nax - 2], *nc = op->axes[nax - 1];
+    tex_iter *mc = op->axes[ra], *nc = op->axes[nax - 1];
     order[n++] = mc;
     order[n++] = nc;
     TEXI_TRY(tex_reorder(gs, n, order));
     if (ki)
         TEXI_TRY(tex_unroll(gs, ki));
     TEXI_TRY(tex_unroll(gs, mc));
+    int64_t cols = 0;
+    int lanes = lanes_of(g, gs);
+    if (const_extent(nc, &cols) && cols % lanes != 0)
+        TEXI_TRY(tex_storage_align(gs, mc, lanes, 0));
     return tex_vectorize(gs, nc);
 }
 
@@ -432,6 +481,22 @@ static int pack_panel(texi_as_graph *g, tex_stage *gs, tex_stage *root, tex_iter
     return vectorize_axis(g, sp, tex_op_axis(sp, nd - 1));
 }
 
+/* The rows of the register tiles of GEMM-like stage gs (row axis ra):
+ * TILE_ROWS, or ONE_VECTOR_ROWS when its columns fit one
+ * vector, which a tile of TILE_ROWS rows leaves with too few accumulators
+ * to cover the FMAs' latency. Measured on NCHW convs (2 threads): rows of
+ * 14 pixels ran 2.1x faster in tiles of 8 filters than of 6, 7 pixels
+ * 1.4x; 12 and 16 rows ran slower than 8, and rows of two vectors (28
+ * pixels) slower in 8 than in 6. */
+static int64_t tile_rows_for(const texi_as_graph *g, const tex_stage *gs, int ra)
+{
+    int64_t cols = 0, rows = 0;
+    if (!const_extent(gs->op->axes[gs->op->n_axes - 1], &cols) || cols <= 0 ||
+        cols > lanes_of(g, gs) || !const_extent(gs->op->axes[ra], &rows) || rows < ONE_VECTOR_ROWS)
+        return TILE_ROWS;
+    return ONE_VECTOR_ROWS;
+}
+
 /* "tiles": root r with GEMM-like stage gs (its member, or its own local cache). */
 static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
 {
@@ -439,21 +504,29 @@ static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
     const texi_op *op = st->op;
     int nax = op->n_axes;
     int nb = (g->mach.vbytes >= 64 ? 4 : 2) * lanes_of(g, gs);
+    int ra = gs->op->n_axes == nax ? tile_row_axis(gs) : nax - 2;
+    int64_t rows = gs->op->n_axes == nax ? tile_rows_for(g, gs, ra) : TILE_ROWS;
     tex_iter *mo, *no, *mi, *ni, *order[MAX_LEAVES];
     if (nax + op->n_raxes + 2 > MAX_LEAVES)
         return 0;
-    TEXI_TRY(tex_tile(st, op->axes[nax - 2], op->axes[nax - 1], tex_int(g->ctx, TILE_ROWS),
+    TEXI_TRY(tex_tile(st, op->axes[ra], op->axes[nax - 1], tex_int(g->ctx, rows),
                       tex_int(g->ctx, nb), &mo, &no, &mi, &ni));
     int64_t pb = panel_bytes(gs, nb), cols = 0;
     /* a 2-d root's outer loop is its parallel loop: panels outermost only
      * when there are at least two a thread */
     bool enough = nax > 2 || !const_extent(op->axes[nax - 1], &cols) ||
                   (cols + nb - 1) / nb >= 2 * (int64_t)g->mach.threads;
-    bool panel_outer = pb >= 0 && pb <= g->mach.l2 / 2 && enough;
+    bool panel_outer = pb >= 0 && pb <= g->mach.l2 / 2 && enough && ra == nax - 2;
     int n = 0;
-    for (int k = 0; k < nax - 2; k++)
-        order[n++] = op->axes[k];
-    order[n++] = panel_outer ? no : mo;
+    /* rows on another axis than the second-to-last (an NCHW conv's
+     * filters): their tile loop stays where that axis is, so that the tile
+     * of the operand they pick (a block of filters' weights) serves the
+     * axes after it (all the output rows) */
+    for (int k = 0; k < nax - 1; k++)
+        if (k != ra || ra != nax - 2)
+            order[n++] = k == ra ? mo : op->axes[k];
+    if (ra == nax - 2)
+        order[n++] = panel_outer ? no : mo;
     order[n++] = panel_outer ? mo : no;
     order[n++] = mi;
     order[n++] = ni;
@@ -467,7 +540,7 @@ static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
     TEXI_TRY(tex_compute_at(gs, st, tile));
     if (panel_outer)
         TEXI_TRY(pack_panel(g, gs, st, par));
-    TEXI_TRY(gemm_tile_inner(g, gs));
+    TEXI_TRY(gemm_tile_inner(g, gs, gs->op->n_axes == nax ? ra : gs->op->n_axes - 2));
     TEXI_TRY(attach_members(g, r, tile, gemm_node));
     return op->n_raxes ? 0 : tex_vectorize(st, ni);
 }

@@ -10,7 +10,8 @@
  *   - A's last index exactly k, k nowhere else in A, n nowhere in A, and m
  *     in exactly one index with coefficient 1 (x + rx of an NHWC conv, the
  *     i of a matmul): A's tile is A[m, k] with constant strides;
- *   - every extent constant, at least NR columns.
+ *   - every extent constant (a last column tile of N % NR columns, or all
+ *     of N below NR, runs the built-in's instance of that many columns).
  * Other reduce axes (a conv's window ry, rx) stay outside the tile: each of
  * their iterations is one UPDATE call of depth K. matmul and dense
  * ([M, K] x [K, N]), batched matmul and conv2d in NHWC with HWCF weights
@@ -101,7 +102,7 @@ static bool const_extents(const texi_op *op)
 }
 
 /* The why-not of stage st's body (see the file comment); NULL when it fits. */
-static const char *check_body(const texi_op *op, int64_t nr, tex_iter **k)
+static const char *check_body(const texi_op *op, tex_iter **k)
 {
     const tex_expr *b = op->body;
     if (op->n_axes < 2 || b->kind != TEXI_EXPR_REDUCE || b->u.red.op != TEXI_REDUCE_SUM ||
@@ -113,10 +114,6 @@ static const char *check_body(const texi_op *op, int64_t nr, tex_iter **k)
         return "its body is not a product of two reads";
     if (!const_extents(op))
         return "a symbolic size";
-    int64_t cols = 0;
-    tex_expr_const_int(op->axes[op->n_axes - 1]->extent, &cols);
-    if (cols < nr)
-        return "fewer columns than the built-in's tile";
     const tex_expr *x = b->u.bin.a, *y = b->u.bin.b;
     const tex_iter *n = op->axes[op->n_axes - 1];
     if (index_iter(x, x->u.access.n_idx - 1) == n) {
@@ -138,5 +135,5 @@ const char *texi_as_tensorize_fit(const texi_as_graph *g, const tex_stage *st, t
         return "the host has no AVX2";
     if (g->strict_float)
         return "-strict-float (the built-in contracts into FMAs)";
-    return check_body(st->op, *nr, k);
+    return check_body(st->op, k);
 }

@@ -364,11 +364,66 @@ static void emit_for(texi_cg *g, texi_sb *sb, const tex_stmt *s, int unroll, boo
 
 /* ----------------------------------------------------------- allocations */
 
+static bool is_parallel_for(const tex_stmt *s)
+{
+    return s->kind == TEXI_STMT_FOR && s->u.loop.for_kind == TEXI_FOR_PARALLEL;
+}
+
+/* A masked access to buffer `key` (masked_access's walk). */
+typedef struct {
+    const void *key;
+    bool found;
+} masked_walk;
+
+static bool masked_load_of(tex_expr *e, void *ud)
+{
+    masked_walk *w = ud;
+    w->found |=
+        e->kind == TEXI_EXPR_LOAD && e->u.load.mask && texi_buffer_key(e->u.load.buf) == w->key;
+    return !w->found;
+}
+
+static bool masked_in_stmt(const tex_stmt *s, void *ud)
+{
+    masked_walk *w = ud;
+    w->found |=
+        s->kind == TEXI_STMT_STORE && s->u.store.mask && texi_buffer_key(s->u.store.buf) == w->key;
+    if (!w->found)
+        texi_stmt_visit_exprs(s, masked_load_of, w);
+    return !w->found;
+}
+
+/* The slack, in elements, after the buffer of ALLOCATE s, which becomes a
+ * private buffer of the printer (cvmask.c) when one thread alone uses it
+ * (it is allocated inside a parallel region, or no parallel loop is inside
+ * it) and its body moves it in masked chunks. 0: not private. */
+static int64_t private_slack(const texi_cg *g, const tex_stmt *s)
+{
+    const texi_cp *p = &g->p;
+    masked_walk w = {texi_buffer_key(s->u.alloc.buf), false};
+    if (p->n_private == TEXI_CP_MAX_PRIVATE ||
+        (!g->par_depth && texi_stmt_any(s->u.alloc.body, is_parallel_for)))
+        return 0;
+    texi_stmt_visit(s->u.alloc.body, masked_in_stmt, &w);
+    return w.found ? TEXI_CP_PRIVATE_SLACK / tex_dtype_bytes(s->u.alloc.buf->dtype) : 0;
+}
+
+/* ALLOCATE s's body, its buffer private while it is printed when slack. */
+static void alloc_body(texi_cg *g, texi_sb *sb, const tex_stmt *s, int64_t slack)
+{
+    texi_cp *p = &g->p;
+    if (slack)
+        p->private_bufs[p->n_private++] = texi_buffer_key(s->u.alloc.buf);
+    texi_cp_block(p, sb, s->u.alloc.body);
+    p->n_private -= slack ? 1 : 0;
+}
+
 static void emit_heap_alloc(texi_cg *g, texi_sb *sb, const tex_stmt *s, const char *name)
 {
     texi_cp *p = &g->p;
     const texi_buffer *b = s->u.alloc.buf;
     const char *t = storage_type(b->dtype);
+    int64_t slack = private_slack(g, s);
     g->uses_alloc = true;
     texi_cp_line(p, sb, "{");
     p->indent++;
@@ -380,10 +435,12 @@ static void emit_heap_alloc(texi_cg *g, texi_sb *sb, const tex_stmt *s, const ch
     }
     if (b->ndim == 0)
         texi_sb_puts(sb, "1");
+    if (slack)
+        texi_sb_printf(sb, " + %lld", (long long)slack);
     texi_sb_printf(sb, ", sizeof(%s));\n", t);
     texi_cp_line(p, sb, "if (%s) {", name);
     g->heap_depth++;
-    texi_cp_block(p, sb, s->u.alloc.body);
+    alloc_body(g, sb, s, slack);
     g->heap_depth--;
     p->indent++;
     texi_cp_line(p, sb, "free(%s);", name);
@@ -409,13 +466,14 @@ static void emit_allocate(texi_cg *g, texi_sb *sb, const tex_stmt *s)
         emit_heap_alloc(g, sb, s, name);
         return;
     }
+    int64_t slack = private_slack(g, s);
     g->stack_arrays = true;
     texi_cp_line(p, sb, "{");
     p->indent++;
     texi_cp_line(p, sb, "%s %s[%lld] __attribute__((aligned(64)));", storage_type(b->dtype), name,
-                 (long long)(n ? n : 1));
-    texi_cp_stmt(p, sb, s->u.alloc.body);
+                 (long long)((n ? n : 1) + slack));
     p->indent--;
+    alloc_body(g, sb, s, slack);
     texi_cp_line(p, sb, "}");
 }
 

@@ -95,7 +95,10 @@ typedef struct {
     bool stored;
 } texi_cp_base;
 
-enum { TEXI_CP_MAX_BASES = 32 };
+enum { TEXI_CP_MAX_BASES = 32, TEXI_CP_MAX_PRIVATE = 32 };
+
+/* Bytes of slack after a private buffer (cvmask.c): the widest vector. */
+enum { TEXI_CP_PRIVATE_SLACK = 64 };
 
 struct texi_cp {
     tex_ctx *ctx;
@@ -115,6 +118,11 @@ struct texi_cp {
     unsigned vector_select[TEXI_CP_N_DTYPES]; /* bit k: select helper of 2^k lanes */
     unsigned vector_masked[2]
                           [TEXI_CP_N_DTYPES]; /* [store]: bit k, tex_mload_/_mstore_ of 2^k lanes */
+    unsigned vector_widened[2][TEXI_CP_N_DTYPES]; /* the same for tex_wload_ / tex_wstore_ */
+    /* Keys of the buffers in scope that one thread alone uses and that have
+     * a vector of slack after their end (cvmask.c, "Private buffers"). */
+    const void *private_bufs[TEXI_CP_MAX_PRIVATE];
+    int n_private;
     unsigned vector_math[TEXI_CP_MAX_LANES_LOG2 + 1]; /* [k]: TEXI_VM_* of 2^k lanes */
     /* [op][element dtype]: bit k, the tex_vreduce_ helper of 2^k lanes */
     unsigned vector_reduce[TEXI_REDUCE_COUNT][TEXI_CP_N_DTYPES];

@@ -615,8 +615,14 @@ static tex_stmt *make_loop(sops *o, const stage_emit *se, tex_expr **off, int m,
  *     call ELSE IF (data whole && k origin == K - K % E) tail call ELSE
  *     the ordinary nest. Likewise for the rows: when the nest's first data
  *     leaf (MR rows) is the inner part of a split of a data axis of
- *     constant extent M with M % MR != 0, a tile whole but for that leaf
- *     and starting at M - M % MR calls the (M % MR)-row instance.
+ *     constant extent M with M % MR != 0, a tile whole but for that leaf,
+ *     starting at M - M % MR and holding M % MR rows (not cut short by the
+ *     region of a stage computed at another: a local tile of 20 rows)
+ *     calls the (M % MR)-row instance. And the
+ *     columns: when the tile's last data leaf (NR columns) runs along a
+ *     data axis of constant extent N with N % NR = c != 0, a tile whose
+ *     guards hold at its column c - 1 and fail at its column c (whole but
+ *     for the columns, or also the M tail) calls the c-column instance.
  */
 
 /* A stage attached at leaf k of st. */
@@ -688,16 +694,28 @@ static int tile_rows_leaf(const stage_emit *se)
     return d;
 }
 
+/* The last data leaf from the tensorized one inward (the columns of a CPU
+ * GEMM built-in's tile). */
+static int tile_cols_leaf(const stage_emit *se)
+{
+    int c = se->st->n_leaf - 1;
+    while (c > se->tz && se->red_leaf[c])
+        c--;
+    return c;
+}
+
 /* For a CPU GEMM built-in: se->tz_intrin becomes the instance of the depth
- * of the tile's reduce leaf r (constant extent) and of the rows of its
- * first data leaf when that has a constant extent of at most the
- * built-in's most rows (a row split by 4 runs the 4-row micro-kernel, a
- * 7-pixel row the 7-row one on AVX-512). ext: the extents of the leaves
- * from se->tz. */
+ * of the tile's reduce leaf r (constant extent), of the rows of its first
+ * data leaf when that has a constant extent of at most the built-in's most
+ * rows (a row split by 4 runs the 4-row micro-kernel, a 7-pixel row the
+ * 7-row one on AVX-512), and of the columns of its last data leaf when
+ * that has a constant extent below NR (a GEMM of fewer columns). ext: the
+ * extents of the leaves from se->tz. */
 static int pick_shape(sops *o, stage_emit *se, int r, tex_expr *const *ext)
 {
-    int64_t kr = texi_intrin_cpu_depth(se->tz_intrin), mr = texi_intrin_cpu_rows(se->tz_intrin), e;
-    int d = tile_rows_leaf(se);
+    int64_t kr = texi_intrin_cpu_depth(se->tz_intrin), mr = texi_intrin_cpu_rows(se->tz_intrin),
+            nc = texi_intrin_cpu_cols(se->tz_intrin), e;
+    int d = tile_rows_leaf(se), c = tile_cols_leaf(se);
     if (!kr)
         return 0;
     if (r >= 0 && texi_expr_is_int_const(ext[r - se->tz], &e))
@@ -705,7 +723,10 @@ static int pick_shape(sops *o, stage_emit *se, int r, tex_expr *const *ext)
     if (d < se->st->n_leaf && texi_expr_is_int_const(ext[d - se->tz], &e) && e > 0 &&
         e <= texi_intrin_cpu_max_rows(se->tz_intrin->builtin))
         mr = e;
-    tex_intrin *in = texi_intrin_builtin_cpu_shape(o->ctx, se->tz_intrin, mr, kr);
+    if (c > d && c < se->st->n_leaf && texi_expr_is_int_const(ext[c - se->tz], &e) && e > 0 &&
+        e < nc)
+        nc = e;
+    tex_intrin *in = texi_intrin_builtin_cpu_shape(o->ctx, se->tz_intrin, mr, nc, kr);
     if (!in)
         return TEX_ENOMEM;
     se->tz_intrin = in;
@@ -735,15 +756,56 @@ static int pick_tail(sops *o, stage_emit *se, tz_tail *t, int k, const tex_iter 
     bool rows = !se->red_leaf[k];
     int64_t mr = texi_intrin_cpu_rows(se->tz_intrin), kr = texi_intrin_cpu_depth(se->tz_intrin);
     t->intrin =
-        texi_intrin_builtin_cpu_shape(o->ctx, se->tz_intrin, rows ? x % e : mr, rows ? kr : x % e);
+        texi_intrin_builtin_cpu_shape(o->ctx, se->tz_intrin, rows ? x % e : mr,
+                                      texi_intrin_cpu_cols(se->tz_intrin), rows ? kr : x % e);
     t->root = a;
     t->start = texi_int_imm(o->ctx, a->var->dtype, x - x % e);
     t->leaf = rows ? k : -1;
     return t->intrin && t->start ? 0 : TEX_ENOMEM;
 }
 
-/* The K and M tails of a CPU GEMM built-in's tiles (r: the tile's reduce leaf). */
-static int pick_tails(sops *o, stage_emit *se, int r)
+/* The N tail (and the M and N corner) of the tiles (see the section
+ * comment): the tile's last data leaf c, NR columns, is a data axis or the
+ * inner part of a split of one, of constant extent N; nothing when NR
+ * divides N. */
+static int pick_col_tails(sops *o, stage_emit *se, const tex_expr *const *ext)
+{
+    const tex_stage *st = se->st;
+    int c = tile_cols_leaf(se);
+    int64_t nr = texi_intrin_cpu_cols(se->tz_intrin), e, n = 0;
+    if (c == tile_rows_leaf(se) || !texi_expr_is_int_const(ext[c - se->tz], &e) || e != nr)
+        return 0;
+    for (int a = 0; a < st->op->n_axes && !n; a++)
+        if (st->leaf[c] == st->op->axes[a] || split_of(st, c, st->op->axes[a]))
+            texi_expr_is_int_const(st->op->axes[a]->extent, &n);
+    if (n <= 0 || n % nr == 0)
+        return 0;
+    int64_t mr = texi_intrin_cpu_rows(se->tz_intrin), kr = texi_intrin_cpu_depth(se->tz_intrin);
+    se->tails[2] = (tz_tail){texi_intrin_builtin_cpu_shape(o->ctx, se->tz_intrin, mr, n % nr, kr),
+                             NULL,
+                             NULL,
+                             -1,
+                             n % nr,
+                             c};
+    if (!se->tails[2].intrin)
+        return TEX_ENOMEM;
+    const tz_tail *m = &se->tails[1];
+    if (!m->intrin)
+        return 0;
+    se->tails[3] =
+        (tz_tail){texi_intrin_builtin_cpu_shape(o->ctx, se->tz_intrin,
+                                                texi_intrin_cpu_rows(m->intrin), n % nr, kr),
+                  m->root,
+                  m->start,
+                  m->leaf,
+                  n % nr,
+                  c};
+    return se->tails[3].intrin ? 0 : TEX_ENOMEM;
+}
+
+/* The tails of a CPU GEMM built-in's tiles (r: the tile's reduce leaf; ext:
+ * the extents of the leaves from se->tz). */
+static int pick_tails(sops *o, stage_emit *se, int r, const tex_expr *const *ext)
 {
     const tex_stage *st = se->st;
     if (!texi_intrin_cpu_depth(se->tz_intrin))
@@ -755,7 +817,7 @@ static int pick_tails(sops *o, stage_emit *se, int r)
     for (int a = 0; d < st->n_leaf && a < st->op->n_axes && !se->tails[1].intrin; a++)
         TEXI_TRY(pick_tail(o, se, &se->tails[1], d, st->op->axes[a],
                            texi_intrin_cpu_rows(se->tz_intrin)));
-    return 0;
+    return pick_col_tails(o, se, ext);
 }
 
 /* Matches the nest under the tensorized leaf (tensorize_match.c); fills
@@ -792,7 +854,7 @@ static int setup_tensorize(sops *o, stage_emit *se)
     }
     int r = tile_reduce_leaf(se);
     TEXI_TRY(pick_shape(o, se, r, ext));
-    TEXI_TRY(pick_tails(o, se, r));
+    TEXI_TRY(pick_tails(o, se, r, (const tex_expr *const *)ext));
     tex_expr **val = texi_so_values(o, se, se->off);
     texi_tz_nest nest = {.st = st, .intrin = se->tz_intrin, .n_inner = ni};
     nest.body = val ? texi_so_bind_roots(o, se, val, se->sb->body) : NULL;
@@ -808,11 +870,12 @@ static int setup_tensorize(sops *o, stage_emit *se)
 }
 
 /* "The tile is whole": the stage's guards at the tile's first and last
- * points (leaves from tz at 0, then at extent - 1, but leaf `keep` at 0
- * both times; reduce leaves only with_reduce), over the enclosing loops;
- * NULL when provably whole. */
-static int tile_cond(sops *o, const stage_emit *se, tex_expr **off, bool with_reduce, int keep,
-                     tex_expr **cond)
+ * points (leaves from tz at 0, then at extent - 1; reduce leaves only
+ * with_reduce), over the enclosing loops; NULL when provably whole. For
+ * tail t (NULL: none), its partial leaves' last points are its last row
+ * and column instead: the tile holds at least t's rows and columns. */
+static int tile_cond(sops *o, const stage_emit *se, tex_expr **off, bool with_reduce,
+                     const tz_tail *t, tex_expr **cond)
 {
     const tex_stage *st = se->st;
     tex_expr **pt = texi_alloc(o->ctx, sizeof *pt * (size_t)(st->n_leaf + 1), "schedule_ops");
@@ -822,9 +885,14 @@ static int tile_cond(sops *o, const stage_emit *se, tex_expr **off, bool with_re
     for (int last = 0; last < 2; last++) {
         for (int k = 0; k < st->n_leaf; k++) {
             bool inner = k >= se->tz && (with_reduce || !se->red_leaf[k]);
-            pt[k] = !inner              ? off[k]
-                    : last && k != keep ? se->tz_last[k - se->tz]
-                                        : imm(o->ctx, off[k]->dtype, 0);
+            int64_t lim = !t                            ? -1
+                          : k == t->leaf                ? texi_intrin_cpu_rows(t->intrin) - 1
+                          : t->cols && k == t->col_leaf ? t->cols - 1
+                                                        : -1;
+            pt[k] = !inner     ? off[k]
+                    : !last    ? imm(o->ctx, off[k]->dtype, 0)
+                    : lim >= 0 ? imm(o->ctx, off[k]->dtype, lim)
+                               : se->tz_last[k - se->tz];
         }
         tex_expr **val = texi_so_values(o, se, pt), *c;
         if (!val)
@@ -853,7 +921,7 @@ static tex_stmt *reset_tile(sops *o, const stage_emit *se, tex_expr **off, tex_s
     tex_expr **org = texi_alloc(o->ctx, sizeof *org * (size_t)(st->n_leaf + 1), "schedule_ops");
     texi_intrin_arg *args = texi_alloc(o->ctx, sizeof *args * (size_t)(n_in + 1), "schedule_ops");
     tex_expr *cond;
-    if (!s || !org || !args || tile_cond(o, se, off, false, -1, &cond) < 0)
+    if (!s || !org || !args || tile_cond(o, se, off, false, NULL, &cond) < 0)
         return NULL;
     for (int k = 0; k < st->n_leaf; k++)
         org[k] = k < se->tz ? off[k] : imm(o->ctx, off[k]->dtype, 0);
@@ -881,9 +949,31 @@ static tex_stmt *tile_calls(sops *o, const stage_emit *se, tex_intrin *in, bool 
     return two[0] && two[1] ? texi_seq_new(o->ctx, 2, two) : NULL;
 }
 
-/* IF (the tile is t's: whole but for t's axis (the data only, for the
- * reduction's tail), starting at t->start on it) t's instance's calls ELSE
- * s; s when there is no such tail. */
+/* Whether the tile has exactly t->cols columns: NOT (the guards of the
+ * data at its first point with the column leaf at t->cols) in *cut; NULL
+ * when those provably hold (it never has). */
+static int cut_after(sops *o, const stage_emit *se, const tz_tail *t, tex_expr **cut)
+{
+    const tex_stage *st = se->st;
+    tex_expr **pt = texi_alloc(o->ctx, sizeof *pt * (size_t)(st->n_leaf + 1), "schedule_ops");
+    if (!pt)
+        return TEX_ENOMEM;
+    for (int k = 0; k < st->n_leaf; k++)
+        pt[k] = k < se->tz         ? se->off[k]
+                : k == t->col_leaf ? imm(o->ctx, se->off[k]->dtype, t->cols)
+                                   : imm(o->ctx, se->off[k]->dtype, 0);
+    tex_expr **val = texi_so_values(o, se, pt), *g;
+    if (!val)
+        return TEX_ENOMEM;
+    TEXI_TRY(root_guards(o, se, val, false, &g));
+    *cut = g ? tex_not(g) : NULL;
+    return !g || *cut ? 0 : TEX_ENOMEM;
+}
+
+/* IF (the tile is t's: whole but for t's axes (the data only, for the
+ * reduction's tail) and holding t's rows and columns, starting at t->start
+ * on t's root axis; for an N tail, cut after t->cols columns) t's
+ * instance's calls ELSE s; s when there is no such tail. */
 static int tail_tile(sops *o, const stage_emit *se, const tz_tail *t, bool after_init, tex_stmt **s)
 {
     if (!t->intrin)
@@ -894,12 +984,18 @@ static int tail_tile(sops *o, const stage_emit *se, const tz_tail *t, bool after
         return TEX_ENOMEM;
     for (int k = 0; k < st->n_leaf; k++)
         org[k] = k < se->tz ? se->off[k] : imm(o->ctx, se->off[k]->dtype, 0);
-    tex_expr **val = texi_so_values(o, se, org), *whole;
+    tex_expr **val = texi_so_values(o, se, org), *cond, *cut = NULL;
     if (!val)
         return TEX_ENOMEM;
-    TEXI_TRY(tile_cond(o, se, se->off, t->leaf >= 0, t->leaf, &whole));
-    tex_expr *x0 = val[texi_bounds_iter_index(st, t->root)];
-    tex_expr *cond = and_also(whole, ARITH(EQ, x0, t->start));
+    TEXI_TRY(tile_cond(o, se, se->off, t->leaf >= 0 || t->cols, t, &cond));
+    if (t->root)
+        cond = and_also(cond, ARITH(EQ, val[texi_bounds_iter_index(st, t->root)], t->start));
+    if (t->cols) {
+        TEXI_TRY(cut_after(o, se, t, &cut));
+        if (!cut)
+            return 0;
+        cond = and_also(cond, cut);
+    }
     tex_stmt *call = tile_calls(o, se, t->intrin, after_init);
     *s = cond && call ? texi_if_new(o->ctx, cond, call, *s) : NULL;
     return *s ? 0 : TEX_ENOMEM;
@@ -911,7 +1007,7 @@ static int tail_tile(sops *o, const stage_emit *se, const tz_tail *t, bool after
 static int build_tensorized(sops *o, const stage_emit *se, int m, bool after_init, tex_stmt **out)
 {
     tex_expr *cond;
-    TEXI_TRY(tile_cond(o, se, se->off, true, -1, &cond));
+    TEXI_TRY(tile_cond(o, se, se->off, true, NULL, &cond));
     tex_stmt *call = tile_calls(o, se, se->tz_intrin, after_init);
     if (!call)
         return TEX_ENOMEM;
@@ -925,8 +1021,8 @@ static int build_tensorized(sops *o, const stage_emit *se, int m, bool after_ini
     int rc = build_level(o, se, m, after_init, &ordinary);
     o->fallback = saved;
     TEXI_TRY(rc);
-    TEXI_TRY(tail_tile(o, se, &se->tails[0], after_init, &ordinary));
-    TEXI_TRY(tail_tile(o, se, &se->tails[1], after_init, &ordinary));
+    for (int t = 0; t < 4; t++)
+        TEXI_TRY(tail_tile(o, se, &se->tails[t], after_init, &ordinary));
     *out = texi_if_new(o->ctx, cond, call, ordinary);
     return *out ? 0 : TEX_ENOMEM;
 }

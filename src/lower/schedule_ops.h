@@ -36,6 +36,8 @@ typedef struct {
     tex_expr *start;      /* where it starts on that axis */
     int leaf;             /* the split's inner leaf (whose extent the tile leaves unchecked),
                              or -1 for the reduction's tail (checked apart from the data) */
+    int64_t cols;         /* an N tail's columns (its root NULL unless also an M tail), or 0 */
+    int col_leaf;         /* the column leaf of an N tail */
 } tz_tail;
 
 typedef struct {
@@ -53,7 +55,8 @@ typedef struct {
     tex_expr **tz_last;       /* per leaf from tz on: extent - 1 */
     tex_intrin *tz_intrin;    /* what whole tiles call: the stage's intrinsic, or its
                                  instance of the nest's depth (a CPU GEMM built-in) */
-    tz_tail tails[2];         /* the reduction's (K) and the rows' (M) last tiles */
+    tz_tail tails[4];         /* the last tiles of the reduction (K), the rows (M), the columns (N),
+                                 and of both rows and columns */
 } stage_emit;
 
 /* e with the bound variables of leaves without a loop replaced, simplified

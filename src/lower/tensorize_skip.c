@@ -178,7 +178,8 @@ static int box_needed(tex_ctx *ctx, const texi_op *op, int only, tex_expr **firs
 static tex_stmt *rows_call(tex_ctx *ctx, tex_intrin *in, const tex_stmt *call, int64_t rows,
                            int64_t shift)
 {
-    tex_intrin *instance = texi_intrin_builtin_cpu_shape(ctx, in, rows, texi_intrin_cpu_depth(in));
+    tex_intrin *instance = texi_intrin_builtin_cpu_shape(ctx, in, rows, texi_intrin_cpu_cols(in),
+                                                         texi_intrin_cpu_depth(in));
     int n = call->u.intrin.n_args;
     texi_intrin_arg *args = texi_alloc(ctx, sizeof *args * (size_t)n, "tensorize_skip");
     if (!instance || !args)

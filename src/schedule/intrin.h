@@ -58,15 +58,21 @@ int64_t texi_intrin_cpu_rows(const tex_intrin *in);
  * or 0 when there is no such built-in. */
 int64_t texi_intrin_cpu_max_rows(const char *builtin);
 
+/* The columns of a CPU GEMM built-in instance (NR, or fewer for an N
+ * tail's), or 0 when `in` is not one. */
+int64_t texi_intrin_cpu_cols(const tex_intrin *in);
+
 /* The instance of in's CPU GEMM built-in with mr rows (1 <= mr <=
- * texi_intrin_cpu_max_rows) and depth kr (>= 1): `in` itself when that is
- * its shape, else a new intrinsic built in ctx (C functions named for the
- * shape).
+ * texi_intrin_cpu_max_rows), nc columns (1 <= nc <= NR) and depth kr (>=
+ * 1): `in` itself when that is its shape, else a new intrinsic built in
+ * ctx (C functions named for the shape).
  * NULL when `in` is not a CPU GEMM built-in or the shape is out of range
  * (nothing recorded), or with ENOMEM recorded. */
-tex_intrin *texi_intrin_builtin_cpu_shape(tex_ctx *ctx, tex_intrin *in, int64_t mr, int64_t kr);
+tex_intrin *texi_intrin_builtin_cpu_shape(tex_ctx *ctx, tex_intrin *in, int64_t mr, int64_t nc,
+                                          int64_t kr);
 
-/* texi_intrin_builtin_cpu_shape with in's rows: the instance of depth kr. */
+/* texi_intrin_builtin_cpu_shape with in's rows and columns: the instance of
+ * depth kr. */
 tex_intrin *texi_intrin_builtin_cpu_depth(tex_ctx *ctx, tex_intrin *in, int64_t kr);
 
 #endif

@@ -6,9 +6,8 @@
  *   C[MR, NR] = sum_k A[MR, KR] * B[KR, NR]      (f32; A, B placeholders)
  * so the schedule must tile C's rows by MR and its columns by NR (k.outer
  * outside the tensorized axis gives RESET + UPDATE calls; the whole
- * reduction inside gives BODY calls). N tails are not the intrinsic's
- * business: lowering runs the ordinary loop nest for tiles a non-dividing
- * split of j cuts; K and M tails are (below).
+ * reduction inside gives BODY calls). Tiles cut in K, M or N call
+ * instances of other shapes (below).
  *
  *   name                MR  NR  KR   registers
  *   cpu.gemm_f32_avx512  6  64 256   24 zmm accumulators + 4 B rows + 1 broadcast
@@ -37,10 +36,17 @@
  *   - likewise M % R != 0 with constant M (i split by R, R = MR or the
  *     smaller extent, its inner leaf the tile's first data leaf): the last
  *     row tile, whole in N and k, calls the (M % R)-row instance
- *     (texi_intrin_builtin_cpu_shape).
- * So every tile whole in N of a GEMM of any constant M and K runs
- * micro-kernels; a symbolic size's last tile runs the ordinary nest, and
- * so do tiles cut in N or in two ways at once.
+ *     (texi_intrin_builtin_cpu_shape);
+ *   - a tile whose columns a constant extent N cuts after N % NR of them
+ *     (the last column panel of a GEMM whose N is not a multiple of NR, or
+ *     a GEMM of fewer than NR columns), whole in M and k or cut in M as
+ *     above, calls the instance of N % NR columns: ceil(N % NR / W)
+ *     vectors a row, the last one loaded and stored under a mask (AVX-512
+ *     mask registers, AVX2 vmaskmov), so the tile still accumulates in
+ *     registers.
+ * So every tile of a GEMM of constant M, N and K runs micro-kernels but
+ * one cut in k and in M or N at once; a symbolic size's last tile runs the
+ * ordinary nest.
  *
  * The update is the classic register-blocked outer product: the C tile is
  * loaded into registers once per call, then for each of the KR steps one row
@@ -78,7 +84,7 @@
  * the first call's stores to the second's loads.
  *
  * Not done here: packing of A or B (the schedule does it with a compute or
- * cache_read), prefetching, and N tails (see above).
+ * cache_read), prefetching.
  */
 #include "schedule/intrin.h"
 
@@ -97,18 +103,32 @@ typedef struct {
     const char *vtype;  /* the vector type */
     const char *isa;    /* the intrinsics' prefix (_mm512, _mm256) */
     const char *guard;  /* preprocessor condition for the vector path */
+    const char *mload;  /* printf formats of the first n (%d) lanes at p: load, store of x */
+    const char *mstore;
 } cpu_gemm;
 
 static const cpu_gemm cpu_gemms[] = {
     {"cpu.gemm_f32_avx512", "tex_gemm_f32_avx512", 6, 64, 256, 7, 16, "__m512", "_mm512",
-     "defined(__AVX512F__)"},
+     "defined(__AVX512F__)", "_mm512_maskz_loadu_ps((__mmask16)((1u << %d) - 1u), p)",
+     "_mm512_mask_storeu_ps(p, (__mmask16)((1u << %d) - 1u), x)"},
     {"cpu.gemm_f32_avx2", "tex_gemm_f32_avx2", 6, 16, 256, 6, 8, "__m256", "_mm256",
-     "defined(__AVX2__) && defined(__FMA__)"},
+     "defined(__AVX2__) && defined(__FMA__)",
+     "_mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(%d), "
+     "_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)))",
+     "_mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(%d), "
+     "_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), x)"},
 };
 
+/* An instance's shape: rows, columns (at most the built-in's NR), depth. */
+typedef struct {
+    int64_t mr, nc, kr;
+} gemm_shape;
+
 /* The source template; each piece stays below C's 4095-character literal
- * limit. @X name, @P prefix, @M MR, @N NR, @K KR, @W vector width, @R NR/W,
- * @V vector type, @I intrinsics' prefix, @G the vector path's condition. */
+ * limit. @X name, @P prefix, @M rows, @N columns, @K depth, @W vector
+ * width, @R vectors a row, @V vector type, @I intrinsics' prefix, @G the
+ * vector path's condition, @L / @S load / store of the last vector of a row
+ * (p, x; masked when the columns do not fill it). */
 static const char *const cpu_template[] = {
     "/* tex built-in @X: C[@M, @N] (+)= A[@M, @K] . B[@K, @N] (f32) */\n"
     "#include <stdint.h>\n"
@@ -147,6 +167,18 @@ static const char *const cpu_template[] = {
 
     "#if @G\n"
     "#include <immintrin.h>\n"
+    "/* vector v of a row at p: the last one may be partial */\n"
+    "TEX_GEMM_INLINE @V @P_ld(const float *p, int v)\n"
+    "{\n"
+    "    return v == @R - 1 ? @L : @I_loadu_ps(p);\n"
+    "}\n"
+    "TEX_GEMM_INLINE void @P_st(float *p, int v, @V x)\n"
+    "{\n"
+    "    if (v == @R - 1)\n"
+    "        @S;\n"
+    "    else\n"
+    "        @I_storeu_ps(p, x);\n"
+    "}\n"
     "/* unit column strides: @M x @R vector accumulators, B rows loaded, A broadcast */\n"
     "TEX_GEMM_INLINE void @P_vec(const float *a, int64_t sa0, int64_t sa1, const float *b,\n"
     "    int64_t sb0, float *c, int64_t sc0, int acc_c)\n"
@@ -154,11 +186,11 @@ static const char *const cpu_template[] = {
     "    @V acc[@M][@R];\n"
     "    for (int i = 0; i < @M; i++)\n"
     "        for (int v = 0; v < @R; v++)\n"
-    "            acc[i][v] = acc_c ? @I_loadu_ps(c + i * sc0 + v * @W) : @I_setzero_ps();\n"
+    "            acc[i][v] = acc_c ? @P_ld(c + i * sc0 + v * @W, v) : @I_setzero_ps();\n"
     "    for (int64_t k = 0; k < @K; k++) {\n"
     "        @V bv[@R];\n"
     "        for (int v = 0; v < @R; v++) {\n"
-    "            bv[v] = @I_loadu_ps(b + k * sb0 + v * @W);\n"
+    "            bv[v] = @P_ld(b + k * sb0 + v * @W, v);\n"
     "            __asm__(\"\" : \"+v\"(bv[v])); /* a register, not a memory operand */\n"
     "        }\n"
     "        for (int i = 0; i < @M; i++) {\n"
@@ -169,7 +201,7 @@ static const char *const cpu_template[] = {
     "    }\n"
     "    for (int i = 0; i < @M; i++)\n"
     "        for (int v = 0; v < @R; v++)\n"
-    "            @I_storeu_ps(c + i * sc0 + v * @W, acc[i][v]);\n"
+    "            @P_st(c + i * sc0 + v * @W, v, acc[i][v]);\n"
     "}\n"
     "#endif\n",
 
@@ -197,10 +229,19 @@ static const char *const cpu_template[] = {
     "}\n",
 };
 
-/* Appends template piece t with g's parameters substituted, for mr rows
- * at depth kr, with function prefix `prefix`. */
-static void expand(texi_sb *sb, const char *t, const cpu_gemm *g, const char *prefix, int64_t mr,
-                   int64_t kr)
+/* Appends the load (store) of the last vector of a row of nc columns. */
+static void last_vector(texi_sb *sb, const cpu_gemm *g, int64_t nc, bool store)
+{
+    int lanes = (int)(nc % g->width);
+    if (!lanes)
+        texi_sb_printf(sb, store ? "%s_storeu_ps(p, x)" : "%s_loadu_ps(p)", g->isa);
+    else
+        texi_sb_printf(sb, store ? g->mstore : g->mload, lanes);
+}
+
+/* Appends template piece t with g's parameters substituted, for shape sh,
+ * with function prefix `prefix`. */
+static void expand(texi_sb *sb, const char *t, const cpu_gemm *g, const char *prefix, gemm_shape sh)
 {
     for (; *t; t++) {
         if (*t != '@' || !t[1]) {
@@ -215,19 +256,23 @@ static void expand(texi_sb *sb, const char *t, const cpu_gemm *g, const char *pr
             texi_sb_puts(sb, prefix);
             break;
         case 'M':
-            texi_sb_printf(sb, "%lld", (long long)mr);
+            texi_sb_printf(sb, "%lld", (long long)sh.mr);
             break;
         case 'N':
-            texi_sb_printf(sb, "%lld", (long long)g->nr);
+            texi_sb_printf(sb, "%lld", (long long)sh.nc);
             break;
         case 'K':
-            texi_sb_printf(sb, "%lld", (long long)kr);
+            texi_sb_printf(sb, "%lld", (long long)sh.kr);
             break;
         case 'W':
             texi_sb_printf(sb, "%d", g->width);
             break;
         case 'R':
-            texi_sb_printf(sb, "%lld", (long long)(g->nr / g->width));
+            texi_sb_printf(sb, "%lld", (long long)((sh.nc + g->width - 1) / g->width));
+            break;
+        case 'L':
+        case 'S':
+            last_vector(sb, g, sh.nc, *t == 'S');
             break;
         case 'V':
             texi_sb_puts(sb, g->vtype);
@@ -246,15 +291,14 @@ static void expand(texi_sb *sb, const char *t, const cpu_gemm *g, const char *pr
     }
 }
 
-/* g's C source for mr rows at depth kr, copied into ctx's arena; NULL with
- * ENOMEM recorded. */
-static char *gemm_source(tex_ctx *ctx, const cpu_gemm *g, const char *prefix, int64_t mr,
-                         int64_t kr)
+/* g's C source for shape sh, copied into ctx's arena; NULL with ENOMEM
+ * recorded. */
+static char *gemm_source(tex_ctx *ctx, const cpu_gemm *g, const char *prefix, gemm_shape sh)
 {
     texi_sb sb;
     texi_sb_init(&sb);
     for (size_t i = 0; i < sizeof cpu_template / sizeof cpu_template[0]; i++)
-        expand(&sb, cpu_template[i], g, prefix, mr, kr);
+        expand(&sb, cpu_template[i], g, prefix, sh);
     char *text = texi_sb_take(&sb);
     if (!text) {
         texi_error(ctx, TEX_ENOMEM, "tex_intrin_builtin: out of memory writing '%s'", g->name);
@@ -265,44 +309,49 @@ static char *gemm_source(tex_ctx *ctx, const cpu_gemm *g, const char *prefix, in
     return copy;
 }
 
-/* The desc C[i, j] = sum_k A[i, k] * B[k, j]: mr rows, g's columns, depth kr. */
-static tex_tensor *gemm_desc(tex_ctx *ctx, const cpu_gemm *g, int64_t mr, int64_t kr)
+/* The desc C[i, j] = sum_k A[i, k] * B[k, j] of shape sh. */
+static tex_tensor *gemm_desc(tex_ctx *ctx, gemm_shape sh)
 {
-    tex_tensor *a = tex_placeholder_c(ctx, "A", TEX_F32, 2, (const int64_t[]){mr, kr});
-    tex_tensor *b = tex_placeholder_c(ctx, "B", TEX_F32, 2, (const int64_t[]){kr, g->nr});
-    tex_iter *i = tex_axis(ctx, "i", tex_int(ctx, mr));
-    tex_iter *j = tex_axis(ctx, "j", tex_int(ctx, g->nr));
-    tex_iter *k = tex_reduce_axis(ctx, "k", tex_int(ctx, kr));
+    tex_tensor *a = tex_placeholder_c(ctx, "A", TEX_F32, 2, (const int64_t[]){sh.mr, sh.kr});
+    tex_tensor *b = tex_placeholder_c(ctx, "B", TEX_F32, 2, (const int64_t[]){sh.kr, sh.nc});
+    tex_iter *i = tex_axis(ctx, "i", tex_int(ctx, sh.mr));
+    tex_iter *j = tex_axis(ctx, "j", tex_int(ctx, sh.nc));
+    tex_iter *k = tex_reduce_axis(ctx, "k", tex_int(ctx, sh.kr));
     if (!a || !b || !i || !j || !k)
         return NULL;
     tex_expr *prod = tex_mul(TEX_AT(a, tex_iv(i), tex_iv(k)), TEX_AT(b, tex_iv(k), tex_iv(j)));
     return tex_compute(ctx, "C", 2, (tex_iter *[]){i, j}, tex_sum(prod, 1, &k));
 }
 
-/* g for mr rows at depth kr: its desc, source and function names. The
- * MR x KR instance is the built-in as documented (plain names); others
- * carry their shape in their name and C prefix (P_k<KR>, or P_m<MR>_k<KR>
- * for fewer rows), so that several fit in one file. */
-static tex_intrin *gemm_make(tex_ctx *ctx, const cpu_gemm *g, int64_t mr, int64_t kr)
+/* g's instance of shape sh: its desc, source and function names. The
+ * MR x NR x KR instance is the built-in as documented (plain names); others
+ * carry their shape in their name and C prefix (P_k<KR>, P_m<MR>_k<KR> for
+ * fewer rows, P_m<MR>_n<NC>_k<KR> for fewer columns), so that several fit
+ * in one file. */
+static tex_intrin *gemm_make(tex_ctx *ctx, const cpu_gemm *g, gemm_shape sh)
 {
-    char prefix[64], name[80];
-    if (kr == g->kr && mr == g->mr) {
+    char prefix[80], name[96];
+    long long mr = sh.mr, nc = sh.nc, kr = sh.kr;
+    if (nc != g->nr) {
+        snprintf(prefix, sizeof prefix, "%s_m%lld_n%lld_k%lld", g->prefix, mr, nc, kr);
+        snprintf(name, sizeof name, "%s (%lld rows, %lld columns, depth %lld)", g->name, mr, nc,
+                 kr);
+    } else if (mr != g->mr) {
+        snprintf(prefix, sizeof prefix, "%s_m%lld_k%lld", g->prefix, mr, kr);
+        snprintf(name, sizeof name, "%s (%lld rows, depth %lld)", g->name, mr, kr);
+    } else if (kr != g->kr) {
+        snprintf(prefix, sizeof prefix, "%s_k%lld", g->prefix, kr);
+        snprintf(name, sizeof name, "%s (depth %lld)", g->name, kr);
+    } else {
         snprintf(prefix, sizeof prefix, "%s", g->prefix);
         snprintf(name, sizeof name, "%s", g->name);
-    } else if (mr == g->mr) {
-        snprintf(prefix, sizeof prefix, "%s_k%lld", g->prefix, (long long)kr);
-        snprintf(name, sizeof name, "%s (depth %lld)", g->name, (long long)kr);
-    } else {
-        snprintf(prefix, sizeof prefix, "%s_m%lld_k%lld", g->prefix, (long long)mr, (long long)kr);
-        snprintf(name, sizeof name, "%s (%lld rows, depth %lld)", g->name, (long long)mr,
-                 (long long)kr);
     }
-    tex_tensor *desc = gemm_desc(ctx, g, mr, kr);
-    char *src = desc ? gemm_source(ctx, g, prefix, mr, kr) : NULL;
+    tex_tensor *desc = gemm_desc(ctx, sh);
+    char *src = desc ? gemm_source(ctx, g, prefix, sh) : NULL;
     const char *fn[3] = {"body", "reset", "update"};
     char *fn_name[3] = {NULL, NULL, NULL};
     for (int f = 0; f < 3 && src; f++) {
-        char buf[96];
+        char buf[112];
         snprintf(buf, sizeof buf, "%s_%s", prefix, fn[f]);
         if (!(fn_name[f] = texi_strdup(ctx, buf)))
             return NULL;
@@ -325,7 +374,7 @@ static const cpu_gemm *gemm_named(const char *name)
 tex_intrin *texi_intrin_builtin_cpu(tex_ctx *ctx, const char *name)
 {
     const cpu_gemm *g = gemm_named(name);
-    return g ? gemm_make(ctx, g, g->mr, g->kr) : NULL;
+    return g ? gemm_make(ctx, g, (gemm_shape){g->mr, g->nr, g->kr}) : NULL;
 }
 
 /* The GEMM built-in `in` is an instance of, or NULL. */
@@ -356,17 +405,28 @@ int64_t texi_intrin_cpu_rows(const tex_intrin *in)
     return mr;
 }
 
-tex_intrin *texi_intrin_builtin_cpu_shape(tex_ctx *ctx, tex_intrin *in, int64_t mr, int64_t kr)
+int64_t texi_intrin_cpu_cols(const tex_intrin *in)
+{
+    int64_t nc = 0;
+    if (!in || !gemm_of(in) || !texi_expr_is_int_const(in->desc->op->axes[1]->extent, &nc))
+        return 0;
+    return nc;
+}
+
+tex_intrin *texi_intrin_builtin_cpu_shape(tex_ctx *ctx, tex_intrin *in, int64_t mr, int64_t nc,
+                                          int64_t kr)
 {
     const cpu_gemm *g = gemm_of(in);
-    if (!g || kr <= 0 || mr <= 0 || mr > g->max_mr)
+    if (!g || kr <= 0 || mr <= 0 || mr > g->max_mr || nc <= 0 || nc > g->nr)
         return NULL;
-    if (texi_intrin_cpu_depth(in) == kr && texi_intrin_cpu_rows(in) == mr)
+    if (texi_intrin_cpu_depth(in) == kr && texi_intrin_cpu_rows(in) == mr &&
+        texi_intrin_cpu_cols(in) == nc)
         return in;
-    return gemm_make(ctx, g, mr, kr);
+    return gemm_make(ctx, g, (gemm_shape){mr, nc, kr});
 }
 
 tex_intrin *texi_intrin_builtin_cpu_depth(tex_ctx *ctx, tex_intrin *in, int64_t kr)
 {
-    return texi_intrin_builtin_cpu_shape(ctx, in, texi_intrin_cpu_rows(in), kr);
+    return texi_intrin_builtin_cpu_shape(ctx, in, texi_intrin_cpu_rows(in),
+                                         texi_intrin_cpu_cols(in), kr);
 }

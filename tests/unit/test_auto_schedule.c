@@ -285,12 +285,22 @@ static void run_conv(tex_layout layout, int64_t ch, int64_t hw, int64_t f, int64
     y = tex_op_relu(c.ctx, "Y", tex_op_bias_add(c.ctx, "Yb", y, bias, nchw ? 1 : 3));
     tex_schedule *s = case_check(&c, y, "cpu");
     int64_t nr;
-    bool tz = host_gemm_builtin(&nr) && !nchw && st == 1 && f >= nr;
+    bool tz = host_gemm_builtin(&nr) && !nchw && st == 1;
     if (s) { /* the padded input is a buffer: the built-in reads it, and
               * register tiles would otherwise choose each lane's value */
         TT_EQ_INT(tensorized(s, "Cv"), tz);
         TT_EQ_INT(n_roots(s), 2);
         TT_EQ_INT(attach_of(s, "Cv_pad"), TEXI_ATTACH_ROOT);
+    }
+    if (s && nchw) { /* register tiles of filters (one vector a row: 8 of
+                      * them), their rows padded to whole vectors */
+        char *text = tex_schedule_trace(s), want[64];
+        int vbytes = texi_host_vector_bytes();
+        int64_t ow = (hw + 2 - 3) / st + 1, lanes = vbytes >= 16 ? vbytes / 4 : 1;
+        snprintf(want, sizeof want, "tile Y i1 i3 %d ", ow <= lanes && f >= 8 ? 8 : 6);
+        TT_CHECK(text && strstr(text, want));
+        TT_CHECK(text && (strstr(text, "storage_align Cv i1 ") != NULL) == (ow % lanes != 0));
+        free(text);
     }
     tex_ctx_free(c.ctx);
 }
@@ -301,6 +311,8 @@ static void test_conv(void)
     if (quick)
         return;
     run_conv(TEX_LAYOUT_NCHW, 5, 13, 7, 2);
+    run_conv(TEX_LAYOUT_NCHW, 4, 7, 16, 1);
+    run_conv(TEX_LAYOUT_NCHW, 2, 32, 9, 1);
     run_conv(TEX_LAYOUT_NHWC, 3, 9, 17, 1);
     run_conv(TEX_LAYOUT_NHWC, 1, 1, 1, 1);
 }

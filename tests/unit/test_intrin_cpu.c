@@ -177,6 +177,17 @@ static int gemm_schedule(tex_schedule *s, ops_wl *w, const builtin *bi, gemm_mod
     return tex_tensorize(sc, mi, in);
 }
 
+/* Whether src calls the function fn of bi's instance of `rows` rows,
+ * `cols` columns and depth d. */
+static bool calls_cols(const char *src, const builtin *bi, int64_t rows, int64_t cols, int64_t d,
+                       const char *fn)
+{
+    char call[128];
+    snprintf(call, sizeof call, "%s_m%lld_n%lld_k%lld_%s(", bi->prefix, (long long)rows,
+             (long long)cols, (long long)d, fn);
+    return src && strstr(src, call);
+}
+
 /* Whether src calls bi's depth-d instance's function fn. */
 static bool calls(const char *src, const builtin *bi, int64_t rows, int64_t d, const char *fn)
 {
@@ -195,13 +206,16 @@ static bool calls(const char *src, const builtin *bi, int64_t rows, int64_t d, c
  * by mt, must make: the mt-row depth-kf (WHOLE_K: depth-k) instance
  * wherever a whole tile exists, the depth-(k % kf) one for the reduction's
  * last tile when k is a constant that kf does not divide, the (m % mt)-row
- * one for the last rows when m is a constant that mt does not divide. */
+ * one for the last rows when m is a constant that mt does not divide, the
+ * (n % NR)-column ones (mt rows, and m % mt) for the last columns when n
+ * is a constant that NR does not divide. */
 static void check_calls(const char *src, const builtin *bi, gemm_mode mode, int64_t m, int64_t n,
                         int64_t k, int64_t kf, int64_t mt, bool sym)
 {
     TT_CHECK(src && strstr(src, bi->vec));
     if (mode == WHOLE_K) {
-        TT_CHECK(calls(src, bi, mt, k, "body"));
+        TT_CHECK(n < bi->nr || calls(src, bi, mt, k, "body"));
+        TT_CHECK(sym || n % bi->nr == 0 || calls_cols(src, bi, mt, n % bi->nr, k, "body"));
         return;
     }
     if (m >= mt && n >= bi->nr && k >= kf) {
@@ -212,6 +226,10 @@ static void check_calls(const char *src, const builtin *bi, gemm_mode mode, int6
         TT_CHECK(calls(src, bi, mt, k % kf, "update"));
     if (!sym && m % mt != 0 && n >= bi->nr && k >= kf)
         TT_CHECK(calls(src, bi, m % mt, kf, "update"));
+    if (!sym && n % bi->nr != 0 && m >= mt && k >= kf)
+        TT_CHECK(calls_cols(src, bi, mt, n % bi->nr, kf, "update"));
+    if (!sym && n % bi->nr != 0 && m % mt != 0 && m > mt && k >= kf)
+        TT_CHECK(calls_cols(src, bi, m % mt, n % bi->nr, kf, "update"));
 }
 
 /* Tensorizes an m x n x k GEMM (sizes symbolic when sym) with bi in mode, k
@@ -372,6 +390,69 @@ static void test_row_tiles(void)
     }
 }
 
+/* Tiles cut in N: the last column tile calls the instance of N % NR
+ * columns (its last vector masked unless N % NR is a multiple of the
+ * vector width), also on the M tail's rows and with B packed; N below NR
+ * runs on that instance alone; a symbolic N runs the loop nest there. */
+static void test_col_tiles(void)
+{
+    SKIP_WITHOUT_CPU();
+    for (int b = 0; b < N_BUILTINS; b++) {
+        const builtin *bi = &builtins[b];
+        int64_t w = bi->nr == 64 ? 16 : 8;
+        const int64_t ns[] = {bi->nr + 1, bi->nr + w, 2 * bi->nr - 1, bi->nr + w + 3, w + 3, 5};
+        for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+            gemm_check_rows(bi, SPLIT_K, 2 * bi->mr + 1, ns[i], 100, 64, bi->mr, false, "cpu");
+            gemm_check_rows(bi, PACKED_B, 13, ns[i], 130, 64, 4, false, "cpu -threads=2");
+            gemm_check_rows(bi, WHOLE_K, 5, ns[i], 37, 37, 5, false, "cpu");
+        }
+        gemm_check_rows(bi, SPLIT_K, 7, bi->nr + 3, 64, 64, 4, true, "cpu");
+    }
+}
+
+/* A tensorized GEMM computed per chunk of 20 rows of its relu, its row
+ * tiles of 6 (M = 23: the last chunk holds 3 rows, the last tile of the
+ * first only 2 where the (M % 6)-row instance would write 5): the M tail's
+ * instance only where its rows are all inside the chunk; whole and partial
+ * column panels. */
+static void test_tail_in_region(void)
+{
+    SKIP_WITHOUT_CPU();
+    for (int b = 0; b < N_BUILTINS; b++) {
+        const builtin *bi = &builtins[b];
+        const int64_t ns[] = {bi->nr, bi->nr - 5};
+        for (int i = 0; i < 2; i++) {
+            tex_ctx *ctx = tex_ctx_new();
+            ops_wl w;
+            ops_init(&w, ctx, "region");
+            tex_tensor *C = ops_matmul(&w, 23, ns[i], 19, false);
+            w.out = tex_op_relu(ctx, "Y", C);
+            tex_schedule *s = tex_schedule_new(ctx, 1, &w.out);
+            tex_stage *sy = tex_stage_of(s, w.out), *sc = tex_stage_of(s, C);
+            tex_iter *yo, *yi, *mo, *mi;
+            char why[2048] = "";
+            tex_func *f = NULL;
+            tex_kernel *kn = NULL;
+            if (tex_split(sy, tex_op_axis(sy, 0), tex_int(ctx, 20), &yo, &yi) ||
+                tex_compute_at(sc, sy, yo) ||
+                tex_split(sc, tex_op_axis(sc, 0), tex_int(ctx, 6), &mo, &mi) ||
+                tex_reorder(
+                    sc, 4, (tex_iter *[]){mo, mi, tex_op_axis(sc, 1), tex_op_reduce_axis(sc, 0)}) ||
+                tex_tensorize(sc, mi, tex_intrin_builtin(ctx, bi->name)))
+                snprintf(why, sizeof why, "schedule failed: %s", tex_errmsg(ctx));
+            else if ((f = ops_lower(&w, s, why, sizeof why)) && !(kn = tex_build(f, "cpu")))
+                snprintf(why, sizeof why, "tex_build failed: %s", tex_errmsg(ctx));
+            if (kn)
+                ops_run_and_compare(&w, f, kn, "kernel: ", 1, why, sizeof why);
+            if (why[0])
+                TT_FAILF("%s, 23 x %lld x 19 in chunks of 20 rows: %s", bi->name, (long long)ns[i],
+                         why);
+            tex_kernel_free(kn);
+            tex_ctx_free(ctx);
+        }
+    }
+}
+
 /* Row tiles of more than the built-in's most rows do not match it: tex_lower
  * fails with TEX_EINVAL naming the intrinsic, and the context stays usable. */
 static void test_row_tiles_too_many(void)
@@ -471,16 +552,24 @@ static void test_depth_instances(void)
     TT_CHECK(d64 && texi_intrin_cpu_depth(d64) == 64 && strcmp(d64->builtin, bi->name) == 0);
     TT_CHECK(d64 && strstr(d64->name, "depth 64"));
     TT_CHECK(texi_intrin_builtin_cpu_depth(ctx, in, 0) == NULL);
-    tex_intrin *m1 = texi_intrin_builtin_cpu_shape(ctx, in, 1, 512);
+    tex_intrin *m1 = texi_intrin_builtin_cpu_shape(ctx, in, 1, bi->nr, 512);
     TT_CHECK(m1 && texi_intrin_cpu_rows(m1) == 1 && texi_intrin_cpu_depth(m1) == 512);
     TT_CHECK(m1 && m1->fn[TEXI_INTRIN_UPDATE] &&
              strstr(m1->fn[TEXI_INTRIN_UPDATE], "_m1_k512_update"));
-    tex_intrin *m7 = texi_intrin_builtin_cpu_shape(ctx, in, bi->max_mr, 64);
+    tex_intrin *m7 = texi_intrin_builtin_cpu_shape(ctx, in, bi->max_mr, bi->nr, 64);
     TT_CHECK(m7 && texi_intrin_cpu_rows(m7) == 7 && strstr(m7->name, "7 rows, depth 64"));
-    TT_CHECK(texi_intrin_builtin_cpu_shape(ctx, in, bi->max_mr + 1, 64) == NULL);
+    TT_CHECK(texi_intrin_builtin_cpu_shape(ctx, in, bi->max_mr + 1, bi->nr, 64) == NULL);
     TT_CHECK(texi_intrin_builtin_cpu_shape(ctx, tex_intrin_builtin(ctx, builtins[1].name),
-                                           builtins[1].max_mr + 1, 64) == NULL);
-    TT_CHECK(texi_intrin_builtin_cpu_shape(ctx, in, 0, 64) == NULL);
+                                           builtins[1].max_mr + 1, builtins[1].nr, 64) == NULL);
+    TT_CHECK(texi_intrin_builtin_cpu_shape(ctx, in, 0, bi->nr, 64) == NULL);
+    tex_intrin *n9 = texi_intrin_builtin_cpu_shape(ctx, in, 4, 9, 64);
+    TT_CHECK(n9 && texi_intrin_cpu_cols(n9) == 9 && texi_intrin_cpu_rows(n9) == 4 &&
+             strstr(n9->name, "4 rows, 9 columns, depth 64") &&
+             strstr(n9->fn[TEXI_INTRIN_UPDATE], "_m4_n9_k64_update"));
+    TT_EQ_INT(texi_intrin_cpu_cols(in), bi->nr);
+    TT_CHECK(texi_intrin_builtin_cpu_depth(ctx, n9, 64) == n9);
+    TT_CHECK(texi_intrin_builtin_cpu_shape(ctx, in, 4, 0, 64) == NULL);
+    TT_CHECK(texi_intrin_builtin_cpu_shape(ctx, in, 4, bi->nr + 1, 64) == NULL);
     TT_EQ_INT(tex_errcode(ctx), 0);
     tex_ctx_free(ctx);
 }
@@ -500,6 +589,8 @@ int main(void)
     TT_RUN(test_any_k);
     TT_RUN(test_any_k_symbolic);
     TT_RUN(test_row_tiles);
+    TT_RUN(test_col_tiles);
+    TT_RUN(test_tail_in_region);
     TT_RUN(test_row_tiles_too_many);
     TT_RUN(test_depth_instances);
     TT_RUN(test_two_stages_one_depth);

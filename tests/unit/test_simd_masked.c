@@ -281,6 +281,55 @@ static void check_both_compilers(const char *src, const char *extra, const char 
     }
 }
 
+/* Private buffers (cvmask.c): Out's local cache computed at a row of
+ * Out's parallel loop is allocated per thread, and one computed at root in
+ * a kernel without parallel loops has one thread too (its loops (chunks of
+ * 8 columns, rows, columns in the chunk): a row's last chunk lies on the
+ * next row's first elements, already computed), so their masked chunks
+ * move whole vectors under a mask (tex_wload_ / tex_wstore_); computed at
+ * root around its own parallel loop it is shared by the threads and keeps
+ * the masked moves. f32, f64 and i32, n symbolic (split by 8: the last
+ * chunk masked) over SIZES, both compilers, against the oracle. */
+static void test_private_buffers(void)
+{
+    if (!texi_simd_host_masks())
+        TT_SKIP("the CPU has no masked vector moves");
+    static const char *const names[3] = {"shared", "per_row", "serial"};
+    for (int d = 0; d < 3; d++)
+        for (int how = 0; how < 3; how++) {
+            tex_ctx *ctx = tex_ctx_new();
+            ops_wl w;
+            ops_init(&w, ctx, names[how]);
+            w.exact = true;
+            TT_CHECK(elemwise(&w, DTYPES[d], 0, true) != NULL);
+            tex_schedule *s = tex_schedule_new(ctx, 1, &w.out);
+            tex_tensor *local = tex_cache_write(s, w.out, TEX_SCOPE_LOCAL);
+            tex_stage *so = tex_stage_of(s, w.out), *sl = tex_stage_of(s, local);
+            tex_iter *jo, *ji, *i = tex_op_axis(sl, 0);
+            TT_EQ_INT(tex_split(sl, tex_op_axis(sl, 1), tex_int(ctx, 8), &jo, &ji), 0);
+            TT_EQ_INT(tex_vectorize(sl, ji), 0);
+            if (how == 0)
+                TT_EQ_INT(tex_parallel(sl, i), 0);
+            if (how == 1)
+                TT_EQ_INT(tex_compute_at(sl, so, tex_stage_axis(so, 0)), 0);
+            if (how == 2)
+                TT_EQ_INT(tex_reorder(sl, 3, (tex_iter *[]){jo, i, ji}), 0);
+            if (how < 2)
+                TT_EQ_INT(tex_parallel(so, tex_stage_axis(so, 0)), 0);
+            char *src = simd_source_of(&w, s, "c"), why[2048];
+            TT_CHECK(src && (strstr(src, "tex_wstore_v") != NULL) == (how > 0) &&
+                     (strstr(src, "tex_mstore_v") != NULL) == (how == 0));
+            free(src);
+            tex_func *f = ops_lower(&w, s, why, sizeof why);
+            TT_CHECK(f != NULL);
+            ops_log log = {0};
+            ops_logf(&log, "%s %s\n", w.name, tex_dtype_name(DTYPES[d]));
+            if (f)
+                simd_run_compilers(&w, f, &log, N_SIZES, SIZES, simd_have_clang());
+            tex_ctx_free(ctx);
+        }
+}
+
 /* The symbolic f32, f64 and i32 elementwise kernels hold masked moves. */
 static void test_disassembly(void)
 {
@@ -341,6 +390,7 @@ int main(void)
     if (!mkdtemp(tmpdir))
         return 1;
     TT_RUN(test_vector_ir);
+    TT_RUN(test_private_buffers);
     TT_RUN(test_disassembly);
     TT_RUN(test_avx512_form);
     TT_RUN(test_unoptimized);
