@@ -6,7 +6,9 @@
  * channels), each on 1 and 2 threads, three lines per case (bench/common.h's
  * format, anchor=onednn): the automatic schedule in tex's preferred layout,
  * e.g. `case=c64h56w56k64r3/t2`, the automatic schedule in NHWC,
- * `case=.../t2/nhwc`, and the hand schedule in NHWC, `case=.../t2/manual`:
+ * `case=.../t2/nhwc`, the hand schedule in NHWC, `case=.../t2/manual`, and
+ * the automatic schedule in plain NCHW (as a framework passes it, register
+ * tiles rather than the GEMM built-in), `case=.../t2/nchw`:
  *   c64h56w56k64r3  c128h28w28k128r3  c256h14w14k256r3  c512h7w7k512r3
  *   c256h56w56k64r1 (256 channels to 64 filters, 1x1, no padding)
  *
@@ -68,10 +70,11 @@ enum { N_LAYERS = sizeof layers / sizeof layers[0] };
 typedef enum {
     BLOCKED, /* NCHWc, automatic schedule: "" */
     NHWC,    /* NHWC, automatic schedule: "/nhwc" */
-    MANUAL   /* NHWC, conv_schedule: "/manual" */
+    MANUAL,  /* NHWC, conv_schedule: "/manual" */
+    NCHW     /* NCHW, automatic schedule: "/nchw" */
 } conv_mode;
 
-static const char *const mode_suffix[] = {"", "/nhwc", "/manual"};
+static const char *const mode_suffix[] = {"", "/nhwc", "/manual", "/nchw"};
 
 typedef struct {
     const conv_layer *L;
@@ -79,7 +82,7 @@ typedef struct {
     conv_mode mode;
     int64_t oh, ow, cb, nr; /* output size; NCHWc's channel and filter blocks */
     tex_kernel *kernel;
-    DLTensor *x, *w, *out;  /* tex's: NCHWc, or NHWC input, HWCF weights, NHWC output */
+    DLTensor *x, *w, *out;  /* tex's: NCHWc, NCHW, or NHWC input, HWCF weights, NHWC output */
     float *x_nchw, *w_oihw; /* the same values, plain, for oneDNN */
     onednn_conv dnn;        /* oneDNN's convolution (onednn_conv.h) */
     float *want;            /* oneDNN's output, NCHW */
@@ -147,6 +150,18 @@ static tex_tensor *conv_define_blocked(tex_ctx *ctx, const conv_case *g, tex_ten
                          TEX_LAYOUT_NCHWC);
 }
 
+/* The computes of g's layer in NCHW: X [1, C, H, W], W [F, C, KH, KW], Out
+ * [1, F, OH, OW] (the padding inside tex_op_conv2d); *pad NULL. */
+static tex_tensor *conv_define_nchw(tex_ctx *ctx, const conv_layer *L, tex_tensor **x,
+                                    tex_tensor **w, tex_tensor **pad)
+{
+    *x = tex_placeholder_c(ctx, "X", TEX_F32, 4, (int64_t[]){1, L->c, L->h, L->w});
+    *w = tex_placeholder_c(ctx, "W", TEX_F32, 4, (int64_t[]){L->f, L->c, L->k, L->k});
+    *pad = NULL;
+    return tex_op_conv2d(ctx, "Out", *x, *w, NULL, (int64_t[]){L->pad, L->pad}, NULL, 1,
+                         TEX_LAYOUT_NCHW);
+}
+
 /* The computes of layer L: X [1, H, W, C], W [KH, KW, C, F], Out [1, OH, OW,
  * F]; *pad the padding stage (NULL without padding). */
 static tex_tensor *conv_define(tex_ctx *ctx, const conv_layer *L, tex_tensor **x, tex_tensor **w,
@@ -186,6 +201,7 @@ static int conv_build(conv_case *g, bool oracle)
     tex_ctx *ctx = tex_ctx_new();
     tex_tensor *x, *w, *pad;
     tex_tensor *out = g->mode == BLOCKED ? conv_define_blocked(ctx, g, &x, &w, &pad)
+                      : g->mode == NCHW  ? conv_define_nchw(ctx, g->L, &x, &w, &pad)
                                          : conv_define(ctx, g->L, &x, &w, &pad);
     tex_schedule *s = out ? conv_plan(ctx, target, g->mode == MANUAL, pad, w, out) : NULL;
     tex_func *f = s ? tex_lower_tensors(s, "conv2d", 3, (tex_tensor *[]){x, w, out}) : NULL;
@@ -221,10 +237,10 @@ static int run_tex(void *arg)
 /* ------------------------------------------------------------------ cases */
 
 /* The position of element (channel c, pixel p of P, of C) of an NCHW
- * tensor in tex's layout: NCHWc with blocks of cb, or NHWC (cb 0). */
-static int64_t tex_index(int64_t c, int64_t p, int64_t C, int64_t P, int64_t cb)
+ * tensor in tex's layout for mode: NCHWc with blocks of cb, NCHW, or NHWC. */
+static int64_t tex_index(conv_mode mode, int64_t c, int64_t p, int64_t C, int64_t P, int64_t cb)
 {
-    return cb ? nchwc_at(c, p, P, cb) : p * C + c;
+    return mode == BLOCKED ? nchwc_at(c, p, P, cb) : mode == NCHW ? c * P + p : p * C + c;
 }
 
 /* Random plain input and weights, and tex's copies of them (g->mode's
@@ -243,6 +259,10 @@ static int conv_alloc(conv_case *g)
         g->w =
             tex_array_new(6, (int64_t[]){L->f / nr, L->c / cb, L->k, L->k, cb, nr}, TEX_F32, cpu);
         g->out = tex_array_new(5, (int64_t[]){1, L->f / nr, g->oh, g->ow, nr}, TEX_F32, cpu);
+    } else if (g->mode == NCHW) {
+        g->x = tex_array_new(4, (int64_t[]){1, L->c, L->h, L->w}, TEX_F32, cpu);
+        g->w = tex_array_new(4, (int64_t[]){L->f, L->c, L->k, L->k}, TEX_F32, cpu);
+        g->out = tex_array_new(4, (int64_t[]){1, L->f, g->oh, g->ow}, TEX_F32, cpu);
     } else {
         g->x = tex_array_new(4, (int64_t[]){1, L->h, L->w, L->c}, TEX_F32, cpu);
         g->w = tex_array_new(4, (int64_t[]){L->k, L->k, L->c, L->f}, TEX_F32, cpu);
@@ -256,16 +276,16 @@ static int conv_alloc(conv_case *g)
     bench_fill_random(g->x_nchw, L->c * L->h * L->w, 1);
     bench_fill_random(g->w_oihw, L->f * L->c * kk, 2);
     float *x = g->x->data, *w = g->w->data;
-    bool blocked = g->mode == BLOCKED;
     for (int64_t c = 0; c < L->c; c++)
         for (int64_t p = 0; p < L->h * L->w; p++)
-            x[tex_index(c, p, L->c, L->h * L->w, blocked ? cb : 0)] =
-                g->x_nchw[c * L->h * L->w + p];
+            x[tex_index(g->mode, c, p, L->c, L->h * L->w, cb)] = g->x_nchw[c * L->h * L->w + p];
     for (int64_t f = 0; f < L->f; f++)
         for (int64_t c = 0; c < L->c; c++)
             for (int64_t r = 0; r < kk; r++)
-                w[blocked ? nchwc_weight_at(f, c, r, L->c, kk, cb, nr)
-                          : (r * L->c + c) * L->f + f] = g->w_oihw[(f * L->c + c) * kk + r];
+                w[g->mode == BLOCKED ? nchwc_weight_at(f, c, r, L->c, kk, cb, nr)
+                  : g->mode == NCHW  ? (f * L->c + c) * kk + r
+                                     : (r * L->c + c) * L->f + f] =
+                    g->w_oihw[(f * L->c + c) * kk + r];
     return 0;
 }
 
@@ -285,13 +305,13 @@ static void conv_release(conv_case *g)
  * bench_fail on a mismatch). */
 static void conv_check(conv_case *g, const char *desc)
 {
-    int64_t f = g->L->f, p = g->oh * g->ow, nr = g->mode == BLOCKED ? g->nr : 0;
+    int64_t f = g->L->f, p = g->oh * g->ow;
     float *got = malloc(sizeof(float) * (size_t)(f * p)), *out = g->out->data;
     if (!got)
         bench_fail("conv2d", desc, "setup_failed");
     for (int64_t i = 0; i < p; i++)
         for (int64_t c = 0; c < f; c++)
-            got[c * p + i] = out[tex_index(c, i, f, p, nr)];
+            got[c * p + i] = out[tex_index(g->mode, c, i, f, p, g->nr)];
     bench_check_close("conv2d", desc, got, g->want, f * p, 1e-3);
     free(got);
 }
@@ -342,7 +362,7 @@ int main(int argc, char **argv)
         return print_source(argv[2]);
     for (int l = 0; l < N_LAYERS; l++)
         for (int t = 1; t <= 2 && (argc < 2 || strstr(layers[l].name, argv[1])); t++)
-            for (int mode = BLOCKED; mode <= MANUAL; mode++)
+            for (int mode = BLOCKED; mode <= NCHW; mode++)
                 conv_measure(&layers[l], t, mode,
                              t == 1 && mode == BLOCKED && (layers[l].k == 1 || layers[l].h == 7));
     return 0;

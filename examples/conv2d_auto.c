@@ -2,12 +2,13 @@
  * conv2d_auto: a convolution layer from the operator library (conv2d, NCHW,
  * 3x3, padding 1, then bias and relu), scheduled by tex_auto_schedule.
  *
- * The padding stage only moves data, so it is inlined into the convolution;
- * bias and relu are elementwise, so they are inlined into one epilogue
- * stage; the convolution (a sum of products: GEMM-like) is computed inside
- * the epilogue's register tiles, so each 6 x 16 (or 6 x 32 with AVX-512)
- * block of an output plane is accumulated in registers, then biased,
- * rectified and stored once. TEX_DUMP=fusion prints that partition. The
+ * The padding stage feeds a sum of products, so it is a parallel copy of
+ * its own (inlined, it would be recomputed per tile); bias and relu are
+ * elementwise, so they are inlined into one epilogue stage; the
+ * convolution (GEMM-like) is computed inside the epilogue's register
+ * tiles: 6 filters by a row of output pixels, each input vector loaded once
+ * for the 6 filters, accumulated in registers, then biased, rectified and
+ * stored once. TEX_DUMP=fusion prints that partition. The
  * example checks the kernel against a plain C loop and prints its time.
  * make test runs it.
  */
