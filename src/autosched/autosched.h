@@ -111,6 +111,9 @@ int texi_as_lead_match(const tex_stage *c, const tex_tensor *t);
 /* Whether iv appears in e (classify.c). */
 bool texi_as_expr_uses(tex_expr *e, const tex_iter *iv);
 
+/* Whether iv appears in one of the indices of access acc (classify.c). */
+bool texi_as_access_uses(const tex_expr *acc, const tex_iter *iv);
+
 /* Whether GEMM-like stage st's register tiles fit the host's CPU GEMM
  * built-in (tensorize.c): NULL when they do, with its depth axis in *k,
  * else the reason. *builtin receives the built-in's name (NULL without

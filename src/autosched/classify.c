@@ -84,8 +84,7 @@ static bool unit_dim(const tex_tensor *t, int d)
     return d < t->ndim && texi_expr_is_int_const(t->shape[d], &e) && e == 1;
 }
 
-/* Whether iv appears in one of the access's indices. */
-static bool access_uses(const tex_expr *acc, const tex_iter *iv)
+bool texi_as_access_uses(const tex_expr *acc, const tex_iter *iv)
 {
     for (int k = 0; k < acc->u.access.n_idx; k++)
         if (texi_as_expr_uses(acc->u.access.idx[k], iv))
@@ -125,7 +124,7 @@ static bool axis_visit(tex_expr *e, void *ud)
     w->along_n += it && it == w->n;
     w->other += !it || (it != w->k && it != w->n);
     for (int a = 0; it && it == w->n && a < w->op->n_axes - 1; a++)
-        w->reused |= iter_repeats(w->op->axes[a]) && !access_uses(e, w->op->axes[a]);
+        w->reused |= iter_repeats(w->op->axes[a]) && !texi_as_access_uses(e, w->op->axes[a]);
     return false;
 }
 
@@ -249,7 +248,7 @@ static bool reuse_visit(tex_expr *e, void *ud)
         return true;
     for (int k = 0; k < w->op->n_axes + w->op->n_raxes && !w->reuse; k++) {
         const tex_iter *iv = k < w->op->n_axes ? w->op->axes[k] : w->op->raxes[k - w->op->n_axes];
-        w->reuse = iter_repeats(iv) && !access_uses(e, iv);
+        w->reuse = iter_repeats(iv) && !texi_as_access_uses(e, iv);
     }
     return false;
 }
@@ -372,8 +371,8 @@ static bool panel_visit(tex_expr *e, void *ud)
     panel_walk *w = ud;
     if (e->kind != TEXI_EXPR_ACCESS || e->u.access.tensor != w->t)
         return true;
-    w->uses_m |= access_uses(e, w->m);
-    w->uses_n |= access_uses(e, w->n);
+    w->uses_m |= texi_as_access_uses(e, w->m);
+    w->uses_n |= texi_as_access_uses(e, w->n);
     return false;
 }
 

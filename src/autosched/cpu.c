@@ -363,15 +363,6 @@ static int64_t panel_bytes(const tex_stage *gs, int nb)
     return k * nb * (texi_dtype_bits(gs->tensor->dtype) / 8);
 }
 
-/* Whether read acc of a GEMM-like body uses iv in one of its indices. */
-static bool read_uses(const tex_expr *acc, const tex_iter *iv)
-{
-    for (int d = 0; d < acc->u.access.n_idx; d++)
-        if (texi_as_expr_uses(acc->u.access.idx[d], iv))
-            return true;
-    return false;
-}
-
 /* The data axis of GEMM-like stage gs whose register tile's rows share one
  * load of each vector: the innermost one but the columns (its last) that
  * the read along the columns does not use and the other read does (the
@@ -389,12 +380,12 @@ static int tile_row_axis(const tex_stage *gs)
         b->u.bin.b->kind != TEXI_EXPR_ACCESS)
         return nax - 2;
     const tex_expr *vec = b->u.bin.a, *other = b->u.bin.b;
-    if (!read_uses(vec, op->axes[nax - 1])) {
+    if (!texi_as_access_uses(vec, op->axes[nax - 1])) {
         vec = b->u.bin.b;
         other = b->u.bin.a;
     }
     for (int a = nax - 2; a >= 0; a--)
-        if (!read_uses(vec, op->axes[a]) && read_uses(other, op->axes[a]))
+        if (!texi_as_access_uses(vec, op->axes[a]) && texi_as_access_uses(other, op->axes[a]))
             return a;
     return nax - 2;
 }

@@ -224,20 +224,29 @@ static void emit_isa_branch(texi_sb *sb, const isa_form *f, bool store, const ch
     texi_sb_puts(sb, "#else\n");
 }
 
+/* The head of helper tex_Kload_vL_T, or tex_Kstore_vL_T when store (K:
+ * kind, 'm' or 'w'), through its opening brace. */
+static void helper_head(const texi_cp *p, texi_sb *sb, char kind, bool store, tex_dtype t,
+                        int lanes)
+{
+    const char *n = tex_dtype_name(t), *et = texi_dtype_ctype(t), *kw = p->target->inline_kw;
+    if (store)
+        texi_sb_printf(sb, "%s void tex_%cstore_v%d_%s(%s *p, int64_t n, tex_v%d_%s v)\n{\n", kw,
+                       kind, lanes, n, et, lanes, n);
+    else
+        texi_sb_printf(sb, "%s tex_v%d_%s tex_%cload_v%d_%s(const %s *p, int64_t n)\n{\n", kw,
+                       lanes, n, kind, lanes, n, et);
+}
+
 /* tex_mload_vL_T, or tex_mstore_vL_T when store (file comment): the ISA's
  * masked move where the kernel is compiled for one, else a loop over the
  * lanes that are on. */
 static void mask_helper(const texi_cp *p, texi_sb *sb, bool store, tex_dtype t, int lanes)
 {
-    const char *n = tex_dtype_name(t), *et = texi_dtype_ctype(t), *kw = p->target->inline_kw;
+    const char *n = tex_dtype_name(t);
     isa_form f;
     bool isa = form_of(t, lanes, store, &f);
-    if (store)
-        texi_sb_printf(sb, "%s void tex_mstore_v%d_%s(%s *p, int64_t n, tex_v%d_%s v)\n{\n", kw,
-                       lanes, n, et, lanes, n);
-    else
-        texi_sb_printf(sb, "%s tex_v%d_%s tex_mload_v%d_%s(const %s *p, int64_t n)\n{\n", kw, lanes,
-                       n, lanes, n, et);
+    helper_head(p, sb, 'm', store, t, lanes);
     if (isa)
         emit_isa_branch(sb, &f, store, n, lanes);
     if (!store)
@@ -253,15 +262,10 @@ static void mask_helper(const texi_cp *p, texi_sb *sb, bool store, tex_dtype t, 
  * vectors of the elements' width (GCC and Clang vector extensions). */
 static void widened_helper(const texi_cp *p, texi_sb *sb, bool store, tex_dtype t, int lanes)
 {
-    const char *n = tex_dtype_name(t), *et = texi_dtype_ctype(t), *kw = p->target->inline_kw;
+    const char *n = tex_dtype_name(t);
     int bits = texi_dtype_bits(t);
     const char *mt = bits == 32 ? "int" : "long long";
-    if (store)
-        texi_sb_printf(sb, "%s void tex_wstore_v%d_%s(%s *p, int64_t n, tex_v%d_%s v)\n{\n", kw,
-                       lanes, n, et, lanes, n);
-    else
-        texi_sb_printf(sb, "%s tex_v%d_%s tex_wload_v%d_%s(const %s *p, int64_t n)\n{\n", kw, lanes,
-                       n, lanes, n, et);
+    helper_head(p, sb, 'w', store, t, lanes);
     texi_sb_printf(sb, "    typedef %s mt __attribute__((vector_size(%d)));\n    mt m = (mt){", mt,
                    lanes * bits / 8);
     for (int k = 0; k < lanes; k++)

@@ -781,25 +781,24 @@ static int pick_col_tails(sops *o, stage_emit *se, const tex_expr *const *ext)
     if (n <= 0 || n % nr == 0)
         return 0;
     int64_t mr = texi_intrin_cpu_rows(se->tz_intrin), kr = texi_intrin_cpu_depth(se->tz_intrin);
-    se->tails[2] = (tz_tail){texi_intrin_builtin_cpu_shape(o->ctx, se->tz_intrin, mr, n % nr, kr),
-                             NULL,
-                             NULL,
-                             -1,
-                             n % nr,
-                             c};
+    se->tails[2] =
+        (tz_tail){.intrin = texi_intrin_builtin_cpu_shape(o->ctx, se->tz_intrin, mr, n % nr, kr),
+                  .leaf = -1,
+                  .cols = n % nr,
+                  .col_leaf = c};
     if (!se->tails[2].intrin)
         return TEX_ENOMEM;
     const tz_tail *m = &se->tails[1];
     if (!m->intrin)
         return 0;
     se->tails[3] =
-        (tz_tail){texi_intrin_builtin_cpu_shape(o->ctx, se->tz_intrin,
-                                                texi_intrin_cpu_rows(m->intrin), n % nr, kr),
-                  m->root,
-                  m->start,
-                  m->leaf,
-                  n % nr,
-                  c};
+        (tz_tail){.intrin = texi_intrin_builtin_cpu_shape(
+                      o->ctx, se->tz_intrin, texi_intrin_cpu_rows(m->intrin), n % nr, kr),
+                  .root = m->root,
+                  .start = m->start,
+                  .leaf = m->leaf,
+                  .cols = n % nr,
+                  .col_leaf = c};
     return se->tails[3].intrin ? 0 : TEX_ENOMEM;
 }
 
