@@ -30,6 +30,19 @@ static bool quick;
 /* The built-in's tile width on this host (0 without a built-in). */
 static int64_t nr;
 
+/* Whether the C source of s's kernel built for target contains `text`. */
+static bool source_has(as_case *c, tex_schedule *s, const char *target, const char *text)
+{
+    char why[512];
+    tex_func *f = ops_lower(&c->w, s, why, sizeof why);
+    tex_kernel *k = f ? tex_build(f, target) : NULL;
+    bool has = k && strstr(tex_kernel_source(k), text) != NULL;
+    if (!k)
+        TT_FAILF("%s: %s", c->w.name, f ? tex_errmsg(c->ctx) : why);
+    tex_kernel_free(k);
+    return has;
+}
+
 /* Y = A . B (A [bt,] m x k, B [bt,] k x n; trans_b: B given as [n, k]),
  * then, with `epilogue`, gelu(Y + bias) + R; sym makes the sizes symbolic.
  * The GEMM stage must be tensorized iff want_tz (and the host has a
@@ -60,6 +73,8 @@ static void run_matmul(int64_t bt, int64_t m, int64_t n, int64_t k, bool epilogu
         TT_EQ_INT(text && strstr(text, "cache_read B local"), n > nr && m > (nr == 64 ? 7 : 6));
         free(text);
     }
+    if (s && sym) /* the tiles' extents, min(size, tile), are constants */
+        TT_CHECK(!source_has(&c, s, target, "vectorize_failed(extent is not a constant)"));
     if (s) {
         TT_EQ_INT(epilogue ? tensorized(s, "MM") : tensorized_output(s, "Y"), want_tz && nr > 0);
         TT_EQ_INT(n_roots(s), 1);
@@ -100,19 +115,6 @@ static void test_matmul_fallback(void)
         return;
     run_matmul(0, 13, 67, 31, false, false, true, "cpu", false); /* B as [N, K] (dense) */
     run_matmul(0, 9, 67, 33, false, false, false, "cpu -strict-float", false);
-}
-
-/* Whether the C source of s's kernel built for target contains `text`. */
-static bool source_has(as_case *c, tex_schedule *s, const char *target, const char *text)
-{
-    char why[512];
-    tex_func *f = ops_lower(&c->w, s, why, sizeof why);
-    tex_kernel *k = f ? tex_build(f, target) : NULL;
-    bool has = k && strstr(tex_kernel_source(k), text) != NULL;
-    if (!k)
-        TT_FAILF("%s: %s", c->w.name, f ? tex_errmsg(c->ctx) : why);
-    tex_kernel_free(k);
-    return has;
 }
 
 /* A lone 2-d matmul of one or two column panels on 2 threads, tensorized

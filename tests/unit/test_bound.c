@@ -170,7 +170,9 @@ static void test_symbolic(void)
     tex_expr *o = bvar(&b, c.sc, jo);
     TT_CHECK(same(range_of(c.sc, jo)->extent, tex_floordiv(tex_add(n, I(7)), I(8))));
     TT_CHECK(same(c.sb->region[0].min, tex_mul(o, I(8))));
-    TT_CHECK(same(c.sb->region[0].extent, tex_min(I(8), n)));
+    /* min(8, n) has the constant upper bound 8: the tile's extent (guards
+     * keep the last tile inside n) */
+    TT_CHECK(same(c.sb->region[0].extent, I(8)));
     TT_EQ_INT(tex_compute_root(c.sb), 0);
     TT_EQ_INT(texi_infer_bounds_ex(c.s, 0, NULL, &b), 0);
     TT_CHECK(same(c.sb->region[0].min, I(0)));
