@@ -114,6 +114,12 @@ bool texi_as_expr_uses(tex_expr *e, const tex_iter *iv);
 /* Whether iv appears in one of the indices of access acc (classify.c). */
 bool texi_as_access_uses(const tex_expr *acc, const tex_iter *iv);
 
+/* Whether GEMM-like stage gemm (a sum of a product of two reads) reads an
+ * operand across its columns (its last axis) other than along that
+ * operand's last index with stride 1: B stored [N, K], whose vectors along
+ * the columns are gathers unless it is packed (classify.c). */
+bool texi_as_columns_gathered(const tex_stage *gemm);
+
 /* Whether GEMM-like stage st's register tiles fit the host's CPU GEMM
  * built-in (tensorize.c): NULL when they do, with its depth axis in *k,
  * else the reason. *builtin receives the built-in's name (NULL without

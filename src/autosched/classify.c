@@ -92,6 +92,29 @@ bool texi_as_access_uses(const tex_expr *acc, const tex_iter *iv)
     return false;
 }
 
+bool texi_as_columns_gathered(const tex_stage *gemm)
+{
+    const texi_op *op = gemm->op;
+    const tex_expr *b = op->body->kind == TEXI_EXPR_REDUCE ? op->body->u.red.body : NULL;
+    if (op->n_axes < 1 || !b || b->kind != TEXI_EXPR_MUL || b->u.bin.a->kind != TEXI_EXPR_ACCESS ||
+        b->u.bin.b->kind != TEXI_EXPR_ACCESS)
+        return false;
+    const tex_iter *col = op->axes[op->n_axes - 1];
+    for (int r = 0; r < 2; r++) {
+        const tex_expr *acc = r ? b->u.bin.b : b->u.bin.a;
+        int n = acc->u.access.n_idx;
+        int64_t c = 0;
+        if (n == 0 || !texi_as_access_uses(acc, col))
+            continue;
+        bool last_only = texi_linear_in(acc->u.access.idx[n - 1], col->var, &c) && c == 1;
+        for (int d = 0; d < n - 1 && last_only; d++)
+            last_only = !texi_as_expr_uses(acc->u.access.idx[d], col);
+        if (!last_only)
+            return true;
+    }
+    return false;
+}
+
 /* Whether iv (a loop of the reader) runs more than one iteration. */
 static bool iter_repeats(const tex_iter *iv)
 {

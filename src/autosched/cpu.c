@@ -108,6 +108,21 @@ static int fuse_leading(tex_stage *st, int n, tex_iter **out)
     return fuse_range(st, 0, n, out);
 }
 
+/* fuse_leading, stopping before the first leaf after the first whose
+ * extent is not a constant: the fused loop's index is divided by the
+ * extents of the leaves after the first, and a division by a symbolic one
+ * keeps bound inference from seeing that a tile lies in one of the outer
+ * leaf's iterations (a batched matmul with a symbolic N had run every
+ * batch inside its tiles, guarded, at a sixtieth of its speed). */
+static int fuse_leading_const(tex_stage *st, int n, tex_iter **out)
+{
+    int k = 1;
+    int64_t e;
+    while (k < n && const_extent(tex_stage_axis(st, k), &e))
+        k++;
+    return fuse_range(st, 0, k, out);
+}
+
 /* Reorders st's leaves so that iv comes last; the others keep their order. */
 static int move_last(tex_stage *st, tex_iter *iv)
 {
@@ -525,7 +540,7 @@ static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
         order[n++] = op->raxes[k];
     TEXI_TRY(tex_reorder(st, n, order));
     tex_iter *par;
-    TEXI_TRY(fuse_leading(st, nax - 1, &par));
+    TEXI_TRY(fuse_leading_const(st, nax - 1, &par));
     TEXI_TRY(tex_parallel(st, par));
     tex_iter *tile = panel_outer ? mo : no;
     TEXI_TRY(tex_compute_at(gs, st, tile));

@@ -16,7 +16,10 @@
  *             feed a GEMM-like stage's reduction (it would be recomputed
  *             per tile);
  *   root      everything else: outputs, stages read by two kernels, inputs
- *             of a GEMM-like reduction, stages not read row by row.
+ *             of a GEMM-like reduction, stages not read row by row, a sum
+ *             of products that a row kernel would compute per row gathering
+ *             an operand stored [N, K] (Q . K^T before a softmax: its own
+ *             kernel packs K; per row it ran at 13 GFLOP/s).
  *
  * A kernel with a GEMM-like member indexed by all the root's dims is laid
  * out in register tiles (epilogue fusion); other kernels with members in
@@ -197,6 +200,11 @@ static void decide_attach(texi_as_graph *g, int i)
         make_root(g, i, "feeds a GEMM-like reduction: attached, it would be recomputed per tile");
     } else if (s.lead < 1) {
         make_root(g, i, "its kernel's reader does not read it row by row");
+    } else if (s.lead < g->nodes[s.root].st->tensor->ndim && texi_as_columns_gathered(nd->st)) {
+        make_root(g, i,
+                  "a sum of products reading an operand stored [N, K]: computed per row it would "
+                  "gather that operand's columns; a kernel of its own packs it or reduces along "
+                  "it");
     } else {
         texi_as_node *r = &g->nodes[s.root];
         nd->fate = TEXI_AS_ATTACHED;

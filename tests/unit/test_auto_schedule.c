@@ -108,6 +108,38 @@ static void test_softmax(void)
     run_softmax(11, 257, true, true, "cpu");
 }
 
+/* softmax(Q . K^T) over [b, s, s] (Q, K [b, s, d]): the scores read K
+ * stored [N, K], so they are a kernel of their own (packed K), not
+ * computed per row of the softmax (gathering K's columns); with a
+ * symbolic s the scores' tiles still lie in one batch (their parallel
+ * loop is the batch alone, not fused with the panels of symbolic count). */
+static void run_attention(int64_t b, int64_t sq, int64_t d, bool sym)
+{
+    as_case c;
+    case_init(&c, "attention", 3, (int64_t[]){b, sq, d}, sym);
+    tex_tensor *Q = ops_input(&c.w, "Q", 3, c.d), *K = ops_input(&c.w, "K", 3, c.d);
+    tex_tensor *S = tex_op_matmul(c.ctx, "S", Q, K, 0, 1);
+    tex_schedule *s = case_check(&c, tex_op_softmax(c.ctx, "P", S, -1), "cpu -threads=2");
+    if (s) {
+        TT_EQ_INT(n_roots(s), 2);
+        TT_EQ_INT(attach_of(s, "S"), TEXI_ATTACH_ROOT);
+        char *text = tex_schedule_trace(s);
+        TT_CHECK(text && (strstr(text, "reorder_storage K.local ") != NULL) == !sym);
+        TT_CHECK(text && (strstr(text, "fuse S i0 i2.outer") != NULL) == !sym);
+        free(text);
+    }
+    tex_ctx_free(c.ctx);
+}
+
+static void test_attention(void)
+{
+    run_attention(3, 37, 16, false);
+    if (quick)
+        return;
+    run_attention(2, 70, 64, true);
+    run_attention(1, 9, 8, false);
+}
+
 /* layernorm (gamma, beta) or rmsnorm (gamma) over the last n_axes of X [b, m, n]. */
 static void run_norm(int64_t b, int64_t m, int64_t n, int n_axes, bool rms, bool sym)
 {
@@ -775,6 +807,7 @@ int main(void)
     }
     TT_RUN(test_elementwise);
     TT_RUN(test_softmax);
+    TT_RUN(test_attention);
     TT_RUN(test_norms);
     TT_RUN(test_matmul);
     TT_RUN(test_mlp);

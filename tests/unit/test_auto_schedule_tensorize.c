@@ -75,6 +75,13 @@ static void run_matmul(int64_t bt, int64_t m, int64_t n, int64_t k, bool epilogu
     }
     if (s && sym) /* the tiles' extents, min(size, tile), are constants */
         TT_CHECK(!source_has(&c, s, target, "vectorize_failed(extent is not a constant)"));
+    if (s && sym && bt > 0 && !epilogue) { /* the batch alone is parallel: fused with the
+                                            * panels of symbolic count, the tiles had held
+                                            * a loop over batches */
+        char *text = tex_schedule_trace(s);
+        TT_CHECK(text && strstr(text, "parallel Y i0\n") != NULL);
+        free(text);
+    }
     if (s) {
         TT_EQ_INT(epilogue ? tensorized(s, "MM") : tensorized_output(s, "Y"), want_tz && nr > 0);
         TT_EQ_INT(n_roots(s), 1);
@@ -113,6 +120,7 @@ static void test_matmul_fallback(void)
     run_matmul(0, 13, 67, 31, false, true, false, "cpu", false); /* symbolic sizes */
     if (quick)
         return;
+    run_matmul(3, 13, 67, 31, false, true, false, "cpu -threads=2", false);
     run_matmul(0, 13, 67, 31, false, false, true, "cpu", false); /* B as [N, K] (dense) */
     run_matmul(0, 9, 67, 33, false, false, false, "cpu -strict-float", false);
 }
