@@ -114,6 +114,11 @@ bool texi_as_expr_uses(tex_expr *e, const tex_iter *iv);
 /* Whether iv appears in one of the indices of access acc (classify.c). */
 bool texi_as_access_uses(const tex_expr *acc, const tex_iter *iv);
 
+/* Whether op's body is a reduction of a product of two reads: then *vec is
+ * the one that reads along its columns (its last axis; the first read when
+ * neither does) and *other the other one (classify.c). */
+bool texi_as_product_reads(const texi_op *op, const tex_expr **vec, const tex_expr **other);
+
 /* Whether GEMM-like stage gemm (a sum of a product of two reads) reads an
  * operand across its columns (its last axis) other than along that
  * operand's last index with stride 1: B stored [N, K], whose vectors along

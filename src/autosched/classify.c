@@ -92,16 +92,27 @@ bool texi_as_access_uses(const tex_expr *acc, const tex_iter *iv)
     return false;
 }
 
-bool texi_as_columns_gathered(const tex_stage *gemm)
+bool texi_as_product_reads(const texi_op *op, const tex_expr **vec, const tex_expr **other)
 {
-    const texi_op *op = gemm->op;
     const tex_expr *b = op->body->kind == TEXI_EXPR_REDUCE ? op->body->u.red.body : NULL;
     if (op->n_axes < 1 || !b || b->kind != TEXI_EXPR_MUL || b->u.bin.a->kind != TEXI_EXPR_ACCESS ||
         b->u.bin.b->kind != TEXI_EXPR_ACCESS)
         return false;
+    bool swap = !texi_as_access_uses(b->u.bin.a, op->axes[op->n_axes - 1]);
+    *vec = swap ? b->u.bin.b : b->u.bin.a;
+    *other = swap ? b->u.bin.a : b->u.bin.b;
+    return true;
+}
+
+bool texi_as_columns_gathered(const tex_stage *gemm)
+{
+    const texi_op *op = gemm->op;
+    const tex_expr *reads[2];
+    if (!texi_as_product_reads(op, &reads[0], &reads[1]))
+        return false;
     const tex_iter *col = op->axes[op->n_axes - 1];
     for (int r = 0; r < 2; r++) {
-        const tex_expr *acc = r ? b->u.bin.b : b->u.bin.a;
+        const tex_expr *acc = reads[r];
         int n = acc->u.access.n_idx;
         int64_t c = 0;
         if (n == 0 || !texi_as_access_uses(acc, col))

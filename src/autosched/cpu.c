@@ -390,15 +390,9 @@ static int tile_row_axis(const tex_stage *gs)
 {
     const texi_op *op = gs->op;
     int nax = op->n_axes;
-    const tex_expr *b = op->body->kind == TEXI_EXPR_REDUCE ? op->body->u.red.body : NULL;
-    if (nax < 2 || !b || b->kind != TEXI_EXPR_MUL || b->u.bin.a->kind != TEXI_EXPR_ACCESS ||
-        b->u.bin.b->kind != TEXI_EXPR_ACCESS)
+    const tex_expr *vec, *other;
+    if (nax < 2 || !texi_as_product_reads(op, &vec, &other))
         return nax - 2;
-    const tex_expr *vec = b->u.bin.a, *other = b->u.bin.b;
-    if (!texi_as_access_uses(vec, op->axes[nax - 1])) {
-        vec = b->u.bin.b;
-        other = b->u.bin.a;
-    }
     for (int a = nax - 2; a >= 0; a--)
         if (!texi_as_access_uses(vec, op->axes[a]) && texi_as_access_uses(other, op->axes[a]))
             return a;
@@ -522,16 +516,20 @@ static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
      * when there are at least two a thread */
     bool enough = nax > 2 || !const_extent(op->axes[nax - 1], &cols) ||
                   (cols + nb - 1) / nb >= 2 * (int64_t)g->mach.threads;
-    bool panel_outer = pb >= 0 && pb <= g->mach.l2 / 2 && enough && ra == nax - 2;
+    bool rows_last = ra == nax - 2;
+    bool panel_outer = pb >= 0 && pb <= g->mach.l2 / 2 && enough && rows_last;
     int n = 0;
     /* rows on another axis than the second-to-last (an NCHW conv's
      * filters): their tile loop stays where that axis is, so that the tile
      * of the operand they pick (a block of filters' weights) serves the
      * axes after it (all the output rows) */
-    for (int k = 0; k < nax - 1; k++)
-        if (k != ra || ra != nax - 2)
-            order[n++] = k == ra ? mo : op->axes[k];
-    if (ra == nax - 2)
+    for (int k = 0; k < nax - 1; k++) {
+        if (k != ra)
+            order[n++] = op->axes[k];
+        else if (!rows_last)
+            order[n++] = mo;
+    }
+    if (rows_last)
         order[n++] = panel_outer ? no : mo;
     order[n++] = panel_outer ? mo : no;
     order[n++] = mi;

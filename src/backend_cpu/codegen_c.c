@@ -369,7 +369,7 @@ static bool is_parallel_for(const tex_stmt *s)
     return s->kind == TEXI_STMT_FOR && s->u.loop.for_kind == TEXI_FOR_PARALLEL;
 }
 
-/* A masked access to buffer `key` (masked_access's walk). */
+/* Whether a masked access to buffer `key` was found (private_slack's walk). */
 typedef struct {
     const void *key;
     bool found;

@@ -172,17 +172,33 @@ static tex_tensor *half_arith(ops_wl *w, int64_t n)
     return w->out = tex_compute(c, "Out", 1, (tex_iter *[]){j}, v);
 }
 
-/* Out[i, j] = max(A, 0) + select(A > B, A, min(A, B)) * exp(B) (per-lane composites). */
-static tex_tensor *select_math(ops_wl *w, int64_t n)
+/* Inputs A and B [2, n] of type t, the axes i and j over them, and their
+ * reads a = A[i, j] and b = B[i, j]. */
+typedef struct {
+    tex_iter *i, *j;
+    tex_expr *a, *b;
+} grid_ab;
+
+static grid_ab two_inputs(ops_wl *w, int64_t n, tex_dtype t)
 {
     tex_ctx *c = w->ctx;
     tex_expr *shape[2] = {tex_int(c, 2), tex_int(c, n)};
-    tex_tensor *A = input(w, "A", TEX_F32, 2, shape), *B = input(w, "B", TEX_F32, 2, shape);
-    tex_iter *i = tex_axis(c, "i", shape[0]), *j = tex_axis(c, "j", shape[1]);
-    tex_expr *a = TEX_AT(A, tex_iv(i), tex_iv(j)), *b = TEX_AT(B, tex_iv(i), tex_iv(j));
+    tex_tensor *A = input(w, "A", t, 2, shape), *B = input(w, "B", t, 2, shape);
+    grid_ab g = {tex_axis(c, "i", shape[0]), tex_axis(c, "j", shape[1]), NULL, NULL};
+    g.a = TEX_AT(A, tex_iv(g.i), tex_iv(g.j));
+    g.b = TEX_AT(B, tex_iv(g.i), tex_iv(g.j));
+    return g;
+}
+
+/* Out[i, j] = max(A, 0) + select(A > B, A, min(A, B)) * exp(B) (per-lane composites). */
+static tex_tensor *select_math(ops_wl *w, int64_t n)
+{
+    grid_ab g = two_inputs(w, n, TEX_F32);
+    tex_iter *i = g.i, *j = g.j;
+    tex_expr *a = g.a, *b = g.b;
     tex_expr *sel = tex_select(tex_gt(a, b), a, tex_min(a, b));
     tex_expr *v = tex_add(tex_max(a, ops_f(w, 0.0)), tex_mul(sel, tex_exp(b)));
-    return w->out = tex_compute(c, "Out", 2, (tex_iter *[]){i, j}, v);
+    return w->out = tex_compute(w->ctx, "Out", 2, (tex_iter *[]){i, j}, v);
 }
 
 /* Out[i, j] = select((a > b && !(a < 0.25)) || a != a, j, 7 * i) in i64
@@ -191,10 +207,9 @@ static tex_tensor *select_math(ops_wl *w, int64_t n)
 static tex_tensor *mixed_select(ops_wl *w, int64_t n)
 {
     tex_ctx *c = w->ctx;
-    tex_expr *shape[2] = {tex_int(c, 2), tex_int(c, n)};
-    tex_tensor *A = input(w, "A", TEX_F32, 2, shape), *B = input(w, "B", TEX_F32, 2, shape);
-    tex_iter *i = tex_axis(c, "i", shape[0]), *j = tex_axis(c, "j", shape[1]);
-    tex_expr *a = TEX_AT(A, tex_iv(i), tex_iv(j)), *b = TEX_AT(B, tex_iv(i), tex_iv(j));
+    grid_ab g = two_inputs(w, n, TEX_F32);
+    tex_iter *i = g.i, *j = g.j;
+    tex_expr *a = g.a, *b = g.b;
     tex_expr *hit = tex_or(tex_and(tex_gt(a, b), tex_not(tex_lt(a, ops_f(w, 0.25)))), tex_ne(a, a));
     tex_expr *v = tex_select(hit, tex_cast(TEX_I64, tex_iv(j)),
                              tex_cast(TEX_I64, tex_mul(tex_iv(i), tex_int(c, 7))));
@@ -206,13 +221,10 @@ static tex_tensor *mixed_select(ops_wl *w, int64_t n)
 static tex_tensor *int_minmax(ops_wl *w, int64_t n, tex_dtype t)
 {
     tex_ctx *c = w->ctx;
-    tex_expr *shape[2] = {tex_int(c, 2), tex_int(c, n)};
-    tex_tensor *A = input(w, "A", t, 2, shape), *B = input(w, "B", t, 2, shape);
-    tex_tensor *C = input(w, "C", t, 2, shape);
-    tex_iter *i = tex_axis(c, "i", shape[0]), *j = tex_axis(c, "j", shape[1]);
-    tex_expr *a = TEX_AT(A, tex_iv(i), tex_iv(j)), *b = TEX_AT(B, tex_iv(i), tex_iv(j));
-    tex_expr *v = tex_max(tex_min(a, b), tex_sub(a, TEX_AT(C, tex_iv(i), tex_iv(j))));
-    return w->out = tex_compute(c, "Out", 2, (tex_iter *[]){i, j}, v);
+    grid_ab g = two_inputs(w, n, t);
+    tex_tensor *C = input(w, "C", t, 2, (tex_expr *[]){tex_int(c, 2), tex_int(c, n)});
+    tex_expr *v = tex_max(tex_min(g.a, g.b), tex_sub(g.a, TEX_AT(C, tex_iv(g.i), tex_iv(g.j))));
+    return w->out = tex_compute(c, "Out", 2, (tex_iter *[]){g.i, g.j}, v);
 }
 
 static tex_tensor *int_minmax_i32(ops_wl *w, int64_t n)
