@@ -954,8 +954,10 @@ static bool tiles_in_place(const texi_as_graph *g, int r)
 
 /* The CPU transpose built-in that tiles st (its side in *side), or NULL:
  * a copy in f32 (the body one read of a tensor that is a buffer: an input
- * or a kernel's output) whose two tiled axes are constants of at least the
- * built-in's side, on a host with AVX2 or AVX-512, not -no-tensorize. */
+ * or a kernel's output) whose two tiled axes are not constants below the
+ * built-in's side, on a host with AVX2 or AVX-512, not -no-tensorize. Of
+ * symbolic sizes, the whole tiles call it and the partial ones run the
+ * loops (tensorize's fallback): 2048 x 1024, one thread, 5.2 -> 0.54 ms. */
 static const char *transpose_builtin(const texi_as_graph *g, const tex_stage *st,
                                      const tex_iter *across, int64_t *side)
 {
@@ -972,10 +974,8 @@ static const char *transpose_builtin(const texi_as_graph *g, const tex_stage *st
         return NULL;
     int64_t a, b;
     *side = texi_intrin_cpu_transpose_side(name);
-    return const_extent(across, &a) && const_extent(op->axes[op->n_axes - 1], &b) && a >= *side &&
-                   b >= *side
-               ? name
-               : NULL;
+    bool short_a = const_extent(across, &a) && a < *side;
+    return short_a || (const_extent(op->axes[op->n_axes - 1], &b) && b < *side) ? NULL : name;
 }
 
 /* A lone elementwise stage that reads along its axis `across` rather than

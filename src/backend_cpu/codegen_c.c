@@ -418,17 +418,30 @@ static void alloc_body(texi_cg *g, texi_sb *sb, const tex_stmt *s, int64_t slack
     p->n_private -= slack ? 1 : 0;
 }
 
+/* A heap temporary (a constant size above STACK_MAX_BYTES, or a symbolic
+ * one). A symbolic size is often small (a row of a softmax over a sequence
+ * length), and the temporary sits in a loop: it lives in a stack array of
+ * STACK_MAX_BYTES when it fits, so that a row costs no malloc and free. */
 static void emit_heap_alloc(texi_cg *g, texi_sb *sb, const tex_stmt *s, const char *name)
 {
     texi_cp *p = &g->p;
     const texi_buffer *b = s->u.alloc.buf;
     const char *t = storage_type(b->dtype);
-    int64_t slack = private_slack(g, s);
+    int64_t slack = private_slack(g, s), stack_elems = STACK_MAX_BYTES / tex_dtype_bytes(b->dtype);
+    char base[256]; /* a longer name is cut; texi_cp_bind keeps it unique */
+    snprintf(base, sizeof base, "%s_stack", name);
+    /* keys of the two names: addresses inside s, which no buffer or variable has */
+    const char *stack = texi_cp_const_elems(b) < 0 ? texi_cp_bind(p, s, base) : NULL;
+    snprintf(base, sizeof base, "%s_elems", name);
+    const char *elems = texi_cp_bind(p, &s->u.alloc.body, base);
     g->uses_alloc = true;
     texi_cp_line(p, sb, "{");
     p->indent++;
+    if (stack)
+        texi_cp_line(p, sb, "%s %s[%lld] __attribute__((aligned(64)));", t, stack,
+                     (long long)stack_elems);
     texi_cp_indent(p, sb);
-    texi_sb_printf(sb, "%s *%s = (%s *)tex_alloc(", t, name, t);
+    texi_sb_printf(sb, "const int64_t %s = ", elems);
     for (int i = 0; i < b->ndim; i++) {
         texi_sb_puts(sb, i ? " * (int64_t)" : "(int64_t)");
         texi_cp_expr(p, sb, b->shape[i], TEXI_CP_P_UNARY, true);
@@ -437,13 +450,23 @@ static void emit_heap_alloc(texi_cg *g, texi_sb *sb, const tex_stmt *s, const ch
         texi_sb_puts(sb, "1");
     if (slack)
         texi_sb_printf(sb, " + %lld", (long long)slack);
-    texi_sb_printf(sb, ", sizeof(%s));\n", t);
+    texi_sb_puts(sb, ";\n");
+    texi_cp_indent(p, sb);
+    texi_sb_printf(sb, "%s *%s = ", t, name);
+    if (stack)
+        texi_sb_printf(sb, "%s >= 0 && %s <= %lld ? %s : ", elems, elems, (long long)stack_elems,
+                       stack);
+    texi_sb_printf(sb, "(%s *)tex_alloc(%s, sizeof(%s));\n", t, elems, t);
     texi_cp_line(p, sb, "if (%s) {", name);
     g->heap_depth++;
     alloc_body(g, sb, s, slack);
     g->heap_depth--;
     p->indent++;
+    if (stack)
+        texi_cp_line(p, sb, "if (%s != %s)", name, stack);
+    p->indent += stack != NULL;
     texi_cp_line(p, sb, "free(%s);", name);
+    p->indent -= stack != NULL;
     p->indent--;
     texi_cp_line(p, sb, "} else {");
     p->indent++;

@@ -180,6 +180,15 @@ static bool form_of(tex_dtype t, int lanes, bool store, isa_form *f)
     return f->bytes == 16 || f->bytes == 32 || f->bytes == 64;
 }
 
+/* `int c`: the lane count n clamped to [0, lanes], in two selects the
+ * compiler keeps branch-free (a nested conditional became branches that
+ * split a register tile's chunks, and their accumulators went to memory). */
+static void emit_clamp(texi_sb *sb, int lanes)
+{
+    texi_sb_printf(sb, "    int64_t c0 = n > 0 ? n : 0;\n    int c = (int)(c0 < %d ? c0 : %d);\n",
+                   lanes, lanes);
+}
+
 /* AVX-512's move under the k mask m of the first c lanes (the _mm512_
  * maskz_loadu_ / mask_storeu_ builtins). */
 static void emit_k_masked(texi_sb *sb, const isa_form *f, bool store, const char *n, int lanes)
@@ -200,8 +209,8 @@ static void emit_k_masked(texi_sb *sb, const isa_form *f, bool store, const char
 /* The ISA branch of a helper: `#if` the ISA, its masked move, `#else`. */
 static void emit_isa_branch(texi_sb *sb, const isa_form *f, bool store, const char *n, int lanes)
 {
-    texi_sb_printf(sb, "#if %s\n    int c = (int)(n < 0 ? 0 : n < %d ? n : %d);\n", f->cond, lanes,
-                   lanes);
+    texi_sb_printf(sb, "#if %s\n", f->cond);
+    emit_clamp(sb, lanes);
     texi_sb_printf(sb, "    typedef %s vt __attribute__((vector_size(%d)));\n", f->et, f->bytes);
     if (f->bytes == 64) {
         emit_k_masked(sb, f, store, n, lanes);
@@ -257,6 +266,32 @@ static void mask_helper(const texi_cp *p, texi_sb *sb, bool store, tex_dtype t, 
     texi_sb_puts(sb, isa ? "#endif\n}\n\n" : "}\n\n");
 }
 
+/* The AVX-512 branch of a widened helper of 64-byte vectors: the lanes
+ * kept or zeroed under a k mask (GCC's movX512_mask, Clang's
+ * selectX_512), where integer vector masks took a vector register each
+ * and a register tile of partial vectors ran out of them. */
+static void emit_k_blend(texi_sb *sb, const isa_form *f, bool store, const char *n, int lanes)
+{
+    static const char *const gcc[2][2] = {{"movdqa32_512", "movdqa64_512"},
+                                          {"movaps512", "movapd512"}};
+    const char *g = gcc[f->x[0] == 'p'][f->bits == 64];
+    const char *mk = lanes == 16 ? "unsigned short" : "unsigned char";
+    texi_sb_printf(sb, "#if %s\n    typedef %s vt __attribute__((vector_size(64)));\n", f->cond,
+                   f->et);
+    texi_sb_printf(sb, "    %s m = (%s)(((uint32_t)1 << c) - 1u);\n", mk, mk);
+    texi_sb_printf(sb, "    vt o = (vt)*(const tex_v%d_%s_u *)p, z = {0};\n", lanes, n);
+    const char *a = store ? "(vt)v" : "o", *w = store ? "o" : "z";
+    texi_sb_printf(sb, "#ifdef __clang__\n    vt r = __builtin_ia32_select%s_512(m, %s, %s);\n",
+                   f->x, a, w);
+    texi_sb_printf(sb, "#else\n    vt r = __builtin_ia32_%s_mask(%s, %s, m);\n#endif\n", g, a, w);
+    if (store)
+        texi_sb_printf(sb, "    (void)z;\n    *(tex_v%d_%s_u *)p = (tex_v%d_%s)r;\n", lanes, n,
+                       lanes, n);
+    else
+        texi_sb_printf(sb, "    return (tex_v%d_%s)r;\n", lanes, n);
+    texi_sb_puts(sb, "#else\n");
+}
+
 /* tex_wload_vL_T, or tex_wstore_vL_T when store (file comment, "Private
  * buffers"): whole vectors, the lanes at and after n masked with integer
  * vectors of the elements' width (GCC and Clang vector extensions). */
@@ -265,19 +300,24 @@ static void widened_helper(const texi_cp *p, texi_sb *sb, bool store, tex_dtype 
     const char *n = tex_dtype_name(t);
     int bits = texi_dtype_bits(t);
     const char *mt = bits == 32 ? "int" : "long long";
+    isa_form f;
+    bool k_masks = form_of(t, lanes, store, &f) && f.bytes == 64;
     helper_head(p, sb, 'w', store, t, lanes);
+    emit_clamp(sb, lanes);
+    if (k_masks)
+        emit_k_blend(sb, &f, store, n, lanes);
     texi_sb_printf(sb, "    typedef %s mt __attribute__((vector_size(%d)));\n    mt m = (mt){", mt,
                    lanes * bits / 8);
     for (int k = 0; k < lanes; k++)
         texi_sb_printf(sb, "%d%s", k, k + 1 < lanes ? ", " : "");
-    texi_sb_printf(sb, "} < (%s)(n < 0 ? 0 : n < %d ? n : %d);\n", mt, lanes, lanes);
+    texi_sb_printf(sb, "} < (%s)c;\n", mt);
     texi_sb_printf(sb, "    mt o = (mt)*(const tex_v%d_%s_u *)p;\n", lanes, n);
     if (store)
         texi_sb_printf(sb, "    *(tex_v%d_%s_u *)p = (tex_v%d_%s)(((mt)v & m) | (o & ~m));\n",
                        lanes, n, lanes, n);
     else
         texi_sb_printf(sb, "    return (tex_v%d_%s)(o & m);\n", lanes, n);
-    texi_sb_puts(sb, "}\n\n");
+    texi_sb_puts(sb, k_masks ? "#endif\n}\n\n" : "}\n\n");
 }
 
 void texi_cp_mask_helpers(const texi_cp *p, texi_sb *sb)

@@ -229,24 +229,45 @@ static texi_ival ival_mod(texi_ival a, texi_ival b, tex_dtype t)
 
 static texi_ival ival_rec(const tex_expr *e, int n, const texi_range ranges[], int depth);
 
+/* Whether range r has no upper end (its extent is its type's maximum, texi_range). */
+static bool lower_only(const texi_range *r)
+{
+    int64_t v;
+    return texi_expr_is_int_const(r->extent, &v) && v == texi_ival_type(r->var->dtype).hi;
+}
+
+/* Variable e's range from ranges[] or its axis into *min, *extent (NULL if
+ * unknown); *no_end when the range has no upper end (lower_only). */
+static void var_range(const tex_expr *e, int n, const texi_range ranges[], const tex_expr **min,
+                      const tex_expr **extent, bool *no_end)
+{
+    *min = *extent = NULL;
+    *no_end = false;
+    for (int i = 0; i < n && !*min; i++) {
+        if (ranges[i].var == e) {
+            *min = ranges[i].min;
+            *extent = ranges[i].extent;
+            *no_end = lower_only(&ranges[i]);
+        }
+    }
+    if (!*min && e->u.var.iter) {
+        *min = e->u.var.iter->min;
+        *extent = e->u.var.iter->extent;
+    }
+}
+
 /* The interval of a variable: from its range, its axis, or its type. */
 static texi_ival ival_var(const tex_expr *e, int n, const texi_range ranges[], int depth)
 {
-    const tex_expr *min = NULL, *extent = NULL;
-    for (int i = 0; i < n && !min; i++) {
-        if (ranges[i].var == e) {
-            min = ranges[i].min;
-            extent = ranges[i].extent;
-        }
-    }
-    if (!min && e->u.var.iter) {
-        min = e->u.var.iter->min;
-        extent = e->u.var.iter->extent;
-    }
+    const tex_expr *min, *extent;
+    bool no_end;
+    var_range(e, n, ranges, &min, &extent, &no_end);
     if (!min || !extent || depth > 32)
         return texi_ival_full(e->dtype);
     texi_ival m = ival_rec(min, n, ranges, depth + 1), x = ival_rec(extent, n, ranges, depth + 1);
     texi_ival r = ival(m.lo, texi_arith_sat_add(texi_arith_sat_add(m.hi, x.hi), -1));
+    if (no_end)
+        r.hi = TEXI_POS_INF;
     texi_ival full = texi_ival_full(e->dtype);
     return ival(r.lo > full.lo ? r.lo : full.lo, r.hi < full.hi ? r.hi : full.hi);
 }
@@ -305,11 +326,118 @@ static texi_ival ival_logic(const tex_expr *e, texi_ival a, texi_ival b)
     return known < 0 ? ival(0, 1) : ival(known, known);
 }
 
+/* The count of a fused index's outer axis (fused_count): expression
+ * expr, or the constant k when expr is NULL. */
+typedef struct {
+    tex_expr *expr;
+    int64_t k;
+} outer_count;
+
+static const tex_expr *strip_int_casts(const tex_expr *e)
+{
+    while (e->kind == TEXI_EXPR_CAST && texi_dtype_is_int(e->u.un.a->dtype))
+        e = e->u.un.a;
+    return e;
+}
+
+/* e as a * v + c for at most one variable v (NULL for a constant; a and c
+ * without overflow): false for any other form. */
+static bool affine1(const tex_expr *e, const tex_expr **v, int64_t *a, int64_t *c, int depth)
+{
+    const tex_expr *v2;
+    int64_t a2, c2, k;
+    e = strip_int_casts(e);
+    *v = NULL;
+    *a = *c = 0;
+    if (texi_expr_is_int_const(e, c))
+        return true;
+    if (e->kind == TEXI_EXPR_VAR) {
+        *v = e;
+        *a = 1;
+        return true;
+    }
+    if (depth > 8 || !texi_expr_is_binary(e))
+        return false;
+    bool sub = e->kind == TEXI_EXPR_SUB;
+    if ((e->kind == TEXI_EXPR_ADD || sub) && affine1(e->u.bin.a, v, a, c, depth + 1) &&
+        affine1(e->u.bin.b, &v2, &a2, &c2, depth + 1) && (!*v || !v2 || *v == v2)) {
+        *v = *v ? *v : v2;
+        *a = texi_arith_sat_add(*a, sub ? -a2 : a2);
+        *c = texi_arith_sat_add(*c, sub ? -c2 : c2);
+        return !is_inf(*a) && !is_inf(*c);
+    }
+    if (e->kind != TEXI_EXPR_MUL)
+        return false;
+    const tex_expr *x = e->u.bin.a, *y = e->u.bin.b;
+    if (!texi_expr_is_int_const(strip_int_casts(y), &k)) {
+        x = e->u.bin.b;
+        y = e->u.bin.a;
+    }
+    if (!texi_expr_is_int_const(strip_int_casts(y), &k) || !affine1(x, v, a, c, depth + 1))
+        return false;
+    *a = texi_arith_sat_mul(*a, k);
+    *c = texi_arith_sat_mul(*c, k);
+    return !is_inf(*a) && !is_inf(*c);
+}
+
+/* Whether extent e is d * X: structurally (d * X or X * d) or, for d and e
+ * affine in one variable, e = k * d (the simplifier's h*64 + 128 for
+ * (h + 2) * 64). *out gets X. */
+static bool cofactor(const tex_expr *e, const tex_expr *d, outer_count *out)
+{
+    const tex_expr *ve, *vd;
+    int64_t ae, ce, ad, cd;
+    e = strip_int_casts(e);
+    out->expr = NULL;
+    out->k = 0;
+    if (e->kind == TEXI_EXPR_MUL) {
+        tex_expr *x = texi_expr_equal(e->u.bin.a, d)   ? e->u.bin.b
+                      : texi_expr_equal(e->u.bin.b, d) ? e->u.bin.a
+                                                       : NULL;
+        if (x && !texi_expr_is_int_const(x, &out->k))
+            out->expr = x;
+        if (x)
+            return true;
+    }
+    if (!affine1(e, &ve, &ae, &ce, 0) || !affine1(d, &vd, &ad, &cd, 0) || !ve || ve != vd ||
+        ad == 0 || ae % ad != 0)
+        return false;
+    out->k = ae / ad;
+    return texi_arith_sat_mul(cd, out->k) == ce;
+}
+
+/* Whether floordiv or floormod e divides a variable v over [0, d * X) by
+ * d, X being a positive constant or either of d and X known not negative
+ * (so both are positive wherever v has a value): a fused loop's index by
+ * its inner extent, the quotient being the outer axis' index, in
+ * [0, X - 1], the remainder the inner one's, in [0, d - 1]. The operands'
+ * intervals lose both facts when d is symbolic (v's end, d * X - 1, is
+ * unbounded), and with them the constant extents and the guards of the
+ * regions inside a fused loop of symbolic inner size. *x gets X. */
+static bool fused_count(const tex_expr *e, int n, const texi_range ranges[], int depth,
+                        outer_count *x)
+{
+    const tex_expr *v = e->u.bin.a, *d = e->u.bin.b, *min, *extent;
+    int64_t m;
+    bool no_end;
+    if (v->kind != TEXI_EXPR_VAR || depth > 32)
+        return false;
+    var_range(v, n, ranges, &min, &extent, &no_end);
+    if (!min || !extent || no_end || !texi_expr_is_int_const(min, &m) || m != 0 ||
+        !cofactor(extent, d, x))
+        return false;
+    if (!x->expr)
+        return x->k >= 1;
+    return ival_rec(x->expr, n, ranges, depth + 1).lo >= 0 ||
+           ival_rec(d, n, ranges, depth + 1).lo >= 0;
+}
+
 static texi_ival ival_binary(const tex_expr *e, int n, const texi_range ranges[], int depth)
 {
     texi_ival a = ival_rec(e->u.bin.a, n, ranges, depth),
               b = ival_rec(e->u.bin.b, n, ranges, depth);
     tex_dtype t = e->dtype;
+    outer_count x;
     switch (e->kind) {
     case TEXI_EXPR_ADD:
         return fit(texi_ival_add(a, b), t);
@@ -318,9 +446,15 @@ static texi_ival ival_binary(const tex_expr *e, int n, const texi_range ranges[]
     case TEXI_EXPR_MUL:
         return fit(ival_mul(a, b), t);
     case TEXI_EXPR_FLOORDIV:
+        if (fused_count(e, n, ranges, depth, &x))
+            return ival(0, texi_arith_sat_add(
+                               x.expr ? ival_rec(x.expr, n, ranges, depth + 1).hi : x.k, -1));
+        return fit(ival_div(a, b, t), t);
     case TEXI_EXPR_DIV:
         return fit(ival_div(a, b, t), t);
     case TEXI_EXPR_FLOORMOD:
+        if (fused_count(e, n, ranges, depth, &x))
+            return ival_mod_pos(a, ival(b.lo > 1 ? b.lo : 1, b.hi));
         return fit(ival_mod(a, b, t), t);
     case TEXI_EXPR_MIN:
         return ival(a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi);
@@ -474,11 +608,14 @@ bool texi_form_exact(texi_simp *s, const texi_form *f)
 
 /* ------------------------------------------------------ symbolic bounds */
 
+/* v's range for symbolic bounds: one without an upper end (lower_only)
+ * leaves v free there (its sign still counts through the constant
+ * intervals). */
 static const texi_range *find_range(const texi_simp *s, const tex_expr *v)
 {
     for (int i = 0; i < s->n; i++)
         if (s->ranges[i].var == v)
-            return &s->ranges[i];
+            return lower_only(&s->ranges[i]) ? NULL : &s->ranges[i];
     return NULL;
 }
 
@@ -631,12 +768,21 @@ static tex_expr *bound_mul(texi_simp *s, tex_expr *e, bool upper, int depth)
     return bin(s, TEXI_EXPR_MUL, x, y);
 }
 
-/* Ends of floordiv: monotone in the dividend for a constant divisor, else
- * the corners with the divisor's ends kept on its side of 0. */
+/* Ends of floordiv: [0, X - 1] for an outer index out of a fused one
+ * (fused_count); monotone in the dividend for a constant divisor; else the
+ * corners with the divisor's ends kept on its side of 0. */
 static tex_expr *bound_div(texi_simp *s, tex_expr *e, bool upper, int depth)
 {
     tex_expr *a = e->u.bin.a, *b = e->u.bin.b, *ea[2], *eb[2];
+    outer_count x;
     int64_t c;
+    if (fused_count(e, s->n, s->ranges, 0, &x)) { /* an outer index out of a fused one */
+        if (!upper || !x.expr)
+            return imm(s, e->dtype, upper ? x.k - 1 : 0);
+        tex_expr *count = texi_simp_note(s, texi_convert(x.expr, e->dtype));
+        tex_expr *hi = count ? bound_rec(s, count, true, depth) : NULL;
+        return hi ? bin(s, TEXI_EXPR_SUB, hi, imm(s, e->dtype, 1)) : NULL;
+    }
     if (texi_expr_is_int_const(b, &c) && c != 0)
         return bin(s, TEXI_EXPR_FLOORDIV, bound_rec(s, a, c > 0 ? upper : !upper, depth), b);
     texi_ival ib = texi_ival_of(b, s->n, s->ranges);
@@ -648,17 +794,21 @@ static tex_expr *bound_div(texi_simp *s, tex_expr *e, bool upper, int depth)
     return corners(s, TEXI_EXPR_FLOORDIV, ea, eb, upper);
 }
 
-/* Ends of floormod by a positive divisor: [0, min(hi(a), hi(b) - 1)]. */
+/* Ends of floormod by a positive divisor: [0, min(hi(a), hi(b) - 1)];
+ * [0, b - 1] for an inner axis' index out of a fused one (fused_count,
+ * where hi(a) = b * k - 1 is the larger). */
 static tex_expr *bound_mod(texi_simp *s, tex_expr *e, bool upper, int depth)
 {
     tex_expr *a = e->u.bin.a, *b = e->u.bin.b;
     texi_ival ia = texi_ival_of(a, s->n, s->ranges), ib = texi_ival_of(b, s->n, s->ranges);
-    if (ib.lo < 1)
+    outer_count x;
+    bool fused = fused_count(e, s->n, s->ranges, 0, &x);
+    if (ib.lo < 1 && !fused)
         return NULL;
     if (!upper)
         return imm(s, e->dtype, 0);
     tex_expr *last = bin(s, TEXI_EXPR_SUB, bound_rec(s, b, true, depth), imm(s, e->dtype, 1));
-    tex_expr *ha = ia.lo >= 0 ? bound_rec(s, a, true, depth) : NULL;
+    tex_expr *ha = ia.lo >= 0 && !fused ? bound_rec(s, a, true, depth) : NULL;
     return ha && last ? bin(s, TEXI_EXPR_MIN, ha, last) : last;
 }
 

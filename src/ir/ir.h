@@ -698,7 +698,10 @@ char *texi_stmt_str(const tex_stmt *s); /* malloc'ed */
 
 /* ---------------------------------------------- simplifier and range analysis */
 
-/* A variable's range [min, min + extent). */
+/* A variable's range [min, min + extent). An extent that is the constant
+ * maximum of the variable's type means [min, +inf):
+ * a size bound from an array's shape, never negative and otherwise
+ * unknown, which symbolic bounds keep as the variable itself. */
 typedef struct {
     tex_expr *var;
     tex_expr *min;

@@ -795,6 +795,15 @@ static bool type_contains(tex_dtype to, tex_dtype from)
     return a.lo <= b.lo && b.hi <= a.hi;
 }
 
+/* Whether integer x's range lies within type t's. */
+static bool fits_type(texi_simp *s, const tex_expr *x, tex_dtype t)
+{
+    if (!texi_dtype_is_int(x->dtype) || !texi_dtype_is_int(t))
+        return false;
+    texi_ival r = texi_ival_of(x, s->n, s->ranges), tr = texi_ival_type(t);
+    return r.lo >= tr.lo && r.hi <= tr.hi;
+}
+
 static tex_expr *simp_cast(texi_simp *s, tex_expr *e)
 {
     tex_expr *a = texi_simp_expr(s, e->u.un.a);
@@ -802,9 +811,10 @@ static tex_expr *simp_cast(texi_simp *s, tex_expr *e)
         return a;
     if (texi_expr_is_const(a))
         return texi_simp_note(s, texi_convert(a, e->dtype));
-    /* cast<t>(cast<u>(x of type t)) = x when u holds every value of t */
+    /* cast<t>(cast<u>(x of type t)) = x when u holds every value of t, or
+     * every value x takes (i64(i32(v)) for v in [0, 16)) */
     if (a->kind == TEXI_EXPR_CAST && a->u.un.a->dtype == e->dtype &&
-        type_contains(a->dtype, e->dtype))
+        (type_contains(a->dtype, e->dtype) || fits_type(s, a->u.un.a, a->dtype)))
         return a->u.un.a;
     return a == e->u.un.a ? e : texi_simp_note(s, texi_unary(TEXI_EXPR_CAST, e->dtype, a));
 }

@@ -173,8 +173,10 @@ bool texi_simd_host_masks(void);
  * 32 or 64 bits wide (not bool, f16, bf16), every store's index reads var,
  * no load sits in a select arm or the right operand of && / || (a vector
  * evaluates both), and no integer is divided by anything but a nonzero
- * constant (a lane turned off computes on zeros). */
-bool texi_simd_maskable(const tex_expr *var, const tex_stmt *body);
+ * constant (a lane turned off computes on zeros), except, when
+ * some_lane_on (the chunk runs only then), a division that does not read
+ * var: the original computes it for the lanes that are on. */
+bool texi_simd_maskable(const tex_expr *var, const tex_stmt *body, bool some_lane_on);
 /* ramp(0, 1, lanes) < broadcast(count, lanes): the first count lanes
  * (count an integer expression; any value, none below 0). */
 tex_expr *texi_simd_prefix_mask(tex_ctx *ctx, int lanes, tex_expr *count);

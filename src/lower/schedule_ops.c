@@ -1281,6 +1281,8 @@ int texi_schedule_ops(texi_lower *lw, tex_stmt **out)
     TEXI_TRY(collect_params(&o));
     TEXI_TRY(texi_infer_bounds_ex(s, o.n_params, o.params, &o.b));
     TEXI_TRY(texi_check_residency(&o.b));
+    for (int k = 0; k < o.b.n_sizes; k++) /* sizes from shapes are never negative */
+        TEXI_TRY(push_env(&o, o.b.sizes[k].var, o.b.sizes[k].extent));
     if (lw->func)
         TEXI_TRY(check_params(&o));
     tex_stmt **items = texi_alloc(o.ctx, sizeof *items * (size_t)(s->n_stages + 1), "schedule_ops");

@@ -414,7 +414,7 @@ static tex_stmt *vector_chunks(tex_ctx *ctx, const tex_stmt *s, int64_t n,
     int full = lanes_for(s, INT64_MAX, rules);
     int64_t rest = n % full;
     if (!rules->masked || rest < 2 || (rest & (rest - 1)) == 0 ||
-        !texi_simd_maskable(s->u.loop.var, s->u.loop.body))
+        !texi_simd_maskable(s->u.loop.var, s->u.loop.body, true))
         return chunks_of(ctx, s, n, lanes_for(s, n, rules), MAX_UNROLLED_CHUNKS, chunk, NULL);
     tex_stmt *items[2] = {NULL, NULL};
     int k = 0;

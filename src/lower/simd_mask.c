@@ -11,7 +11,9 @@
  *
  * Lanes turned off still compute, on zeros and on what scalar loads read:
  * texi_simd_maskable refuses bodies where that could trap (an integer
- * divided by a loaded value) or read where the original did not (a load in
+ * divided by a loaded value; by a size, unless the division reads no lane
+ * and some lane is on, so that the original computes it too) or read
+ * where the original did not (a load in
  * a select arm or behind && / ||, which the original skips and a vector
  * evaluates). Element types without masked moves (8- and 16-bit, halves,
  * bool) are refused too: their lanes one by one are as fast.
@@ -40,11 +42,20 @@ static bool has_load(tex_expr *e)
     return found;
 }
 
-/* texi_expr_visit callback: clears *ok at a node a predicated chunk cannot
- * hold (texi_simd_maskable). */
+/* What check_node looks at: the loop variable (or NULL) and whether some
+ * lane of the chunk is on (texi_simd_maskable); it clears ok. */
+typedef struct {
+    const tex_expr *var;
+    bool some_lane_on;
+    bool ok;
+} mask_check;
+
+/* texi_expr_visit callback: clears c->ok at a node a predicated chunk
+ * cannot hold (texi_simd_maskable). */
 static bool check_node(tex_expr *e, void *ud)
 {
-    bool *ok = ud;
+    mask_check *c = ud;
+    bool *ok = &c->ok;
     int64_t k;
     switch (e->kind) {
     case TEXI_EXPR_LOAD:
@@ -61,7 +72,8 @@ static bool check_node(tex_expr *e, void *ud)
     case TEXI_EXPR_FLOORMOD:
     case TEXI_EXPR_DIV:
         if (!texi_dtype_is_float(e->dtype))
-            *ok &= texi_expr_is_int_const(e->u.bin.b, &k) && k != 0;
+            *ok &= (texi_expr_is_int_const(e->u.bin.b, &k) && k != 0) ||
+                   (c->some_lane_on && c->var && !texi_expr_uses_var(e, c->var));
         break;
     default:
         break;
@@ -70,27 +82,27 @@ static bool check_node(tex_expr *e, void *ud)
 }
 
 /* Whether straight-line s may be predicated (texi_simd_maskable). */
-static bool maskable_stmt(const tex_expr *var, const tex_stmt *s)
+static bool maskable_stmt(const tex_expr *var, const tex_stmt *s, bool some_lane_on)
 {
-    bool ok = true;
+    mask_check c = {var, some_lane_on, true};
     switch (s->kind) {
     case TEXI_STMT_STORE:
-        ok = masked_dtype(s->u.store.buf->dtype) &&
-             (!var || texi_expr_uses_var(s->u.store.index, var));
+        c.ok = masked_dtype(s->u.store.buf->dtype) &&
+               (!var || texi_expr_uses_var(s->u.store.index, var));
         break;
     case TEXI_STMT_LET:
-        ok = maskable_stmt(var, s->u.let.body);
+        c.ok = maskable_stmt(var, s->u.let.body, some_lane_on);
         break;
     case TEXI_STMT_SEQ:
-        for (int i = 0; ok && i < s->u.seq.n; i++)
-            ok = maskable_stmt(var, s->u.seq.items[i]);
-        return ok;
+        for (int i = 0; c.ok && i < s->u.seq.n; i++)
+            c.ok = maskable_stmt(var, s->u.seq.items[i], some_lane_on);
+        return c.ok;
     default:
         return false;
     }
-    if (ok)
-        texi_stmt_visit_exprs(s, check_node, &ok);
-    return ok;
+    if (c.ok)
+        texi_stmt_visit_exprs(s, check_node, &c);
+    return c.ok;
 }
 
 bool texi_simd_host_masks(void)
@@ -98,9 +110,9 @@ bool texi_simd_host_masks(void)
     return texi_host_vector_bytes() >= 32;
 }
 
-bool texi_simd_maskable(const tex_expr *var, const tex_stmt *body)
+bool texi_simd_maskable(const tex_expr *var, const tex_stmt *body, bool some_lane_on)
 {
-    return maskable_stmt(var, body);
+    return maskable_stmt(var, body, some_lane_on);
 }
 
 tex_expr *texi_simd_prefix_mask(tex_ctx *ctx, int lanes, tex_expr *count)

@@ -366,7 +366,7 @@ static int start_partials(rewriter *w, int k, tex_stmt **items)
  * the host has masked moves and the update template may be predicated. */
 static bool maskable_rest(const rewriter *w)
 {
-    return texi_simd_host_masks() && texi_simd_maskable(NULL, w->update);
+    return texi_simd_host_masks() && texi_simd_maskable(NULL, w->update, false);
 }
 
 /* The iterations [base, base + count), count < lanes, as one predicated

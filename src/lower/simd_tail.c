@@ -34,6 +34,7 @@
  * vectorize_failed: the C printer's `#pragma omp simd` loop.
  */
 #include "lower/lower.h"
+#include "util/host.h"
 
 #define NO_PROBLEM TEXI_VECTOR_REASON_COUNT
 
@@ -258,11 +259,12 @@ static tex_expr *prefix_count(const guard *g, tex_expr *v, tex_expr *base)
 }
 
 /* What a chunk needs: the guard, the unguarded body, and whether that body
- * may run as a predicated chunk. */
+ * may run as a predicated chunk when some lane is on (maskable), and with
+ * no lane on (predicable: all_predicated). */
 typedef struct {
     const guard *g;
     tex_stmt *plain;
-    bool maskable;
+    bool maskable, predicable;
 } chunker;
 
 /* The chunk's lanes that may pass the guard when some lane may: one
@@ -306,6 +308,33 @@ static tex_stmt *guarded_chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, 
     return vector ? texi_if_new(ctx, check, vector, partial) : NULL;
 }
 
+/* Chunk builder of a guard that is every chunk's prefix mask (tail_loop):
+ * the chunk predicated on the lanes that pass, all, some or none of
+ * them, without a branch; a chunk of one lane as guarded_chunk's. */
+static tex_stmt *predicated_chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, int lanes,
+                                  void *ud)
+{
+    const chunker *ch = ud;
+    tex_expr *b = texi_simplify(base, 0, NULL);
+    tex_expr *count = b && lanes > 1 ? prefix_count(ch->g, s->u.loop.var, b) : NULL;
+    return count ? texi_simd_masked_chunk(ctx, s->u.loop.var, ch->plain, b, lanes, count)
+                 : guarded_chunk(ctx, s, base, lanes, ud);
+}
+
+/* Whether the chunks of s (extent n) run predicated, not checked: where the
+ * CPU has mask registers (AVX-512: a masked move costs what a plain one
+ * does), the guard is each chunk's prefix mask and the chunks fit
+ * unrolled. Straight-line chunks keep a register tile's accumulators in
+ * registers in the last, partial tile of a symbolic extent, where a check
+ * per chunk and step sent them through memory; a private buffer's slack
+ * (TEXI_CP_PRIVATE_SLACK) covers the chunks past its end. */
+static bool all_predicated(const chunker *ch, const tex_stmt *s, int64_t n)
+{
+    return ch->predicable && texi_host_vector_bytes() >= 64 &&
+           n <= (int64_t)texi_simd_lanes(s, n) * TEXI_SIMD_MAX_UNROLLED_CHUNKS &&
+           prefix_count(ch->g, s->u.loop.var, s->u.loop.min) != NULL;
+}
+
 /* Vectorized loop s (safe, constant extent n): chunks when its body is
  * of the form above, else s itself. */
 static tex_stmt *tail_loop(tex_ctx *ctx, tex_stmt *s, int64_t n)
@@ -313,13 +342,17 @@ static tex_stmt *tail_loop(tex_ctx *ctx, tex_stmt *s, int64_t n)
     guard g = {.body = s->u.loop.body};
     if (peel(&g, s->u.loop.var) != NO_PROBLEM)
         return s;
-    chunker ch = {&g, unguarded(ctx, g.body), false};
+    chunker ch = {&g, unguarded(ctx, g.body), false, false};
     if (!ch.plain)
         return NULL;
-    ch.maskable = texi_simd_host_masks() && texi_simd_maskable(s->u.loop.var, ch.plain);
-    // one copy of the checked chunk in a loop: each copy holds both versions
-    tex_stmt *r = g.n_var ? texi_simd_chunks(ctx, s, n, 1, guarded_chunk, &ch)
-                          : texi_stmt_with_body(ctx, s, ch.plain);
+    ch.maskable = texi_simd_host_masks() && texi_simd_maskable(s->u.loop.var, ch.plain, true);
+    ch.predicable = ch.maskable && texi_simd_maskable(s->u.loop.var, ch.plain, false);
+    bool predicated = g.n_var && all_predicated(&ch, s, n);
+    // checked chunks: one copy in a loop, as each copy holds both versions
+    tex_stmt *r = !g.n_var     ? texi_stmt_with_body(ctx, s, ch.plain)
+                  : predicated ? texi_simd_chunks(ctx, s, n, TEXI_SIMD_MAX_UNROLLED_CHUNKS,
+                                                  predicated_chunk, &ch)
+                               : texi_simd_chunks(ctx, s, n, 1, guarded_chunk, &ch);
     tex_expr *invariant = NULL;
     for (int i = 0; r && i < g.n_inv; i++)
         if (!conjoin(&invariant, g.inv[i]))

@@ -96,7 +96,7 @@ typedef struct {
     texi_bounds *b;
     int total_leaves;  /* sum of n_leaf over the stages: capacity of loop lists */
     int n_sizes;       /* variables that are a whole dimension of a placeholder */
-    texi_range *sizes; /* their ranges: [0, the dtype's maximum] (size_ranges) */
+    texi_range *sizes; /* their ranges: [0, +inf) (size_ranges, texi_range) */
 } binf;
 
 /* ------------------------------------------------------------- helpers */
@@ -1307,6 +1307,8 @@ int texi_infer_bounds_ex(tex_schedule *s, int n_full, tex_tensor *const full[], 
     }
     for (int si = s->n_stages - 1; si >= 0; si--)
         TEXI_TRY(infer_stage(&bi, si));
+    out->n_sizes = bi.n_sizes;
+    out->sizes = bi.sizes;
     return 0;
 }
 

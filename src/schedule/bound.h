@@ -31,6 +31,8 @@ typedef struct {
 typedef struct {
     tex_schedule *sch;
     texi_stage_bounds *st; /* parallel to sch->stages */
+    int n_sizes;           /* variables that are a whole dimension of a placeholder, */
+    texi_range *sizes;     /* never negative: their ranges [0, +inf) (texi_range) */
 } texi_bounds;
 
 /* texi_infer_bounds, where the tensors full[0..n_full) (the function's

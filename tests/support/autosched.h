@@ -60,6 +60,20 @@ static inline tex_schedule *case_check(as_case *c, tex_tensor *out, const char *
     return s;
 }
 
+/* Whether the C source of s's kernel built for target contains `text`. */
+static inline bool kernel_source_has(as_case *c, tex_schedule *s, const char *target,
+                                     const char *text)
+{
+    char why[512];
+    tex_func *f = ops_lower(&c->w, s, why, sizeof why);
+    tex_kernel *k = f ? tex_build(f, target) : NULL;
+    bool has = k && strstr(tex_kernel_source(k), text) != NULL;
+    if (!k)
+        TT_FAILF("%s: %s", c->w.name, f ? tex_errmsg(c->ctx) : why);
+    tex_kernel_free(k);
+    return has;
+}
+
 /* The attach kind of the stage named name in s (-1 if none is). */
 static inline int attach_of(tex_schedule *s, const char *name)
 {

@@ -108,6 +108,34 @@ static void test_softmax(void)
     run_softmax(11, 257, true, true, "cpu");
 }
 
+/* softmax over the last axis of X [b, s, s] (attention's probabilities):
+ * with a symbolic s the rows' loop fuses b with a loop of symbolic count,
+ * and its members still take one row each (constant extents), their
+ * reductions vectorized and the exponentials' row on the stack while it
+ * fits (no malloc per row; s = 4133 does not fit). */
+static void run_softmax_square(int64_t b, int64_t sq, bool sym)
+{
+    as_case c;
+    case_init(&c, "softmax_square", 2, (int64_t[]){b, sq}, sym);
+    tex_tensor *X = ops_input(&c.w, "X", 3, (tex_expr *[]){c.d[0], c.d[1], c.d[1]});
+    tex_schedule *s = case_check(&c, tex_op_softmax(c.ctx, "Y", X, -1), "cpu -threads=2");
+    if (s && sym && sq > 1) { /* (a size of 1 stays a constant) */
+        TT_CHECK(!kernel_source_has(&c, s, "cpu -threads=2", "vectorize_failed"));
+        TT_CHECK(kernel_source_has(&c, s, "cpu -threads=2", "Y_exp_stack["));
+    }
+    tex_ctx_free(c.ctx);
+}
+
+static void test_softmax_square(void)
+{
+    run_softmax_square(3, 37, true);
+    if (quick)
+        return;
+    run_softmax_square(2, 1, true);
+    run_softmax_square(1, 4133, true);
+    run_softmax_square(4, 16, false);
+}
+
 /* softmax(Q . K^T) over [b, s, s] (Q, K [b, s, d]): the scores read K
  * stored [N, K], so they are a kernel of their own (packed K), not
  * computed per row of the softmax (gathering K's columns); with a
@@ -509,8 +537,9 @@ static void test_reductions(void)
 /* Y = X transposed by perm: through a relu (inlined) and plus a broadcast B
  * when `broadcast`, or alone when `plain`. Tiled iff the last dim moves;
  * tensorized with the CPU transpose built-in iff also plain, in f32, on a
- * host with AVX2 or AVX-512 and the tiled extents constants at least its
- * side (16 or 8). */
+ * host with AVX2 or AVX-512 and the tiled extents symbolic or constants at
+ * least its side (16 or 8; of symbolic sizes, the partial tiles run the
+ * loops). */
 static void run_transpose(int nd, const int64_t dims[], const int perm[], bool broadcast, bool sym,
                           const char *target)
 {
@@ -533,8 +562,10 @@ static void run_transpose(int nd, const int64_t dims[], const int perm[], bool b
     int vbytes = texi_host_vector_bytes();
     int64_t side = vbytes >= 64 ? 16 : vbytes >= 32 ? 8 : 0;
     bool moved = perm[nd - 1] != nd - 1;
-    bool fits =
-        plain && moved && side && !sym && dims[nd - 1] >= side && dims[perm[nd - 1]] >= side;
+    /* a symbolic size (every one above 1 when sym) may be anything */
+    int64_t last = dims[nd - 1], across = dims[perm[nd - 1]];
+    bool fits = plain && moved && side && (last >= side || (sym && last > 1)) &&
+                (across >= side || (sym && across > 1));
     if (text) {
         TT_EQ_INT(n_roots(s), 1);
         bool tiled = strncmp(text, "tile ", 5) == 0 || strstr(text, "\ntile ");
@@ -559,13 +590,15 @@ static void test_transpose(void)
     run_transpose(3, (int64_t[]){17, 3, 40}, (int[]){2, 0, 1}, true, false, "cpu");
     run_transpose(4, (int64_t[]){2, 9, 4, 21}, (int[]){0, 2, 1, 3}, false, false, "cpu");
     /* plain: the built-in where it fits (NCHW to NHWC, a batch of
-     * matrices, an exact tile; not a side too short, symbolic sizes) */
+     * matrices, an exact tile, symbolic sizes with partial tiles; not a
+     * side too short) */
     run_transpose(4, (int64_t[]){2, 24, 5, 17}, (int[]){0, 2, 3, 1}, false, false, "cpu plain");
     run_transpose(3, (int64_t[]){3, 33, 40}, (int[]){0, 2, 1}, false, false,
                   "cpu -threads=2 plain");
     run_transpose(2, (int64_t[]){16, 16}, (int[]){1, 0}, false, false, "cpu plain");
     run_transpose(2, (int64_t[]){100, 7}, (int[]){1, 0}, false, false, "cpu plain");
     run_transpose(2, (int64_t[]){70, 45}, (int[]){1, 0}, false, true, "cpu plain");
+    run_transpose(3, (int64_t[]){3, 33, 40}, (int[]){0, 2, 1}, false, true, "cpu -threads=2 plain");
 }
 
 /* transpose(reshape(relu(X))) + 1: every stage inlined into one kernel. */
@@ -807,6 +840,7 @@ int main(void)
     }
     TT_RUN(test_elementwise);
     TT_RUN(test_softmax);
+    TT_RUN(test_softmax_square);
     TT_RUN(test_attention);
     TT_RUN(test_norms);
     TT_RUN(test_matmul);

@@ -30,19 +30,6 @@ static bool quick;
 /* The built-in's tile width on this host (0 without a built-in). */
 static int64_t nr;
 
-/* Whether the C source of s's kernel built for target contains `text`. */
-static bool source_has(as_case *c, tex_schedule *s, const char *target, const char *text)
-{
-    char why[512];
-    tex_func *f = ops_lower(&c->w, s, why, sizeof why);
-    tex_kernel *k = f ? tex_build(f, target) : NULL;
-    bool has = k && strstr(tex_kernel_source(k), text) != NULL;
-    if (!k)
-        TT_FAILF("%s: %s", c->w.name, f ? tex_errmsg(c->ctx) : why);
-    tex_kernel_free(k);
-    return has;
-}
-
 /* Y = A . B (A [bt,] m x k, B [bt,] k x n; trans_b: B given as [n, k]),
  * then, with `epilogue`, gelu(Y + bias) + R; sym makes the sizes symbolic.
  * The GEMM stage must be tensorized iff want_tz (and the host has a
@@ -74,7 +61,7 @@ static void run_matmul(int64_t bt, int64_t m, int64_t n, int64_t k, bool epilogu
         free(text);
     }
     if (s && sym) /* the tiles' extents, min(size, tile), are constants */
-        TT_CHECK(!source_has(&c, s, target, "vectorize_failed(extent is not a constant)"));
+        TT_CHECK(!kernel_source_has(&c, s, target, "vectorize_failed(extent is not a constant)"));
     if (s && sym && bt > 0 && !epilogue) { /* the batch alone is parallel: fused with the
                                             * panels of symbolic count, the tiles had held
                                             * a loop over batches */
@@ -141,7 +128,7 @@ static void test_matmul_few_panels(void)
             tex_schedule *s = tex_auto_schedule(c.ctx, 1, &Y, targets[t]);
             TT_CHECK(s && ops_check_jit(&c.w, s, targets[0], 7, NULL, true) == 0);
             TT_CHECK(s && tensorized_output(s, "Y") == (t == 0 && nr > 0));
-            TT_CHECK(s && source_has(&c, s, targets[0], "#pragma omp parallel for"));
+            TT_CHECK(s && kernel_source_has(&c, s, targets[0], "#pragma omp parallel for"));
             tex_ctx_free(c.ctx);
             if (quick)
                 return;
@@ -399,7 +386,8 @@ static void test_conv_weight_hints(void)
             text &&
             (strstr(text, "prefetch W at axis i2, 1 iterations of axis rc.ry.fused.rx.fused") !=
              NULL) == small);
-        TT_CHECK(s && source_has(&c, s, "cpu -threads=2", "__builtin_prefetch(&W[") == small);
+        TT_CHECK(s &&
+                 kernel_source_has(&c, s, "cpu -threads=2", "__builtin_prefetch(&W[") == small);
         if (tt_failed_checks)
             printf("  %s:\n%s", target, text ? text : tex_errmsg(c.ctx));
         free(text);
@@ -426,7 +414,8 @@ static void test_conv_packed_hints(void)
         const char *host = s ? attach_host(s, "W.local") : NULL;
         TT_CHECK(s && ops_check_jit(&c.w, s, "cpu -threads=2", 9, NULL, true) == 0);
         TT_CHECK(host && strcmp(host, "Y.local") == 0); /* packed per depth block */
-        TT_CHECK(s && source_has(&c, s, "cpu -threads=2", "__builtin_prefetch(&W[") == small);
+        TT_CHECK(s &&
+                 kernel_source_has(&c, s, "cpu -threads=2", "__builtin_prefetch(&W[") == small);
         if (tt_failed_checks && s) {
             char *text = tex_schedule_str(s);
             printf("  %s:\n%s", target, text ? text : "(none)");

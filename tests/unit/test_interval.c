@@ -327,6 +327,71 @@ static void test_prove(void)
     TT_CHECK(texi_prove(tex_ge(tex_floormod(n, C(8)), C(0)), 0, NULL));
 }
 
+/* A fused loop f over [0, s * 12) of a symbolic s: f / s is the outer
+ * axis' index, in [0, 11], f % s the inner one's, below s; neither holds
+ * when f's range is not a multiple of s starting at 0. */
+static void test_fused_index(void)
+{
+    fresh();
+    tex_expr *f = tex_var(ctx, "f", TEX_I64), *s = tex_var(ctx, "s", TEX_I64);
+    tex_expr *c12 = texi_int_imm(ctx, TEX_I64, 12), *zero = texi_int_imm(ctx, TEX_I64, 0);
+    texi_range r = {f, zero, tex_mul(s, c12)}, rk = {f, zero, tex_mul(c12, s)};
+    tex_expr *q = tex_floordiv(f, s), *m = tex_floormod(f, s);
+    CHECK_IVAL(q, 1, &r, 0, 11);
+    CHECK_IVAL(q, 1, &rk, 0, 11);
+    CHECK_IVAL(tex_cast(TEX_I32, q), 1, &r, 0, 11);
+    texi_interval iv = texi_const_interval(m, 1, &r);
+    TT_CHECK(!iv.lo_inf && iv.lo == 0);
+    TT_CHECK(texi_prove(tex_lt(m, s), 1, &r));
+    TT_CHECK(texi_prove(tex_lt(q, c12), 1, &r));
+    /* the region of one outer index: [q, q + 1) cut to [0, 12), extent 1 */
+    tex_expr *ext =
+        tex_sub(tex_min(tex_add(q, texi_int_imm(ctx, TEX_I64, 1)), c12), tex_max(q, zero));
+    CHECK_IVAL(texi_simplify(ext, 1, &r), 1, &r, 1, 1);
+
+    texi_range off = {f, texi_int_imm(ctx, TEX_I64, 1), tex_mul(s, c12)};
+    texi_range more = {f, zero, tex_add(tex_mul(s, c12), texi_int_imm(ctx, TEX_I64, 1))};
+    TT_CHECK(texi_const_interval(q, 1, &off).hi_inf);
+    TT_CHECK(texi_const_interval(q, 1, &more).hi_inf);
+    TT_CHECK(!texi_prove(tex_lt(m, s), 1, &more));
+    tex_expr *t = tex_var(ctx, "t", TEX_I64);
+    TT_CHECK(texi_const_interval(tex_floordiv(f, t), 1, &r).hi_inf);
+}
+
+/* Sizes from shapes (texi_range: an extent of the type's maximum means no
+ * upper end): never negative, else free in symbolic bounds. A fused loop
+ * over [0, s * b) of two sizes: f / s < b, f % s < s; one over
+ * [0, h*64 + 128), (h + 2) * 64 as the simplifier writes it: f / (h + 2)
+ * in [0, 63]. A size's range is no constant end for proofs: f / (h + 2) < 3
+ * must not be proved (it was, through the range's huge end). */
+static void test_size_ranges(void)
+{
+    fresh();
+    tex_expr *f = tex_var(ctx, "f", TEX_I64), *s = tex_var(ctx, "s", TEX_I64);
+    tex_expr *b = tex_var(ctx, "b", TEX_I64), *h = tex_var(ctx, "h", TEX_I64);
+    tex_expr *zero = texi_int_imm(ctx, TEX_I64, 0), *max = texi_int_imm(ctx, TEX_I64, INT64_MAX);
+    texi_range r[3] = {{s, zero, max}, {b, zero, max}, {f, zero, tex_mul(s, b)}};
+    texi_interval iv = texi_const_interval(s, 3, r);
+    TT_CHECK(!iv.lo_inf && iv.lo == 0 && iv.hi_inf);
+    TT_CHECK(texi_prove(tex_lt(tex_floordiv(f, s), b), 3, r));
+    TT_CHECK(texi_prove(tex_lt(tex_floormod(f, s), s), 3, r));
+    TT_CHECK(
+        !texi_prove(tex_lt(tex_floordiv(f, s), tex_sub(b, texi_int_imm(ctx, TEX_I64, 1))), 3, r));
+    /* a fused extent of free sizes, signs unknown: no claim */
+    texi_range free_f = {f, zero, tex_mul(s, b)};
+    TT_CHECK(!texi_prove(tex_lt(tex_floordiv(f, s), b), 1, &free_f));
+
+    tex_expr *h2 = tex_add(h, texi_int_imm(ctx, TEX_I64, 2)), *c64 = texi_int_imm(ctx, TEX_I64, 64);
+    texi_range rh[2] = {{h, zero, max}, {f, zero, texi_simplify(tex_mul(h2, c64), 0, NULL)}};
+    tex_expr *q = tex_floordiv(f, h2);
+    CHECK_IVAL(q, 2, rh, 0, 63);
+    TT_CHECK(texi_prove(tex_lt(q, c64), 2, rh));
+    TT_CHECK(!texi_prove(tex_lt(q, texi_int_imm(ctx, TEX_I64, 3)), 2, rh));
+    /* (h + 2) * 64 + 1 is no multiple of h + 2 */
+    rh[1].extent = texi_simplify(tex_add(tex_mul(h2, c64), texi_int_imm(ctx, TEX_I64, 1)), 0, NULL);
+    TT_CHECK(texi_const_interval(q, 2, rh).hi_inf);
+}
+
 /* ------------------------------------------------------ allocation failures */
 
 static int fail_after;
@@ -382,6 +447,8 @@ int main(void)
     TT_RUN(test_exhaustive);
     TT_RUN(test_bounds);
     TT_RUN(test_prove);
+    TT_RUN(test_fused_index);
+    TT_RUN(test_size_ranges);
     TT_RUN(test_out_of_memory);
     tex_ctx_free(ctx);
     return tt_finish();

@@ -10,7 +10,8 @@
  * poisoned and compared with the reference evaluator, and interpreted on
  * the CPU tail. Arrays have their exact sizes (ops_exact), so a vector
  * access past a buffer's end is an AddressSanitizer error under
- * `make asan`. The CPU tail is checked for the vector form; a guard made
+ * `make asan`. The CPU tail is checked for the vector form (predicated
+ * chunks where the CPU has mask registers, checked ones else); a guard made
  * non-monotone (always true, so results do not change) must fall back with
  * its reason. The pass itself runs on hand-built loops too.
  */
@@ -37,6 +38,10 @@ typedef struct {
 /* Vector chunks, some under a check with the lanes one by one in the else
  * branch, and no loop left to the C compiler. */
 static const tail_form VECTOR = {{"ramp(", "} else {"}, {"vectorize_failed"}};
+/* Where the CPU has mask registers (AVX-512) and the body can be
+ * predicated: every chunk predicated on the lanes that pass, no check. */
+static const tail_form PREDICATED = {{"ramp(", " if ramp(0, 1, "},
+                                     {"vectorize_failed", "} else {"}};
 static const tail_form NOT_MONOTONE = {{"vectorize_failed(guard is not monotone"}, {NULL}};
 
 /* Whether text holds the form's strings (`has` only when with_has) and
@@ -231,36 +236,39 @@ static void check_spoiled(const char *name, workload_fn fn, schedule_fn sched,
         check_one(name, fn, sched, spoil, form, SIZES[z], false, false);
 }
 
-static void check_workload(const char *name, workload_fn fn, schedule_fn sched)
+/* A workload whose chunks run predicated where the CPU has mask registers
+ * when `maskable` (32- and 64-bit elements), else checked. */
+static void check_workload(const char *name, workload_fn fn, schedule_fn sched, bool maskable)
 {
-    check_spoiled(name, fn, sched, NULL, &VECTOR);
+    bool predicated = maskable && texi_host_vector_bytes() >= 64;
+    check_spoiled(name, fn, sched, NULL, predicated ? &PREDICATED : &VECTOR);
 }
 
 /* ------------------------------------------------------------------ tests */
 
 static void test_elemwise_f32(void)
 {
-    check_workload("elemwise_f32", elemwise_f32, simd_split_vectorize);
+    check_workload("elemwise_f32", elemwise_f32, simd_split_vectorize, true);
 }
 
 static void test_broadcast_f64(void)
 {
-    check_workload("broadcast_f64", broadcast_f64, simd_split_vectorize);
+    check_workload("broadcast_f64", broadcast_f64, simd_split_vectorize, true);
 }
 
 static void test_int_i32(void)
 {
-    check_workload("int_i32", int_i32, simd_split_vectorize);
+    check_workload("int_i32", int_i32, simd_split_vectorize, true);
 }
 
 static void test_mixed_dtypes(void)
 {
-    check_workload("mixed", mixed, simd_split_vectorize);
+    check_workload("mixed", mixed, simd_split_vectorize, false);
 }
 
 static void test_compute_at_producer(void)
 {
-    check_workload("producer", producer, producer_schedule);
+    check_workload("producer", producer, producer_schedule, true);
 }
 
 /* A guard that is not monotone keeps its loop (with the reason): correct all the same. */
@@ -320,6 +328,11 @@ static void test_pass_forms(void)
     char native_chunk[32]; /* one predicated chunk of the native width of f64 lanes */
     snprintf(native_chunk, sizeof native_chunk, "< broadcast(3, %d)]",
              texi_host_vector_bytes() / 8);
+    /* mask registers: each of 64 / 8 chunks predicated, unrolled */
+    bool k_masks = texi_host_vector_bytes() >= 64;
+    const tail_form predicated = {{"if ramp(0, 1, 8) < broadcast(m - 56, 8)]"},
+                                  {"} else {", "for (chunk"}};
+    const tail_form checked_loop = {{"for (chunk, 0, ", "} else {", "ramp("}, {"vectorize_failed"}};
     const tail_form hoisted =
         masks ? (tail_form){{"if (m > 2) {", native_chunk}, {"for ("}}
               : (tail_form){{"if (m > 2) {", "ramp(0, 1, 2)"}, {"for (", "vectorize_failed"}};
@@ -342,10 +355,10 @@ static void test_pass_forms(void)
          3,
          GUARD(CMP(LE, m, v), GUARD(CMP(LT, v, CMP(ADD, m, I(5))), S, NULL), NULL),
          {{"ramp(0, 1, 2)", "} else {"}, {"vectorize_failed"}}},
-        {"v < m over 64: a loop over the checked chunks",
-         64,
-         GUARD(CMP(LT, v, m), S, NULL),
-         {{"for (chunk, 0, ", "} else {", "ramp("}, {"vectorize_failed"}}},
+        {"v < m over 64: predicated chunks (AVX-512), else a loop over the checked ones", 64,
+         GUARD(CMP(LT, v, m), S, NULL), k_masks ? predicated : checked_loop},
+        {"v < m over 128: more chunks than are unrolled, a loop over the checked ones", 128,
+         GUARD(CMP(LT, v, m), S, NULL), checked_loop},
         {"m > 2: hoisted", 3, GUARD(CMP(GT, m, I(2)), S, NULL), hoisted},
         {"(v + 1) / 2 < m: monotone, not one lane per step, so never a mask",
          64,
