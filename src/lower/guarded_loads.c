@@ -23,6 +23,10 @@
  * for a load in a vectorized loop whose conditions are the same for every
  * lane (the lanes' base is clamped, so the load stays one vector); the
  * positions handled: above rewrite_stmt().
+ *
+ * Also: a gather (a load whose lanes are not one run) that occurs more
+ * than once in an unconditional expression is loaded once, into a LET
+ * (note_gathers): the printer writes each copy lane by lane.
  */
 #include "lower/lower.h"
 
@@ -44,7 +48,9 @@ typedef struct {
     int64_t lanes;        /* its constant extent (its min is 0) */
     tex_expr **lane_vars; /* vec and every loop or LET variable inside its loop */
     int n_lane_vars, cap_lane_vars;
-    int n_branches; /* IFs and ATTRs between vec's loop and the statement */
+    int n_branches;   /* IFs and ATTRs between vec's loop and the statement */
+    tex_expr **twice; /* gathers that occur more than once in the current expression */
+    int n_twice, cap_twice;
     bool failed;
 } guard;
 
@@ -180,7 +186,96 @@ static tex_expr *hoist_load(guard *g, tex_expr *load, tex_expr *index)
     return var;
 }
 
+/* The variable standing for gather e, read unconditionally (note_gathers):
+ * loaded once into a LET around the statement, shared by its copies. */
+static tex_expr *share_gather(guard *g, tex_expr *e)
+{
+    for (int i = 0; i < g->n_lets; i++)
+        if (texi_expr_equal(g->lets[i].value, e))
+            return g->lets[i].var;
+    char name[128];
+    snprintf(name, sizeof name, "%s_g", e->u.load.buf->name);
+    tex_expr *var = texi_var_new(g->ctx, name, e->dtype);
+    hoist *lets =
+        var ? texi_grow(g->ctx, g->lets, g->n_lets, &g->cap_lets, sizeof *lets, "guarded_loads")
+            : NULL;
+    if (!lets) {
+        g->failed = true;
+        return e;
+    }
+    g->lets = lets;
+    g->lets[g->n_lets++] = (hoist){var, e};
+    return var;
+}
+
 static tex_expr *rewrite(tex_expr *e, void *ud);
+
+/* Whether e is a gather: a vector load whose lanes are not one run, or a
+ * load in a vectorized loop (g->vec) whose index does not step by 0 or 1
+ * with the loop's variable (pass simd makes it a gather). */
+static bool is_gather(guard *g, tex_expr *e)
+{
+    tex_expr *i = e->kind == TEXI_EXPR_LOAD && !e->u.load.mask ? e->u.load.index : NULL;
+    if (!i || e->lanes > 1)
+        return i && i->kind != TEXI_EXPR_RAMP && i->kind != TEXI_EXPR_BROADCAST;
+    if (!g->vec || !texi_expr_uses_var(i, g->vec))
+        return false;
+    tex_expr *next = texi_simd_plus(g->vec, 1);
+    tex_expr *at_next = next ? texi_substitute(i, 1, &g->vec, &next) : NULL;
+    tex_expr *step = at_next ? texi_binary(TEXI_EXPR_SUB, at_next, i) : NULL;
+    int64_t k;
+    return !(step = step ? texi_simplify(step, g->n_env, g->env) : NULL) ||
+           !texi_expr_is_int_const(step, &k) || (k != 0 && k != 1);
+}
+
+/* Gathers met once (seen) and twice or more (g->twice) by note_gathers. */
+typedef struct {
+    guard *g;
+    tex_expr *seen[64];
+    int n_seen;
+} gather_count;
+
+static bool listed(tex_expr *const list[], int n, const tex_expr *e)
+{
+    for (int i = 0; i < n; i++)
+        if (texi_expr_equal(list[i], e))
+            return true;
+    return false;
+}
+
+static bool count_gather(tex_expr *e, void *ud)
+{
+    gather_count *c = ud;
+    guard *g = c->g;
+    if (e->kind != TEXI_EXPR_LOAD || listed(g->twice, g->n_twice, e))
+        return true;
+    if (!listed(c->seen, c->n_seen, e)) {
+        if (c->n_seen < (int)(sizeof c->seen / sizeof c->seen[0]))
+            c->seen[c->n_seen++] = e;
+        return true;
+    }
+    if (!is_gather(g, e))
+        return true;
+    tex_expr **t =
+        texi_grow(g->ctx, g->twice, g->n_twice, &g->cap_twice, sizeof *t, "guarded_loads");
+    if (!t)
+        return !(g->failed = true);
+    g->twice = t;
+    g->twice[g->n_twice++] = e;
+    return true;
+}
+
+/* The gathers that occur more than once in e into g->twice. The C printer
+ * writes a gather lane by lane, and an inlined producer read k times puts k
+ * copies of its loads in a reader, a chain of them k^depth (a gelu of a
+ * gelu of a reshaped pooling: 25 gathers of 16 lanes, a 150 KB line GCC
+ * compiled for minutes); each is loaded once, into a LET (rewrite). */
+static void note_gathers(guard *g, tex_expr *e)
+{
+    gather_count c = {.g = g};
+    g->n_twice = 0;
+    texi_expr_visit(e, count_gather, &c);
+}
 
 /* Whether e uses a variable that may differ between the lanes of g->vec. */
 static bool uses_lane(const guard *g, const tex_expr *e)
@@ -248,9 +343,10 @@ static tex_expr *rewrite(tex_expr *e, void *ud)
         a = sub(g, e->u.load.index, false, NULL);
         if (g->cond && !e->u.load.mask) // a predicated load reads only where it may
             return hoist_load(g, e, a);
-        if (a == e->u.load.index)
-            return e;
-        return (c = texi_load_at(e, a)) ? c : (g->failed = true, e);
+        c = a == e->u.load.index ? e : texi_load_at(e, a);
+        if (c && g->n_twice && listed(g->twice, g->n_twice, e))
+            return share_gather(g, c);
+        return c ? c : (g->failed = true, e);
     default:
         return NULL;
     }
@@ -259,6 +355,8 @@ static tex_expr *rewrite(tex_expr *e, void *ud)
 /* e rewritten at the top of a statement (not conditional). */
 static tex_expr *top(guard *g, tex_expr *e)
 {
+    if (e)
+        note_gathers(g, e);
     return e ? sub(g, e, false, NULL) : NULL;
 }
 

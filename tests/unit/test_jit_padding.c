@@ -507,6 +507,43 @@ static void test_pass_clamps_only_unproven_sides(void)
     tex_ctx_free(c);
 }
 
+/* G[i] = g(g(X[(i * 7) % 16])) with g(x) = x * x + x inlined, in a
+ * vectorized loop: X's load repeats 9 times and steps by 7, so pass simd
+ * makes it a gather the C printer writes lane by lane; it is loaded once
+ * into a LET (an inlined chain multiplies the copies: a gelu of a gelu of
+ * a reshaped pooling held 25 gathers and took GCC minutes). A repeated
+ * load along the lanes (B[i] * B[i]) and one outside a vectorized loop
+ * stay as they are. */
+static void test_pass_shared_gathers(void)
+{
+    tex_ctx *c = tex_ctx_new();
+    tex_tensor *X = tex_placeholder_c(c, "X", TEX_F32, 1, (int64_t[]){16});
+    tex_tensor *B = tex_placeholder_c(c, "B", TEX_F32, 1, (int64_t[]){16});
+    tex_iter *i = tex_axis(c, "i", tex_int(c, 16));
+    tex_expr *x = TEX_AT(X, tex_floormod(tex_mul(tex_iv(i), tex_int(c, 7)), tex_int(c, 16)));
+    tex_expr *g1 = tex_add(tex_mul(x, x), x), *b = TEX_AT(B, tex_iv(i));
+    tex_expr *body = tex_add(tex_add(tex_mul(g1, g1), g1), tex_mul(b, b));
+    tex_tensor *G = tex_compute(c, "G", 1, &i, body);
+    for (int vec = 0; vec < 2; vec++) {
+        tex_schedule *s = tex_schedule_new(c, 1, &G);
+        tex_stage *st = tex_stage_of(s, G);
+        TT_CHECK(!vec || tex_vectorize(st, tex_stage_axis(st, 0)) == 0);
+        tex_func *f = tex_lower_tensors(s, "g", 3, (tex_tensor *[]){X, B, G});
+        TT_CHECK(f != NULL);
+        char *after = f ? guarded(f) : NULL;
+        const char *t = after ? after : "";
+        TT_CHECK(!strstr(t, "B_g"));
+        if (vec) {
+            TT_CHECK(has(after, "let X_g = X[i*7%16]\n"));
+            TT_CHECK(strstr(t, "X_g*X_g") && !strstr(strstr(t, "X_g*X_g"), "X["));
+        } else {
+            TT_CHECK(!strstr(t, "X_g"));
+        }
+        free(after);
+    }
+    tex_ctx_free(c);
+}
+
 /* With a symbolic H the input may be empty: the hoisted load is read only
  * when it has an element (a loop-invariant condition). */
 static void test_pass_symbolic_size(void)
@@ -611,6 +648,7 @@ int main(void)
     TT_RUN(test_pass_issue_form);
     TT_RUN(test_pass_clamps_only_unproven_sides);
     TT_RUN(test_pass_symbolic_size);
+    TT_RUN(test_pass_shared_gathers);
     TT_RUN(test_pass_lane_free_base);
     if (!tt_private_cache(cache_dir, "test_jit_padding"))
         return 1;
