@@ -159,6 +159,30 @@ static tex_expr *clamp_base(guard *g, texi_buffer *buf, tex_expr *index)
     return j;
 }
 
+/* The variable of a LET around the statement that binds value, read from
+ * buf (one bound before to an equal value is reused), named after buf with
+ * suffix; orig, g->failed set, on failure. */
+static tex_expr *let_of(guard *g, const texi_buffer *buf, tex_expr *value, tex_dtype t,
+                        const char *suffix, tex_expr *orig)
+{
+    for (int i = 0; value && i < g->n_lets; i++)
+        if (texi_expr_equal(g->lets[i].value, value))
+            return g->lets[i].var;
+    char name[128];
+    snprintf(name, sizeof name, "%s%s", buf->name, suffix);
+    tex_expr *var = value ? texi_var_new(g->ctx, name, t) : NULL;
+    hoist *lets =
+        var ? texi_grow(g->ctx, g->lets, g->n_lets, &g->cap_lets, sizeof *lets, "guarded_loads")
+            : NULL;
+    if (!lets) {
+        g->failed = true;
+        return orig;
+    }
+    g->lets = lets;
+    g->lets[g->n_lets++] = (hoist){var, value};
+    return var;
+}
+
 /* The variable standing for the hoisted load buf[index] (an equal load
  * hoisted before from this statement is reused). */
 static tex_expr *hoist_load(guard *g, tex_expr *load, tex_expr *index)
@@ -168,44 +192,14 @@ static tex_expr *hoist_load(guard *g, tex_expr *load, tex_expr *index)
     tex_expr *value = lane_index  ? texi_load_new(buf, lane_index)
                       : g->failed ? NULL
                                   : safe_load(g, buf, index, load->dtype);
-    for (int i = 0; value && i < g->n_lets; i++)
-        if (texi_expr_equal(g->lets[i].value, value))
-            return g->lets[i].var;
-    char name[128];
-    snprintf(name, sizeof name, "%s_ld", buf->name);
-    tex_expr *var = value ? texi_var_new(g->ctx, name, load->dtype) : NULL;
-    hoist *lets =
-        var ? texi_grow(g->ctx, g->lets, g->n_lets, &g->cap_lets, sizeof *lets, "guarded_loads")
-            : NULL;
-    if (!lets) {
-        g->failed = true;
-        return load;
-    }
-    g->lets = lets;
-    g->lets[g->n_lets++] = (hoist){var, value};
-    return var;
+    return let_of(g, buf, value, load->dtype, "_ld", load);
 }
 
 /* The variable standing for gather e, read unconditionally (note_gathers):
  * loaded once into a LET around the statement, shared by its copies. */
 static tex_expr *share_gather(guard *g, tex_expr *e)
 {
-    for (int i = 0; i < g->n_lets; i++)
-        if (texi_expr_equal(g->lets[i].value, e))
-            return g->lets[i].var;
-    char name[128];
-    snprintf(name, sizeof name, "%s_g", e->u.load.buf->name);
-    tex_expr *var = texi_var_new(g->ctx, name, e->dtype);
-    hoist *lets =
-        var ? texi_grow(g->ctx, g->lets, g->n_lets, &g->cap_lets, sizeof *lets, "guarded_loads")
-            : NULL;
-    if (!lets) {
-        g->failed = true;
-        return e;
-    }
-    g->lets = lets;
-    g->lets[g->n_lets++] = (hoist){var, e};
-    return var;
+    return let_of(g, e->u.load.buf, e, e->dtype, "_g", e);
 }
 
 static tex_expr *rewrite(tex_expr *e, void *ud);
@@ -228,7 +222,8 @@ static bool is_gather(guard *g, tex_expr *e)
            !texi_expr_is_int_const(step, &k) || (k != 0 && k != 1);
 }
 
-/* Gathers met once (seen) and twice or more (g->twice) by note_gathers. */
+/* The loads note_gathers met once (seen); the gathers among those met twice
+ * or more go to g->twice. */
 typedef struct {
     guard *g;
     tex_expr *seen[64];
