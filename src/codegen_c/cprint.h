@@ -97,10 +97,8 @@ typedef struct {
 
 enum { TEXI_CP_MAX_BASES = 32, TEXI_CP_MAX_PRIVATE = 32 };
 
-/* Bytes of slack after a private buffer (cvmask.c): the widest vector
- * times the chunks simd_tail may predicate past a buffer's end (each of
- * whose whole vectors tex_wload_ / tex_wstore_ move). */
-enum { TEXI_CP_PRIVATE_SLACK = 64 * 8 };
+/* Bytes of slack after a private buffer (cvmask.c): the widest vector. */
+enum { TEXI_CP_PRIVATE_SLACK = 64 };
 
 struct texi_cp {
     tex_ctx *ctx;

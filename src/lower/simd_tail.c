@@ -259,12 +259,11 @@ static tex_expr *prefix_count(const guard *g, tex_expr *v, tex_expr *base)
 }
 
 /* What a chunk needs: the guard, the unguarded body, and whether that body
- * may run as a predicated chunk when some lane is on (maskable), and with
- * no lane on (predicable: all_predicated). */
+ * may run as a predicated chunk (when some lane is on). */
 typedef struct {
     const guard *g;
     tex_stmt *plain;
-    bool maskable, predicable;
+    bool maskable;
 } chunker;
 
 /* The chunk's lanes that may pass the guard when some lane may: one
@@ -309,28 +308,38 @@ static tex_stmt *guarded_chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, 
 }
 
 /* Chunk builder of a guard that is every chunk's prefix mask (tail_loop):
- * the chunk predicated on the lanes that pass, all, some or none of
- * them, without a branch; a chunk of one lane as guarded_chunk's. */
+ * the chunk predicated on the lanes that pass, all or some of them, under
+ * the one test that some lane passes (a chunk wholly past the guard forms
+ * no address past a stack array's end); a chunk of one lane as
+ * guarded_chunk's. */
 static tex_stmt *predicated_chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, int lanes,
                                   void *ud)
 {
     const chunker *ch = ud;
-    tex_expr *b = texi_simplify(base, 0, NULL);
-    tex_expr *count = b && lanes > 1 ? prefix_count(ch->g, s->u.loop.var, b) : NULL;
-    return count ? texi_simd_masked_chunk(ctx, s->u.loop.var, ch->plain, b, lanes, count)
-                 : guarded_chunk(ctx, s, base, lanes, ud);
+    tex_expr *b = texi_simplify(base, 0, NULL), *v = s->u.loop.var;
+    tex_expr *count = b && lanes > 1 ? prefix_count(ch->g, v, b) : NULL;
+    if (!count)
+        return guarded_chunk(ctx, s, base, lanes, ud);
+    tex_stmt *chunk = texi_simd_masked_chunk(ctx, v, ch->plain, b, lanes, count);
+    tex_expr *some = lanes_check(ch->g, v, b, lanes, false);
+    int64_t known;
+    if (!chunk || !some)
+        return NULL;
+    if (texi_expr_is_int_const(some, &known))
+        return known ? chunk : texi_seq_new(ctx, 0, NULL);
+    return texi_if_new(ctx, some, chunk, NULL);
 }
 
-/* Whether the chunks of s (extent n) run predicated, not checked: where the
- * CPU has mask registers (AVX-512: a masked move costs what a plain one
- * does), the guard is each chunk's prefix mask and the chunks fit
- * unrolled. Straight-line chunks keep a register tile's accumulators in
- * registers in the last, partial tile of a symbolic extent, where a check
- * per chunk and step sent them through memory; a private buffer's slack
- * (TEXI_CP_PRIVATE_SLACK) covers the chunks past its end. */
+/* Whether the chunks of s (extent n) run predicated, not checked for
+ * whole vectors: where the CPU has mask registers (AVX-512: a masked move
+ * costs what a plain one does), the guard is each chunk's prefix mask and
+ * the chunks fit unrolled. Straight-line chunks keep a register tile's
+ * accumulators in registers in the last, partial tile of a symbolic
+ * extent, where a check per chunk and step, with the lanes one by one in
+ * its other branch, sent them through memory. */
 static bool all_predicated(const chunker *ch, const tex_stmt *s, int64_t n)
 {
-    return ch->predicable && texi_host_vector_bytes() >= 64 &&
+    return ch->maskable && texi_host_vector_bytes() >= 64 &&
            n <= (int64_t)texi_simd_lanes(s, n) * TEXI_SIMD_MAX_UNROLLED_CHUNKS &&
            prefix_count(ch->g, s->u.loop.var, s->u.loop.min) != NULL;
 }
@@ -342,11 +351,10 @@ static tex_stmt *tail_loop(tex_ctx *ctx, tex_stmt *s, int64_t n)
     guard g = {.body = s->u.loop.body};
     if (peel(&g, s->u.loop.var) != NO_PROBLEM)
         return s;
-    chunker ch = {&g, unguarded(ctx, g.body), false, false};
+    chunker ch = {&g, unguarded(ctx, g.body), false};
     if (!ch.plain)
         return NULL;
     ch.maskable = texi_simd_host_masks() && texi_simd_maskable(s->u.loop.var, ch.plain, true);
-    ch.predicable = ch.maskable && texi_simd_maskable(s->u.loop.var, ch.plain, false);
     bool predicated = g.n_var && all_predicated(&ch, s, n);
     // checked chunks: one copy in a loop, as each copy holds both versions
     tex_stmt *r = !g.n_var     ? texi_stmt_with_body(ctx, s, ch.plain)
