@@ -27,6 +27,10 @@
  * loads as in any serial loop. A conjunct that loads is refused: the check
  * and the hoisted test would load where c's && might not.
  *
+ * Where the CPU has mask registers and every chunk's guard is its prefix
+ * mask, each chunk is instead one predicated chunk under the test that
+ * some lane passes (all_predicated, predicated_chunk).
+ *
  * Loops whose iterations may depend on each other are left to simd. Any
  * other body (an else branch, a conjunct of another form or reading a LET
  * of the body, other control flow) keeps its loop, and simd gives the
@@ -333,10 +337,8 @@ static tex_stmt *predicated_chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *bas
 /* Whether the chunks of s (extent n) run predicated, not checked for
  * whole vectors: where the CPU has mask registers (AVX-512: a masked move
  * costs what a plain one does), the guard is each chunk's prefix mask and
- * the chunks fit unrolled. Straight-line chunks keep a register tile's
- * accumulators in registers in the last, partial tile of a symbolic
- * extent, where a check per chunk and step, with the lanes one by one in
- * its other branch, sent them through memory. */
+ * the chunks fit unrolled. One version of each chunk, not the checked
+ * form's two (a vector one and a masked or lane-by-lane one), unrolled. */
 static bool all_predicated(const chunker *ch, const tex_stmt *s, int64_t n)
 {
     return ch->maskable && texi_host_vector_bytes() >= 64 &&
