@@ -282,6 +282,22 @@ static tex_stmt *partial_chunk(tex_ctx *ctx, const chunker *ch, const tex_stmt *
     return lanes_loop(ctx, s, base, lanes, TEXI_FOR_SERIAL, ch->g->body);
 }
 
+/* The chunk's partial form (partial_chunk) under the test that some lane
+ * passes the guard; nothing when no lane can, the form alone when every
+ * lane may. NULL on ENOMEM. */
+static tex_stmt *some_lanes(tex_ctx *ctx, const chunker *ch, const tex_stmt *s, tex_expr *base,
+                            int lanes)
+{
+    tex_stmt *partial = partial_chunk(ctx, ch, s, base, lanes);
+    tex_expr *some = lanes_check(ch->g, s->u.loop.var, base, lanes, false);
+    int64_t known;
+    if (!partial || !some)
+        return NULL;
+    if (texi_expr_is_int_const(some, &known))
+        return known ? partial : texi_seq_new(ctx, 0, NULL);
+    return texi_if_new(ctx, some, partial, NULL);
+}
+
 /* Chunk builder (texi_simd_chunk_fn): an unguarded vector loop when every
  * lane passes the guard, else when some lane may pass the partial chunk
  * (a chunk wholly outside the guard does nothing). */
@@ -291,19 +307,10 @@ static tex_stmt *guarded_chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, 
     base = texi_simplify(base, 0, NULL);
     if (base && lanes == 1)
         return lanes_loop(ctx, s, base, lanes, TEXI_FOR_SERIAL, ch->g->body);
-    tex_stmt *partial = base ? partial_chunk(ctx, ch, s, base, lanes) : NULL;
-    if (!partial)
-        return NULL;
-    tex_expr *check = lanes_check(ch->g, s->u.loop.var, base, lanes, true);
-    tex_expr *some = lanes_check(ch->g, s->u.loop.var, base, lanes, false);
+    tex_stmt *partial = base ? some_lanes(ctx, ch, s, base, lanes) : NULL;
+    tex_expr *check = partial ? lanes_check(ch->g, s->u.loop.var, base, lanes, true) : NULL;
     int64_t known;
-    if (!check || !some)
-        return NULL;
-    if (texi_expr_is_int_const(some, &known))
-        partial = known ? partial : texi_seq_new(ctx, 0, NULL);
-    else
-        partial = texi_if_new(ctx, some, partial, NULL);
-    if (!partial)
+    if (!check)
         return NULL;
     if (texi_expr_is_int_const(check, &known))
         return known ? lanes_loop(ctx, s, base, lanes, TEXI_FOR_VECTORIZED, ch->plain) : partial;
@@ -312,26 +319,18 @@ static tex_stmt *guarded_chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, 
 }
 
 /* Chunk builder of a guard that is every chunk's prefix mask (tail_loop):
- * the chunk predicated on the lanes that pass, all or some of them, under
- * the one test that some lane passes (a chunk wholly past the guard forms
- * no address past a stack array's end); a chunk of one lane as
- * guarded_chunk's. */
+ * the predicated chunk alone, under the test that some lane passes (a
+ * chunk wholly past the guard forms no address past a stack array's end),
+ * without guarded_chunk's vector version; a chunk of one lane, or one whose
+ * guard is not its prefix mask, as guarded_chunk's. */
 static tex_stmt *predicated_chunk(tex_ctx *ctx, const tex_stmt *s, tex_expr *base, int lanes,
                                   void *ud)
 {
     const chunker *ch = ud;
-    tex_expr *b = texi_simplify(base, 0, NULL), *v = s->u.loop.var;
-    tex_expr *count = b && lanes > 1 ? prefix_count(ch->g, v, b) : NULL;
-    if (!count)
-        return guarded_chunk(ctx, s, base, lanes, ud);
-    tex_stmt *chunk = texi_simd_masked_chunk(ctx, v, ch->plain, b, lanes, count);
-    tex_expr *some = lanes_check(ch->g, v, b, lanes, false);
-    int64_t known;
-    if (!chunk || !some)
-        return NULL;
-    if (texi_expr_is_int_const(some, &known))
-        return known ? chunk : texi_seq_new(ctx, 0, NULL);
-    return texi_if_new(ctx, some, chunk, NULL);
+    tex_expr *b = texi_simplify(base, 0, NULL);
+    if (b && lanes > 1 && prefix_count(ch->g, s->u.loop.var, b))
+        return some_lanes(ctx, ch, s, b, lanes);
+    return guarded_chunk(ctx, s, base, lanes, ud);
 }
 
 /* Whether the chunks of s (extent n) run predicated, not checked for
