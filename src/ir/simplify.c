@@ -344,6 +344,49 @@ static tex_expr *plus(texi_simp *s, const texi_form *q, tex_expr *x)
     return fx ? texi_form_expr(s, texi_form_add(s, q, fx, 1)) : NULL;
 }
 
+/* Whether every value of integer (or bool) type `from` is a value of `to`. */
+static bool type_contains(tex_dtype to, tex_dtype from)
+{
+    if (texi_dtype_is_float(to) || texi_dtype_is_float(from))
+        return false;
+    texi_ival a = texi_ival_type(to), b = texi_ival_type(from);
+    return a.lo <= b.lo && b.hi <= a.hi;
+}
+
+/* e without a cast to t that keeps every value (i64(v) of an i32 v). */
+static tex_expr *unwidened(tex_expr *e, tex_dtype t)
+{
+    return e->kind == TEXI_EXPR_CAST && e->dtype == t && type_contains(t, e->u.un.a->dtype)
+               ? e->u.un.a
+               : e;
+}
+
+/* e without a conversion to t from another integer type. Such a
+ * conversion keeps sums and products modulo t's 2^bits (it wraps or
+ * extends), so a*d*floordiv(x, d) = a*x - a*floormod(x, d) holds with each
+ * of x, d and the quotient converted: i64(n)*i64(floordiv(f, n)), or
+ * i32(floordiv(X, 5))*5 + i32(floormod(X, 5)) = i32(X) for an i64 X. */
+static tex_expr *int_cast_operand(tex_expr *e, tex_dtype t)
+{
+    return e->kind == TEXI_EXPR_CAST && e->dtype == t && texi_dtype_is_int(t) &&
+                   texi_dtype_is_int(e->u.un.a->dtype)
+               ? e->u.un.a
+               : e;
+}
+
+/* Simplified x converted to t: x itself when it has that type, v for
+ * x = u(v) of a v of type t that u holds (i32(i64(v))). */
+static tex_expr *convert_to(texi_simp *s, tex_expr *x, tex_dtype t)
+{
+    if (x->dtype == t)
+        return x;
+    if (texi_expr_is_const(x))
+        return texi_simp_note(s, texi_convert(x, t));
+    if (x->kind == TEXI_EXPR_CAST && x->u.un.a->dtype == t && type_contains(x->dtype, t))
+        return x->u.un.a;
+    return texi_simp_note(s, texi_unary(TEXI_EXPR_CAST, t, x));
+}
+
 static tex_expr *simp_div(texi_simp *s, tex_expr *a, tex_expr *b);
 static tex_expr *simp_mod(texi_simp *s, tex_expr *a, tex_expr *b);
 
@@ -398,6 +441,22 @@ static tex_expr *mod_const(texi_simp *s, tex_expr *a, int64_t c, tex_expr *b)
  * 0 <= R < d the quotient is Q and the remainder R. */
 static tex_expr *divmod_var(texi_simp *s, enum texi_expr_kind kind, tex_expr *a, tex_expr *b)
 {
+    /* in the narrower type both operands were widened from, where their
+     * ranges are known: floordiv(i64(f), i64(n)) = i64(floordiv(f, n))
+     * unless the quotient overflows (INT_MIN / -1; n = 0 divides by zero
+     * on both sides). Taken only when the division goes away there (f < n:
+     * 0 and i64(f)); a division left in the narrow type would hide the
+     * wide one from bound inference's rules for fused loops. */
+    tex_expr *na = unwidened(a, a->dtype), *nb = unwidened(b, b->dtype);
+    if (na != a && nb != b && na->dtype == nb->dtype &&
+        (texi_ival_of(nb, s->n, s->ranges).lo >= 0 ||
+         texi_ival_of(na, s->n, s->ranges).lo > texi_ival_type(na->dtype).lo)) {
+        tex_expr *narrow = kind == TEXI_EXPR_FLOORDIV ? simp_div(s, na, nb) : simp_mod(s, na, nb);
+        if (!narrow)
+            return NULL;
+        if (narrow->kind != TEXI_EXPR_FLOORDIV && narrow->kind != TEXI_EXPR_FLOORMOD)
+            return convert_to(s, narrow, a->dtype);
+    }
     texi_form *fa = texi_form_of(s, a), *fb = texi_form_of(s, b), *q, *r;
     if (!fa || !fb)
         return NULL;
@@ -460,39 +519,101 @@ static tex_expr *simp_mod(texi_simp *s, tex_expr *a, tex_expr *b)
     return mod_const(s, a, c, b);
 }
 
-/* Terms plus terms over a floordiv / floormod atom: what recombine lowers. */
+/* Terms plus terms over a floordiv / floormod atom (converted or not):
+ * what recombine lowers. */
 static int divmod_cost(const texi_form *f)
 {
     int cost = f->n;
     for (int i = 0; i < f->n; i++)
         for (int j = 0; j < f->terms[i].n_atoms; j++) {
-            enum texi_expr_kind k = f->terms[i].atoms[j]->kind;
+            enum texi_expr_kind k = int_cast_operand(f->terms[i].atoms[j], f->t)->kind;
             cost += k == TEXI_EXPR_FLOORDIV || k == TEXI_EXPR_FLOORMOD;
         }
     return cost;
 }
 
-/* a*c*floordiv(x, c) = a*x - a*floormod(x, c), applied to a term of f when
- * that lowers divmod_cost (so it terminates): floordiv(x, 8)*8 + floormod(x, 8)
- * -> x (also when x is a sum: (t*16 + u)/64*64 + (t*16 + u)%64 -> t*16 + u),
- * x - floordiv(x, 8)*8 -> floormod(x, 8), floordiv(n, 8)*8 - n -> -floormod(n, 8). */
-static texi_form *recombine(texi_simp *s, texi_form *f)
+/* The floordiv(x, d) of a term a*d*floordiv(x, d) and its a: the term is
+ * a*c*floordiv(x, c) for a positive constant c of the sum's type, or
+ * coef*d*floordiv(x, d) for a divisor d that is not constant (the term's
+ * other atom); either atom may be converted to the sum's type
+ * (int_cast_operand). NULL when t is neither. */
+static tex_expr *divisor_multiple(const texi_term *t, tex_dtype sum_type, int64_t *a)
+{
+    int64_t c;
+    if (t->n_atoms == 1) {
+        tex_expr *fd = int_cast_operand(t->atoms[0], sum_type);
+        if (fd->kind != TEXI_EXPR_FLOORDIV || !is_int(fd->u.bin.b, &c) || c <= 0 ||
+            c > texi_ival_type(sum_type).hi || t->coef % c != 0)
+            return NULL;
+        *a = t->coef / c;
+        return fd;
+    }
+    for (int j = 0; t->n_atoms == 2 && j < 2; j++) {
+        tex_expr *fd = int_cast_operand(t->atoms[j], sum_type);
+        if (fd->kind == TEXI_EXPR_FLOORDIV &&
+            texi_arith_cmp(fd->u.bin.b, int_cast_operand(t->atoms[1 - j], sum_type)) == 0) {
+            *a = t->coef;
+            return fd;
+        }
+    }
+    return NULL;
+}
+
+/* f with its term i rewritten by x = d*floordiv(x, d) + floormod(x, d)
+ * (for any d other than 0, which would divide by zero): a*d*floordiv(x, d)
+ * becomes a*x - a*floormod(x, d), and when `mods`, a*floormod(x, c) for a
+ * positive constant c becomes a*x - a*c*floordiv(x, c). f itself when term
+ * i is neither, NULL on failure. */
+static texi_form *divmod_rewrite(texi_simp *s, texi_form *f, int i, bool mods)
+{
+    const texi_term *t = &f->terms[i];
+    int64_t a, c, traded; /* the coefficients of x and of the other side */
+    tex_expr *x, *other;
+    tex_expr *fd = divisor_multiple(t, f->t, &a);
+    if (fd) {
+        x = fd->u.bin.a;
+        other = simp_mod(s, x, fd->u.bin.b);
+        traded = a;
+    } else {
+        tex_expr *fm = mods && t->n_atoms == 1 ? int_cast_operand(t->atoms[0], f->t) : NULL;
+        if (!fm || fm->kind != TEXI_EXPR_FLOORMOD || !is_int(fm->u.bin.b, &c) || c <= 0 ||
+            c > texi_ival_type(f->t).hi || __builtin_mul_overflow(t->coef, c, &traded))
+            return f;
+        a = t->coef;
+        x = fm->u.bin.a;
+        other = simp_div(s, x, fm->u.bin.b);
+    }
+    if (!other)
+        return NULL;
+    const texi_form one = {.t = f->t, .n = 1, .terms = &f->terms[i]};
+    texi_form *fx = texi_form_of(s, convert_to(s, x, f->t));
+    texi_form *fo = texi_form_of(s, convert_to(s, other, f->t));
+    return texi_form_add(s, texi_form_add(s, texi_form_add(s, f, &one, -1), fx, a), fo, -traded);
+}
+
+/* divmod_rewrite applied to a term of f when that lowers divmod_cost (so it
+ * terminates): floordiv(x, 8)*8 + floormod(x, 8) -> x (also when x is a
+ * sum: (t*16 + u)/64*64 + (t*16 + u)%64 -> t*16 + u, and for a size n:
+ * floordiv(f, n)*n + floormod(f, n) -> f), x - floordiv(x, 8)*8 ->
+ * floormod(x, 8), floordiv(n, 8)*8 - n -> -floormod(n, 8). When `mods`, a
+ * floormod is also expanded where the rewrites that follow (without
+ * expanding again) lower the cost and the count of terms: an index
+ * unflattened and flattened again, i/60*60 + i/5%12*5 + i%5 -> i,
+ * i/5%12*5 + i%5 -> i%60; not i/8 + i%8*68 -> i*68 - i/8*543, whose terms
+ * no longer lie in known ranges each (bounds of shared-memory halves). */
+static texi_form *recombine(texi_simp *s, texi_form *f, bool mods)
 {
     for (int i = 0; f && i < f->n; i++) {
-        const texi_term *t = &f->terms[i];
-        tex_expr *fd = t->atoms[0];
-        int64_t c;
-        if (t->n_atoms != 1 || fd->kind != TEXI_EXPR_FLOORDIV || !is_int(fd->u.bin.b, &c) ||
-            c <= 0 || t->coef % c != 0)
-            continue;
-        int64_t a = t->coef / c;
-        const texi_form one = {.t = f->t, .n = 1, .terms = &f->terms[i]};
-        tex_expr *m = simp_mod(s, fd->u.bin.a, fd->u.bin.b);
-        texi_form *fx = texi_form_of(s, fd->u.bin.a), *fm = m ? texi_form_of(s, m) : NULL;
-        texi_form *g = texi_form_add(s, texi_form_add(s, f, &one, -1), fx, a);
-        if (!(g = texi_form_add(s, g, fm, -a)))
+        texi_form *g = divmod_rewrite(s, f, i, mods);
+        if (!g)
             return NULL;
-        if (divmod_cost(g) < divmod_cost(f)) {
+        if (g == f)
+            continue;
+        bool expanded = f->terms[i].n_atoms == 1 &&
+                        int_cast_operand(f->terms[i].atoms[0], f->t)->kind == TEXI_EXPR_FLOORMOD;
+        if (expanded && !(g = recombine(s, g, false)))
+            return NULL;
+        if (divmod_cost(g) < divmod_cost(f) && (!expanded || g->n < f->n)) {
             f = g;
             i = -1; /* start over: the new terms may combine again */
         }
@@ -750,7 +871,7 @@ static tex_expr *simp_int(texi_simp *s, enum texi_expr_kind kind, tex_expr *a, t
     case TEXI_EXPR_MUL: {
         tex_expr *node = bin(s, kind, a, b);
         texi_form *f = node ? texi_form_of(s, node) : NULL;
-        return texi_form_expr(s, recombine(s, f));
+        return texi_form_expr(s, recombine(s, f, true));
     }
     case TEXI_EXPR_DIV:
     case TEXI_EXPR_FLOORDIV:
@@ -784,15 +905,6 @@ static tex_expr *simp_binary(texi_simp *s, tex_expr *e)
     if (is_int(a, &va) && is_int(b, &vb) && fold_int(kind, a->dtype, va, vb, &va))
         return imm(s, a->dtype, va);
     return bin(s, kind, a, b);
-}
-
-/* Whether every value of integer (or bool) type `from` is a value of `to`. */
-static bool type_contains(tex_dtype to, tex_dtype from)
-{
-    if (texi_dtype_is_float(to) || texi_dtype_is_float(from))
-        return false;
-    texi_ival a = texi_ival_type(to), b = texi_ival_type(from);
-    return a.lo <= b.lo && b.hi <= a.hi;
 }
 
 /* Whether integer x's range lies within type t's. */

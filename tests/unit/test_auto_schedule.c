@@ -136,6 +136,39 @@ static void test_softmax_square(void)
     run_softmax_square(4, 16, false);
 }
 
+/* gelu(gelu(max pooling)) of X [2, n, 12, 5, 2] over its last axis,
+ * reshaped to [2n, 60] (n symbolic). The pooling's loops fuse into one,
+ * whose index unflattened to P's four dims flattens back to the loop
+ * variable (i/60*60 + i/5%12*5 + i%5 = i): P's stores are one address per
+ * iteration, no divisions. The rows read P through the reshape as vectors,
+ * not gathers. */
+static void run_reshaped_pool(int64_t n, bool sym)
+{
+    as_case c;
+    case_init(&c, "reshaped_pool", 1, (int64_t[]){n}, sym);
+    tex_ctx *x = c.ctx;
+    tex_tensor *X = ops_input(
+        &c.w, "X", 5,
+        (tex_expr *[]){tex_int(x, 2), c.d[0], tex_int(x, 12), tex_int(x, 5), tex_int(x, 2)});
+    tex_tensor *P = tex_op_max(x, "P", X, 1, (const int[]){4}, 0);
+    tex_expr *rows = tex_mul(tex_int(x, 2), c.d[0]);
+    tex_tensor *R = P ? tex_op_reshape(x, "R", P, 2, (tex_expr *[]){rows, tex_int(x, 60)}) : NULL;
+    tex_tensor *G = R ? tex_op_gelu_tanh(x, "G", R) : NULL;
+    tex_schedule *s = case_check(&c, G ? tex_op_gelu_tanh(x, "H", G) : NULL, "cpu");
+    if (s) {
+        TT_CHECK(kernel_source_has(&c, s, "cpu", "P[i0_i1_fused_i2_fused_i3_fused] = "));
+        TT_CHECK(!kernel_source_has(&c, s, "cpu", "_f32){P["));
+    }
+    tex_ctx_free(x);
+}
+
+static void test_reshaped_pool(void)
+{
+    run_reshaped_pool(7, true);
+    if (!quick)
+        run_reshaped_pool(3, false);
+}
+
 /* softmax(Q . K^T) over [b, s, s] (Q, K [b, s, d]): the scores read K
  * stored [N, K], so they are a kernel of their own (packed K), not
  * computed per row of the softmax (gathering K's columns); with a
@@ -841,6 +874,7 @@ int main(void)
     TT_RUN(test_elementwise);
     TT_RUN(test_softmax);
     TT_RUN(test_softmax_square);
+    TT_RUN(test_reshaped_pool);
     TT_RUN(test_attention);
     TT_RUN(test_norms);
     TT_RUN(test_matmul);

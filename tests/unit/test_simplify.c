@@ -300,6 +300,30 @@ static void test_floordiv_floormod(void)
     CHECK_SIMP(fdiv(add(mul(x_, p_), j_), p_), "x + j / p");
     CHECK_SIMP(fmod_(add(mul(x_, p_), j_), p_), "j % p");
     CHECK_SIMP(fdiv(mul(x_, p_), mul(p_, C(2))), "p*x / (p*2)");
+    CHECK_SIMP(add(add(mul(fdiv(x_, C(60)), C(60)), mul(fmod_(fdiv(x_, C(5)), C(12)), C(5))),
+                   fmod_(x_, C(5))),
+               "x");
+    CHECK_SIMP(add(mul(fmod_(fdiv(x_, C(5)), C(12)), C(5)), fmod_(x_, C(5))), "x % 60");
+    CHECK_SIMP(add(fdiv(x_, C(8)), mul(fmod_(x_, C(8)), C(68))), "x / 8 + x % 8*68");
+    /* recombined over a divisor that is not constant */
+    CHECK_SIMP(add(mul(fdiv(x_, p_), p_), fmod_(x_, p_)), "x");
+    CHECK_SIMP(add(mul(p_, fdiv(add(x_, y_), p_)), fmod_(add(x_, y_), p_)), "x + y");
+    CHECK_SIMP(add(mul(mul(fdiv(x_, y_), y_), C(3)), mul(fmod_(x_, y_), C(3))), "x*3");
+    CHECK_SIMP(sub(x_, mul(fdiv(x_, p_), p_)), "x % p");
+    CHECK_SIMP(mul(fdiv(x_, p_), p_), "p*(x / p)");
+    tex_expr *wide_p = tex_cast(TEX_I64, p_), *wide_q = tex_cast(TEX_I64, fdiv(x_, p_));
+    CHECK_SIMP(add(mul(wide_p, wide_q), tex_cast(TEX_I64, fmod_(x_, p_))), "i64(x)");
+    CHECK_SIMP(add(mul(tex_cast(TEX_I64, fdiv(x_, C(8))), tex_int(ctx, 8)),
+                   tex_cast(TEX_I64, fmod_(x_, C(8)))),
+               "i64(x)");
+    tex_expr *w64 = tex_var(ctx, "w", TEX_I64);
+    CHECK_SIMP(add(mul(tex_cast(TEX_I32, fdiv(w64, tex_int(ctx, 5))), C(5)),
+                   tex_cast(TEX_I32, fmod_(w64, tex_int(ctx, 5)))),
+               "i32(w)");
+    /* floordiv / floormod of widened operands in their own type */
+    CHECK_SIMP(fdiv(tex_cast(TEX_I64, k_), tex_cast(TEX_I64, p_)), "0");
+    CHECK_SIMP(fmod_(tex_cast(TEX_I64, k_), tex_cast(TEX_I64, p_)), "i64(k)");
+    CHECK_SIMP(fdiv(tex_cast(TEX_I64, x_), tex_cast(TEX_I64, y_)), "i64(x) / i64(y)");
 }
 
 static void test_min_max(void)
