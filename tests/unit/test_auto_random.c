@@ -607,10 +607,13 @@ static bool one_graph(uint64_t seed)
  * cross-thread reduction over 3 elements, split by 128 threads, made a
  * member's shared tile 160 KiB (29000); a concat's size left as the
  * expression 0 + 4 + 4, which made a reduction over it run on 128
- * threads and a member's shared tile too large (29696). Tied to this generator:
+ * threads and a member's shared tile too large (29696); gelus of a pooling
+ * reshaped with a symbolic size, whose repeated gathers GCC compiled for
+ * ten minutes (55795); a CUDA layernorm row on the CPU that GCC 12
+ * miscompiled on AVX-512 without -fno-trapping-math (56084). Tied to this generator:
  * a change to it moves them (rerun a long hunt then). */
-static const uint64_t found_seeds[] = {236,  312,  460,  518,  1060, 1144,  1571,  1590,
-                                       1820, 1936, 2036, 4352, 7040, 26110, 29000, 29696};
+static const uint64_t found_seeds[] = {236,  312,  460,  518,  1060,  1144,  1571,  1590,  1820,
+                                       1936, 2036, 4352, 7040, 26110, 29000, 29696, 55795, 56084};
 
 static void test_found_seeds(void)
 {
