@@ -111,6 +111,9 @@ int texi_pass_loop_reuse(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 int texi_pass_select_partition(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 
 int texi_pass_guarded_loads(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+/* A costly value that occurs more than once in a stored value computed
+ * once, into a LET around the store (share_values.c), after guarded_loads. */
+int texi_pass_share_values(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* Guarded vectorized loops as chunks that are either unguarded vector
  * loops or lanes one by one (simd_tail.c), before guarded_loads. */
 int texi_pass_simd_tail(texi_lower *lw, tex_stmt *in, tex_stmt **out);

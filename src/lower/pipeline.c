@@ -75,6 +75,9 @@
  *                  lanes one by one
  *   guarded_loads  loads in select arms
  *                  made unconditional
+ *   share_values   a costly value that
+ *                  occurs twice in a stored
+ *                  value computed once
  *   simd           vectorized loops as
  *                  vector statements
  *   promote        values updated at fixed
@@ -155,6 +158,7 @@ static const struct {
     {"select_partition", FOR_CPU, ON_BODY, texi_pass_select_partition},
     {"simd_tail", FOR_CPU, ON_BODY, texi_pass_simd_tail},
     {"guarded_loads", FOR_CPU, ON_BODY, texi_pass_guarded_loads},
+    {"share_values", FOR_CPU, ON_BODY, texi_pass_share_values},
     {"simd", FOR_CPU, ON_BODY, texi_pass_simd},
     {"promote", FOR_CPU, ON_BODY, texi_pass_promote},
     {"jam_outer", FOR_CPU, ON_BODY, texi_pass_jam_outer},

@@ -74,6 +74,20 @@ static inline bool kernel_source_has(as_case *c, tex_schedule *s, const char *ta
     return has;
 }
 
+/* The length of the C source of s's kernel built for target (0 after a
+ * failure, reported). */
+static inline size_t kernel_source_length(as_case *c, tex_schedule *s, const char *target)
+{
+    char why[512];
+    tex_func *f = ops_lower(&c->w, s, why, sizeof why);
+    tex_kernel *k = f ? tex_build(f, target) : NULL;
+    size_t n = k ? strlen(tex_kernel_source(k)) : 0;
+    if (!k)
+        TT_FAILF("%s: %s", c->w.name, f ? tex_errmsg(c->ctx) : why);
+    tex_kernel_free(k);
+    return n;
+}
+
 /* The attach kind of the stage named name in s (-1 if none is). */
 static inline int attach_of(tex_schedule *s, const char *name)
 {

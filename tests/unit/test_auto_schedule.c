@@ -169,6 +169,38 @@ static void test_reshaped_pool(void)
         run_reshaped_pool(3, false);
 }
 
+/* A chain of elementwise operators that read their input several times
+ * (gelu three times, silu twice), all inlined into one kernel: each value
+ * the chain repeats is computed once (pass share_values), so the kernel's
+ * source grows with the chain's length, not as 3^depth (six gelus printed
+ * 1.6 MB of C, ten seconds of compiling). */
+static void run_inlined_chain(int depth, int64_t m, int64_t n, bool sym)
+{
+    as_case c;
+    case_init(&c, "inlined_chain", 2, (int64_t[]){m, n}, sym);
+    tex_tensor *Y = ops_input(&c.w, "X", 2, c.d);
+    char name[16];
+    for (int k = 0; Y && k < depth; k++) {
+        snprintf(name, sizeof name, "G%d", k);
+        Y = k % 3 == 2 ? tex_op_silu(c.ctx, name, Y) : tex_op_gelu_tanh(c.ctx, name, Y);
+    }
+    tex_schedule *s = case_check(&c, Y, "cpu");
+    if (s) {
+        TT_EQ_INT(n_roots(s), 1);
+        size_t len = kernel_source_length(&c, s, "cpu");
+        if (len > 48 * 1024)
+            TT_FAILF("%d operators: %zu bytes of C", depth, len);
+    }
+    tex_ctx_free(c.ctx);
+}
+
+static void test_inlined_chain(void)
+{
+    run_inlined_chain(6, 37, 130, false);
+    if (!quick)
+        run_inlined_chain(5, 9, 70, true);
+}
+
 /* softmax(Q . K^T) over [b, s, s] (Q, K [b, s, d]): the scores read K
  * stored [N, K], so they are a kernel of their own (packed K), not
  * computed per row of the softmax (gathering K's columns); with a
@@ -875,6 +907,7 @@ int main(void)
     TT_RUN(test_softmax);
     TT_RUN(test_softmax_square);
     TT_RUN(test_reshaped_pool);
+    TT_RUN(test_inlined_chain);
     TT_RUN(test_attention);
     TT_RUN(test_norms);
     TT_RUN(test_matmul);
