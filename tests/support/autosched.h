@@ -60,16 +60,24 @@ static inline tex_schedule *case_check(as_case *c, tex_tensor *out, const char *
     return s;
 }
 
-/* Whether the C source of s's kernel built for target contains `text`. */
-static inline bool kernel_source_has(as_case *c, tex_schedule *s, const char *target,
-                                     const char *text)
+/* s's kernel built for target (NULL after a failure, reported); free it
+ * with tex_kernel_free. */
+static inline tex_kernel *case_kernel(as_case *c, tex_schedule *s, const char *target)
 {
     char why[512];
     tex_func *f = ops_lower(&c->w, s, why, sizeof why);
     tex_kernel *k = f ? tex_build(f, target) : NULL;
-    bool has = k && strstr(tex_kernel_source(k), text) != NULL;
     if (!k)
         TT_FAILF("%s: %s", c->w.name, f ? tex_errmsg(c->ctx) : why);
+    return k;
+}
+
+/* Whether the C source of s's kernel built for target contains `text`. */
+static inline bool kernel_source_has(as_case *c, tex_schedule *s, const char *target,
+                                     const char *text)
+{
+    tex_kernel *k = case_kernel(c, s, target);
+    bool has = k && strstr(tex_kernel_source(k), text) != NULL;
     tex_kernel_free(k);
     return has;
 }
@@ -78,12 +86,8 @@ static inline bool kernel_source_has(as_case *c, tex_schedule *s, const char *ta
  * failure, reported). */
 static inline size_t kernel_source_length(as_case *c, tex_schedule *s, const char *target)
 {
-    char why[512];
-    tex_func *f = ops_lower(&c->w, s, why, sizeof why);
-    tex_kernel *k = f ? tex_build(f, target) : NULL;
+    tex_kernel *k = case_kernel(c, s, target);
     size_t n = k ? strlen(tex_kernel_source(k)) : 0;
-    if (!k)
-        TT_FAILF("%s: %s", c->w.name, f ? tex_errmsg(c->ctx) : why);
     tex_kernel_free(k);
     return n;
 }
