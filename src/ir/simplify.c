@@ -353,14 +353,6 @@ static bool type_contains(tex_dtype to, tex_dtype from)
     return a.lo <= b.lo && b.hi <= a.hi;
 }
 
-/* e without a cast to t that keeps every value (i64(v) of an i32 v). */
-static tex_expr *unwidened(tex_expr *e, tex_dtype t)
-{
-    return e->kind == TEXI_EXPR_CAST && e->dtype == t && type_contains(t, e->u.un.a->dtype)
-               ? e->u.un.a
-               : e;
-}
-
 /* e without a conversion to t from another integer type. Such a
  * conversion keeps sums and products modulo t's 2^bits (it wraps or
  * extends), so a*d*floordiv(x, d) = a*x - a*floormod(x, d) holds with each
@@ -374,17 +366,36 @@ static tex_expr *int_cast_operand(tex_expr *e, tex_dtype t)
                : e;
 }
 
-/* Simplified x converted to t: x itself when it has that type, v for
- * x = u(v) of a v of type t that u holds (i32(i64(v))). */
-static tex_expr *convert_to(texi_simp *s, tex_expr *x, tex_dtype t)
+/* e without a conversion to t that keeps every value (i64(v) of an i32 v). */
+static tex_expr *unwidened(tex_expr *e, tex_dtype t)
+{
+    tex_expr *v = int_cast_operand(e, t);
+    return v != e && type_contains(t, v->dtype) ? v : e;
+}
+
+/* Whether integer x's range lies within type t's. */
+static bool fits_type(texi_simp *s, const tex_expr *x, tex_dtype t)
+{
+    if (!texi_dtype_is_int(x->dtype) || !texi_dtype_is_int(t))
+        return false;
+    texi_ival r = texi_ival_of(x, s->n, s->ranges), tr = texi_ival_type(t);
+    return r.lo >= tr.lo && r.hi <= tr.hi;
+}
+
+/* Simplified x converted to t: x itself when it has that type; orig when
+ * it is that conversion already (NULL: none). cast<t>(cast<u>(v of type
+ * t)) = v when u holds every value of t, or every value v takes (i64(i32(v))
+ * for v in [0, 16)). */
+static tex_expr *convert_to(texi_simp *s, tex_expr *x, tex_dtype t, tex_expr *orig)
 {
     if (x->dtype == t)
         return x;
     if (texi_expr_is_const(x))
         return texi_simp_note(s, texi_convert(x, t));
-    if (x->kind == TEXI_EXPR_CAST && x->u.un.a->dtype == t && type_contains(x->dtype, t))
+    if (x->kind == TEXI_EXPR_CAST && x->u.un.a->dtype == t &&
+        (type_contains(x->dtype, t) || fits_type(s, x->u.un.a, x->dtype)))
         return x->u.un.a;
-    return texi_simp_note(s, texi_unary(TEXI_EXPR_CAST, t, x));
+    return orig && x == orig->u.un.a ? orig : texi_simp_note(s, texi_unary(TEXI_EXPR_CAST, t, x));
 }
 
 static tex_expr *simp_div(texi_simp *s, tex_expr *a, tex_expr *b);
@@ -455,7 +466,7 @@ static tex_expr *divmod_var(texi_simp *s, enum texi_expr_kind kind, tex_expr *a,
         if (!narrow)
             return NULL;
         if (narrow->kind != TEXI_EXPR_FLOORDIV && narrow->kind != TEXI_EXPR_FLOORMOD)
-            return convert_to(s, narrow, a->dtype);
+            return convert_to(s, narrow, a->dtype, NULL);
     }
     texi_form *fa = texi_form_of(s, a), *fb = texi_form_of(s, b), *q, *r;
     if (!fa || !fb)
@@ -586,8 +597,8 @@ static texi_form *divmod_rewrite(texi_simp *s, texi_form *f, int i, bool mods)
     if (!other)
         return NULL;
     const texi_form one = {.t = f->t, .n = 1, .terms = &f->terms[i]};
-    texi_form *fx = texi_form_of(s, convert_to(s, x, f->t));
-    texi_form *fo = texi_form_of(s, convert_to(s, other, f->t));
+    texi_form *fx = texi_form_of(s, convert_to(s, x, f->t, NULL));
+    texi_form *fo = texi_form_of(s, convert_to(s, other, f->t, NULL));
     return texi_form_add(s, texi_form_add(s, texi_form_add(s, f, &one, -1), fx, a), fo, -traded);
 }
 
@@ -907,28 +918,10 @@ static tex_expr *simp_binary(texi_simp *s, tex_expr *e)
     return bin(s, kind, a, b);
 }
 
-/* Whether integer x's range lies within type t's. */
-static bool fits_type(texi_simp *s, const tex_expr *x, tex_dtype t)
-{
-    if (!texi_dtype_is_int(x->dtype) || !texi_dtype_is_int(t))
-        return false;
-    texi_ival r = texi_ival_of(x, s->n, s->ranges), tr = texi_ival_type(t);
-    return r.lo >= tr.lo && r.hi <= tr.hi;
-}
-
 static tex_expr *simp_cast(texi_simp *s, tex_expr *e)
 {
     tex_expr *a = texi_simp_expr(s, e->u.un.a);
-    if (!a || a->dtype == e->dtype)
-        return a;
-    if (texi_expr_is_const(a))
-        return texi_simp_note(s, texi_convert(a, e->dtype));
-    /* cast<t>(cast<u>(x of type t)) = x when u holds every value of t, or
-     * every value x takes (i64(i32(v)) for v in [0, 16)) */
-    if (a->kind == TEXI_EXPR_CAST && a->u.un.a->dtype == e->dtype &&
-        (type_contains(a->dtype, e->dtype) || fits_type(s, a->u.un.a, a->dtype)))
-        return a->u.un.a;
-    return a == e->u.un.a ? e : texi_simp_note(s, texi_unary(TEXI_EXPR_CAST, e->dtype, a));
+    return a ? convert_to(s, a, e->dtype, e) : NULL;
 }
 
 static tex_expr *simp_select(texi_simp *s, tex_expr *e)
