@@ -108,6 +108,10 @@ bool texi_as_reads_with_reuse(const tex_stage *c, const tex_tensor *t);
  * t (classify.c). */
 int texi_as_lead_match(const tex_stage *c, const tex_tensor *t);
 
+/* The number of reads of t in c's body (each a copy of t's value when t is
+ * inlined; classify.c). */
+int texi_as_read_count(const tex_stage *c, const tex_tensor *t);
+
 /* Whether iv appears in e (classify.c). */
 bool texi_as_expr_uses(tex_expr *e, const tex_iter *iv);
 
@@ -174,6 +178,19 @@ int texi_as_partition(texi_as_graph *g);
  * r or a member of r's kernel (partition.c): after a member of r became a
  * kernel of its own, a member it reads must too. */
 bool texi_as_read_only_by(texi_as_graph *g, int i, int r);
+
+/* The most places an inlined stage's value is copied into (its reads in
+ * its consumers, through inlined consumers). A chain of stages that each
+ * read their input k times inlines into k^depth copies of the first one:
+ * seven chained gelus (5 reads each) took 13 s to schedule and lower and
+ * printed 7 MB of loop AST; past the bound a stage is computed once. */
+enum { TEXI_AS_MAX_COPIES = 16 };
+
+/* Places one element of node i's value would be copied into if it were
+ * inlined, with the graph's fates so far: each read in a consumer, times the
+ * consumer's own copies where that is inlined (capped at
+ * TEXI_AS_MAX_COPIES + 1; partition.c). */
+int texi_as_inline_copies(texi_as_graph *g, int i);
 
 /* The kernel level on the CPU: loops of every root and of its members
  * (cpu.c). 0 or the error of the primitive that failed. */

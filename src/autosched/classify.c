@@ -258,6 +258,7 @@ typedef struct {
     const tex_tensor *t; /* the tensor read */
     bool reuse;          /* reuse: a loop variable missing from a read */
     int lead;            /* lead_match: the minimum over the reads so far */
+    int count;           /* read_count: the reads so far */
 } read_walk;
 
 static bool var_used(tex_expr *e, void *ud)
@@ -324,6 +325,22 @@ int texi_as_lead_match(const tex_stage *c, const tex_tensor *t)
     read_walk w = {.op = c->op, .t = t, .lead = t->ndim};
     texi_expr_visit(c->op->body, lead_visit, &w);
     return w.lead;
+}
+
+static bool count_visit(tex_expr *e, void *ud)
+{
+    read_walk *w = ud;
+    if (e->kind != TEXI_EXPR_ACCESS || e->u.access.tensor != w->t)
+        return true;
+    w->count++;
+    return false;
+}
+
+int texi_as_read_count(const tex_stage *c, const tex_tensor *t)
+{
+    read_walk w = {.op = c->op, .t = t};
+    texi_expr_visit(c->op->body, count_visit, &w);
+    return w.count;
 }
 
 /* texi_expr_visit callback: the last index of the first read with indices,

@@ -294,6 +294,9 @@ int texi_as_cuda_refine(texi_as_graph *g)
             } else if (tile < 0 || shared + tile > SHARED_BYTES) {
                 detach(g, r, i,
                        "CUDA: its tile per row is symbolic or too large for shared memory");
+            } else if (m->kind == TEXI_AS_INJECTIVE &&
+                       texi_as_inline_copies(g, i) > TEXI_AS_MAX_COPIES) {
+                detach(g, r, i, "CUDA: elementwise, read in too many places to inline");
             } else if (nd->mode == TEXI_AS_MODE_ROWS && m->kind == TEXI_AS_INJECTIVE) {
                 TEXI_TRY(tex_compute_inline(m->st));
                 m->fate = TEXI_AS_INLINED;

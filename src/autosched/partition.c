@@ -7,8 +7,10 @@
  *   inline    an injective stage that is not an output nor an operand of a
  *             GEMM-like stage tensorized with a CPU built-in (nor, on the
  *             CPU, a choice among values read by register tiles:
- *             selects_for_tiles), when it only moves data (pad, transpose,
- *             reshape, broadcast: recomputing is a load), or when no
+ *             selects_for_tiles) whose value, inlined, would be copied
+ *             into at most TEXI_AS_MAX_COPIES places: when it only moves data
+ *             (pad, transpose, reshape, broadcast: recomputing is a
+ *             load), or when no
  *             consumer would evaluate one of its elements twice (no reuse)
  *             and it is cheap or read by one kernel only;
  *   attach    a stage whose readers all end up in one kernel, each reading
@@ -64,6 +66,19 @@ static void count_reader(texi_as_graph *g, int reader, int lead, void *ud)
 {
     (void)g, (void)reader, (void)lead;
     ++*(int *)ud;
+}
+
+int texi_as_inline_copies(texi_as_graph *g, int i)
+{
+    int nc = 0, copies = 0;
+    tex_stage **cons = texi_schedule_consumers(g->sch, g->nodes[i].st->tensor, &nc);
+    for (int k = 0; cons && k < nc && copies <= TEXI_AS_MAX_COPIES; k++) {
+        int c = node_of(g, cons[k]);
+        int64_t n = (int64_t)texi_as_read_count(cons[k], g->nodes[i].st->tensor) *
+                    (g->nodes[c].fate == TEXI_AS_INLINED ? texi_as_inline_copies(g, c) : 1);
+        copies += n > TEXI_AS_MAX_COPIES ? TEXI_AS_MAX_COPIES + 1 : (int)n;
+    }
+    return copies <= TEXI_AS_MAX_COPIES ? copies : TEXI_AS_MAX_COPIES + 1;
 }
 
 /* Whether node i would be evaluated more than once per element if inlined. */
@@ -132,6 +147,8 @@ static void decide_inline(texi_as_graph *g, int i)
     each_eff_reader(g, i, INT32_MAX, count_reader, &nd->n_eff);
     if (feeds_builtin(g, i)) {
         nd->why = "an operand of a tensorized GEMM: the built-in reads it from a buffer";
+    } else if (texi_as_inline_copies(g, i) > TEXI_AS_MAX_COPIES) {
+        nd->why = "its value read in too many places: inlined, the expressions would multiply";
     } else if (nd->movement && selects_for_tiles(g, i)) {
         nd->why = "a choice read by register tiles: inlined, each vector lane would load alone";
     } else if (nd->movement) {

@@ -173,11 +173,37 @@ static void run_elementwise(int64_t m, int64_t n, bool sym)
     tex_ctx_free(c.ctx);
 }
 
+/* Ten chained gelus (each reads its input five times): no value is copied
+ * into more than 16 places, so the chain is cut into kernels instead of one
+ * expression of 5^9 copies; the source stays small. */
+static void run_gelu_chain(int64_t m, int64_t n, bool sym)
+{
+    as_case c;
+    case_init(&c, "gelu_chain", 2, (int64_t[]){m, n}, sym);
+    tex_tensor *Y = ops_input(&c.w, "X", 2, c.d);
+    char name[16];
+    for (int k = 0; Y && k < 10; k++) {
+        snprintf(name, sizeof name, "G%d", k);
+        Y = tex_op_gelu_tanh(c.ctx, name, Y);
+    }
+    char *src = NULL;
+    tex_schedule *s = cuda_case_check(&c, Y, "cuda", &src);
+    if (s) {
+        TT_CHECK(n_roots(s) >= 4 && n_roots(s) <= 5);
+        if (src && strlen(src) > 32 * 1024)
+            TT_FAILF("%s: %zu bytes of CUDA", c.w.name, strlen(src));
+    }
+    free(src);
+    tex_ctx_free(c.ctx);
+}
+
 static void test_elementwise(void)
 {
     run_elementwise(7, 13, false);
+    run_gelu_chain(5, 33, false);
     if (quick)
         return;
+    run_gelu_chain(9, 70, true);
     run_elementwise(1, 1, false);
     run_elementwise(37, 101, true);
     run_elementwise(3, 1000, false);
