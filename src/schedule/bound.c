@@ -817,16 +817,34 @@ static texi_range *root_ranges(binf *bi, int ci, tex_expr **lo, tex_expr **hi)
     return r;
 }
 
+static bool is_min_max(const tex_expr *e)
+{
+    return e->kind == TEXI_EXPR_MIN || e->kind == TEXI_EXPR_MAX;
+}
+
+/* Whether e is min/max(...) + c with c an integer constant (the simplifier
+ * takes a common constant out: min(o*4 + 3, n + 3) = min(o*4, n) + 3). */
+static bool is_min_max_plus_const(const tex_expr *e)
+{
+    int64_t c;
+    return e->kind == TEXI_EXPR_ADD && is_min_max(e->u.bin.a) &&
+           texi_expr_is_int_const(e->u.bin.b, &c);
+}
+
 /* hi - lo + 1 with min/max distributed over the subtraction (hi - max(a, b)
- * = min(hi - a, hi - b), ...), so that maximizing it over the enclosing loops
- * keeps the correlation between both ends: min(o*4 + 3, 9) - o*4 + 1 becomes
- * min(4, 10 - o*4), whose maximum is 4. */
+ * = min(hi - a, hi - b), ...), also under an added constant, so that
+ * maximizing it over the enclosing loops keeps the correlation between both
+ * ends: min(o*4 + 3, 9) - o*4 + 1 becomes min(4, 10 - o*4), whose maximum is
+ * 4, and so does min(o*4, n) + 3 - o*4 + 1 (min(4, n - o*4 + 4)). */
 static tex_expr *span(tex_expr *hi, tex_expr *lo, int depth)
 {
     if (!hi || !lo)
         return NULL;
-    bool hi_mm = hi->kind == TEXI_EXPR_MIN || hi->kind == TEXI_EXPR_MAX;
-    bool lo_mm = lo->kind == TEXI_EXPR_MIN || lo->kind == TEXI_EXPR_MAX;
+    bool hi_mm = is_min_max(hi), lo_mm = is_min_max(lo);
+    if (depth < 6 && is_min_max_plus_const(hi))
+        return ARITH(ADD, span(hi->u.bin.a, lo, depth + 1), hi->u.bin.b);
+    if (depth < 6 && is_min_max_plus_const(lo))
+        return ARITH(SUB, span(hi, lo->u.bin.a, depth + 1), lo->u.bin.b);
     if (depth < 6 && hi_mm)
         return texi_bounds_arith(hi->kind, span(hi->u.bin.a, lo, depth + 1),
                                  span(hi->u.bin.b, lo, depth + 1));
@@ -911,6 +929,23 @@ static int consumer_region(binf *bi, int pi, int ci, const path_ent *pp, int np,
     return add_accesses(bi, p->tensor, &w, rr, c->n_root, ra);
 }
 
+/* Whether e has a constant upper bound over pr[0..np), into *hi. An added
+ * constant is taken apart first (min(n - o, 0) + 4 is at most 4): the
+ * interval of the sum gives up when an operand is unbounded below, an i32
+ * size being unbounded in the intervals. */
+static bool const_upper(const tex_expr *e, int np, const texi_range *pr, int64_t *hi)
+{
+    int64_t c;
+    if (e->kind == TEXI_EXPR_ADD && texi_expr_is_int_const(e->u.bin.b, &c) &&
+        const_upper(e->u.bin.a, np, pr, hi)) {
+        *hi = texi_arith_sat_add(*hi, c);
+        return *hi != TEXI_POS_INF;
+    }
+    texi_interval iv = texi_const_interval(e, np, pr);
+    *hi = iv.hi;
+    return !iv.hi_inf;
+}
+
 /* e, or the constant it cannot exceed over pr[0..np) where e is not a
  * constant itself: a tile of a symbolic size, min(M, 4), becomes 4. The
  * extra rows lie past the domain (ScheduleOps guards them), and constant
@@ -918,11 +953,10 @@ static int consumer_region(binf *bi, int pi, int ci, const path_ent *pp, int np,
  * divisions by sizes and loops unrollable. */
 static tex_expr *const_cap(tex_expr *e, int np, const texi_range *pr)
 {
-    int64_t v;
+    int64_t v, hi;
     if (!e || texi_expr_is_int_const(e, &v))
         return e;
-    texi_interval iv = texi_const_interval(e, np, pr);
-    return iv.hi_inf || iv.hi < 0 ? e : imm(e->ctx, e->dtype, iv.hi);
+    return const_upper(e, np, pr, &hi) && hi >= 0 ? imm(e->ctx, e->dtype, hi) : e;
 }
 
 static bool symbolic_division(tex_expr *e, void *ud)

@@ -180,6 +180,28 @@ static void test_symbolic(void)
     tex_ctx_free(ctx);
 }
 
+/* The same over n + 4, split by 64 then into 16 parts, B at the part: the
+ * guard keeps j below n + 4, so the tile's end is min(o*64 + p*4, n) + 3
+ * once the simplifier takes the constant out, and its extent still at most
+ * 4 (seed 58620: a CUDA GEMM's register tile over a concat's n + 4 rows
+ * took the whole size and the automatic schedule fell back). */
+static void test_symbolic_offset(void)
+{
+    ctx = tex_ctx_new();
+    tex_expr *n = tex_var(ctx, "n", TEX_I32);
+    chain c = make_chain(tex_add(n, I(4)), false);
+    tex_iter *jo, *ji, *jp, *jq;
+    TT_EQ_INT(tex_split(c.sc, c.j, I(64), &jo, &ji), 0);
+    TT_EQ_INT(tex_split_nparts(c.sc, ji, I(16), &jp, &jq), 0);
+    TT_EQ_INT(tex_compute_at(c.sb, c.sc, jp), 0);
+    texi_bounds b;
+    TT_EQ_INT(texi_infer_bounds_ex(c.s, 0, NULL, &b), 0);
+    tex_expr *o = bvar(&b, c.sc, jo), *p = bvar(&b, c.sc, jp);
+    TT_CHECK(same(c.sb->region[0].min, tex_add(tex_mul(o, I(64)), tex_mul(p, I(4)))));
+    TT_CHECK(same(c.sb->region[0].extent, I(4)));
+    tex_ctx_free(ctx);
+}
+
 /* D = C + 1, C = B * 2, B = A + 1: B at C's root leaf, C at D's split. */
 static void test_chain_of_three(void)
 {
@@ -520,6 +542,7 @@ int main(void)
     TT_RUN(test_factor_larger_than_extent);
     TT_RUN(test_stencil);
     TT_RUN(test_symbolic);
+    TT_RUN(test_symbolic_offset);
     TT_RUN(test_chain_of_three);
     TT_RUN(test_shared_axes);
     TT_RUN(test_fused);
