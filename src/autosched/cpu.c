@@ -140,8 +140,11 @@ static int move_last(tex_stage *st, tex_iter *iv)
 /* The inner loops of a reduction: the reduction vectorized when its
  * innermost read runs along the last reduce axis, else (or under
  * -strict-float, or for a GEMM-like stage, or a window along the last
- * axis) the last data-parallel axis moved inside and vectorized. */
-static int reduce_inner(const texi_as_graph *g, tex_stage *st, bool gemm, bool window)
+ * axis) the last data-parallel axis moved inside and vectorized: its loop
+ * `last` (the axis itself, or the inner loop of its chunks when the outer
+ * loop split a 1-d stage). */
+static int reduce_inner(const texi_as_graph *g, tex_stage *st, tex_iter *last, bool gemm,
+                        bool window)
 {
     const texi_op *op = st->op;
     tex_iter *inner = texi_as_inner_iter(st);
@@ -154,8 +157,14 @@ static int reduce_inner(const texi_as_graph *g, tex_stage *st, bool gemm, bool w
     }
     if (op->n_axes == 0 || (inner != op->axes[op->n_axes - 1] && !gemm && !window))
         return 0;
-    TEXI_TRY(move_last(st, op->axes[op->n_axes - 1]));
-    return vectorize_axis(g, st, op->axes[op->n_axes - 1]);
+    TEXI_TRY(move_last(st, last));
+    return vectorize_axis(g, st, last);
+}
+
+/* st's last data axis (NULL for a 0-d stage). */
+static tex_iter *last_axis(const tex_stage *st)
+{
+    return st->op->n_axes ? st->op->axes[st->op->n_axes - 1] : NULL;
 }
 
 /* The inner loops of a stage computed inside another's loops. A reduction
@@ -170,7 +179,7 @@ static int member_inner(const texi_as_graph *g, tex_stage *st, enum texi_as_kind
     int64_t w;
     bool window = texi_as_window_along_last(st, true) &&
                   const_extent(st->op->axes[st->op->n_axes - 1], &w) && w >= lanes_of(g, st);
-    return reduce_inner(g, st, kind == TEXI_AS_GEMM, window);
+    return reduce_inner(g, st, last_axis(st), kind == TEXI_AS_GEMM, window);
 }
 
 /* Computes every member of root r except `skip` at iv of the root's stage. */
@@ -359,9 +368,9 @@ static int schedule_rows(texi_as_graph *g, int r)
     if (!outer)
         return 0;
     TEXI_TRY(attach_members(g, r, outer, -1));
-    if (nd->kind != TEXI_AS_INJECTIVE)
-        return reduce_inner(g, st, nd->kind == TEXI_AS_GEMM, false);
     tex_iter *last = nd_axes > 1 ? st->op->axes[nd_axes - 1] : rest;
+    if (nd->kind != TEXI_AS_INJECTIVE)
+        return reduce_inner(g, st, last, nd->kind == TEXI_AS_GEMM, false);
     TEXI_TRY(vectorize_axis(g, st, last));
     return prefetch_next_rows(g, r, outer, lead);
 }
@@ -1056,10 +1065,10 @@ static int schedule_alone(texi_as_graph *g, int r)
     if (column && nd->kind != TEXI_AS_GEMM && few_rows(g, st))
         return column_chunks(g, st, &par);
     if (column && nax == 1)
-        return reduce_inner(g, st, nd->kind == TEXI_AS_GEMM, window);
+        return reduce_inner(g, st, last_axis(st), nd->kind == TEXI_AS_GEMM, window);
     tex_iter *outer, *rest;
     TEXI_TRY(outer_loop(g, st, column ? nax - 1 : nax, 2, &outer, &rest));
-    return reduce_inner(g, st, nd->kind == TEXI_AS_GEMM, window);
+    return reduce_inner(g, st, last_axis(st), nd->kind == TEXI_AS_GEMM, window);
 }
 
 int texi_as_schedule_cpu(texi_as_graph *g)

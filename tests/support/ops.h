@@ -115,11 +115,18 @@ static inline tex_expr *ops_size(ops_wl *w, const char *name, int64_t v, bool sy
     return e;
 }
 
+/* An input of dtype t (filled with random non-zero values of t). */
+static inline tex_tensor *ops_input_typed(ops_wl *w, const char *name, tex_dtype t, int ndim,
+                                          tex_expr *const shape[])
+{
+    tex_tensor *x = tex_placeholder(w->ctx, name, t, ndim, shape);
+    w->in[w->n_in++] = x;
+    return x;
+}
+
 static inline tex_tensor *ops_input(ops_wl *w, const char *name, int ndim, tex_expr *const shape[])
 {
-    tex_tensor *t = tex_placeholder(w->ctx, name, TEX_F32, ndim, shape);
-    w->in[w->n_in++] = t;
-    return t;
+    return ops_input_typed(w, name, TEX_F32, ndim, shape);
 }
 
 static inline tex_tensor *ops_mid(ops_wl *w, tex_tensor *t)

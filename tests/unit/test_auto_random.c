@@ -28,12 +28,22 @@
  * jit_compare). A failure prints the seed, the operators, the sizes, the
  * schedule and the lowered AST; TEX_RANDOM_SEED=<n> reruns one seed.
  * TEX_AUTO_GRAPHS=<n> sets the count (default 120, 30 under make asan).
+ * Typed graphs (seeds from 2^40 + 1, TEX_TYPED_GRAPHS of them, default 40,
+ * 10 under make asan) bring other dtypes in after the chain: f16 and bf16
+ * inputs, argmax / argmin indices, an f16 or bf16 output (typed_step).
  */
 #include "tt.h"
 #include "support/tmpdir.h"
 #include "support/ops.h"
 
-enum { MAX_POOL = 32, MAX_CHAIN = 5, DEFAULT_GRAPHS = 120, SANITIZER_GRAPHS = 30 };
+enum {
+    MAX_POOL = 32,
+    MAX_CHAIN = 5,
+    DEFAULT_GRAPHS = 120,
+    SANITIZER_GRAPHS = 30,
+    DEFAULT_TYPED = 40,
+    SANITIZER_TYPED = 10
+};
 
 /* The norms' eps, large enough not to amplify rounding noise: a norm of
  * values that are all equal in exact arithmetic (sums of softmax rows)
@@ -230,6 +240,16 @@ static tex_tensor *activation(gen *g, tex_tensor *x)
     return ops[k](g->w->ctx, fresh_name(g, names[k]), x);
 }
 
+/* A shape that broadcasts against x's: some dims 1, some leading ones left
+ * out; its rank into *nd. */
+static void broadcast_shape(gen *g, tex_tensor *x, tex_expr *shape[], int *nd)
+{
+    int n = ndim(x), drop = one_in(g, 3) ? (int)rnd(g, 0, n) : 0;
+    for (int d = drop; d < n; d++)
+        shape[d - drop] = one_in(g, 3) ? constant(g, 1) : dim(x, d);
+    *nd = n - drop;
+}
+
 /* x OP y with y a new input of a shape that broadcasts against x's: some
  * dims 1, some leading dims left out; the operands in either order
  * (div only as x / y: the inputs keep away from 0). */
@@ -238,17 +258,15 @@ static tex_tensor *binary_broadcast(gen *g, tex_tensor *x)
     static const binary_op ops[] = {tex_op_add,     tex_op_sub,     tex_op_mul,
                                     tex_op_maximum, tex_op_minimum, tex_op_div};
     static const char *const names[] = {"add", "sub", "mul", "maximum", "minimum", "div"};
-    int nd = ndim(x), drop = one_in(g, 3) ? (int)rnd(g, 0, nd) : 0;
     tex_expr *shape[8];
-    for (int d = drop; d < nd; d++)
-        shape[d - drop] = one_in(g, 3) ? constant(g, 1) : dim(x, d);
-    tex_tensor *y = new_input(g, nd - drop, shape);
+    int nd;
+    broadcast_shape(g, x, shape, &nd);
+    tex_tensor *y = new_input(g, nd, shape);
     if (!y)
         return activation(g, x);
     int k = (int)rnd(g, 0, 5);
     bool swap = k != 5 && one_in(g, 2);
-    ops_logf(&g->log, "    %s with an input of rank %d%s\n", names[k], nd - drop,
-             swap ? ", swapped" : "");
+    ops_logf(&g->log, "    %s with an input of rank %d%s\n", names[k], nd, swap ? ", swapped" : "");
     return ops[k](g->w->ctx, fresh_name(g, names[k]), swap ? y : x, swap ? x : y);
 }
 
@@ -467,9 +485,60 @@ static void second_output(gen *g, uint64_t seed)
     }
 }
 
+/* Seeds with this bit set build typed graphs: the graph of the seed
+ * without it, then one or two steps that bring other dtypes in (typed_step).
+ * Kept apart so that the other seeds keep their graphs. */
+#define TYPED_GRAPHS (UINT64_C(1) << 40)
+
+/* One step of a typed graph, on the output x:
+ *   x * f32(H) or x + f32(H), H a new f16 or bf16 input of a broadcast shape
+ *     (its values convert exactly);
+ *   x + f32(argmax / argmin(Z, d, keepdims)), Z a new input (its relu one
+ *     time in two: ties at 0, the first index wins) of x's shape with a new
+ *     size along d, its indices exact integers whatever the schedule;
+ *   x converted to f16 or bf16, the output in that dtype (the comparison's
+ *     tolerance is the dtype's).
+ * Only exact values meet the argmax and the conversions from half: a value
+ * computed in a different order could round to another index or half. */
+static tex_tensor *typed_step(gen *g, tex_tensor *x)
+{
+    tex_ctx *ctx = g->w->ctx;
+    tex_dtype half = one_in(g, 2) ? TEX_F16 : TEX_BF16;
+    const char *hname = half == TEX_F16 ? "f16" : "bf16";
+    tex_expr *shape[8];
+    int nd, kind = tex_tensor_dtype(x) == TEX_F32 ? (int)rnd(g, 0, 2) : 0;
+    if (kind == 0 && g->w->n_in < OPS_MAX) {
+        broadcast_shape(g, x, shape, &nd);
+        tex_tensor *h = ops_input_typed(g->w, fresh_name(g, "in"), half, nd, shape);
+        tex_tensor *hf = tex_op_cast(ctx, fresh_name(g, "cast"), h, tex_tensor_dtype(x));
+        bool mul = one_in(g, 2);
+        ops_logf(&g->log, "    %s with a %s input of rank %d\n", mul ? "mul" : "add", hname, nd);
+        return (mul ? tex_op_mul : tex_op_add)(ctx, fresh_name(g, "typed"), x, hf);
+    }
+    if (kind == 1 && g->w->n_in < OPS_MAX) {
+        /* without keepdims the index broadcasts against x when d leads */
+        int d = (int)rnd(g, 0, ndim(x) - 1), keep = ndim(x) == 1 || d > 0 || one_in(g, 2);
+        nd = ndim(x);
+        for (int k = 0; k < nd; k++)
+            shape[k] = k == d ? awkward_size(g) : dim(x, k);
+        tex_tensor *z = ops_input(g->w, fresh_name(g, "in"), nd, shape);
+        bool relu = one_in(g, 2), first_max = one_in(g, 2);
+        if (relu)
+            z = tex_op_relu(ctx, fresh_name(g, "relu"), z);
+        tex_tensor *i =
+            (first_max ? tex_op_argmax : tex_op_argmin)(ctx, fresh_name(g, "arg"), z, d, keep);
+        ops_logf(&g->log, "    add %s(%sinput, axis %d, keepdims %d)\n",
+                 first_max ? "argmax" : "argmin", relu ? "relu of an " : "an ", d, keep);
+        tex_tensor *f = tex_op_cast(ctx, fresh_name(g, "cast"), i, TEX_F32);
+        return tex_op_add(ctx, fresh_name(g, "typed"), x, f);
+    }
+    ops_logf(&g->log, "    cast to %s\n", hname);
+    return tex_op_cast(ctx, fresh_name(g, "cast"), x, half);
+}
+
 /* ------------------------------------------------------------ driver */
 
-static long n_graphs, n_failed, n_tensorized, n_contracted;
+static long n_tensorized, n_contracted;
 static char cache_dir[] = "/tmp/tex_auto_random_XXXXXX";
 
 /* The automatic schedule's target and options for this seed: CUDA one
@@ -568,6 +637,8 @@ static bool one_graph(uint64_t seed)
     build_graph(&g);
     const char *target = auto_target(&g, seed), *build = one_in(&g, 2) ? "cpu" : "cpu -threads=2";
     second_output(&g, seed);
+    for (int n = (seed & TYPED_GRAPHS) ? (int)rnd(&g, 1, 2) : 0; w.out && n > 0; n--)
+        w.out = typed_step(&g, w.out);
     tex_tensor *outs[2];
     int n_out = w.out ? ops_outputs(&w, outs) : 0;
     bool cuda = strncmp(target, "cuda", 4) == 0;
@@ -610,7 +681,9 @@ static bool one_graph(uint64_t seed)
  * threads and a member's shared tile too large (29696); gelus of a pooling
  * reshaped with a symbolic size, whose repeated gathers GCC compiled for
  * ten minutes (55795); a CUDA layernorm row on the CPU that GCC 12
- * miscompiled on AVX-512 without -fno-trapping-math (56084). Tied to this generator:
+ * miscompiled on AVX-512 without -fno-trapping-math (56084); a CUDA GEMM's
+ * register tile over a concat's n + 4 rows whose extent bound inference
+ * left symbolic (58620). Tied to this generator:
  * a change to it moves them (rerun a long hunt then). */
 static const uint64_t found_seeds[] = {236,   312,   460,   518,   1060, 1144, 1571,
                                        1590,  1820,  1936,  2036,  4352, 7040, 26110,
@@ -624,22 +697,39 @@ static void test_found_seeds(void)
     TT_CHECK(failed == 0);
 }
 
-static void test_random_graphs(void)
+/* n graphs from seed base + 1 on (TEX_RANDOM_SEED: that one seed alone). */
+static void run_graphs(uint64_t base, long n)
 {
-    const char *one = getenv("TEX_RANDOM_SEED"), *count = getenv("TEX_AUTO_GRAPHS");
-    long n = count ? atol(count) : getenv("TEX_SANITIZE_FLAGS") ? SANITIZER_GRAPHS : DEFAULT_GRAPHS;
+    const char *one = getenv("TEX_RANDOM_SEED");
+    long graphs = 0, failed = 0;
     for (long k = 1; k <= n; k++) {
-        uint64_t seed = one ? strtoull(one, NULL, 10) : (uint64_t)k;
-        n_graphs++;
-        if (!one_graph(seed) && ++n_failed >= 5)
+        uint64_t seed = one ? strtoull(one, NULL, 10) : base + (uint64_t)k;
+        graphs++;
+        if (!one_graph(seed) && ++failed >= 5)
             break;
         if (one)
             break;
     }
     printf("  %ld random graphs, %ld failed, %ld with GEMM built-ins, %ld equal to the oracle only "
            "without contraction\n",
-           n_graphs, n_failed, n_tensorized, n_contracted);
-    TT_CHECK(n_failed == 0);
+           graphs, failed, n_tensorized, n_contracted);
+    TT_CHECK(failed == 0);
+}
+
+static long graph_count(const char *var, long deflt, long sanitized)
+{
+    const char *count = getenv(var);
+    return count ? atol(count) : getenv("TEX_SANITIZE_FLAGS") ? sanitized : deflt;
+}
+
+static void test_random_graphs(void)
+{
+    run_graphs(0, graph_count("TEX_AUTO_GRAPHS", DEFAULT_GRAPHS, SANITIZER_GRAPHS));
+}
+
+static void test_typed_graphs(void)
+{
+    run_graphs(TYPED_GRAPHS, graph_count("TEX_TYPED_GRAPHS", DEFAULT_TYPED, SANITIZER_TYPED));
 }
 
 int main(void)
@@ -654,8 +744,10 @@ int main(void)
         return 0;
     }
     TT_RUN(test_random_graphs);
-    if (!getenv("TEX_RANDOM_SEED"))
+    if (!getenv("TEX_RANDOM_SEED")) {
+        TT_RUN(test_typed_graphs);
         TT_RUN(test_found_seeds);
+    }
     tt_remove_tree(cache_dir);
     return tt_finish();
 }

@@ -593,6 +593,14 @@ static void test_column_reductions(void)
         free(text);
         tex_ctx_free(c.ctx);
     }
+    /* too few columns for chunks of them: a row kernel of one row, split
+     * into chunks by its outer loop, whose inner loop is the index pass's
+     * vector loop (the split axis itself was moved, and the schedule fell
+     * back) */
+    case_init(&c, "argmin_axis0_narrow", 2, (int64_t[]){7, 17}, false);
+    X = ops_input(&c.w, "X", 2, c.d);
+    case_check(&c, tex_op_argmin(c.ctx, "Y", X, 0, 0), "cpu -threads=2");
+    tex_ctx_free(c.ctx);
 }
 
 static void test_reductions(void)
