@@ -113,11 +113,15 @@ static int fuse_leading(tex_stage *st, int n, tex_iter **out)
  * extents of the leaves after the first, and a division by a symbolic one
  * keeps bound inference from seeing that a tile lies in one of the outer
  * leaf's iterations (a batched matmul with a symbolic N had run every
- * batch inside its tiles, guarded, at a sixtieth of its speed). */
+ * batch inside its tiles, guarded, at a sixtieth of its speed). Leading
+ * leaves of extent 1 do not count as the first: an image batch of 1 was
+ * the whole parallel loop of a conv over symbolic rows, on one thread. */
 static int fuse_leading_const(tex_stage *st, int n, tex_iter **out)
 {
     int k = 1;
     int64_t e;
+    while (k < n && const_extent(tex_stage_axis(st, k - 1), &e) && e == 1)
+        k++;
     while (k < n && const_extent(tex_stage_axis(st, k), &e))
         k++;
     return fuse_range(st, 0, k, out);
@@ -454,7 +458,8 @@ static int gemm_tile_inner(texi_as_graph *g, tex_stage *gs, int ra)
 /* Packing: the right operand of GEMM stage gs copied per column panel into a
  * contiguous K x NB buffer (cache_read, computed at loop `panel` of stage
  * `root`: the root's panel loop, or a wide tensorized panel's depth-block
- * loop of gs itself), so that the tiles of the panel read it with unit
+ * loop of gs itself; with `panel` NULL, all panels once, a kernel of its
+ * own with a parallel loop), so that the tiles of the panel read it with unit
  * stride instead of one cache line per row of the operand. Left alone when
  * that operand is inlined (there is no buffer to copy from). An operand
  * stored [N, K] (a transposed B, a dense layer's weights) is transposed as
@@ -470,24 +475,49 @@ static int pack_panel(texi_as_graph *g, tex_stage *gs, tex_stage *root, tex_iter
     if (!sb || sb->attach == TEXI_ATTACH_INLINE)
         return 0;
     int col = texi_as_panel_dim(gs);
-    tex_tensor *packed = tex_cache_read(g->sch, b, TEX_SCOPE_LOCAL, 1, &gs->tensor);
+    tex_tensor *packed =
+        tex_cache_read(g->sch, b, panel ? TEX_SCOPE_LOCAL : TEX_SCOPE_GLOBAL, 1, &gs->tensor);
     if (!packed)
         return tex_errcode(g->ctx);
     tex_stage *sp = tex_stage_of(g->sch, packed);
-    TEXI_TRY(tex_compute_at(sp, root, panel));
+    if (panel)
+        TEXI_TRY(tex_compute_at(sp, root, panel));
     int nd = tex_stage_naxes(sp);
-    if (col >= 0 && col < nd - 1) {
-        tex_iter *order[MAX_LEAVES];
-        int n = 0;
-        for (int d = 0; d < nd && nd <= MAX_LEAVES; d++)
-            if (d != col)
-                order[n++] = tex_op_axis(sp, d);
+    tex_iter *order[MAX_LEAVES];
+    int n = 0;
+    if (nd > MAX_LEAVES)
+        return 0;
+    for (int d = 0; d < nd; d++)
+        if (d != col)
+            order[n++] = tex_op_axis(sp, d);
+    if (col >= 0 && col < nd)
         order[n++] = tex_op_axis(sp, col);
+    if (col >= 0 && col < nd - 1) {
         TEXI_TRY(tex_reorder_storage(sp, n, order));
         TEXI_TRY(tex_reorder(sp, n, order));
-        return vectorize_axis(g, sp, order[n - 1]);
     }
-    return vectorize_axis(g, sp, tex_op_axis(sp, nd - 1));
+    if (!panel && nd > 1) { /* a kernel of its own: its leading loops shared out */
+        tex_iter *par;
+        TEXI_TRY(fuse_leading_const(sp, nd - 1, &par));
+        TEXI_TRY(tex_parallel(sp, par));
+    }
+    return vectorize_axis(g, sp, order[n - 1]);
+}
+
+/* Whether a leading axis of the root (not the tile's rows or columns) with
+ * more than one iteration does not pick GEMM stage gs's panel: the parallel
+ * loop over the leading axes and the panels would pack the same panel once
+ * per index of that axis (an NHWC conv's output rows: its whole weights
+ * once a row). */
+static bool panel_shared_by_rows(const tex_stage *st, const tex_stage *gs, int ra)
+{
+    int nax = st->op->n_axes;
+    int64_t e;
+    for (int a = 0; a < nax - 1 && gs->op->n_axes == nax; a++)
+        if (a != ra && !(const_extent(st->op->axes[a], &e) && e == 1) &&
+            (a >= nax - 2 || !texi_as_panel_axis(gs, a)))
+            return true;
+    return false;
 }
 
 /* The rows of the register tiles of GEMM-like stage gs (row axis ra):
@@ -552,7 +582,7 @@ static int schedule_tiles(texi_as_graph *g, int r, tex_stage *gs, int gemm_node)
     tex_iter *tile = panel_outer ? mo : no;
     TEXI_TRY(tex_compute_at(gs, st, tile));
     if (panel_outer)
-        TEXI_TRY(pack_panel(g, gs, st, par));
+        TEXI_TRY(pack_panel(g, gs, st, panel_shared_by_rows(st, gs, ra) ? NULL : par));
     TEXI_TRY(gemm_tile_inner(g, gs, gs->op->n_axes == nax ? ra : gs->op->n_axes - 2));
     TEXI_TRY(attach_members(g, r, tile, gemm_node));
     return op->n_raxes ? 0 : tex_vectorize(st, ni);
@@ -1049,8 +1079,17 @@ static int schedule_alone(texi_as_graph *g, int r)
     if (across)
         return schedule_transpose(g, st, across);
     if (nd->kind == TEXI_AS_INJECTIVE) {
-        tex_iter *outer, *rest;
-        TEXI_TRY(outer_loop(g, st, nax - 1, 2, &outer, &rest));
+        /* the leading dims fused as far as their extents are constants: a
+         * padding of symbolic rows and columns fused whole divided its
+         * index by both at every vector, which then gathered its lanes one
+         * by one (a conv's padding took longer than the conv) */
+        tex_iter *outer, *rest = NULL;
+        if (nax > 1) {
+            TEXI_TRY(fuse_leading_const(st, nax - 1, &outer));
+            TEXI_TRY(tex_parallel(st, outer));
+        } else {
+            TEXI_TRY(outer_loop(g, st, nax - 1, 2, &outer, &rest));
+        }
         tex_iter *last = nax > 1 ? st->op->axes[nax - 1] : rest;
         return last ? vectorize_axis(g, st, last) : 0;
     }

@@ -634,7 +634,21 @@ static texi_form *recombine(texi_simp *s, texi_form *f, bool mods)
 
 /* ------------------------------------------------------------ min / max */
 
-/* -1: a <= b always, 1: a >= b always, 0: unknown. */
+static texi_form *recombine(texi_simp *s, texi_form *f, bool mods);
+
+/* -1: d <= 0 always, 1: d >= 0 always, 0: unknown (or d NULL or wrapped). */
+static int sign_of(texi_simp *s, const texi_form *d)
+{
+    if (!d || d->wrapped)
+        return 0;
+    texi_ival r = texi_form_range(s, d);
+    return r.hi <= 0 ? -1 : r.lo >= 0 ? 1 : 0;
+}
+
+/* -1: a <= b always, 1: a >= b always, 0: unknown. The difference is
+ * recombined when its terms' ranges do not decide: w - floordiv(w + 63,
+ * 64)*64 is floormod(w + 63, 64) - 63, at most 0 (a tile count's columns,
+ * min(w, floordiv(w + 63, 64)*64), are w). */
 static int order_of(texi_simp *s, tex_expr *a, tex_expr *b, texi_form *fa, texi_form *fb)
 {
     texi_ival ia = texi_ival_of(a, s->n, s->ranges), ib = texi_ival_of(b, s->n, s->ranges);
@@ -642,10 +656,12 @@ static int order_of(texi_simp *s, tex_expr *a, tex_expr *b, texi_form *fa, texi_
         return -1;
     if (ib.hi <= ia.lo)
         return 1;
-    texi_ival d;
-    if (!texi_form_exact(s, fa) || !texi_form_exact(s, fb) || !diff_range(s, fa, fb, &d))
+    if (!texi_form_exact(s, fa) || !texi_form_exact(s, fb))
         return 0;
-    return d.hi <= 0 ? -1 : d.lo >= 0 ? 1 : 0;
+    texi_form *d = texi_form_diff(s, fa, fb);
+    int order = sign_of(s, d);
+    texi_form *g = order == 0 && d ? recombine(s, d, false) : NULL;
+    return g && g != d ? sign_of(s, g) : order;
 }
 
 static tex_expr *simp_minmax(texi_simp *s, enum texi_expr_kind kind, tex_expr *a, tex_expr *b);

@@ -73,6 +73,10 @@
  *                  unguarded vector chunks,
  *                  predicated ones, or
  *                  lanes one by one
+ *   loop_unswitch  (as on the gpu) a
+ *                  register tile's loops
+ *                  without the guards of
+ *                  its partial vectors
  *   guarded_loads  loads in select arms
  *                  made unconditional
  *   share_values   a costly value that
@@ -157,6 +161,7 @@ static const struct {
     {"loop_reuse", FOR_CPU, ON_BODY, texi_pass_loop_reuse},
     {"select_partition", FOR_CPU, ON_BODY, texi_pass_select_partition},
     {"simd_tail", FOR_CPU, ON_BODY, texi_pass_simd_tail},
+    {"loop_unswitch", FOR_CPU, ON_BODY, texi_pass_loop_unswitch},
     {"guarded_loads", FOR_CPU, ON_BODY, texi_pass_guarded_loads},
     {"share_values", FOR_CPU, ON_BODY, texi_pass_share_values},
     {"simd", FOR_CPU, ON_BODY, texi_pass_simd},

@@ -440,9 +440,44 @@ static void run_conv(tex_layout layout, int64_t ch, int64_t hw, int64_t f, int64
     tex_ctx_free(c.ctx);
 }
 
+/* conv2d(X, W) with padding 1 over symbolic rows and columns (13 x 23), 16
+ * channels and filters, in register tiles. The padding's parallel loop fuses
+ * its leading dims only as far as their extents are constants (fused past
+ * the rows, its index was divided by both sizes at every vector and its
+ * lanes gathered one by one); the conv's parallel loop takes the batch of 1
+ * with the rows (it had been the batch alone: one thread); in NHWC, whose
+ * weights every output row reads, they are packed once, not once a row. */
+static void run_conv_symbolic(tex_layout layout)
+{
+    as_case c;
+    bool nchw = layout == TEX_LAYOUT_NCHW;
+    case_init(&c, nchw ? "conv_nchw_sym" : "conv_nhwc_sym", 2, (int64_t[]){13, 23}, true);
+    tex_expr *C = tex_int(c.ctx, 16), *three = tex_int(c.ctx, 3), *one = tex_int(c.ctx, 1);
+    tex_tensor *X = ops_input(&c.w, "X", 4,
+                              nchw ? (tex_expr *[]){one, C, c.d[0], c.d[1]}
+                                   : (tex_expr *[]){one, c.d[0], c.d[1], C});
+    tex_tensor *W =
+        ops_input(&c.w, "W", 4,
+                  nchw ? (tex_expr *[]){C, C, three, three} : (tex_expr *[]){three, three, C, C});
+    tex_tensor *y = tex_op_conv2d(c.ctx, "Y", X, W, NULL, (int64_t[]){1, 1}, NULL, 1, layout);
+    tex_schedule *s = case_check(&c, y, "cpu -threads=2");
+    char *text = s ? tex_schedule_trace(s) : NULL;
+    if (text) {
+        TT_CHECK(strstr(text, "parallel Y_pad i0.i1.fused\n") != NULL);
+        TT_CHECK(strstr(text, nchw ? "fuse Y i0 i1.outer\n" : "fuse Y i0 i1\n") != NULL);
+        TT_CHECK((strstr(text, "cache_read W global Y.local\n") != NULL) == !nchw);
+        if (tt_failed_checks)
+            printf("  trace:\n%s", text);
+    }
+    free(text);
+    tex_ctx_free(c.ctx);
+}
+
 static void test_conv(void)
 {
     run_conv(TEX_LAYOUT_NCHW, 3, 9, 4, 1);
+    run_conv_symbolic(TEX_LAYOUT_NHWC);
+    run_conv_symbolic(TEX_LAYOUT_NCHW);
     if (quick)
         return;
     run_conv(TEX_LAYOUT_NCHW, 5, 13, 7, 2);

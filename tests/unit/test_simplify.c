@@ -346,6 +346,11 @@ static void test_min_max(void)
     CHECK_SIMP(tex_min(y_, x_), "min(x, y)");
     CHECK_SIMP(tex_min(C(4), C(-2)), "-2");
     CHECK_SIMP(tex_max(j_, add(j_, k_)), "j + k");
+    /* ordered once the difference is recombined: x - (x + 63) / 64*64 is
+     * (x + 63) % 64 - 63 (a tile count's columns are x) */
+    CHECK_SIMP(tex_min(x_, mul(fdiv(add(x_, C(63)), C(64)), C(64))), "x");
+    CHECK_SIMP(tex_max(x_, mul(fdiv(add(x_, C(63)), C(64)), C(64))), "(x + 63) / 64*64");
+    CHECK_SIMP(tex_min(x_, mul(fdiv(add(x_, C(62)), C(64)), C(64))), "min(x, (x + 62) / 64*64)");
 }
 
 static void test_compare_and_logic(void)
