@@ -8,11 +8,11 @@
  *             GEMM-like stage tensorized with a CPU built-in (nor, on the
  *             CPU, a choice among values read by register tiles:
  *             selects_for_tiles) whose value, inlined, would be copied
- *             into at most TEXI_AS_MAX_COPIES places: when it only moves data
- *             (pad, transpose, reshape, broadcast: recomputing is a
- *             load), or when no
- *             consumer would evaluate one of its elements twice (no reuse)
- *             and it is cheap or read by one kernel only;
+ *             into at most TEXI_AS_MAX_COPIES places: when it only moves
+ *             data (pad, transpose, reshape, broadcast: recomputing is a
+ *             load), or when no consumer would evaluate one of its
+ *             elements twice (no reuse) and it is cheap or read by one
+ *             kernel only;
  *   attach    a stage whose readers all end up in one kernel, each reading
  *             it at the kernel's leading (row) indices, and that does not
  *             feed a GEMM-like stage's reduction (it would be recomputed
