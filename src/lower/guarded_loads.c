@@ -33,15 +33,10 @@
 #include <stdio.h>
 
 typedef struct {
-    tex_expr *var, *value;
-} hoist;
-
-typedef struct {
     tex_ctx *ctx;
     texi_range *env; /* enclosing loops and integer LETs */
     int n_env, cap_env;
-    hoist *lets; /* loads hoisted out of the current statement, outermost first */
-    int n_lets, cap_lets;
+    texi_let_list lets;   /* loads hoisted out of the current statement, outermost first */
     bool cond;            /* the expression being rewritten is evaluated conditionally */
     bool lane_free;       /* ...under conditions that use no lane_vars (all lanes alike) */
     tex_expr *vec;        /* the innermost enclosing vectorized loop's variable, or NULL */
@@ -165,21 +160,16 @@ static tex_expr *clamp_base(guard *g, texi_buffer *buf, tex_expr *index)
 static tex_expr *let_of(guard *g, const texi_buffer *buf, tex_expr *value, tex_dtype t,
                         const char *suffix, tex_expr *orig)
 {
-    for (int i = 0; value && i < g->n_lets; i++)
-        if (texi_expr_equal(g->lets[i].value, value))
-            return g->lets[i].var;
+    for (int i = 0; value && i < g->lets.n; i++)
+        if (texi_expr_equal(g->lets.items[i].value, value))
+            return g->lets.items[i].var;
     char name[128];
     snprintf(name, sizeof name, "%s%s", buf->name, suffix);
-    tex_expr *var = value ? texi_var_new(g->ctx, name, t) : NULL;
-    hoist *lets =
-        var ? texi_grow(g->ctx, g->lets, g->n_lets, &g->cap_lets, sizeof *lets, "guarded_loads")
-            : NULL;
-    if (!lets) {
+    tex_expr *var = texi_let_list_add(g->ctx, &g->lets, name, t, value, "guarded_loads");
+    if (!var) {
         g->failed = true;
         return orig;
     }
-    g->lets = lets;
-    g->lets[g->n_lets++] = (hoist){var, value};
     return var;
 }
 
@@ -358,9 +348,7 @@ static tex_expr *top(guard *g, tex_expr *e)
 /* s inside the LETs hoisted from it since mark; the list is cut back. */
 static tex_stmt *wrap(guard *g, tex_stmt *s, int mark)
 {
-    for (int i = g->n_lets - 1; i >= mark && s; i--)
-        s = texi_let_new(g->ctx, g->lets[i].var, g->lets[i].value, s);
-    g->n_lets = mark;
+    s = texi_let_list_wrap(g->ctx, &g->lets, s, mark);
     if (!s)
         g->failed = true;
     return s;
@@ -406,7 +394,7 @@ static tex_stmt *walk_for(guard *g, tex_stmt *s)
 /* An integer LET variable ranges over its value (as the C emitter assumes). */
 static tex_stmt *walk_let(guard *g, tex_stmt *s)
 {
-    int mark = g->n_lets, saved_n = g->n_lane_vars;
+    int mark = g->lets.n, saved_n = g->n_lane_vars;
     tex_expr *var = s->u.let.var, *value = top(g, s->u.let.value);
     if (g->vec && !push_lane_var(g, var))
         return NULL;
@@ -425,7 +413,7 @@ static tex_stmt *guarded_store(guard *g, tex_stmt *s, tex_expr *test);
 
 static tex_stmt *walk_if(guard *g, tex_stmt *s)
 {
-    int mark = g->n_lets;
+    int mark = g->lets.n;
     tex_expr *cond = top(g, s->u.ifs.cond);
     g->n_branches++;
     /* A guard around one store hoists that store's loads before the IF;
@@ -467,7 +455,7 @@ static tex_stmt *guarded_store(guard *g, tex_stmt *s, tex_expr *test)
 
 static tex_stmt *walk_attr(guard *g, tex_stmt *s)
 {
-    int mark = g->n_lets;
+    int mark = g->lets.n;
     bool atomic = s->u.attr.id == TEXI_ATTR_ATOMIC && s->u.attr.body->kind == TEXI_STMT_STORE;
     g->n_branches++;
     tex_stmt *body = atomic ? walk_store(g, s->u.attr.body) : walk(g, s->u.attr.body);
@@ -492,7 +480,7 @@ static tex_stmt *walk_attr(guard *g, tex_stmt *s)
 static tex_stmt *rewrite_stmt(tex_stmt *s, void *ud)
 {
     guard *g = ud;
-    int mark = g->n_lets;
+    int mark = g->lets.n;
     tex_stmt *r = s;
     if (g->failed)
         return s;

@@ -114,6 +114,25 @@ int texi_pass_guarded_loads(texi_lower *lw, tex_stmt *in, tex_stmt **out);
 /* A costly value that occurs more than once in a stored value computed
  * once, into a LET around the store (share_values.c), after guarded_loads. */
 int texi_pass_share_values(texi_lower *lw, tex_stmt *in, tex_stmt **out);
+
+/* LET bindings a pass collects for one statement (let_list.c; arena). */
+typedef struct {
+    tex_expr *var, *value;
+} texi_let_binding;
+
+typedef struct {
+    texi_let_binding *items;
+    int n, cap;
+} texi_let_list;
+
+/* A fresh variable `name` of type t, bound to value and appended to l;
+ * NULL when out of memory (or value is NULL). */
+tex_expr *texi_let_list_add(tex_ctx *ctx, texi_let_list *l, const char *name, tex_dtype t,
+                            tex_expr *value, const char *pass);
+
+/* s inside the LETs of l from index mark on (the last added innermost); l
+ * is cut back to mark. NULL when out of memory. */
+tex_stmt *texi_let_list_wrap(tex_ctx *ctx, texi_let_list *l, tex_stmt *s, int mark);
 /* Guarded vectorized loops as chunks that are either unguarded vector
  * loops or lanes one by one (simd_tail.c), before guarded_loads. */
 int texi_pass_simd_tail(texi_lower *lw, tex_stmt *in, tex_stmt **out);

@@ -43,18 +43,13 @@ typedef struct {
 } value_class;
 
 typedef struct {
-    tex_expr *var, *value;
-} binding;
-
-typedef struct {
     tex_ctx *ctx;
     value_class *tab; /* the current store's (malloc'ed), open addressing, cap a power of two */
     tex_expr **cond;  /* its nodes in a select's arm or right of && / || (same capacity) */
     int cap;
-    binding *lets; /* for the current store, innermost values first (arena) */
-    int n_lets, cap_lets;
-    const char *name; /* the stored buffer's, for the LETs' names */
-    tex_expr *skip;   /* the value being bound: its children are rewritten */
+    texi_let_list lets; /* for the current store, innermost values first (arena) */
+    const char *name;   /* the stored buffer's, for the LETs' names */
+    tex_expr *skip;     /* the value being bound: its children are rewritten */
     bool failed;
 } sharer;
 
@@ -182,7 +177,7 @@ static tex_expr *share(tex_expr *e, void *ud)
         return NULL;
     }
     value_class *c = candidate(e) ? class_of(sh, e) : NULL;
-    if (!c || c->count < 2 || (!c->var && sh->n_lets == MAX_LETS))
+    if (!c || c->count < 2 || (!c->var && sh->lets.n == MAX_LETS))
         return NULL;
     if (c->var)
         return c->var;
@@ -192,18 +187,12 @@ static tex_expr *share(tex_expr *e, void *ud)
     tex_expr *value = texi_expr_mutate(e, share, sh);
     char name[128];
     snprintf(name, sizeof name, "%s_v", sh->name);
-    tex_expr *var = value ? texi_var_new(sh->ctx, name, e->dtype) : NULL;
-    if (var)
-        var->lanes = value->lanes; /* a vector of simd_tail's chunks */
-    binding *lets =
-        var ? texi_grow(sh->ctx, sh->lets, sh->n_lets, &sh->cap_lets, sizeof *lets, "share_values")
-            : NULL;
-    if (!lets) {
+    tex_expr *var = texi_let_list_add(sh->ctx, &sh->lets, name, e->dtype, value, "share_values");
+    if (!var) {
         sh->failed = true;
         return e;
     }
-    sh->lets = lets;
-    sh->lets[sh->n_lets++] = (binding){var, value};
+    var->lanes = value->lanes; /* a vector of simd_tail's chunks */
     return c->var = var;
 }
 
@@ -227,7 +216,7 @@ static tex_stmt *share_store(sharer *sh, tex_stmt *s)
         return s;
     }
     sh->cap = cap;
-    sh->n_lets = 0;
+    sh->lets.n = 0;
     sh->name = s->u.store.buf->name;
     texi_expr_visit(value, find_conditional, sh);
     texi_expr_visit(value, count_value, sh);
@@ -235,10 +224,9 @@ static tex_stmt *share_store(sharer *sh, tex_stmt *s)
     tex_stmt *r = s;
     if (!shared)
         sh->failed = true;
-    else if (sh->n_lets)
+    else if (sh->lets.n)
         r = texi_store_at(sh->ctx, s, s->u.store.index, shared);
-    for (int i = sh->n_lets - 1; r && i >= 0; i--)
-        r = texi_let_new(sh->ctx, sh->lets[i].var, sh->lets[i].value, r);
+    r = r ? texi_let_list_wrap(sh->ctx, &sh->lets, r, 0) : NULL;
     free(sh->tab);
     free(sh->cond);
     sh->tab = NULL;
